@@ -1,0 +1,59 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * In-kernel allocation sampler.
+ *
+ * Every allocator entry point gets a uprobe.  Each thread keeps a countdown
+ * of bytes to its next sample (a Poisson process over allocated bytes);
+ * only the allocation that crosses zero pays for a stack walk and a ring
+ * buffer record, every other call costs a task-storage lookup and a
+ * subtraction.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include "culpert.h"
+#include "sampler.bpf.h"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+SEC("uprobe")
+int BPF_KPROBE(malloc_enter, __u64 size)
+{
+	return handle_alloc(ctx, size, CULPERT_FN_MALLOC);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(calloc_enter, __u64 nmemb, __u64 size)
+{
+	return handle_alloc(ctx, mul_or_zero(nmemb, size), CULPERT_FN_CALLOC);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(realloc_enter, void *ptr, __u64 size)
+{
+	return handle_alloc(ctx, size, CULPERT_FN_REALLOC);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(reallocarray_enter, void *ptr, __u64 nmemb, __u64 size)
+{
+	return handle_alloc(ctx, mul_or_zero(nmemb, size), CULPERT_FN_REALLOCARRAY);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(posix_memalign_enter, void **memptr, __u64 align, __u64 size)
+{
+	return handle_alloc(ctx, size, CULPERT_FN_POSIX_MEMALIGN);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(memalign_enter, __u64 align, __u64 size)
+{
+	return handle_alloc(ctx, size, CULPERT_FN_MEMALIGN);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(pvalloc_enter, __u64 size)
+{
+	return handle_alloc(ctx, round_up_page(size), CULPERT_FN_PVALLOC);
+}

@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The one header shared by the BPF programs and userspace.
+ *
+ * No includes: the BPF side gets the __u* types from vmlinux.h, userspace
+ * from <linux/types.h>.  Fixed-width types only, no pointers, explicit
+ * padding, so both compilers agree on every offset.
+ */
+#ifndef CULPERT_H
+#define CULPERT_H
+
+/* frames kept per sample; bpf_get_stack() stops at kernel.perf_event_max_stack (127) anyway */
+#define CULPERT_MAX_FRAMES		128
+/* exponential variates for the byte countdown; power of two, indexed by a random mask */
+#define CULPERT_EXP_TABLE_SHIFT		14
+#define CULPERT_EXP_TABLE_SIZE		(1U << CULPERT_EXP_TABLE_SHIFT)
+/* objects whose code counts as "inside the allocator" (an allocator plus prefixed families) */
+#define CULPERT_MAX_ALLOC_OBJS		4
+
+/* record kinds in the ring buffer; the first __u32 of every record */
+enum culpert_event_kind {
+	CULPERT_EV_ALLOC = 1,		/* a sampled allocation: struct culpert_alloc_event */
+};
+
+/*
+ * Which entry point fired; selects how the size is read from the arguments.
+ * Userspace passes it as the BPF cookie of each probe.
+ */
+enum culpert_fn {
+	CULPERT_FN_MALLOC = 1,		/* (size): malloc, valloc, operator new, mallocx, ... */
+	CULPERT_FN_CALLOC,		/* (nmemb, size) */
+	CULPERT_FN_REALLOC,		/* (ptr, size): realloc, rallocx */
+	CULPERT_FN_REALLOCARRAY,	/* (ptr, nmemb, size) */
+	CULPERT_FN_POSIX_MEMALIGN,	/* (memptr, align, size) */
+	CULPERT_FN_MEMALIGN,		/* (align, size): memalign, aligned_alloc */
+	CULPERT_FN_PVALLOC,		/* (size), rounded up to a page */
+	CULPERT_FN__MAX,
+};
+
+/* kernel-side counters, one __u64 each in the `counters` array */
+enum culpert_counter {
+	CULPERT_CNT_LOST_RINGBUF,	/* sampled, but the ring buffer was full */
+	CULPERT_CNT_STACK_ERR,		/* bpf_get_stack() failed; sample kept with its caller only */
+	CULPERT_CNT_NO_STATE,		/* no per-thread state could be created: allocation not seen */
+	CULPERT_CNT_NESTED,		/* allocator entry reached from inside another one, not counted twice */
+	CULPERT_CNT__MAX,
+};
+
+struct culpert_alloc_event {
+	__u32 kind;			/* CULPERT_EV_ALLOC */
+	__u32 tid;
+	__u64 id;			/* unique per sample within one run */
+	__u64 size;			/* bytes requested */
+	__u64 ts_ns;			/* CLOCK_MONOTONIC (bpf_ktime_get_ns) at entry */
+	__u64 ret_addr;			/* word at the user stack pointer: return address into the caller */
+	__u32 fn;			/* enum culpert_fn */
+	__s32 nr_frames;		/* entries in frames[]; < 0 is the bpf_get_stack() error */
+	__u64 frames[CULPERT_MAX_FRAMES]; /* frame-pointer walk, frames[0] = probed instruction */
+};
+
+#endif /* CULPERT_H */

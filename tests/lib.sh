@@ -1,0 +1,106 @@
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+# Shared helpers of the shell tests.  Each test is a function run by
+# run_test NAME FUNC; it passes unless it calls fail (or skip).
+#
+# Output contract with tests/run.sh: "PASS name", "FAIL name: why",
+# "SKIP name: why", one line per test.
+
+OUTPUT=${OUTPUT:-.output}
+BIN_BPF=$OUTPUT/culpert-bpf
+BIN_CLI=$OUTPUT/culpert
+TARGETS=$OUTPUT/tests/targets
+PROFDUMP=$OUTPUT/tests/tools/profdump
+TMP=$(mktemp -d /tmp/culpert-test.XXXXXX)
+# go tool pprof wants a writable cache even just to read a file
+export GOCACHE=${GOCACHE:-$TMP/gocache} HOME=${HOME:-$TMP}
+trap 'cleanup_pids; rm -rf "$TMP"' EXIT
+
+_pids=""
+_failed=""
+_skipped=""
+
+cleanup_pids() {
+	for p in $_pids; do kill -9 "$p" 2>/dev/null; done
+	_pids=""
+}
+
+# remember a background process to kill when the test file ends
+track() { _pids="$_pids $1"; }
+
+fail() {
+	[ -n "$_failed" ] || _failed="$*"
+	return 1
+}
+
+skip() {
+	_skipped="$*"
+}
+
+run_test() {
+	_failed=""
+	_skipped=""
+	"$2"
+	cleanup_pids
+	if [ -n "$_skipped" ]; then
+		echo "SKIP $1: $_skipped"
+	elif [ -n "$_failed" ]; then
+		echo "FAIL $1: $_failed"
+	else
+		echo "PASS $1"
+	fi
+}
+
+# BPF tests need root (or the capabilities); without, they say so loudly
+need_root() {
+	if [ "$(id -u)" != 0 ]; then
+		skip "needs root to load BPF programs (run 'sudo make test')"
+		return 1
+	fi
+	return 0
+}
+
+# start a test target that prints "pid N ready" and waits for SIGUSR1; sets $target_pid
+start_target() {
+	_out=$1
+	shift
+	"$@" >"$_out" 2>&1 &
+	target_pid=$!
+	track "$target_pid"
+	wait_for "$_out" "ready" 5 || fail "target $1 did not start"
+}
+
+# wait_for FILE PATTERN SECONDS: until FILE contains PATTERN
+wait_for() {
+	_i=0
+	while ! grep -q "$2" "$1" 2>/dev/null; do
+		_i=$((_i + 1))
+		[ "$_i" -gt $(($3 * 20)) ] && return 1
+		sleep 0.05
+	done
+	return 0
+}
+
+# attach in the background: attach_bg ERRFILE ARGS...; sets $attach_pid
+attach_bg() {
+	_err=$1
+	shift
+	"$BIN_BPF" attach "$@" 2>"$_err" &
+	attach_pid=$!
+	track "$attach_pid"
+	wait_for "$_err" "culpert-bpf: profiling" 10 || {
+		fail "attach did not start: $(head -c 400 "$_err")"
+		return 1
+	}
+}
+
+# sum of sample values of column COL (1-based) grouped by leaf function: "func total"
+by_leaf() {
+	"$PROFDUMP" "$1" | grep -v '^#' |
+		awk -F'\t' -v col="$2" '{split($2, f, ";"); split($1, v, " "); s[f[1]] += v[col]}
+			END {for (k in s) printf "%s %.0f\n", k, s[k]}' | sort
+}
+
+# |est - truth| <= tol_pct % of truth
+within_pct() {
+	awk -v e="$1" -v t="$2" -v p="$3" 'BEGIN {d = e - t; if (d < 0) d = -d; exit !(d <= t * p / 100)}'
+}

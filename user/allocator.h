@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Finding the allocator of a process: which mapped object serves malloc
+ * (the dynamic linker's order: executable, preloaded and linked libraries,
+ * libc), which family it belongs to, and the probe point of every entry
+ * point it defines.
+ */
+#ifndef CULPERT_ALLOCATOR_H
+#define CULPERT_ALLOCATOR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct target;
+struct procmaps;
+struct objcache;
+
+#include <linux/types.h>
+
+#include "culpert.h"
+
+/* at most this many objects carry probes (the BPF side keeps their code ranges) */
+#define ALLOC_MAX_OBJECTS CULPERT_MAX_ALLOC_OBJS
+
+struct alloc_object {
+	char *path;		/* as the target sees it */
+	char *open_path;	/* how we reach it (/proc/PID/root/...) */
+	char *build_id;
+	const char *family;	/* "glibc", "jemalloc", ... */
+	uint64_t text_lo;	/* runtime range of its executable mapping */
+	uint64_t text_hi;
+};
+
+struct probe_point {
+	int object;		/* index into alloc_plan.objects */
+	char *symbol;
+	uint64_t sym_offset;	/* file offset of the symbol */
+	uint64_t offset;	/* file offset where the probe goes */
+	uint32_t fn;		/* enum culpert_fn */
+};
+
+struct alloc_plan {
+	struct alloc_object objects[ALLOC_MAX_OBJECTS];
+	size_t n_objects;
+	struct probe_point *points;
+	size_t n_points;
+	char **skipped;		/* optional entry points the allocator does not define */
+	size_t n_skipped;
+};
+
+/*
+ * Build the plan.  `allocator` is "auto", a family name (glibc, jemalloc,
+ * mimalloc, tcmalloc) or a symbol prefix ("je_").  On failure returns
+ * -errno and a user-facing reason (naming what was searched) in err.
+ */
+int allocator__plan(const struct target *t, const struct procmaps *maps, struct objcache *cache,
+		    const char *allocator, struct alloc_plan *plan, char *err, size_t errlen);
+void alloc_plan__free(struct alloc_plan *plan);
+
+#endif /* CULPERT_ALLOCATOR_H */

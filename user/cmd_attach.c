@@ -1,0 +1,315 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* culpert-bpf attach: sample a running process, write one pprof profile. */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "commands.h"
+#include "kfeatures.h"
+#include "log.h"
+#include "session.h"
+#include "units.h"
+
+#define DEFAULT_RATE		(512 * 1024)
+#define DEFAULT_DEPTH		64
+#define MAX_DEPTH		127
+#define DEFAULT_RINGBUF		(8 << 20)
+#define DEFAULT_MAX_STACKS	65536
+
+static volatile sig_atomic_t stop_requested;
+
+static void on_signal(int sig)
+{
+	stop_requested = 1;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: culpert-bpf attach --pid PID [OPTIONS]\n"
+		"\n"
+		"Sample the allocations of a running process until --duration passes, the\n"
+		"process exits, or SIGINT/SIGTERM arrives; then write a pprof profile.\n"
+		"\n"
+		"Options:\n"
+		"  -p, --pid PID            process to profile (any of its thread ids works)\n"
+		"  -d, --duration D         stop after D (30s, 2m, 1h); default: until Ctrl-C\n"
+		"  -o, --output FILE        profile path, '-' for stdout;\n"
+		"                           default culpert-COMM-PID-TIMESTAMP.pb.gz\n"
+		"      --rate BYTES         mean bytes between samples (default 512KiB; 1 = every allocation)\n"
+		"      --max-depth N        stack frames kept per sample, 1..127 (default 64)\n"
+		"      --allocator NAME     auto, glibc, musl, jemalloc, mimalloc, tcmalloc, or a symbol prefix\n"
+		"      --symbolize          resolve function names at capture (default)\n"
+		"      --no-symbolize       keep raw addresses; 'culpert symbolize' can resolve them later\n"
+		"      --ringbuf-size BYTES kernel-to-user buffer (default 8MiB)\n"
+		"      --max-stacks N       distinct (stack, thread) keys kept (default 65536)\n"
+		"      --no-multi           one perf-event uprobe per site instead of uprobe_multi links\n"
+		"  -v, --verbose            more diagnostics (repeat for more)\n"
+		"  -h, --help               this help\n"
+		"\n"
+		"EXAMPLES:\n"
+		"  sudo culpert-bpf attach --pid 1234 -o prof.pb.gz      # Ctrl-C to stop\n"
+		"  sudo culpert-bpf attach -p 1234 -d 30s --rate 64KiB\n"
+		"  sudo culpert-bpf attach -p 1234 -d 10s -o - | culpert report -\n");
+}
+
+struct attach_args {
+	struct session_opts so;
+	uint64_t duration_ns;
+	const char *output;
+};
+
+static int parse_u64_arg(const char *opt, const char *arg, int (*parse)(const char *, uint64_t *),
+			 uint64_t *out, const char *hint)
+{
+	if (parse(arg, out) == 0)
+		return 0;
+	pr_error("invalid %s '%s': %s\n", opt, arg, hint);
+	return -EINVAL;
+}
+
+static int parse_args(int argc, char **argv, struct attach_args *a)
+{
+	enum { OPT_RATE = 256, OPT_DEPTH, OPT_ALLOC, OPT_SYM, OPT_NOSYM, OPT_RB, OPT_MAXST,
+	       OPT_NOMULTI };
+	static const struct option opts[] = {
+		{ "pid", required_argument, NULL, 'p' },
+		{ "duration", required_argument, NULL, 'd' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "rate", required_argument, NULL, OPT_RATE },
+		{ "max-depth", required_argument, NULL, OPT_DEPTH },
+		{ "allocator", required_argument, NULL, OPT_ALLOC },
+		{ "symbolize", no_argument, NULL, OPT_SYM },
+		{ "no-symbolize", no_argument, NULL, OPT_NOSYM },
+		{ "ringbuf-size", required_argument, NULL, OPT_RB },
+		{ "max-stacks", required_argument, NULL, OPT_MAXST },
+		{ "no-multi", no_argument, NULL, OPT_NOMULTI },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	uint64_t v;
+	int c;
+
+	a->so.rate = DEFAULT_RATE;
+	a->so.max_depth = DEFAULT_DEPTH;
+	a->so.allocator = "auto";
+	a->so.symbolize = true;
+	a->so.ringbuf_bytes = DEFAULT_RINGBUF;
+	a->so.max_entries = DEFAULT_MAX_STACKS;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "p:d:o:vh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'p': {
+			char *end;
+			long pid;
+
+			errno = 0;
+			pid = strtol(optarg, &end, 10);
+			if (errno || *end || pid <= 0 || pid > INT_MAX) {
+				pr_error("invalid --pid '%s': give the numeric id of a running process\n",
+					 optarg);
+				return -EINVAL;
+			}
+			a->so.pid = (pid_t)pid;
+			break;
+		}
+		case 'd':
+			if (parse_u64_arg("--duration", optarg, parse_duration, &a->duration_ns,
+					  "use a duration such as 30s, 2m or 1h"))
+				return -EINVAL;
+			if (!a->duration_ns) {
+				pr_error("invalid --duration '%s': it must be longer than 0\n", optarg);
+				return -EINVAL;
+			}
+			break;
+		case 'o':
+			a->output = optarg;
+			break;
+		case OPT_RATE:
+			if (parse_u64_arg("--rate", optarg, parse_size, &a->so.rate,
+					  "use a positive byte count such as 512KiB, 4k or 1"))
+				return -EINVAL;
+			if (!a->so.rate || a->so.rate > (1ULL << 40)) {
+				pr_error("invalid --rate '%s': it must be between 1 byte and 1TiB\n", optarg);
+				return -EINVAL;
+			}
+			break;
+		case OPT_DEPTH:
+			if (parse_u64_arg("--max-depth", optarg, parse_size, &v,
+					  "use a frame count from 1 to 127"))
+				return -EINVAL;
+			if (v < 1 || v > MAX_DEPTH) {
+				pr_error("invalid --max-depth '%s': use a frame count from 1 to 127\n", optarg);
+				return -EINVAL;
+			}
+			a->so.max_depth = (unsigned int)v;
+			break;
+		case OPT_ALLOC:
+			a->so.allocator = optarg;
+			break;
+		case OPT_SYM:
+			a->so.symbolize = true;
+			break;
+		case OPT_NOSYM:
+			a->so.symbolize = false;
+			break;
+		case OPT_RB:
+			if (parse_u64_arg("--ringbuf-size", optarg, parse_size, &v,
+					  "use a size such as 8MiB") )
+				return -EINVAL;
+			if (v < 4096 || v > (1ULL << 30)) {
+				pr_error("invalid --ringbuf-size '%s': use 4KiB to 1GiB\n", optarg);
+				return -EINVAL;
+			}
+			a->so.ringbuf_bytes = (size_t)v;
+			break;
+		case OPT_MAXST:
+			if (parse_u64_arg("--max-stacks", optarg, parse_size, &v,
+					  "use a count such as 65536") )
+				return -EINVAL;
+			if (!v || v > (1ULL << 24)) {
+				pr_error("invalid --max-stacks '%s': use 1 to 16777216\n", optarg);
+				return -EINVAL;
+			}
+			a->so.max_entries = (size_t)v;
+			break;
+		case OPT_NOMULTI:
+			a->so.no_multi = true;
+			break;
+		case 'v':
+			log_level++;
+			break;
+		case 'h':
+			usage(stdout);
+			exit(0);
+		default:
+			fprintf(stderr, "Try 'culpert-bpf attach --help'.\n");
+			return -EINVAL;
+		}
+	}
+	if (optind < argc) {
+		pr_error("unexpected argument '%s'; see 'culpert-bpf attach --help'\n", argv[optind]);
+		return -EINVAL;
+	}
+	if (!a->so.pid) {
+		pr_error("--pid is required: the process to profile\n");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static void default_output(char *buf, size_t len, const char *comm, pid_t pid)
+{
+	time_t now = time(NULL);
+	struct tm tm;
+	char ts[32];
+	size_t i;
+	char c[32];
+
+	gmtime_r(&now, &tm);
+	strftime(ts, sizeof(ts), "%Y%m%dT%H%M%SZ", &tm);
+	/* comm may hold '/' or spaces: keep the file name one word */
+	snprintf(c, sizeof(c), "%s", comm);
+	for (i = 0; c[i]; i++)
+		if (c[i] == '/' || c[i] == ' ')
+			c[i] = '_';
+	snprintf(buf, len, "culpert-%s-%d-%s.pb.gz", c, (int)pid, ts);
+}
+
+/* fail before attaching, not after a long capture */
+static int check_writable(const char *path)
+{
+	char tmp[PATH_MAX];
+	int fd;
+
+	if (!strcmp(path, "-"))
+		return 0;
+	if (snprintf(tmp, sizeof(tmp), "%s.tmp.XXXXXX", path) >= (int)sizeof(tmp))
+		return -ENAMETOOLONG;
+	fd = mkstemp(tmp);
+	if (fd < 0)
+		return -errno;
+	close(fd);
+	unlink(tmp);
+	return 0;
+}
+
+static void install_signals(void)
+{
+	struct sigaction sa = { .sa_handler = on_signal };
+
+	/* no SA_RESTART: the poll in the sampling loop must return on a signal */
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+}
+
+static void report_end(struct session *s, enum session_end why, const char *path)
+{
+	if (why == SESSION_END_TARGET_EXIT)
+		fprintf(stderr, "culpert-bpf: pid %d (%s) exited; writing what was collected\n",
+			(int)session__pid(s), session__comm(s));
+	if (session__lost(s))
+		pr_warn("%llu samples were lost because the ring buffer was full: "
+			"raise --ringbuf-size or --rate\n", (unsigned long long)session__lost(s));
+	fprintf(stderr, "culpert-bpf: wrote %s (%llu samples, %llu lost)\n",
+		strcmp(path, "-") ? path : "profile to stdout",
+		(unsigned long long)session__samples(s), (unsigned long long)session__lost(s));
+}
+
+int cmd_attach(int argc, char **argv)
+{
+	struct attach_args a = { 0 };
+	char err[1024], out[PATH_MAX], rate[32];
+	struct session *s = NULL;
+	enum session_end why;
+	const char *blocker;
+	int ret;
+
+	if (parse_args(argc, argv, &a))
+		return 2;
+	blocker = features__blocker();
+	if (blocker) {
+		pr_error("%s\n", blocker);
+		return 1;
+	}
+	ret = session__open(&a.so, &s, err, sizeof(err));
+	if (ret) {
+		pr_error("%s\n", err);
+		return 1;
+	}
+	if (a.output)
+		snprintf(out, sizeof(out), "%s", a.output);
+	else
+		default_output(out, sizeof(out), session__comm(s), session__pid(s));
+	ret = check_writable(out);
+	if (ret) {
+		pr_error("cannot write the profile to %s: %s; choose another path with -o\n", out,
+			 strerror(-ret));
+		session__close(s);
+		return 1;
+	}
+	install_signals();
+	fprintf(stderr, "culpert-bpf: profiling pid %d (%s): %zu probe sites, 1 sample per ~%s; %s\n",
+		(int)session__pid(s), session__comm(s), session__n_sites(s),
+		format_bytes(rate, sizeof(rate), (double)a.so.rate),
+		a.duration_ns ? "stops after --duration or Ctrl-C" : "Ctrl-C to stop");
+	session__run(s, a.duration_ns, &stop_requested, &why);
+	ret = session__write(s, out);
+	if (ret) {
+		pr_error("cannot write the profile to %s: %s\n", out, strerror(-ret));
+		session__close(s);
+		return 1;
+	}
+	report_end(s, why, out);
+	session__close(s);
+	return 0;
+}

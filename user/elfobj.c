@@ -1,0 +1,376 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "elfobj.h"
+#include "log.h"
+#include "vec.h"
+
+struct load_seg {
+	uint64_t vaddr, offset, filesz;
+};
+
+struct elfobj {
+	char *path;
+	int fd;
+	Elf *elf;
+	int type;
+	char build_id[2 * 64 + 1];
+	struct load_seg *segs;
+	size_t n_segs;
+	struct elf_symbol *syms;	/* sorted by value; loaded on first use */
+	size_t n_syms;
+	bool syms_loaded;
+	bool has_symtab;
+};
+
+static bool libelf_ready(void)
+{
+	static int ready = -1;
+
+	if (ready < 0)
+		ready = elf_version(EV_CURRENT) != EV_NONE;
+	return ready;
+}
+
+static void hex(char *out, const unsigned char *b, size_t n)
+{
+	static const char digits[] = "0123456789abcdef";
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		out[2 * i] = digits[b[i] >> 4];
+		out[2 * i + 1] = digits[b[i] & 15];
+	}
+	out[2 * n] = 0;
+}
+
+/* find NT_GNU_BUILD_ID in one block of notes */
+static bool build_id_in_notes(struct elfobj *obj, Elf_Data *data)
+{
+	GElf_Nhdr nhdr;
+	size_t off = 0, name_off, desc_off;
+
+	while (data && (off = gelf_getnote(data, off, &nhdr, &name_off, &desc_off)) > 0) {
+		if (nhdr.n_type == NT_GNU_BUILD_ID && nhdr.n_namesz == 4 &&
+		    !memcmp((char *)data->d_buf + name_off, "GNU", 4) && nhdr.n_descsz <= 64) {
+			hex(obj->build_id, (unsigned char *)data->d_buf + desc_off, nhdr.n_descsz);
+			return true;
+		}
+	}
+	return false;
+}
+
+static void read_build_id(struct elfobj *obj)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Shdr shdr;
+	GElf_Phdr phdr;
+	size_t i, n;
+
+	while ((scn = elf_nextscn(obj->elf, scn))) {
+		if (gelf_getshdr(scn, &shdr) && shdr.sh_type == SHT_NOTE &&
+		    build_id_in_notes(obj, elf_getdata(scn, NULL)))
+			return;
+	}
+	/* section headers can be stripped away; the program headers cannot */
+	if (elf_getphdrnum(obj->elf, &n))
+		return;
+	for (i = 0; i < n; i++) {
+		if (!gelf_getphdr(obj->elf, (int)i, &phdr) || phdr.p_type != PT_NOTE)
+			continue;
+		if (build_id_in_notes(obj, elf_getdata_rawchunk(obj->elf, (int64_t)phdr.p_offset,
+								 phdr.p_filesz, ELF_T_NHDR)))
+			return;
+	}
+}
+
+static int read_segments(struct elfobj *obj)
+{
+	size_t i, n, cap = 0;
+	GElf_Phdr phdr;
+
+	if (elf_getphdrnum(obj->elf, &n))
+		return -ENOEXEC;
+	for (i = 0; i < n; i++) {
+		if (!gelf_getphdr(obj->elf, (int)i, &phdr) || phdr.p_type != PT_LOAD)
+			continue;
+		if (vec_reserve(&obj->segs, &cap, obj->n_segs + 1, sizeof(*obj->segs)))
+			return -ENOMEM;
+		obj->segs[obj->n_segs++] = (struct load_seg){ phdr.p_vaddr, phdr.p_offset,
+							      phdr.p_filesz };
+	}
+	return 0;
+}
+
+struct elfobj *elfobj__open(const char *path)
+{
+	struct elfobj *obj;
+	GElf_Ehdr ehdr;
+	int err;
+
+	if (!libelf_ready()) {
+		errno = ENOSYS;
+		return NULL;
+	}
+	obj = calloc(1, sizeof(*obj));
+	if (!obj)
+		return NULL;
+	obj->fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (obj->fd < 0) {
+		err = errno;
+		goto err;
+	}
+	obj->path = strdup(path);
+	obj->elf = elf_begin(obj->fd, ELF_C_READ_MMAP, NULL);
+	if (!obj->path || !obj->elf || elf_kind(obj->elf) != ELF_K_ELF ||
+	    !gelf_getehdr(obj->elf, &ehdr)) {
+		err = obj->path ? ENOEXEC : ENOMEM;
+		goto err;
+	}
+	obj->type = ehdr.e_type;
+	err = -read_segments(obj);
+	if (err)
+		goto err;
+	read_build_id(obj);
+	return obj;
+err:
+	elfobj__free(obj);
+	errno = err;
+	return NULL;
+}
+
+void elfobj__free(struct elfobj *obj)
+{
+	if (!obj)
+		return;
+	if (obj->elf)
+		elf_end(obj->elf);
+	if (obj->fd >= 0)
+		close(obj->fd);
+	free(obj->path);
+	free(obj->segs);
+	free(obj->syms);
+	free(obj);
+}
+
+const char *elfobj__path(const struct elfobj *obj)
+{
+	return obj->path;
+}
+
+const char *elfobj__build_id(const struct elfobj *obj)
+{
+	return obj->build_id;
+}
+
+int elfobj__type(const struct elfobj *obj)
+{
+	return obj->type;
+}
+
+void *elfobj__elf(const struct elfobj *obj)
+{
+	return obj->elf;
+}
+
+int elfobj__fd(const struct elfobj *obj)
+{
+	return obj->fd;
+}
+
+/* --- symbols -------------------------------------------------------------------------- */
+
+static int add_symtab(struct elfobj *obj, Elf_Scn *scn, const GElf_Shdr *shdr, size_t *cap)
+{
+	Elf_Data *data = elf_getdata(scn, NULL);
+	size_t i, n;
+	GElf_Sym sym;
+
+	if (!data || !shdr->sh_entsize)
+		return 0;
+	n = shdr->sh_size / shdr->sh_entsize;
+	for (i = 1; i < n; i++) {
+		int type;
+		const char *name;
+
+		if (!gelf_getsym(data, (int)i, &sym))
+			continue;
+		type = GELF_ST_TYPE(sym.st_info);
+		if ((type != STT_FUNC && type != STT_GNU_IFUNC) || sym.st_shndx == SHN_UNDEF ||
+		    !sym.st_value)
+			continue;
+		name = elf_strptr(obj->elf, shdr->sh_link, sym.st_name);
+		if (!name || !*name)
+			continue;
+		if (vec_reserve(&obj->syms, cap, obj->n_syms + 1, sizeof(*obj->syms)))
+			return -ENOMEM;
+		obj->syms[obj->n_syms++] = (struct elf_symbol){
+			.name = name,
+			.value = sym.st_value,
+			.size = sym.st_size,
+			.type = (uint8_t)type,
+			.bind = (uint8_t)GELF_ST_BIND(sym.st_info),
+			.dynamic = shdr->sh_type == SHT_DYNSYM,
+		};
+	}
+	return 0;
+}
+
+static int bind_rank(uint8_t bind)
+{
+	return bind == STB_GLOBAL ? 0 : bind == STB_WEAK ? 1 : 2;
+}
+
+static int sym_cmp(const void *a, const void *b)
+{
+	const struct elf_symbol *x = a, *y = b;
+
+	if (x->value != y->value)
+		return x->value < y->value ? -1 : 1;
+	/* at one address: global before weak before local, then .symtab first, then by name */
+	if (bind_rank(x->bind) != bind_rank(y->bind))
+		return bind_rank(x->bind) - bind_rank(y->bind);
+	if (x->dynamic != y->dynamic)
+		return x->dynamic ? 1 : -1;
+	return strcmp(x->name, y->name);
+}
+
+static int load_symbols(struct elfobj *obj)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Shdr shdr;
+	size_t cap = 0;
+	int err;
+
+	if (obj->syms_loaded)
+		return 0;
+	obj->syms_loaded = true;
+	while ((scn = elf_nextscn(obj->elf, scn))) {
+		if (!gelf_getshdr(scn, &shdr))
+			continue;
+		if (shdr.sh_type != SHT_SYMTAB && shdr.sh_type != SHT_DYNSYM)
+			continue;
+		if (shdr.sh_type == SHT_SYMTAB)
+			obj->has_symtab = true;
+		err = add_symtab(obj, scn, &shdr, &cap);
+		if (err)
+			return err;
+	}
+	qsort(obj->syms, obj->n_syms, sizeof(*obj->syms), sym_cmp);
+	return 0;
+}
+
+bool elfobj__has_symtab(const struct elfobj *obj)
+{
+	load_symbols((struct elfobj *)obj);
+	return obj->has_symtab;
+}
+
+const struct elf_symbol *elfobj__symbols(struct elfobj *obj, size_t *n)
+{
+	*n = 0;
+	if (load_symbols(obj))
+		return NULL;
+	*n = obj->n_syms;
+	return obj->syms;
+}
+
+const struct elf_symbol *elfobj__sym_by_name(struct elfobj *obj, const char *name)
+{
+	const struct elf_symbol *best = NULL;
+	size_t i;
+
+	if (load_symbols(obj))
+		return NULL;
+	for (i = 0; i < obj->n_syms; i++) {
+		const struct elf_symbol *s = &obj->syms[i];
+
+		if (strcmp(s->name, name))
+			continue;
+		/* a global definition is what the dynamic linker binds to */
+		if (!best || (best->bind == STB_LOCAL && s->bind != STB_LOCAL))
+			best = s;
+	}
+	return best;
+}
+
+const struct elf_symbol *elfobj__sym_by_addr(struct elfobj *obj, uint64_t vaddr)
+{
+	size_t lo = 0, hi, i;
+	const struct elf_symbol *s;
+
+	if (load_symbols(obj) || !obj->n_syms)
+		return NULL;
+	hi = obj->n_syms;
+	/* last symbol starting at or before vaddr */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (obj->syms[mid].value <= vaddr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo)
+		return NULL;
+	i = lo - 1;
+	/* step back to the preferred (first sorted) symbol at that address */
+	while (i > 0 && obj->syms[i - 1].value == obj->syms[i].value)
+		i--;
+	s = &obj->syms[i];
+	if (s->size && vaddr >= s->value + s->size) {
+		/* a sized symbol that ends before vaddr: vaddr is in a gap (padding, unnamed code) */
+		return NULL;
+	}
+	return s;
+}
+
+/* --- addresses ------------------------------------------------------------------------ */
+
+int elfobj__vaddr_to_offset(const struct elfobj *obj, uint64_t vaddr, uint64_t *off)
+{
+	size_t i;
+
+	for (i = 0; i < obj->n_segs; i++) {
+		const struct load_seg *s = &obj->segs[i];
+
+		if (vaddr >= s->vaddr && vaddr < s->vaddr + s->filesz) {
+			*off = vaddr - s->vaddr + s->offset;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+int elfobj__offset_to_vaddr(const struct elfobj *obj, uint64_t off, uint64_t *vaddr)
+{
+	size_t i;
+
+	for (i = 0; i < obj->n_segs; i++) {
+		const struct load_seg *s = &obj->segs[i];
+
+		if (off >= s->offset && off < s->offset + s->filesz) {
+			*vaddr = off - s->offset + s->vaddr;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+long elfobj__read(const struct elfobj *obj, uint64_t vaddr, void *buf, size_t len)
+{
+	uint64_t off;
+	ssize_t n;
+
+	if (elfobj__vaddr_to_offset(obj, vaddr, &off))
+		return -ENOENT;
+	n = pread(obj->fd, buf, len, (off_t)off);
+	return n < 0 ? -errno : n;
+}

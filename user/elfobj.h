@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * One ELF object opened with libelf: build ID, load segments, and its
+ * function symbols (.symtab and .dynsym) by name and by address.
+ */
+#ifndef CULPERT_ELFOBJ_H
+#define CULPERT_ELFOBJ_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct elfobj;
+
+struct elf_symbol {
+	const char *name;	/* owned by the elfobj */
+	uint64_t value;		/* st_value: virtual address */
+	uint64_t size;
+	uint8_t type;		/* STT_FUNC or STT_GNU_IFUNC */
+	uint8_t bind;
+	bool dynamic;		/* from .dynsym */
+};
+
+/* NULL and errno set on failure (ENOEXEC: not an ELF file) */
+struct elfobj *elfobj__open(const char *path);
+void elfobj__free(struct elfobj *obj);
+
+const char *elfobj__path(const struct elfobj *obj);
+/* lower-case hex GNU build ID, "" when the object has none */
+const char *elfobj__build_id(const struct elfobj *obj);
+/* ET_EXEC or ET_DYN */
+int elfobj__type(const struct elfobj *obj);
+/* true when the object carries a full .symtab (not stripped) */
+bool elfobj__has_symtab(const struct elfobj *obj);
+/* the libelf handle and fd, for modules that read DWARF or code */
+void *elfobj__elf(const struct elfobj *obj);
+int elfobj__fd(const struct elfobj *obj);
+
+/* defined function named exactly `name`; NULL if none */
+const struct elf_symbol *elfobj__sym_by_name(struct elfobj *obj, const char *name);
+/* the function containing virtual address `vaddr`; NULL if none */
+const struct elf_symbol *elfobj__sym_by_addr(struct elfobj *obj, uint64_t vaddr);
+/* every function symbol, sorted by address; count in *n */
+const struct elf_symbol *elfobj__symbols(struct elfobj *obj, size_t *n);
+
+/* file offset <-> virtual address through the PT_LOAD segments; 0 or -ENOENT */
+int elfobj__vaddr_to_offset(const struct elfobj *obj, uint64_t vaddr, uint64_t *off);
+int elfobj__offset_to_vaddr(const struct elfobj *obj, uint64_t off, uint64_t *vaddr);
+/* copy up to len bytes of code at vaddr; returns bytes copied or -errno */
+long elfobj__read(const struct elfobj *obj, uint64_t vaddr, void *buf, size_t len);
+
+#endif /* CULPERT_ELFOBJ_H */

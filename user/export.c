@@ -1,0 +1,318 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * The aggregate as a pprof profile: one mapping per executable mapping of
+ * the target, locations at runtime addresses (symbolized when asked), one
+ * sample per aggregate key with its unbiased values, sorted so the same
+ * aggregate always gives the same bytes.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "aggregate.h"
+#include "elfobj.h"
+#include "export.h"
+#include "hashtab.h"
+#include "log.h"
+#include "objcache.h"
+#include "pprof.h"
+#include "procmaps.h"
+#include "symbolize.h"
+#include "target.h"
+#include "vec.h"
+
+struct resolved {
+	uint64_t addr;			/* address - 1: inside the call instruction */
+	int map;			/* index into the maps snapshot, -1 if none */
+	int n_frames;
+	struct sym_frame frames[SYM_MAX_FRAMES];
+	uint64_t loc_id;
+};
+
+struct exporter {
+	const struct export_opts *o;
+	struct pprof_writer *w;
+	struct resolved *locs;
+	size_t n_locs, cap_locs;
+	struct hashtab loc_ht;
+	uint64_t *map_ids;		/* pprof mapping id per maps entry, 0 if not exported */
+	bool *map_symbolized;
+};
+
+static bool addr_eq(uint32_t idx, const void *key, void *ctx)
+{
+	return ((struct exporter *)ctx)->locs[idx].addr == *(const uint64_t *)key;
+}
+
+static void resolve(struct exporter *x, struct resolved *r)
+{
+	const struct procmaps *maps = x->o->maps;
+	const struct procmap *m = procmaps__find(maps, r->addr);
+	struct elfobj *obj;
+	uint64_t vaddr;
+
+	r->map = m ? (int)(m - maps->v) : -1;
+	if (!m || !x->o->symbolize || !procmap__is_file(m))
+		return;
+	obj = objcache__get(x->o->objs, m);
+	if (!obj || elfobj__offset_to_vaddr(obj, r->addr - m->start + m->offset, &vaddr))
+		return;
+	r->n_frames = symbolize_vaddr(obj, vaddr, r->frames, SYM_MAX_FRAMES);
+	if (r->n_frames)
+		x->map_symbolized[r->map] = true;
+}
+
+/* pass 1: every distinct address once, with its mapping and frames */
+static int collect(struct exporter *x, const struct aggregate *a)
+{
+	const struct agg_entry *e;
+	size_t n, i, j, nf;
+
+	e = aggregate__entries(a, &n);
+	for (i = 0; i < n; i++) {
+		const uint64_t *f = aggregate__stack_frames(a, e[i].key.stack, &nf);
+
+		for (j = 0; j < nf; j++) {
+			uint64_t addr = f[j] - 1, h = hash_u64(addr, 0);
+			uint32_t idx;
+
+			if (hashtab__find(&x->loc_ht, h, &addr, addr_eq, x, &idx))
+				continue;
+			if (vec_reserve(&x->locs, &x->cap_locs, x->n_locs + 1, sizeof(*x->locs)) ||
+			    hashtab__insert(&x->loc_ht, h, (uint32_t)x->n_locs))
+				return -ENOMEM;
+			memset(&x->locs[x->n_locs], 0, sizeof(*x->locs));
+			x->locs[x->n_locs].addr = addr;
+			resolve(x, &x->locs[x->n_locs]);
+			x->n_locs++;
+		}
+	}
+	return 0;
+}
+
+static int add_mapping(struct exporter *x, size_t i)
+{
+	const struct procmap *m = &x->o->maps->v[i];
+	struct pprof_mapping_desc d = {
+		.memory_start = m->start,
+		.memory_limit = m->end,
+		.file_offset = m->offset,
+		.filename = m->path,
+		.build_id = "",
+		.has_functions = x->map_symbolized[i],
+	};
+	struct elfobj *obj = procmap__is_file(m) ? objcache__get(x->o->objs, m) : NULL;
+
+	if (obj)
+		d.build_id = elfobj__build_id(obj);
+	x->map_ids[i] = pprof_writer__add_mapping(x->w, &d);
+	return x->map_ids[i] ? 0 : -ENOMEM;
+}
+
+/* the main executable first (pprof tools treat mapping 1 as the program), then by address */
+static int add_mappings(struct exporter *x)
+{
+	const struct procmaps *maps = x->o->maps;
+	size_t i;
+	int pass, err;
+
+	for (pass = 0; pass < 2; pass++) {
+		for (i = 0; i < maps->n; i++) {
+			bool is_exe = !strcmp(maps->v[i].path, x->o->t->exe);
+
+			if (!maps->v[i].executable || x->map_ids[i] || is_exe != (pass == 0))
+				continue;
+			err = add_mapping(x, i);
+			if (err)
+				return err;
+		}
+	}
+	return 0;
+}
+
+static uint64_t location_id(struct exporter *x, uint64_t ret_addr)
+{
+	uint64_t addr = ret_addr - 1;
+	struct pprof_line lines[SYM_MAX_FRAMES];
+	struct resolved *r;
+	uint32_t idx;
+	int i;
+
+	if (!hashtab__find(&x->loc_ht, hash_u64(addr, 0), &addr, addr_eq, x, &idx))
+		return 0;
+	r = &x->locs[idx];
+	if (r->loc_id)
+		return r->loc_id;
+	for (i = 0; i < r->n_frames; i++) {
+		const struct sym_frame *f = &r->frames[i];
+
+		lines[i].function_id = pprof_writer__add_function(x->w, f->name, f->system_name,
+								  f->file, f->start_line);
+		lines[i].line = f->line;
+		lines[i].column = f->column;
+		if (!lines[i].function_id)
+			return 0;
+	}
+	r->loc_id = pprof_writer__add_location(x->w, r->map >= 0 ? x->map_ids[r->map] : 0, addr,
+					       lines, (size_t)r->n_frames);
+	return r->loc_id;
+}
+
+/* the unknown stack (failed walk, or folded when the aggregate was full) gets one frame */
+static uint64_t unknown_location(struct exporter *x)
+{
+	struct pprof_line line = { 0 };
+
+	line.function_id = pprof_writer__add_function(x->w, "[unknown stack]", NULL, "", 0);
+	return line.function_id ? pprof_writer__add_location(x->w, 0, 0, &line, 1) : 0;
+}
+
+struct sort_ctx {
+	const struct aggregate *a;
+};
+
+static int entry_cmp(const void *pa, const void *pb, void *arg)
+{
+	const struct agg_entry *ea = pa, *eb = pb;
+	const struct aggregate *a = ((struct sort_ctx *)arg)->a;
+	const uint64_t *fa, *fb;
+	size_t na, nb, i;
+
+	fa = aggregate__stack_frames(a, ea->key.stack, &na);
+	fb = aggregate__stack_frames(a, eb->key.stack, &nb);
+	/* root first: callers group together, and the order is the frames' own */
+	for (i = 1; i <= na && i <= nb; i++)
+		if (fa[na - i] != fb[nb - i])
+			return fa[na - i] < fb[nb - i] ? -1 : 1;
+	if (na != nb)
+		return na < nb ? -1 : 1;
+	if (ea->key.span != eb->key.span)
+		return ea->key.span < eb->key.span ? -1 : 1;
+	if (ea->key.tid != eb->key.tid)
+		return ea->key.tid < eb->key.tid ? -1 : 1;
+	return 0;
+}
+
+static int add_sample(struct exporter *x, const struct aggregate *a, const struct agg_entry *e,
+		      int64_t thread_key)
+{
+	uint64_t ids[CULPERT_EXPORT_MAX_FRAMES];
+	struct pprof_label labels[1];
+	int64_t values[2];
+	size_t nf, i, n = 0, n_labels = 0;
+	const uint64_t *f = aggregate__stack_frames(a, e->key.stack, &nf);
+
+	for (i = 0; i < nf && n < CULPERT_EXPORT_MAX_FRAMES; i++) {
+		ids[n] = location_id(x, f[i]);
+		if (!ids[n])
+			return -ENOMEM;
+		n++;
+	}
+	if (!n) {
+		ids[n] = unknown_location(x);
+		if (!ids[n++])
+			return -ENOMEM;
+	}
+	if (e->key.tid)
+		labels[n_labels++] = (struct pprof_label){ .key = thread_key, .num = e->key.tid };
+	values[0] = llround(e->alloc_objects);
+	values[1] = llround(e->alloc_space);
+	return pprof_writer__add_sample(x->w, ids, n, values, labels, n_labels);
+}
+
+static int add_samples(struct exporter *x, const struct aggregate *a)
+{
+	struct sort_ctx sc = { a };
+	const struct agg_entry *src;
+	struct agg_entry *sorted;
+	int64_t thread_key;
+	size_t n, i;
+	int err = 0;
+
+	src = aggregate__entries(a, &n);
+	sorted = malloc((n ?: 1) * sizeof(*sorted));
+	if (!sorted)
+		return -ENOMEM;
+	memcpy(sorted, src, n * sizeof(*sorted));
+	qsort_r(sorted, n, sizeof(*sorted), entry_cmp, &sc);
+	thread_key = pprof_writer__str(x->w, "thread_id");
+	for (i = 0; i < n && !err; i++)
+		err = add_sample(x, a, &sorted[i], thread_key);
+	free(sorted);
+	return err;
+}
+
+static int add_comments(struct exporter *x)
+{
+	const struct export_opts *o = x->o;
+	char buf[4200];
+	size_t i;
+	int err = 0;
+
+#define COMMENT(...)                                                    \
+	do {                                                            \
+		snprintf(buf, sizeof(buf), __VA_ARGS__);                \
+		if (!err)                                               \
+			err = pprof_writer__add_comment(x->w, buf);     \
+	} while (0)
+	COMMENT("culpert.version=%s", CULPERT_VERSION);
+	COMMENT("target.pid=%d", (int)o->t->pid);
+	COMMENT("target.comm=%s", o->t->comm);
+	COMMENT("target.exe=%s", o->t->exe);
+	COMMENT("kernel=%s", o->kernel);
+	COMMENT("rate=%llu", (unsigned long long)o->rate);
+	COMMENT("unwind=%s", o->unwind);
+	COMMENT("lost_samples=%llu", (unsigned long long)o->lost);
+#undef COMMENT
+	for (i = 0; i < o->n_extra && !err; i++)
+		err = pprof_writer__add_comment(x->w, o->extra[i]);
+	return err;
+}
+
+static void exporter_free(struct exporter *x)
+{
+	pprof_writer__free(x->w);
+	free(x->locs);
+	free(x->map_ids);
+	free(x->map_symbolized);
+	hashtab__free(&x->loc_ht);
+}
+
+int export_profile(const struct aggregate *a, const struct export_opts *o, const char *path)
+{
+	static const char *const names[] = { "alloc_objects", "alloc_space" };
+	static const char *const units[] = { "count", "bytes" };
+	struct pprof_writer_opts wo = {
+		.sz = sizeof(wo),
+		.n_sample_types = 2,
+		.sample_type_names = names,
+		.sample_type_units = units,
+		.default_sample_type = "alloc_space",
+		.period_type = "space",
+		.period_unit = "bytes",
+		.period = (int64_t)o->rate,
+		.time_nanos = o->time_nanos,
+		.duration_nanos = o->duration_nanos,
+	};
+	struct exporter x = { .o = o };
+	int err;
+
+	x.w = pprof_writer__new(&wo);
+	x.map_ids = calloc(o->maps->n ?: 1, sizeof(*x.map_ids));
+	x.map_symbolized = calloc(o->maps->n ?: 1, sizeof(*x.map_symbolized));
+	err = x.w && x.map_ids && x.map_symbolized ? 0 : -ENOMEM;
+	if (!err)
+		err = collect(&x, a);
+	if (!err)
+		err = add_mappings(&x);
+	if (!err)
+		err = add_samples(&x, a);
+	if (!err)
+		err = add_comments(&x);
+	if (!err)
+		err = pprof_writer__write(x.w, path);
+	exporter_free(&x);
+	return err;
+}

@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* Writing the aggregate of one capture as a pprof profile (SPEC §5). */
+#ifndef CULPERT_EXPORT_H
+#define CULPERT_EXPORT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <linux/types.h>
+
+#include "culpert.h"
+
+struct aggregate;
+struct objcache;
+struct procmaps;
+struct target;
+
+/* frames written per sample; the BPF side never delivers more */
+#define CULPERT_EXPORT_MAX_FRAMES CULPERT_MAX_FRAMES
+
+struct export_opts {
+	const struct target *t;
+	const struct procmaps *maps;	/* the target's mappings (last snapshot) */
+	struct objcache *objs;
+	uint64_t rate;
+	int64_t time_nanos;		/* start, Unix ns */
+	int64_t duration_nanos;
+	bool symbolize;
+	const char *unwind;		/* "fp", "dwarf" */
+	const char *kernel;		/* uname -r */
+	uint64_t lost;			/* samples lost in the kernel */
+	const char *const *extra;	/* more "key=value" comments */
+	size_t n_extra;
+};
+
+/* 0 or -errno */
+int export_profile(const struct aggregate *a, const struct export_opts *o, const char *path);
+
+#endif /* CULPERT_EXPORT_H */

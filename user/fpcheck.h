@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Was an object built with frame pointers?  There is no ELF marker for it,
+ * so look at the code: with -fno-omit-frame-pointer nearly every function
+ * opens with push %rbp; mov %rsp,%rbp, without it nearly none does.
+ */
+#ifndef CULPERT_FPCHECK_H
+#define CULPERT_FPCHECK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct elfobj;
+
+struct fp_evidence {
+	size_t functions;	/* function prologues examined */
+	size_t with_fp;		/* of those, setting up %rbp as frame pointer */
+};
+
+/* 0 or -errno (-ENOENT: no function symbols to examine) */
+int fpcheck(struct elfobj *obj, struct fp_evidence *ev);
+/* the verdict: at least half of the examined functions keep a frame pointer */
+bool fp_evidence__has_fp(const struct fp_evidence *ev);
+
+#endif /* CULPERT_FPCHECK_H */

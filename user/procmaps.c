@@ -1,0 +1,124 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "procmaps.h"
+#include "vec.h"
+
+static int parse_line(const char *line, struct procmap *m)
+{
+	unsigned long long start, end, off, ino;
+	unsigned int maj, min;
+	char perms[8];
+	int pos = 0;
+	const char *path;
+	size_t len;
+
+	if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &start, &end, perms, &off, &maj, &min,
+		   &ino, &pos) < 7 || !pos)
+		return -EINVAL;
+	memset(m, 0, sizeof(*m));
+	m->start = start;
+	m->end = end;
+	m->offset = off;
+	m->inode = ino;
+	m->dev_major = maj;
+	m->dev_minor = min;
+	m->readable = perms[0] == 'r';
+	m->writable = perms[1] == 'w';
+	m->executable = perms[2] == 'x';
+	path = line + pos;
+	len = strcspn(path, "\n");
+	m->path = strndup(path, len);
+	return m->path ? 0 : -ENOMEM;
+}
+
+int procmaps__parse(const char *text, struct procmaps *out)
+{
+	size_t cap = 0;
+	const char *line = text;
+	int err;
+
+	memset(out, 0, sizeof(*out));
+	while (line && *line) {
+		if (vec_reserve(&out->v, &cap, out->n + 1, sizeof(*out->v))) {
+			procmaps__free(out);
+			return -ENOMEM;
+		}
+		err = parse_line(line, &out->v[out->n]);
+		if (err) {
+			procmaps__free(out);
+			return err;
+		}
+		out->n++;
+		line = strchr(line, '\n');
+		if (line)
+			line++;
+	}
+	return 0;
+}
+
+int procmaps__read(pid_t pid, struct procmaps *out)
+{
+	char path[64], *text = NULL;
+	size_t cap = 0, len = 0, n;
+	FILE *f;
+	int err;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	for (;;) {
+		if (vec_reserve(&text, &cap, len + 4097, 1)) {
+			fclose(f);
+			free(text);
+			return -ENOMEM;
+		}
+		n = fread(text + len, 1, cap - len - 1, f);
+		len += n;
+		if (n == 0)
+			break;
+	}
+	err = ferror(f) ? -EIO : 0;
+	fclose(f);
+	text[len] = 0;
+	if (!err)
+		err = procmaps__parse(text, out);
+	free(text);
+	return err;
+}
+
+const struct procmap *procmaps__find(const struct procmaps *m, uint64_t addr)
+{
+	size_t lo = 0, hi = m->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (addr < m->v[mid].start)
+			hi = mid;
+		else if (addr >= m->v[mid].end)
+			lo = mid + 1;
+		else
+			return &m->v[mid];
+	}
+	return NULL;
+}
+
+bool procmap__is_file(const struct procmap *m)
+{
+	return m->path[0] && m->path[0] != '[';
+}
+
+void procmaps__free(struct procmaps *m)
+{
+	size_t i;
+
+	for (i = 0; i < m->n; i++)
+		free(m->v[i].path);
+	free(m->v);
+	memset(m, 0, sizeof(*m));
+}

@@ -1,0 +1,219 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "allocator.h"
+#include "culpert.skel.h"
+#include "kfeatures.h"
+#include "log.h"
+#include "sampler.h"
+#include "uprobe.h"
+
+struct sampler {
+	struct culpert_bpf *skel;
+	struct ring_buffer *rb;
+	struct uprobe_set *probes;
+	enum uprobe_mode mode;
+	sampler_event_fn on_event;
+	void *ctx;
+};
+
+void sampler_fill_exp_table(__s64 *table, uint64_t rate)
+{
+	const size_t n = CULPERT_EXP_TABLE_SIZE;
+	double sum = 0, scale;
+	size_t i;
+
+	/*
+	 * Quantiles of Exp(1) at the bin midpoints: a random index then draws
+	 * from the exponential distribution up to the 1/n quantisation.  The
+	 * truncated tail makes the mean slightly low; rescale to exactly
+	 * `rate`, since the estimate of small allocations is proportional to it.
+	 */
+	for (i = 0; i < n; i++)
+		sum += -log1p(-((double)i + 0.5) / (double)n);
+	scale = (double)rate / (sum / (double)n);
+	for (i = 0; i < n; i++)
+		table[i] = llround(-log1p(-((double)i + 0.5) / (double)n) * scale);
+}
+
+static struct bpf_program *program_for(struct culpert_bpf *skel, uint32_t fn)
+{
+	switch (fn) {
+	case CULPERT_FN_MALLOC:
+		return skel->progs.malloc_enter;
+	case CULPERT_FN_CALLOC:
+		return skel->progs.calloc_enter;
+	case CULPERT_FN_REALLOC:
+		return skel->progs.realloc_enter;
+	case CULPERT_FN_REALLOCARRAY:
+		return skel->progs.reallocarray_enter;
+	case CULPERT_FN_POSIX_MEMALIGN:
+		return skel->progs.posix_memalign_enter;
+	case CULPERT_FN_MEMALIGN:
+		return skel->progs.memalign_enter;
+	case CULPERT_FN_PVALLOC:
+		return skel->progs.pvalloc_enter;
+	default:
+		return NULL;
+	}
+}
+
+static size_t pow2_at_least(size_t v)
+{
+	size_t p = (size_t)sysconf(_SC_PAGESIZE);
+
+	while (p < v)
+		p <<= 1;
+	return p;
+}
+
+static int configure(struct sampler *s, const struct sampler_opts *o)
+{
+	struct culpert_bpf *skel = s->skel;
+	const struct alloc_plan *plan = o->plan;
+	struct bpf_program *prog;
+	size_t i;
+	int err;
+
+	skel->rodata->targ_tgid = (__u32)o->pid;
+	/* one frame more than kept: frames[0] is the probed instruction itself */
+	skel->rodata->stack_bytes = (o->max_depth + 1) * sizeof(__u64);
+	skel->rodata->sample_every = o->rate == 1;
+	skel->rodata->page_size = (__u64)sysconf(_SC_PAGESIZE);
+	for (i = 0; i < plan->n_objects && i < CULPERT_MAX_ALLOC_OBJS; i++) {
+		skel->rodata->alloc_text_lo[i] = plan->objects[i].text_lo;
+		skel->rodata->alloc_text_hi[i] = plan->objects[i].text_hi;
+	}
+	err = bpf_map__set_max_entries(skel->maps.events, (__u32)pow2_at_least(o->ringbuf_bytes));
+	if (err)
+		return err;
+	bpf_object__for_each_program(prog, skel->obj) {
+		err = bpf_program__set_expected_attach_type(prog, uprobe_mode__attach_type(s->mode));
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+static int attach_plan(struct sampler *s, const struct sampler_opts *o, char *err, size_t errlen)
+{
+	const struct alloc_plan *plan = o->plan;
+	uint64_t *offs = calloc(plan->n_points ?: 1, sizeof(*offs));
+	size_t obj, i, n;
+	uint32_t fn;
+	int ret = 0;
+
+	if (!offs)
+		return -ENOMEM;
+	/* one link per (object, program): all of its offsets at once */
+	for (obj = 0; obj < plan->n_objects && !ret; obj++) {
+		for (fn = 1; fn < CULPERT_FN__MAX && !ret; fn++) {
+			for (n = 0, i = 0; i < plan->n_points; i++)
+				if (plan->points[i].object == (int)obj && plan->points[i].fn == fn)
+					offs[n++] = plan->points[i].offset;
+			ret = uprobe_set__attach(s->probes, s->mode, program_for(s->skel, fn),
+						 plan->objects[obj].open_path, offs, NULL, n, o->pid, 0);
+			if (ret)
+				snprintf(err, errlen, "cannot attach uprobes to %s in pid %d: %s%s",
+					 plan->objects[obj].path, (int)o->pid, strerror(-ret),
+					 ret == -ESRCH ? " (the process exited)" : "");
+		}
+	}
+	free(offs);
+	return ret;
+}
+
+int sampler__new(const struct sampler_opts *o, struct sampler **out, char *err, size_t errlen)
+{
+	struct sampler *s;
+	int ret;
+
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->on_event = o->on_event;
+	s->ctx = o->ctx;
+	s->mode = !o->no_multi && features__get()->uprobe_multi ? UPROBE_MODE_MULTI : UPROBE_MODE_PERF;
+	s->skel = culpert_bpf__open();
+	if (!s->skel) {
+		ret = -errno;
+		snprintf(err, errlen, "cannot open the BPF object: %s", strerror(-ret));
+		goto fail;
+	}
+	ret = configure(s, o);
+	if (!ret)
+		ret = culpert_bpf__load(s->skel);
+	if (ret) {
+		snprintf(err, errlen, "cannot load the BPF programs: %s (run with -vvv for the verifier log)",
+			 strerror(-ret));
+		goto fail;
+	}
+	/* before any probe fires: a zero table would sample every call */
+	sampler_fill_exp_table(s->skel->bss->exp_table, o->rate);
+	s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.events), o->on_event, o->ctx, NULL);
+	s->probes = uprobe_set__new();
+	if (!s->rb || !s->probes) {
+		ret = -ENOMEM;
+		snprintf(err, errlen, "cannot set up the ring buffer: %s", strerror(ENOMEM));
+		goto fail;
+	}
+	ret = attach_plan(s, o, err, errlen);
+	if (ret)
+		goto fail;
+	pr_info("attached %zu probe sites with %s links\n", uprobe_set__count(s->probes),
+		uprobe_mode__name(s->mode));
+	*out = s;
+	return 0;
+fail:
+	sampler__free(s);
+	return ret;
+}
+
+int sampler__poll(struct sampler *s, int timeout_ms)
+{
+	int n = ring_buffer__poll(s->rb, timeout_ms);
+
+	return n == -EINTR ? 0 : n;
+}
+
+int sampler__drain(struct sampler *s)
+{
+	return ring_buffer__consume(s->rb);
+}
+
+void sampler__detach(struct sampler *s)
+{
+	uprobe_set__free(s->probes);
+	s->probes = NULL;
+}
+
+void sampler__counters(const struct sampler *s, uint64_t out[CULPERT_CNT__MAX])
+{
+	memcpy(out, (const void *)s->skel->bss->counters, CULPERT_CNT__MAX * sizeof(uint64_t));
+}
+
+size_t sampler__n_sites(const struct sampler *s)
+{
+	return uprobe_set__count(s->probes);
+}
+
+const char *sampler__attach_mode(const struct sampler *s)
+{
+	return uprobe_mode__name(s->mode);
+}
+
+void sampler__free(struct sampler *s)
+{
+	if (!s)
+		return;
+	uprobe_set__free(s->probes);
+	ring_buffer__free(s->rb);
+	culpert_bpf__destroy(s->skel);
+	free(s);
+}

@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The BPF side's lifecycle: open the skeleton, set the load-time knobs,
+ * load, fill the exponential table, attach the plan's probes to one
+ * process, then deliver ring-buffer records until detached.
+ */
+#ifndef CULPERT_SAMPLER_H
+#define CULPERT_SAMPLER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <linux/types.h>
+
+#include "culpert.h"
+
+struct alloc_plan;
+struct sampler;
+
+/* a record from the ring buffer; return non-zero to stop consuming */
+typedef int (*sampler_event_fn)(void *ctx, void *data, size_t size);
+
+struct sampler_opts {
+	pid_t pid;
+	uint64_t rate;			/* mean bytes between samples; 1 = every allocation */
+	unsigned int max_depth;		/* frames per sample, 1..127 */
+	size_t ringbuf_bytes;		/* rounded up to a power of two */
+	bool no_multi;			/* force one perf-event uprobe per site */
+	const struct alloc_plan *plan;
+	sampler_event_fn on_event;
+	void *ctx;
+};
+
+/* 0 or -errno with a user-facing reason in err */
+int sampler__new(const struct sampler_opts *opts, struct sampler **out, char *err, size_t errlen);
+/* wait up to timeout_ms for records and deliver them; records consumed or -errno */
+int sampler__poll(struct sampler *s, int timeout_ms);
+/* remove every probe; records already queued can still be drained */
+void sampler__detach(struct sampler *s);
+/* deliver everything queued; records consumed or -errno */
+int sampler__drain(struct sampler *s);
+void sampler__counters(const struct sampler *s, uint64_t out[CULPERT_CNT__MAX]);
+size_t sampler__n_sites(const struct sampler *s);
+const char *sampler__attach_mode(const struct sampler *s);
+void sampler__free(struct sampler *s);
+
+/* fill table[CULPERT_EXP_TABLE_SIZE] with exponential variates of mean `rate` */
+void sampler_fill_exp_table(__s64 *table, uint64_t rate);
+
+#endif /* CULPERT_SAMPLER_H */

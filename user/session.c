@@ -1,0 +1,312 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "aggregate.h"
+#include "allocator.h"
+#include "export.h"
+#include "kfeatures.h"
+#include "log.h"
+#include "objcache.h"
+#include "procmaps.h"
+#include "sampler.h"
+#include "session.h"
+#include "target.h"
+#include "units.h"
+
+/* re-read /proc/PID/maps at most this often when samples point outside the snapshot */
+#define MAPS_REFRESH_NS 100000000ULL
+
+struct session {
+	struct session_opts o;
+	struct target t;
+	struct procmaps maps;
+	uint64_t maps_read_ns;
+	struct objcache *objs;
+	struct alloc_plan plan;
+	struct sampler *sampler;
+	struct aggregate *agg;
+	uint64_t samples;
+	double est_bytes;		/* running estimate, for the status line */
+	uint64_t counters[CULPERT_CNT__MAX];
+	size_t n_sites;
+	int64_t start_wall_ns;
+	uint64_t start_ns, end_ns;
+	bool detached;
+};
+
+static uint64_t now_ns(clockid_t clk)
+{
+	struct timespec ts;
+
+	clock_gettime(clk, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static void refresh_maps(struct session *s)
+{
+	struct procmaps fresh;
+
+	s->maps_read_ns = now_ns(CLOCK_MONOTONIC);
+	/* a process that exited keeps its last snapshot: that is all we can know */
+	if (procmaps__read(s->t.pid, &fresh))
+		return;
+	procmaps__free(&s->maps);
+	s->maps = fresh;
+	pr_debug("re-read the mappings of pid %d: %zu entries\n", (int)s->t.pid, s->maps.n);
+}
+
+static void check_mapped(struct session *s, const uint64_t *frames, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		if (procmaps__find(&s->maps, frames[i] - 1))
+			continue;
+		if (now_ns(CLOCK_MONOTONIC) - s->maps_read_ns > MAPS_REFRESH_NS)
+			refresh_maps(s);
+		return;
+	}
+}
+
+/*
+ * frames[0] is the probed instruction inside the allocator; the caller's
+ * return address is at the stack pointer.  Kernels that recognise a probe
+ * at function entry already put it at frames[1], older ones do not.
+ */
+static size_t build_stack(const struct culpert_alloc_event *e, uint64_t *out, size_t max)
+{
+	size_t n = 0, i = 1, nr = e->nr_frames > 0 ? (size_t)e->nr_frames : 0;
+
+	if (nr > CULPERT_MAX_FRAMES)
+		nr = CULPERT_MAX_FRAMES;
+	if (e->ret_addr && !(nr > 1 && e->frames[1] == e->ret_addr))
+		out[n++] = e->ret_addr;
+	for (; i < nr && n < max; i++) {
+		/* a frame-pointer walk through code without frame pointers ends in junk */
+		if (e->frames[i] < 4096)
+			break;
+		out[n++] = e->frames[i];
+	}
+	return n;
+}
+
+static int on_alloc(struct session *s, const struct culpert_alloc_event *e)
+{
+	uint64_t frames[CULPERT_MAX_FRAMES];
+	struct agg_key key = { 0 };
+	size_t n;
+
+	n = build_stack(e, frames, s->o.max_depth);
+	check_mapped(s, frames, n);
+	key.stack = aggregate__stack(s->agg, frames, n);
+	key.tid = e->tid;
+	s->samples++;
+	s->est_bytes += sample_weight(e->size, s->o.rate) * (double)e->size;
+	return aggregate__add(s->agg, &key, e->size, s->o.rate);
+}
+
+static int on_event(void *ctx, void *data, size_t size)
+{
+	struct session *s = ctx;
+	const __u32 *kind = data;
+
+	if (size < sizeof(*kind))
+		return 0;
+	switch (*kind) {
+	case CULPERT_EV_ALLOC:
+		if (size < sizeof(struct culpert_alloc_event))
+			return 0;
+		/* out of memory ends the capture; what was aggregated is still written */
+		return on_alloc(s, data);
+	default:
+		return 0;
+	}
+}
+
+int session__open(const struct session_opts *o, struct session **out, char *err, size_t errlen)
+{
+	struct sampler_opts so = { 0 };
+	struct session *s;
+	int ret;
+
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->o = *o;
+	s->t.pidfd = -1;
+	ret = target__open(o->pid, &s->t, err, errlen);
+	if (ret)
+		goto fail;
+	ret = procmaps__read(s->t.pid, &s->maps);
+	if (ret) {
+		snprintf(err, errlen, "cannot read /proc/%d/maps: %s", (int)s->t.pid, strerror(-ret));
+		goto fail;
+	}
+	s->maps_read_ns = now_ns(CLOCK_MONOTONIC);
+	s->objs = objcache__new(&s->t);
+	s->agg = aggregate__new(o->max_entries);
+	if (!s->objs || !s->agg) {
+		ret = -ENOMEM;
+		snprintf(err, errlen, "out of memory");
+		goto fail;
+	}
+	ret = allocator__plan(&s->t, &s->maps, s->objs, o->allocator, &s->plan, err, errlen);
+	if (ret)
+		goto fail;
+	so.pid = s->t.pid;
+	so.rate = o->rate;
+	so.max_depth = o->max_depth;
+	so.ringbuf_bytes = o->ringbuf_bytes;
+	so.no_multi = o->no_multi;
+	so.plan = &s->plan;
+	so.on_event = on_event;
+	so.ctx = s;
+	ret = sampler__new(&so, &s->sampler, err, errlen);
+	if (ret)
+		goto fail;
+	s->n_sites = sampler__n_sites(s->sampler);
+	s->start_wall_ns = (int64_t)now_ns(CLOCK_REALTIME);
+	s->start_ns = now_ns(CLOCK_MONOTONIC);
+	*out = s;
+	return 0;
+fail:
+	session__close(s);
+	return ret;
+}
+
+static void status_line(struct session *s, bool final)
+{
+	char rate[32];
+	double secs = (double)(now_ns(CLOCK_MONOTONIC) - s->start_ns) / 1e9;
+
+	sampler__counters(s->sampler, s->counters);
+	format_bytes(rate, sizeof(rate), secs > 0 ? s->est_bytes / secs : 0);
+	fprintf(stderr, "\r\033[K  %llu samples, ~%s/s allocated, %llu lost%s",
+		(unsigned long long)s->samples, rate,
+		(unsigned long long)s->counters[CULPERT_CNT_LOST_RINGBUF], final ? "\n" : "");
+}
+
+int session__run(struct session *s, uint64_t duration_ns, volatile sig_atomic_t *stop,
+		 enum session_end *why)
+{
+	bool tty = isatty(STDERR_FILENO);
+	uint64_t last_status = 0, now;
+	int n;
+
+	for (;;) {
+		n = sampler__poll(s->sampler, 100);
+		if (n < 0) {
+			pr_warn("stopped consuming samples: %s\n", strerror(-n));
+			*why = SESSION_END_SIGNAL;
+			break;
+		}
+		now = now_ns(CLOCK_MONOTONIC);
+		if (*stop) {
+			*why = SESSION_END_SIGNAL;
+			break;
+		}
+		if (duration_ns && now - s->start_ns >= duration_ns) {
+			*why = SESSION_END_DURATION;
+			break;
+		}
+		if (!target__alive(&s->t)) {
+			*why = SESSION_END_TARGET_EXIT;
+			break;
+		}
+		if (tty && now - last_status >= 1000000000ULL) {
+			status_line(s, false);
+			last_status = now;
+		}
+	}
+	session__detach(s);
+	if (tty)
+		status_line(s, true);
+	return 0;
+}
+
+void session__detach(struct session *s)
+{
+	if (s->detached || !s->sampler)
+		return;
+	/* detach first: the target stops paying for probes while we finish */
+	sampler__detach(s->sampler);
+	s->end_ns = now_ns(CLOCK_MONOTONIC);
+	sampler__drain(s->sampler);
+	sampler__counters(s->sampler, s->counters);
+	s->detached = true;
+}
+
+int session__write(struct session *s, const char *path)
+{
+	char allocator[512], sites[64], folded[64], nested[64], stack_err[64];
+	const char *extra[] = { allocator, sites, folded, nested, stack_err };
+	struct export_opts eo = {
+		.t = &s->t,
+		.maps = &s->maps,
+		.objs = s->objs,
+		.rate = s->o.rate,
+		.time_nanos = s->start_wall_ns,
+		.symbolize = s->o.symbolize,
+		.unwind = "fp",
+		.kernel = features__get()->release,
+		.extra = extra,
+		.n_extra = sizeof(extra) / sizeof(extra[0]),
+	};
+
+	session__detach(s);
+	eo.duration_nanos = (int64_t)(s->end_ns - s->start_ns);
+	eo.lost = s->counters[CULPERT_CNT_LOST_RINGBUF];
+	snprintf(allocator, sizeof(allocator), "allocator=%s:%s", s->plan.objects[0].family,
+		 s->plan.objects[0].path);
+	snprintf(sites, sizeof(sites), "probe_sites=%zu", s->n_sites);
+	snprintf(folded, sizeof(folded), "aggregate_folded=%llu",
+		 (unsigned long long)aggregate__folded(s->agg));
+	snprintf(nested, sizeof(nested), "nested_calls=%llu",
+		 (unsigned long long)s->counters[CULPERT_CNT_NESTED]);
+	snprintf(stack_err, sizeof(stack_err), "stack_errors=%llu",
+		 (unsigned long long)s->counters[CULPERT_CNT_STACK_ERR]);
+	return export_profile(s->agg, &eo, path);
+}
+
+uint64_t session__samples(const struct session *s)
+{
+	return s->samples;
+}
+
+uint64_t session__lost(const struct session *s)
+{
+	return s->counters[CULPERT_CNT_LOST_RINGBUF];
+}
+
+size_t session__n_sites(const struct session *s)
+{
+	return s->n_sites;
+}
+
+const char *session__comm(const struct session *s)
+{
+	return s->t.comm;
+}
+
+pid_t session__pid(const struct session *s)
+{
+	return s->t.pid;
+}
+
+void session__close(struct session *s)
+{
+	if (!s)
+		return;
+	sampler__free(s->sampler);
+	aggregate__free(s->agg);
+	alloc_plan__free(&s->plan);
+	objcache__free(s->objs);
+	procmaps__free(&s->maps);
+	target__close(&s->t);
+	free(s);
+}

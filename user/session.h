@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * One capture of one process: the target, its mappings and objects, the
+ * probe plan, the attached sampler and the aggregate the records go to.
+ * `attach` and `capture` are thin commands over this.
+ */
+#ifndef CULPERT_SESSION_H
+#define CULPERT_SESSION_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct session;
+
+struct session_opts {
+	pid_t pid;
+	uint64_t rate;
+	unsigned int max_depth;
+	const char *allocator;		/* "auto", a family, or a symbol prefix */
+	bool symbolize;
+	bool no_multi;			/* force perf-event uprobes */
+	size_t ringbuf_bytes;
+	size_t max_entries;		/* aggregate keys */
+};
+
+enum session_end {
+	SESSION_END_DURATION,
+	SESSION_END_SIGNAL,
+	SESSION_END_TARGET_EXIT,
+};
+
+/* attach; 0 or -errno with the user-facing reason in err */
+int session__open(const struct session_opts *o, struct session **out, char *err, size_t errlen);
+/* sample until duration_ns (0 = no limit) passes, *stop is set, or the target exits */
+int session__run(struct session *s, uint64_t duration_ns, volatile sig_atomic_t *stop,
+		 enum session_end *why);
+/* detach and drain what is queued; idempotent */
+void session__detach(struct session *s);
+/* write the profile; 0 or -errno */
+int session__write(struct session *s, const char *path);
+uint64_t session__samples(const struct session *s);
+uint64_t session__lost(const struct session *s);
+size_t session__n_sites(const struct session *s);
+const char *session__comm(const struct session *s);
+pid_t session__pid(const struct session *s);
+void session__close(struct session *s);
+
+#endif /* CULPERT_SESSION_H */

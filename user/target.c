@@ -1,0 +1,123 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "procmaps.h"
+#include "target.h"
+
+#ifndef __NR_pidfd_open
+#define __NR_pidfd_open 434
+#endif
+
+static int read_small(const char *path, char *buf, size_t len)
+{
+	ssize_t n;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, len - 1);
+	close(fd);
+	if (n < 0)
+		return -EIO;
+	buf[n] = 0;
+	return (int)n;
+}
+
+/* "Tgid:" of /proc/PID/status, so a thread id selects its whole process */
+static pid_t status_tgid(pid_t pid, bool *kthread)
+{
+	char path[64], buf[4096], *p;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	if (read_small(path, buf, sizeof(buf)) < 0)
+		return -1;
+	p = strstr(buf, "\nKthread:");
+	*kthread = p && atoi(p + 9) == 1;
+	p = strstr(buf, "\nTgid:");
+	return p ? (pid_t)atoi(p + 6) : -1;
+}
+
+int target__open(pid_t pid, struct target *t, char *err, size_t errlen)
+{
+	char path[64];
+	bool kthread = false;
+	ssize_t n;
+
+	memset(t, 0, sizeof(*t));
+	t->pidfd = -1;
+	if (pid <= 0) {
+		snprintf(err, errlen, "invalid pid %d: give the id of a running process", (int)pid);
+		return -EINVAL;
+	}
+	t->pid = status_tgid(pid, &kthread);
+	if (t->pid <= 0) {
+		snprintf(err, errlen, "no process with pid %d (has it exited? check with 'ps -p %d')",
+			 (int)pid, (int)pid);
+		return -ESRCH;
+	}
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)t->pid);
+	if (read_small(path, t->comm, sizeof(t->comm)) > 0)
+		t->comm[strcspn(t->comm, "\n")] = 0;
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)t->pid);
+	n = readlink(path, t->exe, sizeof(t->exe) - 1);
+	if (kthread || (n < 0 && errno == ENOENT)) {
+		snprintf(err, errlen, "pid %d (%s) is a kernel thread: it has no user-space heap to profile",
+			 (int)t->pid, t->comm);
+		return -EINVAL;
+	}
+	if (n < 0) {
+		int e = errno;
+
+		snprintf(err, errlen, "cannot inspect pid %d (%s): %s%s", (int)t->pid, t->comm,
+			 strerror(e), e == EACCES ? " (run as root, or with CAP_SYS_PTRACE)" : "");
+		return -e;
+	}
+	t->exe[n] = 0;
+	t->pidfd = (int)syscall(__NR_pidfd_open, t->pid, 0);
+	return 0;
+}
+
+void target__close(struct target *t)
+{
+	if (t->pidfd >= 0)
+		close(t->pidfd);
+	t->pidfd = -1;
+}
+
+bool target__alive(const struct target *t)
+{
+	struct pollfd pfd = { .fd = t->pidfd, .events = POLLIN };
+	char path[64], buf[512], *p;
+
+	if (t->pidfd >= 0)
+		return poll(&pfd, 1, 0) == 0;
+	/* no pidfd (kernel < 5.3): a zombie still answers kill(0), so read its state */
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)t->pid);
+	if (read_small(path, buf, sizeof(buf)) < 0)
+		return false;
+	p = strrchr(buf, ')');
+	return p && p[1] == ' ' && p[2] != 'Z' && p[2] != 'X';
+}
+
+int target__object_path(const struct target *t, const struct procmap *m, char *buf, size_t len)
+{
+	static const char deleted[] = " (deleted)";
+	size_t plen = strlen(m->path), dlen = sizeof(deleted) - 1;
+	int n;
+
+	if (plen > dlen && !strcmp(m->path + plen - dlen, deleted))
+		/* the file is gone from the tree; the mapping still pins it */
+		n = snprintf(buf, len, "/proc/%d/map_files/%llx-%llx", (int)t->pid,
+			     (unsigned long long)m->start, (unsigned long long)m->end);
+	else
+		n = snprintf(buf, len, "/proc/%d/root%s", (int)t->pid, m->path);
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}

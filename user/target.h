@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* The process being profiled: identity, liveness, and paths into its filesystem view. */
+#ifndef CULPERT_TARGET_H
+#define CULPERT_TARGET_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+struct procmap;
+
+struct target {
+	pid_t pid;		/* thread group id, whatever thread id the user gave */
+	char comm[32];
+	char exe[PATH_MAX];	/* /proc/PID/exe as the target sees it */
+	int pidfd;		/* readable when the process exits; -1 if pidfd_open() is missing */
+};
+
+/*
+ * Check that `pid` names a live user-space process and fill t.  On failure
+ * writes a user-facing reason into err and returns -errno.
+ */
+int target__open(pid_t pid, struct target *t, char *err, size_t errlen);
+void target__close(struct target *t);
+bool target__alive(const struct target *t);
+/*
+ * A path through which this process can open the object behind mapping m,
+ * also for containers (/proc/PID/root/...) and deleted files (map_files).
+ */
+int target__object_path(const struct target *t, const struct procmap *m, char *buf, size_t len);
+
+#endif /* CULPERT_TARGET_H */

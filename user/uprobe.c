@@ -1,0 +1,151 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "bpf_compat.h"
+#include "log.h"
+#include "uprobe.h"
+#include "vec.h"
+
+struct uprobe_set {
+	struct bpf_link **links;	/* perf mode */
+	size_t n_links, cap_links;
+	int *fds;			/* multi and session links */
+	size_t n_fds, cap_fds;
+	size_t n_sites;
+};
+
+unsigned int uprobe_mode__attach_type(enum uprobe_mode mode)
+{
+	switch (mode) {
+	case UPROBE_MODE_MULTI:
+		return CULPERT_BPF_TRACE_UPROBE_MULTI;
+	case UPROBE_MODE_SESSION:
+		return CULPERT_BPF_TRACE_UPROBE_SESSION;
+	default:
+		return 0;
+	}
+}
+
+const char *uprobe_mode__name(enum uprobe_mode mode)
+{
+	switch (mode) {
+	case UPROBE_MODE_MULTI:
+		return "uprobe_multi";
+	case UPROBE_MODE_SESSION:
+		return "uprobe_session";
+	default:
+		return "perf_uprobe";
+	}
+}
+
+struct uprobe_set *uprobe_set__new(void)
+{
+	return calloc(1, sizeof(struct uprobe_set));
+}
+
+static int attach_link(struct uprobe_set *s, enum uprobe_mode mode, const struct bpf_program *prog,
+		       const char *path, const uint64_t *offsets, const uint64_t *cookies,
+		       size_t n, pid_t pid, int retprobe)
+{
+	struct culpert_uprobe_multi_attr attr;
+	unsigned long *offs;
+	size_t i;
+	int fd;
+
+	/* the kernel takes offsets as unsigned long */
+	offs = calloc(n, sizeof(*offs));
+	if (!offs)
+		return -ENOMEM;
+	for (i = 0; i < n; i++)
+		offs[i] = (unsigned long)offsets[i];
+	memset(&attr, 0, sizeof(attr));
+	attr.prog_fd = (__u32)bpf_program__fd(prog);
+	attr.attach_type = uprobe_mode__attach_type(mode);
+	attr.path = (__u64)(unsigned long)path;
+	attr.offsets = (__u64)(unsigned long)offs;
+	attr.cookies = (__u64)(unsigned long)cookies;
+	attr.cnt = (__u32)n;
+	attr.multi_flags = retprobe ? CULPERT_BPF_F_UPROBE_MULTI_RETURN : 0;
+	attr.pid = (__u32)pid;
+	fd = (int)syscall(__NR_bpf, CULPERT_BPF_LINK_CREATE, &attr, sizeof(attr));
+	fd = fd < 0 ? -errno : fd;
+	free(offs);
+	if (fd < 0)
+		return fd;
+	if (vec_reserve(&s->fds, &s->cap_fds, s->n_fds + 1, sizeof(int))) {
+		close(fd);
+		return -ENOMEM;
+	}
+	s->fds[s->n_fds++] = fd;
+	s->n_sites += n;
+	return 0;
+}
+
+static int attach_perf(struct uprobe_set *s, const struct bpf_program *prog, const char *path,
+		       const uint64_t *offsets, const uint64_t *cookies, size_t n, pid_t pid,
+		       int retprobe)
+{
+	size_t i, first = s->n_links;
+	int err = 0;
+
+	for (i = 0; i < n; i++) {
+		LIBBPF_OPTS(bpf_uprobe_opts, opts, .retprobe = retprobe != 0,
+			    .bpf_cookie = cookies ? cookies[i] : 0);
+		struct bpf_link *l;
+
+		if (vec_reserve(&s->links, &s->cap_links, s->n_links + 1, sizeof(*s->links))) {
+			err = -ENOMEM;
+			break;
+		}
+		l = bpf_program__attach_uprobe_opts(prog, pid, path, offsets[i], &opts);
+		if (!l) {
+			err = -errno;
+			break;
+		}
+		s->links[s->n_links++] = l;
+	}
+	if (!err) {
+		s->n_sites += n;
+		return 0;
+	}
+	while (s->n_links > first)
+		bpf_link__destroy(s->links[--s->n_links]);
+	return err;
+}
+
+int uprobe_set__attach(struct uprobe_set *s, enum uprobe_mode mode, const struct bpf_program *prog,
+		       const char *path, const uint64_t *offsets, const uint64_t *cookies,
+		       size_t n, pid_t pid, int retprobe)
+{
+	if (!n)
+		return 0;
+	if (mode == UPROBE_MODE_PERF)
+		return attach_perf(s, prog, path, offsets, cookies, n, pid, retprobe);
+	return attach_link(s, mode, prog, path, offsets, cookies, n, pid, retprobe);
+}
+
+size_t uprobe_set__count(const struct uprobe_set *s)
+{
+	return s ? s->n_sites : 0;
+}
+
+void uprobe_set__free(struct uprobe_set *s)
+{
+	size_t i;
+
+	if (!s)
+		return;
+	for (i = 0; i < s->n_links; i++)
+		bpf_link__destroy(s->links[i]);
+	for (i = 0; i < s->n_fds; i++)
+		close(s->fds[i]);
+	free(s->links);
+	free(s->fds);
+	free(s);
+}
