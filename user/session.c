@@ -17,6 +17,7 @@
 #include "session.h"
 #include "target.h"
 #include "units.h"
+#include "vec.h"
 
 /* re-read /proc/PID/maps at most this often when samples point outside the snapshot */
 #define MAPS_REFRESH_NS 100000000ULL
@@ -34,6 +35,8 @@ struct session {
 	double est_bytes;		/* running estimate, for the status line */
 	uint64_t counters[CULPERT_CNT__MAX];
 	size_t n_sites;
+	char **comments;		/* extra "key=value" comments */
+	size_t n_comments, cap_comments;
 	int64_t start_wall_ns;
 	uint64_t start_ns, end_ns;
 	bool detached;
@@ -241,10 +244,26 @@ void session__detach(struct session *s)
 	s->detached = true;
 }
 
+int session__add_comment(struct session *s, const char *comment)
+{
+	char *c = strdup(comment);
+
+	if (!c || vec_reserve(&s->comments, &s->cap_comments, s->n_comments + 1, sizeof(char *))) {
+		free(c);
+		return -ENOMEM;
+	}
+	s->comments[s->n_comments++] = c;
+	return 0;
+}
+
 int session__write(struct session *s, const char *path)
 {
 	char allocator[512], sites[64], folded[64], nested[64], stack_err[64];
-	const char *extra[] = { allocator, sites, folded, nested, stack_err };
+	const char *builtin[] = { allocator, sites, folded, nested, stack_err };
+	const size_t n_builtin = sizeof(builtin) / sizeof(builtin[0]);
+	const char **extra;
+	size_t i;
+	int ret;
 	struct export_opts eo = {
 		.t = &s->t,
 		.maps = &s->maps,
@@ -254,8 +273,6 @@ int session__write(struct session *s, const char *path)
 		.symbolize = s->o.symbolize,
 		.unwind = "fp",
 		.kernel = features__get()->release,
-		.extra = extra,
-		.n_extra = sizeof(extra) / sizeof(extra[0]),
 	};
 
 	session__detach(s);
@@ -270,7 +287,23 @@ int session__write(struct session *s, const char *path)
 		 (unsigned long long)s->counters[CULPERT_CNT_NESTED]);
 	snprintf(stack_err, sizeof(stack_err), "stack_errors=%llu",
 		 (unsigned long long)s->counters[CULPERT_CNT_STACK_ERR]);
-	return export_profile(s->agg, &eo, path);
+	extra = calloc(n_builtin + s->n_comments, sizeof(*extra));
+	if (!extra)
+		return -ENOMEM;
+	for (i = 0; i < n_builtin; i++)
+		extra[i] = builtin[i];
+	for (i = 0; i < s->n_comments; i++)
+		extra[n_builtin + i] = s->comments[i];
+	eo.extra = extra;
+	eo.n_extra = n_builtin + s->n_comments;
+	ret = export_profile(s->agg, &eo, path);
+	free(extra);
+	return ret;
+}
+
+const struct target *session__target(const struct session *s)
+{
+	return &s->t;
 }
 
 uint64_t session__samples(const struct session *s)
@@ -300,8 +333,13 @@ pid_t session__pid(const struct session *s)
 
 void session__close(struct session *s)
 {
+	size_t i;
+
 	if (!s)
 		return;
+	for (i = 0; i < s->n_comments; i++)
+		free(s->comments[i]);
+	free(s->comments);
 	sampler__free(s->sampler);
 	aggregate__free(s->agg);
 	alloc_plan__free(&s->plan);

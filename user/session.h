@@ -39,9 +39,13 @@ int session__run(struct session *s, uint64_t duration_ns, volatile sig_atomic_t 
 		 enum session_end *why);
 /* detach and drain what is queued; idempotent */
 void session__detach(struct session *s);
+/* one more "key=value" comment for the profile (copied); 0 or -errno */
+int session__add_comment(struct session *s, const char *comment);
 /* write the profile; 0 or -errno */
 int session__write(struct session *s, const char *path);
 uint64_t session__samples(const struct session *s);
+/* the target, for modules that read more about it (memory picture, ...) */
+const struct target *session__target(const struct session *s);
 uint64_t session__lost(const struct session *s);
 size_t session__n_sites(const struct session *s);
 const char *session__comm(const struct session *s);
