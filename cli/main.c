@@ -1,16 +1,51 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
-/* culpert: reads and compares profiles; needs no privilege. */
+/*
+ * culpert: per-span reports and CI diffs of pprof profiles; needs no privilege.
+ * Exit codes: 0 success, 1 a diff found a regression, 2 any error.
+ */
 #include <stdio.h>
 #include <string.h>
 
+#include "commands.h"
 #include "log.h"
+
+static const struct command {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	const char *help;
+} commands[] = {
+	{ NULL, NULL, NULL },	/* commands register here, one line each */
+};
+
+static void usage(FILE *f)
+{
+	const struct command *c;
+
+	fprintf(f, "Usage: culpert COMMAND [OPTIONS]\n\nCommands:\n");
+	for (c = commands; c->name; c++)
+		fprintf(f, "  %-11s %s\n", c->name, c->help);
+	fprintf(f, "\n'culpert COMMAND --help' describes each command.\n");
+}
 
 int main(int argc, char **argv)
 {
-	if (argc > 1 && !strcmp(argv[1], "--version")) {
+	const struct command *c;
+
+	if (argc < 2) {
+		usage(stderr);
+		return 2;
+	}
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+		usage(stdout);
+		return 0;
+	}
+	if (!strcmp(argv[1], "--version")) {
 		printf("culpert %s\n", CULPERT_VERSION);
 		return 0;
 	}
-	pr_error("no commands yet\n");
+	for (c = commands; c->name; c++)
+		if (!strcmp(argv[1], c->name))
+			return c->fn(argc - 1, argv + 1);
+	pr_error("unknown command '%s'; 'culpert --help' lists the commands\n", argv[1]);
 	return 2;
 }

@@ -1,0 +1,6 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* The culpert commands; each parses its own options and returns the exit code (0, 1, 2). */
+#ifndef CULPERT_CLI_COMMANDS_H
+#define CULPERT_CLI_COMMANDS_H
+
+#endif /* CULPERT_CLI_COMMANDS_H */
