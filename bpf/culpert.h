@@ -46,6 +46,22 @@ enum culpert_counter {
 	CULPERT_CNT__MAX,
 };
 
+/*
+ * Registers a CFI-driven unwinder needs to start at an allocator's entry
+ * (x86-64): the return-address rule needs ip and sp, the callee-saved ones
+ * may be what a caller's CFA or saved registers are computed from.
+ */
+struct culpert_regs {
+	__u64 ip;
+	__u64 sp;
+	__u64 bp;
+	__u64 bx;
+	__u64 r12;
+	__u64 r13;
+	__u64 r14;
+	__u64 r15;
+};
+
 struct culpert_alloc_event {
 	__u32 kind;			/* CULPERT_EV_ALLOC */
 	__u32 tid;
