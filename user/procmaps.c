@@ -7,6 +7,7 @@
 #include "procmaps.h"
 #include "vec.h"
 
+/* one line, without its '\n': "start-end perms offset major:minor inode   path" */
 static int parse_line(const char *line, struct procmap *m)
 {
 	unsigned long long start, end, off, ino;
@@ -14,9 +15,8 @@ static int parse_line(const char *line, struct procmap *m)
 	char perms[8];
 	int pos = 0;
 	const char *path;
-	size_t len;
 
-	if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &start, &end, perms, &off, &maj, &min,
+	if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu%n", &start, &end, perms, &off, &maj, &min,
 		   &ino, &pos) < 7 || !pos)
 		return -EINVAL;
 	memset(m, 0, sizeof(*m));
@@ -29,33 +29,38 @@ static int parse_line(const char *line, struct procmap *m)
 	m->readable = perms[0] == 'r';
 	m->writable = perms[1] == 'w';
 	m->executable = perms[2] == 'x';
-	path = line + pos;
-	len = strcspn(path, "\n");
-	m->path = strndup(path, len);
+	/* the path is padded into a column; it may itself contain spaces */
+	for (path = line + pos; *path == ' '; path++)
+		;
+	m->path = strdup(path);
 	return m->path ? 0 : -ENOMEM;
 }
 
 int procmaps__parse(const char *text, struct procmaps *out)
 {
-	size_t cap = 0;
+	size_t cap = 0, len;
 	const char *line = text;
+	char *copy;
 	int err;
 
 	memset(out, 0, sizeof(*out));
-	while (line && *line) {
-		if (vec_reserve(&out->v, &cap, out->n + 1, sizeof(*out->v))) {
+	for (; *line; line += len + (line[len] == '\n')) {
+		len = strcspn(line, "\n");
+		if (!len)
+			continue;
+		copy = strndup(line, len);
+		if (!copy || vec_reserve(&out->v, &cap, out->n + 1, sizeof(*out->v))) {
+			free(copy);
 			procmaps__free(out);
 			return -ENOMEM;
 		}
-		err = parse_line(line, &out->v[out->n]);
+		err = parse_line(copy, &out->v[out->n]);
+		free(copy);
 		if (err) {
 			procmaps__free(out);
 			return err;
 		}
 		out->n++;
-		line = strchr(line, '\n');
-		if (line)
-			line++;
 	}
 	return 0;
 }

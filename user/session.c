@@ -15,6 +15,7 @@
 #include "procmaps.h"
 #include "sampler.h"
 #include "session.h"
+#include "stack.h"
 #include "target.h"
 #include "units.h"
 #include "vec.h"
@@ -76,35 +77,13 @@ static void check_mapped(struct session *s, const uint64_t *frames, size_t n)
 	}
 }
 
-/*
- * frames[0] is the probed instruction inside the allocator; the caller's
- * return address is at the stack pointer.  Kernels that recognise a probe
- * at function entry already put it at frames[1], older ones do not.
- */
-static size_t build_stack(const struct culpert_alloc_event *e, uint64_t *out, size_t max)
-{
-	size_t n = 0, i = 1, nr = e->nr_frames > 0 ? (size_t)e->nr_frames : 0;
-
-	if (nr > CULPERT_MAX_FRAMES)
-		nr = CULPERT_MAX_FRAMES;
-	if (e->ret_addr && !(nr > 1 && e->frames[1] == e->ret_addr))
-		out[n++] = e->ret_addr;
-	for (; i < nr && n < max; i++) {
-		/* a frame-pointer walk through code without frame pointers ends in junk */
-		if (e->frames[i] < 4096)
-			break;
-		out[n++] = e->frames[i];
-	}
-	return n;
-}
-
 static int on_alloc(struct session *s, const struct culpert_alloc_event *e)
 {
 	uint64_t frames[CULPERT_MAX_FRAMES];
 	struct agg_key key = { 0 };
 	size_t n;
 
-	n = build_stack(e, frames, s->o.max_depth);
+	n = stack_from_event(e, frames, s->o.max_depth);
 	check_mapped(s, frames, n);
 	key.stack = aggregate__stack(s->agg, frames, n);
 	key.tid = e->tid;

@@ -1,0 +1,29 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include "stack.h"
+
+/* below this no code is mapped: a frame-pointer walk that read junk */
+#define MIN_CODE_ADDR 4096
+
+/*
+ * frames[0] is the probed instruction inside the allocator; the caller's
+ * return address is the word at the stack pointer (ret_addr), because at
+ * entry the allocator has not pushed a frame.  Kernels that recognise a
+ * probe at a function's entry (6.x, "push %rbp" or endbr64 first) already
+ * put it at frames[1]; older ones, and probes at other instructions, do not.
+ */
+size_t stack_from_event(const struct culpert_alloc_event *e, uint64_t *out, size_t max)
+{
+	size_t n = 0, i = 1, nr = e->nr_frames > 0 ? (size_t)e->nr_frames : 0;
+
+	if (nr > CULPERT_MAX_FRAMES)
+		nr = CULPERT_MAX_FRAMES;
+	if (max && e->ret_addr >= MIN_CODE_ADDR && !(nr > 1 && e->frames[1] == e->ret_addr))
+		out[n++] = e->ret_addr;
+	for (; i < nr && n < max; i++) {
+		/* a frame-pointer walk through code without frame pointers ends in junk */
+		if (e->frames[i] < MIN_CODE_ADDR)
+			break;
+		out[n++] = e->frames[i];
+	}
+	return n;
+}
