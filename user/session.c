@@ -51,6 +51,19 @@ static uint64_t now_ns(clockid_t clk)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
+/*
+ * Open every mapped object now: once the target exits, /proc/PID/root and
+ * map_files are gone, and build IDs and symbols with them.
+ */
+static void open_objects(struct session *s)
+{
+	size_t i;
+
+	for (i = 0; i < s->maps.n; i++)
+		if (s->maps.v[i].executable && procmap__is_file(&s->maps.v[i]))
+			objcache__get(s->objs, &s->maps.v[i]);
+}
+
 static void refresh_maps(struct session *s)
 {
 	struct procmaps fresh;
@@ -61,6 +74,7 @@ static void refresh_maps(struct session *s)
 		return;
 	procmaps__free(&s->maps);
 	s->maps = fresh;
+	open_objects(s);
 	pr_debug("re-read the mappings of pid %d: %zu entries\n", (int)s->t.pid, s->maps.n);
 }
 
@@ -137,6 +151,7 @@ int session__open(const struct session_opts *o, struct session **out, char *err,
 		snprintf(err, errlen, "out of memory");
 		goto fail;
 	}
+	open_objects(s);
 	ret = allocator__plan(&s->t, &s->maps, s->objs, o->allocator, &s->plan, err, errlen);
 	if (ret)
 		goto fail;

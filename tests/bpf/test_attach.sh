@@ -1,0 +1,342 @@
+#!/bin/sh
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#
+# culpert-bpf attach against real processes: estimates against ground truth,
+# stacks, what other pprof readers see, build IDs, and the target's safety.
+. tests/lib.sh
+
+# Run alloc_abc (SCALE) under attach with RATE and extra args; profile in $TMP/abc.pb.gz
+profile_abc() {
+	rate=$1
+	scale=$2
+	shift 2
+	start_target "$TMP/abc.out" "$TARGETS/alloc_abc" "$scale" || return 1
+	attach_bg "$TMP/abc.err" --pid "$target_pid" --rate "$rate" -o "$TMP/abc.pb.gz" "$@" || return 1
+	kill -USR1 "$target_pid"
+	wait "$target_pid" || fail "alloc_abc failed"
+	wait "$attach_pid" || fail "attach exited with $?: $(cat "$TMP/abc.err")"
+	grep -q "exited; writing" "$TMP/abc.err" || fail "target exit not reported"
+}
+
+# every function's estimate within PCT % of what it really allocated
+check_abc_totals() {
+	pct=$1
+	by_leaf "$TMP/abc.pb.gz" 2 >"$TMP/est"
+	for f in a b c; do
+		truth=$(awk -v f="$f" '$1 == "total" && $2 == f {print $3}' "$TMP/abc.out")
+		est=$(awk -v f="$f" '$1 == f {print $2}' "$TMP/est")
+		[ -n "$truth" ] && [ -n "$est" ] || {
+			fail "no estimate for $f (leaves: $(tr '\n' ' ' <"$TMP/est"))"
+			return
+		}
+		within_pct "$est" "$truth" "$pct" ||
+			fail "$f: estimated $est bytes, allocated $truth (more than $pct% off)"
+	done
+}
+
+# Rate 4 KiB, scale 2.  a: 64 MiB in 16/64-byte blocks (size << rate): the
+# estimate's standard error is sqrt(rate * total) = sqrt(4096 * 64 MiB), 0.78%
+# of the total, so +-5% is 6.4 sigma.  b: 96 MiB in 1..16 KiB blocks: the
+# variance per block s^2 (1-p)/p is below rate * s, so sigma < 0.64%.
+# c: 256 KiB and 1 MiB blocks are sampled with p > 1 - e^-64: exact.
+test_ground_truth() {
+	need_root || return
+	profile_abc 4KiB 2 || return
+	check_abc_totals 5
+}
+
+# The leaf of every sample is the function that called malloc, and the
+# frame-pointer walk reaches the callers above it.
+test_leaf_is_caller() {
+	need_root || return
+	[ -s "$TMP/abc.pb.gz" ] || profile_abc 4KiB 1 || return
+	"$PROFDUMP" "$TMP/abc.pb.gz" | grep -v '^#' | awk -F'\t' '
+		{ n = split($2, f, ";")
+		  for (i = 2; i <= n; i++) if (f[i] == "a" || f[i] == "b" || f[i] == "c") bad++
+		  if (f[1] == "a" && f[2] == "run_a") a++
+		  if (f[1] == "b" && f[2] == "run_b") b++
+		  if (f[1] == "c" && f[2] == "main") c++
+		  if (f[1] ~ /^(malloc|calloc|realloc|__libc_malloc|_int_malloc)$/) alloc++ }
+		END { printf "%d %d %d %d %d\n", bad, a, b, c, alloc }' >"$TMP/leaf"
+	read -r bad a b c alloc <"$TMP/leaf"
+	[ "$bad" -eq 0 ] || fail "$bad samples have a, b or c below the leaf"
+	[ "$alloc" -eq 0 ] || fail "$alloc samples have an allocator frame as leaf"
+	[ "$a" -gt 0 ] && [ "$b" -gt 0 ] && [ "$c" -gt 0 ] ||
+		fail "missing caller chains a<-run_a, b<-run_b, c<-main: $a $b $c"
+}
+
+# --rate 1 records every call with weight 1: each function's calls and bytes
+# exactly, including the entry points glibc forwards to its own malloc.
+test_rate_one_exact() {
+	need_root || return
+	start_target "$TMP/ex.out" "$TARGETS/alloc_exact" || return
+	attach_bg "$TMP/ex.err" --pid "$target_pid" --rate 1 -o "$TMP/ex.pb.gz" || return
+	kill -USR1 "$target_pid"
+	wait "$target_pid"
+	wait "$attach_pid" || fail "attach failed: $(cat "$TMP/ex.err")"
+	"$PROFDUMP" "$TMP/ex.pb.gz" | grep -v '^#' | awk -F'\t' '
+		{ split($2, f, ";"); split($1, v, " "); o[f[1]] += v[1]; b[f[1]] += v[2] }
+		END { for (k in b) printf "total %s %d %d\n", k, b[k], o[k] }' | sort >"$TMP/ex.est"
+	grep '^total' "$TMP/ex.out" | sort >"$TMP/ex.truth"
+	# every function of the target, exactly; nothing else may claim them
+	join -j 2 "$TMP/ex.truth" "$TMP/ex.est" >"$TMP/ex.join"
+	[ "$(wc -l <"$TMP/ex.join")" -eq "$(wc -l <"$TMP/ex.truth")" ] ||
+		fail "functions missing from the profile: $(cut -d' ' -f2 "$TMP/ex.truth" | tr '\n' ' ')"
+	awk '$3 != $6 || $4 != $7 { print $1 ": " $3 " bytes/" $4 " calls, profile " $6 "/" $7 }' \
+		"$TMP/ex.join" >"$TMP/ex.diff"
+	[ -s "$TMP/ex.diff" ] && fail "inexact: $(tr '\n' ';' <"$TMP/ex.diff")"
+	return 0
+}
+
+# The perf-event uprobe path (kernels without uprobe_multi) gives the same answer.
+# Scale 1: a has 32 MiB, sigma 1.1%, so +-5% is 4.5 sigma.
+test_perf_uprobe_path() {
+	need_root || return
+	profile_abc 4KiB 1 --no-multi -v || return
+	grep -q "perf_uprobe" "$TMP/abc.err" || fail "did not use perf uprobes: $(cat "$TMP/abc.err")"
+	check_abc_totals 5
+}
+
+# go tool pprof reads the file; its totals equal ours.
+test_go_pprof_reads() {
+	need_root || return
+	[ -s "$TMP/abc.pb.gz" ] || profile_abc 4KiB 1 || return
+	for mode in -top -tags -raw; do
+		go tool pprof "$mode" "$TMP/abc.pb.gz" >"$TMP/go$mode" 2>"$TMP/go.err" ||
+			fail "go tool pprof $mode: $(head -3 "$TMP/go.err")"
+	done
+	grep -q 'thread_id' "$TMP/go-tags" || fail "go tool pprof -tags shows no thread_id"
+	go tool pprof -top -sample_index=alloc_objects "$TMP/abc.pb.gz" >/dev/null 2>&1 ||
+		fail "-sample_index=alloc_objects refused"
+	ours=$("$PROFDUMP" "$TMP/abc.pb.gz" | grep -v '^#' |
+		awk -F'\t' '{ split($1, v, " "); o += v[1]; s += v[2] } END { printf "%d %d", o, s }')
+	theirs=$(awk '/^Samples:/ { on = 1; next } /^Locations/ { on = 0 }
+		on && $2 ~ /^[0-9]+:$/ { o += $1; s += $2 + 0 } END { printf "%d %d", o, s }' \
+		"$TMP/go-raw")
+	[ "$ours" = "$theirs" ] || fail "totals differ: ours $ours, go tool pprof $theirs"
+	grep -q '^PeriodType: space bytes' "$TMP/go-raw" || fail "period type not space/bytes"
+	grep -q '^Period: 4096' "$TMP/go-raw" || fail "period is not the rate"
+}
+
+# Mapping build IDs are those readelf reports; every location lies in its mapping.
+test_mappings_and_build_ids() {
+	need_root || return
+	[ -s "$TMP/abc.pb.gz" ] || profile_abc 4KiB 1 || return
+	"$PROFDUMP" "$TMP/abc.pb.gz" >"$TMP/dump"
+	checked=0
+	grep '^# mapping ' "$TMP/dump" | while read -r _ _ id range off path bid; do
+		[ -f "$path" ] || continue
+		want=$(readelf -n "$path" 2>/dev/null | awk '/Build ID:/ { print $3 }')
+		[ "$bid" = "$want" ] || echo "mapping $id $path: build id '$bid', readelf '$want'"
+	done >"$TMP/bid.bad"
+	[ -s "$TMP/bid.bad" ] && fail "$(head -3 "$TMP/bid.bad")"
+	grep -q "^# mapping 1 .*alloc_abc [0-9a-f]\{40\}$" "$TMP/dump" ||
+		fail "mapping 1 is not the executable with its build id"
+	awk '$1 == "#" && $2 == "mapping" { split($4, r, "-"); lo[$3] = r[1]; hi[$3] = r[2] }
+	     $1 == "#" && $2 == "location" && $6 != 0 {
+		a = sprintf("%016s", $4); l = sprintf("%016s", lo[$6]); h = sprintf("%016s", hi[$6])
+		gsub(/ /, "0", a); gsub(/ /, "0", l); gsub(/ /, "0", h)
+		if (a < l || a >= h) print "location " $3 " at " $4 " outside mapping " $6 }' \
+		"$TMP/dump" >"$TMP/loc.bad"
+	[ -s "$TMP/loc.bad" ] && fail "$(head -3 "$TMP/loc.bad")"
+	grep -q '^# location' "$TMP/dump" || fail "no locations"
+	return 0
+}
+
+# The target's output is the same with and without the profiler.
+test_target_unaffected() {
+	need_root || return
+	start_target "$TMP/plain.out" "$TARGETS/alloc_exact" || return
+	kill -USR1 "$target_pid"
+	wait "$target_pid" || fail "unprofiled run failed"
+	start_target "$TMP/prof.out" "$TARGETS/alloc_exact" || return
+	attach_bg "$TMP/p.err" --pid "$target_pid" --rate 1 -o "$TMP/p.pb.gz" || return
+	kill -USR1 "$target_pid"
+	wait "$target_pid" || fail "profiled run failed"
+	wait "$attach_pid"
+	grep -v ready "$TMP/plain.out" >"$TMP/plain"
+	grep -v ready "$TMP/prof.out" >"$TMP/prof"
+	cmp -s "$TMP/plain" "$TMP/prof" || fail "output differs under the profiler"
+}
+
+# runtime address of malloc in PID, from probes' file offset and the maps
+malloc_addr() {
+	"$BIN_BPF" probes --pid "$1" >"$TMP/pr.$1" || return 1
+	off=$(awk '$1 == "malloc" { print $3 }' "$TMP/pr.$1")
+	lib=$(awk '/^allocator:/ { print $4 }' "$TMP/pr.$1")
+	while read -r range perms moff _ _ path; do
+		[ "$path" = "$lib" ] || continue
+		case "$perms" in *x*) ;; *) continue ;; esac
+		start=$((0x${range%-*}))
+		end=$((0x${range#*-}))
+		o=$((0x$moff))
+		if [ $((off)) -ge "$o" ] && [ $((off)) -lt $((o + end - start)) ]; then
+			echo $((start + off - o))
+			return 0
+		fi
+	done <"/proc/$1/maps"
+	return 1
+}
+
+# first byte of code at ADDR in PID's memory, as two hex digits
+code_byte() {
+	python3 -c 'import sys
+with open("/proc/%s/mem" % sys.argv[1], "rb") as f:
+    f.seek(int(sys.argv[2])); print(f.read(1).hex())' "$1" "$2"
+}
+
+# Breakpoints go into the target only; SIGKILL of the profiler removes them
+# and leaves the target running.
+test_sigkill_leaves_target() {
+	need_root || return
+	"$OUTPUT/examples/demo_service" 60 >"$TMP/svc.out" &
+	svc=$!
+	track "$svc"
+	start_target "$TMP/other.out" "$TARGETS/alloc_abc" || return
+	other=$target_pid
+	sleep 0.2
+	addr=$(malloc_addr "$svc")
+	other_addr=$(malloc_addr "$other")
+	[ -n "$addr" ] && [ -n "$other_addr" ] || { fail "cannot locate malloc"; return; }
+	before=$(code_byte "$svc" "$addr")
+	attach_bg "$TMP/k.err" --pid "$svc" --rate 64KiB -o "$TMP/k.pb.gz" || return
+	[ "$(code_byte "$svc" "$addr")" = cc ] || fail "no breakpoint (int3) at malloc while attached"
+	[ "$(code_byte "$other" "$other_addr")" = "$before" ] ||
+		fail "another process mapping the same libc got a breakpoint"
+	kill -9 "$attach_pid"
+	wait "$attach_pid" 2>/dev/null
+	sleep 0.2
+	[ "$(code_byte "$svc" "$addr")" = "$before" ] || fail "breakpoint left behind after SIGKILL"
+	kill -0 "$svc" || { fail "target died"; return; }
+	kill -TERM "$svc"
+	wait "$svc" || fail "target exited with $?"
+	grep -q 'handled [1-9]' "$TMP/svc.out" || fail "target did not finish its work"
+}
+
+# --duration, SIGINT and the default output name all end in a written profile.
+test_stop_conditions() {
+	need_root || return
+	"$OUTPUT/examples/demo_service" 60 >/dev/null &
+	svc=$!
+	track "$svc"
+	sleep 0.2
+	start=$(date +%s%N)
+	( cd "$TMP" && "$OLDPWD/$BIN_BPF" attach --pid "$svc" --duration 1s --rate 16KiB ) \
+		2>"$TMP/d.err" || fail "--duration run failed: $(cat "$TMP/d.err")"
+	ms=$(( ($(date +%s%N) - start) / 1000000 ))
+	[ "$ms" -lt 3000 ] || fail "--duration 1s took ${ms}ms"
+	set -- "$TMP"/culpert-demo_service-"$svc"-*.pb.gz
+	[ -f "$1" ] || { fail "no default-named profile in $TMP"; return; }
+	"$PROFDUMP" "$1" | grep -q 'handle_request' || fail "default-named profile has no samples"
+	attach_bg "$TMP/i.err" --pid "$svc" --rate 16KiB -o "$TMP/int.pb.gz" || return
+	sleep 0.5
+	kill -INT "$attach_pid"
+	wait "$attach_pid" || fail "SIGINT: exit status $?"
+	"$PROFDUMP" "$TMP/int.pb.gz" | grep -q 'handle_request' || fail "SIGINT: no profile"
+	"$BIN_BPF" attach --pid "$svc" --duration 500ms --rate 16KiB -o - 2>/dev/null >"$TMP/out.pb.gz"
+	"$PROFDUMP" "$TMP/out.pb.gz" | grep -q 'handle_request' || fail "-o - wrote no profile"
+}
+
+# A target that exits on its own mid-capture still gets its profile.
+test_target_exits() {
+	need_root || return
+	"$OUTPUT/examples/demo_service" 2 >/dev/null &
+	svc=$!
+	track "$svc"
+	sleep 0.1
+	"$BIN_BPF" attach --pid "$svc" --rate 16KiB -o "$TMP/exit.pb.gz" 2>"$TMP/e.err" ||
+		fail "exit status $?: $(cat "$TMP/e.err")"
+	grep -q "exited; writing" "$TMP/e.err" || fail "exit not reported"
+	"$PROFDUMP" "$TMP/exit.pb.gz" | grep -q 'render_page' || fail "no samples in the profile"
+}
+
+# one line on stderr starting with "error:", and exit status $1
+expect_error() {
+	want_rc=$1
+	pattern=$2
+	shift 2
+	"$@" >"$TMP/err.out" 2>"$TMP/err.txt"
+	rc=$?
+	[ "$rc" -eq "$want_rc" ] || fail "'$*' exited $rc, want $want_rc"
+	[ "$(grep -c '^error: ' "$TMP/err.txt")" -eq 1 ] ||
+		fail "'$*': not one error line: $(cat "$TMP/err.txt")"
+	grep -q -e "$pattern" "$TMP/err.txt" || fail "'$*': no '$pattern' in: $(cat "$TMP/err.txt")"
+}
+
+test_bad_input() {
+	need_root || return
+	sh -c 'exit 0' &
+	gone=$!
+	wait "$gone"
+	expect_error 1 "no process with pid $gone" "$BIN_BPF" attach --pid "$gone"
+	expect_error 1 "kernel thread" "$BIN_BPF" attach --pid 2
+	expect_error 2 "invalid --pid" "$BIN_BPF" attach --pid abc
+	expect_error 2 "invalid --rate" "$BIN_BPF" attach --pid 1 --rate lots
+	expect_error 2 "invalid --rate" "$BIN_BPF" attach --pid 1 --rate 0
+	expect_error 2 "invalid --max-depth" "$BIN_BPF" attach --pid 1 --max-depth 200
+	expect_error 2 "invalid --duration" "$BIN_BPF" attach --pid 1 --duration forever
+	expect_error 2 "--pid is required" "$BIN_BPF" attach
+	expect_error 2 "unknown command" "$BIN_BPF" frobnicate
+	"$OUTPUT/examples/demo_service" 30 >/dev/null &
+	svc=$!
+	track "$svc"
+	expect_error 1 "cannot write the profile to /nonexistent/dir/p.pb.gz" \
+		"$BIN_BPF" attach --pid "$svc" -o /nonexistent/dir/p.pb.gz
+	"$TARGETS/nomalloc" &
+	nm=$!
+	track "$nm"
+	sleep 0.1
+	expect_error 1 "allocator not found: no malloc in /.*/nomalloc" \
+		"$BIN_BPF" attach --pid "$nm"
+	expect_error 1 "allocator not found" "$BIN_BPF" probes --pid "$nm"
+}
+
+# Missing privileges or kernel features: each named, with what to do.
+test_environment_errors() {
+	need_root || return
+	"$OUTPUT/examples/demo_service" 30 >/dev/null &
+	svc=$!
+	track "$svc"
+	expect_error 1 "needs root" setpriv --reuid=65534 --regid=65534 --clear-groups \
+		"$BIN_BPF" attach --pid "$svc"
+	mkdir -p "$TMP/empty"
+	# hide the kernel's BTF / uprobe PMU from culpert-bpf only, in a private mount namespace
+	expect_error 1 "no BTF" unshare -m sh -c \
+		"mount --bind $TMP/empty /sys/kernel/btf && exec $BIN_BPF attach --pid $svc"
+	expect_error 1 "no uprobes" unshare -m sh -c \
+		"mount --bind $TMP/empty /sys/bus/event_source/devices/uprobe && exec $BIN_BPF attach --pid $svc"
+}
+
+# probes: the plan, the offsets (checked against the symbol table), the verdict
+test_probes() {
+	need_root || return
+	"$OUTPUT/examples/demo_service" 30 >/dev/null &
+	svc=$!
+	track "$svc"
+	sleep 0.1
+	"$BIN_BPF" probes --pid "$svc" >"$TMP/probes" 2>&1 || fail "probes failed: $(cat "$TMP/probes")"
+	libc=$(awk '/^allocator:/ { print $4 }' "$TMP/probes")
+	grep -q "^allocator:  glibc in .*libc.so.6 (build id [0-9a-f]\{40\})" "$TMP/probes" ||
+		fail "allocator line: $(grep allocator "$TMP/probes")"
+	want=$(printf '0x%x' "0x$(nm -D "$libc" | awk '$3 ~ /^malloc(@|$)/ { print $1 }')")
+	got=$(awk '$1 == "malloc" { print $3 }' "$TMP/probes")
+	# libc's text has vaddr == file offset
+	[ "$got" = "$want" ] || fail "malloc offset $got, symbol table says $want"
+	grep -q "^unwind:     fp (.*demo_service: [0-9]* of [0-9]* functions" "$TMP/probes" ||
+		fail "no unwind evidence"
+	grep -q "^status:     ok" "$TMP/probes" || fail "status not ok"
+}
+
+run_test bpf/attach/ground_truth test_ground_truth
+run_test bpf/attach/leaf_is_caller test_leaf_is_caller
+run_test bpf/attach/go_pprof_reads test_go_pprof_reads
+run_test bpf/attach/mappings_and_build_ids test_mappings_and_build_ids
+run_test bpf/attach/rate_one_exact test_rate_one_exact
+run_test bpf/attach/perf_uprobe_path test_perf_uprobe_path
+run_test bpf/attach/target_unaffected test_target_unaffected
+run_test bpf/attach/sigkill_leaves_target test_sigkill_leaves_target
+run_test bpf/attach/stop_conditions test_stop_conditions
+run_test bpf/attach/target_exits test_target_exits
+run_test bpf/attach/bad_input test_bad_input
+run_test bpf/attach/environment_errors test_environment_errors
+run_test bpf/attach/probes test_probes
