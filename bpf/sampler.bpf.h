@@ -7,7 +7,6 @@
 #define CULPERT_SAMPLER_BPF_H
 
 /* load-time knobs, set by userspace before load */
-const volatile __u32 targ_tgid;
 const volatile __u32 stack_bytes = 65 * sizeof(__u64);	/* bytes of frames to walk: depth + 1 */
 const volatile bool sample_every;			/* --rate 1: every call is a sample */
 const volatile __u64 page_size = 4096;
@@ -69,12 +68,6 @@ static __always_inline __u64 mul_or_zero(__u64 a, __u64 b)
 static __always_inline __u64 round_up_page(__u64 size)
 {
 	return (size + page_size - 1) & ~(page_size - 1);
-}
-
-static __always_inline bool is_target(void)
-{
-	/* the probes are per-pid already; this drops a vfork()ed child sharing the mm */
-	return (bpf_get_current_pid_tgid() >> 32) == targ_tgid;
 }
 
 static __always_inline __s64 draw_countdown(void)
@@ -212,8 +205,11 @@ static __always_inline int handle_alloc(struct pt_regs *ctx, __u64 size, __u32 f
 	struct thread_state *ts;
 	__u64 sp = PT_REGS_SP(ctx), ip = PT_REGS_IP(ctx);
 
-	if (!is_target())
-		return 0;
+	/*
+	 * No pid check here: the probes are attached for the target only
+	 * (uprobe_multi checks the thread group, perf uprobes the mm), and
+	 * this runs on every allocation.
+	 */
 	ts = thread_state_get();
 	if (!ts) {
 		count(CULPERT_CNT_NO_STATE);

@@ -81,7 +81,6 @@ static int configure(struct sampler *s, const struct sampler_opts *o)
 	size_t i;
 	int err;
 
-	skel->rodata->targ_tgid = (__u32)o->pid;
 	/* one frame more than kept: frames[0] is the probed instruction itself */
 	skel->rodata->stack_bytes = (o->max_depth + 1) * sizeof(__u64);
 	skel->rodata->sample_every = o->rate == 1;
