@@ -24,4 +24,5 @@ echo "== culpert-bpf attach --pid $svc --duration ${secs}s --rate 64KiB -o $prof
 
 echo
 echo "== where demo_service allocates (go tool pprof -top -sample_index=alloc_space)"
-go tool pprof -top -sample_index=alloc_space "$prof" 2>/dev/null | head -n 16
+GOCACHE=${GOCACHE:-/tmp/culpert-demo-gocache} go tool pprof -top -nodecount=10 \
+	-sample_index=alloc_space "$prof" 2>/dev/null | sed -n '/^Showing nodes/,$p'
