@@ -11,8 +11,11 @@
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
+#include <bpf/usdt.bpf.h>
 #include "culpert.h"
+#include "state.bpf.h"
 #include "sampler.bpf.h"
+#include "spans.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -56,4 +59,16 @@ SEC("uprobe")
 int BPF_KPROBE(pvalloc_enter, __u64 size)
 {
 	return handle_alloc(ctx, round_up_page(size), CULPERT_FN_PVALLOC);
+}
+
+SEC("usdt")
+int BPF_USDT(span_enter, __u64 id, __u64 parent_id, const char *name, __u64 name_len)
+{
+	return handle_span_enter(id, parent_id, name, name_len);
+}
+
+SEC("usdt")
+int BPF_USDT(span_exit, __u64 id)
+{
+	return handle_span_exit(id);
 }

@@ -16,6 +16,12 @@
 #define CULPERT_EXP_TABLE_SIZE		(1U << CULPERT_EXP_TABLE_SHIFT)
 /* objects whose code counts as "inside the allocator" (an allocator plus prefixed families) */
 #define CULPERT_MAX_ALLOC_OBJS		4
+/* open spans kept per thread; deeper ones are counted, attributed to the deepest kept */
+#define CULPERT_MAX_SPAN_DEPTH		32
+/* span name bytes kept (SPEC: at most 127) */
+#define CULPERT_SPAN_NAME_MAX		127
+/* distinct span names; more are counted and shown as "(unnamed span)" */
+#define CULPERT_MAX_SPAN_NAMES		16384
 
 /* record kinds in the ring buffer; the first __u32 of every record */
 enum culpert_event_kind {
@@ -43,6 +49,9 @@ enum culpert_counter {
 	CULPERT_CNT_STACK_ERR,		/* bpf_get_stack() failed; sample kept with its caller only */
 	CULPERT_CNT_NO_STATE,		/* no per-thread state could be created: allocation not seen */
 	CULPERT_CNT_NESTED,		/* allocator entry reached from inside another one, not counted twice */
+	CULPERT_CNT_SPAN_OVERFLOW,	/* span entered deeper than CULPERT_MAX_SPAN_DEPTH */
+	CULPERT_CNT_SPAN_UNMATCHED,	/* span exit whose id is not open on the thread: ignored */
+	CULPERT_CNT_SPAN_NAMES_FULL,	/* span name table full: span kept without a name */
 	CULPERT_CNT__MAX,
 };
 
@@ -62,6 +71,23 @@ struct culpert_regs {
 	__u64 r15;
 };
 
+/* one open span; a thread's stack of them is outermost first */
+struct culpert_span_frame {
+	__u64 id;
+	__u64 parent_id;		/* explicit parent, or the span below it on the thread */
+	__u32 name_id;			/* key of the span_names map; 0 = no name */
+	__u32 flags;			/* CULPERT_SPAN_F_* */
+};
+
+#define CULPERT_SPAN_F_FUNCTION		(1U << 0)	/* opened by a --span-fn probe */
+
+/* the key of the span_names map: the name bytes, zero-padded, and their length */
+struct culpert_span_name {
+	__u32 len;
+	__u32 pad;
+	char name[CULPERT_SPAN_NAME_MAX + 1];
+};
+
 struct culpert_alloc_event {
 	__u32 kind;			/* CULPERT_EV_ALLOC */
 	__u32 tid;
@@ -71,6 +97,9 @@ struct culpert_alloc_event {
 	__u64 ret_addr;			/* word at the user stack pointer: return address into the caller */
 	__u32 fn;			/* enum culpert_fn */
 	__s32 nr_frames;		/* entries in frames[]; < 0 is the bpf_get_stack() error */
+	__u32 span_depth;		/* entries in spans[] */
+	__u32 pad;
+	struct culpert_span_frame spans[CULPERT_MAX_SPAN_DEPTH]; /* open spans, outermost first */
 	__u64 frames[CULPERT_MAX_FRAMES]; /* frame-pointer walk, frames[0] = probed instruction */
 };
 

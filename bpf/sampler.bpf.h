@@ -6,35 +6,6 @@
 #ifndef CULPERT_SAMPLER_BPF_H
 #define CULPERT_SAMPLER_BPF_H
 
-/* load-time knobs, set by userspace before load */
-const volatile __u32 stack_bytes = 65 * sizeof(__u64);	/* bytes of frames to walk: depth + 1 */
-const volatile bool sample_every;			/* --rate 1: every call is a sample */
-const volatile __u64 page_size = 4096;
-/* runtime address ranges of the allocators' code, for nested-call detection */
-const volatile __u64 alloc_text_lo[CULPERT_MAX_ALLOC_OBJS];
-const volatile __u64 alloc_text_hi[CULPERT_MAX_ALLOC_OBJS];
-
-struct thread_state {
-	__s64 countdown;	/* bytes left until the next sample */
-	__u64 guard_sp;		/* stack pointer at entry of an open outer allocator call */
-	__u64 guard_ret;	/* the return address stored there */
-	__u64 guard_ip;		/* the entry point that call went to */
-	__u32 init;
-	__u32 pad;
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
-	__type(value, struct thread_state);
-} thread_states SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 4 << 20);	/* resized by userspace (--ringbuf-size) */
-} events SEC(".maps");
-
 /*
  * Exponential variates with mean `rate`, filled by userspace after load and
  * before attach (no floating point here).  In .bss rather than .rodata so
@@ -42,15 +13,13 @@ struct {
  */
 __s64 exp_table[CULPERT_EXP_TABLE_SIZE];
 
-/* rare events only: a shared atomic add is cheaper than a per-CPU map lookup */
-__u64 counters[CULPERT_CNT__MAX];
-__u64 next_sample_id;
-
-static __always_inline void count(enum culpert_counter c)
-{
-	if (c < CULPERT_CNT__MAX)
-		__sync_fetch_and_add(&counters[c], 1);
-}
+/* load-time knobs, set by userspace before load */
+const volatile __u32 stack_bytes = 65 * sizeof(__u64);	/* bytes of frames to walk: depth + 1 */
+const volatile bool sample_every;			/* --rate 1: every call is a sample */
+const volatile __u64 page_size = 4096;
+/* runtime address ranges of the allocators' code, for nested-call detection */
+const volatile __u64 alloc_text_lo[CULPERT_MAX_ALLOC_OBJS];
+const volatile __u64 alloc_text_hi[CULPERT_MAX_ALLOC_OBJS];
 
 static __always_inline __u64 mul_or_zero(__u64 a, __u64 b)
 {
@@ -89,14 +58,6 @@ static __always_inline struct thread_state *thread_state_get(void)
 		ts->init = 1;
 	}
 	return ts;
-}
-
-static __always_inline __u64 read_user_word(__u64 addr)
-{
-	__u64 val = 0;
-
-	bpf_probe_read_user(&val, sizeof(val), (void *)addr);
-	return val;
 }
 
 static __always_inline bool in_allocator(__u64 addr)
@@ -172,7 +133,10 @@ static __always_inline bool countdown_expired(struct thread_state *ts, __u64 siz
 	return true;
 }
 
-static __always_inline void emit_sample(struct pt_regs *ctx, __u64 size, __u32 fn, __u64 sp)
+static __always_inline void span_copy(struct thread_state *ts, struct culpert_alloc_event *e);
+
+static __always_inline void emit_sample(struct pt_regs *ctx, struct thread_state *ts, __u64 size,
+					__u32 fn, __u64 sp)
 {
 	struct culpert_alloc_event *e;
 	long n;
@@ -188,6 +152,7 @@ static __always_inline void emit_sample(struct pt_regs *ctx, __u64 size, __u32 f
 	e->size = size;
 	e->ts_ns = bpf_ktime_get_ns();
 	e->fn = fn;
+	span_copy(ts, e);
 	/* at entry the allocator has no frame yet: its caller is only at [sp] */
 	e->ret_addr = read_user_word(sp);
 	n = bpf_get_stack(ctx, e->frames, stack_bytes, BPF_F_USER_STACK);
@@ -220,7 +185,7 @@ static __always_inline int handle_alloc(struct pt_regs *ctx, __u64 size, __u32 f
 	if (may_nest(fn))
 		guard_set(ts, sp, ip);
 	if (countdown_expired(ts, size))
-		emit_sample(ctx, size, fn, sp);
+		emit_sample(ctx, ts, size, fn, sp);
 	return 0;
 }
 

@@ -129,30 +129,40 @@ static struct agg_entry *lookup(struct aggregate *a, const struct agg_key *k, bo
 	return e;
 }
 
+static void account(struct agg_entry *e, uint64_t size, uint64_t rate)
+{
+	double w = sample_weight(size, rate);
+
+	e->samples++;
+	e->alloc_objects += w;
+	e->alloc_space += w * (double)size;
+}
+
 int aggregate__add(struct aggregate *a, const struct agg_key *key, uint64_t size, uint64_t rate)
 {
 	struct agg_key k = *key;
 	struct agg_entry *e;
-	double w;
 
 	k.pad = 0;
 	e = lookup(a, &k, a->n_entries < a->max_entries);
-	if (!e) {
-		/* full: drop the thread, then the stack, so the totals stay right */
-		a->folded++;
-		k.tid = 0;
-		e = lookup(a, &k, a->n_entries < a->max_entries + 64);
-		if (!e) {
-			k.stack = 0;
-			e = lookup(a, &k, true);
-		}
-		if (!e)
-			return -ENOMEM;
-	}
-	w = sample_weight(size, rate);
-	e->samples++;
-	e->alloc_objects += w;
-	e->alloc_space += w * (double)size;
+	if (!e)
+		return a->n_entries < a->max_entries ? -ENOMEM : -ENOSPC;
+	account(e, size, rate);
+	return 0;
+}
+
+int aggregate__add_folded(struct aggregate *a, const struct agg_key *key, uint64_t size,
+			  uint64_t rate)
+{
+	struct agg_key k = { .stack = 0, .tid = 0, .span = key->span };
+	struct agg_entry *e;
+
+	/* past the bound on purpose: one such key per span path, which the caller bounds */
+	e = lookup(a, &k, true);
+	if (!e)
+		return -ENOMEM;
+	a->folded++;
+	account(e, size, rate);
 	return 0;
 }
 

@@ -34,16 +34,22 @@ struct aggregate;
  */
 double sample_weight(uint64_t size, uint64_t rate);
 
-/* at most max_entries keys; beyond that, samples fold into coarser keys */
+/* at most max_entries keys (see aggregate__add_folded() for what goes beyond) */
 struct aggregate *aggregate__new(size_t max_entries);
 void aggregate__free(struct aggregate *a);
 /* intern a stack (leaf first); its id, 0 for the empty stack or when full */
 uint32_t aggregate__stack(struct aggregate *a, const uint64_t *frames, size_t n);
-/* add one sample of `size` bytes; 0 or -ENOMEM */
+/* add one sample of `size` bytes; 0, -ENOSPC (a new key, the table is full) or -ENOMEM */
 int aggregate__add(struct aggregate *a, const struct agg_key *key, uint64_t size, uint64_t rate);
+/*
+ * The last resort when the table is full: add to the key with no stack and
+ * no thread, keeping only key->span, so the totals stay right.  0 or -ENOMEM.
+ */
+int aggregate__add_folded(struct aggregate *a, const struct agg_key *key, uint64_t size,
+			  uint64_t rate);
 const struct agg_entry *aggregate__entries(const struct aggregate *a, size_t *n);
 const uint64_t *aggregate__stack_frames(const struct aggregate *a, uint32_t stack, size_t *n);
-/* samples whose key had to be coarsened because the table was full */
+/* samples added through aggregate__add_folded() */
 uint64_t aggregate__folded(const struct aggregate *a);
 
 #endif /* CULPERT_AGGREGATE_H */

@@ -19,6 +19,7 @@
 #include "objcache.h"
 #include "pprof.h"
 #include "procmaps.h"
+#include "spans.h"
 #include "symbolize.h"
 #include "target.h"
 #include "vec.h"
@@ -195,11 +196,40 @@ static int entry_cmp(const void *pa, const void *pb, void *arg)
 	return 0;
 }
 
+/* label keys, interned once */
+struct label_keys {
+	int64_t thread_id, span_name, span_id, span_parent_id, span_path;
+};
+
+/* span_name, span_id, span_parent_id, span_path of a sample (docs/profile-format.md) */
+static size_t span_labels(struct exporter *x, uint32_t chain, const struct label_keys *k,
+			  struct pprof_label *out)
+{
+	char path[CULPERT_MAX_SPAN_DEPTH * (CULPERT_SPAN_NAME_MAX + 1) + 1];
+	const char *inner;
+	struct span_chain c;
+	size_t n = 0;
+
+	if (!x->o->spans || !chain || spans__get(x->o->spans, chain, &c) || !c.depth)
+		return 0;
+	inner = spans__name(x->o->spans, c.name_ids[c.depth - 1]);
+	out[n++] = (struct pprof_label){ .key = k->span_name,
+					 .str = pprof_writer__str(x->w, inner ? inner : "(unnamed span)") };
+	spans__path(x->o->spans, chain, path, sizeof(path));
+	out[n++] = (struct pprof_label){ .key = k->span_path, .str = pprof_writer__str(x->w, path) };
+	/* ids are dropped from keys coarsened when the aggregate was full */
+	if (c.id)
+		out[n++] = (struct pprof_label){ .key = k->span_id, .num = (int64_t)c.id };
+	if (c.id && c.parent_id)
+		out[n++] = (struct pprof_label){ .key = k->span_parent_id, .num = (int64_t)c.parent_id };
+	return n;
+}
+
 static int add_sample(struct exporter *x, const struct aggregate *a, const struct agg_entry *e,
-		      int64_t thread_key)
+		      const struct label_keys *keys)
 {
 	uint64_t ids[CULPERT_EXPORT_MAX_FRAMES];
-	struct pprof_label labels[1];
+	struct pprof_label labels[5];
 	int64_t values[2];
 	size_t nf, i, n = 0, n_labels = 0;
 	const uint64_t *f = aggregate__stack_frames(a, e->key.stack, &nf);
@@ -216,7 +246,8 @@ static int add_sample(struct exporter *x, const struct aggregate *a, const struc
 			return -ENOMEM;
 	}
 	if (e->key.tid)
-		labels[n_labels++] = (struct pprof_label){ .key = thread_key, .num = e->key.tid };
+		labels[n_labels++] = (struct pprof_label){ .key = keys->thread_id, .num = e->key.tid };
+	n_labels += span_labels(x, e->key.span, keys, &labels[n_labels]);
 	values[0] = llround(e->alloc_objects);
 	values[1] = llround(e->alloc_space);
 	return pprof_writer__add_sample(x->w, ids, n, values, labels, n_labels);
@@ -227,7 +258,7 @@ static int add_samples(struct exporter *x, const struct aggregate *a)
 	struct sort_ctx sc = { a };
 	const struct agg_entry *src;
 	struct agg_entry *sorted;
-	int64_t thread_key;
+	struct label_keys keys;
 	size_t n, i;
 	int err = 0;
 
@@ -237,9 +268,13 @@ static int add_samples(struct exporter *x, const struct aggregate *a)
 		return -ENOMEM;
 	memcpy(sorted, src, n * sizeof(*sorted));
 	qsort_r(sorted, n, sizeof(*sorted), entry_cmp, &sc);
-	thread_key = pprof_writer__str(x->w, "thread_id");
+	keys.thread_id = pprof_writer__str(x->w, "thread_id");
+	keys.span_name = pprof_writer__str(x->w, "span_name");
+	keys.span_id = pprof_writer__str(x->w, "span_id");
+	keys.span_parent_id = pprof_writer__str(x->w, "span_parent_id");
+	keys.span_path = pprof_writer__str(x->w, "span_path");
 	for (i = 0; i < n && !err; i++)
-		err = add_sample(x, a, &sorted[i], thread_key);
+		err = add_sample(x, a, &sorted[i], &keys);
 	free(sorted);
 	return err;
 }

@@ -14,6 +14,7 @@
 struct aggregate;
 struct objcache;
 struct procmaps;
+struct spans;
 struct target;
 
 /* frames written per sample; the BPF side never delivers more */
@@ -26,6 +27,7 @@ struct export_opts {
 	uint64_t rate;
 	int64_t time_nanos;		/* start, Unix ns */
 	int64_t duration_nanos;
+	const struct spans *spans;	/* span chains and names of the aggregate's keys */
 	bool symbolize;
 	const char *unwind;		/* "fp", "dwarf" */
 	const char *kernel;		/* uname -r */

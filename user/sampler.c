@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <errno.h>
 #include <math.h>
@@ -13,11 +14,14 @@
 #include "log.h"
 #include "sampler.h"
 #include "uprobe.h"
+#include "vec.h"
 
 struct sampler {
 	struct culpert_bpf *skel;
 	struct ring_buffer *rb;
 	struct uprobe_set *probes;
+	struct bpf_link **usdt_links;
+	size_t n_usdt_links, cap_usdt_links;
 	enum uprobe_mode mode;
 	sampler_event_fn on_event;
 	void *ctx;
@@ -78,6 +82,7 @@ static int configure(struct sampler *s, const struct sampler_opts *o)
 	struct culpert_bpf *skel = s->skel;
 	const struct alloc_plan *plan = o->plan;
 	struct bpf_program *prog;
+	uint32_t fn;
 	size_t i;
 	int err;
 
@@ -92,7 +97,9 @@ static int configure(struct sampler *s, const struct sampler_opts *o)
 	err = bpf_map__set_max_entries(skel->maps.events, (__u32)pow2_at_least(o->ringbuf_bytes));
 	if (err)
 		return err;
-	bpf_object__for_each_program(prog, skel->obj) {
+	/* allocator entries go through `mode`; USDT probes always through libbpf's perf uprobes */
+	for (fn = 1; fn < CULPERT_FN__MAX; fn++) {
+		prog = program_for(skel, fn);
 		err = bpf_program__set_expected_attach_type(prog, uprobe_mode__attach_type(s->mode));
 		if (err)
 			return err;
@@ -126,6 +133,33 @@ static int attach_plan(struct sampler *s, const struct sampler_opts *o, char *er
 	}
 	free(offs);
 	return ret;
+}
+
+static int attach_usdt(struct sampler *s, const struct sampler_opts *o, char *err, size_t errlen)
+{
+	struct bpf_program *progs[] = { s->skel->progs.span_enter, s->skel->progs.span_exit };
+	const char *names[] = { "span_enter", "span_exit" };
+	struct bpf_link *l;
+	size_t i, p;
+	int ret;
+
+	for (i = 0; i < o->n_usdt_objects; i++) {
+		for (p = 0; p < 2; p++) {
+			if (vec_reserve(&s->usdt_links, &s->cap_usdt_links, s->n_usdt_links + 1,
+					sizeof(*s->usdt_links)))
+				return -ENOMEM;
+			l = bpf_program__attach_usdt(progs[p], o->pid, o->usdt_objects[i], "culpert",
+						     names[p], NULL);
+			if (!l) {
+				ret = -errno;
+				snprintf(err, errlen, "cannot attach to the culpert:%s probes of %s: %s",
+					 names[p], o->usdt_objects[i], strerror(-ret));
+				return ret;
+			}
+			s->usdt_links[s->n_usdt_links++] = l;
+		}
+	}
+	return 0;
 }
 
 int sampler__new(const struct sampler_opts *o, struct sampler **out, char *err, size_t errlen)
@@ -163,6 +197,8 @@ int sampler__new(const struct sampler_opts *o, struct sampler **out, char *err, 
 		goto fail;
 	}
 	ret = attach_plan(s, o, err, errlen);
+	if (!ret)
+		ret = attach_usdt(s, o, err, errlen);
 	if (ret)
 		goto fail;
 	pr_info("attached %zu probe sites with %s links\n", uprobe_set__count(s->probes),
@@ -186,10 +222,36 @@ int sampler__drain(struct sampler *s)
 	return ring_buffer__consume(s->rb);
 }
 
+static void detach_usdt(struct sampler *s)
+{
+	while (s->n_usdt_links)
+		bpf_link__destroy(s->usdt_links[--s->n_usdt_links]);
+}
+
 void sampler__detach(struct sampler *s)
 {
 	uprobe_set__free(s->probes);
 	s->probes = NULL;
+	detach_usdt(s);
+}
+
+int sampler__span_names(const struct sampler *s,
+			int (*cb)(void *ctx, uint32_t id, const char *name, size_t len), void *ctx)
+{
+	struct culpert_span_name key, next;
+	int fd = bpf_map__fd(s->skel->maps.span_names);
+	void *prev = NULL;
+	__u32 id;
+
+	while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+		size_t len = next.len > CULPERT_SPAN_NAME_MAX ? CULPERT_SPAN_NAME_MAX : next.len;
+
+		if (bpf_map_lookup_elem(fd, &next, &id) == 0 && cb(ctx, id, next.name, len))
+			break;
+		key = next;
+		prev = &key;
+	}
+	return 0;
 }
 
 void sampler__counters(const struct sampler *s, uint64_t out[CULPERT_CNT__MAX])
@@ -212,6 +274,8 @@ void sampler__free(struct sampler *s)
 	if (!s)
 		return;
 	uprobe_set__free(s->probes);
+	detach_usdt(s);
+	free(s->usdt_links);
 	ring_buffer__free(s->rb);
 	culpert_bpf__destroy(s->skel);
 	free(s);

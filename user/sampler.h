@@ -29,6 +29,9 @@ struct sampler_opts {
 	size_t ringbuf_bytes;		/* rounded up to a power of two */
 	bool no_multi;			/* force one perf-event uprobe per site */
 	const struct alloc_plan *plan;
+	/* objects (paths we can open) carrying culpert:span_* USDT probes */
+	char *const *usdt_objects;
+	size_t n_usdt_objects;
 	sampler_event_fn on_event;
 	void *ctx;
 };
@@ -42,6 +45,9 @@ void sampler__detach(struct sampler *s);
 /* deliver everything queued; records consumed or -errno */
 int sampler__drain(struct sampler *s);
 void sampler__counters(const struct sampler *s, uint64_t out[CULPERT_CNT__MAX]);
+/* every span name the BPF side interned; cb returns non-zero to stop.  0 or -errno */
+int sampler__span_names(const struct sampler *s,
+			int (*cb)(void *ctx, uint32_t id, const char *name, size_t len), void *ctx);
 size_t sampler__n_sites(const struct sampler *s);
 const char *sampler__attach_mode(const struct sampler *s);
 void sampler__free(struct sampler *s);

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,6 +8,7 @@
 #include <unistd.h>
 
 #include "aggregate.h"
+#include "elfobj.h"
 #include "allocator.h"
 #include "export.h"
 #include "kfeatures.h"
@@ -15,9 +17,11 @@
 #include "procmaps.h"
 #include "sampler.h"
 #include "session.h"
+#include "spans.h"
 #include "stack.h"
 #include "target.h"
 #include "units.h"
+#include "usdt.h"
 #include "vec.h"
 
 /* re-read /proc/PID/maps at most this often when samples point outside the snapshot */
@@ -32,6 +36,10 @@ struct session {
 	struct alloc_plan plan;
 	struct sampler *sampler;
 	struct aggregate *agg;
+	struct spans *spans;
+	char **usdt_objects;		/* paths of objects with culpert span probes */
+	size_t n_usdt_objects, cap_usdt_objects;
+	size_t n_usdt_sites;
 	uint64_t samples;
 	double est_bytes;		/* running estimate, for the status line */
 	uint64_t counters[CULPERT_CNT__MAX];
@@ -91,19 +99,68 @@ static void check_mapped(struct session *s, const uint64_t *frames, size_t n)
 	}
 }
 
+/*
+ * The full key is (stack, thread, span chain with ids).  When the table is
+ * full, coarsen it: no thread and the span path without ids, then no stack
+ * either; memory stays bounded and the totals per span path stay right.
+ */
 static int on_alloc(struct session *s, const struct culpert_alloc_event *e)
 {
 	uint64_t frames[CULPERT_MAX_FRAMES];
 	struct agg_key key = { 0 };
 	size_t n;
+	int ret;
 
 	n = stack_from_event(e, frames, s->o.max_depth);
 	check_mapped(s, frames, n);
 	key.stack = aggregate__stack(s->agg, frames, n);
 	key.tid = e->tid;
+	key.span = spans__chain(s->spans, e->spans, e->span_depth, true);
 	s->samples++;
 	s->est_bytes += sample_weight(e->size, s->o.rate) * (double)e->size;
-	return aggregate__add(s->agg, &key, e->size, s->o.rate);
+	ret = key.span == UINT32_MAX ? -ENOSPC : aggregate__add(s->agg, &key, e->size, s->o.rate);
+	if (ret != -ENOSPC)
+		return ret;
+	key.tid = 0;
+	key.span = spans__chain(s->spans, e->spans, e->span_depth, false);
+	ret = aggregate__add(s->agg, &key, e->size, s->o.rate);
+	if (ret != -ENOSPC)
+		return ret;
+	return aggregate__add_folded(s->agg, &key, e->size, s->o.rate);
+}
+
+/* the objects that carry culpert:span_* probes, and how many sites */
+static int find_usdt_objects(struct session *s)
+{
+	char path[PATH_MAX];
+	struct usdt_site *sites;
+	size_t i, j;
+	int n;
+
+	for (i = 0; i < s->maps.n; i++) {
+		const struct procmap *m = &s->maps.v[i];
+		struct elfobj *obj;
+		bool dup = false;
+
+		if (!m->executable || !procmap__is_file(m))
+			continue;
+		obj = objcache__get(s->objs, m);
+		if (!obj || (n = usdt_sites(obj, "culpert", &sites)) <= 0)
+			continue;
+		free(sites);
+		for (j = 0; j < s->n_usdt_objects; j++)
+			dup |= !strcmp(s->usdt_objects[j], elfobj__path(obj));
+		if (dup || target__object_path(&s->t, m, path, sizeof(path)))
+			continue;
+		if (vec_reserve(&s->usdt_objects, &s->cap_usdt_objects, s->n_usdt_objects + 1,
+				sizeof(char *)) ||
+		    !(s->usdt_objects[s->n_usdt_objects] = strdup(path)))
+			return -ENOMEM;
+		s->n_usdt_objects++;
+		s->n_usdt_sites += (size_t)n;
+		pr_info("%d culpert span probe sites in %s\n", n, m->path);
+	}
+	return 0;
 }
 
 static int on_event(void *ctx, void *data, size_t size)
@@ -146,7 +203,8 @@ int session__open(const struct session_opts *o, struct session **out, char *err,
 	s->maps_read_ns = now_ns(CLOCK_MONOTONIC);
 	s->objs = objcache__new(&s->t);
 	s->agg = aggregate__new(o->max_entries);
-	if (!s->objs || !s->agg) {
+	s->spans = spans__new(o->max_entries);
+	if (!s->objs || !s->agg || !s->spans) {
 		ret = -ENOMEM;
 		snprintf(err, errlen, "out of memory");
 		goto fail;
@@ -161,6 +219,13 @@ int session__open(const struct session_opts *o, struct session **out, char *err,
 	so.ringbuf_bytes = o->ringbuf_bytes;
 	so.no_multi = o->no_multi;
 	so.plan = &s->plan;
+	ret = find_usdt_objects(s);
+	if (ret) {
+		snprintf(err, errlen, "out of memory");
+		goto fail;
+	}
+	so.usdt_objects = s->usdt_objects;
+	so.n_usdt_objects = s->n_usdt_objects;
 	so.on_event = on_event;
 	so.ctx = s;
 	ret = sampler__new(&so, &s->sampler, err, errlen);
@@ -250,6 +315,11 @@ int session__add_comment(struct session *s, const char *comment)
 	return 0;
 }
 
+static int store_name(void *ctx, uint32_t id, const char *name, size_t len)
+{
+	return spans__set_name(ctx, id, name, len);
+}
+
 int session__write(struct session *s, const char *path)
 {
 	char allocator[512], sites[64], folded[64], nested[64], stack_err[64];
@@ -267,9 +337,11 @@ int session__write(struct session *s, const char *path)
 		.symbolize = s->o.symbolize,
 		.unwind = "fp",
 		.kernel = features__get()->release,
+		.spans = s->spans,
 	};
 
 	session__detach(s);
+	sampler__span_names(s->sampler, store_name, s->spans);
 	eo.duration_nanos = (int64_t)(s->end_ns - s->start_ns);
 	eo.lost = s->counters[CULPERT_CNT_LOST_RINGBUF];
 	snprintf(allocator, sizeof(allocator), "allocator=%s:%s", s->plan.objects[0].family,
@@ -315,6 +387,11 @@ size_t session__n_sites(const struct session *s)
 	return s->n_sites;
 }
 
+size_t session__n_span_sites(const struct session *s)
+{
+	return s->n_usdt_sites;
+}
+
 const char *session__comm(const struct session *s)
 {
 	return s->t.comm;
@@ -336,6 +413,10 @@ void session__close(struct session *s)
 	free(s->comments);
 	sampler__free(s->sampler);
 	aggregate__free(s->agg);
+	spans__free(s->spans);
+	for (i = 0; i < s->n_usdt_objects; i++)
+		free(s->usdt_objects[i]);
+	free(s->usdt_objects);
 	alloc_plan__free(&s->plan);
 	objcache__free(s->objs);
 	procmaps__free(&s->maps);

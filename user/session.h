@@ -48,6 +48,8 @@ uint64_t session__samples(const struct session *s);
 const struct target *session__target(const struct session *s);
 uint64_t session__lost(const struct session *s);
 size_t session__n_sites(const struct session *s);
+/* culpert:span_* USDT sites found (and attached) */
+size_t session__n_span_sites(const struct session *s);
 const char *session__comm(const struct session *s);
 pid_t session__pid(const struct session *s);
 void session__close(struct session *s);

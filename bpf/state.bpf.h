@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * What every program shares: the per-thread state (byte countdown, nesting
+ * guard, open spans), the ring buffer, and the counters.
+ */
+#ifndef CULPERT_STATE_BPF_H
+#define CULPERT_STATE_BPF_H
+
+struct thread_state {
+	__s64 countdown;	/* bytes left until the next sample */
+	__u64 guard_sp;		/* stack pointer at entry of an open outer allocator call */
+	__u64 guard_ret;	/* the return address stored there */
+	__u64 guard_ip;		/* the entry point that call went to */
+	__u32 init;
+	__u32 span_depth;	/* spans kept in spans[] */
+	__u32 span_overflow;	/* spans open beyond CULPERT_MAX_SPAN_DEPTH */
+	__u32 pad;
+	struct culpert_span_frame spans[CULPERT_MAX_SPAN_DEPTH];
+	__u64 span_sp[CULPERT_MAX_SPAN_DEPTH];	/* stack pointer at entry, for function spans */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct thread_state);
+} thread_states SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4 << 20);	/* resized by userspace (--ringbuf-size) */
+} events SEC(".maps");
+
+/* rare events only: a shared atomic add is cheaper than a per-CPU map lookup */
+__u64 counters[CULPERT_CNT__MAX];
+__u64 next_sample_id;
+
+static __always_inline void count(enum culpert_counter c)
+{
+	if (c < CULPERT_CNT__MAX)
+		__sync_fetch_and_add(&counters[c], 1);
+}
+
+static __always_inline __u64 read_user_word(__u64 addr)
+{
+	__u64 val = 0;
+
+	bpf_probe_read_user(&val, sizeof(val), (void *)addr);
+	return val;
+}
+
+#endif /* CULPERT_STATE_BPF_H */

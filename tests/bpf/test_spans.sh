@@ -1,0 +1,134 @@
+#!/bin/sh
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#
+# Span attribution through the culpert:span_* USDT probes.
+. tests/lib.sh
+
+# "path bytes" per span_path label ("(no-span)" without one), from column COL
+by_span_path() {
+	"$PROFDUMP" "$1" | grep -v '^#' | awk -F'\t' -v col="${2:-2}" '
+		{ split($1, v, " "); p = "(no-span)"; n = split($3, l, ",")
+		  for (i = 1; i <= n; i++) if (l[i] ~ /^span_path=/) p = substr(l[i], 11)
+		  s[p] += v[col] }
+		END { for (k in s) printf "%s %.0f\n", k, s[k] }' | sort
+}
+
+# profile TARGET with RATE (+ args) until it exits; profile in $TMP/$name.pb.gz
+profile_target() {
+	name=$1
+	rate=$2
+	shift 2
+	start_target "$TMP/$name.out" "$TARGETS/$name" || return 1
+	attach_bg "$TMP/$name.err" --pid "$target_pid" --rate "$rate" -o "$TMP/$name.pb.gz" -v "$@" ||
+		return 1
+	kill -USR1 "$target_pid"
+	wait "$target_pid" || fail "$name failed"
+	wait "$attach_pid" || fail "attach failed: $(cat "$TMP/$name.err")"
+}
+
+# compare each "total PATH BYTES" line of the target with the profile, within PCT %
+check_paths() {
+	name=$1
+	pct=$2
+	by_span_path "$TMP/$name.pb.gz" >"$TMP/$name.est"
+	grep '^total ' "$TMP/$name.out" | while read -r _ path truth; do
+		case "$path" in
+		deep\*32) path=$(printf 'deep;%.0s' $(seq 32)); path=${path%;} ;;
+		esac
+		est=$(awk -v p="$path" '$1 == p { print $2 }' "$TMP/$name.est")
+		if [ -z "$est" ]; then
+			echo "no samples for span path '$path'"
+		elif ! within_pct "$est" "$truth" "$pct"; then
+			echo "$path: estimated $est, allocated $truth"
+		fi
+	done >"$TMP/$name.bad"
+	[ -s "$TMP/$name.bad" ] && fail "$(tr '\n' ';' <"$TMP/$name.bad")"
+	return 0
+}
+
+# Rate 4 KiB; each path allocates >= 32 MiB in 64..1024-byte blocks, so the
+# standard error is at most sqrt(4096 * 32 MiB) = 1.1% of it and +-5% is
+# 4.5 sigma.  "request" allocates nothing itself: it has no samples of its own.
+test_span_ground_truth() {
+	need_root || return
+	profile_target span_abc 4KiB || return
+	grep -q "6 culpert span probe sites" "$TMP/span_abc.err" ||
+		fail "span probe sites not found: $(head -3 "$TMP/span_abc.err")"
+	check_paths span_abc 5
+	awk '$1 == "request" { exit 1 }' "$TMP/span_abc.est" || fail "request has samples of its own"
+	# the worker span ran on three threads: three thread ids carry it
+	n=$("$PROFDUMP" "$TMP/span_abc.pb.gz" | grep 'span_name=worker' |
+		sed 's/.*thread_id=\([0-9]*\).*/\1/' | sort -u | wc -l)
+	[ "$n" -eq 3 ] || fail "worker span seen on $n threads, want 3"
+}
+
+# Labels as SPEC §4.3: name, id, parent id, path; innermost span's parent is the enclosing one
+test_span_labels() {
+	need_root || return
+	[ -s "$TMP/span_abc.pb.gz" ] || profile_target span_abc 4KiB || return
+	"$PROFDUMP" "$TMP/span_abc.pb.gz" | grep -v '^#' >"$TMP/labels"
+	line=$(grep 'span_name=json' "$TMP/labels" | head -1)
+	case "$line" in
+	*span_path=request\;parse\;json*span_id=*span_parent_id=*) ;;
+	*) fail "json sample labels: $line" ;;
+	esac
+	json_parent=$(echo "$line" | sed 's/.*span_parent_id=\([0-9]*\).*/\1/')
+	parse_id=$(grep 'span_name=parse' "$TMP/labels" | head -1 | sed 's/.*span_id=\([0-9]*\).*/\1/')
+	[ "$json_parent" = "$parse_id" ] || fail "json's parent $json_parent is not parse's id $parse_id"
+	grep -v 'span_' "$TMP/labels" | grep -q 'thread_id=' || fail "no sample outside any span"
+	go tool pprof -tags "$TMP/span_abc.pb.gz" >"$TMP/tags" 2>&1 || fail "go tool pprof -tags failed"
+	for k in span_name span_path span_id span_parent_id thread_id; do
+		grep -q "$k" "$TMP/tags" || fail "go tool pprof -tags shows no $k"
+	done
+	# -tagfocus selects exactly the json samples: their total is ours
+	want=$(awk '$1 == "request;parse;json" { print $2 }' "$TMP/span_abc.est")
+	go tool pprof -raw -tagfocus=span_name:json "$TMP/span_abc.pb.gz" >"$TMP/focus" 2>/dev/null
+	got=$(awk '/^Samples:/ { on = 1; next } /^Locations/ { on = 0 }
+		on && $2 ~ /^[0-9]+:$/ { s += $2 + 0 } END { printf "%d", s }' "$TMP/focus")
+	[ "$got" = "$want" ] || fail "-tagfocus=span_name:json gives $got bytes, want $want"
+}
+
+# Async-style misuse leaves later attribution exact (--rate 1: every allocation).
+test_span_misuse() {
+	need_root || return
+	profile_target span_misuse 1 || return
+	check_paths span_misuse 0
+	grep -q "outer\|inner" "$TMP/span_misuse.est" && fail "popped spans still attributed"
+	return 0
+}
+
+# C++17 RAII spans, a name that is freed while its span is open, explicit parents
+test_span_cxx() {
+	need_root || return
+	profile_target span_cxx 1 || return
+	check_paths span_cxx 0
+	"$PROFDUMP" "$TMP/span_cxx.pb.gz" | grep 'span_name=cxx_child' | head -1 >"$TMP/child"
+	req=$("$PROFDUMP" "$TMP/span_cxx.pb.gz" | grep 'span_name=cxx_stage_2' | head -1 |
+		sed 's/.*span_parent_id=\([0-9]*\).*/\1/')
+	grep -q "span_parent_id=$req" "$TMP/child" || fail "explicit parent not recorded"
+}
+
+# Unprofiled, the semaphores read 0 and no site evaluates its arguments;
+# attached they count, detached they are 0 again.
+test_span_semaphores() {
+	need_root || return
+	"$TARGETS/span_sem" >"$TMP/sem.out" &
+	pid=$!
+	track "$pid"
+	sleep 0.35
+	tail -1 "$TMP/sem.out" | grep -q '^sem 0 0 evals 0$' || fail "unprofiled: $(tail -1 "$TMP/sem.out")"
+	attach_bg "$TMP/sem.err" --pid "$pid" -o "$TMP/sem.pb.gz" || return
+	sleep 0.35
+	tail -1 "$TMP/sem.out" | grep -q '^sem [1-9][0-9]* [1-9][0-9]* evals [1-9]' ||
+		fail "attached: $(tail -1 "$TMP/sem.out")"
+	kill -INT "$attach_pid"
+	wait "$attach_pid"
+	sleep 0.35
+	tail -1 "$TMP/sem.out" | grep -q '^sem 0 0 ' || fail "after detach: $(tail -1 "$TMP/sem.out")"
+}
+
+run_test bpf/spans/ground_truth test_span_ground_truth
+run_test bpf/spans/labels test_span_labels
+run_test bpf/spans/misuse test_span_misuse
+run_test bpf/spans/cxx test_span_cxx
+run_test bpf/spans/semaphores test_span_semaphores
