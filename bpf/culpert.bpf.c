@@ -9,13 +9,14 @@
  * subtraction.
  */
 #include "vmlinux.h"
+#include <bpf/bpf_core_read.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include <bpf/usdt.bpf.h>
 #include "culpert.h"
 #include "state.bpf.h"
-#include "sampler.bpf.h"
 #include "spans.bpf.h"
+#include "sampler.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -64,11 +65,38 @@ int BPF_KPROBE(pvalloc_enter, __u64 size)
 SEC("usdt")
 int BPF_USDT(span_enter, __u64 id, __u64 parent_id, const char *name, __u64 name_len)
 {
-	return handle_span_enter(id, parent_id, name, name_len);
+	return handle_span_enter(ctx, id, parent_id, name, name_len);
 }
 
 SEC("usdt")
 int BPF_USDT(span_exit, __u64 id)
 {
 	return handle_span_exit(id);
+}
+
+/* --span-fn on kernels with uprobe sessions: one program sees both entry and return */
+extern bool bpf_session_is_return(void) __ksym __weak;
+
+SEC("uprobe")
+int span_fn_session(struct pt_regs *ctx)
+{
+	if (bpf_session_is_return())
+		return handle_fn_span_return(ctx);
+	handle_fn_span_enter(ctx);
+	/* 0: run this program again when the function returns */
+	return 0;
+}
+
+/* --span-fn elsewhere: an entry probe and a return probe */
+SEC("uprobe")
+int span_fn_enter(struct pt_regs *ctx)
+{
+	handle_fn_span_enter(ctx);
+	return 0;
+}
+
+SEC("uretprobe")
+int span_fn_exit(struct pt_regs *ctx)
+{
+	return handle_fn_span_return(ctx);
 }

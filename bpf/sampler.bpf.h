@@ -6,13 +6,6 @@
 #ifndef CULPERT_SAMPLER_BPF_H
 #define CULPERT_SAMPLER_BPF_H
 
-/*
- * Exponential variates with mean `rate`, filled by userspace after load and
- * before attach (no floating point here).  In .bss rather than .rodata so
- * the 128 KiB table does not sit in the object file as zeroes.
- */
-__s64 exp_table[CULPERT_EXP_TABLE_SIZE];
-
 /* load-time knobs, set by userspace before load */
 const volatile __u32 stack_bytes = 65 * sizeof(__u64);	/* bytes of frames to walk: depth + 1 */
 const volatile bool sample_every;			/* --rate 1: every call is a sample */
@@ -37,27 +30,6 @@ static __always_inline __u64 mul_or_zero(__u64 a, __u64 b)
 static __always_inline __u64 round_up_page(__u64 size)
 {
 	return (size + page_size - 1) & ~(page_size - 1);
-}
-
-static __always_inline __s64 draw_countdown(void)
-{
-	return exp_table[bpf_get_prandom_u32() & (CULPERT_EXP_TABLE_SIZE - 1)];
-}
-
-static __always_inline struct thread_state *thread_state_get(void)
-{
-	struct thread_state *ts;
-
-	ts = bpf_task_storage_get(&thread_states, bpf_get_current_task_btf(), NULL,
-				  BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (!ts)
-		return NULL;
-	if (!ts->init) {
-		/* a fresh draw, not a full interval: short threads must not be biased */
-		ts->countdown = draw_countdown();
-		ts->init = 1;
-	}
-	return ts;
 }
 
 static __always_inline bool in_allocator(__u64 addr)
@@ -134,6 +106,9 @@ static __always_inline bool countdown_expired(struct thread_state *ts, __u64 siz
 }
 
 static __always_inline void span_copy(struct thread_state *ts, struct culpert_alloc_event *e);
+enum prune_mode;
+static __always_inline void span_prune(struct thread_state *ts, __u64 sp, enum prune_mode mode,
+				       __u32 name_id);
 
 static __always_inline void emit_sample(struct pt_regs *ctx, struct thread_state *ts, __u64 size,
 					__u32 fn, __u64 sp)
@@ -152,6 +127,7 @@ static __always_inline void emit_sample(struct pt_regs *ctx, struct thread_state
 	e->size = size;
 	e->ts_ns = bpf_ktime_get_ns();
 	e->fn = fn;
+	span_prune(ts, sp, PRUNE_SAMPLE, 0);
 	span_copy(ts, e);
 	/* at entry the allocator has no frame yet: its caller is only at [sp] */
 	e->ret_addr = read_user_word(sp);

@@ -25,6 +25,8 @@ struct {
 
 /* next name id; userspace starts it past the ids it gives --span-fn names */
 __u32 next_name_id = 1;
+/* ids of function spans, far above what applications hand out */
+__u64 next_fn_span_id = 1ULL << 62;
 
 /* the name's id, reading at most CULPERT_SPAN_NAME_MAX bytes now: the caller may free it later */
 static __always_inline __u32 intern_name(const char *name, __u64 len)
@@ -68,7 +70,7 @@ static __always_inline __u64 span_top_id(struct thread_state *ts)
 static __always_inline void span_push(struct thread_state *ts, __u64 id, __u64 parent_id,
 				      __u32 name_id, __u32 flags, __u64 sp)
 {
-	__u32 d = ts->span_depth;
+	__u32 d = ts->span_depth, at = d & (CULPERT_MAX_SPAN_DEPTH - 1);
 	struct culpert_span_frame *f;
 
 	if (d >= CULPERT_MAX_SPAN_DEPTH) {
@@ -77,12 +79,13 @@ static __always_inline void span_push(struct thread_state *ts, __u64 id, __u64 p
 		count(CULPERT_CNT_SPAN_OVERFLOW);
 		return;
 	}
-	f = &ts->spans[d & (CULPERT_MAX_SPAN_DEPTH - 1)];
+	f = &ts->spans[at];
 	f->id = id;
 	f->parent_id = parent_id ? parent_id : span_top_id(ts);
 	f->name_id = name_id;
 	f->flags = flags;
-	ts->span_sp[d & (CULPERT_MAX_SPAN_DEPTH - 1)] = sp;
+	ts->span_sp[at] = sp;
+	ts->span_ret[at] = sp ? read_user_word(sp) : 0;
 	ts->span_depth = d + 1;
 }
 
@@ -113,6 +116,116 @@ static __always_inline void span_pop_to(struct thread_state *ts, __u64 id)
 		count(CULPERT_CNT_SPAN_UNMATCHED);
 }
 
+/* the uretprobe trampoline: where return probes park a hijacked return address */
+static __always_inline __u64 uretprobe_trampoline(void)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+
+	return BPF_CORE_READ(task, mm, uprobes_state.xol_area, vaddr);
+}
+
+/*
+ * Which function spans are still running.  A function span's function
+ * entered with the stack pointer at span_sp and its return address in that
+ * slot; the program has left it once the stack is back above that point,
+ * or once the slot holds anything else: a later call at that depth reused
+ * it (a return, or a longjmp or an exception that skipped the return).  A
+ * return probe parks the trampoline's address in the slot meanwhile.
+ */
+enum prune_mode {
+	PRUNE_SAMPLE,	/* a sampled allocation at sp: check every slot */
+	PRUNE_ENTER,	/* a function span opening at sp: see prune_one() */
+	PRUNE_RETURN,	/* a return probe: the stack is above sp now */
+};
+
+struct prune_ctx {
+	struct thread_state *ts;
+	__u64 sp;
+	__u64 tramp;
+	__u64 slot;		/* PRUNE_ENTER: the word at sp, read once if needed */
+	__u32 name_id;		/* PRUNE_ENTER: the span opening */
+	__u32 depth;
+	__u32 kept;
+	__u32 mode;
+};
+
+static __always_inline bool slot_holds(struct prune_ctx *c, __u32 at, __u64 slot)
+{
+	if (!c->tramp)
+		c->tramp = uretprobe_trampoline();
+	return slot == c->ts->span_ret[at] || slot == c->tramp;
+}
+
+static __always_inline bool fn_frame_live(struct prune_ctx *c, __u32 at)
+{
+	__u64 sp_f = c->ts->span_sp[at];
+
+	switch (c->mode) {
+	case PRUNE_RETURN:
+		return sp_f > c->sp;
+	case PRUNE_ENTER:
+		if (sp_f != c->sp)
+			return sp_f > c->sp;
+		/*
+		 * A frame at our very stack pointer is a caller that tail-called
+		 * us (it still owns the slot) -- unless it is this function being
+		 * called again from the same place.
+		 */
+		if (c->ts->spans[at].name_id == c->name_id)
+			return false;
+		if (!c->slot)
+			c->slot = read_user_word(c->sp);
+		return slot_holds(c, at, c->slot);
+	default:
+		return sp_f > c->sp && slot_holds(c, at, read_user_word(sp_f));
+	}
+}
+
+static long prune_one(__u32 i, void *data)
+{
+	struct prune_ctx *c = data;
+	struct thread_state *ts = c->ts;
+	__u32 at = i & (CULPERT_MAX_SPAN_DEPTH - 1), to = c->kept & (CULPERT_MAX_SPAN_DEPTH - 1);
+
+	if (i >= c->depth)
+		return 1;
+	/* spans opened by USDT probes are the program's to close */
+	if ((ts->spans[at].flags & CULPERT_SPAN_F_FUNCTION) && !fn_frame_live(c, at))
+		return 0;
+	if (to != at) {
+		ts->spans[to] = ts->spans[at];
+		ts->span_sp[to] = ts->span_sp[at];
+		ts->span_ret[to] = ts->span_ret[at];
+	}
+	c->kept++;
+	return 0;
+}
+
+/*
+ * Drop the function spans that are no longer running, wherever they sit.
+ * bpf_loop() (5.17+) keeps the verifier from walking every kept/dropped
+ * combination of 32 frames.
+ */
+static __always_inline void span_prune(struct thread_state *ts, __u64 sp, enum prune_mode mode,
+				       __u32 name_id)
+{
+	struct prune_ctx c = {
+		.ts = ts,
+		.sp = sp,
+		.name_id = name_id,
+		.depth = ts->span_depth,
+		.mode = mode,
+	};
+
+	if (c.depth > CULPERT_MAX_SPAN_DEPTH)
+		c.depth = CULPERT_MAX_SPAN_DEPTH;
+	bpf_loop(CULPERT_MAX_SPAN_DEPTH, prune_one, &c, 0);
+	if (c.kept != ts->span_depth) {
+		ts->span_depth = c.kept;
+		ts->span_overflow = 0;
+	}
+}
+
 /* the chain of open spans, outermost first, into a sample record */
 static __always_inline void span_copy(struct thread_state *ts, struct culpert_alloc_event *e)
 {
@@ -129,8 +242,8 @@ static __always_inline void span_copy(struct thread_state *ts, struct culpert_al
 	e->span_depth = d;
 }
 
-static __always_inline int handle_span_enter(__u64 id, __u64 parent_id, const char *name,
-					     __u64 len)
+static __always_inline int handle_span_enter(struct pt_regs *ctx, __u64 id, __u64 parent_id,
+					     const char *name, __u64 len)
 {
 	struct thread_state *ts;
 
@@ -139,6 +252,8 @@ static __always_inline int handle_span_enter(__u64 id, __u64 parent_id, const ch
 	ts = thread_state_get();
 	if (!ts)
 		return 0;
+	/* the implied parent must be a span that is still open */
+	span_prune(ts, PT_REGS_SP(ctx), PRUNE_SAMPLE, 0);
 	span_push(ts, id, parent_id, intern_name(name, len), 0, 0);
 	return 0;
 }
@@ -152,6 +267,34 @@ static __always_inline int handle_span_exit(__u64 id)
 	ts = thread_state_get();
 	if (ts)
 		span_pop_to(ts, id);
+	return 0;
+}
+
+/* --span-fn entry: the function's name id is the probe's cookie */
+static __always_inline void handle_fn_span_enter(struct pt_regs *ctx)
+{
+	struct thread_state *ts = thread_state_get();
+	__u32 name_id = (__u32)bpf_get_attach_cookie(ctx);
+	__u64 sp = PT_REGS_SP(ctx);
+
+	if (!ts)
+		return;
+	span_prune(ts, sp, PRUNE_ENTER, name_id);
+	span_push(ts, __sync_fetch_and_add(&next_fn_span_id, 1), 0, name_id,
+		  CULPERT_SPAN_F_FUNCTION, sp);
+}
+
+/*
+ * --span-fn return probe: the return address has been popped, so the
+ * function's frame (with recursion's inner frames and spans left open
+ * inside it) lies below the stack pointer now.
+ */
+static __always_inline int handle_fn_span_return(struct pt_regs *ctx)
+{
+	struct thread_state *ts = thread_state_get();
+
+	if (ts)
+		span_prune(ts, PT_REGS_SP(ctx) - 1, PRUNE_RETURN, 0);
 	return 0;
 }
 

@@ -16,7 +16,8 @@ struct thread_state {
 	__u32 span_overflow;	/* spans open beyond CULPERT_MAX_SPAN_DEPTH */
 	__u32 pad;
 	struct culpert_span_frame spans[CULPERT_MAX_SPAN_DEPTH];
-	__u64 span_sp[CULPERT_MAX_SPAN_DEPTH];	/* stack pointer at entry, for function spans */
+	__u64 span_sp[CULPERT_MAX_SPAN_DEPTH];	/* function spans: stack pointer at entry */
+	__u64 span_ret[CULPERT_MAX_SPAN_DEPTH];	/* function spans: the return address there */
 };
 
 struct {
@@ -47,6 +48,34 @@ static __always_inline __u64 read_user_word(__u64 addr)
 
 	bpf_probe_read_user(&val, sizeof(val), (void *)addr);
 	return val;
+}
+
+/*
+ * Exponential variates with mean `rate`, filled by userspace after load and
+ * before attach (no floating point here).  In .bss rather than .rodata so
+ * the 128 KiB table does not sit in the object file as zeroes.
+ */
+__s64 exp_table[CULPERT_EXP_TABLE_SIZE];
+
+static __always_inline __s64 draw_countdown(void)
+{
+	return exp_table[bpf_get_prandom_u32() & (CULPERT_EXP_TABLE_SIZE - 1)];
+}
+
+static __always_inline struct thread_state *thread_state_get(void)
+{
+	struct thread_state *ts;
+
+	ts = bpf_task_storage_get(&thread_states, bpf_get_current_task_btf(), NULL,
+				  BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!ts)
+		return NULL;
+	if (!ts->init) {
+		/* a fresh draw, not a full interval: short threads must not be biased */
+		ts->countdown = draw_countdown();
+		ts->init = 1;
+	}
+	return ts;
 }
 
 #endif /* CULPERT_STATE_BPF_H */

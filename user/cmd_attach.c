@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cmd_common.h"
 #include "commands.h"
 #include "kfeatures.h"
 #include "log.h"
@@ -45,11 +46,15 @@ static void usage(FILE *f)
 		"      --rate BYTES         mean bytes between samples (default 512KiB; 1 = every allocation)\n"
 		"      --max-depth N        stack frames kept per sample, 1..127 (default 64)\n"
 		"      --allocator NAME     auto, glibc, musl, jemalloc, mimalloc, tcmalloc, or a symbol prefix\n"
+		"      --span-fn PATTERN    each call of a function matching PATTERN is a span (repeatable;\n"
+		"                           globs over demangled names, e.g. 'app::handler::*')\n"
+		"      --max-span-fns N     refuse patterns matching more functions (default 64)\n"
 		"      --symbolize          resolve function names at capture (default)\n"
 		"      --no-symbolize       keep raw addresses; 'culpert symbolize' can resolve them later\n"
 		"      --ringbuf-size BYTES kernel-to-user buffer (default 8MiB)\n"
 		"      --max-stacks N       distinct (stack, thread) keys kept (default 65536)\n"
 		"      --no-multi           one perf-event uprobe per site instead of uprobe_multi links\n"
+		"      --no-session         entry + return probes even where uprobe sessions exist\n"
 		"  -v, --verbose            more diagnostics (repeat for more)\n"
 		"  -h, --help               this help\n"
 		"\n"
@@ -63,21 +68,13 @@ struct attach_args {
 	struct session_opts so;
 	uint64_t duration_ns;
 	const char *output;
+	char **span_fns;
 };
-
-static int parse_u64_arg(const char *opt, const char *arg, int (*parse)(const char *, uint64_t *),
-			 uint64_t *out, const char *hint)
-{
-	if (parse(arg, out) == 0)
-		return 0;
-	pr_error("invalid %s '%s': %s\n", opt, arg, hint);
-	return -EINVAL;
-}
 
 static int parse_args(int argc, char **argv, struct attach_args *a)
 {
 	enum { OPT_RATE = 256, OPT_DEPTH, OPT_ALLOC, OPT_SYM, OPT_NOSYM, OPT_RB, OPT_MAXST,
-	       OPT_NOMULTI };
+	       OPT_NOMULTI, OPT_NOSESSION, OPT_SPANFN, OPT_MAXFNS };
 	static const struct option opts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "duration", required_argument, NULL, 'd' },
@@ -85,11 +82,14 @@ static int parse_args(int argc, char **argv, struct attach_args *a)
 		{ "rate", required_argument, NULL, OPT_RATE },
 		{ "max-depth", required_argument, NULL, OPT_DEPTH },
 		{ "allocator", required_argument, NULL, OPT_ALLOC },
+		{ "span-fn", required_argument, NULL, OPT_SPANFN },
+		{ "max-span-fns", required_argument, NULL, OPT_MAXFNS },
 		{ "symbolize", no_argument, NULL, OPT_SYM },
 		{ "no-symbolize", no_argument, NULL, OPT_NOSYM },
 		{ "ringbuf-size", required_argument, NULL, OPT_RB },
 		{ "max-stacks", required_argument, NULL, OPT_MAXST },
 		{ "no-multi", no_argument, NULL, OPT_NOMULTI },
+		{ "no-session", no_argument, NULL, OPT_NOSESSION },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -103,29 +103,18 @@ static int parse_args(int argc, char **argv, struct attach_args *a)
 	a->so.symbolize = true;
 	a->so.ringbuf_bytes = DEFAULT_RINGBUF;
 	a->so.max_entries = DEFAULT_MAX_STACKS;
+	a->so.max_span_fns = DEFAULT_MAX_SPAN_FNS;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "p:d:o:vh", opts, NULL)) != -1) {
 		switch (c) {
-		case 'p': {
-			char *end;
-			long pid;
-
-			errno = 0;
-			pid = strtol(optarg, &end, 10);
-			if (errno || *end || pid <= 0 || pid > INT_MAX) {
-				pr_error("invalid --pid '%s': give the numeric id of a running process\n",
-					 optarg);
+		case 'p':
+			if (opt_pid(optarg, &a->so.pid))
 				return -EINVAL;
-			}
-			a->so.pid = (pid_t)pid;
 			break;
-		}
 		case 'd':
-			if (parse_u64_arg("--duration", optarg, parse_duration, &a->duration_ns,
-					  "use a duration such as 30s, 2m or 1h"))
-				return -EINVAL;
-			if (!a->duration_ns) {
-				pr_error("invalid --duration '%s': it must be longer than 0\n", optarg);
+			if (parse_duration(optarg, &a->duration_ns) || !a->duration_ns) {
+				pr_error("invalid --duration '%s': use a duration such as 30s, 2m or 1h\n",
+					 optarg);
 				return -EINVAL;
 			}
 			break;
@@ -133,26 +122,30 @@ static int parse_args(int argc, char **argv, struct attach_args *a)
 			a->output = optarg;
 			break;
 		case OPT_RATE:
-			if (parse_u64_arg("--rate", optarg, parse_size, &a->so.rate,
-					  "use a positive byte count such as 512KiB, 4k or 1"))
-				return -EINVAL;
-			if (!a->so.rate || a->so.rate > (1ULL << 40)) {
-				pr_error("invalid --rate '%s': it must be between 1 byte and 1TiB\n", optarg);
+			if (parse_size(optarg, &a->so.rate) || !a->so.rate ||
+			    a->so.rate > (1ULL << 40)) {
+				pr_error("invalid --rate '%s': use a byte count from 1 to 1TiB, such as 512KiB or 4k\n",
+					 optarg);
 				return -EINVAL;
 			}
 			break;
 		case OPT_DEPTH:
-			if (parse_u64_arg("--max-depth", optarg, parse_size, &v,
-					  "use a frame count from 1 to 127"))
+			if (opt_count("--max-depth", optarg, 1, MAX_DEPTH, &v))
 				return -EINVAL;
-			if (v < 1 || v > MAX_DEPTH) {
-				pr_error("invalid --max-depth '%s': use a frame count from 1 to 127\n", optarg);
-				return -EINVAL;
-			}
 			a->so.max_depth = (unsigned int)v;
 			break;
 		case OPT_ALLOC:
 			a->so.allocator = optarg;
+			break;
+		case OPT_SPANFN:
+			if (opt_append(&a->span_fns, &a->so.n_span_fns, optarg))
+				return -ENOMEM;
+			a->so.span_fns = a->span_fns;
+			break;
+		case OPT_MAXFNS:
+			if (opt_count("--max-span-fns", optarg, 1, 100000, &v))
+				return -EINVAL;
+			a->so.max_span_fns = (size_t)v;
 			break;
 		case OPT_SYM:
 			a->so.symbolize = true;
@@ -161,27 +154,22 @@ static int parse_args(int argc, char **argv, struct attach_args *a)
 			a->so.symbolize = false;
 			break;
 		case OPT_RB:
-			if (parse_u64_arg("--ringbuf-size", optarg, parse_size, &v,
-					  "use a size such as 8MiB") )
-				return -EINVAL;
-			if (v < 4096 || v > (1ULL << 30)) {
+			if (parse_size(optarg, &v) || v < 4096 || v > (1ULL << 30)) {
 				pr_error("invalid --ringbuf-size '%s': use 4KiB to 1GiB\n", optarg);
 				return -EINVAL;
 			}
 			a->so.ringbuf_bytes = (size_t)v;
 			break;
 		case OPT_MAXST:
-			if (parse_u64_arg("--max-stacks", optarg, parse_size, &v,
-					  "use a count such as 65536") )
+			if (opt_count("--max-stacks", optarg, 1, 1 << 24, &v))
 				return -EINVAL;
-			if (!v || v > (1ULL << 24)) {
-				pr_error("invalid --max-stacks '%s': use 1 to 16777216\n", optarg);
-				return -EINVAL;
-			}
 			a->so.max_entries = (size_t)v;
 			break;
 		case OPT_NOMULTI:
 			a->so.no_multi = true;
+			break;
+		case OPT_NOSESSION:
+			a->so.no_session = true;
 			break;
 		case 'v':
 			log_level++;
@@ -274,14 +262,18 @@ int cmd_attach(int argc, char **argv)
 	const char *blocker;
 	int ret;
 
-	if (parse_args(argc, argv, &a))
+	if (parse_args(argc, argv, &a)) {
+		free(a.span_fns);
 		return 2;
+	}
 	blocker = features__blocker();
 	if (blocker) {
 		pr_error("%s\n", blocker);
+		free(a.span_fns);
 		return 1;
 	}
 	ret = session__open(&a.so, &s, err, sizeof(err));
+	free(a.span_fns);
 	if (ret) {
 		pr_error("%s\n", err);
 		return 1;
@@ -298,8 +290,10 @@ int cmd_attach(int argc, char **argv)
 		return 1;
 	}
 	install_signals();
-	fprintf(stderr, "culpert-bpf: profiling pid %d (%s): %zu probe sites, 1 sample per ~%s; %s\n",
+	fprintf(stderr, "culpert-bpf: profiling pid %d (%s): %zu probe sites, %zu span sites, "
+		"%zu span functions, 1 sample per ~%s; %s\n",
 		(int)session__pid(s), session__comm(s), session__n_sites(s),
+		session__n_span_sites(s), session__n_span_fns(s),
 		format_bytes(rate, sizeof(rate), (double)a.so.rate),
 		a.duration_ns ? "stops after --duration or Ctrl-C" : "Ctrl-C to stop");
 	session__run(s, a.duration_ns, &stop_requested, &why);

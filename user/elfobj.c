@@ -267,6 +267,33 @@ static int load_symbols(struct elfobj *obj)
 	return 0;
 }
 
+bool elfobj__mentions(const struct elfobj *obj, const char *name)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Shdr shdr;
+	GElf_Sym sym;
+	Elf_Data *data;
+	size_t i, n;
+
+	while ((scn = elf_nextscn(obj->elf, scn))) {
+		if (!gelf_getshdr(scn, &shdr) || !shdr.sh_entsize ||
+		    (shdr.sh_type != SHT_SYMTAB && shdr.sh_type != SHT_DYNSYM))
+			continue;
+		data = elf_getdata(scn, NULL);
+		n = shdr.sh_size / shdr.sh_entsize;
+		for (i = 1; data && i < n; i++) {
+			const char *s;
+
+			if (!gelf_getsym(data, (int)i, &sym))
+				continue;
+			s = elf_strptr(obj->elf, shdr.sh_link, sym.st_name);
+			if (s && !strcmp(s, name))
+				return true;
+		}
+	}
+	return false;
+}
+
 bool elfobj__has_symtab(const struct elfobj *obj)
 {
 	load_symbols((struct elfobj *)obj);

@@ -36,6 +36,8 @@ bool elfobj__has_symtab(const struct elfobj *obj);
 void *elfobj__elf(const struct elfobj *obj);
 int elfobj__fd(const struct elfobj *obj);
 
+/* does any symbol, defined or not, of .symtab or .dynsym have this name? */
+bool elfobj__mentions(const struct elfobj *obj, const char *name);
 /* defined function named exactly `name`; NULL if none */
 const struct elf_symbol *elfobj__sym_by_name(struct elfobj *obj, const char *name);
 /* the function containing virtual address `vaddr`; NULL if none */

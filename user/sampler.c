@@ -13,6 +13,7 @@
 #include "kfeatures.h"
 #include "log.h"
 #include "sampler.h"
+#include "spanfn.h"
 #include "uprobe.h"
 #include "vec.h"
 
@@ -23,6 +24,7 @@ struct sampler {
 	struct bpf_link **usdt_links;
 	size_t n_usdt_links, cap_usdt_links;
 	enum uprobe_mode mode;
+	bool fn_session;		/* --span-fn through one session program */
 	sampler_event_fn on_event;
 	void *ctx;
 };
@@ -104,7 +106,83 @@ static int configure(struct sampler *s, const struct sampler_opts *o)
 		if (err)
 			return err;
 	}
+	err = bpf_program__set_expected_attach_type(skel->progs.span_fn_enter,
+						    uprobe_mode__attach_type(s->mode));
+	if (!err)
+		err = bpf_program__set_expected_attach_type(skel->progs.span_fn_exit,
+							    uprobe_mode__attach_type(s->mode));
+	/* the session program needs the kfuncs of 6.13+: not even loaded elsewhere */
+	if (!err && s->fn_session)
+		err = bpf_program__set_expected_attach_type(skel->progs.span_fn_session,
+					uprobe_mode__attach_type(UPROBE_MODE_SESSION));
+	if (!err)
+		err = bpf_program__set_autoload(skel->progs.span_fn_session, s->fn_session);
+	return err;
+}
+
+/* --span-fn names get ids 1..n before any probe fires; USDT names come after */
+static int register_fn_names(struct sampler *s, const struct span_fn_plan *p)
+{
+	int fd = bpf_map__fd(s->skel->maps.span_names);
+	struct culpert_span_name key;
+	__u32 id;
+	size_t i;
+
+	for (i = 0; p && i < p->n_names; i++) {
+		memset(&key, 0, sizeof(key));
+		key.len = (__u32)strnlen(p->names[i], CULPERT_SPAN_NAME_MAX);
+		memcpy(key.name, p->names[i], key.len);
+		id = (__u32)i + 1;
+		if (bpf_map_update_elem(fd, &key, &id, BPF_NOEXIST))
+			return -errno;
+	}
+	s->skel->data->next_name_id = p ? (__u32)p->n_names + 1 : 1;
 	return 0;
+}
+
+static int attach_span_fns(struct sampler *s, const struct sampler_opts *o, char *err,
+			   size_t errlen)
+{
+	const struct span_fn_plan *p = o->span_fns;
+	uint64_t *offs, *cookies;
+	size_t obj, i, n;
+	int ret = 0;
+
+	if (!p || !p->n_fns)
+		return 0;
+	offs = calloc(p->n_fns, sizeof(*offs));
+	cookies = calloc(p->n_fns, sizeof(*cookies));
+	if (!offs || !cookies) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (obj = 0; obj < p->n_objects && !ret; obj++) {
+		for (n = 0, i = 0; i < p->n_fns; i++) {
+			if (p->fns[i].object != obj)
+				continue;
+			offs[n] = p->fns[i].offset;
+			cookies[n++] = p->fns[i].name_id;
+		}
+		if (s->fn_session && !p->entry_only[obj]) {
+			ret = uprobe_set__attach(s->probes, UPROBE_MODE_SESSION,
+						 s->skel->progs.span_fn_session, p->objects[obj],
+						 offs, cookies, n, o->pid, 0);
+		} else {
+			ret = uprobe_set__attach(s->probes, s->mode, s->skel->progs.span_fn_enter,
+						 p->objects[obj], offs, cookies, n, o->pid, 0);
+			if (!ret && !p->entry_only[obj])
+				ret = uprobe_set__attach(s->probes, s->mode,
+							 s->skel->progs.span_fn_exit,
+							 p->objects[obj], offs, cookies, n, o->pid, 1);
+		}
+		if (ret)
+			snprintf(err, errlen, "cannot attach --span-fn probes to %s: %s",
+				 p->display[obj], strerror(-ret));
+	}
+out:
+	free(offs);
+	free(cookies);
+	return ret;
 }
 
 static int attach_plan(struct sampler *s, const struct sampler_opts *o, char *err, size_t errlen)
@@ -173,6 +251,8 @@ int sampler__new(const struct sampler_opts *o, struct sampler **out, char *err, 
 	s->on_event = o->on_event;
 	s->ctx = o->ctx;
 	s->mode = !o->no_multi && features__get()->uprobe_multi ? UPROBE_MODE_MULTI : UPROBE_MODE_PERF;
+	s->fn_session = s->mode == UPROBE_MODE_MULTI && !o->no_session &&
+			features__get()->uprobe_session;
 	s->skel = culpert_bpf__open();
 	if (!s->skel) {
 		ret = -errno;
@@ -189,6 +269,11 @@ int sampler__new(const struct sampler_opts *o, struct sampler **out, char *err, 
 	}
 	/* before any probe fires: a zero table would sample every call */
 	sampler_fill_exp_table(s->skel->bss->exp_table, o->rate);
+	ret = register_fn_names(s, o->span_fns);
+	if (ret) {
+		snprintf(err, errlen, "cannot register --span-fn names: %s", strerror(-ret));
+		goto fail;
+	}
 	s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.events), o->on_event, o->ctx, NULL);
 	s->probes = uprobe_set__new();
 	if (!s->rb || !s->probes) {
@@ -199,6 +284,8 @@ int sampler__new(const struct sampler_opts *o, struct sampler **out, char *err, 
 	ret = attach_plan(s, o, err, errlen);
 	if (!ret)
 		ret = attach_usdt(s, o, err, errlen);
+	if (!ret)
+		ret = attach_span_fns(s, o, err, errlen);
 	if (ret)
 		goto fail;
 	pr_info("attached %zu probe sites with %s links\n", uprobe_set__count(s->probes),
@@ -267,6 +354,13 @@ size_t sampler__n_sites(const struct sampler *s)
 const char *sampler__attach_mode(const struct sampler *s)
 {
 	return uprobe_mode__name(s->mode);
+}
+
+const char *sampler__span_fn_mode(const struct sampler *s, bool entry_only)
+{
+	if (entry_only)
+		return "entry probes only (C++/Rust unwinding: return probes would break it)";
+	return s->fn_session ? "uprobe_session" : "entry+return probes";
 }
 
 void sampler__free(struct sampler *s)

@@ -18,6 +18,7 @@
 
 struct alloc_plan;
 struct sampler;
+struct span_fn_plan;
 
 /* a record from the ring buffer; return non-zero to stop consuming */
 typedef int (*sampler_event_fn)(void *ctx, void *data, size_t size);
@@ -28,10 +29,12 @@ struct sampler_opts {
 	unsigned int max_depth;		/* frames per sample, 1..127 */
 	size_t ringbuf_bytes;		/* rounded up to a power of two */
 	bool no_multi;			/* force one perf-event uprobe per site */
+	bool no_session;		/* entry + return probes even where uprobe sessions exist */
 	const struct alloc_plan *plan;
 	/* objects (paths we can open) carrying culpert:span_* USDT probes */
 	char *const *usdt_objects;
 	size_t n_usdt_objects;
+	const struct span_fn_plan *span_fns;	/* --span-fn matches, may be NULL */
 	sampler_event_fn on_event;
 	void *ctx;
 };
@@ -50,6 +53,8 @@ int sampler__span_names(const struct sampler *s,
 			int (*cb)(void *ctx, uint32_t id, const char *name, size_t len), void *ctx);
 size_t sampler__n_sites(const struct sampler *s);
 const char *sampler__attach_mode(const struct sampler *s);
+/* how --span-fn calls of an object are caught (see span_fn__unwinds_exceptions()) */
+const char *sampler__span_fn_mode(const struct sampler *s, bool entry_only);
 void sampler__free(struct sampler *s);
 
 /* fill table[CULPERT_EXP_TABLE_SIZE] with exponential variates of mean `rate` */

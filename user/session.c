@@ -17,6 +17,7 @@
 #include "procmaps.h"
 #include "sampler.h"
 #include "session.h"
+#include "spanfn.h"
 #include "spans.h"
 #include "stack.h"
 #include "target.h"
@@ -34,6 +35,7 @@ struct session {
 	uint64_t maps_read_ns;
 	struct objcache *objs;
 	struct alloc_plan plan;
+	struct span_fn_plan fns;
 	struct sampler *sampler;
 	struct aggregate *agg;
 	struct spans *spans;
@@ -185,6 +187,7 @@ int session__open(const struct session_opts *o, struct session **out, char *err,
 {
 	struct sampler_opts so = { 0 };
 	struct session *s;
+	size_t i;
 	int ret;
 
 	s = calloc(1, sizeof(*s));
@@ -211,13 +214,21 @@ int session__open(const struct session_opts *o, struct session **out, char *err,
 	}
 	open_objects(s);
 	ret = allocator__plan(&s->t, &s->maps, s->objs, o->allocator, &s->plan, err, errlen);
+	if (!ret)
+		ret = span_fn__plan(&s->t, &s->maps, s->objs, o->span_fns, o->n_span_fns,
+				    o->max_span_fns, &s->fns, err, errlen);
 	if (ret)
 		goto fail;
+	/* the patterns belong to the caller and are not needed past planning */
+	s->o.span_fns = NULL;
+	s->o.n_span_fns = 0;
 	so.pid = s->t.pid;
 	so.rate = o->rate;
 	so.max_depth = o->max_depth;
 	so.ringbuf_bytes = o->ringbuf_bytes;
 	so.no_multi = o->no_multi;
+	so.no_session = o->no_session;
+	so.span_fns = &s->fns;
 	so.plan = &s->plan;
 	ret = find_usdt_objects(s);
 	if (ret) {
@@ -232,6 +243,14 @@ int session__open(const struct session_opts *o, struct session **out, char *err,
 	if (ret)
 		goto fail;
 	s->n_sites = sampler__n_sites(s->sampler);
+	for (i = 0; i < s->fns.n_objects; i++) {
+		size_t j, n = 0;
+
+		for (j = 0; j < s->fns.n_fns; j++)
+			n += s->fns.fns[j].object == i;
+		pr_info("%zu --span-fn functions in %s, caught with %s\n", n, s->fns.display[i],
+			sampler__span_fn_mode(s->sampler, s->fns.entry_only[i]));
+	}
 	s->start_wall_ns = (int64_t)now_ns(CLOCK_REALTIME);
 	s->start_ns = now_ns(CLOCK_MONOTONIC);
 	*out = s;
@@ -392,6 +411,11 @@ size_t session__n_span_sites(const struct session *s)
 	return s->n_usdt_sites;
 }
 
+size_t session__n_span_fns(const struct session *s)
+{
+	return s->fns.n_fns;
+}
+
 const char *session__comm(const struct session *s)
 {
 	return s->t.comm;
@@ -418,6 +442,7 @@ void session__close(struct session *s)
 		free(s->usdt_objects[i]);
 	free(s->usdt_objects);
 	alloc_plan__free(&s->plan);
+	span_fn_plan__free(&s->fns);
 	objcache__free(s->objs);
 	procmaps__free(&s->maps);
 	target__close(&s->t);

@@ -22,6 +22,10 @@ struct session_opts {
 	const char *allocator;		/* "auto", a family, or a symbol prefix */
 	bool symbolize;
 	bool no_multi;			/* force perf-event uprobes */
+	bool no_session;		/* entry + return probes even where sessions exist */
+	char *const *span_fns;		/* --span-fn patterns */
+	size_t n_span_fns;
+	size_t max_span_fns;
 	size_t ringbuf_bytes;
 	size_t max_entries;		/* aggregate keys */
 };
@@ -50,6 +54,8 @@ uint64_t session__lost(const struct session *s);
 size_t session__n_sites(const struct session *s);
 /* culpert:span_* USDT sites found (and attached) */
 size_t session__n_span_sites(const struct session *s);
+/* functions matched by --span-fn */
+size_t session__n_span_fns(const struct session *s);
 const char *session__comm(const struct session *s);
 pid_t session__pid(const struct session *s);
 void session__close(struct session *s);

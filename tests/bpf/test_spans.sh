@@ -65,7 +65,7 @@ test_span_ground_truth() {
 # Labels as SPEC §4.3: name, id, parent id, path; innermost span's parent is the enclosing one
 test_span_labels() {
 	need_root || return
-	[ -s "$TMP/span_abc.pb.gz" ] || profile_target span_abc 4KiB || return
+	profile_target span_abc 4KiB || return
 	"$PROFDUMP" "$TMP/span_abc.pb.gz" | grep -v '^#' >"$TMP/labels"
 	line=$(grep 'span_name=json' "$TMP/labels" | head -1)
 	case "$line" in
@@ -81,7 +81,7 @@ test_span_labels() {
 		grep -q "$k" "$TMP/tags" || fail "go tool pprof -tags shows no $k"
 	done
 	# -tagfocus selects exactly the json samples: their total is ours
-	want=$(awk '$1 == "request;parse;json" { print $2 }' "$TMP/span_abc.est")
+	want=$(by_span_path "$TMP/span_abc.pb.gz" | awk '$1 == "request;parse;json" { print $2 }')
 	go tool pprof -raw -tagfocus=span_name:json "$TMP/span_abc.pb.gz" >"$TMP/focus" 2>/dev/null
 	got=$(awk '/^Samples:/ { on = 1; next } /^Locations/ { on = 0 }
 		on && $2 ~ /^[0-9]+:$/ { s += $2 + 0 } END { printf "%d", s }' "$TMP/focus")
@@ -127,7 +127,61 @@ test_span_semaphores() {
 	tail -1 "$TMP/sem.out" | grep -q '^sem 0 0 ' || fail "after detach: $(tail -1 "$TMP/sem.out")"
 }
 
+# The same program without the header, spans from --span-fn: the same tree and totals
+# (same statistics as test_span_ground_truth), through uprobe sessions and without.
+test_span_fn() {
+	need_root || return
+	for mode in "" --no-session; do
+		start_target "$TMP/span_abc.out" "$TARGETS/span_abc_plain" || return
+		attach_bg "$TMP/span_abc.err" --pid "$target_pid" --rate 4KiB -o "$TMP/span_abc.pb.gz" \
+			-v $mode --span-fn request --span-fn parse --span-fn 'js?n' \
+			--span-fn validate --span-fn worker || return
+		kill -USR1 "$target_pid"
+		wait "$target_pid"
+		wait "$attach_pid" || fail "attach $mode failed: $(cat "$TMP/span_abc.err")"
+		want=uprobe_session
+		[ -n "$mode" ] && want="entry+return"
+		grep -q "5 --span-fn functions in .*span_abc_plain, caught with $want" "$TMP/span_abc.err" ||
+			fail "$mode: $(grep span-fn "$TMP/span_abc.err")"
+		check_paths span_abc 5
+	done
+}
+
+# Recursion nests a span per level; a longjmp out of five levels closes them all.
+test_span_fn_recursion() {
+	need_root || return
+	for mode in "" --no-session; do
+		profile_target span_recursive 1 --span-fn descend $mode || return
+		check_paths span_recursive 0
+	done
+}
+
+# Patterns that match too much, or nothing, are refused with what to do
+test_span_fn_refused() {
+	need_root || return
+	"$OUTPUT/examples/demo_service" 30 >/dev/null &
+	svc=$!
+	track "$svc"
+	sleep 0.1
+	"$BIN_BPF" attach --pid "$svc" --span-fn '*' 2>"$TMP/many.err"
+	[ $? -eq 1 ] || fail "'*' not refused"
+	grep -q '^error: --span-fn matches [0-9]* functions, more than --max-span-fns 64 .*handle_request' \
+		"$TMP/many.err" || fail "no refusal listing the matches: $(head -c 300 "$TMP/many.err")"
+	[ "$(wc -l <"$TMP/many.err")" -eq 1 ] || fail "refusal is not one line"
+	"$BIN_BPF" attach --pid "$svc" --span-fn 'no_such_fn*' 2>"$TMP/none.err"
+	[ $? -eq 1 ] || fail "a pattern matching nothing was accepted"
+	grep -q "^error: --span-fn 'no_such_fn\*' matches no function" "$TMP/none.err" ||
+		fail "$(cat "$TMP/none.err")"
+	"$BIN_BPF" attach --pid "$svc" --span-fn 'handle_*' --span-fn 'render_*' --max-span-fns 1 \
+		2>"$TMP/two.err"
+	grep -q "matches 2 functions, more than --max-span-fns 1" "$TMP/two.err" ||
+		fail "--max-span-fns not honoured: $(cat "$TMP/two.err")"
+}
+
 run_test bpf/spans/ground_truth test_span_ground_truth
+run_test bpf/spans/span_fn test_span_fn
+run_test bpf/spans/span_fn_recursion test_span_fn_recursion
+run_test bpf/spans/span_fn_refused test_span_fn_refused
 run_test bpf/spans/labels test_span_labels
 run_test bpf/spans/misuse test_span_misuse
 run_test bpf/spans/cxx test_span_cxx
