@@ -15,6 +15,7 @@ static const struct command {
 } commands[] = {
 	{ "attach", cmd_attach, "sample a running process's allocations, write a pprof profile" },
 	{ "probes", cmd_probes, "dry run: what attach would probe in a process, and what blocks it" },
+	{ "stats", cmd_stats, "memory picture of a process: RSS by kind, smaps, cgroup v2 memory" },
 };
 
 static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
