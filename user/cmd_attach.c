@@ -13,6 +13,7 @@
 #include "commands.h"
 #include "kfeatures.h"
 #include "log.h"
+#include "memsnap.h"
 #include "session.h"
 #include "units.h"
 
@@ -50,6 +51,8 @@ static void usage(FILE *f)
 		"      --ringbuf-size BYTES kernel-to-user buffer (default 8MiB)\n"
 		"      --max-stacks N       distinct (stack, thread) keys kept (default 65536)\n"
 		"      --no-multi           one perf-event uprobe per site instead of uprobe_multi links\n"
+		"      --stats              embed the memory picture (as 'culpert-bpf stats') at start\n"
+		"                           and end as mem.start.* / mem.end.* comments\n"
 		"  -v, --verbose            more diagnostics (repeat for more)\n"
 		"  -h, --help               this help\n"
 		"\n"
@@ -63,6 +66,7 @@ struct attach_args {
 	struct session_opts so;
 	uint64_t duration_ns;
 	const char *output;
+	bool stats;
 };
 
 static int parse_u64_arg(const char *opt, const char *arg, int (*parse)(const char *, uint64_t *),
@@ -77,7 +81,7 @@ static int parse_u64_arg(const char *opt, const char *arg, int (*parse)(const ch
 static int parse_args(int argc, char **argv, struct attach_args *a)
 {
 	enum { OPT_RATE = 256, OPT_DEPTH, OPT_ALLOC, OPT_SYM, OPT_NOSYM, OPT_RB, OPT_MAXST,
-	       OPT_NOMULTI };
+	       OPT_NOMULTI, OPT_STATS };
 	static const struct option opts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "duration", required_argument, NULL, 'd' },
@@ -90,6 +94,7 @@ static int parse_args(int argc, char **argv, struct attach_args *a)
 		{ "ringbuf-size", required_argument, NULL, OPT_RB },
 		{ "max-stacks", required_argument, NULL, OPT_MAXST },
 		{ "no-multi", no_argument, NULL, OPT_NOMULTI },
+		{ "stats", no_argument, NULL, OPT_STATS },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -182,6 +187,9 @@ static int parse_args(int argc, char **argv, struct attach_args *a)
 			break;
 		case OPT_NOMULTI:
 			a->so.no_multi = true;
+			break;
+		case OPT_STATS:
+			a->stats = true;
 			break;
 		case 'v':
 			log_level++;
@@ -297,12 +305,16 @@ int cmd_attach(int argc, char **argv)
 		session__close(s);
 		return 1;
 	}
+	if (a.stats)
+		memsnap__add(s, "mem.start", NULL);
 	install_signals();
 	fprintf(stderr, "culpert-bpf: profiling pid %d (%s): %zu probe sites, 1 sample per ~%s; %s\n",
 		(int)session__pid(s), session__comm(s), session__n_sites(s),
 		format_bytes(rate, sizeof(rate), (double)a.so.rate),
 		a.duration_ns ? "stops after --duration or Ctrl-C" : "Ctrl-C to stop");
 	session__run(s, a.duration_ns, &stop_requested, &why);
+	if (a.stats)
+		memsnap__add(s, "mem.end", NULL);
 	ret = session__write(s, out);
 	if (ret) {
 		pr_error("cannot write the profile to %s: %s\n", out, strerror(-ret));
