@@ -29,7 +29,7 @@ static const struct mem_field rollup_fields[] = {
 	{ "Referenced", "referenced_bytes", MEM_UNIT_KB, "Pages marked referenced (accessed recently)." },
 	{ "Anonymous", "anonymous_bytes", MEM_UNIT_KB, "Resident anonymous pages (heap, stacks, anonymous mmap, copy-on-write)." },
 	{ "KSM", "ksm_bytes", MEM_UNIT_KB, "Pages merged by KSM." },
-	{ "LazyFree", "lazyfree_bytes", MEM_UNIT_KB, "Pages released with MADV_FREE, not yet reclaimed." },
+	{ "LazyFree", "lazy_free_bytes", MEM_UNIT_KB, "Pages released with MADV_FREE, not yet reclaimed." },
 	{ "AnonHugePages", "anon_huge_pages_bytes", MEM_UNIT_KB, "Anonymous memory in transparent huge pages." },
 	{ "ShmemPmdMapped", "shmem_pmd_mapped_bytes", MEM_UNIT_KB, "Shared memory mapped with huge pages." },
 	{ "FilePmdMapped", "file_pmd_mapped_bytes", MEM_UNIT_KB, "File pages mapped with huge pages." },
