@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cmdopts.h"
 #include "commands.h"
 #include "kfeatures.h"
 #include "log.h"
@@ -111,20 +112,10 @@ static int parse_args(int argc, char **argv, struct attach_args *a)
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "p:d:o:vh", opts, NULL)) != -1) {
 		switch (c) {
-		case 'p': {
-			char *end;
-			long pid;
-
-			errno = 0;
-			pid = strtol(optarg, &end, 10);
-			if (errno || *end || pid <= 0 || pid > INT_MAX) {
-				pr_error("invalid --pid '%s': give the numeric id of a running process\n",
-					 optarg);
+		case 'p':
+			if (opt_pid(optarg, &a->so.pid))
 				return -EINVAL;
-			}
-			a->so.pid = (pid_t)pid;
 			break;
-		}
 		case 'd':
 			if (parse_u64_arg("--duration", optarg, parse_duration, &a->duration_ns,
 					  "use a duration such as 30s, 2m or 1h"))

@@ -2,13 +2,13 @@
 /* culpert-bpf stats: the memory picture of a process, read from outside it (SPEC §6). */
 #include <errno.h>
 #include <getopt.h>
-#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "cmdopts.h"
 #include "commands.h"
 #include "log.h"
 #include "memfmt.h"
@@ -82,22 +82,14 @@ static int parse_args(int argc, char **argv, struct stats_args *a)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	char *end;
-	long pid;
 	int c;
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "p:f:w:n:vh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
-			errno = 0;
-			pid = strtol(optarg, &end, 10);
-			if (errno || *end || pid <= 0 || pid > INT_MAX) {
-				pr_error("invalid --pid '%s': give the numeric id of a running process\n",
-					 optarg);
+			if (opt_pid(optarg, &a->pid))
 				return -EINVAL;
-			}
-			a->pid = (pid_t)pid;
 			break;
 		case 'f':
 			if (parse_format(optarg, &a->format)) {
