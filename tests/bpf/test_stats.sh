@@ -255,19 +255,6 @@ EOF
 }
 
 # bad usage exits 2, a process that cannot be read exits 1; one "error:" line each
-expect_error() {
-	want_rc=$1
-	pattern=$2
-	shift 2
-	"$@" >"$TMP/e.out" 2>"$TMP/e.err"
-	rc=$?
-	[ "$rc" -eq "$want_rc" ] || fail "'$*' exited $rc, want $want_rc"
-	[ "$(wc -l <"$TMP/e.err")" -eq 1 ] && grep -q "^error: .*$pattern" "$TMP/e.err" ||
-		fail "'$*': stderr '$(cat "$TMP/e.err")', want one 'error: ...$pattern' line"
-	[ -s "$TMP/e.out" ] && fail "'$*' wrote to stdout"
-	return 0
-}
-
 test_bad_usage() {
 	expect_error 2 "invalid --pid 'abc'" "$BIN_BPF" stats --pid abc
 	expect_error 2 "--pid is required" "$BIN_BPF" stats
