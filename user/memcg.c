@@ -12,8 +12,6 @@
 #include "memcg.h"
 #include "readfile.h"
 
-#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
-
 /* one file each; "max" means no limit (MEM_UNLIMITED).  working_set is derived. */
 static const struct mem_field memory_fields[] = {
 	{ "memory.current", "current_bytes", MEM_UNIT_BYTES, "Memory charged to the cgroup (memory.current)." },
@@ -81,9 +79,9 @@ static const struct mem_field events_fields[] = {
 	STAT_EVENTS(oom_group_kill, "Times the whole cgroup was OOM-killed."),
 };
 
-const struct mem_section memcg_memory_section = { memory_fields, ARRAY_SIZE(memory_fields) };
-const struct mem_section memcg_stat_section = { stat_fields, ARRAY_SIZE(stat_fields) };
-const struct mem_section memcg_events_section = { events_fields, ARRAY_SIZE(events_fields) };
+const struct mem_section memcg_memory_section = MEM_SECTION(memory_fields);
+const struct mem_section memcg_stat_section = MEM_SECTION(stat_fields);
+const struct mem_section memcg_events_section = MEM_SECTION(events_fields);
 
 static bool is_octal(char c)
 {

@@ -13,8 +13,6 @@
 #include "procmaps.h"
 #include "readfile.h"
 
-#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
-
 static const struct mem_field rollup_fields[] = {
 	{ "Rss", "rss_bytes", MEM_UNIT_KB, "Resident set size (smaps_rollup Rss)." },
 	{ "Pss", "pss_bytes", MEM_UNIT_KB, "Proportional set size: shared pages divided among their users." },
@@ -65,9 +63,9 @@ static const struct mem_field kind_fields[] = {
 	[MEM_KIND_F_ANON_HUGE] = { "AnonHugePages", "anon_huge_pages_bytes", MEM_UNIT_KB, "Transparent huge pages in the mappings of this kind." },
 };
 
-const struct mem_section mem_rollup_section = { rollup_fields, ARRAY_SIZE(rollup_fields) };
-const struct mem_section mem_status_section = { status_fields, ARRAY_SIZE(status_fields) };
-const struct mem_section mem_kind_section = { kind_fields, ARRAY_SIZE(kind_fields) };
+const struct mem_section mem_rollup_section = MEM_SECTION(rollup_fields);
+const struct mem_section mem_status_section = MEM_SECTION(status_fields);
+const struct mem_section mem_kind_section = MEM_SECTION(kind_fields);
 
 const char *const mem_kind_names[MEM_KIND__MAX] = {
 	[MEM_KIND_HEAP] = "heap",

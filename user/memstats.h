@@ -38,6 +38,8 @@ struct mem_section {
 	size_t n;
 };
 
+#define MEM_SECTION(fields) { (fields), sizeof(fields) / sizeof((fields)[0]) }
+
 struct mem_values {
 	uint64_t v[MEM_VALUES_MAX];
 	uint64_t present;	/* bit i: v[i] came from the kernel */
