@@ -12,7 +12,8 @@
 
 #define JSON_MAX_DEPTH 8
 
-static struct mem_item *item_new(struct mem_items *items, const char *path)
+static struct mem_item *item_new(struct mem_items *items, const char *path,
+				 enum mem_item_type type)
 {
 	struct mem_item *it;
 
@@ -21,38 +22,19 @@ static struct mem_item *item_new(struct mem_items *items, const char *path)
 	it = &items->v[items->n++];
 	memset(it, 0, sizeof(*it));
 	snprintf(it->path, sizeof(it->path), "%s", path);
+	it->type = type;
 	return it;
 }
 
-static int add_str(struct mem_items *items, const char *path, const char *s)
+/* a plain value: a string (s), a number (u) or null (neither) */
+static int add_plain(struct mem_items *items, const char *path, const char *s, const uint64_t *u)
 {
-	struct mem_item *it = item_new(items, path);
+	struct mem_item *it = item_new(items, path, s ? MEM_ITEM_STR : u ? MEM_ITEM_U64 : MEM_ITEM_NULL);
 
 	if (!it)
 		return -ENOMEM;
-	it->type = MEM_ITEM_STR;
 	it->s = s;
-	return 0;
-}
-
-static int add_u64(struct mem_items *items, const char *path, uint64_t v)
-{
-	struct mem_item *it = item_new(items, path);
-
-	if (!it)
-		return -ENOMEM;
-	it->type = MEM_ITEM_U64;
-	it->u = v;
-	return 0;
-}
-
-static int add_null(struct mem_items *items, const char *path)
-{
-	struct mem_item *it = item_new(items, path);
-
-	if (!it)
-		return -ENOMEM;
-	it->type = MEM_ITEM_NULL;
+	it->u = u ? *u : 0;
 	return 0;
 }
 
@@ -74,10 +56,9 @@ static int add_section(struct mem_items *items, const char *dir, const char *pro
 		if (!mem_has(v, (int)i))
 			continue;
 		snprintf(path, sizeof(path), "%s.%s", dir, f->name);
-		it = item_new(items, path);
+		it = item_new(items, path, MEM_ITEM_U64);
 		if (!it)
 			return -ENOMEM;
-		it->type = MEM_ITEM_U64;
 		it->u = v->v[i];
 		it->help = f->help;
 		it->counter = f->unit == MEM_UNIT_EVENTS;
@@ -102,21 +83,19 @@ static int add_pressure(struct mem_items *items, const struct mem_pressure *p)
 	int w, a;
 
 	if (!p->present)
-		return add_null(items, "cgroup.pressure");
+		return add_plain(items, "cgroup.pressure", NULL, NULL);
 	for (w = 0; w < (p->has_full ? 2 : 1); w++) {
 		for (a = 0; a < 3; a++) {
 			snprintf(path, sizeof(path), "cgroup.pressure.%s.%s_pct", which[w], avg[a]);
-			it = item_new(items, path);
+			it = item_new(items, path, MEM_ITEM_F64);
 			if (!it)
 				return -ENOMEM;
-			it->type = MEM_ITEM_F64;
 			it->f = p->avg[w][a];
 		}
 		snprintf(path, sizeof(path), "cgroup.pressure.%s.total_us", which[w]);
-		it = item_new(items, path);
+		it = item_new(items, path, MEM_ITEM_U64);
 		if (!it)
 			return -ENOMEM;
-		it->type = MEM_ITEM_U64;
 		it->u = p->total_us[w];
 		it->counter = true;
 		it->help = help[w];
@@ -131,14 +110,14 @@ static int add_cgroup(struct mem_items *items, const struct mem_cgroup *cg)
 {
 	int err;
 
-	err = add_str(items, "cgroup.path", cg->path);
-	err = err ?: add_str(items, "cgroup.container_id", cg->container_id);
+	err = add_plain(items, "cgroup.path", cg->path, NULL);
+	err = err ?: add_plain(items, "cgroup.container_id", cg->container_id, NULL);
 	err = err ?: add_pressure(items, &cg->pressure);
 	if (err)
 		return err;
 	if (!cg->memory) {
-		err = add_null(items, "cgroup.memory");
-		return err ?: add_str(items, "cgroup.memory_absent", cg->absent);
+		err = add_plain(items, "cgroup.memory", NULL, NULL);
+		return err ?: add_plain(items, "cgroup.memory_absent", cg->absent, NULL);
 	}
 	err = add_section(items, "cgroup.memory", "culpert_cgroup_memory_", NULL, NULL,
 			  &memcg_memory_section, &cg->mem);
@@ -155,14 +134,15 @@ static int cmp_path(const void *a, const void *b)
 
 int mem_items__build(const struct memstats *m, struct mem_items *out)
 {
+	uint64_t pid = (uint64_t)m->pid, schema = MEMFMT_SCHEMA_VERSION, t = (uint64_t)m->time_ns;
 	char dir[64];
 	int err, k;
 
 	memset(out, 0, sizeof(*out));
-	err = add_u64(out, "pid", (uint64_t)m->pid);
-	err = err ?: add_str(out, "comm", m->comm);
-	err = err ?: add_u64(out, "schema_version", MEMFMT_SCHEMA_VERSION);
-	err = err ?: add_u64(out, "time_unix_ns", (uint64_t)m->time_ns);
+	err = add_plain(out, "pid", NULL, &pid);
+	err = err ?: add_plain(out, "comm", m->comm, NULL);
+	err = err ?: add_plain(out, "schema_version", NULL, &schema);
+	err = err ?: add_plain(out, "time_unix_ns", NULL, &t);
 	err = err ?: add_section(out, "rollup", "culpert_process_", NULL, NULL, &mem_rollup_section,
 				 &m->rollup);
 	err = err ?: add_section(out, "status", "culpert_process_", NULL, NULL, &mem_status_section,
