@@ -63,6 +63,9 @@ need_root() {
 start_target() {
 	_out=$1
 	shift
+	# truncate here: the child truncates only once it runs, after wait_for may
+	# have read the "ready" of an earlier target that used the same file
+	: >"$_out"
 	"$@" >"$_out" 2>&1 &
 	target_pid=$!
 	track "$target_pid"
