@@ -39,7 +39,8 @@ static void usage(FILE *f)
 		   "\nEXAMPLES:\n"
 		   "  sudo culpert-bpf attach --pid 1234 -o prof.pb.gz   # Ctrl-C to stop\n"
 		   "  sudo culpert-bpf attach --pid 1234 --duration 30s --rate 64KiB\n"
-		   "  sudo culpert-bpf probes --pid 1234\n");
+		   "  sudo culpert-bpf probes --pid 1234\n"
+		   "  culpert-bpf stats --pid 1234 --format prometheus\n");
 }
 
 int main(int argc, char **argv)

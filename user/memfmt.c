@@ -457,7 +457,8 @@ int memfmt_comments(const struct memstats *m, const char *prefix,
 		    int (*add)(void *ctx, const char *comment), void *ctx)
 {
 	struct mem_items items;
-	char c[512], v[64];
+	/* room for a cgroup path of PATH_MAX */
+	char c[4352], v[64];
 	size_t i;
 	int err;
 

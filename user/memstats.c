@@ -293,28 +293,35 @@ static int proc_error(pid_t pid, const char *comm, const char *file, int err, ch
 /* the three /proc files of the process, through one directory fd */
 static int read_proc(int dirfd, struct memstats *m, char *err, size_t errlen)
 {
-	static const char *const files[] = { "smaps_rollup", "smaps", "status" };
-	char *text[3] = { NULL, NULL, NULL };
-	size_t len[3];
+	/* status first: it tells a kernel thread, whose smaps cannot be opened */
+	enum { STATUS, ROLLUP, SMAPS, N_FILES };
+	static const char *const files[N_FILES] = { "status", "smaps_rollup", "smaps" };
+	char *text[N_FILES] = { NULL, NULL, NULL };
+	size_t len[N_FILES];
 	int ret = 0, i;
 
-	for (i = 0; i < 3 && !ret; i++) {
+	for (i = 0; i < N_FILES && !ret; i++) {
 		ret = read_file_at(dirfd, files[i], &text[i], &len[i]);
-		if (ret)
+		if (!ret && i == STATUS && strstr(text[i], "\nKthread:\t1")) {
+			snprintf(err, errlen, "pid %d (%s) is a kernel thread: it has no user-space "
+				 "memory", (int)m->pid, m->comm);
+			ret = -EINVAL;
+		} else if (ret) {
 			ret = proc_error(m->pid, m->comm, files[i], ret, err, errlen);
+		}
 	}
 	/* a process that exits mid-read leaves empty smaps and a status without Vm* lines */
-	if (!ret && (!len[0] || !len[1] || status_dead(text[2])))
+	if (!ret && (!len[ROLLUP] || !len[SMAPS] || status_dead(text[STATUS])))
 		ret = proc_error(m->pid, m->comm, "smaps", -ESRCH, err, errlen);
 	if (!ret) {
-		mem_parse_keyed(text[0], &mem_rollup_section, &m->rollup);
-		mem_parse_keyed(text[2], &mem_status_section, &m->status);
-		if (mem_parse_smaps(text[1], m->kinds)) {
+		mem_parse_keyed(text[ROLLUP], &mem_rollup_section, &m->rollup);
+		mem_parse_keyed(text[STATUS], &mem_status_section, &m->status);
+		if (mem_parse_smaps(text[SMAPS], m->kinds)) {
 			snprintf(err, errlen, "cannot parse /proc/%d/smaps: unexpected line", (int)m->pid);
 			ret = -EINVAL;
 		}
 	}
-	for (i = 0; i < 3; i++)
+	for (i = 0; i < N_FILES; i++)
 		free(text[i]);
 	return ret;
 }

@@ -269,6 +269,8 @@ test_unreadable() {
 	gone=$!
 	wait "$gone"
 	expect_error 1 "no process with pid $gone" "$BIN_BPF" stats -p "$gone"
+	expect_error 1 "pid 2 (kthreadd) is a kernel thread: it has no user-space memory" \
+		"$BIN_BPF" stats -p 2
 	# the child exits after the shell became sleep, which never reaps it
 	sh -c 'sleep 0.2 & echo $! >"$1"; exec sleep 5' sh "$TMP/zombie" &
 	track $!
