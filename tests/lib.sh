@@ -63,6 +63,9 @@ need_root() {
 start_target() {
 	_out=$1
 	shift
+	# truncate here: the child truncates only once it runs, after wait_for may
+	# have read the "ready" of an earlier target that used the same file
+	: >"$_out"
 	"$@" >"$_out" 2>&1 &
 	target_pid=$!
 	track "$target_pid"
@@ -103,4 +106,17 @@ by_leaf() {
 # |est - truth| <= tol_pct % of truth
 within_pct() {
 	awk -v e="$1" -v t="$2" -v p="$3" 'BEGIN {d = e - t; if (d < 0) d = -d; exit !(d <= t * p / 100)}'
+}
+
+# expect_error RC PATTERN CMD...: exit status RC and one stderr line "error: ..." matching PATTERN
+expect_error() {
+	want_rc=$1
+	pattern=$2
+	shift 2
+	"$@" >"$TMP/err.out" 2>"$TMP/err.txt"
+	rc=$?
+	[ "$rc" -eq "$want_rc" ] || fail "'$*' exited $rc, want $want_rc"
+	[ "$(grep -c '^error: ' "$TMP/err.txt")" -eq 1 ] ||
+		fail "'$*': not one error line: $(cat "$TMP/err.txt")"
+	grep -q -e "$pattern" "$TMP/err.txt" || fail "'$*': no '$pattern' in: $(cat "$TMP/err.txt")"
 }

@@ -14,6 +14,7 @@
 #include "commands.h"
 #include "kfeatures.h"
 #include "log.h"
+#include "memsnap.h"
 #include "session.h"
 #include "units.h"
 
@@ -55,6 +56,8 @@ static void usage(FILE *f)
 		"      --max-stacks N       distinct (stack, thread) keys kept (default 65536)\n"
 		"      --no-multi           one perf-event uprobe per site instead of uprobe_multi links\n"
 		"      --no-session         entry + return probes even where uprobe sessions exist\n"
+		"      --stats              embed the memory picture (as 'culpert-bpf stats') at start\n"
+		"                           and end as mem.start.* / mem.end.* comments\n"
 		"  -v, --verbose            more diagnostics (repeat for more)\n"
 		"  -h, --help               this help\n"
 		"\n"
@@ -69,12 +72,13 @@ struct attach_args {
 	uint64_t duration_ns;
 	const char *output;
 	char **span_fns;
+	bool stats;
 };
 
 static int parse_args(int argc, char **argv, struct attach_args *a)
 {
 	enum { OPT_RATE = 256, OPT_DEPTH, OPT_ALLOC, OPT_SYM, OPT_NOSYM, OPT_RB, OPT_MAXST,
-	       OPT_NOMULTI, OPT_NOSESSION, OPT_SPANFN, OPT_MAXFNS };
+	       OPT_NOMULTI, OPT_NOSESSION, OPT_SPANFN, OPT_MAXFNS, OPT_STATS };
 	static const struct option opts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "duration", required_argument, NULL, 'd' },
@@ -90,6 +94,7 @@ static int parse_args(int argc, char **argv, struct attach_args *a)
 		{ "max-stacks", required_argument, NULL, OPT_MAXST },
 		{ "no-multi", no_argument, NULL, OPT_NOMULTI },
 		{ "no-session", no_argument, NULL, OPT_NOSESSION },
+		{ "stats", no_argument, NULL, OPT_STATS },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -170,6 +175,9 @@ static int parse_args(int argc, char **argv, struct attach_args *a)
 			break;
 		case OPT_NOSESSION:
 			a->so.no_session = true;
+			break;
+		case OPT_STATS:
+			a->stats = true;
 			break;
 		case 'v':
 			log_level++;
@@ -289,6 +297,8 @@ int cmd_attach(int argc, char **argv)
 		session__close(s);
 		return 1;
 	}
+	if (a.stats)
+		memsnap__add(s, "mem.start", NULL);
 	install_signals();
 	fprintf(stderr, "culpert-bpf: profiling pid %d (%s): %zu probe sites, %zu span sites, "
 		"%zu span functions, 1 sample per ~%s; %s\n",
@@ -297,6 +307,8 @@ int cmd_attach(int argc, char **argv)
 		format_bytes(rate, sizeof(rate), (double)a.so.rate),
 		a.duration_ns ? "stops after --duration or Ctrl-C" : "Ctrl-C to stop");
 	session__run(s, a.duration_ns, &stop_requested, &why);
+	if (a.stats)
+		memsnap__add(s, "mem.end", NULL);
 	ret = session__write(s, out);
 	if (ret) {
 		pr_error("cannot write the profile to %s: %s\n", out, strerror(-ret));

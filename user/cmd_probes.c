@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "allocator.h"
+#include "cmd_common.h"
 #include "commands.h"
 #include "elfobj.h"
 #include "kfeatures.h"
@@ -113,21 +114,16 @@ int cmd_probes(int argc, char **argv)
 	struct procmaps maps = { 0 };
 	struct objcache *objs = NULL;
 	struct target t;
-	char err[1024], *end;
-	long pid = 0;
+	char err[1024];
+	pid_t pid = 0;
 	int c, ret = 1;
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "p:vh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
-			errno = 0;
-			pid = strtol(optarg, &end, 10);
-			if (errno || *end || pid <= 0 || pid > INT_MAX) {
-				pr_error("invalid --pid '%s': give the numeric id of a running process\n",
-					 optarg);
+			if (opt_pid(optarg, &pid))
 				return 2;
-			}
 			break;
 		case 'a':
 			allocator = optarg;
@@ -147,7 +143,7 @@ int cmd_probes(int argc, char **argv)
 		pr_error("--pid is required: the process to inspect\n");
 		return 2;
 	}
-	if (target__open((pid_t)pid, &t, err, sizeof(err))) {
+	if (target__open(pid, &t, err, sizeof(err))) {
 		pr_error("%s\n", err);
 		return 1;
 	}

@@ -5,5 +5,6 @@
 
 int cmd_attach(int argc, char **argv);
 int cmd_probes(int argc, char **argv);
+int cmd_stats(int argc, char **argv);
 
 #endif /* CULPERT_COMMANDS_H */

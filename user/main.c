@@ -15,6 +15,7 @@ static const struct command {
 } commands[] = {
 	{ "attach", cmd_attach, "sample a running process's allocations, write a pprof profile" },
 	{ "probes", cmd_probes, "dry run: what attach would probe in a process, and what blocks it" },
+	{ "stats", cmd_stats, "memory picture of a process: RSS by kind, smaps, cgroup v2 memory" },
 };
 
 static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
@@ -38,7 +39,8 @@ static void usage(FILE *f)
 		   "\nEXAMPLES:\n"
 		   "  sudo culpert-bpf attach --pid 1234 -o prof.pb.gz   # Ctrl-C to stop\n"
 		   "  sudo culpert-bpf attach --pid 1234 --duration 30s --rate 64KiB\n"
-		   "  sudo culpert-bpf probes --pid 1234\n");
+		   "  sudo culpert-bpf probes --pid 1234\n"
+		   "  culpert-bpf stats --pid 1234 --format prometheus\n");
 }
 
 int main(int argc, char **argv)

@@ -1,14 +1,15 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "procmaps.h"
+#include "readfile.h"
 #include "vec.h"
 
-/* one line, without its '\n': "start-end perms offset major:minor inode   path" */
-static int parse_line(const char *line, struct procmap *m)
+int procmaps__parse_line(const char *line, struct procmap *m)
 {
 	unsigned long long start, end, off, ino;
 	unsigned int maj, min;
@@ -54,7 +55,7 @@ int procmaps__parse(const char *text, struct procmaps *out)
 			procmaps__free(out);
 			return -ENOMEM;
 		}
-		err = parse_line(copy, &out->v[out->n]);
+		err = procmaps__parse_line(copy, &out->v[out->n]);
 		free(copy);
 		if (err) {
 			procmaps__free(out);
@@ -67,31 +68,14 @@ int procmaps__parse(const char *text, struct procmaps *out)
 
 int procmaps__read(pid_t pid, struct procmaps *out)
 {
-	char path[64], *text = NULL;
-	size_t cap = 0, len = 0, n;
-	FILE *f;
+	char path[64], *text;
 	int err;
 
 	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
-	f = fopen(path, "re");
-	if (!f)
-		return -errno;
-	for (;;) {
-		if (vec_reserve(&text, &cap, len + 4097, 1)) {
-			fclose(f);
-			free(text);
-			return -ENOMEM;
-		}
-		n = fread(text + len, 1, cap - len - 1, f);
-		len += n;
-		if (n == 0)
-			break;
-	}
-	err = ferror(f) ? -EIO : 0;
-	fclose(f);
-	text[len] = 0;
-	if (!err)
-		err = procmaps__parse(text, out);
+	err = read_file_at(AT_FDCWD, path, &text, NULL);
+	if (err)
+		return err;
+	err = procmaps__parse(text, out);
 	free(text);
 	return err;
 }

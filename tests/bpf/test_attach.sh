@@ -250,19 +250,6 @@ test_target_exits() {
 	"$PROFDUMP" "$TMP/exit.pb.gz" | grep -q 'render_page' || fail "no samples in the profile"
 }
 
-# one line on stderr starting with "error:", and exit status $1
-expect_error() {
-	want_rc=$1
-	pattern=$2
-	shift 2
-	"$@" >"$TMP/err.out" 2>"$TMP/err.txt"
-	rc=$?
-	[ "$rc" -eq "$want_rc" ] || fail "'$*' exited $rc, want $want_rc"
-	[ "$(grep -c '^error: ' "$TMP/err.txt")" -eq 1 ] ||
-		fail "'$*': not one error line: $(cat "$TMP/err.txt")"
-	grep -q -e "$pattern" "$TMP/err.txt" || fail "'$*': no '$pattern' in: $(cat "$TMP/err.txt")"
-}
-
 test_bad_input() {
 	need_root || return
 	sh -c 'exit 0' &

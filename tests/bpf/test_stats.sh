@@ -1,0 +1,359 @@
+#!/bin/sh
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#
+# culpert-bpf stats and attach --stats: the memory picture against the
+# kernel's own files read at the same moment, of targets whose memory is
+# known; cgroups the test creates; the formats checked by parsers; and the
+# ways a read can fail.
+. tests/lib.sh
+
+# Debian's python3: python3-prometheus-client is installed for it
+PY=/usr/bin/python3
+PROMCHECK=tests/tools/promcheck.py
+MIB=1048576
+
+# the mount point of the cgroup v2 hierarchy, from our mountinfo
+cgroup2_mount() {
+	awk '{ for (i = 1; i <= NF; i++) if ($i == "-") break; if ($(i + 1) == "cgroup2") { print $5; exit } }' \
+		/proc/self/mountinfo
+}
+
+# start mem_known (ARGS...); sets $target_pid, $heap_bytes, $anon_addr, $anon_bytes
+start_mem_known() {
+	start_target "$TMP/mk.out" "$TARGETS/mem_known" "$@" || return 1
+	heap_bytes=$(awk '$1 == "heap" {print $3}' "$TMP/mk.out")
+	anon_addr=$(awk '$1 == "anon" {print $2}' "$TMP/mk.out")
+	anon_bytes=$(awk '$1 == "anon" {print $3}' "$TMP/mk.out")
+}
+
+# The target is idle, so the picture and the kernel's files read right after
+# it must agree exactly: every line of smaps_rollup, the status lines the spec
+# names, the kinds summed independently from smaps; and the known sizes.
+test_known_sizes() {
+	start_mem_known || return
+	"$BIN_BPF" stats --pid "$target_pid" --format json >"$TMP/s.json" 2>"$TMP/s.err" ||
+		{ fail "stats failed: $(cat "$TMP/s.err")"; return; }
+	for f in smaps_rollup status smaps; do cat "/proc/$target_pid/$f" >"$TMP/k.$f"; done
+	$PY - "$TMP" "$heap_bytes" "$anon_addr" "$anon_bytes" <<'EOF' >"$TMP/cmp" || fail "$(cat "$TMP/cmp")"
+import json, re, sys
+tmp, heap_bytes, anon_addr, anon_bytes = sys.argv[1], int(sys.argv[2]), int(sys.argv[3], 16), int(sys.argv[4])
+d = json.load(open(tmp + '/s.json'))
+bad = []
+def check(what, got, want):
+    if got != want:
+        bad.append('%s: ours %s, kernel %s' % (what, got, want))
+def snake(k):  # Pss_Anon -> pss_anon, AnonHugePages -> anon_huge_pages, KSM -> ksm
+    return re.sub(r'(?<=[a-z])(?=[A-Z])', '_', k).lower().replace('__', '_')
+# A clean file page mapped by the target alone is Private_Clean; once the reader
+# (culpert-bpf, cat) maps the same library it is Shared_Clean and counts half in
+# Pss.  The reader moves these, so they are checked as sums; the rest exactly.
+by_reader = ('Pss', 'Pss_File', 'Shared_Clean', 'Private_Clean')
+n = 0
+k = {}
+for line in open(tmp + '/k.smaps_rollup'):
+    m = re.match(r'^(\w+):\s+(\d+) kB$', line)
+    if m:
+        n += 1
+        k[m.group(1)] = int(m.group(2)) * 1024
+        if m.group(1) not in by_reader:
+            check('rollup ' + m.group(1), d['rollup'].get(snake(m.group(1)) + '_bytes'), k[m.group(1)])
+if n < 10:
+    bad.append('only %d rollup lines' % n)
+r = d['rollup']
+check('rollup Shared_Clean + Private_Clean', r['shared_clean_bytes'] + r['private_clean_bytes'],
+      k['Shared_Clean'] + k['Private_Clean'])
+check('rollup Pss - Pss_File', r['pss_bytes'] - r['pss_file_bytes'], k['Pss'] - k['Pss_File'])
+if abs(r['pss_file_bytes'] - k['Pss_File']) > k['Rss']:
+    bad.append('Pss_File ours %d, kernel %d' % (r['pss_file_bytes'], k['Pss_File']))
+status = {l.split(':')[0]: l.split()[1] for l in open(tmp + '/k.status') if ':' in l and len(l.split()) > 1}
+for k, ours in (('VmRSS', 'vm_rss_bytes'), ('VmHWM', 'vm_hwm_bytes'), ('RssAnon', 'rss_anon_bytes'),
+                ('RssFile', 'rss_file_bytes'), ('RssShmem', 'rss_shmem_bytes'), ('VmSwap', 'vm_swap_bytes')):
+    check('status ' + k, d['status'].get(ours), int(status[k]) * 1024)
+check('status Threads', d['status'].get('threads'), int(status['Threads']))
+# smaps summed by kind, independently of the C code: path and the "sh" flag
+kinds = {}
+entry = None
+anon_rss = None
+def close(e):
+    if e is None:
+        return
+    sh = 'sh' in e['flags']
+    p = e['path']
+    k = ('shmem' if sh and (p == '' or p.startswith('/dev/zero')) else 'heap' if p == '[heap]' else
+         'stack' if p == '[stack]' else 'anon' if p == '' or p.startswith('[anon:') else
+         'other' if p.startswith('[') else 'file')
+    t = kinds.setdefault(k, {'count': 0, 'rss_bytes': 0, 'size_bytes': 0})
+    t['count'] += 1
+    t['rss_bytes'] += e['Rss']
+    t['size_bytes'] += e['Size']
+for line in open(tmp + '/k.smaps'):
+    m = re.match(r'^([0-9a-f]+)-[0-9a-f]+ \S+ \S+ \S+ \d+ *(.*)$', line)
+    if m:
+        close(entry)
+        entry = {'path': m.group(2).strip(), 'flags': [], 'Rss': 0, 'Size': 0, 'start': int(m.group(1), 16)}
+        continue
+    m = re.match(r'^(Rss|Size):\s+(\d+) kB', line)
+    if m:
+        entry[m.group(1)] = int(m.group(2)) * 1024
+        if m.group(1) == 'Rss' and entry['start'] == anon_addr:
+            anon_rss = entry['Rss']
+    elif line.startswith('VmFlags:'):
+        entry['flags'] = line.split()[1:]
+close(entry)
+for k, t in kinds.items():
+    for f, v in t.items():
+        check('mappings.%s.%s' % (k, f), d['mappings'][k][f], v)
+check('sum of the kinds = smaps_rollup Rss', sum(d['mappings'][k]['rss_bytes'] for k in d['mappings']),
+      d['rollup']['rss_bytes'])
+check('[heap] size = the sbrk() of the target', d['mappings']['heap']['size_bytes'], heap_bytes)
+check('[heap] resident, every page touched', d['mappings']['heap']['rss_bytes'], heap_bytes)
+check('the anonymous mapping is resident', anon_rss, anon_bytes)
+if d['mappings']['anon']['rss_bytes'] < anon_bytes:
+    bad.append('anon rss %d below the %d-byte mapping' % (d['mappings']['anon']['rss_bytes'], anon_bytes))
+print('; '.join(bad))
+sys.exit(1 if bad else 0)
+EOF
+}
+
+# JSON parses and has the schema; Prometheus passes the client library's parser
+# and the naming rules; the text has every section; all say the same rss.
+test_formats() {
+	start_mem_known || return
+	"$BIN_BPF" stats -p "$target_pid" -f json >"$TMP/f.json" || fail "json failed"
+	"$BIN_BPF" stats -p "$target_pid" -f prometheus >"$TMP/f.prom" || fail "prometheus failed"
+	"$BIN_BPF" stats -p "$target_pid" >"$TMP/f.txt" || fail "text failed"
+	$PY "$PROMCHECK" pid comm container_id <"$TMP/f.prom" >"$TMP/pc" ||
+		fail "prometheus output rejected: $(head -5 "$TMP/pc" | tr '\n' ' ')"
+	rss_json=$($PY -c 'import json, sys; d = json.load(open(sys.argv[1])); assert d["schema_version"] == 1; print(d["rollup"]["rss_bytes"])' "$TMP/f.json") ||
+		fail "JSON does not parse or has no schema_version 1"
+	rss_prom=$(awk -v p="$target_pid" '$1 ~ "^culpert_process_rss_bytes[{].*pid=\"" p "\"" {print $2}' "$TMP/f.prom")
+	[ "$rss_json" = "$rss_prom" ] || fail "rss: JSON $rss_json, Prometheus $rss_prom"
+	grep -q "^culpert_process_mapping_rss_bytes{pid=\"$target_pid\",comm=\"mem_known\",container_id=\"\",kind=\"heap\"} $heap_bytes\$" "$TMP/f.prom" ||
+		fail "no heap series of $heap_bytes bytes with pid/comm/kind labels"
+	for s in "process (/proc/$target_pid/smaps_rollup)" "process (/proc/$target_pid/status)" \
+		"mappings by kind (/proc/$target_pid/smaps)" "cgroup "; do
+		grep -qF "$s" "$TMP/f.txt" || fail "text has no section '$s'"
+	done
+	grep -Eq '^  heap +1 +16\.00 MB +16\.00 MB' "$TMP/f.txt" || fail "text heap row: $(grep '^  heap' "$TMP/f.txt")"
+}
+
+# --watch: one JSON object per line, as many as --count
+test_watch_count() {
+	start_mem_known || return
+	"$BIN_BPF" stats -p "$target_pid" -f json --watch 50ms --count 3 >"$TMP/w.json" ||
+		fail "watch failed"
+	[ "$(wc -l <"$TMP/w.json")" -eq 3 ] || fail "$(wc -l <"$TMP/w.json") lines, want 3"
+	$PY -c 'import json, sys; [json.loads(l) for l in open(sys.argv[1])]' "$TMP/w.json" ||
+		fail "a line is not JSON"
+}
+
+# A child cgroup the test creates, in the v2 hierarchy wherever it is
+# mounted: the picture names it, reads its pressure, and reports its memory
+# present exactly when the kernel gives the memory controller to it -- with
+# the reason otherwise, and no Prometheus series rather than zeros.
+test_cgroup_child() {
+	need_root || return
+	mnt=$(cgroup2_mount)
+	[ -n "$mnt" ] || { skip "no cgroup v2 hierarchy is mounted"; return; }
+	cg="$mnt/culpert-test-$$"
+	mkdir "$cg" || { fail "cannot create $cg"; return; }
+	start_mem_known || { rmdir "$cg"; return; }
+	echo "$target_pid" >"$cg/cgroup.procs" || fail "cannot move the target into $cg"
+	"$BIN_BPF" stats -p "$target_pid" -f json >"$TMP/c.json" 2>"$TMP/c.err" || fail "stats: $(cat "$TMP/c.err")"
+	"$BIN_BPF" stats -p "$target_pid" -f prometheus >"$TMP/c.prom"
+	total=$(awk '$1 == "some" {sub("total=", "", $5); print $5}' "$cg/memory.pressure")
+	has_mem=no
+	grep -qw memory "$cg/cgroup.controllers" && has_mem=yes
+	$PY - "$TMP/c.json" "/culpert-test-$$" "$has_mem" "$total" <<'EOF' >"$TMP/cc" || fail "$(cat "$TMP/cc")"
+import json, sys
+d = json.load(open(sys.argv[1]))['cgroup']
+bad = []
+if d['path'] != sys.argv[2]:
+    bad.append('path %s, want %s' % (d['path'], sys.argv[2]))
+if sys.argv[3] == 'yes' and d['memory'] is None:
+    bad.append('memory controller enabled, reported absent: %s' % d.get('memory_absent'))
+if sys.argv[3] == 'no' and (d['memory'] is not None or not d.get('memory_absent')):
+    bad.append('no memory controller, but memory=%s absent=%s' % (d['memory'], d.get('memory_absent')))
+if d['pressure'] is None or d['pressure']['some']['total_us'] != int(sys.argv[4]):
+    bad.append('pressure %s, kernel total %s' % (d['pressure'], sys.argv[4]))
+print('; '.join(bad))
+sys.exit(1 if bad else 0)
+EOF
+	if [ "$has_mem" = no ] && grep -q '^culpert_cgroup_memory_current' "$TMP/c.prom"; then
+		fail "absent memory controller exported as a series"
+	fi
+	$PY "$PROMCHECK" pid comm container_id <"$TMP/c.prom" >/dev/null || fail "prometheus rejected"
+	kill -9 "$target_pid"
+	wait "$target_pid" 2>/dev/null
+	rmdir "$cg" || fail "cannot remove $cg"
+}
+
+# A memory-limited v2 cgroup: memory.current/max/peak as the kernel's files
+# say, then a target driven past memory.max moves memory.events max, oom and
+# oom_kill, read through a second process that stays in the cgroup.
+test_cgroup_limit() {
+	need_root || return
+	mnt=$(cgroup2_mount)
+	[ -n "$mnt" ] || { skip "no cgroup v2 hierarchy is mounted"; return; }
+	if ! grep -qw memory "$mnt/cgroup.controllers"; then
+		skip "the memory controller is not available in cgroup v2 on this host (cgroup.controllers: '$(cat "$mnt/cgroup.controllers")'; a cgroup v1 hierarchy holds it)"
+		return
+	fi
+	added=""
+	if ! grep -qw memory "$mnt/cgroup.subtree_control"; then
+		echo +memory >"$mnt/cgroup.subtree_control" || { fail "cannot enable +memory"; return; }
+		added=yes
+	fi
+	cg="$mnt/culpert-limit-$$"
+	mkdir "$cg" && echo $((96 * MIB)) >"$cg/memory.max" || { fail "cannot create $cg"; return; }
+	[ -f "$cg/memory.swap.max" ] && echo 0 >"$cg/memory.swap.max"
+	start_mem_known || return
+	idle=$target_pid
+	echo "$idle" >"$cg/cgroup.procs"
+	start_target "$TMP/grow.out" "$TARGETS/mem_known" grow || return
+	grower=$target_pid
+	echo "$grower" >"$cg/cgroup.procs"
+	"$BIN_BPF" stats -p "$idle" -f json >"$TMP/l1.json" || fail "stats before"
+	cur=$(cat "$cg/memory.current")
+	$PY - "$TMP/l1.json" "$cur" $((96 * MIB)) <<'EOF' >"$TMP/l1" || fail "before: $(cat "$TMP/l1")"
+import json, sys
+m = json.load(open(sys.argv[1]))['cgroup']['memory']
+cur, lim = int(sys.argv[2]), int(sys.argv[3])
+bad = []
+# the kernel charges a few pages of its own between the two reads: 256 KiB
+if m is None or abs(m['current_bytes'] - cur) > 262144:
+    bad.append('current %s, kernel %d' % (m and m['current_bytes'], cur))
+if m and m['max_bytes'] != lim:
+    bad.append('max %s, want %d' % (m['max_bytes'], lim))
+if m and m['events'].get('oom_kill') != 0:
+    bad.append('oom_kill %s before any pressure' % m['events'].get('oom_kill'))
+print('; '.join(bad))
+sys.exit(1 if bad else 0)
+EOF
+	kill -USR1 "$grower"
+	wait "$grower" 2>/dev/null
+	"$BIN_BPF" stats -p "$idle" -f json >"$TMP/l2.json" || fail "stats after"
+	$PY - "$TMP/l2.json" "$cg" <<'EOF' >"$TMP/l2" || fail "after: $(cat "$TMP/l2")"
+import json, sys
+m = json.load(open(sys.argv[1]))['cgroup']['memory']
+cg = sys.argv[2]
+ev = dict(l.split() for l in open(cg + '/memory.events'))
+peak = int(open(cg + '/memory.peak').read())
+bad = []
+for k in ('max', 'oom', 'oom_kill'):
+    if m['events'][k] != int(ev[k]) or int(ev[k]) < 1:
+        bad.append('events %s: ours %s, kernel %s' % (k, m['events'][k], ev[k]))
+if m['peak_bytes'] != peak or peak < 64 << 20:
+    bad.append('peak ours %s, kernel %d' % (m['peak_bytes'], peak))
+print('; '.join(bad))
+sys.exit(1 if bad else 0)
+EOF
+	kill -9 "$idle"
+	wait "$idle" 2>/dev/null
+	rmdir "$cg"
+	[ -n "$added" ] && echo -memory >"$mnt/cgroup.subtree_control"
+}
+
+# bad usage exits 2, a process that cannot be read exits 1; one "error:" line each
+test_bad_usage() {
+	expect_error 2 "invalid --pid 'abc'" "$BIN_BPF" stats --pid abc
+	expect_error 2 "--pid is required" "$BIN_BPF" stats
+	expect_error 2 "invalid --format 'xml': use text, json or prometheus" "$BIN_BPF" stats -p 1 -f xml
+	expect_error 2 "invalid --watch '0'" "$BIN_BPF" stats -p 1 --watch 0
+	expect_error 2 "--count needs --watch" "$BIN_BPF" stats -p 1 --count 3
+}
+
+# a pid that is not there; a zombie, whose memory is gone; another user's process
+test_unreadable() {
+	true &
+	gone=$!
+	wait "$gone"
+	expect_error 1 "no process with pid $gone" "$BIN_BPF" stats -p "$gone"
+	expect_error 1 "pid 2 (kthreadd) is a kernel thread: it has no user-space memory" \
+		"$BIN_BPF" stats -p 2
+	# the child exits after the shell became sleep, which never reaps it
+	sh -c 'sleep 0.2 & echo $! >"$1"; exec sleep 5' sh "$TMP/zombie" &
+	track $!
+	wait_for "$TMP/zombie" . 5
+	zombie=$(cat "$TMP/zombie")
+	wait_for "/proc/$zombie/status" "^State:.Z" 3 || { fail "no zombie"; return; }
+	expect_error 1 "pid $zombie .* has exited: its memory can no longer be read" "$BIN_BPF" stats -p "$zombie"
+	need_root || return
+	start_mem_known || return
+	expect_error 1 "cannot read /proc/$target_pid/smaps_rollup: Permission denied; reading another user's process needs root or CAP_SYS_PTRACE" \
+		setpriv --reuid=65534 --regid=65534 --clear-groups "$BIN_BPF" stats -p "$target_pid"
+}
+
+# Processes that exit while they are being read: every read ends in a
+# picture or one clear error, never a crash; a --watch ends when its process does.
+test_gone_mid_read() {
+	i=0
+	while [ $i -lt 40 ]; do
+		"$TARGETS/heap_shape" compact 1 >/dev/null &
+		p=$!
+		# SIGTERM at a different moment each time: before, during or after the read
+		(sleep "0.00$((i % 10))"; kill "$p") 2>/dev/null &
+		"$BIN_BPF" stats -p "$p" -f json >/dev/null 2>"$TMP/g.err"
+		rc=$?
+		wait "$p" 2>/dev/null
+		if [ $rc -gt 1 ] || [ "$(wc -l <"$TMP/g.err")" -gt 1 ] ||
+			{ [ $rc -eq 1 ] && ! grep -q '^error: ' "$TMP/g.err"; }; then
+			fail "read $i: exit $rc, stderr '$(cat "$TMP/g.err")'"
+			return
+		fi
+		i=$((i + 1))
+	done
+	start_mem_known || return
+	"$BIN_BPF" stats -p "$target_pid" --watch 100ms >"$TMP/w.txt" 2>"$TMP/w.err" &
+	w=$!
+	sleep 0.35
+	kill "$target_pid"
+	wait "$w"
+	rc=$?
+	[ $rc -eq 0 ] || fail "watch exited $rc when its process did: $(cat "$TMP/w.err")"
+	grep -q "culpert-bpf: pid $target_pid exited" "$TMP/w.err" || fail "watch: no 'exited' line"
+	[ "$(grep -c '^pid ' "$TMP/w.txt")" -ge 2 ] || fail "watch printed fewer than 2 pictures"
+}
+
+# attach --stats: the picture at start and end in the profile, as sorted mem.* comments
+test_attach_stats() {
+	need_root || return
+	start_mem_known || return
+	"$BIN_BPF" attach -p "$target_pid" --stats --duration 1s -o "$TMP/a.pb.gz" 2>"$TMP/a.err" ||
+		{ fail "attach --stats failed: $(cat "$TMP/a.err")"; return; }
+	"$PROFDUMP" "$TMP/a.pb.gz" | sed -n 's/^# comment //p' >"$TMP/a.comments"
+	for phase in start end; do
+		grep -qx "mem.$phase.mappings.heap.size_bytes=$heap_bytes" "$TMP/a.comments" ||
+			fail "no mem.$phase.mappings.heap.size_bytes=$heap_bytes"
+		grep -q "^mem.$phase.rollup.rss_bytes=[0-9]" "$TMP/a.comments" || fail "no mem.$phase.rollup.rss_bytes"
+		grep -q "^mem.$phase.cgroup.path=" "$TMP/a.comments" || fail "no mem.$phase.cgroup.path"
+	done
+	sort -c "$TMP/a.comments" 2>/dev/null || LC_ALL=C sort -c "$TMP/a.comments" || fail "comments not sorted"
+	t0=$(sed -n 's/^mem.start.time_unix_ns=//p' "$TMP/a.comments")
+	t1=$(sed -n 's/^mem.end.time_unix_ns=//p' "$TMP/a.comments")
+	[ -n "$t0" ] && [ -n "$t1" ] && [ "$(( (t1 - t0) / 1000000 ))" -ge 900 ] ||
+		fail "start and end pictures not ~1s apart: $t0 $t1"
+	# a target that exits before the end: the start picture and a warning
+	start_target "$TMP/x.out" "$TARGETS/heap_shape" compact 1000 || return
+	attach_bg "$TMP/x.err" -p "$target_pid" --stats -o "$TMP/x.pb.gz" || return
+	kill -USR1 "$target_pid"
+	sleep 0.2
+	kill "$target_pid"
+	wait "$attach_pid" || fail "attach failed when the target exited: $(cat "$TMP/x.err")"
+	grep -q "^warning: no mem.end memory picture in the profile: .*pid $target_pid.*\(has exited\|has it exited\)" "$TMP/x.err" ||
+		fail "no warning for the missing end picture: $(cat "$TMP/x.err")"
+	"$PROFDUMP" "$TMP/x.pb.gz" | grep -q '^# comment mem.start.rollup.rss_bytes=' ||
+		fail "start picture missing"
+	"$PROFDUMP" "$TMP/x.pb.gz" | grep -q '^# comment mem.end.' && fail "end picture of an exited process"
+	return 0
+}
+
+run_test stats/known_sizes test_known_sizes
+run_test stats/formats test_formats
+run_test stats/watch_count test_watch_count
+run_test stats/cgroup_child test_cgroup_child
+run_test stats/cgroup_limit test_cgroup_limit
+run_test stats/bad_usage test_bad_usage
+run_test stats/unreadable test_unreadable
+run_test stats/gone_mid_read test_gone_mid_read
+run_test stats/attach_stats test_attach_stats

@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The memory picture written out: human text, JSON, Prometheus text
+ * exposition, and "key=value" profile comments.  All of them come from one
+ * flat list of items, so a value has the same name everywhere: the JSON path
+ * "cgroup.memory.current_bytes" is the comment "mem.end.cgroup.memory.current_bytes=..."
+ * and the metric culpert_cgroup_memory_current_bytes.
+ */
+#ifndef CULPERT_MEMFMT_H
+#define CULPERT_MEMFMT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "memstats.h"
+
+/* bumped when a JSON key changes meaning or goes away */
+#define MEMFMT_SCHEMA_VERSION 1
+
+enum mem_item_type {
+	MEM_ITEM_U64,
+	MEM_ITEM_F64,
+	MEM_ITEM_STR,
+	MEM_ITEM_NULL,		/* a section that is absent */
+};
+
+struct mem_item {
+	char path[128];		/* '.'-separated; sorts like its components */
+	char prom[128];		/* metric name, "" when not exported to Prometheus */
+	const char *label_key;	/* one more label (kind="heap"), or NULL */
+	const char *label_val;
+	const char *help;
+	enum mem_item_type type;
+	bool counter;
+	uint64_t u;		/* MEM_UNLIMITED: "max" */
+	double f;
+	const char *s;		/* points into the memstats */
+};
+
+struct mem_items {
+	struct mem_item *v;
+	size_t n, cap;
+};
+
+/* every value of m as items sorted by path; 0 or -ENOMEM */
+int mem_items__build(const struct memstats *m, struct mem_items *out);
+void mem_items__free(struct mem_items *items);
+
+/* one JSON object on one line (so --watch writes JSON Lines); 0 or -errno */
+int memfmt_json(FILE *f, const struct memstats *m);
+/* Prometheus text exposition format 0.0.4; 0 or -errno */
+int memfmt_prometheus(FILE *f, const struct memstats *m);
+/* for people: sections with aligned names and human units; 0 or -errno */
+int memfmt_text(FILE *f, const struct memstats *m);
+/*
+ * "PREFIX.path=value" for each item (profile comments), passed to add();
+ * stops at and returns add()'s first error.
+ */
+int memfmt_comments(const struct memstats *m, const char *prefix,
+		    int (*add)(void *ctx, const char *comment), void *ctx);
+
+#endif /* CULPERT_MEMFMT_H */
