@@ -31,11 +31,14 @@ struct unwind_mod {
 	uint64_t inode;
 	uint32_t dev_major, dev_minor;
 	uint64_t bias;		/* runtime address - ELF virtual address */
+	/* the last mapping found to hold this object at this bias: checked without the ELF file */
+	uint64_t seen_start, seen_offset;
 };
 
 /* the sample being unwound, seen by the libdwfl callbacks */
 struct unwind_req {
 	const struct procmaps *maps;
+	const struct procmap *ip_map;
 	const struct culpert_regs *regs;
 	const unsigned char *stack;
 	uint64_t sp, len;	/* the copy holds [sp, sp + len) */
@@ -204,44 +207,55 @@ static int report_module(struct unwinder *u, const struct procmap *m, struct elf
 		.dev_major = m->dev_major,
 		.dev_minor = m->dev_minor,
 		.bias = bias,
+		.seen_start = m->start,
+		.seen_offset = m->offset,
 	};
 	u->stats.modules++;
 	return 0;
 }
 
-/*
- * Make sure the object mapped at addr is known to libdwfl before it has to
- * step through addr.  0, -ESTALE when another object than the one reported
- * is mapped there now, -ENOENT when there is no object (anonymous code, an
- * unreadable file).
- */
-static int ensure_module(struct unwinder *u, const struct procmaps *maps, uint64_t addr)
+static bool same_file(const struct unwind_mod *um, const struct procmap *m)
 {
-	const struct procmap *m = procmaps__find(maps, addr);
-	const struct unwind_mod *um;
+	return um->inode == m->inode && um->dev_major == m->dev_major &&
+	       um->dev_minor == m->dev_minor;
+}
+
+/*
+ * Make sure the object mapped at addr (in mapping m) is known to libdwfl
+ * before it has to step through addr.  0, -ESTALE when another object than
+ * the one reported is mapped there now, -ENOENT when there is no object
+ * (anonymous code, an unreadable file).
+ */
+static int ensure_module(struct unwinder *u, const struct procmap *m, uint64_t addr)
+{
+	Dwfl_Module *mod = dwfl_addrmodule(u->dwfl, addr);
+	struct unwind_mod *um = NULL;
 	struct elfobj *obj;
-	Dwfl_Module *mod;
 	void **userdata;
-	uint64_t vaddr, bias;
+	uint64_t vaddr;
 	size_t idx;
 
-	if (!m || !procmap__is_file(m))
-		return -ENOENT;
+	if (mod) {
+		dwfl_module_info(mod, &userdata, NULL, NULL, NULL, NULL, NULL, NULL);
+		idx = (uintptr_t)*userdata;
+		um = idx && idx <= u->n_mods ? &u->mods[idx - 1] : NULL;
+		if (!um)
+			return -ESTALE;
+		/* the common case, once per frame: the mapping it was last seen in */
+		if (um->seen_start == m->start && um->seen_offset == m->offset && same_file(um, m))
+			return 0;
+	}
+	if (!procmap__is_file(m))
+		return mod ? -ESTALE : -ENOENT;
 	obj = objcache__get(u->objs, m);
 	if (!obj || elfobj__offset_to_vaddr(obj, addr - m->start + m->offset, &vaddr))
-		return -ENOENT;
-	bias = addr - vaddr;
-	mod = dwfl_addrmodule(u->dwfl, addr);
+		return mod ? -ESTALE : -ENOENT;
 	if (!mod)
-		return report_module(u, m, obj, bias);
-	dwfl_module_info(mod, &userdata, NULL, NULL, NULL, NULL, NULL, NULL);
-	idx = (uintptr_t)*userdata;
-	if (!idx || idx > u->n_mods)
+		return report_module(u, m, obj, addr - vaddr);
+	if (!same_file(um, m) || um->bias != addr - vaddr)
 		return -ESTALE;
-	um = &u->mods[idx - 1];
-	if (um->inode != m->inode || um->dev_major != m->dev_major ||
-	    um->dev_minor != m->dev_minor || um->bias != bias)
-		return -ESTALE;
+	um->seen_start = m->start;
+	um->seen_offset = m->offset;
 	return 0;
 }
 
@@ -258,7 +272,7 @@ static int frame_cb(Dwfl_Frame *state, void *arg)
 {
 	struct unwinder *u = arg;
 	struct unwind_req *q = u->req;
-	const struct procmap *m;
+	const struct procmap *m = NULL;
 	Dwarf_Addr pc;
 	Dwarf_Word sp = q->sp, bp;
 	bool initial = q->n == 0;
@@ -282,8 +296,11 @@ static int frame_cb(Dwfl_Frame *state, void *arg)
 	q->last_sp = sp;
 	q->last_bp_known = dwfl_frame_reg(state, DWARF_RBP, &bp) == 0;
 	q->last_bp = q->last_bp_known ? bp : 0;
-	/* libdwfl looks the caller up at pc - 1 for return addresses, as we do */
-	err = ensure_module(u, q->maps, initial ? pc : pc - 1);
+	/* the probed object was loaded before the walk started */
+	if (initial)
+		return DWARF_CB_OK;
+	/* libdwfl looks a caller up at its return address - 1, as we do */
+	err = ensure_module(u, m, pc - 1);
 	if (err == -ESTALE) {
 		q->stale = true;
 		return DWARF_CB_ABORT;
@@ -351,7 +368,7 @@ static int walk(struct unwinder *u, struct unwind_req *q)
 
 	q->n = 0;
 	q->beyond = q->stale = q->stopped = false;
-	err = ensure_module(u, q->maps, q->regs->ip);
+	err = ensure_module(u, q->ip_map, q->regs->ip);
 	if (err == -ESTALE) {
 		q->stale = true;
 		return 0;
@@ -385,7 +402,7 @@ int unwinder__unwind(struct unwinder *u, const struct procmaps *maps,
 		     const struct culpert_regs *regs, const void *stack, size_t stack_len,
 		     uint64_t *frames, size_t max, enum unwind_stop *stop)
 {
-	const struct procmap *ip_map, *sp_map;
+	const struct procmap *sp_map;
 	struct unwind_req q = {
 		.maps = maps,
 		.regs = regs,
@@ -399,9 +416,9 @@ int unwinder__unwind(struct unwinder *u, const struct procmaps *maps,
 
 	if (!u || !maps || !regs || (!stack && stack_len) || !frames || !max || !stop)
 		return -EINVAL;
-	ip_map = procmaps__find(maps, regs->ip);
+	q.ip_map = procmaps__find(maps, regs->ip);
 	sp_map = procmaps__find(maps, regs->sp);
-	if (!ip_map || !ip_map->executable || !sp_map)
+	if (!q.ip_map || !q.ip_map->executable || !sp_map)
 		return -EFAULT;
 	q.stack_end = sp_map->end;
 	if (q.len > q.stack_end - q.sp)
