@@ -12,10 +12,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "elfobj.h"
+#include "frame_name.h"
 #include "objcache.h"
 #include "procmaps.h"
-#include "symbolize.h"
 #include "target.h"
 #include "test.h"
 #include "unwind.h"
@@ -46,19 +45,9 @@ static int unwind_with(struct unwinder *u, const struct procmaps *maps,
 }
 
 /* name of the function at frame i (return addresses looked up at pc - 1), "" if none */
-static const char *frame_name(const struct procmaps *maps, const struct walk *w, int i)
+static const char *name_at(const struct procmaps *maps, const struct walk *w, int i)
 {
-	uint64_t pc = w->frames[i] - (i > 0), vaddr;
-	const struct procmap *m = procmaps__find(maps, pc);
-	struct sym_frame f;
-	struct elfobj *obj;
-
-	if (!m || !procmap__is_file(m))
-		return "";
-	obj = objcache__get(objs, m);
-	if (!obj || elfobj__offset_to_vaddr(obj, pc - m->start + m->offset, &vaddr))
-		return "";
-	return symbolize_vaddr(obj, vaddr, &f, 1) ? f.name : "";
+	return frame_name(objs, maps, w->frames[i] - (i > 0), NULL);
 }
 
 static bool frame_in(const struct procmaps *maps, const struct walk *w, int i, const char *lib)
@@ -74,7 +63,7 @@ static void print_walk(const struct procmaps *maps, const struct walk *w)
 
 	printf("  %d frames, stop %s:", w->n, unwind_stop_name(w->stop));
 	for (i = 0; i < w->n; i++)
-		printf(" %s", *frame_name(maps, w, i) ? frame_name(maps, w, i) : "?");
+		printf(" %s", *name_at(maps, w, i) ? name_at(maps, w, i) : "?");
 	printf("\n");
 }
 
@@ -85,7 +74,7 @@ static bool names_at(const struct procmaps *maps, const struct walk *w, int i,
 	int j;
 
 	for (j = 0; j < n; j++) {
-		if (i + j >= w->n || !ASSERT_STREQ(frame_name(maps, w, i + j), names[j], "frame"))
+		if (i + j >= w->n || !ASSERT_STREQ(name_at(maps, w, i + j), names[j], "frame"))
 			return false;
 	}
 	return true;
@@ -100,7 +89,7 @@ static bool ends_in_start(const struct procmaps *maps, const struct walk *w, int
 	int i;
 
 	if (!ASSERT_EQ(w->stop, UNWIND_STOP_END, "stop reason") ||
-	    !ASSERT_STREQ(frame_name(maps, w, w->n - 1), "_start", "outermost frame") ||
+	    !ASSERT_STREQ(name_at(maps, w, w->n - 1), "_start", "outermost frame") ||
 	    !ASSERT_TRUE(w->n - 1 - main_idx >= 2, "frames between main and _start"))
 		return false;
 	for (i = main_idx + 1; i < w->n - 1; i++) {
@@ -171,9 +160,9 @@ static NOINLINE void test_chain_without_frame_pointers(void)
 	/* the same capture defeats a frame-pointer walk: the test proves what only CFI can do */
 	fp.n = fp_walk(&cap, fp.frames, MAX_FRAMES);
 	for (i = 1; i < fp.n; i++)
-		found += !strcmp(frame_name(&maps, &fp, i), "chain_b") ||
-			 !strcmp(frame_name(&maps, &fp, i), "chain_a") ||
-			 !strcmp(frame_name(&maps, &fp, i), "main");
+		found += !strcmp(name_at(&maps, &fp, i), "chain_b") ||
+			 !strcmp(name_at(&maps, &fp, i), "chain_a") ||
+			 !strcmp(name_at(&maps, &fp, i), "main");
 	ASSERT_TRUE(found < 3, "a frame-pointer walk also finds chain_b, chain_a and main: "
 		    "is unwind_chain.c built with frame pointers?");
 out:
@@ -267,7 +256,7 @@ static NOINLINE void test_through_libc(void)
 	unwind_with(u, &maps, &cap.regs, cap.stack, cap.len, MAX_FRAMES, &w);
 	print_walk(&maps, &w);
 	if (!ASSERT_TRUE(w.n > 4, "frame count") ||
-	    !ASSERT_STREQ(frame_name(&maps, &w, 1), "capture_cmp", "the comparator"))
+	    !ASSERT_STREQ(name_at(&maps, &w, 1), "capture_cmp", "the comparator"))
 		goto out;
 	for (i = 2; i < w.n && frame_in(&maps, &w, i, "libc.so"); i++)
 		;
@@ -376,7 +365,7 @@ static NOINLINE void test_garbage(void)
 	 */
 	chain_rec(&rec, 2);
 	unwind_with(u, &maps, &rec.regs, rec.stack, rec.len, MAX_FRAMES, &w);
-	if (ASSERT_STREQ(frame_name(&maps, &w, 2), "chain_rec", "recursive frame")) {
+	if (ASSERT_STREQ(name_at(&maps, &w, 2), "chain_rec", "recursive frame")) {
 		fill_words(junk, sizeof(junk), w.frames[2]);
 		unwind_with(u, &maps, &rec.regs, junk, rec.len, 8, &w);
 		ASSERT_EQ(w.n, 8, "looping stack, frames");
