@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -306,6 +307,47 @@ static NOINLINE void test_thread_start(void)
 	procmaps__free(&thread_maps);
 }
 
+static volatile int sink;
+
+static NOINLINE void on_signal(int sig)
+{
+	cap.want = 0;
+	/* used, so not a tail call: on_signal keeps its frame */
+	sink += chain_a(&cap);
+}
+
+/* from a signal handler, through the kernel's signal frame and glibc's __restore_rt */
+static NOINLINE void test_signal_handler(void)
+{
+	static const char *const chain[] = {
+		"unwind_capture", "chain_c", "chain_b", "chain_a", "on_signal",
+	};
+	struct sigaction sa = { .sa_handler = on_signal };
+	struct procmaps maps;
+	struct unwinder *u;
+	struct walk w;
+	int i;
+
+	if (!ASSERT_EQ(sigaction(SIGUSR1, &sa, NULL), 0, "sigaction"))
+		return;
+	raise(SIGUSR1);
+	signal(SIGUSR1, SIG_DFL);
+	if (!setup(&maps, &u))
+		goto out;
+	unwind_with(u, &maps, &cap.regs, cap.stack, cap.len, MAX_FRAMES, &w);
+	print_walk(&maps, &w);
+	if (!names_at(&maps, &w, 0, chain, 5) ||
+	    !ASSERT_TRUE(w.n > 5 && frame_in(&maps, &w, 5, "libc.so"), "__restore_rt in libc"))
+		goto out;
+	for (i = 6; i < w.n && strcmp(name_at(&maps, &w, i), "test_signal_handler"); i++)
+		;
+	if (ASSERT_TRUE(i < w.n, "the frame that raised the signal") &&
+	    ASSERT_STREQ(name_at(&maps, &w, i + 1), "main", "its caller"))
+		ends_in_start(&maps, &w, i + 1);
+out:
+	teardown(&maps, u);
+}
+
 static void fill_words(unsigned char *p, size_t len, uint64_t word)
 {
 	size_t i;
@@ -473,6 +515,7 @@ int main(void)
 	RUN_TEST(test_depth_limit);
 	RUN_TEST(test_through_libc);
 	RUN_TEST(test_thread_start);
+	RUN_TEST(test_signal_handler);
 	RUN_TEST(test_garbage);
 	RUN_TEST(test_remapped_object);
 	objcache__free(objs);
