@@ -348,6 +348,28 @@ out:
 	teardown(&maps, u);
 }
 
+/* code without CFI but with a frame pointer: walked by rbp, then CFI again */
+static NOINLINE void test_code_without_cfi(void)
+{
+	static const char *const chain[] = {
+		"unwind_capture", "call_without_cfi", "via_no_cfi", "test_code_without_cfi", "main",
+	};
+	struct procmaps maps;
+	struct unwinder *u;
+	struct walk w;
+
+	cap.want = 0;
+	via_no_cfi(&cap);
+	if (!setup(&maps, &u))
+		goto out;
+	unwind_with(u, &maps, &cap.regs, cap.stack, cap.len, MAX_FRAMES, &w);
+	print_walk(&maps, &w);
+	if (names_at(&maps, &w, 0, chain, 5))
+		ends_in_start(&maps, &w, 4);
+out:
+	teardown(&maps, u);
+}
+
 static void fill_words(unsigned char *p, size_t len, uint64_t word)
 {
 	size_t i;
@@ -516,6 +538,7 @@ int main(void)
 	RUN_TEST(test_through_libc);
 	RUN_TEST(test_thread_start);
 	RUN_TEST(test_signal_handler);
+	RUN_TEST(test_code_without_cfi);
 	RUN_TEST(test_garbage);
 	RUN_TEST(test_remapped_object);
 	objcache__free(objs);

@@ -73,7 +73,30 @@ void unwind_capture_copy(struct unwind_capture *cap)
 	cap->len = got > 0 ? (size_t)got : 0;
 }
 
+/*
+ * Hand-written code without CFI (as JIT code or careless assembly), keeping
+ * a frame pointer: the unwinder has to fall back to rbp here.
+ */
+__asm__(
+	"	.text\n"
+	"	.globl call_without_cfi\n"
+	"	.type call_without_cfi, @function\n"
+	"call_without_cfi:\n"
+	"	pushq %rbp\n"
+	"	movq %rsp, %rbp\n"
+	"	call unwind_capture\n"
+	"	popq %rbp\n"
+	"	ret\n"
+	"	.size call_without_cfi, .-call_without_cfi\n");
+
+int call_without_cfi(struct unwind_capture *cap);
+
 static volatile int sink;
+
+NOINLINE int via_no_cfi(struct unwind_capture *cap)
+{
+	return call_without_cfi(cap) + 1;
+}
 
 /*
  * A large fixed frame, and rbp saved then zeroed: the caller's CFA (rbp-based,

@@ -33,6 +33,8 @@ void unwind_capture(struct unwind_capture *cap);
 int chain_a(struct unwind_capture *cap);
 /* qsort() -> (glibc, no frame pointers) -> capture_cmp -> unwind_capture */
 int via_qsort(struct unwind_capture *cap);
+/* via_no_cfi -> call_without_cfi (assembly, no CFI, rbp frame) -> unwind_capture */
+int via_no_cfi(struct unwind_capture *cap);
 /* recurse n levels through chain_rec, then capture: stacks of a chosen depth */
 int chain_rec(struct unwind_capture *cap, int n);
 
