@@ -527,6 +527,7 @@ int main(void)
 {
 	char err[256];
 
+	test_group = "unit/unwind";
 	if (target__open(getpid(), &self, err, sizeof(err))) {
 		printf("FAIL unit/unwind: %s\n", err);
 		return 1;

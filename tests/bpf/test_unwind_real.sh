@@ -93,6 +93,6 @@ t_short_copy_truncated() {
 	[ "$trunc" -ge 95 ] || fail "only $trunc of 100 samples flagged truncated"
 }
 
-run_test unwind_real/sqlite3_reaches_main t_reaches_main
-run_test unwind_real/matches_eu_stack t_matches_eu_stack
-run_test unwind_real/short_copy_truncated t_short_copy_truncated
+run_test unwind/real/sqlite3_reaches_main t_reaches_main
+run_test unwind/real/matches_eu_stack t_matches_eu_stack
+run_test unwind/real/short_copy_truncated t_short_copy_truncated
