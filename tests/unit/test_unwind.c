@@ -149,7 +149,6 @@ static NOINLINE void test_chain_without_frame_pointers(void)
 	struct walk w, fp;
 	int i, found = 0;
 
-	cap.want = 0;
 	chain_a(&cap);
 	if (!setup(&maps, &u))
 		goto out;
@@ -184,7 +183,6 @@ static NOINLINE void test_truncated_copies(void)
 	int last_n = 1, i;
 	size_t len;
 
-	cap.want = 0;
 	chain_a(&cap);
 	if (!setup(&maps, &u))
 		goto out;
@@ -224,7 +222,6 @@ static NOINLINE void test_depth_limit(void)
 	struct walk full, w;
 	int max;
 
-	cap.want = 0;
 	chain_a(&cap);
 	if (!setup(&maps, &u))
 		goto out;
@@ -250,7 +247,6 @@ static NOINLINE void test_through_libc(void)
 	struct walk w;
 	int i;
 
-	cap.want = 0;
 	via_qsort(&cap);
 	if (!setup(&maps, &u))
 		goto out;
@@ -275,7 +271,6 @@ static NOINLINE void *thread_main(void *arg)
 {
 	struct unwinder *u;
 
-	cap.want = 0;
 	chain_a(&cap);
 	if (!setup(&thread_maps, &u))
 		return NULL;
@@ -311,7 +306,6 @@ static volatile int sink;
 
 static NOINLINE void on_signal(int sig)
 {
-	cap.want = 0;
 	/* used, so not a tail call: on_signal keeps its frame */
 	sink += chain_a(&cap);
 }
@@ -358,7 +352,6 @@ static NOINLINE void test_code_without_cfi(void)
 	struct unwinder *u;
 	struct walk w;
 
-	cap.want = 0;
 	via_no_cfi(&cap);
 	if (!setup(&maps, &u))
 		goto out;
@@ -396,7 +389,6 @@ static NOINLINE void test_garbage(void)
 	uint64_t codes[5];
 	int i, n_err = 0;
 
-	cap.want = 0;
 	chain_a(&cap);
 	if (!setup(&maps, &u))
 		goto out;
@@ -492,7 +484,6 @@ static NOINLINE void test_remapped_object(void)
 	struct walk before, after;
 	const struct procmap *m;
 
-	cap.want = 0;
 	chain_a(&cap);
 	if (!setup(&maps, &u))
 		goto out;

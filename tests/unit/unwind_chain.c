@@ -47,15 +47,14 @@ __asm__(
 	"	.size unwind_capture, .-unwind_capture\n");
 
 /*
- * Like bpf_probe_read_user() from the BPF side: stop at the first page that
+ * As the BPF side should copy (docs/unwind.md): stop at the first page that
  * cannot be read (the top of the stack).  One iovec per page because
  * process_vm_readv() never splits an iovec.
  */
 void unwind_capture_copy(struct unwind_capture *cap)
 {
-	struct iovec local = { cap->stack, 0 }, remote[UNWIND_CAPTURE_MAX / 4096 + 1];
-	size_t want = cap->want && cap->want < UNWIND_CAPTURE_MAX ? cap->want : UNWIND_CAPTURE_MAX;
-	unsigned long addr = cap->regs.sp, end = addr + want;
+	struct iovec local = { cap->stack, UNWIND_CAPTURE_MAX }, remote[UNWIND_CAPTURE_MAX / 4096 + 1];
+	unsigned long addr = cap->regs.sp, end = addr + UNWIND_CAPTURE_MAX;
 	int n = 0;
 	ssize_t got;
 
@@ -68,7 +67,6 @@ void unwind_capture_copy(struct unwind_capture *cap)
 		remote[n++].iov_len = next - addr;
 		addr = next;
 	}
-	local.iov_len = want;
 	got = process_vm_readv(getpid(), &local, 1, remote, n, 0);
 	cap->len = got > 0 ? (size_t)got : 0;
 }

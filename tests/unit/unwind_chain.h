@@ -17,8 +17,7 @@
 
 struct unwind_capture {
 	struct culpert_regs regs;	/* first: the assembly stub stores at fixed offsets */
-	size_t want;			/* bytes to copy from regs.sp; 0 means UNWIND_CAPTURE_MAX */
-	size_t len;			/* bytes copied: less than want where the stack ends */
+	size_t len;			/* bytes copied from regs.sp: fewer where the stack ends */
 	unsigned char stack[UNWIND_CAPTURE_MAX];
 };
 
