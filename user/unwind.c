@@ -143,7 +143,8 @@ static bool memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void *a
 {
 	struct unwind_req *q = ((struct unwinder *)arg)->req;
 
-	if (addr >= q->sp && q->len >= sizeof(*result) && addr - q->sp <= q->len - sizeof(*result)) {
+	if (addr >= q->sp && q->len >= sizeof(*result) &&
+	    addr - q->sp <= q->len - sizeof(*result)) {
 		memcpy(result, q->stack + (addr - q->sp), sizeof(*result));
 		return true;
 	}

@@ -42,7 +42,7 @@ enum unwind_stop {
 
 struct unwinder_stats {
 	uint64_t modules;	/* objects reported to libdwfl (each parsed once) */
-	uint64_t resets;	/* times the module set was rebuilt: an address range changed object */
+	uint64_t resets;	/* module set rebuilds: an address range changed object */
 };
 
 /*

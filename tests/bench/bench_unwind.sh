@@ -47,9 +47,12 @@ echo "sqlite3 (Debian, no frame pointers), $RUNS runs x $SAMPLES samples, median
 awk -v f="$frames" -v w="$warm" -v p="$p90" -v c="$cold" -v s="$first" -v b="$bytes" \
 	-v bm="$bytes_max" 'BEGIN {
 	printf "  frames per sample                     %.1f\n", f
-	printf "  unwind per sample, objects cached     %.2f us (p90 %.2f), %.0f ns per frame\n", w, p, 1000 * w / f
+	printf "  unwind per sample, objects cached     %.2f us (p90 %.2f), %.0f ns per frame\n",
+		w, p, 1000 * w / f
 	printf "  unwind per sample, nothing cached     %.2f us (%.1fx the cached cost)\n", c, c / w
 	printf "  first sample of a capture (loads CFI) %.0f us\n", s
-	printf "  profiler CPU for unwinding            %.1f%% of a core at 1k samples/s, %.1f%% at 10k/s\n", w / 10, w / 1
-	printf "  stack bytes needed to reach _start    median %d, max %d (default copy 16 KiB)\n", b, bm
+	# w us per sample: w ms of CPU per second at 1k samples/s, 10 w ms at 10k/s
+	printf "  CPU spent unwinding                   %.1f%% of a core at 1k samples/s,", w / 10
+	printf " %.1f%% at 10k/s\n", w
+	printf "  stack bytes needed to reach _start    median %d, max %d (copy: 16 KiB)\n", b, bm
 }'

@@ -50,7 +50,7 @@ t_reaches_main() {
 	grep '^#' "$TMP/out" | sed 's/^/  /'
 	[ "$total" -eq 200 ] || fail "$total samples, want 200"
 	[ $((good * 100)) -ge $((total * 95)) ] ||
-		fail "only $good of $total samples reach main: $(grep -v '^end' "$TMP/out" | head -3)"
+		fail "only $good of $total reach main: $(grep -v '^end' "$TMP/out" | head -3)"
 }
 
 # eu-stack (elfutils, reading the live process) sees the same frames from sqlite3_step out

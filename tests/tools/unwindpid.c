@@ -212,7 +212,7 @@ static int take_snapshots(pid_t pid, struct run *r, size_t want)
 	}
 	for (i = 0; i < r->n; i++) {
 		if (snap(pid, &r->snaps[i], want)) {
-			fprintf(stderr, "error: pid %d stopped answering after %d samples\n", pid, i);
+			fprintf(stderr, "error: pid %d gone after %d samples\n", pid, i);
 			return -1;
 		}
 		usleep(2000);

@@ -94,7 +94,7 @@ static bool ends_in_start(const struct procmaps *maps, const struct walk *w, int
 	    !ASSERT_TRUE(w->n - 1 - main_idx >= 2, "frames between main and _start"))
 		return false;
 	for (i = main_idx + 1; i < w->n - 1; i++) {
-		if (!ASSERT_TRUE(frame_in(maps, w, i, "libc.so"), "a libc frame between main and _start"))
+		if (!ASSERT_TRUE(frame_in(maps, w, i, "libc.so"), "libc between main and _start"))
 			return false;
 	}
 	return true;
@@ -187,7 +187,8 @@ static NOINLINE void test_truncated_copies(void)
 	if (!setup(&maps, &u))
 		goto out;
 	unwind_with(u, &maps, &cap.regs, cap.stack, cap.len, MAX_FRAMES, &full);
-	if (!ASSERT_EQ(full.stop, UNWIND_STOP_END, "full copy") || !ASSERT_TRUE(full.n > 5, "frames"))
+	if (!ASSERT_EQ(full.stop, UNWIND_STOP_END, "full copy") ||
+	    !ASSERT_TRUE(full.n > 5, "frames"))
 		goto out;
 	for (len = 0; len <= cap.len; len += 4) {
 		unwind_with(u, &maps, &cap.regs, cap.stack, len, MAX_FRAMES, &w);
@@ -199,7 +200,7 @@ static NOINLINE void test_truncated_copies(void)
 		if (w.stop == UNWIND_STOP_END) {
 			if (!ASSERT_EQ(w.n, full.n, "an ended walk is the full walk"))
 				goto out;
-		} else if (!ASSERT_EQ(w.stop, UNWIND_STOP_TRUNCATED, "stop reason of a short copy") ||
+		} else if (!ASSERT_EQ(w.stop, UNWIND_STOP_TRUNCATED, "stop of a short copy") ||
 			   !ASSERT_TRUE(w.n < full.n, "a truncated walk is shorter")) {
 			printf("  len %zu\n", len);
 			goto out;
@@ -231,7 +232,8 @@ static NOINLINE void test_depth_limit(void)
 		if (!ASSERT_EQ(w.n, max, "frames filled") ||
 		    !ASSERT_EQ(w.stop, max < full.n ? UNWIND_STOP_DEPTH : UNWIND_STOP_END,
 			       "stop reason") ||
-		    !ASSERT_EQ(memcmp(w.frames, full.frames, max * sizeof(w.frames[0])), 0, "prefix"))
+		    !ASSERT_EQ(memcmp(w.frames, full.frames, max * sizeof(w.frames[0])), 0,
+			       "prefix"))
 			break;
 	}
 out:
@@ -297,7 +299,8 @@ static NOINLINE void test_thread_start(void)
 	    ASSERT_EQ(thread_walk.stop, UNWIND_STOP_END, "stop reason") &&
 	    ASSERT_TRUE(thread_walk.n > 5, "start_thread and clone3 after thread_main")) {
 		for (i = 5; i < thread_walk.n; i++)
-			ASSERT_TRUE(frame_in(&thread_maps, &thread_walk, i, "libc.so"), "libc frame");
+			ASSERT_TRUE(frame_in(&thread_maps, &thread_walk, i, "libc.so"),
+				    "libc frame");
 	}
 	procmaps__free(&thread_maps);
 }

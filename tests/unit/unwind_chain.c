@@ -53,7 +53,8 @@ __asm__(
  */
 void unwind_capture_copy(struct unwind_capture *cap)
 {
-	struct iovec local = { cap->stack, UNWIND_CAPTURE_MAX }, remote[UNWIND_CAPTURE_MAX / 4096 + 1];
+	struct iovec local = { cap->stack, UNWIND_CAPTURE_MAX };
+	struct iovec remote[UNWIND_CAPTURE_MAX / 4096 + 1];
 	unsigned long addr = cap->regs.sp, end = addr + UNWIND_CAPTURE_MAX;
 	int n = 0;
 	ssize_t got;
