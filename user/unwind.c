@@ -375,7 +375,7 @@ static int walk(struct unwinder *u, struct unwind_req *q)
 		return 0;
 	}
 	if (err) {
-		/* without the probed object's CFI there is no first step */
+		/* the probed object cannot be read: no CFI to take the first step with */
 		q->frames[q->n++] = q->regs->ip;
 		q->stop = UNWIND_STOP_ERROR;
 		return 0;
@@ -413,7 +413,7 @@ int unwinder__unwind(struct unwinder *u, const struct procmaps *maps,
 		.frames = frames,
 		.max = max,
 	};
-	int err, tries;
+	int err;
 
 	if (!u || !maps || !regs || (!stack && stack_len) || !frames || !max || !stop)
 		return -EINVAL;
@@ -425,14 +425,12 @@ int unwinder__unwind(struct unwinder *u, const struct procmaps *maps,
 	if (q.len > q.stack_end - q.sp)
 		q.len = q.stack_end - q.sp;
 	u->req = &q;
+	err = walk(u, &q);
 	/* one rebuild is enough: after it every module comes from these maps */
-	for (tries = 0; tries < 2; tries++) {
-		err = walk(u, &q);
-		if (err || !q.stale)
-			break;
+	if (!err && q.stale) {
 		err = dwfl_restart(u);
-		if (err)
-			break;
+		if (!err)
+			err = walk(u, &q);
 	}
 	u->req = NULL;
 	if (err)

@@ -32,9 +32,9 @@ enum unwind_stop {
 	/* frames[] is full and the stack goes on */
 	UNWIND_STOP_DEPTH,
 	/*
-	 * the next frame cannot be trusted: code without CFI, a return address
-	 * outside executable mappings, a stack that does not grow towards its
-	 * base, or a read outside both the copy and the read-only objects
+	 * the next frame cannot be trusted: code with neither CFI nor a frame
+	 * pointer, a return address outside executable mappings, a caller's
+	 * frame not above its callee's (a loop), a read outside the copy
 	 */
 	UNWIND_STOP_ERROR,
 	UNWIND_STOP__MAX,
