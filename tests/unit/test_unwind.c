@@ -125,6 +125,7 @@ static int fp_walk(const struct unwind_capture *c, uint64_t *frames, int max)
 static bool setup(struct procmaps *maps, struct unwinder **u)
 {
 	*u = NULL;
+	memset(maps, 0, sizeof(*maps));
 	if (!ASSERT_EQ(procmaps__read(getpid(), maps), 0, "procmaps__read"))
 		return false;
 	*u = unwinder__new(getpid(), objs);
