@@ -16,50 +16,50 @@
 #include "culpert.h"
 #include "state.bpf.h"
 #include "spans.bpf.h"
+#include "inuse.bpf.h"
 #include "sampler.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
-SEC("uprobe")
-int BPF_KPROBE(malloc_enter, __u64 size)
-{
-	return handle_alloc(ctx, size, CULPERT_FN_MALLOC);
+/* one program per argument layout; the return value only matters to sessions */
+#define ALLOC_ENTRY(prog, fn)                                   \
+SEC("uprobe")                                                   \
+int prog(struct pt_regs *ctx)                                   \
+{                                                               \
+	return handle_alloc(ctx, fn) ? 0 : 1;                   \
 }
 
-SEC("uprobe")
-int BPF_KPROBE(calloc_enter, __u64 nmemb, __u64 size)
-{
-	return handle_alloc(ctx, mul_or_zero(nmemb, size), CULPERT_FN_CALLOC);
-}
+ALLOC_ENTRY(malloc_enter, CULPERT_FN_MALLOC)
+ALLOC_ENTRY(calloc_enter, CULPERT_FN_CALLOC)
+ALLOC_ENTRY(realloc_enter, CULPERT_FN_REALLOC)
+ALLOC_ENTRY(reallocarray_enter, CULPERT_FN_REALLOCARRAY)
+ALLOC_ENTRY(posix_memalign_enter, CULPERT_FN_POSIX_MEMALIGN)
+ALLOC_ENTRY(memalign_enter, CULPERT_FN_MEMALIGN)
+ALLOC_ENTRY(pvalloc_enter, CULPERT_FN_PVALLOC)
 
 SEC("uprobe")
-int BPF_KPROBE(realloc_enter, void *ptr, __u64 size)
+int BPF_KPROBE(free_enter, void *ptr)
 {
-	return handle_alloc(ctx, size, CULPERT_FN_REALLOC);
+	inuse_free((__u64)ptr);
+	return 0;
 }
 
-SEC("uprobe")
-int BPF_KPROBE(reallocarray_enter, void *ptr, __u64 nmemb, __u64 size)
-{
-	return handle_alloc(ctx, mul_or_zero(nmemb, size), CULPERT_FN_REALLOCARRAY);
-}
+/* --inuse where the kernel has uprobe sessions: the return runs only for sampled calls */
+extern bool bpf_session_is_return(void) __ksym __weak;
 
 SEC("uprobe")
-int BPF_KPROBE(posix_memalign_enter, void **memptr, __u64 align, __u64 size)
+int alloc_session(struct pt_regs *ctx)
 {
-	return handle_alloc(ctx, size, CULPERT_FN_POSIX_MEMALIGN);
+	if (bpf_session_is_return())
+		return handle_alloc_return(ctx);
+	return handle_alloc(ctx, (__u32)bpf_get_attach_cookie(ctx)) ? 0 : 1;
 }
 
-SEC("uprobe")
-int BPF_KPROBE(memalign_enter, __u64 align, __u64 size)
+/* --inuse elsewhere (or --no-session): a return probe on every call */
+SEC("uretprobe")
+int alloc_exit(struct pt_regs *ctx)
 {
-	return handle_alloc(ctx, size, CULPERT_FN_MEMALIGN);
-}
-
-SEC("uprobe")
-int BPF_KPROBE(pvalloc_enter, __u64 size)
-{
-	return handle_alloc(ctx, round_up_page(size), CULPERT_FN_PVALLOC);
+	return handle_alloc_return(ctx);
 }
 
 SEC("usdt")
@@ -75,8 +75,6 @@ int BPF_USDT(span_exit, __u64 id)
 }
 
 /* --span-fn on kernels with uprobe sessions: one program sees both entry and return */
-extern bool bpf_session_is_return(void) __ksym __weak;
-
 SEC("uprobe")
 int span_fn_session(struct pt_regs *ctx)
 {

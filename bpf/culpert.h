@@ -26,6 +26,8 @@
 /* record kinds in the ring buffer; the first __u32 of every record */
 enum culpert_event_kind {
 	CULPERT_EV_ALLOC = 1,		/* a sampled allocation: struct culpert_alloc_event */
+	CULPERT_EV_ALLOC_RET,		/* --inuse: what it returned: struct culpert_ret_event */
+	CULPERT_EV_FREE,		/* --inuse: a tracked block was freed: struct culpert_free_event */
 };
 
 /*
@@ -40,6 +42,7 @@ enum culpert_fn {
 	CULPERT_FN_POSIX_MEMALIGN,	/* (memptr, align, size) */
 	CULPERT_FN_MEMALIGN,		/* (align, size): memalign, aligned_alloc */
 	CULPERT_FN_PVALLOC,		/* (size), rounded up to a page */
+	CULPERT_FN_FREE,		/* (ptr, ...): free, sdallocx, mi_free, operator delete, ... */
 	CULPERT_FN__MAX,
 };
 
@@ -52,6 +55,9 @@ enum culpert_counter {
 	CULPERT_CNT_SPAN_OVERFLOW,	/* span entered deeper than CULPERT_MAX_SPAN_DEPTH */
 	CULPERT_CNT_SPAN_UNMATCHED,	/* span exit whose id is not open on the thread: ignored */
 	CULPERT_CNT_SPAN_NAMES_FULL,	/* span name table full: span kept without a name */
+	CULPERT_CNT_LIVE_FULL,		/* --inuse: live table full, block not tracked */
+	CULPERT_CNT_LOST_FREE,		/* --inuse: free of a tracked block not delivered */
+	CULPERT_CNT_LOST_RET,		/* --inuse: return of a sampled call not delivered */
 	CULPERT_CNT__MAX,
 };
 
@@ -88,19 +94,47 @@ struct culpert_span_name {
 	char name[CULPERT_SPAN_NAME_MAX + 1];
 };
 
+/*
+ * A sampled allocation.  Only the used part of data[] crosses the ring
+ * buffer: span_depth struct culpert_span_frame (outermost first), then
+ * either nr_frames __u64 of the frame-pointer walk (frames[0] = the
+ * probed instruction) or, for DWARF unwinding, stack_len bytes of the
+ * user stack from regs.sp up.
+ */
 struct culpert_alloc_event {
 	__u32 kind;			/* CULPERT_EV_ALLOC */
 	__u32 tid;
-	__u64 id;			/* unique per sample within one run */
+	__u64 id;			/* unique per sample within one run, never 0 */
 	__u64 size;			/* bytes requested */
 	__u64 ts_ns;			/* CLOCK_MONOTONIC (bpf_ktime_get_ns) at entry */
 	__u64 ret_addr;			/* word at the user stack pointer: return address into the caller */
 	__u32 fn;			/* enum culpert_fn */
-	__s32 nr_frames;		/* entries in frames[]; < 0 is the bpf_get_stack() error */
-	__u32 span_depth;		/* entries in spans[] */
+	__s32 nr_frames;		/* frames in data[]; < 0 is the bpf_get_stack() error */
+	__u32 span_depth;		/* spans in data[] */
+	__u32 stack_len;		/* bytes of user stack in data[] (DWARF unwinding) */
+	struct culpert_regs regs;	/* registers at entry (DWARF unwinding) */
+	__u8 data[];
+};
+
+/* most user stack bytes one sample carries (--stack-size is capped here) */
+#define CULPERT_MAX_STACK_COPY		(32 * 1024)
+/* room for the largest record */
+#define CULPERT_EVENT_MAX	(sizeof(struct culpert_alloc_event) +				\
+				 CULPERT_MAX_SPAN_DEPTH * sizeof(struct culpert_span_frame) +	\
+				 CULPERT_MAX_STACK_COPY)
+
+/* what a sampled allocation returned; follows its culpert_alloc_event */
+struct culpert_ret_event {
+	__u32 kind;			/* CULPERT_EV_ALLOC_RET */
+	__u32 tracked;			/* 1: in the live table, a free will be reported */
+	__u64 id;			/* of the culpert_alloc_event */
+	__u64 ptr;			/* 0: the allocation failed */
+};
+
+struct culpert_free_event {
+	__u32 kind;			/* CULPERT_EV_FREE */
 	__u32 pad;
-	struct culpert_span_frame spans[CULPERT_MAX_SPAN_DEPTH]; /* open spans, outermost first */
-	__u64 frames[CULPERT_MAX_FRAMES]; /* frame-pointer walk, frames[0] = probed instruction */
+	__u64 id;			/* of the culpert_alloc_event */
 };
 
 #endif /* CULPERT_H */

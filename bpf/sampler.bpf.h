@@ -7,6 +7,7 @@
 #define CULPERT_SAMPLER_BPF_H
 
 /* load-time knobs, set by userspace before load */
+const volatile bool track_inuse;			/* --inuse */
 const volatile __u32 stack_bytes = 65 * sizeof(__u64);	/* bytes of frames to walk: depth + 1 */
 const volatile bool sample_every;			/* --rate 1: every call is a sample */
 const volatile __u64 page_size = 4096;
@@ -105,46 +106,85 @@ static __always_inline bool countdown_expired(struct thread_state *ts, __u64 siz
 	return true;
 }
 
-static __always_inline void span_copy(struct thread_state *ts, struct culpert_alloc_event *e);
-enum prune_mode;
-static __always_inline void span_prune(struct thread_state *ts, __u64 sp, enum prune_mode mode,
-				       __u32 name_id);
-
-static __always_inline void emit_sample(struct pt_regs *ctx, struct thread_state *ts, __u64 size,
-					__u32 fn, __u64 sp)
+/* the sample's record; its id, 0 when the ring buffer was full */
+static __always_inline __u64 emit_sample(struct pt_regs *ctx, struct thread_state *ts, __u64 size,
+					 __u32 fn, __u64 sp)
 {
+	__u32 cpu = bpf_get_smp_processor_id(), depth;
 	struct culpert_alloc_event *e;
+	struct event_buf *buf;
+	__u64 id = 0, len, *frames;
 	long n;
 
-	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-	if (!e) {
+	buf = bpf_map_lookup_elem(&event_scratch, &cpu);
+	if (!buf)
+		return 0;
+	if (__sync_lock_test_and_set(&buf->busy, 1)) {
 		count(CULPERT_CNT_LOST_RINGBUF);
-		return;
+		return 0;
 	}
+	e = (struct culpert_alloc_event *)buf->bytes;
+	id = __sync_fetch_and_add(&next_sample_id, 1) + 1;
 	e->kind = CULPERT_EV_ALLOC;
 	e->tid = (__u32)bpf_get_current_pid_tgid();
-	e->id = __sync_fetch_and_add(&next_sample_id, 1);
+	e->id = id;
 	e->size = size;
 	e->ts_ns = bpf_ktime_get_ns();
 	e->fn = fn;
+	e->stack_len = 0;
 	span_prune(ts, sp, PRUNE_SAMPLE, 0);
-	span_copy(ts, e);
+	depth = span_copy(ts, (struct culpert_span_frame *)e->data);
+	e->span_depth = depth;
 	/* at entry the allocator has no frame yet: its caller is only at [sp] */
 	e->ret_addr = read_user_word(sp);
-	n = bpf_get_stack(ctx, e->frames, stack_bytes, BPF_F_USER_STACK);
+	frames = (__u64 *)(e->data + (depth & (CULPERT_MAX_SPAN_DEPTH * 2 - 1)) *
+				     sizeof(struct culpert_span_frame));
+	n = bpf_get_stack(ctx, frames, stack_bytes, BPF_F_USER_STACK);
 	if (n < 0) {
 		count(CULPERT_CNT_STACK_ERR);
 		e->nr_frames = n;
+		n = 0;
 	} else {
 		e->nr_frames = n / sizeof(__u64);
 	}
-	bpf_ringbuf_submit(e, 0);
+	len = sizeof(*e) + depth * sizeof(struct culpert_span_frame) + n;
+	if (len > CULPERT_EVENT_MAX || bpf_ringbuf_output(&events, e, len, 0)) {
+		count(CULPERT_CNT_LOST_RINGBUF);
+		id = 0;
+	}
+	buf->busy = 0;
+	return id;
 }
 
-static __always_inline int handle_alloc(struct pt_regs *ctx, __u64 size, __u32 fn)
+/* the bytes a call of entry point `fn` asks for, from its arguments */
+static __always_inline __u64 alloc_size(struct pt_regs *ctx, __u32 fn)
+{
+	switch (fn) {
+	case CULPERT_FN_CALLOC:
+		return mul_or_zero(PT_REGS_PARM1(ctx), PT_REGS_PARM2(ctx));
+	case CULPERT_FN_REALLOC:
+	case CULPERT_FN_MEMALIGN:
+		return PT_REGS_PARM2(ctx);
+	case CULPERT_FN_REALLOCARRAY:
+		return mul_or_zero(PT_REGS_PARM2(ctx), PT_REGS_PARM3(ctx));
+	case CULPERT_FN_POSIX_MEMALIGN:
+		return PT_REGS_PARM3(ctx);
+	case CULPERT_FN_PVALLOC:
+		return round_up_page(PT_REGS_PARM1(ctx));
+	default:
+		return PT_REGS_PARM1(ctx);
+	}
+}
+
+/*
+ * An allocator entry.  Returns true when the call was sampled and its
+ * return must be seen (--inuse): uprobe session programs return 0 then,
+ * so the kernel runs them again at the return, and 1 otherwise.
+ */
+static __always_inline bool handle_alloc(struct pt_regs *ctx, __u32 fn)
 {
 	struct thread_state *ts;
-	__u64 sp = PT_REGS_SP(ctx), ip = PT_REGS_IP(ctx);
+	__u64 sp = PT_REGS_SP(ctx), ip = PT_REGS_IP(ctx), size, id;
 
 	/*
 	 * No pid check here: the probes are attached for the target only
@@ -154,15 +194,24 @@ static __always_inline int handle_alloc(struct pt_regs *ctx, __u64 size, __u32 f
 	ts = thread_state_get();
 	if (!ts) {
 		count(CULPERT_CNT_NO_STATE);
-		return 0;
+		return false;
 	}
 	if (nested_call(ts, sp, ip))
-		return 0;
+		return false;
 	if (may_nest(fn))
 		guard_set(ts, sp, ip);
-	if (countdown_expired(ts, size))
-		emit_sample(ctx, ts, size, fn, sp);
-	return 0;
+	if (track_inuse && (fn == CULPERT_FN_REALLOC || fn == CULPERT_FN_REALLOCARRAY))
+		inuse_free(PT_REGS_PARM1(ctx));
+	size = alloc_size(ctx, fn);
+	if (!countdown_expired(ts, size))
+		return false;
+	id = emit_sample(ctx, ts, size, fn, sp);
+	if (!track_inuse || !id)
+		return false;
+	ts->pending_id = id;
+	ts->pending_sp = sp;
+	ts->pending_memptr = fn == CULPERT_FN_POSIX_MEMALIGN ? PT_REGS_PARM1(ctx) : 0;
+	return true;
 }
 
 #endif /* CULPERT_SAMPLER_BPF_H */

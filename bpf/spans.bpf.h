@@ -226,8 +226,8 @@ static __always_inline void span_prune(struct thread_state *ts, __u64 sp, enum p
 	}
 }
 
-/* the chain of open spans, outermost first, into a sample record */
-static __always_inline void span_copy(struct thread_state *ts, struct culpert_alloc_event *e)
+/* the chain of open spans, outermost first, into a sample record's data[]; returns the count */
+static __always_inline __u32 span_copy(struct thread_state *ts, struct culpert_span_frame *out)
 {
 	__u32 d = ts->span_depth;
 	int i;
@@ -237,9 +237,9 @@ static __always_inline void span_copy(struct thread_state *ts, struct culpert_al
 	for (i = 0; i < CULPERT_MAX_SPAN_DEPTH; i++) {
 		if (i >= (int)d)
 			break;
-		e->spans[i] = ts->spans[i];
+		out[i] = ts->spans[i];
 	}
-	e->span_depth = d;
+	return d;
 }
 
 static __always_inline int handle_span_enter(struct pt_regs *ctx, __u64 id, __u64 parent_id,

@@ -11,6 +11,9 @@ struct thread_state {
 	__u64 guard_sp;		/* stack pointer at entry of an open outer allocator call */
 	__u64 guard_ret;	/* the return address stored there */
 	__u64 guard_ip;		/* the entry point that call went to */
+	__u64 pending_id;	/* --inuse: sampled call whose return is awaited */
+	__u64 pending_sp;	/* its stack pointer at entry */
+	__u64 pending_memptr;	/* posix_memalign: where the pointer will be stored */
 	__u32 init;
 	__u32 span_depth;	/* spans kept in spans[] */
 	__u32 span_overflow;	/* spans open beyond CULPERT_MAX_SPAN_DEPTH */
@@ -26,6 +29,27 @@ struct {
 	__type(key, int);
 	__type(value, struct thread_state);
 } thread_states SEC(".maps");
+
+/*
+ * Records are assembled here, one buffer per CPU, then only their used part
+ * is copied to the ring buffer.  An array indexed by CPU rather than a
+ * per-CPU map: per-CPU values stop at 32 KiB, a record with a stack copy
+ * does not.  Uprobe programs run with migration disabled but can be
+ * preempted: `busy` keeps a second thread on the same CPU from writing into
+ * a half-built record (its sample is counted as lost instead).
+ */
+struct event_buf {
+	__u32 busy;
+	__u32 pad;
+	__u8 bytes[CULPERT_EVENT_MAX];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);		/* set to the number of possible CPUs by userspace */
+	__type(key, __u32);
+	__type(value, struct event_buf);
+} event_scratch SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);

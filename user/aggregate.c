@@ -148,7 +148,7 @@ int aggregate__add(struct aggregate *a, const struct agg_key *key, uint64_t size
 	if (!e)
 		return a->n_entries < a->max_entries ? -ENOMEM : -ENOSPC;
 	account(e, size, rate);
-	return 0;
+	return (int)(e - a->entries);
 }
 
 int aggregate__add_folded(struct aggregate *a, const struct agg_key *key, uint64_t size,
@@ -163,7 +163,7 @@ int aggregate__add_folded(struct aggregate *a, const struct agg_key *key, uint64
 		return -ENOMEM;
 	a->folded++;
 	account(e, size, rate);
-	return 0;
+	return (int)(e - a->entries);
 }
 
 const struct agg_entry *aggregate__entries(const struct aggregate *a, size_t *n)

@@ -39,11 +39,15 @@ struct aggregate *aggregate__new(size_t max_entries);
 void aggregate__free(struct aggregate *a);
 /* intern a stack (leaf first); its id, 0 for the empty stack or when full */
 uint32_t aggregate__stack(struct aggregate *a, const uint64_t *frames, size_t n);
-/* add one sample of `size` bytes; 0, -ENOSPC (a new key, the table is full) or -ENOMEM */
+/*
+ * Add one sample of `size` bytes.  Returns the entry's index, -ENOSPC (a
+ * new key, the table is full) or -ENOMEM.
+ */
 int aggregate__add(struct aggregate *a, const struct agg_key *key, uint64_t size, uint64_t rate);
 /*
  * The last resort when the table is full: add to the key with no stack and
- * no thread, keeping only key->span, so the totals stay right.  0 or -ENOMEM.
+ * no thread, keeping only key->span, so the totals stay right.  The entry's
+ * index or -ENOMEM.
  */
 int aggregate__add_folded(struct aggregate *a, const struct agg_key *key, uint64_t size,
 			  uint64_t rate);

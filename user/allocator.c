@@ -32,6 +32,8 @@ static const struct entry_spec libc_entries[] = {
 	{ "memalign", CULPERT_FN_MEMALIGN },
 	{ "valloc", CULPERT_FN_MALLOC },
 	{ "pvalloc", CULPERT_FN_PVALLOC },
+	/* probed with --inuse only */
+	{ "free", CULPERT_FN_FREE },
 	{ NULL, 0 },
 };
 

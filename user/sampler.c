@@ -24,6 +24,7 @@ struct sampler {
 	struct bpf_link **usdt_links;
 	size_t n_usdt_links, cap_usdt_links;
 	enum uprobe_mode mode;
+	enum sampler_inuse inuse;
 	bool fn_session;		/* --span-fn through one session program */
 	sampler_event_fn on_event;
 	void *ctx;
@@ -65,6 +66,8 @@ static struct bpf_program *program_for(struct culpert_bpf *skel, uint32_t fn)
 		return skel->progs.memalign_enter;
 	case CULPERT_FN_PVALLOC:
 		return skel->progs.pvalloc_enter;
+	case CULPERT_FN_FREE:
+		return skel->progs.free_enter;
 	default:
 		return NULL;
 	}
@@ -86,17 +89,26 @@ static int configure(struct sampler *s, const struct sampler_opts *o)
 	struct bpf_program *prog;
 	uint32_t fn;
 	size_t i;
-	int err;
+	int err = 0;
 
 	/* one frame more than kept: frames[0] is the probed instruction itself */
 	skel->rodata->stack_bytes = (o->max_depth + 1) * sizeof(__u64);
 	skel->rodata->sample_every = o->rate == 1;
 	skel->rodata->page_size = (__u64)sysconf(_SC_PAGESIZE);
+	skel->rodata->track_inuse = s->inuse != SAMPLER_INUSE_OFF;
+	skel->rodata->return_every_call = s->inuse == SAMPLER_INUSE_EVERY_RETURN;
+	if (o->max_live)
+		err = bpf_map__set_max_entries(skel->maps.live_allocs, (__u32)o->max_live);
+	if (err)
+		return err;
 	for (i = 0; i < plan->n_objects && i < CULPERT_MAX_ALLOC_OBJS; i++) {
 		skel->rodata->alloc_text_lo[i] = plan->objects[i].text_lo;
 		skel->rodata->alloc_text_hi[i] = plan->objects[i].text_hi;
 	}
 	err = bpf_map__set_max_entries(skel->maps.events, (__u32)pow2_at_least(o->ringbuf_bytes));
+	if (!err)
+		err = bpf_map__set_max_entries(skel->maps.event_scratch,
+					       (__u32)libbpf_num_possible_cpus());
 	if (err)
 		return err;
 	/* allocator entries go through `mode`; USDT probes always through libbpf's perf uprobes */
@@ -111,6 +123,15 @@ static int configure(struct sampler *s, const struct sampler_opts *o)
 	if (!err)
 		err = bpf_program__set_expected_attach_type(skel->progs.span_fn_exit,
 							    uprobe_mode__attach_type(s->mode));
+	if (!err)
+		err = bpf_program__set_expected_attach_type(skel->progs.alloc_exit,
+							    uprobe_mode__attach_type(s->mode));
+	if (!err && s->inuse == SAMPLER_INUSE_SESSION)
+		err = bpf_program__set_expected_attach_type(skel->progs.alloc_session,
+					uprobe_mode__attach_type(UPROBE_MODE_SESSION));
+	if (!err)
+		err = bpf_program__set_autoload(skel->progs.alloc_session,
+						s->inuse == SAMPLER_INUSE_SESSION);
 	/* the session program needs the kfuncs of 6.13+: not even loaded elsewhere */
 	if (!err && s->fn_session)
 		err = bpf_program__set_expected_attach_type(skel->progs.span_fn_session,
@@ -185,31 +206,87 @@ out:
 	return ret;
 }
 
+/* offsets (and cookies: the entry kind) of the plan's points in `obj` matching `want` */
+static size_t collect_points(const struct alloc_plan *plan, size_t obj,
+			     bool (*want)(uint32_t fn, uint32_t arg), uint32_t arg,
+			     uint64_t *offs, uint64_t *cookies)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < plan->n_points; i++) {
+		const struct probe_point *p = &plan->points[i];
+
+		if (p->object != (int)obj || !want(p->fn, arg))
+			continue;
+		offs[n] = p->offset;
+		cookies[n++] = p->fn;
+	}
+	return n;
+}
+
+static bool fn_is(uint32_t fn, uint32_t want)
+{
+	return fn == want;
+}
+
+static bool fn_allocates(uint32_t fn, uint32_t unused)
+{
+	return fn != CULPERT_FN_FREE;
+}
+
+/* one link per (object, program): all of its offsets at once */
+static int attach_object(struct sampler *s, const struct sampler_opts *o, size_t obj,
+			 uint64_t *offs, uint64_t *cookies)
+{
+	const struct alloc_plan *plan = o->plan;
+	const char *path = plan->objects[obj].open_path;
+	uint32_t fn;
+	size_t n;
+	int ret = 0;
+
+	if (s->inuse == SAMPLER_INUSE_SESSION) {
+		n = collect_points(plan, obj, fn_allocates, 0, offs, cookies);
+		ret = uprobe_set__attach(s->probes, UPROBE_MODE_SESSION, s->skel->progs.alloc_session,
+					 path, offs, cookies, n, o->pid, 0);
+	} else {
+		for (fn = 1; fn < CULPERT_FN__MAX && !ret; fn++) {
+			if (fn == CULPERT_FN_FREE)
+				continue;
+			n = collect_points(plan, obj, fn_is, fn, offs, cookies);
+			ret = uprobe_set__attach(s->probes, s->mode, program_for(s->skel, fn), path,
+						 offs, NULL, n, o->pid, 0);
+		}
+		if (!ret && s->inuse == SAMPLER_INUSE_EVERY_RETURN) {
+			n = collect_points(plan, obj, fn_allocates, 0, offs, cookies);
+			ret = uprobe_set__attach(s->probes, s->mode, s->skel->progs.alloc_exit, path,
+						 offs, NULL, n, o->pid, 1);
+		}
+	}
+	if (!ret && s->inuse != SAMPLER_INUSE_OFF) {
+		n = collect_points(plan, obj, fn_is, CULPERT_FN_FREE, offs, cookies);
+		ret = uprobe_set__attach(s->probes, s->mode, s->skel->progs.free_enter, path, offs,
+					 NULL, n, o->pid, 0);
+	}
+	return ret;
+}
+
 static int attach_plan(struct sampler *s, const struct sampler_opts *o, char *err, size_t errlen)
 {
 	const struct alloc_plan *plan = o->plan;
 	uint64_t *offs = calloc(plan->n_points ?: 1, sizeof(*offs));
-	size_t obj, i, n;
-	uint32_t fn;
-	int ret = 0;
+	uint64_t *cookies = calloc(plan->n_points ?: 1, sizeof(*cookies));
+	size_t obj;
+	int ret = offs && cookies ? 0 : -ENOMEM;
 
-	if (!offs)
-		return -ENOMEM;
-	/* one link per (object, program): all of its offsets at once */
 	for (obj = 0; obj < plan->n_objects && !ret; obj++) {
-		for (fn = 1; fn < CULPERT_FN__MAX && !ret; fn++) {
-			for (n = 0, i = 0; i < plan->n_points; i++)
-				if (plan->points[i].object == (int)obj && plan->points[i].fn == fn)
-					offs[n++] = plan->points[i].offset;
-			ret = uprobe_set__attach(s->probes, s->mode, program_for(s->skel, fn),
-						 plan->objects[obj].open_path, offs, NULL, n, o->pid, 0);
-			if (ret)
-				snprintf(err, errlen, "cannot attach uprobes to %s in pid %d: %s%s",
-					 plan->objects[obj].path, (int)o->pid, strerror(-ret),
-					 ret == -ESRCH ? " (the process exited)" : "");
-		}
+		ret = attach_object(s, o, obj, offs, cookies);
+		if (ret)
+			snprintf(err, errlen, "cannot attach uprobes to %s in pid %d: %s%s",
+				 plan->objects[obj].path, (int)o->pid, strerror(-ret),
+				 ret == -ESRCH ? " (the process exited)" : "");
 	}
 	free(offs);
+	free(cookies);
 	return ret;
 }
 
@@ -253,6 +330,8 @@ int sampler__new(const struct sampler_opts *o, struct sampler **out, char *err, 
 	s->mode = !o->no_multi && features__get()->uprobe_multi ? UPROBE_MODE_MULTI : UPROBE_MODE_PERF;
 	s->fn_session = s->mode == UPROBE_MODE_MULTI && !o->no_session &&
 			features__get()->uprobe_session;
+	if (o->track_inuse)
+		s->inuse = s->fn_session ? SAMPLER_INUSE_SESSION : SAMPLER_INUSE_EVERY_RETURN;
 	s->skel = culpert_bpf__open();
 	if (!s->skel) {
 		ret = -errno;
@@ -354,6 +433,23 @@ size_t sampler__n_sites(const struct sampler *s)
 const char *sampler__attach_mode(const struct sampler *s)
 {
 	return uprobe_mode__name(s->mode);
+}
+
+enum sampler_inuse sampler__inuse(const struct sampler *s)
+{
+	return s->inuse;
+}
+
+const char *sampler_inuse__name(enum sampler_inuse m)
+{
+	switch (m) {
+	case SAMPLER_INUSE_SESSION:
+		return "uprobe sessions: return probes for sampled calls only";
+	case SAMPLER_INUSE_EVERY_RETURN:
+		return "a return probe on every call";
+	default:
+		return "off";
+	}
 }
 
 const char *sampler__span_fn_mode(const struct sampler *s, bool entry_only)

@@ -23,6 +23,13 @@ struct span_fn_plan;
 /* a record from the ring buffer; return non-zero to stop consuming */
 typedef int (*sampler_event_fn)(void *ctx, void *data, size_t size);
 
+/* how --inuse sees the pointers sampled calls return */
+enum sampler_inuse {
+	SAMPLER_INUSE_OFF,
+	SAMPLER_INUSE_SESSION,		/* uprobe sessions (6.13+): a return only for sampled calls */
+	SAMPLER_INUSE_EVERY_RETURN,	/* a return probe on every allocator call */
+};
+
 struct sampler_opts {
 	pid_t pid;
 	uint64_t rate;			/* mean bytes between samples; 1 = every allocation */
@@ -30,6 +37,8 @@ struct sampler_opts {
 	size_t ringbuf_bytes;		/* rounded up to a power of two */
 	bool no_multi;			/* force one perf-event uprobe per site */
 	bool no_session;		/* entry + return probes even where uprobe sessions exist */
+	bool track_inuse;		/* --inuse: pointers, frees, live blocks */
+	size_t max_live;		/* --max-live: live blocks tracked (0: default) */
 	const struct alloc_plan *plan;
 	/* objects (paths we can open) carrying culpert:span_* USDT probes */
 	char *const *usdt_objects;
@@ -53,6 +62,8 @@ int sampler__span_names(const struct sampler *s,
 			int (*cb)(void *ctx, uint32_t id, const char *name, size_t len), void *ctx);
 size_t sampler__n_sites(const struct sampler *s);
 const char *sampler__attach_mode(const struct sampler *s);
+enum sampler_inuse sampler__inuse(const struct sampler *s);
+const char *sampler_inuse__name(enum sampler_inuse m);
 /* how --span-fn calls of an object are caught (see span_fn__unwinds_exceptions()) */
 const char *sampler__span_fn_mode(const struct sampler *s, bool entry_only);
 void sampler__free(struct sampler *s);

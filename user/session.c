@@ -12,6 +12,7 @@
 #include "allocator.h"
 #include "export.h"
 #include "kfeatures.h"
+#include "live.h"
 #include "log.h"
 #include "objcache.h"
 #include "procmaps.h"
@@ -39,6 +40,8 @@ struct session {
 	struct sampler *sampler;
 	struct aggregate *agg;
 	struct spans *spans;
+	struct live *live;		/* --inuse */
+	uint64_t live_full;		/* sampled blocks not tracked: the table was full */
 	char **usdt_objects;		/* paths of objects with culpert span probes */
 	size_t n_usdt_objects, cap_usdt_objects;
 	size_t n_usdt_sites;
@@ -106,7 +109,7 @@ static void check_mapped(struct session *s, const uint64_t *frames, size_t n)
  * full, coarsen it: no thread and the span path without ids, then no stack
  * either; memory stays bounded and the totals per span path stay right.
  */
-static int on_alloc(struct session *s, const struct culpert_alloc_event *e)
+static int add_sample(struct session *s, const struct culpert_alloc_event *e)
 {
 	uint64_t frames[CULPERT_MAX_FRAMES];
 	struct agg_key key = { 0 };
@@ -117,18 +120,35 @@ static int on_alloc(struct session *s, const struct culpert_alloc_event *e)
 	check_mapped(s, frames, n);
 	key.stack = aggregate__stack(s->agg, frames, n);
 	key.tid = e->tid;
-	key.span = spans__chain(s->spans, e->spans, e->span_depth, true);
+	key.span = spans__chain(s->spans, event_spans(e), e->span_depth, true);
 	s->samples++;
 	s->est_bytes += sample_weight(e->size, s->o.rate) * (double)e->size;
 	ret = key.span == UINT32_MAX ? -ENOSPC : aggregate__add(s->agg, &key, e->size, s->o.rate);
 	if (ret != -ENOSPC)
 		return ret;
 	key.tid = 0;
-	key.span = spans__chain(s->spans, e->spans, e->span_depth, false);
+	key.span = spans__chain(s->spans, event_spans(e), e->span_depth, false);
 	ret = aggregate__add(s->agg, &key, e->size, s->o.rate);
 	if (ret != -ENOSPC)
 		return ret;
 	return aggregate__add_folded(s->agg, &key, e->size, s->o.rate);
+}
+
+static int on_alloc(struct session *s, const struct culpert_alloc_event *e)
+{
+	struct live_block b = { .id = e->id, .size = e->size, .ts_ns = e->ts_ns };
+	int entry = add_sample(s, e);
+
+	if (entry < 0)
+		return entry;
+	if (!s->live)
+		return 0;
+	b.entry = (uint32_t)entry;
+	b.weight = sample_weight(e->size, s->o.rate);
+	/* full: the block counts as allocated, not as live; said at the end */
+	if (live__alloc(s->live, &b) == -ENOSPC)
+		s->live_full++;
+	return 0;
 }
 
 /* the objects that carry culpert:span_* probes, and how many sites */
@@ -174,10 +194,21 @@ static int on_event(void *ctx, void *data, size_t size)
 		return 0;
 	switch (*kind) {
 	case CULPERT_EV_ALLOC:
-		if (size < sizeof(struct culpert_alloc_event))
+		if (!event_complete(data, size))
 			return 0;
 		/* out of memory ends the capture; what was aggregated is still written */
 		return on_alloc(s, data);
+	case CULPERT_EV_ALLOC_RET:
+		if (s->live && size >= sizeof(struct culpert_ret_event)) {
+			const struct culpert_ret_event *r = data;
+
+			live__ret(s->live, r->id, r->tracked);
+		}
+		return 0;
+	case CULPERT_EV_FREE:
+		if (s->live && size >= sizeof(struct culpert_free_event))
+			live__release(s->live, ((const struct culpert_free_event *)data)->id);
+		return 0;
 	default:
 		return 0;
 	}
@@ -207,7 +238,9 @@ int session__open(const struct session_opts *o, struct session **out, char *err,
 	s->objs = objcache__new(&s->t);
 	s->agg = aggregate__new(o->max_entries);
 	s->spans = spans__new(o->max_entries);
-	if (!s->objs || !s->agg || !s->spans) {
+	if (o->inuse)
+		s->live = live__new(o->max_live);
+	if (!s->objs || !s->agg || !s->spans || (o->inuse && !s->live)) {
 		ret = -ENOMEM;
 		snprintf(err, errlen, "out of memory");
 		goto fail;
@@ -228,6 +261,8 @@ int session__open(const struct session_opts *o, struct session **out, char *err,
 	so.ringbuf_bytes = o->ringbuf_bytes;
 	so.no_multi = o->no_multi;
 	so.no_session = o->no_session;
+	so.track_inuse = o->inuse;
+	so.max_live = o->max_live;
 	so.span_fns = &s->fns;
 	so.plan = &s->plan;
 	ret = find_usdt_objects(s);
@@ -438,6 +473,7 @@ void session__close(struct session *s)
 	sampler__free(s->sampler);
 	aggregate__free(s->agg);
 	spans__free(s->spans);
+	live__free(s->live);
 	for (i = 0; i < s->n_usdt_objects; i++)
 		free(s->usdt_objects[i]);
 	free(s->usdt_objects);

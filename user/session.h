@@ -28,6 +28,8 @@ struct session_opts {
 	size_t max_span_fns;
 	size_t ringbuf_bytes;
 	size_t max_entries;		/* aggregate keys */
+	bool inuse;			/* --inuse: live heap and ages */
+	size_t max_live;		/* --max-live */
 };
 
 enum session_end {

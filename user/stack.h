@@ -3,12 +3,28 @@
 #ifndef CULPERT_STACK_H
 #define CULPERT_STACK_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include <linux/types.h>
 
 #include "culpert.h"
+
+/* the open spans of a sample record, outermost first (e->span_depth of them) */
+static inline const struct culpert_span_frame *event_spans(const struct culpert_alloc_event *e)
+{
+	return (const struct culpert_span_frame *)e->data;
+}
+
+/* the frame-pointer walk of a sample record (e->nr_frames of them) */
+static inline const __u64 *event_frames(const struct culpert_alloc_event *e)
+{
+	return (const __u64 *)(e->data + e->span_depth * sizeof(struct culpert_span_frame));
+}
+
+/* does a record of `size` bytes hold everything its header announces? */
+bool event_complete(const struct culpert_alloc_event *e, size_t size);
 
 /*
  * Return addresses, leaf first, the leaf being the allocator's caller

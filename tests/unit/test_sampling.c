@@ -88,7 +88,7 @@ static void test_aggregate_bounds(void)
 		k.tid = tid;
 		if (aggregate__add(a, &k, 4096, 4096) == -ENOSPC) {
 			full++;
-			ASSERT_EQ(aggregate__add_folded(a, &k, 4096, 4096), 0, "fold");
+			ASSERT_TRUE(aggregate__add_folded(a, &k, 4096, 4096) >= 0, "fold");
 		}
 	}
 	e = aggregate__entries(a, &n);

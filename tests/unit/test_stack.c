@@ -5,14 +5,21 @@
 #include "stack.h"
 #include "test.h"
 
-static struct culpert_alloc_event ev;
+static union {
+	struct culpert_alloc_event e;
+	char bytes[CULPERT_EVENT_MAX];
+} buf;
+static struct culpert_alloc_event *const evp = &buf.e;
+#define ev (*evp)
 
+/* a record with two open spans before the frames, as the BPF side lays it out */
 static void setup(uint64_t ret, const uint64_t *frames, int n)
 {
-	memset(&ev, 0, sizeof(ev));
+	memset(&buf, 0, sizeof(buf));
 	ev.ret_addr = ret;
 	ev.nr_frames = n;
-	memcpy(ev.frames, frames, (size_t)(n > 0 ? n : 0) * sizeof(*frames));
+	ev.span_depth = 2;
+	memcpy((void *)event_frames(&ev), frames, (size_t)(n > 0 ? n : 0) * sizeof(*frames));
 }
 
 static void test_caller_restored(void)
@@ -56,9 +63,23 @@ static void test_junk_and_limits(void)
 	ASSERT_EQ(out[0], 0x401500, "the walk only");
 }
 
+static void test_record_sizes(void)
+{
+	const uint64_t f[] = { 0x7f0000001000, 0x401500, 0x401900 };
+	size_t need;
+
+	setup(0x401234, f, 3);
+	need = sizeof(ev) + 2 * sizeof(struct culpert_span_frame) + 3 * sizeof(__u64);
+	ASSERT_TRUE(event_complete(&ev, need), "complete record");
+	ASSERT_TRUE(!event_complete(&ev, need - 1), "one byte short");
+	ev.span_depth = CULPERT_MAX_SPAN_DEPTH + 1;
+	ASSERT_TRUE(!event_complete(&ev, sizeof(buf)), "impossible span depth");
+}
+
 int main(void)
 {
 	test_group = "unit/stack";
+	RUN_TEST(test_record_sizes);
 	RUN_TEST(test_caller_restored);
 	RUN_TEST(test_caller_already_there);
 	RUN_TEST(test_junk_and_limits);

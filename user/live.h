@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * --inuse: the sampled blocks still live, by sample id.  A block is
+ * announced with its sample (which aggregate entry, size, weight, time),
+ * confirmed when the allocator returned it and the BPF side tracks it,
+ * and dropped when freed.  Bounded like the BPF live table it mirrors.
+ */
+#ifndef CULPERT_LIVE_H
+#define CULPERT_LIVE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct live;
+
+struct live_block {
+	uint64_t id;
+	uint32_t entry;		/* aggregate entry index */
+	bool tracked;		/* the return was seen and the BPF side tracks it */
+	uint64_t size;
+	double weight;		/* sample_weight(size, rate) */
+	uint64_t ts_ns;		/* CLOCK_MONOTONIC at allocation */
+};
+
+struct live *live__new(size_t max_blocks);
+void live__free(struct live *l);
+/* a sampled allocation; 0, -ENOSPC when full, -ENOMEM */
+int live__alloc(struct live *l, const struct live_block *b);
+/* its return: tracked or not (failed allocation, full BPF table) */
+void live__ret(struct live *l, uint64_t id, bool tracked);
+/* its free */
+void live__release(struct live *l, uint64_t id);
+/* blocks still live (tracked); pointer valid until the next change */
+const struct live_block *live__blocks(const struct live *l, size_t *n);
+/* after the capture: drop blocks whose return was never seen */
+void live__settle(struct live *l);
+
+#endif /* CULPERT_LIVE_H */
