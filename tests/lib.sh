@@ -103,6 +103,11 @@ by_leaf() {
 			END {for (k in s) printf "%s %.0f\n", k, s[k]}' | sort
 }
 
+# the median of the numbers on stdin, one a line
+median() {
+	sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
 # |est - truth| <= tol_pct % of truth
 within_pct() {
 	awk -v e="$1" -v t="$2" -v p="$3" 'BEGIN {d = e - t; if (d < 0) d = -d; exit !(d <= t * p / 100)}'

@@ -40,10 +40,6 @@ run_once() {
 	awk '/^ns_per_op/ { print $2 }' "$TMP/w.out"
 }
 
-median() {
-	sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
-}
-
 echo "workload: $THREADS threads x $OPS x (malloc 16 B..8 KiB + free), $RUNS runs each, interleaved"
 : >"$TMP/none"; : >"$TMP/floor"; : >"$TMP/culpert"
 i=0
