@@ -8,41 +8,24 @@
 # figure is the median of BENCH_RUNS runs.  Then insn_cost: one hit's cost
 # by the instruction the probe sits on, which is what the choice rests on.
 . tests/lib.sh
+. tests/bench/common.sh
 
 RUNS=${BENCH_RUNS:-7}
 OPS=${BENCH_OPS:-100000}
-BENCH=$OUTPUT/tests/bench
 
 [ "$(id -u)" = 0 ] || { echo "bench_probe_offsets: needs root"; exit 1; }
 
 # one run with probes placed by MODE (none | zero | chosen); prints ns per malloc+free
 run_once() {
-	"$BENCH/malloc_bench" 1 "$OPS" >"$TMP/w.out" &
-	w=$!
-	wait_for "$TMP/w.out" ready 5 || return 1
-	p=""
 	case "$1" in
-	zero | chosen)
-		[ "$1" = zero ] && set -- --at-zero || set --
-		"$BENCH/floor_attach" "$w" --entry free "$@" 2>"$TMP/a.err" &
-		p=$!
-		wait_for "$TMP/a.err" "floor: attached" 10 || return 1 ;;
+	none) workload 1 "$OPS" ;;
+	zero) workload 1 "$OPS" "floor: attached" "$BENCH/floor_attach" PID --entry free --at-zero ;;
+	chosen) workload 1 "$OPS" "floor: attached" "$BENCH/floor_attach" PID --entry free ;;
 	esac
-	kill -USR1 "$w"
-	wait "$w"
-	[ -n "$p" ] && wait "$p"
-	awk '/^ns_per_op/ { print $2 }' "$TMP/w.out"
 }
 
 echo "workload: 1 thread x $OPS x (malloc 16 B..8 KiB + free), $RUNS runs each, interleaved"
-: >"$TMP/none"; : >"$TMP/zero"; : >"$TMP/chosen"
-i=0
-while [ $i -lt "$RUNS" ]; do
-	run_once none >>"$TMP/none"
-	run_once zero >>"$TMP/zero"
-	run_once chosen >>"$TMP/chosen"
-	i=$((i + 1))
-done
+interleave "$RUNS" none zero chosen
 echo "chosen offsets of the two functions the workload calls:"
 grep -E 'floor: (malloc|free) ' "$TMP/a.err" | sed 's/^floor: */  /'
 none=$(median <"$TMP/none")
