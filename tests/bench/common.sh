@@ -7,6 +7,10 @@ BENCH=$OUTPUT/tests/bench
 # workload waits and awaited until its stderr says READY; the word PID in CMD
 # is the workload's pid.  Prints the workload's ns per malloc+free.
 workload() {
+	# truncated here: the children truncate only once they run, after wait_for
+	# may have read the last run's "ready" or READY
+	: >"$TMP/w.out"
+	: >"$TMP/a.err"
 	"$BENCH/malloc_bench" "$1" "$2" >"$TMP/w.out" &
 	w=$!
 	shift 2
