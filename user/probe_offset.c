@@ -236,8 +236,11 @@ static int find_candidate(struct decoder *d, struct probe_offset *po)
 		if (pos + in->size > PROBE_OFFSET_MAX_SKIP)
 			return decide(po, 0, "+0: no emulated instruction within the first %d bytes",
 				      PROBE_OFFSET_MAX_SKIP);
-		n += (size_t)snprintf(past + n, n < sizeof(past) ? sizeof(past) - n : 0, "%s%s (%s)",
-				      pos ? ", " : "", text, kind);
+		n += (size_t)snprintf(past + n, sizeof(past) - n, "%s%s (%s)", pos ? ", " : "", text,
+				      kind);
+		/* a long list is cut, never written past */
+		if (n >= sizeof(past))
+			n = sizeof(past) - 1;
 		pos += in->size;
 	}
 }

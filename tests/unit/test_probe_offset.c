@@ -188,6 +188,11 @@ static void test_first_sixteen_bytes(void)
 
 	CHOOSE(&po, CMPB_RIP, TEST_RDI, CMP_RSI_RDI, TESTB_RDX, JE8(0), RET);
 	ASSERT_EQ(po.offset, 16, "exactly 16 bytes may be skipped");
+	/* the most instructions that fit: eight 2-byte ones, all named in the reason */
+	CHOOSE(&po, 0x38, 0xc0, 0x38, 0xc0, 0x38, 0xc0, 0x38, 0xc0, 0x38, 0xc0, 0x38, 0xc0, 0x38,
+	       0xc0, 0x38, 0xc0, JE8(0), RET);
+	ASSERT_EQ(po.offset, 16, "eight cmp %al,%al");
+	reason_has(&po, "(flags only), cmpb %al,%al (flags only) to je");
 	CHOOSE(&po, CMPB_RIP, CMPB_RIP, TEST_RDI, JE8(0), RET);
 	ASSERT_EQ(po.offset, 0, "17 may not");
 	reason_has(&po, "within the first 16 bytes");
