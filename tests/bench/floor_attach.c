@@ -40,10 +40,24 @@ static void on_signal(int sig)
 	stop = 1;
 }
 
-/* file offset of `name` in `path` at its chosen offset (at_zero: at +0) */
-static int extra_entry(const char *path, const char *name, bool at_zero, uint64_t *off)
+static bool planned(const struct alloc_plan *plan, uint64_t sym_offset)
 {
-	struct elfobj *obj = elfobj__open(path);
+	size_t i;
+
+	for (i = 0; i < plan->n_points; i++)
+		if (plan->points[i].object == 0 && plan->points[i].sym_offset == sym_offset)
+			return true;
+	return false;
+}
+
+/*
+ * File offset of `name` in the allocator's object at its chosen offset
+ * (at_zero: at +0).  0, 1 when the plan probes it already, or -errno.
+ */
+static int extra_entry(const struct alloc_plan *plan, const char *name, bool at_zero,
+		       uint64_t *off)
+{
+	struct elfobj *obj = elfobj__open(plan->objects[0].open_path);
 	const struct elf_symbol *sym;
 	struct probe_offset po;
 	int err = -ENOENT;
@@ -52,7 +66,7 @@ static int extra_entry(const char *path, const char *name, bool at_zero, uint64_
 		return -errno;
 	sym = elfobj__sym_by_name(obj, name);
 	if (sym && !elfobj__vaddr_to_offset(obj, sym->value, off))
-		err = probe_offset__for_symbol(obj, sym, &po);
+		err = planned(plan, *off) ? 1 : probe_offset__for_symbol(obj, sym, &po);
 	if (!err) {
 		if (!at_zero)
 			*off += po.offset;
@@ -88,20 +102,24 @@ static int attach_all(struct uprobe_set *set, enum uprobe_mode mode, struct floo
 		      size_t n_names)
 {
 	uint64_t extra[MAX_EXTRA], *offs;
-	size_t o, i, n;
+	size_t o, i, n, n_extra = 0;
 	int err = 0;
 
-	for (i = 0; i < n_names && !err; i++) {
-		err = extra_entry(plan->objects[0].open_path, names[i], at_zero, &extra[i]);
-		if (err)
+	for (i = 0; i < n_names && err >= 0; i++) {
+		err = extra_entry(plan, names[i], at_zero, &extra[n_extra]);
+		if (err < 0)
 			fprintf(stderr, "floor_attach: no %s in %s\n", names[i],
 				plan->objects[0].path);
+		/* already in the plan: a second probe on the same instruction would count twice */
+		n_extra += err == 0;
 	}
-	offs = calloc(plan->n_points + n_names, sizeof(*offs));
+	if (err < 0)
+		return err;
+	offs = calloc(plan->n_points + n_extra, sizeof(*offs));
 	if (!offs)
 		return -ENOMEM;
-	for (o = 0; o < plan->n_objects && !err; o++) {
-		n = object_offsets(plan, o, at_zero, extra, n_names, offs);
+	for (o = 0, err = 0; o < plan->n_objects && !err; o++) {
+		n = object_offsets(plan, o, at_zero, extra, n_extra, offs);
 		err = uprobe_set__attach(set, mode, skel->progs.floor_enter,
 					 plan->objects[o].open_path, offs, NULL, n, pid, 0);
 		if (err)
