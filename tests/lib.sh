@@ -103,6 +103,39 @@ by_leaf() {
 			END {for (k in s) printf "%s %.0f\n", k, s[k]}' | sort
 }
 
+# runtime_addr PID PATH OFFSET: where file offset OFFSET of PATH's code is in PID
+runtime_addr() {
+	while read -r range perms moff _ _ path; do
+		[ "$path" = "$2" ] || continue
+		case "$perms" in *x*) ;; *) continue ;; esac
+		start=$((0x${range%-*}))
+		end=$((0x${range#*-}))
+		o=$((0x$moff))
+		if [ $(($3)) -ge "$o" ] && [ $(($3)) -lt $((o + end - start)) ]; then
+			echo $((start + $3 - o))
+			return 0
+		fi
+	done <"/proc/$1/maps"
+	return 1
+}
+
+# first byte of code at ADDR in PID's memory, as two hex digits
+code_byte() {
+	python3 -c 'import sys
+with open("/proc/%s/mem" % sys.argv[1], "rb") as f:
+    f.seek(int(sys.argv[2])); print(f.read(1).hex())' "$1" "$2"
+}
+
+# the byte at file offset OFFSET of FILE, as two hex digits
+file_byte() {
+	od -An -tx1 -j "$(($2))" -N1 "$1" | tr -d ' '
+}
+
+# the median of the numbers on stdin, one a line
+median() {
+	sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
 # |est - truth| <= tol_pct % of truth
 within_pct() {
 	awk -v e="$1" -v t="$2" -v p="$3" 'BEGIN {d = e - t; if (d < 0) d = -d; exit !(d <= t * p / 100)}'

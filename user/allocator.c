@@ -193,12 +193,16 @@ static int add_entries(struct alloc_plan *plan, int object, struct elfobj *obj, 
 			return -ENOMEM;
 		pp = &plan->points[plan->n_points];
 		memset(pp, 0, sizeof(*pp));
+		/* past flag-only leading instructions to one the kernel emulates, if provably safe */
+		err = probe_offset__for_symbol(obj, sym, &pp->at);
+		if (err)
+			return err;
 		pp->object = object;
 		pp->symbol = strdup(name);
 		if (!pp->symbol)
 			return -ENOMEM;
 		pp->sym_offset = off;
-		pp->offset = off;
+		pp->offset = off + pp->at.offset;
 		pp->fn = specs->fn;
 		plan->n_points++;
 	}

@@ -19,6 +19,7 @@ struct objcache;
 #include <linux/types.h>
 
 #include "culpert.h"
+#include "probe_offset.h"
 
 /* at most this many objects carry probes (the BPF side keeps their code ranges) */
 #define ALLOC_MAX_OBJECTS CULPERT_MAX_ALLOC_OBJS
@@ -36,7 +37,8 @@ struct probe_point {
 	int object;		/* index into alloc_plan.objects */
 	char *symbol;
 	uint64_t sym_offset;	/* file offset of the symbol */
-	uint64_t offset;	/* file offset where the probe goes */
+	uint64_t offset;	/* file offset where the probe goes: sym_offset + at.offset */
+	struct probe_offset at;	/* how far past the symbol, and why */
 	uint32_t fn;		/* enum culpert_fn */
 };
 

@@ -30,7 +30,8 @@ static void usage(FILE *f)
 		"Options:\n"
 		"  -p, --pid PID          process to inspect\n"
 		"      --allocator NAME   as for attach: auto, a family, or a symbol prefix\n"
-		"  -v, --verbose          also list the optional entry points that are absent\n"
+		"  -v, --verbose          also list the absent optional entry points, and why\n"
+		"                         each probe sits at its symbol's +0\n"
 		"  -h, --help             this help\n"
 		"\n"
 		"EXAMPLES:\n"
@@ -64,8 +65,9 @@ static void print_plan(const struct alloc_plan *plan)
 			if (p->object != (int)o)
 				continue;
 			printf("  %-22s offset 0x%llx", p->symbol, (unsigned long long)p->offset);
-			if (p->offset != p->sym_offset)
-				printf(" (symbol + %llu)", (unsigned long long)(p->offset - p->sym_offset));
+			/* the reason starts with the distance: "(symbol +3: past testq ...)" */
+			if (p->offset != p->sym_offset || log_level >= LOG_INFO)
+				printf(" (symbol %s)", p->at.reason);
 			printf("\n");
 		}
 	}

@@ -7,52 +7,27 @@
 # interleaved run by run; each figure is the median of BENCH_RUNS runs.
 # Then the profiler's own RSS over a BENCH_RSS_SECONDS capture.
 . tests/lib.sh
+. tests/bench/common.sh
 
 RUNS=${BENCH_RUNS:-7}
 THREADS=${BENCH_THREADS:-4}
 OPS=${BENCH_OPS:-150000}
 RSS_SECONDS=${BENCH_RSS_SECONDS:-60}
-BENCH=$OUTPUT/tests/bench
 
 [ "$(id -u)" = 0 ] || { echo "bench_overhead: needs root"; exit 1; }
 
-# one run of the workload under MODE (none | floor | culpert [args]); prints ns/op
+# one run of the workload under MODE (none | floor | culpert); prints ns/op
 run_once() {
-	mode=$1
-	shift
-	"$BENCH/malloc_bench" "$THREADS" "$OPS" >"$TMP/w.out" &
-	w=$!
-	wait_for "$TMP/w.out" ready 5 || return 1
-	p=""
-	case "$mode" in
-	floor)
-		"$BENCH/floor_attach" "$w" 2>"$TMP/a.err" &
-		p=$!
-		wait_for "$TMP/a.err" "floor: attached" 10 || return 1 ;;
-	culpert)
-		"$BIN_BPF" attach --pid "$w" -o "$TMP/b.pb.gz" "$@" 2>"$TMP/a.err" &
-		p=$!
-		wait_for "$TMP/a.err" "culpert-bpf: profiling" 10 || return 1 ;;
+	case "$1" in
+	none) workload "$THREADS" "$OPS" ;;
+	floor) workload "$THREADS" "$OPS" "floor: attached" "$BENCH/floor_attach" PID ;;
+	culpert) workload "$THREADS" "$OPS" "culpert-bpf: profiling" \
+		"$BIN_BPF" attach --pid PID -o "$TMP/b.pb.gz" ;;
 	esac
-	kill -USR1 "$w"
-	wait "$w"
-	[ -n "$p" ] && wait "$p"
-	awk '/^ns_per_op/ { print $2 }' "$TMP/w.out"
-}
-
-median() {
-	sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
 
 echo "workload: $THREADS threads x $OPS x (malloc 16 B..8 KiB + free), $RUNS runs each, interleaved"
-: >"$TMP/none"; : >"$TMP/floor"; : >"$TMP/culpert"
-i=0
-while [ $i -lt "$RUNS" ]; do
-	run_once none >>"$TMP/none"
-	run_once floor >>"$TMP/floor"
-	run_once culpert >>"$TMP/culpert"
-	i=$((i + 1))
-done
+interleave "$RUNS" none floor culpert
 none=$(median <"$TMP/none")
 floor=$(median <"$TMP/floor")
 cul=$(median <"$TMP/culpert")

@@ -164,25 +164,7 @@ malloc_addr() {
 	"$BIN_BPF" probes --pid "$1" >"$TMP/pr.$1" || return 1
 	off=$(awk '$1 == "malloc" { print $3 }' "$TMP/pr.$1")
 	lib=$(awk '/^allocator:/ { print $4 }' "$TMP/pr.$1")
-	while read -r range perms moff _ _ path; do
-		[ "$path" = "$lib" ] || continue
-		case "$perms" in *x*) ;; *) continue ;; esac
-		start=$((0x${range%-*}))
-		end=$((0x${range#*-}))
-		o=$((0x$moff))
-		if [ $((off)) -ge "$o" ] && [ $((off)) -lt $((o + end - start)) ]; then
-			echo $((start + off - o))
-			return 0
-		fi
-	done <"/proc/$1/maps"
-	return 1
-}
-
-# first byte of code at ADDR in PID's memory, as two hex digits
-code_byte() {
-	python3 -c 'import sys
-with open("/proc/%s/mem" % sys.argv[1], "rb") as f:
-    f.seek(int(sys.argv[2])); print(f.read(1).hex())' "$1" "$2"
+	runtime_addr "$1" "$lib" "$off"
 }
 
 # Breakpoints go into the target only; SIGKILL of the profiler removes them

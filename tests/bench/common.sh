@@ -1,0 +1,55 @@
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+# Helpers of the benchmarks, sourced after tests/lib.sh.
+
+BENCH=$OUTPUT/tests/bench
+
+# workload THREADS OPS [READY CMD...]: malloc_bench under CMD, started once the
+# workload waits and awaited until its stderr says READY; the word PID in CMD
+# is the workload's pid.  Prints the workload's ns per malloc+free.
+workload() {
+	# truncated here: the children truncate only once they run, after wait_for
+	# may have read the last run's "ready" or READY
+	: >"$TMP/w.out"
+	: >"$TMP/a.err"
+	"$BENCH/malloc_bench" "$1" "$2" >"$TMP/w.out" &
+	w=$!
+	shift 2
+	wait_for "$TMP/w.out" ready 5 || return 1
+	p=""
+	if [ $# -gt 0 ]; then
+		ready=$1
+		shift
+		n=$#
+		while [ "$n" -gt 0 ]; do
+			a=$1
+			shift
+			[ "$a" = PID ] && a=$w
+			set -- "$@" "$a"
+			n=$((n - 1))
+		done
+		"$@" 2>"$TMP/a.err" &
+		p=$!
+		wait_for "$TMP/a.err" "$ready" 10 || return 1
+	fi
+	kill -USR1 "$w"
+	wait "$w"
+	[ -n "$p" ] && wait "$p"
+	awk '/^ns_per_op/ { print $2 }' "$TMP/w.out"
+}
+
+# interleave RUNS MODE...: run_once MODE for every mode, round after round;
+# the results of MODE, one a line, in $TMP/MODE
+interleave() {
+	runs=$1
+	shift
+	for m; do
+		: >"$TMP/$m"
+	done
+	i=0
+	while [ "$i" -lt "$runs" ]; do
+		for m; do
+			run_once "$m" >>"$TMP/$m"
+		done
+		i=$((i + 1))
+	done
+}

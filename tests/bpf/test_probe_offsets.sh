@@ -1,0 +1,130 @@
+#!/bin/sh
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#
+# Probes at the offsets probe_offset chose, in real processes: the
+# breakpoint sits at the chosen instruction and the symbol's first byte is
+# untouched; what the BPF programs read there (arguments, stack pointer,
+# return address) is what they would read at +0, so --rate 1 counts stay
+# exact; and free, probed past its test, still frees.
+. tests/lib.sh
+
+# alloc_exact's functions and the entry points they call
+ENTRY_OF="f_malloc:malloc f_calloc:calloc f_realloc_null:realloc f_reallocarray:reallocarray
+f_memalign16:memalign f_posix_memalign:posix_memalign f_aligned_alloc:aligned_alloc
+f_valloc:valloc f_pvalloc:pvalloc"
+
+# probes -v of PID: "$TMP/points" gets "name file_offset +N" per probe, $lib the object
+probe_points() {
+	"$BIN_BPF" probes -v --pid "$1" >"$TMP/pr" || { fail "probes: $(cat "$TMP/pr")"; return 1; }
+	lib=$(awk '/^allocator:/ { print $4 }' "$TMP/pr")
+	awk '$2 == "offset" && $4 == "(symbol" { sub(/:$/, "", $5); print $1, $3, $5 }' "$TMP/pr" \
+		>"$TMP/points"
+	[ -s "$TMP/points" ] || { fail "no probe points with reasons in: $(cat "$TMP/pr")"; return 1; }
+}
+
+# "+N" of entry point NAME's probe; aliases (memalign = aligned_alloc in glibc) share one
+# probe under another name, so it is found by the symbol's address (libc: vaddr == file offset)
+probe_of() {
+	sym=$(nm -D "$lib" | awk -v n="$1" '$2 ~ /^[TtWi]$/ && ($3 == n || index($3, n "@") == 1) {
+		print $1; exit }')
+	[ -n "$sym" ] || return
+	while read -r _ off plus; do
+		[ $((off - plus)) -eq $((0x$sym)) ] && echo "$plus" && return
+	done <"$TMP/points"
+}
+
+# check_placement PID NAME FILE_OFFSET +N: int3 at the probe, the symbol's first byte intact
+check_placement() {
+	at=$(runtime_addr "$1" "$lib" "$3") || { fail "$2: offset $3 not mapped"; return; }
+	[ "$(code_byte "$1" "$at")" = cc ] || fail "$2: no int3 at symbol $4 (0x$(printf %x "$at"))"
+	[ "$4" = +0 ] && return
+	want=$(file_byte "$lib" $(($3 - $4)))
+	got=$(code_byte "$1" $((at - $4)))
+	[ "$got" = "$want" ] || fail "$2: symbol +0 holds $got, not the file's $want"
+}
+
+# alloc_exact under --rate 1: breakpoints where probes says, exact counts where probes moved
+test_chosen_offsets_exact() {
+	need_root || return
+	start_target "$TMP/ex.out" "$TARGETS/alloc_exact" || return
+	probe_points "$target_pid" || return
+	grep -q ' +[1-9][0-9]*$' "$TMP/points" || {
+		fail "no probe moved past +0, nothing tested: $(cat "$TMP/points")"
+		return
+	}
+	attach_bg "$TMP/a.err" --pid "$target_pid" --rate 1 -o "$TMP/ex.pb.gz" || return
+	while read -r name off plus; do
+		check_placement "$target_pid" "$name" "$off" "$plus"
+	done <"$TMP/points"
+	kill -USR1 "$target_pid"
+	wait "$target_pid"
+	wait "$attach_pid" || fail "attach failed: $(cat "$TMP/a.err")"
+	by_leaf "$TMP/ex.pb.gz" 1 >"$TMP/calls"
+	by_leaf "$TMP/ex.pb.gz" 2 >"$TMP/bytes"
+	checked=0
+	for pair in $ENTRY_OF; do
+		f=${pair%%:*}
+		plus=$(probe_of "${pair#*:}")
+		[ -n "$plus" ] && [ "$plus" != +0 ] || continue
+		bytes=$(awk -v f="$f" '$1 == "total" && $2 == f { print $3 }' "$TMP/ex.out")
+		calls=$(awk -v f="$f" '$1 == "total" && $2 == f { print $4 }' "$TMP/ex.out")
+		got_b=$(awk -v f="$f" '$1 == f { print $2 }' "$TMP/bytes")
+		got_c=$(awk -v f="$f" '$1 == f { print $2 }' "$TMP/calls")
+		[ "$got_b" = "$bytes" ] && [ "$got_c" = "$calls" ] ||
+			fail "$f (${pair#*:} at $plus): $bytes bytes/$calls calls, profile ${got_b:-0}/${got_c:-0}"
+		checked=$((checked + 1))
+	done
+	[ "$checked" -gt 0 ] || fail "none of alloc_exact's functions calls a moved probe"
+}
+
+# free probed at its chosen offset (floor_attach --entry free: the plan has no free yet)
+test_free_at_chosen_offset() {
+	need_root || return
+	start_target "$TMP/plain.out" "$TARGETS/alloc_exact" || return
+	kill -USR1 "$target_pid"
+	wait "$target_pid" || fail "unprobed run failed"
+	start_target "$TMP/fr.out" "$TARGETS/alloc_exact" || return
+	probe_points "$target_pid" || return
+	"$OUTPUT/tests/bench/floor_attach" "$target_pid" --entry free 2>"$TMP/fl.err" &
+	fl=$!
+	track "$fl"
+	wait_for "$TMP/fl.err" "floor: attached" 10 || {
+		fail "floor_attach: $(cat "$TMP/fl.err")"
+		return
+	}
+	plus=$(awk '$2 == "free" { sub(/:$/, "", $4); print $4 }' "$TMP/fl.err")
+	# the chooser's answer is checked against objdump in the unit test; here it must move
+	[ -n "$plus" ] && [ "$plus" != +0 ] || fail "free's probe at ${plus:-?}: $(cat "$TMP/fl.err")"
+	# libc's text has vaddr == file offset
+	off=0x$(nm -D "$lib" | awk '$3 ~ /^free(@|$)/ { print $1; exit }')
+	check_placement "$target_pid" free $((off + plus)) "$plus"
+	kill -USR1 "$target_pid"
+	wait "$target_pid" || fail "probed run failed"
+	kill -INT "$fl"
+	wait "$fl"
+	grep -v ready "$TMP/plain.out" >"$TMP/plain"
+	grep -v ready "$TMP/fr.out" >"$TMP/fr"
+	cmp -s "$TMP/plain" "$TMP/fr" || fail "output differs with free probed at $plus"
+}
+
+# probes explains every moved probe, and -v every probe
+test_probes_reasons() {
+	need_root || return
+	start_target "$TMP/r.out" "$TARGETS/alloc_exact" || return
+	"$BIN_BPF" probes --pid "$target_pid" >"$TMP/plain" || { fail "probes failed"; return; }
+	probe_points "$target_pid" || return
+	while read -r name off plus; do
+		line=$(awk -v n="$name" '$1 == n' "$TMP/plain")
+		case "$plus" in
+		+0) case "$line" in *"(symbol"*) fail "$name at +0 explained without -v: $line" ;; esac ;;
+		*) case "$line" in *"(symbol $plus: past "*" (emulated))") ;;
+			*) fail "$name at $plus not explained: $line" ;; esac ;;
+		esac
+	done <"$TMP/points"
+	[ "$(wc -l <"$TMP/points")" -eq "$(grep -c '^  [a-z_]* *offset 0x' "$TMP/plain")" ] ||
+		fail "-v does not explain every probe"
+}
+
+run_test bpf/probe_offsets/chosen_offsets_exact test_chosen_offsets_exact
+run_test bpf/probe_offsets/free_at_chosen_offset test_free_at_chosen_offset
+run_test bpf/probe_offsets/probes_reasons test_probes_reasons

@@ -1,0 +1,353 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * Choosing a function's probe offset.  Capstone (Debian's libcapstone4)
+ * decodes: lengths, instruction ids, operand access, branch targets.  Which
+ * instruction the kernel emulates is decided from the raw bytes instead, the
+ * way arch/x86/kernel/uprobes.c decides it (branch_setup_xol_ops(),
+ * push_setup_xol_ops()), and only for the plain encodings of those: a probe
+ * that lands on anything else is single-stepped, which is what moving it
+ * was meant to avoid.
+ */
+#include <capstone/capstone.h>
+#include <errno.h>
+#include <gelf.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "elfobj.h"
+#include "log.h"
+#include "probe_offset.h"
+
+struct decoder {
+	csh cs;
+	cs_insn *insn;
+	const uint8_t *code;
+	size_t len;
+	uint64_t addr;
+};
+
+static int decide(struct probe_offset *po, uint64_t offset, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int decide(struct probe_offset *po, uint64_t offset, const char *fmt, ...)
+{
+	va_list ap;
+
+	po->offset = offset;
+	va_start(ap, fmt);
+	vsnprintf(po->reason, sizeof(po->reason), fmt, ap);
+	va_end(ap);
+	return 0;
+}
+
+static int decoder_open(struct decoder *d, const uint8_t *code, size_t len, uint64_t addr)
+{
+	memset(d, 0, sizeof(*d));
+	if (cs_open(CS_ARCH_X86, CS_MODE_64, &d->cs) != CS_ERR_OK)
+		return -ENOTSUP;
+	/* AT&T, as objdump prints it: the reasons are compared with objdump -d */
+	if (cs_option(d->cs, CS_OPT_DETAIL, CS_OPT_ON) != CS_ERR_OK ||
+	    cs_option(d->cs, CS_OPT_SYNTAX, CS_OPT_SYNTAX_ATT) != CS_ERR_OK) {
+		cs_close(&d->cs);
+		return -ENOTSUP;
+	}
+	d->insn = cs_malloc(d->cs);
+	if (!d->insn) {
+		cs_close(&d->cs);
+		return -ENOMEM;
+	}
+	d->code = code;
+	d->len = len;
+	d->addr = addr;
+	return 0;
+}
+
+static void decoder_close(struct decoder *d)
+{
+	if (d->insn)
+		cs_free(d->insn, 1);
+	cs_close(&d->cs);
+}
+
+/* the instruction starting `pos` bytes into the function; NULL if it does not decode in full */
+static const cs_insn *decode_at(struct decoder *d, size_t pos)
+{
+	const uint8_t *p = d->code + pos;
+	size_t left = d->len - pos;
+	uint64_t pc = d->addr + pos;
+
+	if (pos >= d->len || !cs_disasm_iter(d->cs, &p, &left, &pc, d->insn))
+		return NULL;
+	return d->insn;
+}
+
+/* "testq %rdi,%rdi": objdump's spacing, so reasons stay short */
+static void insn_text(const cs_insn *in, char *buf, size_t len)
+{
+	size_t n = (size_t)snprintf(buf, len, "%s%s", in->mnemonic, in->op_str[0] ? " " : "");
+	const char *s;
+
+	for (s = in->op_str; *s && n + 1 < len; s++) {
+		if (s[0] == ',' && s[1] == ' ')
+			buf[n++] = *s++;
+		else
+			buf[n++] = *s;
+	}
+	if (n < len)
+		buf[n] = '\0';
+}
+
+/*
+ * The nops branch_setup_xol_ops() emulates: x86_nops[len] byte for byte
+ * (arch/x86/include/asm/nops.h, 64-bit, ASM_NOP_MAX 8), and 0x90 behind
+ * prefixes.  Of those prefixes only 66 and f3 (pause) are taken here:
+ * REX.B turns 90 into xchg %eax,%r8d.
+ */
+static bool kernel_nop(const uint8_t *b, size_t n)
+{
+	static const uint8_t nops[9][8] = {
+		[1] = { 0x90 },
+		[2] = { 0x66, 0x90 },
+		[3] = { 0x0f, 0x1f, 0x00 },
+		[4] = { 0x0f, 0x1f, 0x40, 0x00 },
+		[5] = { 0x0f, 0x1f, 0x44, 0x00, 0x00 },
+		[6] = { 0x66, 0x0f, 0x1f, 0x44, 0x00, 0x00 },
+		[7] = { 0x0f, 0x1f, 0x80, 0x00, 0x00, 0x00, 0x00 },
+		[8] = { 0x0f, 0x1f, 0x84, 0x00, 0x00, 0x00, 0x00, 0x00 },
+	};
+	size_t i = 0;
+
+	if (n >= 1 && n <= 8 && !memcmp(b, nops[n], n))
+		return true;
+	while (i + 1 < n && (b[i] == 0x66 || b[i] == 0xf3))
+		i++;
+	return i + 1 == n && b[i] == 0x90;
+}
+
+/*
+ * Does the kernel emulate this instruction instead of single-stepping it?
+ * Plain encodings only (exact lengths, no prefixes): the kernel refuses
+ * 66-prefixed branches and cs/ds/es/ss/lock prefixes altogether, and
+ * emulates push only with no REX or REX 41.
+ */
+static bool kernel_emulates(const uint8_t *b, size_t n)
+{
+	if (kernel_nop(b, n))
+		return true;
+	switch (b[0]) {
+	case 0x50 ... 0x57:	/* push %rax..%rdi */
+		return n == 1;
+	case 0x41:		/* push %r8..%r15 */
+		return n == 2 && b[1] >= 0x50 && b[1] <= 0x57;
+	case 0x70 ... 0x7f:	/* jcc rel8 */
+	case 0xeb:		/* jmp rel8 */
+		return n == 2;
+	case 0xe8:		/* call rel32 */
+	case 0xe9:		/* jmp rel32 */
+		return n == 5;
+	case 0x0f:		/* jcc rel32 */
+		return n == 6 && b[1] >= 0x80 && b[1] <= 0x8f;
+	}
+	return false;
+}
+
+/*
+ * test and cmp, recognised by their encodings too: the SDM defines both as
+ * discarding the result and writing only flags.  Capstone's operand access
+ * cannot decide this: 4.0.2 marks the operand of `test $imm, r/m` written.
+ */
+static bool flags_only(const cs_insn *in)
+{
+	const cs_x86 *x = &in->detail->x86;
+	uint8_t reg = (x->modrm >> 3) & 7;
+
+	if (in->id != X86_INS_TEST && in->id != X86_INS_CMP)
+		return false;
+	/* lock and rep make no sense on either: refuse rather than reason about them */
+	if (x->prefix[0] || x->opcode[1])
+		return false;
+	switch (x->opcode[0]) {
+	case 0x38 ... 0x3d:	/* cmp r/m,r; cmp r,r/m; cmp %al/%eax,imm */
+	case 0x84 ... 0x85:	/* test r/m,r */
+	case 0xa8 ... 0xa9:	/* test %al/%eax,imm */
+		return true;
+	case 0x80 ... 0x81:	/* group 1, /7 is cmp */
+	case 0x83:
+		return reg == 7;
+	case 0xf6 ... 0xf7:	/* group 3, /0 is test */
+		return reg == 0;
+	}
+	return false;
+}
+
+/* what a leading instruction that may be moved past does; NULL if it may not */
+static const char *skippable(const cs_insn *in)
+{
+	/* endbr64 changes nothing (user-space IBT is not enforced) and is single-stepped */
+	if (in->size == 4 && !memcmp(in->bytes, "\xf3\x0f\x1e\xfa", 4))
+		return "no effect";
+	if (flags_only(in))
+		return "flags only";
+	return NULL;
+}
+
+static bool in_group(const cs_insn *in, uint8_t group)
+{
+	uint8_t i;
+
+	for (i = 0; i < in->detail->groups_count; i++)
+		if (in->detail->groups[i] == group)
+			return true;
+	return false;
+}
+
+/*
+ * The leading instructions the probe may move past and the emulated one
+ * after them.  Returns 1 with the candidate in po (still to be checked
+ * against the whole function), 0 with the final +0 decision.
+ */
+static int find_candidate(struct decoder *d, struct probe_offset *po)
+{
+	char text[96], past[PROBE_OFFSET_REASON_LEN] = "";
+	size_t pos = 0, n = 0;
+	const cs_insn *in;
+	const char *kind;
+
+	for (;;) {
+		in = decode_at(d, pos);
+		if (!in)
+			return decide(po, 0, "+0: cannot decode the instruction at +%zu", pos);
+		insn_text(in, text, sizeof(text));
+		if (kernel_emulates(in->bytes, in->size)) {
+			if (!pos)
+				return decide(po, 0, "+0: %s (emulated)", text);
+			decide(po, pos, "+%zu: past %s to %s (emulated)", pos, past, text);
+			return 1;
+		}
+		kind = skippable(in);
+		if (!kind && !pos)
+			return decide(po, 0, "+0: %s (single-stepped: neither emulated nor flags only)",
+				      text);
+		if (!kind)
+			return decide(po, 0, "+0: past %s comes %s, not emulated", past, text);
+		if (pos + in->size > PROBE_OFFSET_MAX_SKIP)
+			return decide(po, 0, "+0: no emulated instruction within the first %d bytes",
+				      PROBE_OFFSET_MAX_SKIP);
+		n += (size_t)snprintf(past + n, sizeof(past) - n, "%s%s (%s)", pos ? ", " : "", text,
+				      kind);
+		/* a long list is cut, never written past */
+		if (n >= sizeof(past))
+			n = sizeof(past) - 1;
+		pos += in->size;
+	}
+}
+
+/*
+ * Moving the probe from +0 to +off is only invisible if nothing enters the
+ * function at +1..+off: such an entry would hit the moved probe without a
+ * call.  Decodes the whole function and checks every direct branch and
+ * call target; an indirect jump (a jump table) could go anywhere.  Returns
+ * true if clear, false with the +0 decision in po.
+ */
+static bool entries_clear(struct decoder *d, struct probe_offset *po)
+{
+	uint64_t off = po->offset;
+	const cs_insn *in;
+	char text[96];
+	size_t pos;
+
+	for (pos = 0; pos < d->len; pos += in->size) {
+		const cs_x86 *x;
+		uint64_t to;
+
+		in = decode_at(d, pos);
+		if (!in) {
+			decide(po, 0, "+0: cannot decode the function at +%zu, cannot prove", pos);
+			return false;
+		}
+		/* xbegin names its abort handler like a branch target */
+		if (!in_group(in, CS_GRP_JUMP) && !in_group(in, CS_GRP_CALL) &&
+		    !in_group(in, CS_GRP_BRANCH_RELATIVE) && in->id != X86_INS_XBEGIN)
+			continue;
+		x = &in->detail->x86;
+		insn_text(in, text, sizeof(text));
+		if (x->op_count != 1 || x->operands[0].type != X86_OP_IMM) {
+			/* an indirect call returns to the next instruction: only jumps matter */
+			if (in_group(in, CS_GRP_CALL))
+				continue;
+			decide(po, 0, "+0: indirect jump in function (%s at +%zu), cannot prove", text,
+			       pos);
+			return false;
+		}
+		to = (uint64_t)x->operands[0].imm;
+		if (to > d->addr && to <= d->addr + off) {
+			decide(po, 0, "+0: %s at +%zu enters the function at +%llu, cannot skip to +%llu",
+			       text, pos, (unsigned long long)(to - d->addr), (unsigned long long)off);
+			return false;
+		}
+	}
+	return true;
+}
+
+/* true if a function of `len` bytes can be decoded whole; else false with the decision */
+static bool size_checkable(uint64_t len, struct probe_offset *po)
+{
+	if (!len)
+		decide(po, 0, "+0: function size unknown (symbol size 0), cannot prove");
+	else if (len > PROBE_OFFSET_MAX_FUNC)
+		decide(po, 0, "+0: function of %llu bytes too large to check",
+		       (unsigned long long)len);
+	return len && len <= PROBE_OFFSET_MAX_FUNC;
+}
+
+int probe_offset__choose(const uint8_t *code, size_t len, uint64_t addr, struct probe_offset *po)
+{
+	struct decoder d;
+	int err;
+
+	if (!po || (!code && len))
+		return -EINVAL;
+	memset(po, 0, sizeof(*po));
+	if (!size_checkable(len, po))
+		return 0;
+	err = decoder_open(&d, code, len, addr);
+	if (err == -ENOMEM)
+		return err;
+	if (err)
+		return decide(po, 0, "+0: no x86-64 decoder available (capstone)");
+	if (find_candidate(&d, po) > 0)
+		entries_clear(&d, po);
+	decoder_close(&d);
+	return 0;
+}
+
+int probe_offset__for_symbol(struct elfobj *obj, const struct elf_symbol *sym,
+			     struct probe_offset *po)
+{
+	GElf_Ehdr ehdr;
+	uint8_t *code;
+	long n;
+	int err;
+
+	memset(po, 0, sizeof(*po));
+	if (!gelf_getehdr(elfobj__elf(obj), &ehdr) || ehdr.e_machine != EM_X86_64)
+		return decide(po, 0, "+0: not x86-64 code");
+	if (!size_checkable(sym->size, po))
+		return 0;
+	code = malloc(sym->size);
+	if (!code)
+		return -ENOMEM;
+	n = elfobj__read(obj, sym->value, code, sym->size);
+	if (n != (long)sym->size)
+		err = decide(po, 0, "+0: cannot read the function's %llu bytes of code",
+			     (unsigned long long)sym->size);
+	else
+		err = probe_offset__choose(code, sym->size, sym->value, po);
+	free(code);
+	if (!err)
+		pr_debug("probe offset of %s: %s\n", sym->name, po->reason);
+	return err;
+}
