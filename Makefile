@@ -28,7 +28,7 @@ DEB_PACKAGES := make gcc g++ clang llvm libbpf-dev bpftool libelf-dev libdw-dev 
 	libjemalloc2 libjemalloc-dev libmimalloc2.0 libmimalloc-dev libtcmalloc-minimal4 \
 	hyperfine valgrind python3 python3-prometheus-client procps sqlite3
 
-LIBS_PC := libbpf libelf libdw zlib libprotobuf-c
+LIBS_PC := libbpf libelf libdw libdebuginfod zlib libprotobuf-c
 # recursive (=) on purpose: evaluated after `make deps` may have installed them
 PC_CFLAGS = $(shell $(PKG_CONFIG) --cflags $(LIBS_PC) 2>/dev/null)
 PC_LIBS = $(shell $(PKG_CONFIG) --libs $(LIBS_PC) 2>/dev/null)
