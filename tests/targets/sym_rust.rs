@@ -4,8 +4,8 @@
 //! a generic function both inlined into `restock`, so its location has three
 //! frames, innermost first, at the lines marked @reserve, @stock, @restock.
 //! Prints "pid N ready", waits for SIGUSR1, allocates, prints "done", and
-//! waits for SIGUSR1 again.  No crates: libc is declared by hand.
-use std::hint::black_box;
+//! waits for SIGUSR1 again.  No crates: libc is declared by hand; builds with
+//! Debian's rustc 1.63 as with newer ones.
 
 extern "C" {
     fn malloc(n: usize) -> *mut u8;
@@ -22,6 +22,13 @@ struct SigSet([u64; 16]);
 
 const SIGUSR1: i32 = 10;
 const SIG_BLOCK: i32 = 0;
+
+/// keeps allocations from being optimized away (std::hint::black_box needs rustc 1.66)
+static SINK: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+fn keep(v: usize) {
+    SINK.fetch_add(v, std::sync::atomic::Ordering::Relaxed);
+}
 
 mod warehouse {
     pub struct Shelf {
@@ -45,7 +52,7 @@ mod warehouse {
         let shelf = Shelf { slots: 8 };
         for i in 0..rounds {
             let p = stock(&shelf, 100 + i, 7u32); // @restock
-            super::black_box(p);
+            super::keep(p as usize);
             unsafe { super::free(p) };
         }
     }
@@ -54,7 +61,7 @@ mod warehouse {
     pub fn fill_boxes(rounds: usize) {
         for i in 0..rounds {
             let v: Vec<u64> = Vec::with_capacity(64 + i);
-            super::black_box(&v);
+            super::keep(v.as_ptr() as usize);
         }
     }
 }
