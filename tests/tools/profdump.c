@@ -2,6 +2,7 @@
 /*
  * Test tool: one line per sample of a pprof file, for the shell tests.
  *   values (tab) stack, leaf first, ';'-joined (tab) labels key=value,...
+ * A location with inline frames is its functions innermost first, '|'-joined.
  * Header lines start with '#': sample types, period, comments, mappings.
  */
 #include <inttypes.h>
@@ -9,17 +10,22 @@
 
 #include "pprof.h"
 
+/* a location's functions, innermost first, inline frames joined with '|' */
 static void print_frame(const struct pprof_profile *p, uint64_t loc_id)
 {
 	const struct pprof_location *l = pprof_profile__location(p, loc_id);
-	const struct pprof_function *f;
+	uint32_t i;
 
 	if (!l->n_lines) {
 		printf("0x%" PRIx64, l->address);
 		return;
 	}
-	f = pprof_profile__function(p, p->lines[l->line_off].function_id);
-	printf("%s", pprof_profile__str(p, f->name));
+	for (i = 0; i < l->n_lines; i++) {
+		const struct pprof_function *f =
+			pprof_profile__function(p, p->lines[l->line_off + i].function_id);
+
+		printf("%s%s", i ? "|" : "", f ? pprof_profile__str(p, f->name) : "?");
+	}
 }
 
 static void print_header(const struct pprof_profile *p)
