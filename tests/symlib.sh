@@ -1,8 +1,12 @@
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 # Helpers of the symbolization tests (sourced after tests/lib.sh).
 
-SYMDUMP=$OUTPUT/tests/tools/symdump
 OBJPROF=$OUTPUT/tests/tools/objprof
+
+# symdump PROFILE: every mapping, location, frame and sample as text (profdump --raw)
+symdump() {
+	"$PROFDUMP" --raw "$1"
+}
 
 # line_of FILE MARKER: the number of the line that ends in the comment /* MARKER */ or // MARKER
 line_of() {
@@ -12,7 +16,7 @@ line_of() {
 # frames_of PROFILE LEAF_SYSTEM_NAME_PATTERN: the frames (name<TAB>system<TAB>file<TAB>line)
 # of the first location whose innermost frame's system name matches, innermost first
 frames_of() {
-	"$SYMDUMP" "$1" | awk -F'\t' -v pat="$2" '
+	symdump "$1" | awk -F'\t' -v pat="$2" '
 		/^frame / { split($1, h, " "); id = h[2]; d = h[3]; name = $1; sub(/^frame [0-9]+ [0-9]+ /, "", name)
 			if (d == 0 && !found && $2 ~ pat) { found = id }
 			if (found == id) print name "\t" $2 "\t" $3 "\t" $4 }'
@@ -21,7 +25,7 @@ frames_of() {
 # vaddrs_of PROFILE: "FILE<TAB>VADDR<TAB>LOC_ID" for every location of a file mapping, the
 # link-time address computed from the file's own program headers (independently of culpert)
 vaddrs_of() {
-	"$SYMDUMP" "$1" | awk '
+	symdump "$1" | awk '
 		/^mapping / { split($3, r, "-"); start[$2] = r[1]; off[$2] = $4; file[$2] = $5 }
 		/^location / && $4 != 0 && file[$4] !~ /^\[/ && file[$4] != "" {
 			print file[$4], start[$4], off[$4], $3, $2 }' |
@@ -45,7 +49,7 @@ vaddrs_of() {
 addr2line_diff() {
 	vaddrs_of "$1" >"$2/vaddrs"
 	# ours: FILE VADDR DEPTH FUNCTION LINE SOURCE
-	"$SYMDUMP" "$1" | awk -F'\t' -v OFS='\t' -v fo="${3:-^$}" '
+	symdump "$1" | awk -F'\t' -v OFS='\t' -v fo="${3:-^$}" '
 		NR == FNR { v[$3] = $1 OFS $2; o[$3] = $1; next }
 		/^frame / { split($1, h, " "); if (h[2] in v)
 			print v[h[2]], h[3], ($2 == "" ? "??" : $2), $4, (o[h[2]] ~ fo && $4 > 0 ? $3 : "-") }' \
@@ -64,19 +68,6 @@ addr2line_diff() {
 	done
 	sort "$2/theirs.raw" >"$2/theirs"
 	diff "$2/ours" "$2/theirs"
-}
-
-# expect_error RC PATTERN CMD...: exit status RC and one stderr line "error: ..." matching PATTERN
-expect_error() {
-	want_rc=$1
-	pattern=$2
-	shift 2
-	"$@" >"$TMP/err.out" 2>"$TMP/err.txt"
-	rc=$?
-	[ "$rc" -eq "$want_rc" ] || fail "'$*' exited $rc, want $want_rc"
-	[ "$(grep -c '^error: ' "$TMP/err.txt")" -eq 1 ] ||
-		fail "'$*': not one error line: $(cat "$TMP/err.txt")"
-	grep -q -e "$pattern" "$TMP/err.txt" || fail "'$*': no '$pattern' in: $(cat "$TMP/err.txt")"
 }
 
 # build_id FILE: its GNU build ID, as eu-readelf reads it

@@ -17,7 +17,7 @@ trap 'rm -rf "$T"' EXIT
 objs=""
 for f in "$OUTPUT/tests/targets/sym_cpp" "$OUTPUT/tests/targets/sym_rust_v0" \
 	"$OUTPUT/tests/targets/sym_rust_legacy" "$OUTPUT/culpert" "$OUTPUT/culpert-bpf" \
-	"$OUTPUT/tests/unit/test_symbolize" "$OUTPUT/tests/tools/symdump" \
+	"$OUTPUT/tests/unit/test_symbolize" "$OUTPUT/tests/tools/profdump" \
 	"$OUTPUT/tests/tools/objprof" "$L/libc.so.6" "$L/libm.so.6" "$L/ld-linux-x86-64.so.2" \
 	"$L/libstdc++.so.6" "$L/libcrypto.so.3" "$L/libssl.so.3" "$L/libLLVM-14.so.1" \
 	"$L/libgnutls.so.30" "$L/libsqlite3.so.0" "$L/libxml2.so.2" "$L/libglib-2.0.so.0" \
@@ -56,7 +56,7 @@ for i in $(seq $RUNS); do
 done
 cs=$(cat "$T"/t-culpert.* | cut -d' ' -f1 | median)
 cm=$(cat "$T"/t-culpert.* | cut -d' ' -f2 | sort -n | tail -n 1)
-frames=$("$OUTPUT/tests/tools/symdump" "$T/out.pb.gz" | grep -c '^frame')
+frames=$("$OUTPUT/tests/tools/profdump" --raw "$T/out.pb.gz" | grep -c '^frame')
 
 for f in $(cut -d' ' -f1 "$T/addrs" | sort -u); do
 	awk -v f="$f" '$1 == f { print $2 }' "$T/addrs" >"$T/addrs.$(echo "$f" | tr / _)"

@@ -52,20 +52,20 @@ expect_frames() {
 
 # values_at PROFILE LOCATION_ID: "objects bytes" summed over samples whose leaf is that location
 values_at() {
-	"$SYMDUMP" "$1" | awk -F'\t' -v id="$2" '
+	symdump "$1" | awk -F'\t' -v id="$2" '
 		/^sample / { split($2, l, ","); if (l[1] == id) { split($1, v, " "); o += v[2]; b += v[3] } }
 		END { print o + 0, b + 0 }'
 }
 
 # leaf_id PROFILE SYSTEM_NAME_PATTERN: the location whose innermost frame matches
 leaf_id() {
-	"$SYMDUMP" "$1" | awk -F'\t' -v pat="$2" '
+	symdump "$1" | awk -F'\t' -v pat="$2" '
 		/^frame / { split($1, h, " "); if (h[3] == 0 && $2 ~ pat) { print h[2]; exit } }'
 }
 
 # mapping_flags PROFILE PATH_SUFFIX: the has_* flags of the mapping of that file
 mapping_flags() {
-	"$SYMDUMP" "$1" | awk -v s="$2" '/^mapping / && substr($5, length($5) - length(s) + 1) == s {
+	symdump "$1" | awk -v s="$2" '/^mapping / && substr($5, length($5) - length(s) + 1) == s {
 		print $7, $8, $9, $10; exit }'
 }
 
@@ -85,7 +85,7 @@ shop::handle_order(int)\t_ZN4shop12handle_orderEi\t$CPP_SRC\t$h\n"
 		fail "handle_order: $(values_at "$d/sym.pb.gz" "$id"), want 100 objects, 14950 bytes"
 	# add_items: 50 operator new of a 64-byte Order, from libstdc++'s symbol table
 	id=$(leaf_id "$d/sym.pb.gz" '^_Znwm$')
-	"$SYMDUMP" "$d/sym.pb.gz" | grep -q "^frame $id 0 operator new(unsigned long)	_Znwm	" ||
+	symdump "$d/sym.pb.gz" | grep -q "^frame $id 0 operator new(unsigned long)	_Znwm	" ||
 		fail "operator new is not demangled"
 	[ "$(values_at "$d/sym.pb.gz" "$id")" = "50 3200" ] ||
 		fail "operator new: $(values_at "$d/sym.pb.gz" "$id"), want 50 objects, 3200 bytes"
@@ -113,9 +113,9 @@ rust_frames() {
 	[ "$(values_at "$1/sym.pb.gz" "$id")" = "100 122800" ] ||
 		fail "restock: $(values_at "$1/sym.pb.gz" "$id"), want 100 objects, 122800 bytes"
 	# display names carry no hash: legacy ::h0123456789abcdef, v0 crate disambiguators [...]
-	! "$SYMDUMP" "$1/sym.pb.gz" | grep '^frame' | cut -f1 |
+	! symdump "$1/sym.pb.gz" | grep '^frame' | cut -f1 |
 		grep -q -e '::h[0-9a-f]\{16\}$' -e 'sym_rust\[' ||
-		fail "hash left in a display name: $("$SYMDUMP" "$1/sym.pb.gz" | grep '^frame' | cut -f1 |
+		fail "hash left in a display name: $(symdump "$1/sym.pb.gz" | grep '^frame' | cut -f1 |
 			grep -m1 -e '::h[0-9a-f]\{16\}$' -e 'sym_rust\[')"
 }
 
@@ -139,7 +139,7 @@ test_offline_equals_capture() {
 		d=$TMP/$t
 		"$BIN_CLI" symbolize "$d/raw.pb.gz" -o "$d/off.pb.gz" 2>"$d/off.err" ||
 			{ fail "$t: symbolize failed: $(cat "$d/off.err")"; return; }
-		"$SYMDUMP" "$d/off.pb.gz" >"$d/off.dump"
+		symdump "$d/off.pb.gz" >"$d/off.dump"
 		diff "$d/sym.pb.gz.dump" "$d/off.dump" >"$d/off.diff" ||
 			fail "$t: offline differs from capture time: $(head -c 600 "$d/off.diff")"
 		"$BIN_CLI" symbolize "$d/off.pb.gz" -o "$d/off2.pb.gz" 2>/dev/null &&
@@ -155,13 +155,12 @@ test_offline_equals_capture() {
 split_debug() {
 	d=$1
 	exe=$d/app/$2
-	bid=$(eu-readelf -n "$d/moved/$2" "$exe" 2>/dev/null | awk '/Build ID:/ { print $3; exit }')
-	[ -d "$d/moved" ] && return 0
-	mkdir -p "$d/moved" "$d/dbg/.build-id/$(echo "$bid" | cut -c1-2)"
+	[ -d "$d/moved" ] && { bid=$(build_id "$d/moved/$2"); return 0; }
+	bid=$(build_id "$exe")
+	mkdir -p "$d/moved" "$(dirname "$(debug_path "$d/dbg" "$bid")")"
 	mv "$exe" "$d/moved/"
 	cp "$d/moved/$2" "$d/$2.unstripped"
-	objcopy --only-keep-debug "$d/moved/$2" \
-		"$d/dbg/.build-id/$(echo "$bid" | cut -c1-2)/$(echo "$bid" | cut -c3-).debug"
+	objcopy --only-keep-debug "$d/moved/$2" "$(debug_path "$d/dbg" "$bid")"
 	strip --strip-all "$d/moved/$2"
 }
 
@@ -180,12 +179,12 @@ test_offline_stripped_debug_dir() {
 		# only the split debug info, found by build ID
 		"$BIN_CLI" symbolize "$d/raw.pb.gz" --debug-dir "$d/dbg" -o "$d/dbg.pb.gz" \
 			2>"$d/dbg.err" || fail "$t: symbolize --debug-dir failed: $(cat "$d/dbg.err")"
-		"$SYMDUMP" "$d/dbg.pb.gz" | diff "$d/sym.pb.gz.dump" - >"$d/dbg.diff" ||
+		symdump "$d/dbg.pb.gz" | diff "$d/sym.pb.gz.dump" - >"$d/dbg.diff" ||
 			fail "$t: --debug-dir result differs from capture time: $(head -c 600 "$d/dbg.diff")"
 		# the stripped binary, found by build ID in --binary-dir, with the debug info
 		"$BIN_CLI" symbolize "$d/raw.pb.gz" --binary-dir "$d/moved" --debug-dir "$d/dbg" \
 			-o "$d/bin.pb.gz" 2>"$d/bin.err" || fail "$t: --binary-dir failed: $(cat "$d/bin.err")"
-		"$SYMDUMP" "$d/bin.pb.gz" | diff "$d/sym.pb.gz.dump" - >"$d/bin.diff" ||
+		symdump "$d/bin.pb.gz" | diff "$d/sym.pb.gz.dump" - >"$d/bin.diff" ||
 			fail "$t: --binary-dir result differs from capture time: $(head -c 600 "$d/bin.diff")"
 	done
 }
@@ -197,8 +196,8 @@ test_rebuild_refused() {
 	split_debug "$d" sym_cpp
 	exe=$d/app/sym_cpp
 	cp "$TARGETS/sym_cpp_rebuild" "$exe"
-	new=$(eu-readelf -n "$exe" | awk '/Build ID:/ { print $3 }')
-	old=$(eu-readelf -n "$d/sym_cpp.unstripped" | awk '/Build ID:/ { print $3 }')
+	new=$(build_id "$exe")
+	old=$(build_id "$d/sym_cpp.unstripped")
 	[ -n "$new" ] && [ "$new" != "$old" ] || { fail "the rebuild has the same build ID"; return; }
 	"$BIN_CLI" symbolize "$d/raw.pb.gz" --binary-dir "$d/app" -o "$d/rebuilt.pb.gz" \
 		2>"$d/rebuilt.err" || fail "symbolize failed: $(cat "$d/rebuilt.err")"
@@ -206,7 +205,7 @@ test_rebuild_refused() {
 		fail "the report does not name the different build: $(cat "$d/rebuilt.err")"
 	[ "$(mapping_flags "$d/rebuilt.pb.gz" /app/sym_cpp)" = \
 	  "functions=0 filenames=0 lines=0 inline=0" ] || fail "the rebuild was used"
-	! "$SYMDUMP" "$d/rebuilt.pb.gz" | grep -q '^frame.*_ZN4shop' || fail "frames from the rebuild"
+	! symdump "$d/rebuilt.pb.gz" | grep -q '^frame.*_ZN4shop' || fail "frames from the rebuild"
 	rm -f "$exe"
 }
 
@@ -232,15 +231,13 @@ test_debuginfod() {
 	sym_ready || return
 	d=$TMP/cpp
 	split_debug "$d" sym_cpp
-	bid=$(eu-readelf -n "$d/sym_cpp.unstripped" | awk '/Build ID:/ { print $3 }')
 	mkdir -p "$d/served"
-	cp "$d/dbg/.build-id/$(echo "$bid" | cut -c1-2)/$(echo "$bid" | cut -c3-).debug" \
-		"$d/served/sym_cpp.debug"
+	cp "$(debug_path "$d/dbg" "$bid")" "$d/served/sym_cpp.debug"
 	start_debuginfod "$d/served" "$bid" || return
 	DEBUGINFOD_URLS=$dfd_url DEBUGINFOD_CACHE_PATH=$TMP/dfd-cache \
 		"$BIN_CLI" symbolize "$d/raw.pb.gz" -o "$d/dfd.pb.gz" 2>"$d/dfd.err" ||
 		fail "symbolize with debuginfod failed: $(cat "$d/dfd.err")"
-	"$SYMDUMP" "$d/dfd.pb.gz" | diff "$d/sym.pb.gz.dump" - >"$d/dfd.diff" ||
+	symdump "$d/dfd.pb.gz" | diff "$d/sym.pb.gz.dump" - >"$d/dfd.diff" ||
 		fail "debuginfod result differs from capture time: $(head -c 600 "$d/dfd.diff")"
 	# the server gone: one clear warning, the profile still written
 	kill "$dfd_pid"
@@ -250,7 +247,7 @@ test_debuginfod() {
 		fail "symbolize with debuginfod down failed: $(cat "$d/down.err")"
 	[ "$(grep -c "^warning: debuginfod (DEBUGINFOD_URLS=$dfd_url).*Connection refused" \
 		"$d/down.err")" = 1 ] || fail "no single clear warning: $(cat "$d/down.err")"
-	[ -s "$d/down.pb.gz" ] && "$SYMDUMP" "$d/down.pb.gz" >/dev/null || fail "no profile written"
+	[ -s "$d/down.pb.gz" ] && symdump "$d/down.pb.gz" >/dev/null || fail "no profile written"
 }
 
 test_addr2line_agrees() {
@@ -290,7 +287,7 @@ test_mapping_build_ids() {
 		awk '/^mapping / && $5 !~ /^\[/ { print $5, $6 }' "$TMP/$t/raw.pb.gz.dump" |
 		while read -r f b; do
 			[ -e "$f" ] || continue
-			want=$(eu-readelf -n "$f" | awk '/Build ID:/ { print $3; exit }')
+			want=$(build_id "$f")
 			[ "$b" = "$want" ] || echo "$f: $b, file has $want"
 		done >"$TMP/$t/bid.diff"
 		[ ! -s "$TMP/$t/bid.diff" ] || fail "$t: build IDs: $(cat "$TMP/$t/bid.diff")"
@@ -304,8 +301,8 @@ if [ "$(id -u)" = 0 ]; then
 		capture_pair "$TARGETS/sym_rust_legacy" "$TMP/legacy"
 	capture_failed=$_failed
 	for t in cpp v0 legacy; do
-		"$SYMDUMP" "$TMP/$t/sym.pb.gz" >"$TMP/$t/sym.pb.gz.dump" 2>/dev/null
-		"$SYMDUMP" "$TMP/$t/raw.pb.gz" >"$TMP/$t/raw.pb.gz.dump" 2>/dev/null
+		symdump "$TMP/$t/sym.pb.gz" >"$TMP/$t/sym.pb.gz.dump" 2>/dev/null
+		symdump "$TMP/$t/raw.pb.gz" >"$TMP/$t/raw.pb.gz.dump" 2>/dev/null
 	done
 	cleanup_pids
 fi

@@ -20,11 +20,11 @@ test_matches_addr2line() {
 	mkdir -p "$TMP/a2l"
 	addr2line_diff "$TMP/objs.sym.pb.gz" "$TMP/a2l" /tests/targets/ >"$TMP/a2l/diff" ||
 		fail "frames differ from addr2line: $(head -c 600 "$TMP/a2l/diff")"
-	n=$("$SYMDUMP" "$TMP/objs.sym.pb.gz" | grep -c '^frame')
+	n=$(symdump "$TMP/objs.sym.pb.gz" | grep -c '^frame')
 	[ "$n" -ge 1000 ] && [ "$(wc -l <"$TMP/a2l/ours")" -eq "$n" ] ||
 		fail "compared $(wc -l <"$TMP/a2l/ours") of $n frames"
 	# inline frames were there to compare
-	"$SYMDUMP" "$TMP/objs.sym.pb.gz" | grep -q '^frame [0-9]* 2 ' || fail "no inline frames"
+	symdump "$TMP/objs.sym.pb.gz" | grep -q '^frame [0-9]* 2 ' || fail "no inline frames"
 	grep -q "^  $L/libstdc++.so.6 (build ID $(build_id "$L/libstdc++.so.6")): 300/300 with functions, 0/300 with file:line .*: no DWARF debug info" \
 		"$TMP/objs.err" || fail "the report does not explain libstdc++: $(cat "$TMP/objs.err")"
 }
@@ -47,7 +47,7 @@ test_no_build_id_no_match() {
 	"$OBJPROF" "$TMP/nobid.pb.gz" --per-object 20 --samples 20 "$TMP/nobid" >/dev/null &&
 		"$BIN_CLI" symbolize "$TMP/nobid.pb.gz" -o "$TMP/nobid.sym.pb.gz" 2>"$TMP/nobid.err" ||
 		{ fail "symbolize failed: $(cat "$TMP/nobid.err")"; return; }
-	! "$SYMDUMP" "$TMP/nobid.sym.pb.gz" | grep -q '^frame' || fail "matched by path alone"
+	! symdump "$TMP/nobid.sym.pb.gz" | grep -q '^frame' || fail "matched by path alone"
 	grep -q "$TMP/nobid: 0/[0-9]* with functions.*has no build ID" "$TMP/nobid.err" ||
 		fail "the report does not say why: $(cat "$TMP/nobid.err")"
 }
@@ -83,7 +83,7 @@ test_dwz_supplementary_file() {
 	"$OBJPROF" "$d/p.pb.gz" --per-object 40 --samples 40 "$d/bin/sym_cpp" >/dev/null ||
 		{ fail "objprof failed"; return; }
 	"$BIN_CLI" symbolize "$d/p.pb.gz" -o "$d/want.pb.gz" 2>/dev/null
-	"$SYMDUMP" "$d/want.pb.gz" >"$d/want.dump"
+	symdump "$d/want.pb.gz" >"$d/want.dump"
 	for f in sym_cpp rebuild; do
 		objcopy --only-keep-debug "$d/bin/$f" "$d/$f.debug"
 		strip --strip-debug "$d/bin/$f"
@@ -102,7 +102,7 @@ test_dwz_supplementary_file() {
 	mv "$d/common.debug" "$(debug_path "$d/dbg" "$c")"
 	"$BIN_CLI" symbolize "$d/p.pb.gz" --debug-dir "$d/dbg" -o "$d/got.pb.gz" 2>"$d/got.err" ||
 		{ fail "symbolize failed: $(cat "$d/got.err")"; return; }
-	"$SYMDUMP" "$d/got.pb.gz" | diff "$d/want.dump" - >"$d/diff" ||
+	symdump "$d/got.pb.gz" | diff "$d/want.dump" - >"$d/diff" ||
 		fail "with dwz DWARF the frames differ: $(head -c 600 "$d/diff")"
 }
 
