@@ -388,7 +388,7 @@ struct elfobj *debuginfo__find_debug(struct debuginfo *d, const char *build_id, 
 
 /* --- debuginfod ----------------------------------------------------------------------------- */
 
-bool debuginfod__enabled(struct debuginfo *d)
+bool debuginfo__servers(struct debuginfo *d)
 {
 	const char *urls = getenv("DEBUGINFOD_URLS");
 
@@ -411,7 +411,7 @@ struct elfobj *debuginfo__fetch(struct debuginfo *d, const char *build_id, bool 
 	char *path = NULL;
 	int fd;
 
-	if (!*build_id || !debuginfod__enabled(d))
+	if (!*build_id || !debuginfo__servers(d))
 		return NULL;
 	fd = debug ? debuginfod_find_debuginfo(d->dfd, (const unsigned char *)build_id, 0, &path)
 		   : debuginfod_find_executable(d->dfd, (const unsigned char *)build_id, 0, &path);

@@ -57,7 +57,7 @@ struct elfobj *debuginfo__find_binary(struct debuginfo *d, const char *build_id,
 struct elfobj *debuginfo__find_debug(struct debuginfo *d, const char *build_id, struct elfobj *bin,
 				     const char *orig_path, struct search_notes *notes);
 /* true when debuginfod servers are configured and still answering */
-bool debuginfod__enabled(struct debuginfo *d);
+bool debuginfo__servers(struct debuginfo *d);
 /* ask the debuginfod servers for the debug info (debug = true) or the executable */
 struct elfobj *debuginfo__fetch(struct debuginfo *d, const char *build_id, bool debug,
 				struct search_notes *notes);

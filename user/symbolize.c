@@ -199,7 +199,7 @@ static void find_files(struct symbolizer *s, struct sym_object *o, struct elfobj
 	}
 	if (dbg_notes.len)
 		search_notes__add(&o->why, "%s", dbg_notes.buf);
-	if (!debuginfod__enabled(s->di) && !getenv("DEBUGINFOD_URLS"))
+	if (!getenv("DEBUGINFOD_URLS") || !*getenv("DEBUGINFOD_URLS"))
 		search_notes__add(&o->why, "DEBUGINFOD_URLS is not set");
 }
 
