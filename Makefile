@@ -26,9 +26,10 @@ DEB_PACKAGES := make gcc g++ clang llvm libbpf-dev bpftool libelf-dev libdw-dev 
 	protobuf-c-compiler libprotobuf-c-dev pkg-config libiberty-dev systemtap-sdt-dev \
 	libdebuginfod-dev debuginfod elfutils binutils golang-go musl-tools \
 	libjemalloc2 libjemalloc-dev libmimalloc2.0 libmimalloc-dev libtcmalloc-minimal4 \
-	hyperfine valgrind python3 python3-prometheus-client procps sqlite3 libcapstone-dev
+	hyperfine valgrind python3 python3-prometheus-client procps sqlite3 libcapstone-dev \
+	rustc dwz libc6-dbg time
 
-LIBS_PC := libbpf libelf libdw zlib libprotobuf-c capstone
+LIBS_PC := libbpf libelf libdw libdebuginfod zlib libprotobuf-c capstone
 # recursive (=) on purpose: evaluated after `make deps` may have installed them
 PC_CFLAGS = $(shell $(PKG_CONFIG) --cflags $(LIBS_PC) 2>/dev/null)
 PC_LIBS = $(shell $(PKG_CONFIG) --libs $(LIBS_PC) 2>/dev/null)

@@ -3,4 +3,6 @@
 #ifndef CULPERT_CLI_COMMANDS_H
 #define CULPERT_CLI_COMMANDS_H
 
+int cmd_symbolize(int argc, char **argv);
+
 #endif /* CULPERT_CLI_COMMANDS_H */

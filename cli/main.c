@@ -14,6 +14,7 @@ static const struct command {
 	int (*fn)(int argc, char **argv);
 	const char *help;
 } commands[] = {
+	{ "symbolize", cmd_symbolize, "resolve functions, file:line and inline frames by build ID" },
 	{ NULL, NULL, NULL },	/* commands register here, one line each */
 };
 

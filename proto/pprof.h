@@ -157,6 +157,9 @@ struct pprof_writer_opts {
 	int64_t period;
 	int64_t time_nanos;
 	int64_t duration_nanos;
+	const char *drop_frames;		/* optional regexps for pprof */
+	const char *keep_frames;
+	const char *doc_url;			/* optional */
 };
 
 /* what a mapping is, with strings instead of string indices */

@@ -251,6 +251,12 @@ struct pprof_writer *pprof_writer__new(const struct pprof_writer_opts *opts)
 		w->p.period_type.type = pprof_writer__str(w, opts->period_type);
 		w->p.period_type.unit = pprof_writer__str(w, opts->period_unit);
 	}
+	if (opts->drop_frames)
+		w->p.drop_frames = pprof_writer__str(w, opts->drop_frames);
+	if (opts->keep_frames)
+		w->p.keep_frames = pprof_writer__str(w, opts->keep_frames);
+	if (opts->doc_url)
+		w->p.doc_url = pprof_writer__str(w, opts->doc_url);
 	w->p.period = opts->period;
 	w->p.time_nanos = opts->time_nanos;
 	w->p.duration_nanos = opts->duration_nanos;

@@ -218,14 +218,10 @@ static int add_symtab(struct elfobj *obj, Elf_Scn *scn, const GElf_Shdr *shdr, s
 			.type = (uint8_t)type,
 			.bind = (uint8_t)GELF_ST_BIND(sym.st_info),
 			.dynamic = shdr->sh_type == SHT_DYNSYM,
+			.order = (uint32_t)i | (shdr->sh_type == SHT_DYNSYM ? 1U << 31 : 0),
 		};
 	}
 	return 0;
-}
-
-static int bind_rank(uint8_t bind)
-{
-	return bind == STB_GLOBAL ? 0 : bind == STB_WEAK ? 1 : 2;
 }
 
 static int sym_cmp(const void *a, const void *b)
@@ -234,12 +230,8 @@ static int sym_cmp(const void *a, const void *b)
 
 	if (x->value != y->value)
 		return x->value < y->value ? -1 : 1;
-	/* at one address: global before weak before local, then .symtab first, then by name */
-	if (bind_rank(x->bind) != bind_rank(y->bind))
-		return bind_rank(x->bind) - bind_rank(y->bind);
-	if (x->dynamic != y->dynamic)
-		return x->dynamic ? 1 : -1;
-	return strcmp(x->name, y->name);
+	/* at one address: the symbol tables' own order (binutils reads them that way) */
+	return x->order < y->order ? -1 : x->order > y->order;
 }
 
 static int load_symbols(struct elfobj *obj)
@@ -328,10 +320,15 @@ const struct elf_symbol *elfobj__sym_by_name(struct elfobj *obj, const char *nam
 	return best;
 }
 
+static bool covers(const struct elf_symbol *s, uint64_t vaddr)
+{
+	return !s->size || vaddr < s->value + s->size;
+}
+
 const struct elf_symbol *elfobj__sym_by_addr(struct elfobj *obj, uint64_t vaddr)
 {
+	const struct elf_symbol *best = NULL;
 	size_t lo = 0, hi, i;
-	const struct elf_symbol *s;
 
 	if (load_symbols(obj) || !obj->n_syms)
 		return NULL;
@@ -347,16 +344,19 @@ const struct elf_symbol *elfobj__sym_by_addr(struct elfobj *obj, uint64_t vaddr)
 	}
 	if (!lo)
 		return NULL;
-	i = lo - 1;
-	/* step back to the preferred (first sorted) symbol at that address */
-	while (i > 0 && obj->syms[i - 1].value == obj->syms[i].value)
-		i--;
-	s = &obj->syms[i];
-	if (s->size && vaddr >= s->value + s->size) {
-		/* a sized symbol that ends before vaddr: vaddr is in a gap (padding, unnamed code) */
-		return NULL;
+	/*
+	 * Of the aliases at that address (C1/C2 constructors, local aliases), as
+	 * binutils chooses: one that covers vaddr, the smallest, the first in
+	 * table order.  A sized symbol that ends before vaddr leaves it in a gap
+	 * (padding, unnamed code).
+	 */
+	for (i = lo; i > 0 && obj->syms[i - 1].value == obj->syms[lo - 1].value; i--) {
+		const struct elf_symbol *s = &obj->syms[i - 1];
+
+		if (covers(s, vaddr) && (!best || s->size <= best->size))
+			best = s;
 	}
-	return s;
+	return best;
 }
 
 /* --- addresses ------------------------------------------------------------------------ */

@@ -19,6 +19,7 @@ struct elf_symbol {
 	uint8_t type;		/* STT_FUNC or STT_GNU_IFUNC */
 	uint8_t bind;
 	bool dynamic;		/* from .dynsym */
+	uint32_t order;		/* position in its table, .symtab before .dynsym */
 };
 
 /* NULL and errno set on failure (ENOEXEC: not an ELF file) */
@@ -40,7 +41,11 @@ int elfobj__fd(const struct elfobj *obj);
 bool elfobj__mentions(const struct elfobj *obj, const char *name);
 /* defined function named exactly `name`; NULL if none */
 const struct elf_symbol *elfobj__sym_by_name(struct elfobj *obj, const char *name);
-/* the function containing virtual address `vaddr`; NULL if none */
+/*
+ * the function containing virtual address `vaddr`; NULL if none.  Of several
+ * at one address, the one addr2line names: the smallest that covers vaddr,
+ * then the first in table order.
+ */
 const struct elf_symbol *elfobj__sym_by_addr(struct elfobj *obj, uint64_t vaddr);
 /* every function symbol, sorted by address; count in *n */
 const struct elf_symbol *elfobj__symbols(struct elfobj *obj, size_t *n);

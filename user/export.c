@@ -19,16 +19,14 @@
 #include "objcache.h"
 #include "pprof.h"
 #include "procmaps.h"
+#include "profsym.h"
 #include "spans.h"
-#include "symbolize.h"
 #include "target.h"
 #include "vec.h"
 
 struct resolved {
 	uint64_t addr;			/* address - 1: inside the call instruction */
 	int map;			/* index into the maps snapshot, -1 if none */
-	int n_frames;
-	struct sym_frame frames[SYM_MAX_FRAMES];
 	uint64_t loc_id;
 };
 
@@ -39,7 +37,6 @@ struct exporter {
 	size_t n_locs, cap_locs;
 	struct hashtab loc_ht;
 	uint64_t *map_ids;		/* pprof mapping id per maps entry, 0 if not exported */
-	bool *map_symbolized;
 };
 
 static bool addr_eq(uint32_t idx, const void *key, void *ctx)
@@ -51,21 +48,11 @@ static void resolve(struct exporter *x, struct resolved *r)
 {
 	const struct procmaps *maps = x->o->maps;
 	const struct procmap *m = procmaps__find(maps, r->addr);
-	struct elfobj *obj;
-	uint64_t vaddr;
 
 	r->map = m ? (int)(m - maps->v) : -1;
-	if (!m || !x->o->symbolize || !procmap__is_file(m))
-		return;
-	obj = objcache__get(x->o->objs, m);
-	if (!obj || elfobj__offset_to_vaddr(obj, r->addr - m->start + m->offset, &vaddr))
-		return;
-	r->n_frames = symbolize_vaddr(obj, vaddr, r->frames, SYM_MAX_FRAMES);
-	if (r->n_frames)
-		x->map_symbolized[r->map] = true;
 }
 
-/* pass 1: every distinct address once, with its mapping and frames */
+/* pass 1: every distinct address once, with its mapping */
 static int collect(struct exporter *x, const struct aggregate *a)
 {
 	const struct agg_entry *e;
@@ -102,7 +89,6 @@ static int add_mapping(struct exporter *x, size_t i)
 		.file_offset = m->offset,
 		.filename = m->path,
 		.build_id = "",
-		.has_functions = x->map_symbolized[i],
 	};
 	struct elfobj *obj = procmap__is_file(m) ? objcache__get(x->o->objs, m) : NULL;
 
@@ -133,31 +119,20 @@ static int add_mappings(struct exporter *x)
 	return 0;
 }
 
+/* unsymbolized: the symbolizer fills the lines afterwards, as `culpert symbolize` would */
 static uint64_t location_id(struct exporter *x, uint64_t ret_addr)
 {
 	uint64_t addr = ret_addr - 1;
-	struct pprof_line lines[SYM_MAX_FRAMES];
+	struct pprof_line none = { 0 };
 	struct resolved *r;
 	uint32_t idx;
-	int i;
 
 	if (!hashtab__find(&x->loc_ht, hash_u64(addr, 0), &addr, addr_eq, x, &idx))
 		return 0;
 	r = &x->locs[idx];
-	if (r->loc_id)
-		return r->loc_id;
-	for (i = 0; i < r->n_frames; i++) {
-		const struct sym_frame *f = &r->frames[i];
-
-		lines[i].function_id = pprof_writer__add_function(x->w, f->name, f->system_name,
-								  f->file, f->start_line);
-		lines[i].line = f->line;
-		lines[i].column = f->column;
-		if (!lines[i].function_id)
-			return 0;
-	}
-	r->loc_id = pprof_writer__add_location(x->w, r->map >= 0 ? x->map_ids[r->map] : 0, addr,
-					       lines, (size_t)r->n_frames);
+	if (!r->loc_id)
+		r->loc_id = pprof_writer__add_location(x->w, r->map >= 0 ? x->map_ids[r->map] : 0,
+						       addr, &none, 0);
 	return r->loc_id;
 }
 
@@ -306,12 +281,52 @@ static int add_comments(struct exporter *x)
 	return err;
 }
 
+/* capture time: the objects the target maps, opened through its own view of the filesystem */
+static struct elfobj *local_object(void *ctx, const struct pprof_mapping *m)
+{
+	struct exporter *x = ctx;
+	size_t i;
+
+	for (i = 0; i < x->o->maps->n; i++)
+		if (x->map_ids[i] == m->id)
+			return objcache__get(x->o->objs, &x->o->maps->v[i]);
+	return NULL;
+}
+
+/*
+ * The profile goes through the same pass as `culpert symbolize`, so that a
+ * --no-symbolize capture symbolized later is byte for byte this one.
+ */
+static int write_symbolized(struct exporter *x, const char *path)
+{
+	struct symbolizer_opts so = { .sz = sizeof(so) };
+	struct profsym_opts po = { .sz = sizeof(po), .local_object = local_object, .ctx = x };
+	const struct pprof_profile *raw = pprof_writer__profile(x->w);
+	struct pprof_writer *out = NULL;
+	struct profsym *ps = NULL;
+	int err = -ENOMEM;
+
+	po.sym = symbolizer__new(&so);
+	if (po.sym)
+		ps = profsym__new(&po);
+	if (raw && ps)
+		err = profsym__run(ps, raw, &out);
+	if (!err) {
+		if (log_level >= LOG_INFO)
+			profsym__print(ps, stderr, log_level >= LOG_DEBUG);
+		err = pprof_writer__write(out, path);
+	}
+	pprof_writer__free(out);
+	profsym__free(ps);
+	symbolizer__free(po.sym);
+	return err;
+}
+
 static void exporter_free(struct exporter *x)
 {
 	pprof_writer__free(x->w);
 	free(x->locs);
 	free(x->map_ids);
-	free(x->map_symbolized);
 	hashtab__free(&x->loc_ht);
 }
 
@@ -336,8 +351,7 @@ int export_profile(const struct aggregate *a, const struct export_opts *o, const
 
 	x.w = pprof_writer__new(&wo);
 	x.map_ids = calloc(o->maps->n ?: 1, sizeof(*x.map_ids));
-	x.map_symbolized = calloc(o->maps->n ?: 1, sizeof(*x.map_symbolized));
-	err = x.w && x.map_ids && x.map_symbolized ? 0 : -ENOMEM;
+	err = x.w && x.map_ids ? 0 : -ENOMEM;
 	if (!err)
 		err = collect(&x, a);
 	if (!err)
@@ -347,7 +361,7 @@ int export_profile(const struct aggregate *a, const struct export_opts *o, const
 	if (!err)
 		err = add_comments(&x);
 	if (!err)
-		err = pprof_writer__write(x.w, path);
+		err = o->symbolize ? write_symbolized(&x, path) : pprof_writer__write(x.w, path);
 	exporter_free(&x);
 	return err;
 }

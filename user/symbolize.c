@@ -1,21 +1,385 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <errno.h>
+#include <gelf.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include <elfutils/libdwelf.h>
+
+#include "debuginfo.h"
+#include "demangle.h"
+#include "dwarfsym.h"
 #include "elfobj.h"
+#include "hashtab.h"
+#include "log.h"
 #include "symbolize.h"
+#include "vec.h"
 
-int symbolize_vaddr(struct elfobj *obj, uint64_t vaddr, struct sym_frame *out, int max)
+struct sym_object {
+	struct symbolizer *owner;
+	char *key;			/* build ID, or what identifies an object without one */
+	char *build_id;
+	char *path;			/* as the profile names it */
+	struct elfobj *bin;		/* the binary, when found */
+	bool bin_borrowed;
+	struct elfobj *dbg;		/* separate debug info, when found */
+	struct elfobj *alt;		/* its .gnu_debugaltlink (dwz) file */
+	Dwarf *alt_dw;
+	struct dwarfsym *dw;		/* NULL without DWARF */
+	struct elfobj *syms;		/* where function symbols come from */
+	enum sym_level level;
+	struct search_notes why;
+	const char *source;
+};
+
+/* display names by raw name: each name is demangled once per run */
+struct name_entry {
+	const char *raw;		/* owned by an object's ELF or DWARF data */
+	char *display;			/* NULL when raw is its own display name */
+};
+
+struct symbolizer {
+	struct debuginfo *di;
+	struct sym_object **objs;
+	size_t n_objs, cap_objs;
+	struct hashtab obj_ht;
+	struct name_entry *names;
+	size_t n_names, cap_names;
+	struct hashtab name_ht;
+};
+
+struct symbolizer *symbolizer__new(const struct symbolizer_opts *o)
 {
-	const struct elf_symbol *sym;
+	struct debuginfo_opts dio = {
+		.sz = sizeof(dio),
+		.debug_dirs = o->debug_dirs,
+		.n_debug_dirs = o->n_debug_dirs,
+		.binary_dirs = o->binary_dirs,
+		.n_binary_dirs = o->n_binary_dirs,
+		.no_debuginfod = o->no_debuginfod,
+	};
+	struct symbolizer *s = calloc(1, sizeof(*s));
 
-	if (!obj || max < 1)
+	if (!s)
+		return NULL;
+	s->di = debuginfo__new(&dio);
+	if (!s->di) {
+		free(s);
+		errno = ENOMEM;
+		return NULL;
+	}
+	return s;
+}
+
+static void object_free(struct sym_object *o)
+{
+	/* libdw's handles first: they point into the ELF files */
+	dwarfsym__free(o->dw);
+	if (o->alt_dw)
+		dwarf_end(o->alt_dw);
+	elfobj__free(o->alt);
+	elfobj__free(o->dbg);
+	if (!o->bin_borrowed)
+		elfobj__free(o->bin);
+	free(o->key);
+	free(o->build_id);
+	free(o->path);
+	free(o);
+}
+
+void symbolizer__free(struct symbolizer *s)
+{
+	size_t i;
+
+	if (!s)
+		return;
+	for (i = 0; i < s->n_objs; i++)
+		object_free(s->objs[i]);
+	for (i = 0; i < s->n_names; i++)
+		free(s->names[i].display);
+	free(s->objs);
+	free(s->names);
+	hashtab__free(&s->obj_ht);
+	hashtab__free(&s->name_ht);
+	debuginfo__free(s->di);
+	free(s);
+}
+
+/* --- finding an object's files ----------------------------------------------------------- */
+
+static void hex(char *out, const unsigned char *b, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		sprintf(out + 2 * i, "%02x", b[i]);
+	out[2 * n] = 0;
+}
+
+/* dwz moves DWARF shared by several objects to a supplementary file named by build ID */
+static void attach_altlink(struct symbolizer *s, struct sym_object *o)
+{
+	Dwarf *dw = dwarfsym__dwarf(o->dw);
+	struct search_notes notes = { 0 };
+	const void *bid_bytes;
+	const char *name;
+	char bid[2 * 64 + 1];
+	ssize_t n;
+
+	n = dwelf_dwarf_gnu_debugaltlink(dw, &name, &bid_bytes);
+	/* libdw finds the file itself when it sits next to the object or under /usr/lib/debug */
+	if (n <= 0 || n > 64 || dwarf_getalt(dw))
+		return;
+	hex(bid, bid_bytes, (size_t)n);
+	o->alt = debuginfo__find_debug(s->di, bid, NULL, NULL, &notes);
+	if (!o->alt)
+		o->alt = debuginfo__fetch(s->di, bid, true, &notes);
+	if (o->alt)
+		o->alt_dw = dwarf_begin_elf(elfobj__elf(o->alt), DWARF_C_READ, NULL);
+	if (o->alt_dw)
+		dwarf_setalt(dw, o->alt_dw);
+	else
+		search_notes__add(&o->why, "DWARF incomplete: supplementary file %s (build ID %s) "
+				  "not found", name, bid);
+}
+
+static void use_dwarf(struct symbolizer *s, struct sym_object *o, struct elfobj *from)
+{
+	if (!from || o->dw)
+		return;
+	o->dw = dwarfsym__new(elfobj__elf(from));
+	if (!o->dw)
+		return;
+	o->source = elfobj__path(from);
+	attach_altlink(s, o);
+}
+
+/*
+ * Separate debug info first (what GDB prefers: a binary may carry a little
+ * DWARF of its own, e.g. from static libraries), then DWARF embedded in
+ * the binary, then debuginfod: the network only for what is missing here.
+ */
+static void find_files(struct symbolizer *s, struct sym_object *o, struct elfobj *local)
+{
+	struct search_notes bin_notes = { 0 }, dbg_notes = { 0 };
+
+	if (local) {
+		o->bin = local;
+		o->bin_borrowed = true;
+	} else {
+		o->bin = debuginfo__find_binary(s->di, o->build_id, o->path, &bin_notes);
+	}
+	o->dbg = debuginfo__find_debug(s->di, o->build_id, o->bin, o->path, &dbg_notes);
+	use_dwarf(s, o, o->dbg);
+	use_dwarf(s, o, o->bin);
+	if (!o->dw && !o->dbg) {
+		o->dbg = debuginfo__fetch(s->di, o->build_id, true, &dbg_notes);
+		use_dwarf(s, o, o->dbg);
+	}
+	if (!o->bin && !o->dbg)
+		o->bin = debuginfo__fetch(s->di, o->build_id, false, &bin_notes);
+	/* a debug file keeps .symtab; a stripped binary only .dynsym */
+	o->syms = o->dbg && elfobj__has_symtab(o->dbg) ? o->dbg : o->bin ? o->bin : o->dbg;
+
+	if (o->dw) {
+		o->level = SYM_LEVEL_DWARF;
+		return;
+	}
+	if (!o->syms) {
+		o->level = SYM_LEVEL_NONE;
+		search_notes__add(&o->why, "no file with build ID %s", o->build_id);
+		if (bin_notes.len)
+			search_notes__add(&o->why, "%s", bin_notes.buf);
+	} else {
+		o->level = SYM_LEVEL_SYMBOLS;
+		o->source = elfobj__path(o->syms);
+		search_notes__add(&o->why, "no DWARF debug info");
+	}
+	if (dbg_notes.len)
+		search_notes__add(&o->why, "%s", dbg_notes.buf);
+	if (!getenv("DEBUGINFOD_URLS") || !*getenv("DEBUGINFOD_URLS"))
+		search_notes__add(&o->why, "DEBUGINFOD_URLS is not set");
+}
+
+static bool obj_eq(uint32_t idx, const void *key, void *ctx)
+{
+	return !strcmp(((struct symbolizer *)ctx)->objs[idx]->key, key);
+}
+
+struct sym_object *symbolizer__object(struct symbolizer *s, const char *build_id, const char *path,
+				      struct elfobj *local)
+{
+	char key[4200];
+	struct sym_object *o;
+	uint32_t idx;
+	uint64_t h;
+
+	if (*build_id)
+		snprintf(key, sizeof(key), "%s", build_id);
+	else if (local)
+		snprintf(key, sizeof(key), "local:%p", (void *)local);
+	else
+		snprintf(key, sizeof(key), "path:%s", path);
+	h = hash_bytes(key, strlen(key), 0);
+	if (hashtab__find(&s->obj_ht, h, key, obj_eq, s, &idx))
+		return s->objs[idx];
+	o = calloc(1, sizeof(*o));
+	if (!o || vec_reserve(&s->objs, &s->cap_objs, s->n_objs + 1, sizeof(*s->objs)))
+		goto err;
+	o->key = strdup(key);
+	o->build_id = strdup(build_id);
+	o->path = strdup(path);
+	if (!o->key || !o->build_id || !o->path ||
+	    hashtab__insert(&s->obj_ht, h, (uint32_t)s->n_objs))
+		goto err;
+	s->objs[s->n_objs++] = o;
+	o->owner = s;
+	o->source = "";
+	if (!*build_id && !local)
+		search_notes__add(&o->why, "the profile has no build ID for it, and files are "
+				  "matched by build ID only");
+	else
+		find_files(s, o, local);
+	pr_debug("symbolize %s (%s): %s%s\n", path, *build_id ? build_id : "no build ID",
+		 o->level == SYM_LEVEL_DWARF ? "DWARF from " :
+		 o->level == SYM_LEVEL_SYMBOLS ? "symbols from " : "nothing",
+		 o->source);
+	return o;
+err:
+	if (o)
+		object_free(o);
+	errno = ENOMEM;
+	return NULL;
+}
+
+enum sym_level sym_object__level(const struct sym_object *o)
+{
+	return o->level;
+}
+
+const char *sym_object__why(const struct sym_object *o)
+{
+	return o->why.buf;
+}
+
+const char *sym_object__source(const struct sym_object *o)
+{
+	return o->source;
+}
+
+/* --- addresses --------------------------------------------------------------------------- */
+
+/*
+ * Only a debug file: strip and objcopy --only-keep-debug zero its segments'
+ * file offsets, so the mapping's offset cannot be looked up.  The kernel
+ * maps a segment from its first page: the mapping starts at the page of the
+ * one executable segment's p_vaddr.
+ */
+static int vaddr_from_debug_file(struct elfobj *dbg, uint64_t start, uint64_t addr,
+				 uint64_t *vaddr)
+{
+	Elf *elf = elfobj__elf(dbg);
+	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE), seg = 0;
+	size_t i, n, n_exec = 0;
+	GElf_Phdr ph;
+
+	if (elfobj__type(dbg) == ET_EXEC) {
+		*vaddr = addr;
 		return 0;
-	sym = elfobj__sym_by_addr(obj, vaddr);
-	if (!sym)
-		return 0;
-	memset(out, 0, sizeof(*out));
-	out->name = sym->name;
-	out->system_name = sym->name;
-	out->file = "";
-	return 1;
+	}
+	if (elf_getphdrnum(elf, &n))
+		return -ENOENT;
+	for (i = 0; i < n; i++) {
+		if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD && (ph.p_flags & PF_X)) {
+			seg = ph.p_vaddr & ~(page - 1);
+			n_exec++;
+		}
+	}
+	if (n_exec != 1)
+		return -ENOENT;
+	*vaddr = addr - start + seg;
+	return 0;
+}
+
+int sym_object__vaddr(const struct sym_object *o, uint64_t start, uint64_t offset, uint64_t addr,
+		      uint64_t *vaddr)
+{
+	if (addr < start)
+		return -ENOENT;
+	if (o->bin)
+		return elfobj__offset_to_vaddr(o->bin, addr - start + offset, vaddr);
+	if (o->dbg)
+		return vaddr_from_debug_file(o->dbg, start, addr, vaddr);
+	return -ENOENT;
+}
+
+/* --- frames -------------------------------------------------------------------------------- */
+
+static bool name_eq(uint32_t idx, const void *key, void *ctx)
+{
+	return !strcmp(((struct symbolizer *)ctx)->names[idx].raw, key);
+}
+
+static const char *display_name(struct symbolizer *s, const char *raw)
+{
+	uint64_t h = hash_bytes(raw, strlen(raw), 0);
+	struct name_entry *e;
+	uint32_t idx;
+
+	if (hashtab__find(&s->name_ht, h, raw, name_eq, s, &idx))
+		return s->names[idx].display ?: s->names[idx].raw;
+	if (vec_reserve(&s->names, &s->cap_names, s->n_names + 1, sizeof(*s->names)) ||
+	    hashtab__insert(&s->name_ht, h, (uint32_t)s->n_names))
+		return raw;	/* ENOMEM: the raw name is still a name */
+	e = &s->names[s->n_names++];
+	e->raw = raw;
+	e->display = demangle(raw, true);
+	/* not mangled: the name is its own display name, kept once */
+	if (e->display && !strcmp(e->display, raw)) {
+		free(e->display);
+		e->display = NULL;
+	}
+	return e->display ?: raw;
+}
+
+int sym_object__frames(struct sym_object *o, uint64_t vaddr, struct sym_frame *out, int max,
+		       bool *dwarf)
+{
+	struct dwarf_frame df[SYM_MAX_FRAMES];
+	const struct elf_symbol *sym = NULL;
+	int n = 0, i;
+
+	*dwarf = false;
+	if (max > SYM_MAX_FRAMES)
+		max = SYM_MAX_FRAMES;
+	if (o->dw)
+		n = dwarfsym__frames(o->dw, vaddr, df, max);
+	/* the ELF symbol names what DWARF does not: no DWARF, or code without a function DIE */
+	if ((!n || !df[0].name) && o->syms)
+		sym = elfobj__sym_by_addr(o->syms, vaddr);
+	if (!n) {
+		if (!sym || max < 1)
+			return 0;
+		df[0] = (struct dwarf_frame){ .name = sym->name };
+		n = 1;
+	} else {
+		*dwarf = true;
+	}
+	for (i = 0; i < n; i++) {
+		const char *raw = df[i].linkage_name ?: df[i].name;
+
+		if (!raw)
+			raw = sym ? sym->name : "";
+		out[i] = (struct sym_frame){
+			.name = *raw ? display_name(o->owner, raw) : "",
+			.system_name = raw,
+			.file = df[i].file ?: "",
+			.line = df[i].line,
+			.column = df[i].column,
+			.start_line = df[i].decl_line,
+		};
+	}
+	return n;
 }

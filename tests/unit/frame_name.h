@@ -8,14 +8,13 @@
 #include "elfobj.h"
 #include "objcache.h"
 #include "procmaps.h"
-#include "symbolize.h"
 
 /* the function containing runtime address pc ("" when unknown) and, in *map, its mapping */
 static inline const char *frame_name(struct objcache *objs, const struct procmaps *maps,
 				     uint64_t pc, const struct procmap **map)
 {
 	const struct procmap *m = procmaps__find(maps, pc);
-	struct sym_frame f;
+	const struct elf_symbol *sym;
 	struct elfobj *obj;
 	uint64_t vaddr;
 
@@ -26,7 +25,8 @@ static inline const char *frame_name(struct objcache *objs, const struct procmap
 	obj = objcache__get(objs, m);
 	if (!obj || elfobj__offset_to_vaddr(obj, pc - m->start + m->offset, &vaddr))
 		return "";
-	return symbolize_vaddr(obj, vaddr, &f, 1) ? f.name : "";
+	sym = elfobj__sym_by_addr(obj, vaddr);
+	return sym ? sym->name : "";
 }
 
 #endif /* CULPERT_TEST_FRAME_NAME_H */

@@ -1,0 +1,173 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* culpert symbolize: fill in functions, file:line and inline frames offline, by build ID. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "commands.h"
+#include "log.h"
+#include "pprof.h"
+#include "profsym.h"
+#include "symbolize.h"
+
+/* --debug-dir and --binary-dir given more often than this are refused */
+#define MAX_DIRS 64
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: culpert symbolize IN [-o OUT] [--debug-dir DIR]... [--binary-dir DIR]...\n"
+		"\n"
+		"Resolve the addresses of a profile to functions, file:line and inline frames,\n"
+		"matching every mapped object by its GNU build ID (never by its path alone).\n"
+		"Looks in DIR/.build-id/xx/rest.debug of each --debug-dir and of /usr/lib/debug,\n"
+		"at the path the profile names, in the files of each --binary-dir, at\n"
+		".gnu_debuglink files, and on the debuginfod servers of DEBUGINFOD_URLS.\n"
+		"Reports on stderr what stayed unsymbolized and why.  Symbolizing again\n"
+		"changes nothing.\n"
+		"\n"
+		"Options:\n"
+		"  -o, --output FILE     write here ('-' for stdout); default: replace IN\n"
+		"      --debug-dir DIR   a debug directory with a .build-id tree (repeatable)\n"
+		"      --binary-dir DIR  a directory searched for binaries by build ID (repeatable)\n"
+		"      --no-debuginfod   do not ask debuginfod servers, even with DEBUGINFOD_URLS set\n"
+		"  -v, --verbose         report every mapping, and more diagnostics\n"
+		"  -h, --help            this help\n"
+		"\n"
+		"EXAMPLES:\n"
+		"  culpert symbolize prof.pb.gz --debug-dir ./debug\n"
+		"  culpert symbolize raw.pb.gz -o prof.pb.gz --binary-dir /srv/builds/1234\n"
+		"  DEBUGINFOD_URLS=https://debuginfod.debian.net culpert symbolize prof.pb.gz\n");
+}
+
+struct symbolize_args {
+	const char *in, *out;
+	const char *debug_dirs[MAX_DIRS], *binary_dirs[MAX_DIRS];
+	size_t n_debug_dirs, n_binary_dirs;
+	bool no_debuginfod;
+};
+
+static int add_dir(const char *opt, const char *dir, const char **v, size_t *n)
+{
+	struct stat st;
+
+	if (stat(dir, &st)) {
+		pr_error("%s %s: %s\n", opt, dir, strerror(errno));
+		return -EINVAL;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		pr_error("%s %s: not a directory\n", opt, dir);
+		return -EINVAL;
+	}
+	if (*n == MAX_DIRS) {
+		pr_error("%s given more than %d times\n", opt, MAX_DIRS);
+		return -E2BIG;
+	}
+	v[(*n)++] = dir;
+	return 0;
+}
+
+static int parse_args(int argc, char **argv, struct symbolize_args *a)
+{
+	enum { OPT_DEBUG_DIR = 256, OPT_BINARY_DIR, OPT_NO_DEBUGINFOD };
+	static const struct option opts[] = {
+		{ "output", required_argument, NULL, 'o' },
+		{ "debug-dir", required_argument, NULL, OPT_DEBUG_DIR },
+		{ "binary-dir", required_argument, NULL, OPT_BINARY_DIR },
+		{ "no-debuginfod", no_argument, NULL, OPT_NO_DEBUGINFOD },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int c;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "o:vh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'o':
+			a->out = optarg;
+			break;
+		case OPT_DEBUG_DIR:
+			if (add_dir("--debug-dir", optarg, a->debug_dirs, &a->n_debug_dirs))
+				return -EINVAL;
+			break;
+		case OPT_BINARY_DIR:
+			if (add_dir("--binary-dir", optarg, a->binary_dirs, &a->n_binary_dirs))
+				return -EINVAL;
+			break;
+		case OPT_NO_DEBUGINFOD:
+			a->no_debuginfod = true;
+			break;
+		case 'v':
+			log_level++;
+			break;
+		case 'h':
+			usage(stdout);
+			exit(0);
+		default:
+			fprintf(stderr, "Try 'culpert symbolize --help'.\n");
+			return -EINVAL;
+		}
+	}
+	if (optind >= argc) {
+		pr_error("symbolize needs the profile to read; see 'culpert symbolize --help'\n");
+		return -EINVAL;
+	}
+	a->in = argv[optind++];
+	if (optind < argc) {
+		pr_error("unexpected argument '%s'; see 'culpert symbolize --help'\n", argv[optind]);
+		return -EINVAL;
+	}
+	/* a profile read from stdin has nowhere to be replaced: it goes back to stdout */
+	if (!a->out)
+		a->out = a->in;
+	return 0;
+}
+
+int cmd_symbolize(int argc, char **argv)
+{
+	struct symbolize_args a = { 0 };
+	struct symbolizer_opts so = { .sz = sizeof(so) };
+	struct profsym_opts po = { .sz = sizeof(po) };
+	struct pprof_writer *out = NULL;
+	struct pprof_profile *in = NULL;
+	struct profsym *ps = NULL;
+	char err[256];
+	int ret = 2, e;
+
+	if (parse_args(argc, argv, &a))
+		return 2;
+	in = pprof_read_file(a.in, err, sizeof(err));
+	if (!in) {
+		pr_error("cannot read %s: %s\n", a.in, err);
+		return 2;
+	}
+	so.debug_dirs = a.debug_dirs;
+	so.n_debug_dirs = a.n_debug_dirs;
+	so.binary_dirs = a.binary_dirs;
+	so.n_binary_dirs = a.n_binary_dirs;
+	so.no_debuginfod = a.no_debuginfod;
+	po.sym = symbolizer__new(&so);
+	ps = po.sym ? profsym__new(&po) : NULL;
+	e = ps ? profsym__run(ps, in, &out) : -ENOMEM;
+	if (e) {
+		pr_error("cannot symbolize %s: %s\n", a.in, strerror(-e));
+		goto out;
+	}
+	profsym__print(ps, stderr, log_level >= LOG_INFO);
+	e = pprof_writer__write(out, a.out);
+	if (e) {
+		pr_error("cannot write %s: %s\n", a.out, strerror(-e));
+		goto out;
+	}
+	ret = 0;
+out:
+	pprof_writer__free(out);
+	profsym__free(ps);
+	symbolizer__free(po.sym);
+	pprof_profile__free(in);
+	return ret;
+}

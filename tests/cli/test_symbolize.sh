@@ -1,0 +1,128 @@
+#!/bin/sh
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#
+# culpert symbolize without a process: profiles over real objects made by
+# objprof (addresses inside their functions), checked against addr2line on
+# the same addresses, and every way debug info is found or refused.
+. tests/lib.sh
+. tests/symlib.sh
+
+L=/usr/lib/x86_64-linux-gnu
+
+# objects of every kind: C++, Rust (both manglings), glibc with Debian's split debug info
+# (libc6-dbg), libstdc++ with symbols only
+test_matches_addr2line() {
+	"$OBJPROF" "$TMP/objs.pb.gz" --per-object 300 --samples 1000 "$TARGETS/sym_cpp" \
+		"$TARGETS/sym_rust_v0" "$TARGETS/sym_rust_legacy" "$L/libc.so.6" "$L/libstdc++.so.6" \
+		>/dev/null || { fail "objprof failed"; return; }
+	"$BIN_CLI" symbolize "$TMP/objs.pb.gz" -o "$TMP/objs.sym.pb.gz" 2>"$TMP/objs.err" ||
+		{ fail "symbolize failed: $(cat "$TMP/objs.err")"; return; }
+	mkdir -p "$TMP/a2l"
+	addr2line_diff "$TMP/objs.sym.pb.gz" "$TMP/a2l" /tests/targets/ >"$TMP/a2l/diff" ||
+		fail "frames differ from addr2line: $(head -c 600 "$TMP/a2l/diff")"
+	n=$(symdump "$TMP/objs.sym.pb.gz" | grep -c '^frame')
+	[ "$n" -ge 1000 ] && [ "$(wc -l <"$TMP/a2l/ours")" -eq "$n" ] ||
+		fail "compared $(wc -l <"$TMP/a2l/ours") of $n frames"
+	# inline frames were there to compare
+	symdump "$TMP/objs.sym.pb.gz" | grep -q '^frame [0-9]* 2 ' || fail "no inline frames"
+	grep -q "^  $L/libstdc++.so.6 (build ID $(build_id "$L/libstdc++.so.6")): 300/300 with functions, 0/300 with file:line .*: no DWARF debug info" \
+		"$TMP/objs.err" || fail "the report does not explain libstdc++: $(cat "$TMP/objs.err")"
+}
+
+# a second run changes no byte; in place and to stdout give the same file
+test_idempotent() {
+	[ -s "$TMP/objs.sym.pb.gz" ] || { fail "needs matches_addr2line"; return; }
+	"$BIN_CLI" symbolize "$TMP/objs.sym.pb.gz" -o "$TMP/again.pb.gz" 2>/dev/null &&
+		cmp -s "$TMP/objs.sym.pb.gz" "$TMP/again.pb.gz" || fail "a second run changed the profile"
+	cp "$TMP/objs.pb.gz" "$TMP/inplace.pb.gz"
+	"$BIN_CLI" symbolize "$TMP/inplace.pb.gz" 2>/dev/null &&
+		cmp -s "$TMP/objs.sym.pb.gz" "$TMP/inplace.pb.gz" || fail "in place differs from -o"
+	"$BIN_CLI" symbolize "$TMP/objs.pb.gz" -o - 2>/dev/null >"$TMP/stdout.pb.gz" &&
+		cmp -s "$TMP/objs.sym.pb.gz" "$TMP/stdout.pb.gz" || fail "-o - differs from -o FILE"
+}
+
+# without a build ID nothing matches, even the very file at the very path
+test_no_build_id_no_match() {
+	objcopy --remove-section .note.gnu.build-id "$TARGETS/sym_cpp" "$TMP/nobid"
+	"$OBJPROF" "$TMP/nobid.pb.gz" --per-object 20 --samples 20 "$TMP/nobid" >/dev/null &&
+		"$BIN_CLI" symbolize "$TMP/nobid.pb.gz" -o "$TMP/nobid.sym.pb.gz" 2>"$TMP/nobid.err" ||
+		{ fail "symbolize failed: $(cat "$TMP/nobid.err")"; return; }
+	! symdump "$TMP/nobid.sym.pb.gz" | grep -q '^frame' || fail "matched by path alone"
+	grep -q "$TMP/nobid: 0/[0-9]* with functions.*has no build ID" "$TMP/nobid.err" ||
+		fail "the report does not say why: $(cat "$TMP/nobid.err")"
+}
+
+# .gnu_debuglink: next to the binary, then in its .debug/ directory
+test_debuglink() {
+	mkdir -p "$TMP/dl/.debug"
+	cp "$TARGETS/sym_cpp" "$TMP/dl/sym_cpp"
+	objcopy --only-keep-debug "$TMP/dl/sym_cpp" "$TMP/dl/sym_cpp.dbg"
+	objcopy --strip-debug --add-gnu-debuglink="$TMP/dl/sym_cpp.dbg" "$TMP/dl/sym_cpp"
+	"$OBJPROF" "$TMP/dl.pb.gz" --per-object 40 --samples 40 "$TMP/dl/sym_cpp" >/dev/null ||
+		{ fail "objprof failed"; return; }
+	for where in "" .debug/; do
+		[ -z "$where" ] || mv "$TMP/dl/sym_cpp.dbg" "$TMP/dl/.debug/"
+		"$BIN_CLI" symbolize "$TMP/dl.pb.gz" -v -o "$TMP/dl.sym.pb.gz" 2>"$TMP/dl.err" ||
+			{ fail "symbolize failed: $(cat "$TMP/dl.err")"; return; }
+		grep -q "$TMP/dl/sym_cpp .*from $TMP/dl/${where}sym_cpp.dbg" "$TMP/dl.err" ||
+			fail "debuglink in '$where' not used: $(cat "$TMP/dl.err")"
+		# addr2line follows the debuglink too
+		mkdir -p "$TMP/dl-a2l"
+		addr2line_diff "$TMP/dl.sym.pb.gz" "$TMP/dl-a2l" . >"$TMP/dl-a2l/diff" ||
+			fail "debuglink frames differ from addr2line: $(head -c 400 "$TMP/dl-a2l/diff")"
+	done
+}
+
+# dwz: DWARF shared by two builds moved to a supplementary file, found by its build ID
+test_dwz_supplementary_file() {
+	command -v dwz >/dev/null || { fail "dwz is not installed (Debian package dwz)"; return; }
+	d=$TMP/dwz
+	mkdir -p "$d/bin" "$d/dbg"
+	cp "$TARGETS/sym_cpp" "$d/bin/sym_cpp"
+	cp "$TARGETS/sym_cpp_rebuild" "$d/bin/rebuild"
+	"$OBJPROF" "$d/p.pb.gz" --per-object 40 --samples 40 "$d/bin/sym_cpp" >/dev/null ||
+		{ fail "objprof failed"; return; }
+	"$BIN_CLI" symbolize "$d/p.pb.gz" -o "$d/want.pb.gz" 2>/dev/null
+	symdump "$d/want.pb.gz" >"$d/want.dump"
+	for f in sym_cpp rebuild; do
+		objcopy --only-keep-debug "$d/bin/$f" "$d/$f.debug"
+		strip --strip-debug "$d/bin/$f"
+	done
+	(cd "$d" && dwz -m common.debug -M common.debug sym_cpp.debug rebuild.debug) ||
+		{ fail "dwz failed"; return; }
+	readelf -S "$d/sym_cpp.debug" 2>/dev/null | grep -q gnu_debugaltlink || { fail "dwz made no altlink"; return; }
+	b=$(build_id "$d/bin/sym_cpp")
+	c=$(build_id "$d/common.debug")
+	mkdir -p "$(dirname "$(debug_path "$d/dbg" "$b")")" "$(dirname "$(debug_path "$d/dbg" "$c")")"
+	mv "$d/sym_cpp.debug" "$(debug_path "$d/dbg" "$b")"
+	# without the supplementary file: the report says which one is missing
+	"$BIN_CLI" symbolize "$d/p.pb.gz" --debug-dir "$d/dbg" -o "$d/noalt.pb.gz" 2>"$d/noalt.err"
+	grep -q "supplementary file common.debug (build ID $c) not found" "$d/noalt.err" ||
+		fail "missing supplementary file not reported: $(cat "$d/noalt.err")"
+	mv "$d/common.debug" "$(debug_path "$d/dbg" "$c")"
+	"$BIN_CLI" symbolize "$d/p.pb.gz" --debug-dir "$d/dbg" -o "$d/got.pb.gz" 2>"$d/got.err" ||
+		{ fail "symbolize failed: $(cat "$d/got.err")"; return; }
+	symdump "$d/got.pb.gz" | diff "$d/want.dump" - >"$d/diff" ||
+		fail "with dwz DWARF the frames differ: $(head -c 600 "$d/diff")"
+}
+
+test_errors() {
+	expect_error 2 "cannot read $TMP/missing.pb.gz" "$BIN_CLI" symbolize "$TMP/missing.pb.gz"
+	printf 'not a profile' >"$TMP/junk.pb.gz"
+	expect_error 2 "cannot read $TMP/junk.pb.gz" "$BIN_CLI" symbolize "$TMP/junk.pb.gz"
+	"$OBJPROF" "$TMP/small.pb.gz" --per-object 5 --samples 5 "$TARGETS/sym_cpp" >/dev/null
+	expect_error 2 "--debug-dir $TMP/nodir: No such file or directory" \
+		"$BIN_CLI" symbolize "$TMP/small.pb.gz" --debug-dir "$TMP/nodir"
+	expect_error 2 "--binary-dir $TMP/small.pb.gz: not a directory" \
+		"$BIN_CLI" symbolize "$TMP/small.pb.gz" --binary-dir "$TMP/small.pb.gz"
+	expect_error 2 "cannot write $TMP/nodir/out.pb.gz" \
+		"$BIN_CLI" symbolize "$TMP/small.pb.gz" -o "$TMP/nodir/out.pb.gz"
+	expect_error 2 "needs the profile" "$BIN_CLI" symbolize
+	expect_error 2 "unexpected argument 'extra'" "$BIN_CLI" symbolize "$TMP/small.pb.gz" extra
+	"$BIN_CLI" symbolize --help | grep -q '^Usage: culpert symbolize' || fail "no usage in --help"
+}
+
+for t in matches_addr2line idempotent no_build_id_no_match debuglink dwz_supplementary_file \
+	errors; do
+	run_test "symbolize_$t" "test_$t"
+done
