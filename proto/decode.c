@@ -1,0 +1,943 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * gzip'd protobuf -> pprof_profile, straight from the wire format into the
+ * flat model.  A generic protobuf decoder builds a message object per sample,
+ * label and line, several times the size of the input; profiles of a few
+ * hundred thousand samples then need gigabytes.  Here the decompressed bytes
+ * are walked twice: first everything but the samples (strings, mappings,
+ * locations, functions, header), then the samples, which either go into the
+ * model or, with pprof_read_opts.on_sample, to the caller one at a time so a
+ * reader that aggregates never holds them at all.  Samples come before the
+ * tables in the wire order writers use, hence the two walks.
+ *
+ * Everything read is validated (string indices, ids, references), so the
+ * rest of the code can trust every index it finds.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "pprof.h"
+#include "vec.h"
+
+/* --- errors ------------------------------------------------------------------------- */
+
+struct dec {
+	struct pprof_profile *p;
+	const struct pprof_read_opts *o;
+	char *err;
+	size_t errlen;
+	/* capacities of the growable arrays of p */
+	size_t cap_types, cap_samples, cap_values, cap_loc_ids, cap_labels, cap_mappings;
+	size_t cap_locations, cap_lines, cap_functions, cap_comments;
+	/* scratch for one sample in callback mode */
+	uint64_t *s_locs;
+	int64_t *s_values;
+	struct pprof_label *s_labels;
+	size_t cap_s_locs, cap_s_values, cap_s_labels;
+	size_t string_bytes;
+};
+
+static int seterr(struct dec *d, int ret, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* the first reason wins: it is the closest to the cause */
+static int seterr(struct dec *d, int ret, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (d->err && d->errlen && !d->err[0]) {
+		va_start(ap, fmt);
+		vsnprintf(d->err, d->errlen, fmt, ap);
+		va_end(ap);
+	}
+	return ret;
+}
+
+static int malformed(struct dec *d)
+{
+	return seterr(d, -EINVAL, "not a pprof profile: the protobuf data is malformed or truncated");
+}
+
+/* --- wire format -------------------------------------------------------------------- */
+
+struct pb {
+	const uint8_t *p, *end;
+};
+
+enum { WT_VARINT = 0, WT_I64 = 1, WT_LEN = 2, WT_I32 = 5 };
+
+static int pb_varint(struct pb *b, uint64_t *out)
+{
+	uint64_t v = 0;
+	int shift;
+
+	for (shift = 0; shift < 64 && b->p < b->end; shift += 7) {
+		uint8_t c = *b->p++;
+
+		v |= (uint64_t)(c & 0x7f) << shift;
+		if (!(c & 0x80)) {
+			*out = v;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+static int pb_tag(struct pb *b, uint32_t *field, int *wt)
+{
+	uint64_t tag;
+
+	if (pb_varint(b, &tag) || tag >> 32 || !(tag >> 3))
+		return -EINVAL;
+	*field = (uint32_t)(tag >> 3);
+	*wt = (int)(tag & 7);
+	return 0;
+}
+
+static int pb_len(struct pb *b, struct pb *sub)
+{
+	uint64_t n;
+
+	if (pb_varint(b, &n) || n > (uint64_t)(b->end - b->p))
+		return -EINVAL;
+	sub->p = b->p;
+	sub->end = b->p + n;
+	b->p += n;
+	return 0;
+}
+
+static int pb_skip(struct pb *b, int wt)
+{
+	struct pb sub;
+	uint64_t v;
+
+	switch (wt) {
+	case WT_VARINT:
+		return pb_varint(b, &v);
+	case WT_I64:
+	case WT_I32:
+		if ((size_t)(b->end - b->p) < (wt == WT_I64 ? 8u : 4u))
+			return -EINVAL;
+		b->p += wt == WT_I64 ? 8 : 4;
+		return 0;
+	case WT_LEN:
+		return pb_len(b, &sub);
+	default:
+		/* groups (3, 4) are not in proto3 and not in profile.proto */
+		return -EINVAL;
+	}
+}
+
+/* a scalar field: must be a varint */
+static int pb_scalar(struct pb *b, int wt, uint64_t *v)
+{
+	return wt == WT_VARINT ? pb_varint(b, v) : -EINVAL;
+}
+
+/*
+ * A repeated varint field, packed (one length-delimited run) or not (one
+ * varint): append its values to *arr.  Writers may use either encoding.
+ */
+static int pb_repeated(struct pb *b, int wt, uint64_t **arr, size_t *n, size_t *cap)
+{
+	struct pb run;
+	uint64_t v;
+
+	if (wt == WT_VARINT) {
+		if (pb_varint(b, &v))
+			return -EINVAL;
+		if (vec_reserve(arr, cap, *n + 1, sizeof(v)))
+			return -ENOMEM;
+		(*arr)[(*n)++] = v;
+		return 0;
+	}
+	if (wt != WT_LEN || pb_len(b, &run))
+		return -EINVAL;
+	while (run.p < run.end) {
+		if (pb_varint(&run, &v))
+			return -EINVAL;
+		/* a run of n bytes holds at most n more values: reserve once */
+		if (vec_reserve(arr, cap, *n + 1 + (size_t)(run.end - run.p), sizeof(v)))
+			return -ENOMEM;
+		(*arr)[(*n)++] = v;
+	}
+	return 0;
+}
+
+/* --- tables --------------------------------------------------------------------------- */
+
+static bool str_ok(const struct pprof_profile *p, int64_t i)
+{
+	return i >= 0 && (uint64_t)i < p->n_strings;
+}
+
+static int dec_value_type(struct dec *d, struct pb *m, struct pprof_value_type *vt)
+{
+	uint32_t f;
+	uint64_t v;
+	int wt;
+
+	while (m->p < m->end) {
+		if (pb_tag(m, &f, &wt))
+			return malformed(d);
+		if (f == 1 || f == 2) {
+			if (pb_scalar(m, wt, &v))
+				return malformed(d);
+			if (f == 1)
+				vt->type = (int64_t)v;
+			else
+				vt->unit = (int64_t)v;
+		} else if (pb_skip(m, wt)) {
+			return malformed(d);
+		}
+	}
+	return 0;
+}
+
+static int dec_mapping(struct dec *d, struct pb *m)
+{
+	struct pprof_profile *p = d->p;
+	struct pprof_mapping mp = { 0 };
+	uint32_t f;
+	uint64_t v;
+	int wt;
+
+	while (m->p < m->end) {
+		if (pb_tag(m, &f, &wt))
+			return malformed(d);
+		if (f > 10) {
+			if (pb_skip(m, wt))
+				return malformed(d);
+			continue;
+		}
+		if (pb_scalar(m, wt, &v))
+			return malformed(d);
+		switch (f) {
+		case 1: mp.id = v; break;
+		case 2: mp.memory_start = v; break;
+		case 3: mp.memory_limit = v; break;
+		case 4: mp.file_offset = v; break;
+		case 5: mp.filename = (int64_t)v; break;
+		case 6: mp.build_id = (int64_t)v; break;
+		case 7: mp.has_functions = v != 0; break;
+		case 8: mp.has_filenames = v != 0; break;
+		case 9: mp.has_line_numbers = v != 0; break;
+		case 10: mp.has_inline_frames = v != 0; break;
+		}
+	}
+	if (vec_reserve(&p->mappings, &d->cap_mappings, p->n_mappings + 1, sizeof(mp)))
+		return -ENOMEM;
+	p->mappings[p->n_mappings++] = mp;
+	return 0;
+}
+
+static int dec_function(struct dec *d, struct pb *m)
+{
+	struct pprof_profile *p = d->p;
+	struct pprof_function fn = { 0 };
+	uint32_t f;
+	uint64_t v;
+	int wt;
+
+	while (m->p < m->end) {
+		if (pb_tag(m, &f, &wt))
+			return malformed(d);
+		if (f > 5) {
+			if (pb_skip(m, wt))
+				return malformed(d);
+			continue;
+		}
+		if (pb_scalar(m, wt, &v))
+			return malformed(d);
+		switch (f) {
+		case 1: fn.id = v; break;
+		case 2: fn.name = (int64_t)v; break;
+		case 3: fn.system_name = (int64_t)v; break;
+		case 4: fn.filename = (int64_t)v; break;
+		case 5: fn.start_line = (int64_t)v; break;
+		}
+	}
+	if (vec_reserve(&p->functions, &d->cap_functions, p->n_functions + 1, sizeof(fn)))
+		return -ENOMEM;
+	p->functions[p->n_functions++] = fn;
+	return 0;
+}
+
+static int dec_line(struct dec *d, struct pb *m, struct pprof_line *ln)
+{
+	uint32_t f;
+	uint64_t v;
+	int wt;
+
+	while (m->p < m->end) {
+		if (pb_tag(m, &f, &wt))
+			return malformed(d);
+		if (f > 3) {
+			if (pb_skip(m, wt))
+				return malformed(d);
+			continue;
+		}
+		if (pb_scalar(m, wt, &v))
+			return malformed(d);
+		if (f == 1)
+			ln->function_id = v;
+		else if (f == 2)
+			ln->line = (int64_t)v;
+		else
+			ln->column = (int64_t)v;
+	}
+	return 0;
+}
+
+static int dec_location(struct dec *d, struct pb *m)
+{
+	struct pprof_profile *p = d->p;
+	struct pprof_location l = { .line_off = (uint32_t)p->n_lines };
+	struct pb sub;
+	uint32_t f;
+	uint64_t v;
+	int wt, ret;
+
+	if (p->n_lines >= UINT32_MAX)
+		return seterr(d, -E2BIG, "profile too large: more than 2^32 lines");
+	while (m->p < m->end) {
+		if (pb_tag(m, &f, &wt))
+			return malformed(d);
+		if (f == 4) {
+			struct pprof_line ln = { 0 };
+
+			if (wt != WT_LEN || pb_len(m, &sub))
+				return malformed(d);
+			ret = dec_line(d, &sub, &ln);
+			if (ret)
+				return ret;
+			if (vec_reserve(&p->lines, &d->cap_lines, p->n_lines + 1, sizeof(ln)))
+				return -ENOMEM;
+			p->lines[p->n_lines++] = ln;
+			l.n_lines++;
+			continue;
+		}
+		if (f > 5) {
+			if (pb_skip(m, wt))
+				return malformed(d);
+			continue;
+		}
+		if (pb_scalar(m, wt, &v))
+			return malformed(d);
+		if (f == 1)
+			l.id = v;
+		else if (f == 2)
+			l.mapping_id = v;
+		else if (f == 3)
+			l.address = v;
+		else
+			l.is_folded = v != 0;
+	}
+	if (vec_reserve(&p->locations, &d->cap_locations, p->n_locations + 1, sizeof(l)))
+		return -ENOMEM;
+	p->locations[p->n_locations++] = l;
+	return 0;
+}
+
+/*
+ * Strings are copied into one block, NUL-terminated, with p->strings pointing
+ * into it: one allocation instead of one per string.  The first walk only
+ * measures (block == NULL), the second copies.
+ */
+static void dec_string(struct dec *d, const struct pb *s, char *block, size_t *off)
+{
+	size_t n = (size_t)(s->end - s->p);
+
+	if (!block) {
+		d->p->n_strings++;
+		d->string_bytes += n + 1;
+		return;
+	}
+	memcpy(block + *off, s->p, n);
+	block[*off + n] = '\0';
+	d->p->strings[d->p->n_strings++] = block + *off;
+	*off += n + 1;
+}
+
+static int dec_strings(struct dec *d, const uint8_t *buf, size_t len)
+{
+	struct pprof_profile *p = d->p;
+	struct pb b = { buf, buf + len }, s;
+	size_t off = 0;
+	uint32_t f = 0;
+	int wt = 0;
+
+	while (b.p < b.end) {
+		if (pb_tag(&b, &f, &wt))
+			return malformed(d);
+		if (f == 6 && wt == WT_LEN) {
+			if (pb_len(&b, &s))
+				return malformed(d);
+			dec_string(d, &s, p->string_block, &off);
+		} else if (pb_skip(&b, wt)) {
+			return malformed(d);
+		}
+	}
+	return 0;
+}
+
+static int dec_header_field(struct dec *d, struct pb *b, uint32_t f, int wt)
+{
+	struct pprof_profile *p = d->p;
+	uint64_t v;
+
+	if (f == 13)
+		return pb_repeated(b, wt, (uint64_t **)&p->comments, &p->n_comments,
+				   &d->cap_comments) ? malformed(d) : 0;
+	if (f < 7 || f > 15 || f == 11)
+		return pb_skip(b, wt) ? malformed(d) : 0;
+	if (pb_scalar(b, wt, &v))
+		return malformed(d);
+	switch (f) {
+	case 7: p->drop_frames = (int64_t)v; break;
+	case 8: p->keep_frames = (int64_t)v; break;
+	case 9: p->time_nanos = (int64_t)v; break;
+	case 10: p->duration_nanos = (int64_t)v; break;
+	case 12: p->period = (int64_t)v; break;
+	case 14: p->default_sample_type = (int64_t)v; break;
+	case 15: p->doc_url = (int64_t)v; break;
+	}
+	return 0;
+}
+
+static int dec_table_field(struct dec *d, uint32_t f, struct pb *m)
+{
+	struct pprof_profile *p = d->p;
+
+	switch (f) {
+	case 1:
+		if (vec_reserve(&p->sample_types, &d->cap_types, p->n_sample_types + 1,
+				sizeof(*p->sample_types)))
+			return -ENOMEM;
+		memset(&p->sample_types[p->n_sample_types], 0, sizeof(*p->sample_types));
+		return dec_value_type(d, m, &p->sample_types[p->n_sample_types++]);
+	case 3:
+		return dec_mapping(d, m);
+	case 4:
+		return dec_location(d, m);
+	case 5:
+		return dec_function(d, m);
+	case 6:
+		if (p->n_strings >= PPROF_MAX_STRINGS)
+			return seterr(d, -E2BIG, "profile has more than %u strings; refusing to read it",
+				      PPROF_MAX_STRINGS);
+		dec_string(d, m, NULL, NULL);
+		return 0;
+	default: /* 11 */
+		return dec_value_type(d, m, &p->period_type);
+	}
+}
+
+/* walk 1: everything except samples, whose framing is checked on the way */
+static int dec_tables(struct dec *d, const uint8_t *buf, size_t len)
+{
+	struct pprof_profile *p = d->p;
+	struct pb b = { buf, buf + len }, m;
+	uint32_t f;
+	int wt, ret = 0;
+
+	while (!ret && b.p < b.end) {
+		if (pb_tag(&b, &f, &wt))
+			return malformed(d);
+		switch (f) {
+		case 2:
+			if (wt != WT_LEN || pb_skip(&b, wt))
+				return malformed(d);
+			break;
+		case 1: case 3: case 4: case 5: case 6: case 11:
+			if (wt != WT_LEN || pb_len(&b, &m))
+				return malformed(d);
+			ret = dec_table_field(d, f, &m);
+			break;
+		default:
+			ret = dec_header_field(d, &b, f, wt);
+		}
+	}
+	if (ret)
+		return ret;
+	if (!p->n_strings)
+		return seterr(d, -EINVAL, "not a pprof profile: it has no string table");
+	p->string_block = malloc(d->string_bytes);
+	p->strings = calloc(p->n_strings, sizeof(char *));
+	if (!p->string_block || !p->strings)
+		return -ENOMEM;
+	p->n_strings = 0;
+	ret = dec_strings(d, buf, len);
+	if (ret)
+		return ret;
+	if (p->strings[0][0])
+		return seterr(d, -EINVAL, "not a pprof profile: string table must start with \"\"");
+	return 0;
+}
+
+static int check_tables(struct dec *d)
+{
+	const struct pprof_profile *p = d->p;
+	size_t i;
+
+	for (i = 0; i < p->n_sample_types; i++)
+		if (!str_ok(p, p->sample_types[i].type) || !str_ok(p, p->sample_types[i].unit))
+			return seterr(d, -EINVAL, "corrupt profile: a sample type names a string that does not exist");
+	if (!str_ok(p, p->period_type.type) || !str_ok(p, p->period_type.unit) ||
+	    !str_ok(p, p->drop_frames) || !str_ok(p, p->keep_frames) ||
+	    !str_ok(p, p->default_sample_type) || !str_ok(p, p->doc_url))
+		return seterr(d, -EINVAL, "corrupt profile: the header names a string that does not exist");
+	for (i = 0; i < p->n_comments; i++)
+		if (!str_ok(p, p->comments[i]))
+			return seterr(d, -EINVAL, "corrupt profile: a comment names a string that does not exist");
+	for (i = 0; i < p->n_mappings; i++)
+		if (!p->mappings[i].id || !str_ok(p, p->mappings[i].filename) ||
+		    !str_ok(p, p->mappings[i].build_id))
+			return seterr(d, -EINVAL, "corrupt profile: mapping %zu has id 0 or a missing string", i);
+	for (i = 0; i < p->n_functions; i++) {
+		const struct pprof_function *f = &p->functions[i];
+
+		if (!f->id || !str_ok(p, f->name) || !str_ok(p, f->system_name) ||
+		    !str_ok(p, f->filename))
+			return seterr(d, -EINVAL, "corrupt profile: function %zu has id 0 or a missing string", i);
+	}
+	for (i = 0; i < p->n_locations; i++)
+		if (!p->locations[i].id)
+			return seterr(d, -EINVAL, "corrupt profile: location %zu has id 0", i);
+	return 0;
+}
+
+/* every id a location refers to must exist: later code never checks again */
+static int check_refs(struct dec *d)
+{
+	const struct pprof_profile *p = d->p;
+	size_t i;
+
+	for (i = 0; i < p->n_locations; i++) {
+		const struct pprof_location *l = &p->locations[i];
+
+		if (l->mapping_id && !pprof_profile__mapping(p, l->mapping_id))
+			return seterr(d, -EINVAL, "corrupt profile: location %llu refers to mapping %llu, which does not exist",
+				      (unsigned long long)l->id, (unsigned long long)l->mapping_id);
+	}
+	for (i = 0; i < p->n_lines; i++)
+		if (!pprof_profile__function(p, p->lines[i].function_id))
+			return seterr(d, -EINVAL, "corrupt profile: a line refers to function %llu, which does not exist",
+				      (unsigned long long)p->lines[i].function_id);
+	return 0;
+}
+
+/* --- samples ----------------------------------------------------------------------- */
+
+static int dec_label(struct dec *d, struct pb *m, struct pprof_label *l)
+{
+	uint32_t f;
+	uint64_t v;
+	int wt;
+
+	memset(l, 0, sizeof(*l));
+	while (m->p < m->end) {
+		if (pb_tag(m, &f, &wt))
+			return malformed(d);
+		if (f > 4) {
+			if (pb_skip(m, wt))
+				return malformed(d);
+			continue;
+		}
+		if (pb_scalar(m, wt, &v))
+			return malformed(d);
+		if (f == 1)
+			l->key = (int64_t)v;
+		else if (f == 2)
+			l->str = (int64_t)v;
+		else if (f == 3)
+			l->num = (int64_t)v;
+		else
+			l->num_unit = (int64_t)v;
+	}
+	if (!str_ok(d->p, l->key) || !str_ok(d->p, l->str) || !str_ok(d->p, l->num_unit))
+		return seterr(d, -EINVAL, "corrupt profile: a label names a string that does not exist");
+	return 0;
+}
+
+/* where a sample's arrays go: the model, or per-sample scratch in callback mode */
+struct sample_dst {
+	uint64_t **locs;
+	size_t *n_locs, *cap_locs;
+	int64_t **values;
+	size_t *n_values, *cap_values;
+	struct pprof_label **labels;
+	size_t *n_labels, *cap_labels;
+};
+
+static int dec_sample_fields(struct dec *d, struct pb *m, const struct sample_dst *o)
+{
+	struct pb sub;
+	uint32_t f;
+	int wt, ret;
+
+	while (m->p < m->end) {
+		if (pb_tag(m, &f, &wt))
+			return malformed(d);
+		switch (f) {
+		case 1:
+			ret = pb_repeated(m, wt, o->locs, o->n_locs, o->cap_locs);
+			break;
+		case 2:
+			ret = pb_repeated(m, wt, (uint64_t **)o->values, o->n_values, o->cap_values);
+			break;
+		case 3:
+			if (wt != WT_LEN || pb_len(m, &sub))
+				return malformed(d);
+			if (vec_reserve(o->labels, o->cap_labels, *o->n_labels + 1, sizeof(**o->labels)))
+				return -ENOMEM;
+			ret = dec_label(d, &sub, &(*o->labels)[(*o->n_labels)++]);
+			break;
+		default:
+			ret = pb_skip(m, wt);
+		}
+		if (ret)
+			return ret == -ENOMEM ? ret : malformed(d);
+	}
+	return 0;
+}
+
+static int check_sample(struct dec *d, size_t idx, const uint64_t *locs, size_t n_locs,
+			size_t n_values)
+{
+	const struct pprof_profile *p = d->p;
+	size_t i;
+
+	if (n_values != p->n_sample_types)
+		return seterr(d, -EINVAL, "corrupt profile: sample %zu has %zu values for %zu sample types",
+			      idx, n_values, p->n_sample_types);
+	for (i = 0; i < n_locs; i++)
+		if (!pprof_profile__location(p, locs[i]))
+			return seterr(d, -EINVAL, "corrupt profile: sample %zu refers to location %llu, which does not exist",
+				      idx, (unsigned long long)locs[i]);
+	return 0;
+}
+
+static int dec_sample_model(struct dec *d, struct pb *m)
+{
+	struct pprof_profile *p = d->p;
+	struct pprof_sample s = {
+		.loc_off = (uint32_t)p->n_loc_ids,
+		.label_off = (uint32_t)p->n_labels,
+	};
+	size_t n_values = p->n_samples * p->n_sample_types;
+	struct sample_dst o = {
+		&p->loc_ids, &p->n_loc_ids, &d->cap_loc_ids,
+		&p->values, &n_values, &d->cap_values,
+		&p->labels, &p->n_labels, &d->cap_labels,
+	};
+	int ret;
+
+	ret = dec_sample_fields(d, m, &o);
+	if (ret)
+		return ret;
+	if (p->n_loc_ids > UINT32_MAX || p->n_labels > UINT32_MAX)
+		return seterr(d, -E2BIG, "profile too large: more than 2^32 frames or labels");
+	s.n_locs = (uint32_t)(p->n_loc_ids - s.loc_off);
+	s.n_labels = (uint32_t)(p->n_labels - s.label_off);
+	ret = check_sample(d, p->n_samples, &p->loc_ids[s.loc_off], s.n_locs,
+			   n_values - p->n_samples * p->n_sample_types);
+	if (ret)
+		return ret;
+	if (vec_reserve(&p->samples, &d->cap_samples, p->n_samples + 1, sizeof(s)))
+		return -ENOMEM;
+	p->samples[p->n_samples++] = s;
+	return 0;
+}
+
+static int dec_sample_cb(struct dec *d, struct pb *m, size_t idx)
+{
+	struct pprof_sample_ref s = { 0 };
+	size_t n_locs = 0, n_values = 0, n_labels = 0;
+	struct sample_dst o = {
+		&d->s_locs, &n_locs, &d->cap_s_locs,
+		&d->s_values, &n_values, &d->cap_s_values,
+		&d->s_labels, &n_labels, &d->cap_s_labels,
+	};
+	int ret;
+
+	ret = dec_sample_fields(d, m, &o);
+	if (!ret)
+		ret = check_sample(d, idx, d->s_locs, n_locs, n_values);
+	if (ret)
+		return ret;
+	s.loc_ids = d->s_locs;
+	s.n_locs = n_locs;
+	s.values = d->s_values;
+	s.labels = d->s_labels;
+	s.n_labels = n_labels;
+	ret = d->o->on_sample(d->p, &s, d->o->ctx);
+	if (ret)
+		return seterr(d, ret, "%s", ret == -ENOMEM ? "out of memory" : "reading the samples failed");
+	return 0;
+}
+
+/* walk 2: the samples, in file order */
+static int dec_samples(struct dec *d, const uint8_t *buf, size_t len)
+{
+	struct pb b = { buf, buf + len }, m;
+	size_t idx = 0;
+	uint32_t f = 0;
+	int wt = 0, ret = 0;
+
+	/* walk 1 checked the framing; checking again costs nothing and keeps this walk safe alone */
+	while (!ret && b.p < b.end) {
+		if (pb_tag(&b, &f, &wt))
+			return malformed(d);
+		if (f != 2) {
+			if (pb_skip(&b, wt))
+				return malformed(d);
+			continue;
+		}
+		if (pb_len(&b, &m))
+			return malformed(d);
+		if (d->o && d->o->on_sample)
+			ret = dec_sample_cb(d, &m, idx++);
+		else
+			ret = dec_sample_model(d, &m);
+	}
+	return ret;
+}
+
+/* --- entry points --------------------------------------------------------------------- */
+
+struct pprof_profile *pprof_decode_opts(const void *buf, size_t len,
+					const struct pprof_read_opts *opts, char *err,
+					size_t errlen)
+{
+	struct dec d = { .o = opts, .err = err, .errlen = errlen };
+	int ret;
+
+	if (err && errlen)
+		err[0] = '\0';
+	if (!len) {
+		seterr(&d, 0, "empty profile");
+		errno = EINVAL;
+		return NULL;
+	}
+	d.p = calloc(1, sizeof(*d.p));
+	ret = d.p ? 0 : -ENOMEM;
+	if (!ret)
+		ret = dec_tables(&d, buf, len);
+	if (!ret)
+		ret = check_tables(&d);
+	if (!ret)
+		ret = pprof_profile__index(d.p);
+	if (!ret)
+		ret = check_refs(&d);
+	if (!ret)
+		ret = dec_samples(&d, buf, len);
+	free(d.s_locs);
+	free(d.s_values);
+	free(d.s_labels);
+	if (ret) {
+		seterr(&d, ret, "out of memory decoding the profile");
+		pprof_profile__free(d.p);
+		errno = -ret;
+		return NULL;
+	}
+	return d.p;
+}
+
+struct pprof_profile *pprof_decode(const void *buf, size_t len, char *err, size_t errlen)
+{
+	return pprof_decode_opts(buf, len, NULL, err, errlen);
+}
+
+/* inflate a gzip stream (several members, like gzip -d), refusing output beyond max */
+static int gunzip(struct dec *d, const void *in, size_t in_len, size_t max, void **out,
+		  size_t *out_len)
+{
+	z_stream zs = { 0 };
+	unsigned char *buf = NULL;
+	size_t cap = 0, len = 0;
+	int zr, ret = 0;
+
+	if (inflateInit2(&zs, 15 + 16) != Z_OK)
+		return -ENOMEM;
+	zs.next_in = (unsigned char *)in;
+	for (;;) {
+		size_t left = in_len - (size_t)(zs.next_in - (const unsigned char *)in);
+
+		zs.avail_in = left > UINT_MAX ? UINT_MAX : (unsigned int)left;
+		if (vec_reserve(&buf, &cap, len + (1 << 16), 1)) {
+			ret = -ENOMEM;
+			break;
+		}
+		zs.next_out = buf + len;
+		zs.avail_out = (unsigned int)(cap - len > UINT_MAX ? UINT_MAX : cap - len);
+		zr = inflate(&zs, Z_NO_FLUSH);
+		len = (size_t)(zs.next_out - buf);
+		if (len > max) {
+			ret = seterr(d, -E2BIG, "profile decompresses to more than %zu MiB; refusing to read it",
+				     max >> 20);
+			break;
+		}
+		if (zr == Z_STREAM_END) {
+			left = in_len - (size_t)(zs.next_in - (const unsigned char *)in);
+			if (!left)
+				break;
+			if (left < 2 || zs.next_in[0] != 0x1f || zs.next_in[1] != 0x8b) {
+				ret = seterr(d, -EINVAL, "corrupt gzip data: %zu bytes of garbage after the compressed profile",
+					     left);
+				break;
+			}
+			inflateReset(&zs);
+			continue;
+		}
+		if (zr == Z_BUF_ERROR && !zs.avail_in) {
+			ret = seterr(d, -EINVAL, "truncated gzip data: the file ends before the profile does");
+			break;
+		}
+		if (zr != Z_OK && zr != Z_BUF_ERROR) {
+			ret = seterr(d, zr == Z_MEM_ERROR ? -ENOMEM : -EINVAL, "corrupt gzip data (%s)",
+				     zs.msg ? zs.msg : "inflate failed");
+			break;
+		}
+	}
+	inflateEnd(&zs);
+	if (ret) {
+		free(buf);
+		return ret;
+	}
+	*out = buf;
+	*out_len = len;
+	return 0;
+}
+
+struct pprof_profile *pprof_decode_gzip_opts(const void *buf, size_t len,
+					     const struct pprof_read_opts *opts, char *err,
+					     size_t errlen)
+{
+	struct dec d = { .err = err, .errlen = errlen };
+	size_t max = opts && opts->max_decoded ? opts->max_decoded : PPROF_MAX_DECODED;
+	const unsigned char *b = buf;
+	struct pprof_profile *p;
+	void *raw;
+	size_t raw_len;
+	int ret;
+
+	if (err && errlen)
+		err[0] = '\0';
+	if (!len) {
+		seterr(&d, 0, "empty file, not a pprof profile");
+		errno = EINVAL;
+		return NULL;
+	}
+	if (len < 2 || b[0] != 0x1f || b[1] != 0x8b) {
+		/* say so when it is a profile that only lacks the compression */
+		p = len <= max ? pprof_decode(buf, len, NULL, 0) : NULL;
+		if (p)
+			seterr(&d, 0, "an uncompressed pprof protobuf; culpert reads gzip'd profiles: gzip it first");
+		else
+			seterr(&d, 0, "not gzip-compressed, not a pprof profile (a pprof file is a gzip'd protobuf)");
+		pprof_profile__free(p);
+		errno = EINVAL;
+		return NULL;
+	}
+	ret = gunzip(&d, buf, len, max, &raw, &raw_len);
+	if (ret) {
+		seterr(&d, 0, "out of memory decompressing the profile");
+		errno = -ret;
+		return NULL;
+	}
+	p = pprof_decode_opts(raw, raw_len, opts, err, errlen);
+	free(raw);
+	return p;
+}
+
+struct pprof_profile *pprof_decode_gzip(const void *buf, size_t len, char *err, size_t errlen)
+{
+	return pprof_decode_gzip_opts(buf, len, NULL, err, errlen);
+}
+
+static int read_all(int fd, size_t max, void **out, size_t *out_len)
+{
+	unsigned char *buf = NULL;
+	size_t cap = 0, len = 0;
+	struct stat st;
+	ssize_t n;
+
+	/* a regular file is read in one go into a buffer of its size */
+	if (!fstat(fd, &st) && S_ISREG(st.st_mode) && st.st_size > 0 && (size_t)st.st_size <= max &&
+	    vec_reserve(&buf, &cap, (size_t)st.st_size + 1, 1))
+		return -ENOMEM;
+	for (;;) {
+		if (vec_reserve(&buf, &cap, len + (1 << 16), 1)) {
+			free(buf);
+			return -ENOMEM;
+		}
+		n = read(fd, buf + len, cap - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			n = -errno;
+			free(buf);
+			return (int)n;
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+		if (len > max) {
+			free(buf);
+			return -E2BIG;
+		}
+	}
+	*out = buf;
+	*out_len = len;
+	return 0;
+}
+
+struct pprof_profile *pprof_read_file_opts(const char *path, const struct pprof_read_opts *opts,
+					   char *err, size_t errlen)
+{
+	size_t max = opts && opts->max_decoded ? opts->max_decoded : PPROF_MAX_DECODED;
+	struct pprof_profile *p;
+	struct stat st;
+	void *buf = NULL;
+	size_t len = 0;
+	int fd, ret;
+
+	fd = strcmp(path, "-") ? open(path, O_RDONLY | O_CLOEXEC) : STDIN_FILENO;
+	if (fd < 0) {
+		ret = errno;
+		snprintf(err, errlen, "cannot open: %s", strerror(ret));
+		errno = ret;
+		return NULL;
+	}
+	if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+		snprintf(err, errlen, "is a directory, not a profile");
+		close(fd);
+		errno = EISDIR;
+		return NULL;
+	}
+	ret = read_all(fd, max, &buf, &len);
+	if (fd != STDIN_FILENO)
+		close(fd);
+	if (ret) {
+		snprintf(err, errlen, "cannot read: %s", ret == -E2BIG ? "file too large" : strerror(-ret));
+		errno = -ret;
+		return NULL;
+	}
+	p = pprof_decode_gzip_opts(buf, len, opts, err, errlen);
+	free(buf);
+	return p;
+}
+
+struct pprof_profile *pprof_read_file(const char *path, char *err, size_t errlen)
+{
+	return pprof_read_file_opts(path, NULL, err, errlen);
+}
