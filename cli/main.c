@@ -14,6 +14,10 @@ static const struct command {
 	int (*fn)(int argc, char **argv);
 	const char *help;
 } commands[] = {
+	{ "report", cmd_report, "where the bytes went: span tree, flat spans, callsites, leaks" },
+	{ "diff", cmd_diff, "compare two profiles span by span; exit 1 on a regression (CI gate)" },
+	{ "info", cmd_info, "what a profile holds: target, rate, totals, mappings, metadata" },
+	{ "flamegraph", cmd_flamegraph, "folded stacks or an interactive SVG flame graph" },
 	{ NULL, NULL, NULL },	/* commands register here, one line each */
 };
 
