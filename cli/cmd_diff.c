@@ -104,7 +104,7 @@ static void print_summary_text(const struct diff *d)
 	printf("After:   %s  %s (%llu samples)\n", d->files[1], format_bytes(a, 32, r->total[1]),
 	       (unsigned long long)d->v[1]->n_value_samples);
 	printf("Net:     %s", format_bytes_signed(n, 32, r->total[1] - r->total[0]));
-	if (r->total[0])
+	if (r->total[0] && r->total[1] != r->total[0])
 		printf(" (%+.2f%%)", 100.0 * (r->total[1] - r->total[0]) / r->total[0]);
 	printf("\nRate:    %s; thresholds %s and %.2f%%; min span %s",
 	       format_rate(rate, sizeof(rate), d->v[0]->rate),
@@ -240,7 +240,7 @@ static void print_markdown_head(const struct diff *d)
 	printf("- **After:** %s (`%s`, %llu samples)\n", format_bytes(b, 32, r->total[1]),
 	       d->files[1], (unsigned long long)d->v[1]->n_value_samples);
 	printf("- **Net Δ:** %s", format_bytes_signed(n, 32, r->total[1] - r->total[0]));
-	if (r->total[0])
+	if (r->total[0] && r->total[1] != r->total[0])
 		printf(" (%+.2f%%)", 100.0 * (r->total[1] - r->total[0]) / r->total[0]);
 	printf("\n- Rate %s; thresholds %s and %.2f%%; min span %s",
 	       format_rate(rate, sizeof(rate), d->v[0]->rate),
@@ -414,6 +414,7 @@ static void json_row(struct json *j, const struct diff_row *r)
 static void print_json(const struct diff *d)
 {
 	const struct diff_result *r = &d->res;
+	/* in key order, around failed, net_delta and net_pct */
 	static const char *const kinds[] = { "gone", "improvement", "new", "quiet", "regression" };
 	struct json j;
 	size_t i;
@@ -437,16 +438,20 @@ static void print_json(const struct diff *d)
 	json_int(&j, DIFF_SCHEMA_VERSION);
 	json_key(&j, "summary");
 	json_begin(&j, '{');
-	for (i = 0; i < 5; i++) {
+	json_key(&j, "failed");
+	json_bool(&j, r->count[KIND_REGRESSION] || r->count[KIND_NEW]);
+	for (i = 0; i < 2; i++) {
 		json_key(&j, kinds[i]);
 		json_int(&j, (int64_t)r->count[diff_kind_parse(kinds[i])]);
 	}
-	json_key(&j, "failed");
-	json_bool(&j, r->count[KIND_REGRESSION] || r->count[KIND_NEW]);
 	json_key(&j, "net_delta");
 	json_round(&j, r->total[1] - r->total[0]);
 	json_key(&j, "net_pct");
 	json_num(&j, r->total[0] ? 100.0 * (r->total[1] - r->total[0]) / r->total[0] : NAN, 2);
+	for (i = 2; i < 5; i++) {
+		json_key(&j, kinds[i]);
+		json_int(&j, (int64_t)r->count[diff_kind_parse(kinds[i])]);
+	}
 	json_end(&j, '}');
 	json_key(&j, "thresholds");
 	json_begin(&j, '{');

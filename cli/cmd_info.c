@@ -89,7 +89,7 @@ static void print_totals(const struct view *v)
 		roots += !v->spans[i].no_span && v->spans[i].parent == VIEW_NONE;
 	}
 	if (spans)
-		printf("Spans:         %zu (%zu roots)\n", spans, roots);
+		printf("Spans:         %zu (%zu root%s)\n", spans, roots, roots == 1 ? "" : "s");
 	else
 		printf("Spans:         none (no span labels)\n");
 }

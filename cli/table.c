@@ -69,13 +69,16 @@ void table__print(const struct table *t, FILE *f)
 
 void table__print_sep(const struct table *t, FILE *f, const char *sep)
 {
-	size_t r, i;
+	size_t r, i, end;
 
 	for (r = 0; r < t->n_cells; r += t->n_cols) {
-		for (i = 0; i < t->n_cols; i++) {
+		/* empty trailing cells print nothing, not even their separator */
+		for (end = t->n_cols; end > 1 && !t->cells[r + end - 1][0]; end--)
+			;
+		for (i = 0; i < end; i++) {
 			const char *c = t->cells[r + i];
 			size_t pad = t->width[i] - width_of(c);
-			bool last = i + 1 == t->n_cols;
+			bool last = i + 1 == end;
 
 			if (i)
 				fputs(sep, f);

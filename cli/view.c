@@ -239,7 +239,7 @@ static bool stack_eq(uint32_t idx, const void *key, void *ctx)
 	const struct pprof_sample_ref *s = key;
 
 	return v->stack_off[idx + 1] - v->stack_off[idx] == s->n_locs &&
-	       !memcmp(&v->stack_locs[v->stack_off[idx]], s->loc_ids, s->n_locs * sizeof(uint64_t));
+	       (!s->n_locs || !memcmp(&v->stack_locs[v->stack_off[idx]], s->loc_ids, s->n_locs * sizeof(uint64_t)));
 }
 
 static int intern_stack(struct builder *b, const struct pprof_sample_ref *s, uint32_t *out)
@@ -257,7 +257,8 @@ static int intern_stack(struct builder *b, const struct pprof_sample_ref *s, uin
 	    vec_reserve(&v->stack_off, &b->cap_stack_off, v->n_stacks + 2, sizeof(uint32_t)) ||
 	    hashtab__insert(&b->stack_ht, h, (uint32_t)v->n_stacks))
 		return -ENOMEM;
-	memcpy(&v->stack_locs[off], s->loc_ids, s->n_locs * sizeof(uint64_t));
+	if (s->n_locs)	/* an empty stack has no array to copy from (or to) */
+		memcpy(&v->stack_locs[off], s->loc_ids, s->n_locs * sizeof(uint64_t));
 	v->stack_off[v->n_stacks] = (uint32_t)off;
 	v->stack_off[v->n_stacks + 1] = (uint32_t)(off + s->n_locs);
 	*out = (uint32_t)v->n_stacks++;
@@ -586,7 +587,9 @@ static void builder_free(struct builder *b)
 	free(b->fn_mach);
 }
 
-struct view *view__load(const char *path, const struct view_opts *opts, char *err, size_t errlen)
+/* from a file (path) or from gzip'd bytes in memory (buf, len) */
+static struct view *view_read(const char *path, const void *buf, size_t len,
+			      const struct view_opts *opts, char *err, size_t errlen)
 {
 	struct builder b = { 0 };
 	struct pprof_read_opts ro = { .sz = sizeof(ro), .on_sample = first_sample, .ctx = &b };
@@ -601,7 +604,8 @@ struct view *view__load(const char *path, const struct view_opts *opts, char *er
 	}
 	v->opts = *opts;
 	b.v = v;
-	p = pprof_read_file_opts(path, &ro, err, errlen);
+	p = path ? pprof_read_file_opts(path, &ro, err, errlen) :
+		   pprof_decode_gzip_opts(buf, len, &ro, err, errlen);
 	if (!p) {
 		ret = -errno;
 		/* a reason of ours beats the reader's generic one */
@@ -629,6 +633,17 @@ struct view *view__load(const char *path, const struct view_opts *opts, char *er
 		return NULL;
 	}
 	return v;
+}
+
+struct view *view__load(const char *path, const struct view_opts *opts, char *err, size_t errlen)
+{
+	return view_read(path, NULL, 0, opts, err, errlen);
+}
+
+struct view *view__decode(const void *buf, size_t len, const struct view_opts *opts, char *err,
+			  size_t errlen)
+{
+	return view_read(NULL, buf, len, opts, err, errlen);
 }
 
 void view__free(struct view *v)

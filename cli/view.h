@@ -83,6 +83,9 @@ struct view {
  * with VIEW_INUSE fails with errno ENODATA.
  */
 struct view *view__load(const char *path, const struct view_opts *opts, char *err, size_t errlen);
+/* the same from gzip'd bytes in memory */
+struct view *view__decode(const void *buf, size_t len, const struct view_opts *opts, char *err,
+			  size_t errlen);
 void view__free(struct view *v);
 
 /* children of span i (VIEW_NONE: the roots) sorted by total bytes, largest first, ties by name */

@@ -42,7 +42,7 @@ struct dec {
 	int64_t *s_values;
 	struct pprof_label *s_labels;
 	size_t cap_s_locs, cap_s_values, cap_s_labels;
-	size_t string_bytes;
+	size_t n_strings, string_bytes;
 };
 
 static int seterr(struct dec *d, int ret, const char *fmt, ...)
@@ -356,8 +356,9 @@ static void dec_string(struct dec *d, const struct pb *s, char *block, size_t *o
 {
 	size_t n = (size_t)(s->end - s->p);
 
+	/* measuring: not in p->n_strings, which must always count valid entries of p->strings */
 	if (!block) {
-		d->p->n_strings++;
+		d->n_strings++;
 		d->string_bytes += n + 1;
 		return;
 	}
@@ -431,7 +432,7 @@ static int dec_table_field(struct dec *d, uint32_t f, struct pb *m)
 	case 5:
 		return dec_function(d, m);
 	case 6:
-		if (p->n_strings >= PPROF_MAX_STRINGS)
+		if (d->n_strings >= PPROF_MAX_STRINGS)
 			return seterr(d, -E2BIG, "profile has more than %u strings; refusing to read it",
 				      PPROF_MAX_STRINGS);
 		dec_string(d, m, NULL, NULL);
@@ -468,13 +469,12 @@ static int dec_tables(struct dec *d, const uint8_t *buf, size_t len)
 	}
 	if (ret)
 		return ret;
-	if (!p->n_strings)
+	if (!d->n_strings)
 		return seterr(d, -EINVAL, "not a pprof profile: it has no string table");
 	p->string_block = malloc(d->string_bytes);
-	p->strings = calloc(p->n_strings, sizeof(char *));
+	p->strings = calloc(d->n_strings, sizeof(char *));
 	if (!p->string_block || !p->strings)
 		return -ENOMEM;
-	p->n_strings = 0;
 	ret = dec_strings(d, buf, len);
 	if (ret)
 		return ret;
@@ -648,7 +648,7 @@ static int dec_sample_model(struct dec *d, struct pb *m)
 		return seterr(d, -E2BIG, "profile too large: more than 2^32 frames or labels");
 	s.n_locs = (uint32_t)(p->n_loc_ids - s.loc_off);
 	s.n_labels = (uint32_t)(p->n_labels - s.label_off);
-	ret = check_sample(d, p->n_samples, &p->loc_ids[s.loc_off], s.n_locs,
+	ret = check_sample(d, p->n_samples, p->loc_ids ? p->loc_ids + s.loc_off : NULL, s.n_locs,
 			   n_values - p->n_samples * p->n_sample_types);
 	if (ret)
 		return ret;
@@ -714,6 +714,23 @@ static int dec_samples(struct dec *d, const uint8_t *buf, size_t len)
 
 /* --- entry points --------------------------------------------------------------------- */
 
+/* empty arrays are still allocated, as the writer's are: users index them without checking */
+static int ensure_arrays(struct pprof_profile *p)
+{
+	void **arrays[] = {
+		(void **)&p->sample_types, (void **)&p->samples, (void **)&p->values,
+		(void **)&p->loc_ids, (void **)&p->labels, (void **)&p->mappings,
+		(void **)&p->locations, (void **)&p->lines, (void **)&p->functions,
+		(void **)&p->comments,
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(arrays) / sizeof(arrays[0]); i++)
+		if (!*arrays[i] && !(*arrays[i] = calloc(1, 64)))
+			return -ENOMEM;
+	return 0;
+}
+
 struct pprof_profile *pprof_decode_opts(const void *buf, size_t len,
 					const struct pprof_read_opts *opts, char *err,
 					size_t errlen)
@@ -740,6 +757,8 @@ struct pprof_profile *pprof_decode_opts(const void *buf, size_t len,
 		ret = check_refs(&d);
 	if (!ret)
 		ret = dec_samples(&d, buf, len);
+	if (!ret)
+		ret = ensure_arrays(d.p);
 	free(d.s_locs);
 	free(d.s_values);
 	free(d.s_labels);
@@ -854,6 +873,9 @@ struct pprof_profile *pprof_decode_gzip_opts(const void *buf, size_t len,
 		errno = -ret;
 		return NULL;
 	}
+	/* the compressed bytes are not needed any more: give them back before decoding */
+	if (opts && opts->release_input)
+		opts->release_input(opts->release_ctx);
 	p = pprof_decode_opts(raw, raw_len, opts, err, errlen);
 	free(raw);
 	return p;
@@ -901,6 +923,14 @@ static int read_all(int fd, size_t max, void **out, size_t *out_len)
 	return 0;
 }
 
+static void release_buf(void *ctx)
+{
+	void **buf = ctx;
+
+	free(*buf);
+	*buf = NULL;
+}
+
 struct pprof_profile *pprof_read_file_opts(const char *path, const struct pprof_read_opts *opts,
 					   char *err, size_t errlen)
 {
@@ -932,7 +962,13 @@ struct pprof_profile *pprof_read_file_opts(const char *path, const struct pprof_
 		errno = -ret;
 		return NULL;
 	}
-	p = pprof_decode_gzip_opts(buf, len, opts, err, errlen);
+	{
+		struct pprof_read_opts o = opts ? *opts : (struct pprof_read_opts){ .sz = sizeof(o) };
+
+		o.release_input = release_buf;
+		o.release_ctx = &buf;
+		p = pprof_decode_gzip_opts(buf, len, &o, err, errlen);
+	}
 	free(buf);
 	return p;
 }

@@ -79,15 +79,38 @@ static uint64_t parse_location(struct pprof_writer *w, char *frame)
 					  lines, n);
 }
 
+/* like strtok_r on blanks, but KEY="a b" is one token (quotes dropped): names have spaces */
+static char *next_token(char *s, char **save)
+{
+	char *start, *w;
+	bool quoted = false;
+
+	s = s ? s : *save;
+	while (*s == ' ' || *s == '\t')
+		s++;
+	if (!*s)
+		return NULL;
+	start = w = s;
+	for (; *s && (quoted || (*s != ' ' && *s != '\t')); s++) {
+		if (*s == '"')
+			quoted = !quoted;
+		else
+			*w++ = *s;
+	}
+	*save = *s ? s + 1 : s;
+	*w = '\0';
+	return start;
+}
+
 static void add_sample(struct pprof_writer *w, size_t n_types, char *line)
 {
 	uint64_t locs[MAX_FRAMES];
 	int64_t values[MAX_TYPES] = { 0 };
 	struct pprof_label labels[MAX_LABELS];
 	size_t n_locs = 0, n_labels = 0, n_values = 0;
-	char *save, *tok;
+	char *save = NULL, *tok;
 
-	for (tok = strtok_r(line, " \t", &save); tok; tok = strtok_r(NULL, " \t", &save)) {
+	for (tok = next_token(line, &save); tok; tok = next_token(NULL, &save)) {
 		char *eq = strchr(tok, '=');
 		uint64_t v;
 
