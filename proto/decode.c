@@ -42,7 +42,10 @@ struct dec {
 	int64_t *s_values;
 	struct pprof_label *s_labels;
 	size_t cap_s_locs, cap_s_values, cap_s_labels;
-	size_t n_strings, string_bytes;
+	/* strings as read: one block, and each string's offset in it */
+	char *block;
+	size_t *str_off;
+	size_t n_strings, string_bytes, cap_block, cap_str_off;
 };
 
 static int seterr(struct dec *d, int ret, const char *fmt, ...)
@@ -142,6 +145,22 @@ static int pb_scalar(struct pb *b, int wt, uint64_t *v)
 	return wt == WT_VARINT ? pb_varint(b, v) : -EINVAL;
 }
 
+/* the values of a packed run, appended to *arr */
+static int pb_packed(struct pb *run, uint64_t **arr, size_t *n, size_t *cap)
+{
+	uint64_t v;
+
+	while (run->p < run->end) {
+		if (pb_varint(run, &v))
+			return -EINVAL;
+		/* a run of n bytes holds at most n more values: reserve once */
+		if (vec_reserve(arr, cap, *n + 1 + (size_t)(run->end - run->p), sizeof(v)))
+			return -ENOMEM;
+		(*arr)[(*n)++] = v;
+	}
+	return 0;
+}
+
 /*
  * A repeated varint field, packed (one length-delimited run) or not (one
  * varint): append its values to *arr.  Writers may use either encoding.
@@ -161,15 +180,7 @@ static int pb_repeated(struct pb *b, int wt, uint64_t **arr, size_t *n, size_t *
 	}
 	if (wt != WT_LEN || pb_len(b, &run))
 		return -EINVAL;
-	while (run.p < run.end) {
-		if (pb_varint(&run, &v))
-			return -EINVAL;
-		/* a run of n bytes holds at most n more values: reserve once */
-		if (vec_reserve(arr, cap, *n + 1 + (size_t)(run.end - run.p), sizeof(v)))
-			return -ENOMEM;
-		(*arr)[(*n)++] = v;
-	}
-	return 0;
+	return pb_packed(&run, arr, n, cap);
 }
 
 /* --- tables --------------------------------------------------------------------------- */
@@ -349,60 +360,302 @@ static int dec_location(struct dec *d, struct pb *m)
 
 /*
  * Strings are copied into one block, NUL-terminated, with p->strings pointing
- * into it: one allocation instead of one per string.  The first walk only
- * measures (block == NULL), the second copies.
+ * into it once every string is in: one allocation instead of one per string.
  */
-static void dec_string(struct dec *d, const struct pb *s, char *block, size_t *off)
+static int dec_string(struct dec *d, const struct pb *s)
 {
 	size_t n = (size_t)(s->end - s->p);
 
-	/* measuring: not in p->n_strings, which must always count valid entries of p->strings */
-	if (!block) {
-		d->n_strings++;
-		d->string_bytes += n + 1;
-		return;
-	}
-	memcpy(block + *off, s->p, n);
-	block[*off + n] = '\0';
-	d->p->strings[d->p->n_strings++] = block + *off;
-	*off += n + 1;
+	if (d->n_strings >= PPROF_MAX_STRINGS)
+		return seterr(d, -E2BIG, "profile has more than %u strings; refusing to read it",
+			      PPROF_MAX_STRINGS);
+	if (vec_reserve(&d->block, &d->cap_block, d->string_bytes + n + 1, 1) ||
+	    vec_reserve(&d->str_off, &d->cap_str_off, d->n_strings + 1, sizeof(size_t)))
+		return -ENOMEM;
+	if (n)
+		memcpy(d->block + d->string_bytes, s->p, n);
+	d->block[d->string_bytes + n] = '\0';
+	d->str_off[d->n_strings++] = d->string_bytes;
+	d->string_bytes += n + 1;
+	return 0;
 }
 
-static int dec_strings(struct dec *d, const uint8_t *buf, size_t len)
+/* the block is complete: hand it to the profile with a pointer per string */
+static int finish_strings(struct dec *d)
 {
 	struct pprof_profile *p = d->p;
-	struct pb b = { buf, buf + len }, s;
-	size_t off = 0;
-	uint32_t f = 0;
-	int wt = 0;
+	size_t i;
 
-	while (b.p < b.end) {
-		if (pb_tag(&b, &f, &wt))
-			return malformed(d);
-		if (f == 6 && wt == WT_LEN) {
-			if (pb_len(&b, &s))
-				return malformed(d);
-			dec_string(d, &s, p->string_block, &off);
-		} else if (pb_skip(&b, wt)) {
-			return malformed(d);
+	if (!d->n_strings)
+		return seterr(d, -EINVAL, "not a pprof profile: it has no string table");
+	p->strings = calloc(d->n_strings, sizeof(char *));
+	if (!p->strings)
+		return -ENOMEM;
+	p->string_block = d->block;
+	d->block = NULL;
+	for (i = 0; i < d->n_strings; i++)
+		p->strings[i] = p->string_block + d->str_off[i];
+	p->n_strings = d->n_strings;
+	if (p->strings[0][0])
+		return seterr(d, -EINVAL, "not a pprof profile: string table must start with \"\"");
+	return 0;
+}
+
+/* --- input: top-level fields from memory, or straight out of inflate ----------------- */
+
+/*
+ * The decompressed profile is never held whole: top-level fields come out
+ * of a window that inflate refills, and the window only grows to the largest
+ * single field.  Each walk starts the decompression over.
+ */
+struct src {
+	struct dec *d;
+	bool gzip;
+	const uint8_t *in;		/* raw protobuf, or gzip'd bytes */
+	size_t in_len, max;
+	int fd;				/* gzip'd bytes read from here instead when >= 0 */
+	uint8_t *inbuf;
+	bool in_eof;
+	z_stream zs;
+	bool zs_live, z_end;
+	uint8_t *win;			/* the raw protobuf itself when !gzip */
+	size_t cap, start, end, total;
+};
+
+/* one top-level field: number, wire type, and its body (LEN) or value (VARINT) */
+struct field {
+	uint32_t f;
+	int wt;
+	struct pb body;
+	uint64_t v;
+};
+
+#define SRC_WINDOW	(256u << 10)
+#define MAX_VARINT	10
+
+/*
+ * Parse the field at p: 0 and *used, -EINVAL when it is malformed, -EAGAIN
+ * when more bytes are needed (*used then says how many, when known).
+ */
+static int parse_field(const uint8_t *p, size_t avail, struct field *fl, size_t *used)
+{
+	struct pb b = { p, p + avail };
+	uint64_t n;
+
+	*used = 0;
+	if (pb_tag(&b, &fl->f, &fl->wt))
+		return avail < MAX_VARINT ? -EAGAIN : -EINVAL;
+	switch (fl->wt) {
+	case WT_VARINT:
+		if (pb_varint(&b, &fl->v))
+			return (size_t)(b.end - b.p) < MAX_VARINT ? -EAGAIN : -EINVAL;
+		break;
+	case WT_LEN:
+		if (pb_varint(&b, &n))
+			return (size_t)(b.end - b.p) < MAX_VARINT ? -EAGAIN : -EINVAL;
+		if (n > (size_t)(b.end - b.p)) {
+			*used = n > SIZE_MAX / 2 ? SIZE_MAX / 2 : (size_t)(b.p - p) + (size_t)n;
+			return -EAGAIN;
+		}
+		fl->body.p = b.p;
+		fl->body.end = b.p + n;
+		b.p += n;
+		break;
+	case WT_I64:
+	case WT_I32:
+		if ((size_t)(b.end - b.p) < (fl->wt == WT_I64 ? 8u : 4u))
+			return -EAGAIN;
+		b.p += fl->wt == WT_I64 ? 8 : 4;
+		break;
+	default:
+		return -EINVAL;
+	}
+	*used = (size_t)(b.p - p);
+	return 0;
+}
+
+static int src_inflate_error(struct src *s, int zr)
+{
+	if (zr == Z_BUF_ERROR && !s->zs.avail_in)
+		return seterr(s->d, -EINVAL, "truncated gzip data: the file ends before the profile does");
+	return seterr(s->d, zr == Z_MEM_ERROR ? -ENOMEM : -EINVAL, "corrupt gzip data (%s)",
+		      s->zs.msg ? s->zs.msg : "inflate failed");
+}
+
+/* gzip'd input for inflate; in_eof once there is none left */
+static int src_input(struct src *s)
+{
+	ssize_t n;
+
+	if (s->zs.avail_in || s->in_eof)
+		return 0;
+	if (s->fd < 0) {
+		size_t left = s->in_len - (size_t)(s->zs.next_in - s->in);
+
+		s->zs.avail_in = left > UINT_MAX ? UINT_MAX : (unsigned int)left;
+		s->in_eof = !left;
+		return 0;
+	}
+	if (!s->inbuf && !(s->inbuf = malloc(SRC_WINDOW)))
+		return -ENOMEM;
+	do
+		n = read(s->fd, s->inbuf, SRC_WINDOW);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return seterr(s->d, -errno, "cannot read: %s", strerror(errno));
+	s->zs.next_in = s->inbuf;
+	s->zs.avail_in = (unsigned int)n;
+	s->in_eof = !n;
+	return 0;
+}
+
+/* the end of a gzip member: another one may follow (like gzip -d), nothing else */
+static int src_member_end(struct src *s)
+{
+	int ret = src_input(s);
+
+	if (ret)
+		return ret;
+	if (s->in_eof) {
+		s->z_end = true;
+		return 0;
+	}
+	/* a member starts with the magic; one byte of it at the end of a read is let through */
+	if (s->zs.next_in[0] != 0x1f || (s->zs.avail_in > 1 && s->zs.next_in[1] != 0x8b))
+		return seterr(s->d, -EINVAL, "corrupt gzip data: garbage after the compressed profile");
+	inflateReset(&s->zs);
+	return 0;
+}
+
+/* make room for `need` bytes from start (0: some more), and inflate into it */
+static int src_fill(struct src *s, size_t need)
+{
+	size_t keep = s->end - s->start, before;
+	int zr;
+
+	if (s->start) {
+		memmove(s->win, s->win + s->start, keep);
+		s->start = 0;
+		s->end = keep;
+	}
+	if (need > s->max)
+		return malformed(s->d);
+	if (vec_reserve(&s->win, &s->cap, need > keep + SRC_WINDOW ? need : keep + SRC_WINDOW, 1))
+		return -ENOMEM;
+	before = s->end;
+	while (!s->z_end && s->end < s->cap && (s->end == before || s->end < need)) {
+		int ret = src_input(s);
+
+		if (ret)
+			return ret;
+		s->zs.next_out = s->win + s->end;
+		s->zs.avail_out = (unsigned int)(s->cap - s->end > UINT_MAX ? UINT_MAX : s->cap - s->end);
+		zr = inflate(&s->zs, Z_NO_FLUSH);
+		s->total += (size_t)(s->zs.next_out - (s->win + s->end));
+		s->end = (size_t)(s->zs.next_out - s->win);
+		if (s->total > s->max)
+			return seterr(s->d, -E2BIG, "profile decompresses to more than %zu MiB; refusing to read it",
+				      s->max >> 20);
+		if (zr == Z_STREAM_END) {
+			ret = src_member_end(s);
+			if (ret)
+				return ret;
+		} else if (zr == Z_BUF_ERROR && !s->zs.avail_in) {
+			/* inflate wants more input: src_input says whether there is any */
+			ret = src_input(s);
+			if (ret)
+				return ret;
+			if (s->in_eof)
+				return src_inflate_error(s, zr);
+		} else if (zr != Z_OK) {
+			return src_inflate_error(s, zr);
 		}
 	}
 	return 0;
 }
 
-static int dec_header_field(struct dec *d, struct pb *b, uint32_t f, int wt)
+/* the next top-level field: 1, 0 at the end, or -errno */
+static int src_next(struct src *s, struct field *fl)
+{
+	size_t used;
+	int ret;
+
+	for (;;) {
+		if (s->start == s->end && (!s->gzip || s->z_end))
+			return 0;
+		used = 0;
+		ret = s->end > s->start ? parse_field(s->win + s->start, s->end - s->start, fl, &used) :
+					  -EAGAIN;
+		if (!ret) {
+			s->start += used;
+			return 1;
+		}
+		if (ret == -EINVAL || !s->gzip || s->z_end)
+			return malformed(s->d);
+		ret = src_fill(s, used);
+		if (ret)
+			return ret;
+	}
+}
+
+static int src_rewind(struct src *s)
+{
+	s->start = 0;
+	if (!s->gzip)
+		return 0;
+	if (s->zs_live)
+		inflateEnd(&s->zs);
+	memset(&s->zs, 0, sizeof(s->zs));
+	if (inflateInit2(&s->zs, 15 + 16) != Z_OK)
+		return -ENOMEM;
+	s->zs_live = true;
+	s->zs.next_in = (unsigned char *)s->in;
+	s->zs.avail_in = 0;
+	s->in_eof = false;
+	if (s->fd >= 0 && lseek(s->fd, 0, SEEK_SET) < 0)
+		return seterr(s->d, -errno, "cannot read: %s", strerror(errno));
+	s->z_end = false;
+	s->end = s->total = 0;
+	return 0;
+}
+
+static void src_close(struct src *s)
+{
+	if (s->zs_live)
+		inflateEnd(&s->zs);
+	if (s->gzip)
+		free(s->win);
+	free(s->inbuf);
+}
+
+/* --- header ------------------------------------------------------------------------ */
+
+static int dec_header_field(struct dec *d, struct field *fl)
 {
 	struct pprof_profile *p = d->p;
-	uint64_t v;
+	uint64_t v = fl->v;
 
-	if (f == 13)
-		return pb_repeated(b, wt, (uint64_t **)&p->comments, &p->n_comments,
-				   &d->cap_comments) ? malformed(d) : 0;
-	if (f < 7 || f > 15 || f == 11)
-		return pb_skip(b, wt) ? malformed(d) : 0;
-	if (pb_scalar(b, wt, &v))
+	if (fl->f == 13) {
+		/* comments: packed (one LEN run) or one varint each */
+		struct pb b = fl->body;
+		size_t n = p->n_comments;
+
+		if (fl->wt == WT_VARINT) {
+			if (vec_reserve(&p->comments, &d->cap_comments, n + 1, sizeof(int64_t)))
+				return -ENOMEM;
+			p->comments[p->n_comments++] = (int64_t)v;
+			return 0;
+		}
+		if (fl->wt != WT_LEN)
+			return malformed(d);
+		n = (size_t)pb_packed(&b, (uint64_t **)&p->comments, &p->n_comments, &d->cap_comments);
+		return n ? ((int)n == -ENOMEM ? -ENOMEM : malformed(d)) : 0;
+	}
+	if (fl->f < 7 || fl->f > 15)
+		return 0;
+	if (fl->wt != WT_VARINT)
 		return malformed(d);
-	switch (f) {
+	switch (fl->f) {
 	case 7: p->drop_frames = (int64_t)v; break;
 	case 8: p->keep_frames = (int64_t)v; break;
 	case 9: p->time_nanos = (int64_t)v; break;
@@ -432,55 +685,33 @@ static int dec_table_field(struct dec *d, uint32_t f, struct pb *m)
 	case 5:
 		return dec_function(d, m);
 	case 6:
-		if (d->n_strings >= PPROF_MAX_STRINGS)
-			return seterr(d, -E2BIG, "profile has more than %u strings; refusing to read it",
-				      PPROF_MAX_STRINGS);
-		dec_string(d, m, NULL, NULL);
-		return 0;
+		return dec_string(d, m);
 	default: /* 11 */
 		return dec_value_type(d, m, &p->period_type);
 	}
 }
 
 /* walk 1: everything except samples, whose framing is checked on the way */
-static int dec_tables(struct dec *d, const uint8_t *buf, size_t len)
+static int dec_tables(struct dec *d, struct src *in)
 {
-	struct pprof_profile *p = d->p;
-	struct pb b = { buf, buf + len }, m;
-	uint32_t f;
-	int wt, ret = 0;
+	struct field fl;
+	int ret;
 
-	while (!ret && b.p < b.end) {
-		if (pb_tag(&b, &f, &wt))
-			return malformed(d);
-		switch (f) {
+	while ((ret = src_next(in, &fl)) > 0) {
+		switch (fl.f) {
 		case 2:
-			if (wt != WT_LEN || pb_skip(&b, wt))
-				return malformed(d);
+			ret = fl.wt == WT_LEN ? 0 : malformed(d);
 			break;
 		case 1: case 3: case 4: case 5: case 6: case 11:
-			if (wt != WT_LEN || pb_len(&b, &m))
-				return malformed(d);
-			ret = dec_table_field(d, f, &m);
+			ret = fl.wt == WT_LEN ? dec_table_field(d, fl.f, &fl.body) : malformed(d);
 			break;
 		default:
-			ret = dec_header_field(d, &b, f, wt);
+			ret = dec_header_field(d, &fl);
 		}
+		if (ret)
+			return ret;
 	}
-	if (ret)
-		return ret;
-	if (!d->n_strings)
-		return seterr(d, -EINVAL, "not a pprof profile: it has no string table");
-	p->string_block = malloc(d->string_bytes);
-	p->strings = calloc(d->n_strings, sizeof(char *));
-	if (!p->string_block || !p->strings)
-		return -ENOMEM;
-	ret = dec_strings(d, buf, len);
-	if (ret)
-		return ret;
-	if (p->strings[0][0])
-		return seterr(d, -EINVAL, "not a pprof profile: string table must start with \"\"");
-	return 0;
+	return ret ? ret : finish_strings(d);
 }
 
 static int check_tables(struct dec *d)
@@ -686,28 +917,21 @@ static int dec_sample_cb(struct dec *d, struct pb *m, size_t idx)
 }
 
 /* walk 2: the samples, in file order */
-static int dec_samples(struct dec *d, const uint8_t *buf, size_t len)
+static int dec_samples(struct dec *d, struct src *in)
 {
-	struct pb b = { buf, buf + len }, m;
+	struct field fl;
 	size_t idx = 0;
-	uint32_t f = 0;
-	int wt = 0, ret = 0;
+	int ret;
 
-	/* walk 1 checked the framing; checking again costs nothing and keeps this walk safe alone */
-	while (!ret && b.p < b.end) {
-		if (pb_tag(&b, &f, &wt))
-			return malformed(d);
-		if (f != 2) {
-			if (pb_skip(&b, wt))
-				return malformed(d);
+	while ((ret = src_next(in, &fl)) > 0) {
+		if (fl.f != 2)
 			continue;
-		}
-		if (pb_len(&b, &m))
-			return malformed(d);
 		if (d->o && d->o->on_sample)
-			ret = dec_sample_cb(d, &m, idx++);
+			ret = dec_sample_cb(d, &fl.body, idx++);
 		else
-			ret = dec_sample_model(d, &m);
+			ret = dec_sample_model(d, &fl.body);
+		if (ret)
+			return ret;
 	}
 	return ret;
 }
@@ -731,12 +955,47 @@ static int ensure_arrays(struct pprof_profile *p)
 	return 0;
 }
 
+static struct pprof_profile *decode(struct dec *d, struct src *in)
+{
+	int ret;
+
+	d->p = calloc(1, sizeof(*d->p));
+	ret = d->p ? src_rewind(in) : -ENOMEM;
+	if (!ret)
+		ret = dec_tables(d, in);
+	if (!ret)
+		ret = check_tables(d);
+	if (!ret)
+		ret = pprof_profile__index(d->p);
+	if (!ret)
+		ret = check_refs(d);
+	if (!ret)
+		ret = src_rewind(in);
+	if (!ret)
+		ret = dec_samples(d, in);
+	if (!ret)
+		ret = ensure_arrays(d->p);
+	src_close(in);
+	free(d->s_locs);
+	free(d->s_values);
+	free(d->s_labels);
+	free(d->block);
+	free(d->str_off);
+	if (ret) {
+		seterr(d, ret, "out of memory decoding the profile");
+		pprof_profile__free(d->p);
+		errno = -ret;
+		return NULL;
+	}
+	return d->p;
+}
+
 struct pprof_profile *pprof_decode_opts(const void *buf, size_t len,
 					const struct pprof_read_opts *opts, char *err,
 					size_t errlen)
 {
 	struct dec d = { .o = opts, .err = err, .errlen = errlen };
-	int ret;
+	struct src in = { .d = &d, .win = (uint8_t *)buf, .end = len, .fd = -1 };
 
 	if (err && errlen)
 		err[0] = '\0';
@@ -745,30 +1004,7 @@ struct pprof_profile *pprof_decode_opts(const void *buf, size_t len,
 		errno = EINVAL;
 		return NULL;
 	}
-	d.p = calloc(1, sizeof(*d.p));
-	ret = d.p ? 0 : -ENOMEM;
-	if (!ret)
-		ret = dec_tables(&d, buf, len);
-	if (!ret)
-		ret = check_tables(&d);
-	if (!ret)
-		ret = pprof_profile__index(d.p);
-	if (!ret)
-		ret = check_refs(&d);
-	if (!ret)
-		ret = dec_samples(&d, buf, len);
-	if (!ret)
-		ret = ensure_arrays(d.p);
-	free(d.s_locs);
-	free(d.s_values);
-	free(d.s_labels);
-	if (ret) {
-		seterr(&d, ret, "out of memory decoding the profile");
-		pprof_profile__free(d.p);
-		errno = -ret;
-		return NULL;
-	}
-	return d.p;
+	return decode(&d, &in);
 }
 
 struct pprof_profile *pprof_decode(const void *buf, size_t len, char *err, size_t errlen)
@@ -776,78 +1012,15 @@ struct pprof_profile *pprof_decode(const void *buf, size_t len, char *err, size_
 	return pprof_decode_opts(buf, len, NULL, err, errlen);
 }
 
-/* inflate a gzip stream (several members, like gzip -d), refusing output beyond max */
-static int gunzip(struct dec *d, const void *in, size_t in_len, size_t max, void **out,
-		  size_t *out_len)
-{
-	z_stream zs = { 0 };
-	unsigned char *buf = NULL;
-	size_t cap = 0, len = 0;
-	int zr, ret = 0;
-
-	if (inflateInit2(&zs, 15 + 16) != Z_OK)
-		return -ENOMEM;
-	zs.next_in = (unsigned char *)in;
-	for (;;) {
-		size_t left = in_len - (size_t)(zs.next_in - (const unsigned char *)in);
-
-		zs.avail_in = left > UINT_MAX ? UINT_MAX : (unsigned int)left;
-		if (vec_reserve(&buf, &cap, len + (1 << 16), 1)) {
-			ret = -ENOMEM;
-			break;
-		}
-		zs.next_out = buf + len;
-		zs.avail_out = (unsigned int)(cap - len > UINT_MAX ? UINT_MAX : cap - len);
-		zr = inflate(&zs, Z_NO_FLUSH);
-		len = (size_t)(zs.next_out - buf);
-		if (len > max) {
-			ret = seterr(d, -E2BIG, "profile decompresses to more than %zu MiB; refusing to read it",
-				     max >> 20);
-			break;
-		}
-		if (zr == Z_STREAM_END) {
-			left = in_len - (size_t)(zs.next_in - (const unsigned char *)in);
-			if (!left)
-				break;
-			if (left < 2 || zs.next_in[0] != 0x1f || zs.next_in[1] != 0x8b) {
-				ret = seterr(d, -EINVAL, "corrupt gzip data: %zu bytes of garbage after the compressed profile",
-					     left);
-				break;
-			}
-			inflateReset(&zs);
-			continue;
-		}
-		if (zr == Z_BUF_ERROR && !zs.avail_in) {
-			ret = seterr(d, -EINVAL, "truncated gzip data: the file ends before the profile does");
-			break;
-		}
-		if (zr != Z_OK && zr != Z_BUF_ERROR) {
-			ret = seterr(d, zr == Z_MEM_ERROR ? -ENOMEM : -EINVAL, "corrupt gzip data (%s)",
-				     zs.msg ? zs.msg : "inflate failed");
-			break;
-		}
-	}
-	inflateEnd(&zs);
-	if (ret) {
-		free(buf);
-		return ret;
-	}
-	*out = buf;
-	*out_len = len;
-	return 0;
-}
-
 struct pprof_profile *pprof_decode_gzip_opts(const void *buf, size_t len,
 					     const struct pprof_read_opts *opts, char *err,
 					     size_t errlen)
 {
-	struct dec d = { .err = err, .errlen = errlen };
+	struct dec d = { .o = opts, .err = err, .errlen = errlen };
 	size_t max = opts && opts->max_decoded ? opts->max_decoded : PPROF_MAX_DECODED;
+	struct src in = { .d = &d, .gzip = true, .in = buf, .in_len = len, .max = max, .fd = -1 };
 	const unsigned char *b = buf;
 	struct pprof_profile *p;
-	void *raw;
-	size_t raw_len;
-	int ret;
 
 	if (err && errlen)
 		err[0] = '\0';
@@ -867,18 +1040,7 @@ struct pprof_profile *pprof_decode_gzip_opts(const void *buf, size_t len,
 		errno = EINVAL;
 		return NULL;
 	}
-	ret = gunzip(&d, buf, len, max, &raw, &raw_len);
-	if (ret) {
-		seterr(&d, 0, "out of memory decompressing the profile");
-		errno = -ret;
-		return NULL;
-	}
-	/* the compressed bytes are not needed any more: give them back before decoding */
-	if (opts && opts->release_input)
-		opts->release_input(opts->release_ctx);
-	p = pprof_decode_opts(raw, raw_len, opts, err, errlen);
-	free(raw);
-	return p;
+	return decode(&d, &in);
 }
 
 struct pprof_profile *pprof_decode_gzip(const void *buf, size_t len, char *err, size_t errlen)
@@ -923,12 +1085,26 @@ static int read_all(int fd, size_t max, void **out, size_t *out_len)
 	return 0;
 }
 
-static void release_buf(void *ctx)
+/* a regular gzip'd file is inflated straight from its descriptor, twice: never held whole */
+static struct pprof_profile *decode_fd(int fd, const struct pprof_read_opts *opts, char *err,
+				       size_t errlen)
 {
-	void **buf = ctx;
+	struct dec d = { .o = opts, .err = err, .errlen = errlen };
+	struct src in = { .d = &d, .gzip = true, .fd = fd };
 
-	free(*buf);
-	*buf = NULL;
+	in.max = opts && opts->max_decoded ? opts->max_decoded : PPROF_MAX_DECODED;
+	if (err && errlen)
+		err[0] = '\0';
+	return decode(&d, &in);
+}
+
+static bool is_gzip_file(int fd)
+{
+	unsigned char magic[2];
+	struct stat st;
+
+	return !fstat(fd, &st) && S_ISREG(st.st_mode) && pread(fd, magic, 2, 0) == 2 &&
+	       magic[0] == 0x1f && magic[1] == 0x8b;
 }
 
 struct pprof_profile *pprof_read_file_opts(const char *path, const struct pprof_read_opts *opts,
@@ -954,6 +1130,15 @@ struct pprof_profile *pprof_read_file_opts(const char *path, const struct pprof_
 		errno = EISDIR;
 		return NULL;
 	}
+	if (is_gzip_file(fd)) {
+		p = decode_fd(fd, opts, err, errlen);
+		ret = errno;
+		if (fd != STDIN_FILENO)
+			close(fd);
+		errno = ret;
+		return p;
+	}
+	/* a pipe, or not gzip at all: read it whole, the decoder says what it is */
 	ret = read_all(fd, max, &buf, &len);
 	if (fd != STDIN_FILENO)
 		close(fd);
@@ -962,13 +1147,7 @@ struct pprof_profile *pprof_read_file_opts(const char *path, const struct pprof_
 		errno = -ret;
 		return NULL;
 	}
-	{
-		struct pprof_read_opts o = opts ? *opts : (struct pprof_read_opts){ .sz = sizeof(o) };
-
-		o.release_input = release_buf;
-		o.release_ctx = &buf;
-		p = pprof_decode_gzip_opts(buf, len, &o, err, errlen);
-	}
+	p = pprof_decode_gzip_opts(buf, len, opts, err, errlen);
 	free(buf);
 	return p;
 }

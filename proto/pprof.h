@@ -140,9 +140,6 @@ struct pprof_read_opts {
 	pprof_sample_fn on_sample;
 	void *ctx;
 	size_t max_decoded;		/* 0: PPROF_MAX_DECODED */
-	/* pprof_decode_gzip_opts: called once the input is decompressed, to free it early */
-	void (*release_input)(void *ctx);
-	void *release_ctx;
 };
 
 /*

@@ -2,12 +2,14 @@
 /*
  * libFuzzer harness of the pprof reader (`make fuzz`).  The input is taken as
  * a raw protobuf (gzip's CRC would reject nearly every mutation of a gzip'd
- * one) and read four ways: raw into the model, gzip'd in memory into the
- * model, gzip'd through the CLI's streaming view, and as if it were a gzip
- * file.  Beyond "no crash, no leak", whatever decodes must survive a round
+ * one) and read five ways: raw into the model, gzip'd in memory into the
+ * model, gzip'd from a file descriptor into the model, gzip'd through the
+ * CLI's streaming view, and as if it were a gzip file.  Beyond "no crash, no leak", whatever decodes must survive a round
  * trip: encode, decode, and get the same model back.
  */
 #include <stdint.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,6 +94,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	q = pprof_decode_gzip_opts(gz, gz_len, &ro, err, sizeof(err));
 	check(!p == !q, "raw and gzip'd decoding disagree");
+	{
+		/* the file path: inflated from the descriptor in windows, not in memory */
+		int fd = memfd_create("fuzz", 0);
+		char path[64];
+		struct pprof_profile *f;
+
+		check(fd >= 0 && write(fd, gz, gz_len) == (ssize_t)gz_len, "memfd");
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+		f = pprof_read_file_opts(path, &ro, err, sizeof(err));
+		check(!f == !q, "reading from a file and from memory disagree");
+		if (f)
+			same(q, f);
+		pprof_profile__free(f);
+		close(fd);
+	}
 	v = view__decode(gz, gz_len, &vo, err, sizeof(err));
 	/* the view may refuse what the model takes (no sample types), never the reverse */
 	check(p || !v, "the view read a profile the model refused");
