@@ -49,6 +49,17 @@ int cli_getopt(const char *cmd, int argc, char **argv, const char *shortopts,
 	return c;
 }
 
+int cli_one_file(const char *cmd, int argc, char **argv, const char **file)
+{
+	if (optind >= argc)
+		return cli_usage_error(cmd, "no profile given");
+	if (optind + 1 < argc)
+		return cli_usage_error(cmd, "one profile at a time ('%s' is one too many)",
+				       argv[optind + 1]);
+	*file = argv[optind];
+	return CLI_OK;
+}
+
 int cli_opt_size(const char *cmd, const char *opt, const char *arg, uint64_t *out)
 {
 	if (!parse_size(arg, out))

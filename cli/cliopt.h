@@ -25,6 +25,8 @@ int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format
  */
 int cli_getopt(const char *cmd, int argc, char **argv, const char *shortopts,
 	       const struct option *longopts);
+/* the one FILE operand left after the options, or print why not and return CLI_ERROR */
+int cli_one_file(const char *cmd, int argc, char **argv, const char **file);
 /* parse an option value; on error print it and return CLI_ERROR */
 int cli_opt_size(const char *cmd, const char *opt, const char *arg, uint64_t *out);
 int cli_opt_duration(const char *cmd, const char *opt, const char *arg, uint64_t *out_ns);

@@ -45,7 +45,8 @@ static void usage(FILE *f)
 		"  quiet        max(before, after) < --min-span-bytes\n"
 		"  new          before = 0 and after >= --threshold-bytes (else quiet)\n"
 		"  gone         after = 0 and before >= --threshold-bytes (else quiet)\n"
-		"  regression   |delta| >= --threshold-bytes and |delta%%| >= --threshold-pct, grew\n"
+		"  regression   |delta| >= --threshold-bytes and |delta%%| >= --threshold-pct,\n"
+		"               and it grew\n"
 		"  improvement  the same, shrank; anything else is quiet\n"
 		"A change within --min-confidence standard errors of sampling noise is quiet too.\n"
 		"Exit status: 0 no regression, 1 a regression or a new span (unless --no-fail),\n"
@@ -54,12 +55,12 @@ static void usage(FILE *f)
 		"Options:\n"
 		"  --threshold-bytes SIZE  smallest change that counts (default 4096)\n"
 		"  --threshold-pct P       smallest relative change that counts (default 5)\n"
-		"  --min-span-bytes SIZE   spans smaller than this on both sides are quiet (default 0,\n"
+		"  --min-span-bytes SIZE   spans under this on both sides are quiet (default 0,\n"
 		"                          or $CULPERT_MIN_SPAN_BYTES; the option wins)\n"
-		"  --min-confidence K      changes under K standard errors are quiet (e.g. 3sigma;\n"
-		"                          default 0: off)\n"
+		"  --min-confidence K      changes under K standard errors are quiet\n"
+		"                          (e.g. 3sigma; default 0: off)\n"
 		"  --by path|name          match spans by path (default) or innermost name\n"
-		"  --top N                 rows per table, children per node with --tree (default 20)\n"
+		"  --top N                 rows per table, children per node (--tree); default 20\n"
 		"  --tree                  the span tree with before/after/delta per node\n"
 		"  --inuse                 compare live heap (inuse_space) instead of allocations\n"
 		"  --no-fail               exit 0 even when something regressed\n"
@@ -69,7 +70,7 @@ static void usage(FILE *f)
 		"EXAMPLES:\n"
 		"  culpert diff base.pb.gz new.pb.gz\n"
 		"  culpert diff base.pb.gz new.pb.gz --min-span-bytes 1MiB --threshold-pct 10\n"
-		"  culpert diff base.pb.gz new.pb.gz --format markdown >> \"$GITHUB_STEP_SUMMARY\"\n"
+		"  culpert diff base.pb.gz new.pb.gz --format markdown >>\"$GITHUB_STEP_SUMMARY\"\n"
 		"  culpert diff base.pb.gz new.pb.gz --format json --no-fail | jq .summary\n");
 }
 
@@ -94,20 +95,24 @@ static char *sigma_str(char *buf, size_t len, double se)
 	return buf;
 }
 
-static void print_summary_text(const struct diff *d)
+/* before, after, net and settings: text lines, or markdown bullets */
+static void print_summary(const struct diff *d, bool md)
 {
 	const struct diff_result *r = &d->res;
-	char b[32], a[32], n[32], rate[48], thr[32], mins[32];
+	static const char *const label[] = { "Before:", "After:" };
+	char b[32], n[32], rate[48], thr[32], mins[32];
+	int i;
 
-	printf("Before:  %s  %s (%llu samples)\n", d->files[0], format_bytes(b, 32, r->total[0]),
-	       (unsigned long long)d->v[0]->n_value_samples);
-	printf("After:   %s  %s (%llu samples)\n", d->files[1], format_bytes(a, 32, r->total[1]),
-	       (unsigned long long)d->v[1]->n_value_samples);
-	printf("Net:     %s", format_bytes_signed(n, 32, r->total[1] - r->total[0]));
+	for (i = 0; i < 2; i++)
+		printf(md ? "- **%s** %s (`%s`, %llu samples)\n" : "%-8s %s (%s, %llu samples)\n",
+		       label[i], format_bytes(b, 32, r->total[i]), d->files[i],
+		       (unsigned long long)d->v[i]->n_value_samples);
+	printf(md ? "- **Net Δ:** %s" : "Net:     %s",
+	       format_bytes_signed(n, 32, r->total[1] - r->total[0]));
 	if (r->total[0] && r->total[1] != r->total[0])
 		printf(" (%+.2f%%)", 100.0 * (r->total[1] - r->total[0]) / r->total[0]);
-	printf("\nRate:    %s; thresholds %s and %.2f%%; min span %s",
-	       format_rate(rate, sizeof(rate), d->v[0]->rate),
+	printf(md ? "\n- Rate %s; " : "\nRate:    %s; ", format_rate(rate, sizeof(rate), d->v[0]->rate));
+	printf("thresholds %s and %.2f%%; min span %s",
 	       format_bytes(thr, 32, (double)d->o.threshold_bytes), d->o.threshold_pct,
 	       format_bytes(mins, 32, (double)d->o.min_span_bytes));
 	if (d->o.min_confidence > 0)
@@ -122,8 +127,9 @@ static const char *verdict(const struct diff *d, char *buf, size_t len)
 	if (!c[KIND_REGRESSION] && !c[KIND_NEW])
 		snprintf(buf, len, "no regression");
 	else
-		snprintf(buf, len, "%zu regression%s, %zu new span%s", c[KIND_REGRESSION],
-			 c[KIND_REGRESSION] == 1 ? "" : "s", c[KIND_NEW], c[KIND_NEW] == 1 ? "" : "s");
+		snprintf(buf, len, "%zu regression%s, %zu new span%s",
+			 c[KIND_REGRESSION], c[KIND_REGRESSION] == 1 ? "" : "s",
+			 c[KIND_NEW], c[KIND_NEW] == 1 ? "" : "s");
 	return buf;
 }
 
@@ -151,7 +157,7 @@ static int print_text(const struct diff *d, const struct diff_row **buf)
 	size_t g, i, n, hidden = 0;
 	int ret = t ? 0 : -ENOMEM;
 
-	print_summary_text(d);
+	print_summary(d, false);
 	for (g = 0; g < 2 && !ret; g++) {
 		n = group_rows(d, g == 0, buf);
 		for (i = 0; i < n && !ret; i++) {
@@ -231,24 +237,10 @@ static void md_table(const struct diff *d, bool growth, const struct diff_row **
 
 static void print_markdown_head(const struct diff *d)
 {
-	const struct diff_result *r = &d->res;
-	char b[32], n[32], rate[48], thr[32], mins[32], v[96];
+	char v[96];
 
 	printf("## culpert allocation diff: %s\n\n", verdict(d, v, sizeof(v)));
-	printf("- **Before:** %s (`%s`, %llu samples)\n", format_bytes(b, 32, r->total[0]),
-	       d->files[0], (unsigned long long)d->v[0]->n_value_samples);
-	printf("- **After:** %s (`%s`, %llu samples)\n", format_bytes(b, 32, r->total[1]),
-	       d->files[1], (unsigned long long)d->v[1]->n_value_samples);
-	printf("- **Net Δ:** %s", format_bytes_signed(n, 32, r->total[1] - r->total[0]));
-	if (r->total[0] && r->total[1] != r->total[0])
-		printf(" (%+.2f%%)", 100.0 * (r->total[1] - r->total[0]) / r->total[0]);
-	printf("\n- Rate %s; thresholds %s and %.2f%%; min span %s",
-	       format_rate(rate, sizeof(rate), d->v[0]->rate),
-	       format_bytes(thr, 32, (double)d->o.threshold_bytes), d->o.threshold_pct,
-	       format_bytes(mins, 32, (double)d->o.min_span_bytes));
-	if (d->o.min_confidence > 0)
-		printf("; min confidence %.2gσ", d->o.min_confidence);
-	printf("\n\n");
+	print_summary(d, true);
 }
 
 static int print_markdown(const struct diff *d, const struct diff_row **buf)
@@ -286,8 +278,10 @@ static int tree_rows(const struct diff *d, const struct diff_tree *t, uint32_t n
 		if (md) {
 			size_t off = 0, k;
 
-			for (k = 0; k < x->depth; k++)
-				off += (size_t)snprintf(name + off, sizeof(name) - off, "&nbsp;&nbsp;");
+			/* markdown collapses leading blanks: indent with non-breaking spaces */
+			for (k = 0; k < x->depth && off + 13 < sizeof(name); k++)
+				off += (size_t)snprintf(name + off, sizeof(name) - off,
+							"&nbsp;&nbsp;");
 			snprintf(name + off, sizeof(name) - off, "%s", x->name);
 		} else {
 			snprintf(name, sizeof(name), "%*s%s", 2 * x->depth, "", x->name);
@@ -305,7 +299,8 @@ static int tree_rows(const struct diff *d, const struct diff_tree *t, uint32_t n
 		snprintf(name, sizeof(name), "%*s... %zu more", md ? 0 : 2 * depth, "",
 			 n - (size_t)d->top);
 		ret = table__add(tab, (const char *const[]){ name, format_bytes(b, 32, rest[0]),
-			format_bytes(a, 32, rest[1]), format_bytes_signed(dl, 32, rest[1] - rest[0]), "" });
+			format_bytes(a, 32, rest[1]),
+			format_bytes_signed(dl, 32, rest[1] - rest[0]), "" });
 	}
 	free(kids);
 	return ret;
@@ -336,16 +331,16 @@ static void print_md_table(const struct table *t)
 static int print_tree(const struct diff *d)
 {
 	struct diff_tree *t = diff_tree__new(d->v[0], d->v[1]);
+	bool md = d->format == FMT_MARKDOWN;
 	struct table *tab = table__new("lrrrr", (const char *const[]){
-		d->format == FMT_MARKDOWN ? "Span" : "SPAN", d->format == FMT_MARKDOWN ? "Before" : "BEFORE",
-		d->format == FMT_MARKDOWN ? "After" : "AFTER", d->format == FMT_MARKDOWN ? "Δ" : "DELTA",
-		d->format == FMT_MARKDOWN ? "Δ%" : "DELTA%" });
+		md ? "Span" : "SPAN", md ? "Before" : "BEFORE", md ? "After" : "AFTER",
+		md ? "Δ" : "DELTA", md ? "Δ%" : "DELTA%" });
 	char v[96];
 	int ret = t && tab ? 0 : -ENOMEM;
 
 	if (!ret)
-		ret = tree_rows(d, t, VIEW_NONE, tab, d->format == FMT_MARKDOWN);
-	if (!ret && d->format == FMT_MARKDOWN) {
+		ret = tree_rows(d, t, VIEW_NONE, tab, md);
+	if (!ret && md) {
 		print_markdown_head(d);
 		printf("### Span tree\n\n");
 		print_md_table(tab);
@@ -355,7 +350,7 @@ static int print_tree(const struct diff *d)
 		       d->res.count[KIND_IMPROVEMENT] == 1 ? "" : "s", d->res.count[KIND_GONE],
 		       d->res.count[KIND_QUIET]);
 	} else if (!ret) {
-		print_summary_text(d);
+		print_summary(d, false);
 		table__print(tab, stdout);
 		printf("Result:  %s\n", verdict(d, v, sizeof(v)));
 	}
@@ -478,7 +473,8 @@ static int parse_opt(struct diff *d, int c, bool *min_span_set)
 	case 'b':
 		return cli_opt_size(CMD, "threshold-bytes", optarg, &d->o.threshold_bytes);
 	case 'p':
-		return cli_opt_number(CMD, "threshold-pct", optarg, pct_suffixes, &d->o.threshold_pct);
+		return cli_opt_number(CMD, "threshold-pct", optarg, pct_suffixes,
+				      &d->o.threshold_pct);
 	case 'm':
 		*min_span_set = true;
 		return cli_opt_size(CMD, "min-span-bytes", optarg, &d->o.min_span_bytes);
@@ -500,7 +496,7 @@ static int parse_opt(struct diff *d, int c, bool *min_span_set)
 		else if (!strcmp(optarg, "json"))
 			d->format = FMT_JSON;
 		else
-			return cli_usage_error(CMD, "--format '%s' is not one of text, markdown, json",
+			return cli_usage_error(CMD, "--format '%s' is not text, markdown or json",
 					       optarg);
 		return CLI_OK;
 	case 'T': d->tree = true; return CLI_OK;
@@ -543,7 +539,8 @@ static int parse_args(struct diff *d, int argc, char **argv)
 	}
 	/* the environment is a default: an explicit option, 0 included, wins */
 	if (!min_span_set && env && env[0] && parse_size(env, &d->o.min_span_bytes)) {
-		pr_error("CULPERT_MIN_SPAN_BYTES='%s' is not a size (e.g. 1MiB); fix or unset it\n", env);
+		pr_error("CULPERT_MIN_SPAN_BYTES='%s' is not a size (e.g. 1MiB); fix or unset it\n",
+			 env);
 		return CLI_ERROR;
 	}
 	if (argc - optind != 2)

@@ -23,8 +23,9 @@ static void usage(FILE *f)
 	fprintf(f,
 		"Usage: culpert flamegraph FILE [OPTIONS]\n"
 		"\n"
-		"Stacks under their spans, weighted by bytes: folded lines (span;root;...;leaf bytes)\n"
-		"for flamegraph.pl, inferno or speedscope, or a self-contained interactive SVG\n"
+		"Stacks under their spans, weighted by bytes: folded lines\n"
+		"(span;root;...;leaf bytes) for flamegraph.pl, inferno or speedscope, or a\n"
+		"self-contained interactive SVG\n"
 		"(click to zoom, Ctrl-F or the Search button to highlight).\n"
 		"\n"
 		"Options:\n"
@@ -60,7 +61,8 @@ static int parse_args(struct fg_args *a, int argc, char **argv)
 		switch (c) {
 		case 'f':
 			if (strcmp(optarg, "folded") && strcmp(optarg, "svg"))
-				return cli_usage_error(CMD, "--format '%s' is not one of folded, svg", optarg);
+				return cli_usage_error(CMD, "--format '%s' is not folded or svg",
+						       optarg);
 			a->svg = !strcmp(optarg, "svg");
 			break;
 		case 's': a->span = optarg; break;
@@ -73,10 +75,7 @@ static int parse_args(struct fg_args *a, int argc, char **argv)
 			return CLI_ERROR;
 		}
 	}
-	if (optind + 1 != argc)
-		return cli_usage_error(CMD, optind >= argc ? "no profile given" : "one profile at a time");
-	a->file = argv[optind];
-	return CLI_OK;
+	return cli_one_file(CMD, argc, argv, &a->file);
 }
 
 int cmd_flamegraph(int argc, char **argv)

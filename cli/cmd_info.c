@@ -46,8 +46,9 @@ static void print_target(const struct pprof_profile *p)
 
 	if (!comm && !pid && !exe) {
 		/* another tool's profile: the main mapping names the program */
-		printf("Target:        %s\n", p->n_mappings && p->strings[p->mappings[0].filename][0] ?
-		       p->strings[p->mappings[0].filename] : "unknown");
+		const char *main_obj = p->n_mappings ? p->strings[p->mappings[0].filename] : "";
+
+		printf("Target:        %s\n", main_obj[0] ? main_obj : "unknown");
 		return;
 	}
 	printf("Target:        %s (pid %s)%s%s\n", comm ? comm : "?", pid ? pid : "?",
@@ -77,7 +78,8 @@ static void print_totals(const struct view *v)
 	printf("Samples:       %" PRIu64 "\n", v->n_samples);
 	printf("Sample types: ");
 	for (i = 0; i < p->n_sample_types; i++)
-		printf(" %s/%s", p->strings[p->sample_types[i].type], p->strings[p->sample_types[i].unit]);
+		printf(" %s/%s", p->strings[p->sample_types[i].type],
+		       p->strings[p->sample_types[i].unit]);
 	printf("\n");
 	printf("Total:         %s %s in %.0f objects\n", format_bytes(b, sizeof(b), v->total_bytes),
 	       p->strings[p->sample_types[v->bytes_idx].type], v->total_objects);
@@ -96,7 +98,8 @@ static void print_totals(const struct view *v)
 
 static int print_mappings(const struct pprof_profile *p)
 {
-	struct table *t = table__new("lll", (const char *const[]){ "  MAPPING", "BUILD ID", "SYMBOLS" });
+	struct table *t = table__new("lll",
+				     (const char *const[]){ "  MAPPING", "BUILD ID", "SYMBOLS" });
 	size_t i, with_id = 0, symbolized = 0;
 	int ret = t ? 0 : -1;
 
@@ -110,7 +113,8 @@ static int print_mappings(const struct pprof_profile *p)
 		snprintf(name, sizeof(name), "  %s", p->strings[m->filename][0] ?
 			 p->strings[m->filename] : "[anonymous]");
 		ret = table__add(t, (const char *const[]){ name, bid[0] ? bid : "(none)",
-			m->has_line_numbers ? "functions, lines" : m->has_functions ? "functions" : "no" });
+			m->has_line_numbers ? "functions, lines" :
+			m->has_functions ? "functions" : "no" });
 	}
 	printf("Mappings:      %zu, %zu with a build ID, %zu without; %zu symbolized\n",
 	       p->n_mappings, with_id, p->n_mappings - with_id, symbolized);
@@ -139,9 +143,8 @@ int cmd_info(int argc, char **argv)
 		usage(stdout);
 		return CLI_OK;
 	}
-	if (optind + 1 != argc)
-		return cli_usage_error(CMD, optind >= argc ? "no profile given" : "one profile at a time");
-	file = argv[optind];
+	if (cli_one_file(CMD, argc, argv, &file))
+		return CLI_ERROR;
 	v = cli_load(file, &vo);
 	if (!v)
 		return CLI_ERROR;

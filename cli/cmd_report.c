@@ -141,7 +141,8 @@ static int tree_rows(const struct report *r, struct table *t, uint32_t parent, u
 
 static int print_tree(const struct report *r, uint32_t *buf)
 {
-	struct table *t = table__new("lrrl", (const char *const[]){ "SPAN", "BYTES", "PCT", "(SELF)" });
+	struct table *t = table__new("lrrl",
+				     (const char *const[]){ "SPAN", "BYTES", "PCT", "(SELF)" });
 	int ret = t ? tree_rows(r, t, VIEW_NONE, buf) : -1;
 
 	print_header(r, "Total:", r->v->total_bytes);
@@ -176,7 +177,8 @@ static size_t flat_spans(const struct view *v, uint32_t *out)
 static int print_flat(const struct report *r, uint32_t *buf)
 {
 	const struct view *v = r->v;
-	struct table *t = table__new("lrrr", (const char *const[]){ "SPAN", "SAMPLES", "BYTES", "BYTES%" });
+	struct table *t = table__new("lrrr",
+				     (const char *const[]){ "SPAN", "SAMPLES", "BYTES", "BYTES%" });
 	size_t n = flat_spans(v, buf), i;
 	char samples[32], bytes[32], pct[32], more[64];
 	double rest = 0;
@@ -191,7 +193,8 @@ static int print_flat(const struct report *r, uint32_t *buf)
 		}
 		snprintf(samples, sizeof(samples), "%" PRIu64, s->self_samples);
 		ret = table__add(t, (const char *const[]){ s->path, samples,
-			format_bytes(bytes, 32, s->self), format_pct(pct, 32, s->self, v->total_bytes) });
+			format_bytes(bytes, 32, s->self),
+			format_pct(pct, 32, s->self, v->total_bytes) });
 	}
 	if (!ret && n > r->top) {
 		snprintf(more, sizeof(more), "... %zu more", n - (size_t)r->top);
@@ -287,9 +290,9 @@ static const char *selection_name(const struct report *r, char *buf, size_t len)
 static int print_callsites(const struct report *r, const struct cs_row *rows, size_t n,
 			   double total)
 {
-	struct table *t = r->leaks ?
-		table__new("lrrrr", (const char *const[]){ "CALLSITE", "OBJECTS", "BYTES", "PCT", "OLDEST" }) :
-		table__new("lrrrr", (const char *const[]){ "CALLSITE", "SAMPLES", "OBJECTS", "BYTES", "PCT" });
+	static const char *const leak_cols[] = { "CALLSITE", "OBJECTS", "BYTES", "PCT", "OLDEST" };
+	static const char *const cols[] = { "CALLSITE", "SAMPLES", "OBJECTS", "BYTES", "PCT" };
+	struct table *t = table__new("lrrrr", r->leaks ? leak_cols : cols);
 	char sel[512], c1[32], c2[32], bytes[32], pct[32], more[64];
 	double rest_b = 0, rest_o = 0;
 	size_t i;
@@ -305,12 +308,13 @@ static int print_callsites(const struct report *r, const struct cs_row *rows, si
 		format_pct(pct, sizeof(pct), rows[i].bytes, total);
 		snprintf(c1, sizeof(c1), "%.0f", rows[i].objects);
 		if (r->leaks)
-			ret = table__add(t, (const char *const[]){ r->v->callsites[rows[i].callsite], c1,
-				bytes, pct, age_str(c2, sizeof(c2), rows[i].oldest_ns) });
+			ret = table__add(t, (const char *const[]){
+				r->v->callsites[rows[i].callsite], c1, bytes, pct,
+				age_str(c2, sizeof(c2), rows[i].oldest_ns) });
 		else {
 			snprintf(c2, sizeof(c2), "%" PRIu64, rows[i].samples);
-			ret = table__add(t, (const char *const[]){ r->v->callsites[rows[i].callsite], c2,
-				c1, bytes, pct });
+			ret = table__add(t, (const char *const[]){
+				r->v->callsites[rows[i].callsite], c2, c1, bytes, pct });
 		}
 	}
 	if (!ret && n > r->top) {
@@ -562,7 +566,8 @@ static int parse_args(struct report *r, int argc, char **argv)
 			break;
 		case 'f':
 			if (strcmp(optarg, "text") && strcmp(optarg, "json"))
-				return cli_usage_error(CMD, "--format '%s' is not one of text, json", optarg);
+				return cli_usage_error(CMD, "--format '%s' is not text or json",
+						       optarg);
 			r->json = !strcmp(optarg, "json");
 			break;
 		case 'h':
@@ -572,15 +577,13 @@ static int parse_args(struct report *r, int argc, char **argv)
 			return CLI_ERROR;
 		}
 	}
-	if (optind + 1 != argc)
-		return cli_usage_error(CMD, optind >= argc ? "no profile given" :
-					    "one profile at a time ('%s' is one too many)",
-				       optind < argc ? argv[optind + 1] : "");
-	r->file = argv[optind];
+	if (cli_one_file(CMD, argc, argv, &r->file))
+		return CLI_ERROR;
 	if (r->span && r->no_span)
 		return cli_usage_error(CMD, "--span and --no-span exclude each other");
 	if (flat && (r->span || r->no_span || r->leaks))
-		return cli_usage_error(CMD, "--flat lists spans; --span, --no-span and --leaks list callsites");
+		return cli_usage_error(CMD, "--flat lists spans; --span, --no-span and --leaks "
+					    "list callsites");
 	if (min_age && !r->leaks)
 		return cli_usage_error(CMD, "--min-age goes with --leaks");
 	if (inuse && r->leaks)
@@ -610,8 +613,8 @@ int cmd_report(int argc, char **argv)
 	if (!r.v)
 		return CLI_ERROR;
 	if (r.leaks && r.min_age_ns && !r.v->has_age) {
-		pr_error("%s: the profile has in-use data but no age_ns labels, so --min-age cannot select by age; drop --min-age to list every live allocation\n",
-			 r.file);
+		pr_error("%s: the profile has in-use data but no age_ns labels, so --min-age cannot "
+			 "select by age; drop --min-age to list every live allocation\n", r.file);
 		view__free(r.v);
 		return CLI_ERROR;
 	}

@@ -57,7 +57,8 @@ enum diff_kind diff_classify(double before, double after, const struct diff_opts
 	double se = o->rate > 0 ? sqrt((double)o->rate * (before + after)) : 0;
 
 	/* a change sampling alone explains is no change */
-	if (k != KIND_QUIET && o->min_confidence > 0 && fabs(after - before) < o->min_confidence * se) {
+	if (k != KIND_QUIET && o->min_confidence > 0 &&
+	    fabs(after - before) < o->min_confidence * se) {
 		*reason = "noise";
 		return KIND_QUIET;
 	}

@@ -31,7 +31,7 @@ struct diff_row {
 	/* standard errors of the estimates: sqrt(rate * bytes) per side, combined for delta */
 	double se_before, se_after, se_delta;
 	enum diff_kind kind;
-	const char *reason;	/* why quiet: "min_span_bytes", "threshold", "noise"; else NULL */
+	const char *reason;	/* why quiet: "min_span_bytes", "threshold", "noise"; or NULL */
 };
 
 struct diff_result {

@@ -11,8 +11,10 @@
 #define FRAME_H		16
 #define HEAD_H		40
 #define FOOT_H		24
-#define CHAR_W		7.0	/* average advance of 12px sans-serif, for truncating labels */
-#define MIN_W		0.1	/* narrower frames are not drawn: invisible, and they bloat the file */
+/* mean advance of 12px sans-serif: labels are cut to fit */
+#define CHAR_W		7.0
+/* narrower frames are invisible and bloat the file: not drawn */
+#define MIN_W		0.1
 
 static void xml_text(FILE *f, const char *s)
 {
@@ -60,8 +62,9 @@ static void frame(const struct flame_tree *t, FILE *f, uint32_t node, double x, 
 		n->depth);
 	xml_text(f, n->name);
 	fprintf(f, " (%s, %.2f%%)</title>", bytes, 100.0 * n->total / t->nodes[0].total);
-	fprintf(f, "<rect x=\"%.2f\" y=\"%.0f\" width=\"%.2f\" height=\"%d\" fill=\"%s\" rx=\"2\"/>",
-		SVG_PAD + x, height - FOOT_H - (n->depth + 1) * FRAME_H, w, FRAME_H - 1, fill);
+	fprintf(f, "<rect x=\"%.2f\" y=\"%.0f\" width=\"%.2f\" height=\"%d\" fill=\"%s\" "
+		"rx=\"2\"/>", SVG_PAD + x, height - FOOT_H - (n->depth + 1) * FRAME_H, w,
+		FRAME_H - 1, fill);
 	fprintf(f, "<text x=\"%.2f\" y=\"%.0f\">", SVG_PAD + x + 3,
 		height - FOOT_H - n->depth * FRAME_H - 4);
 	fit = (size_t)((w - 6) / CHAR_W);
@@ -69,9 +72,9 @@ static void frame(const struct flame_tree *t, FILE *f, uint32_t node, double x, 
 		xml_text(f, n->name);
 	} else if (fit >= 3) {
 		char s[512];
+		size_t keep = fit - 2 < sizeof(s) - 3 ? fit - 2 : sizeof(s) - 3;
 
-		snprintf(s, sizeof(s), "%.*s..", (int)(fit - 2 < sizeof(s) - 3 ? fit - 2 : sizeof(s) - 3),
-			 n->name);
+		snprintf(s, sizeof(s), "%.*s..", (int)keep, n->name);
 		xml_text(f, s);
 	}
 	fputs("</text></g>\n", f);
@@ -98,13 +101,16 @@ static const char script[] =
 	"else g.style.display='none';});"
 	"document.getElementById('reset').style.display='';}\n"
 	"function reset(){fs().forEach(function(g){g.style.display='';g.style.opacity='';"
-	"place(g,+g.dataset.x,+g.dataset.w);});document.getElementById('reset').style.display='none';}\n"
+	"place(g,+g.dataset.x,+g.dataset.w);});"
+	"document.getElementById('reset').style.display='none';}\n"
 	"function search(){var q=prompt('Highlight frames matching (regular expression):');"
 	"if(q===null)return;var re;try{re=new RegExp(q);}catch(e){alert(e);return;}"
 	"fs().forEach(function(g){var r=g.querySelector('rect');"
 	"if(!r.dataset.fill)r.dataset.fill=r.getAttribute('fill');"
-	"r.setAttribute('fill',q&&re.test(g.querySelector('title').textContent)?'rgb(230,0,230)':r.dataset.fill);});}\n"
-	"document.addEventListener('click',function(e){var g=e.target.closest('g.f');if(g)zoom(g);});\n"
+	"var hit=q&&re.test(g.querySelector('title').textContent);"
+	"r.setAttribute('fill',hit?'rgb(230,0,230)':r.dataset.fill);});}\n"
+	"document.addEventListener('click',function(e){"
+	"var g=e.target.closest('g.f');if(g)zoom(g);});\n"
 	"document.addEventListener('keydown',function(e){if((e.ctrlKey||e.metaKey)&&e.key=='f')"
 	"{e.preventDefault();search();}});\n";
 

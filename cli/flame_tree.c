@@ -74,9 +74,10 @@ static int add_record(struct flame_tree *t, const struct view *v, const struct v
 		const struct pprof_location *l = pprof_profile__location(v->p, v->stack_locs[i]);
 		uint32_t j = l->n_lines ? l->n_lines : 1;
 
-		while (j-- > 0 && !ret)
-			ret = child(t, node, view__frame_name(v, l, j, false, buf, sizeof(buf)), false,
-				    &node);
+		while (j-- > 0 && !ret) {
+			view__frame_name(v, l, j, false, buf, sizeof(buf));
+			ret = child(t, node, buf, false, &node);
+		}
 	}
 	if (ret)
 		return ret;

@@ -68,7 +68,7 @@ static int utf8_len(const unsigned char *c)
 	return n;
 }
 
-/* JSON text must be UTF-8: bytes that are not (names from binaries can be anything) become U+FFFD */
+/* JSON text is UTF-8: other bytes (names from binaries can be anything) become U+FFFD */
 static void put_str(struct json *j, const char *s)
 {
 	const unsigned char *c = (const unsigned char *)s;

@@ -29,7 +29,8 @@ static void usage(FILE *f)
 	for (c = commands; c->name; c++)
 		fprintf(f, "  %-11s %s\n", c->name, c->help);
 	fprintf(f, "\n'culpert COMMAND --help' describes each command.\n"
-		   "Exit status: 0 success, 1 a diff found a regression or a new span, 2 an error.\n"
+		   "Exit status: 0 success, 1 a diff found a regression or a new span,\n"
+		   "2 an error.\n"
 		   "\nEXAMPLES:\n"
 		   "  culpert report prof.pb.gz\n"
 		   "  culpert diff base.pb.gz new.pb.gz --format markdown\n"

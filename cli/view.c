@@ -67,8 +67,9 @@ static bool raw_eq(uint32_t idx, const void *key, void *ctx)
 
 static int intern_raw(struct builder *b, const struct raw_span *r, uint32_t *out)
 {
-	uint64_t h = hash_u64((uint64_t)r->str, hash_u64((uint64_t)r->id,
-			      hash_u64((uint64_t)r->parent_id, (uint64_t)r->kind * 2 + r->has_parent)));
+	uint64_t h = hash_u64((uint64_t)r->parent_id, (uint64_t)r->kind * 2 + r->has_parent);
+
+	h = hash_u64((uint64_t)r->str, hash_u64((uint64_t)r->id, h));
 
 	if (hashtab__find(&b->raw_ht, h, r, raw_eq, b, out))
 		return 0;
@@ -128,8 +129,10 @@ const char *view__frame_name(const struct view *v, const struct pprof_location *
 
 	if (!l->n_lines) {
 		/* the file offset is what stays the same from one run to the next */
-		if (m && pprof_profile__str(p, m->filename)[0])
-			snprintf(buf, len, "%s+0x%" PRIx64, basename_of(pprof_profile__str(p, m->filename)),
+		const char *obj = m ? pprof_profile__str(p, m->filename) : "";
+
+		if (obj[0])
+			snprintf(buf, len, "%s+0x%" PRIx64, basename_of(obj),
 				 l->address - m->memory_start + m->file_offset);
 		else
 			snprintf(buf, len, "0x%" PRIx64, l->address);
@@ -239,7 +242,8 @@ static bool stack_eq(uint32_t idx, const void *key, void *ctx)
 	const struct pprof_sample_ref *s = key;
 
 	return v->stack_off[idx + 1] - v->stack_off[idx] == s->n_locs &&
-	       (!s->n_locs || !memcmp(&v->stack_locs[v->stack_off[idx]], s->loc_ids, s->n_locs * sizeof(uint64_t)));
+	       (!s->n_locs || !memcmp(&v->stack_locs[v->stack_off[idx]], s->loc_ids,
+				      s->n_locs * sizeof(uint64_t)));
 }
 
 static int intern_stack(struct builder *b, const struct pprof_sample_ref *s, uint32_t *out)
@@ -276,10 +280,11 @@ static bool rec_eq(uint32_t idx, const void *key, void *ctx)
 static int add_rec(struct builder *b, const struct view_rec *k)
 {
 	struct view *v = b->v;
-	uint64_t h = hash_u64(k->span, hash_u64(k->callsite, hash_u64(k->stack, (uint64_t)k->age_ns)));
+	uint64_t h = hash_u64(k->stack, (uint64_t)k->age_ns);
 	struct view_rec *r;
 	uint32_t idx;
 
+	h = hash_u64(k->span, hash_u64(k->callsite, h));
 	if (!hashtab__find(&b->rec_ht, h, k, rec_eq, b, &idx)) {
 		if (vec_reserve(&v->recs, &b->cap_recs, v->n_recs + 1, sizeof(*k)) ||
 		    hashtab__insert(&b->rec_ht, h, (uint32_t)v->n_recs))
@@ -519,6 +524,7 @@ static int pick_columns(struct view *v, char *err, size_t errlen)
 {
 	const char *bytes = v->opts.value == VIEW_INUSE ? "inuse_space" : "alloc_space";
 	const char *objects = v->opts.value == VIEW_INUSE ? "inuse_objects" : "alloc_objects";
+	const char *def;
 
 	v->inuse_bytes_idx = pprof_profile__sample_type(v->p, "inuse_space");
 	v->inuse_objects_idx = pprof_profile__sample_type(v->p, "inuse_objects");
@@ -528,7 +534,8 @@ static int pick_columns(struct view *v, char *err, size_t errlen)
 	if (v->bytes_idx >= 0)
 		return 0;
 	if (v->opts.value == VIEW_INUSE) {
-		snprintf(err, errlen, "the profile has no in-use data (no inuse_space sample type); capture with 'culpert-bpf attach --inuse' or 'culpert-bpf capture'");
+		snprintf(err, errlen, "the profile has no in-use data (no inuse_space sample type); "
+			 "capture with 'culpert-bpf attach --inuse' or 'culpert-bpf capture'");
 		return -ENODATA;
 	}
 	/* another tool's profile: take its default type, else its last (pprof's choice too) */
@@ -536,8 +543,8 @@ static int pick_columns(struct view *v, char *err, size_t errlen)
 		snprintf(err, errlen, "the profile has no sample types, so no values to report");
 		return -ENODATA;
 	}
-	v->bytes_idx = v->p->default_sample_type ?
-		pprof_profile__sample_type(v->p, pprof_profile__str(v->p, v->p->default_sample_type)) : -1;
+	def = pprof_profile__str(v->p, v->p->default_sample_type);
+	v->bytes_idx = def[0] ? pprof_profile__sample_type(v->p, def) : -1;
 	if (v->bytes_idx < 0)
 		v->bytes_idx = (int)v->p->n_sample_types - 1;
 	return 0;

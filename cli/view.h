@@ -36,7 +36,7 @@ struct view_span {
 	uint32_t depth;
 	uint32_t first_child, next_sibling;	/* VIEW_NONE terminated, in creation order */
 	bool no_span;
-	double self, total;	/* bytes of the selected value: own samples, and with descendants */
+	double self, total;	/* selected bytes: own samples, and with the descendants' */
 	double self_objects, total_objects;
 	uint64_t self_samples, total_samples;
 };
@@ -71,7 +71,7 @@ struct view {
 	struct view_rec *recs;
 	size_t n_recs;
 	uint64_t *stack_locs;		/* location ids, leaf first, of every stack */
-	uint32_t *stack_off;		/* stack i: stack_locs[stack_off[i] .. stack_off[i + 1]] */
+	uint32_t *stack_off;		/* stack i: stack_locs[stack_off[i]..stack_off[i+1]] */
 	size_t n_stacks;
 
 	void *priv;			/* the builder's state while reading */

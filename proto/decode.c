@@ -139,12 +139,6 @@ static int pb_skip(struct pb *b, int wt)
 	}
 }
 
-/* a scalar field: must be a varint */
-static int pb_scalar(struct pb *b, int wt, uint64_t *v)
-{
-	return wt == WT_VARINT ? pb_varint(b, v) : -EINVAL;
-}
-
 /* the values of a packed run, appended to *arr */
 static int pb_packed(struct pb *run, uint64_t **arr, size_t *n, size_t *cap)
 {
@@ -190,121 +184,90 @@ static bool str_ok(const struct pprof_profile *p, int64_t i)
 	return i >= 0 && (uint64_t)i < p->n_strings;
 }
 
-static int dec_value_type(struct dec *d, struct pb *m, struct pprof_value_type *vt)
+/*
+ * The next field of a message: 1 with its number, wire type and value (a
+ * varint, or the raw bytes of a fixed-size field) or body (LEN); 0 at the end
+ * of the message; -EINVAL when it is malformed.
+ */
+static int pb_next(struct pb *m, uint32_t *f, int *wt, uint64_t *v, struct pb *body)
 {
+	*v = 0;
+	if (m->p >= m->end)
+		return 0;
+	if (pb_tag(m, f, wt))
+		return -EINVAL;
+	if (*wt == WT_VARINT)
+		return pb_varint(m, v) ? -EINVAL : 1;
+	if (*wt == WT_LEN)
+		return pb_len(m, body) ? -EINVAL : 1;
+	return pb_skip(m, *wt) ? -EINVAL : 1;
+}
+
+/*
+ * Messages whose fields are all varints (ints, bools, string indices): each
+ * known field as a uint64, by number; unknown fields are skipped, a known one
+ * with another wire type makes the message malformed.
+ */
+static int pb_scalars(struct pb *m, uint64_t *vals, uint32_t n_fields)
+{
+	struct pb body;
 	uint32_t f;
 	uint64_t v;
-	int wt;
+	int wt, ret;
 
-	while (m->p < m->end) {
-		if (pb_tag(m, &f, &wt))
-			return malformed(d);
-		if (f == 1 || f == 2) {
-			if (pb_scalar(m, wt, &v))
-				return malformed(d);
-			if (f == 1)
-				vt->type = (int64_t)v;
-			else
-				vt->unit = (int64_t)v;
-		} else if (pb_skip(m, wt)) {
-			return malformed(d);
-		}
+	while ((ret = pb_next(m, &f, &wt, &v, &body)) > 0) {
+		if (f > n_fields)
+			continue;
+		if (wt != WT_VARINT)
+			return -EINVAL;
+		vals[f - 1] = v;
 	}
+	return ret;
+}
+
+static int dec_value_type(struct dec *d, struct pb *m, struct pprof_value_type *vt)
+{
+	uint64_t v[2] = { (uint64_t)vt->type, (uint64_t)vt->unit };
+
+	if (pb_scalars(m, v, 2))
+		return malformed(d);
+	vt->type = (int64_t)v[0];
+	vt->unit = (int64_t)v[1];
 	return 0;
 }
 
 static int dec_mapping(struct dec *d, struct pb *m)
 {
 	struct pprof_profile *p = d->p;
-	struct pprof_mapping mp = { 0 };
-	uint32_t f;
-	uint64_t v;
-	int wt;
+	uint64_t v[10] = { 0 };
 
-	while (m->p < m->end) {
-		if (pb_tag(m, &f, &wt))
-			return malformed(d);
-		if (f > 10) {
-			if (pb_skip(m, wt))
-				return malformed(d);
-			continue;
-		}
-		if (pb_scalar(m, wt, &v))
-			return malformed(d);
-		switch (f) {
-		case 1: mp.id = v; break;
-		case 2: mp.memory_start = v; break;
-		case 3: mp.memory_limit = v; break;
-		case 4: mp.file_offset = v; break;
-		case 5: mp.filename = (int64_t)v; break;
-		case 6: mp.build_id = (int64_t)v; break;
-		case 7: mp.has_functions = v != 0; break;
-		case 8: mp.has_filenames = v != 0; break;
-		case 9: mp.has_line_numbers = v != 0; break;
-		case 10: mp.has_inline_frames = v != 0; break;
-		}
-	}
-	if (vec_reserve(&p->mappings, &d->cap_mappings, p->n_mappings + 1, sizeof(mp)))
+	if (pb_scalars(m, v, 10))
+		return malformed(d);
+	if (vec_reserve(&p->mappings, &d->cap_mappings, p->n_mappings + 1, sizeof(*p->mappings)))
 		return -ENOMEM;
-	p->mappings[p->n_mappings++] = mp;
+	p->mappings[p->n_mappings++] = (struct pprof_mapping){
+		.id = v[0], .memory_start = v[1], .memory_limit = v[2], .file_offset = v[3],
+		.filename = (int64_t)v[4], .build_id = (int64_t)v[5],
+		.has_functions = v[6] != 0, .has_filenames = v[7] != 0,
+		.has_line_numbers = v[8] != 0, .has_inline_frames = v[9] != 0,
+	};
 	return 0;
 }
 
 static int dec_function(struct dec *d, struct pb *m)
 {
 	struct pprof_profile *p = d->p;
-	struct pprof_function fn = { 0 };
-	uint32_t f;
-	uint64_t v;
-	int wt;
+	uint64_t v[5] = { 0 };
 
-	while (m->p < m->end) {
-		if (pb_tag(m, &f, &wt))
-			return malformed(d);
-		if (f > 5) {
-			if (pb_skip(m, wt))
-				return malformed(d);
-			continue;
-		}
-		if (pb_scalar(m, wt, &v))
-			return malformed(d);
-		switch (f) {
-		case 1: fn.id = v; break;
-		case 2: fn.name = (int64_t)v; break;
-		case 3: fn.system_name = (int64_t)v; break;
-		case 4: fn.filename = (int64_t)v; break;
-		case 5: fn.start_line = (int64_t)v; break;
-		}
-	}
-	if (vec_reserve(&p->functions, &d->cap_functions, p->n_functions + 1, sizeof(fn)))
+	if (pb_scalars(m, v, 5))
+		return malformed(d);
+	if (vec_reserve(&p->functions, &d->cap_functions, p->n_functions + 1,
+			sizeof(*p->functions)))
 		return -ENOMEM;
-	p->functions[p->n_functions++] = fn;
-	return 0;
-}
-
-static int dec_line(struct dec *d, struct pb *m, struct pprof_line *ln)
-{
-	uint32_t f;
-	uint64_t v;
-	int wt;
-
-	while (m->p < m->end) {
-		if (pb_tag(m, &f, &wt))
-			return malformed(d);
-		if (f > 3) {
-			if (pb_skip(m, wt))
-				return malformed(d);
-			continue;
-		}
-		if (pb_scalar(m, wt, &v))
-			return malformed(d);
-		if (f == 1)
-			ln->function_id = v;
-		else if (f == 2)
-			ln->line = (int64_t)v;
-		else
-			ln->column = (int64_t)v;
-	}
+	p->functions[p->n_functions++] = (struct pprof_function){
+		.id = v[0], .name = (int64_t)v[1], .system_name = (int64_t)v[2],
+		.filename = (int64_t)v[3], .start_line = (int64_t)v[4],
+	};
 	return 0;
 }
 
@@ -312,36 +275,29 @@ static int dec_location(struct dec *d, struct pb *m)
 {
 	struct pprof_profile *p = d->p;
 	struct pprof_location l = { .line_off = (uint32_t)p->n_lines };
-	struct pb sub;
+	struct pb body;
 	uint32_t f;
-	uint64_t v;
+	uint64_t v, ln[3];
 	int wt, ret;
 
 	if (p->n_lines >= UINT32_MAX)
 		return seterr(d, -E2BIG, "profile too large: more than 2^32 lines");
-	while (m->p < m->end) {
-		if (pb_tag(m, &f, &wt))
-			return malformed(d);
+	while ((ret = pb_next(m, &f, &wt, &v, &body)) > 0) {
+		if (f > 5)
+			continue;
 		if (f == 4) {
-			struct pprof_line ln = { 0 };
-
-			if (wt != WT_LEN || pb_len(m, &sub))
+			memset(ln, 0, sizeof(ln));
+			if (wt != WT_LEN || pb_scalars(&body, ln, 3))
 				return malformed(d);
-			ret = dec_line(d, &sub, &ln);
-			if (ret)
-				return ret;
-			if (vec_reserve(&p->lines, &d->cap_lines, p->n_lines + 1, sizeof(ln)))
+			if (vec_reserve(&p->lines, &d->cap_lines, p->n_lines + 1, sizeof(*p->lines)))
 				return -ENOMEM;
-			p->lines[p->n_lines++] = ln;
+			p->lines[p->n_lines++] = (struct pprof_line){
+				.function_id = ln[0], .line = (int64_t)ln[1], .column = (int64_t)ln[2],
+			};
 			l.n_lines++;
 			continue;
 		}
-		if (f > 5) {
-			if (pb_skip(m, wt))
-				return malformed(d);
-			continue;
-		}
-		if (pb_scalar(m, wt, &v))
+		if (wt != WT_VARINT)
 			return malformed(d);
 		if (f == 1)
 			l.id = v;
@@ -352,6 +308,8 @@ static int dec_location(struct dec *d, struct pb *m)
 		else
 			l.is_folded = v != 0;
 	}
+	if (ret)
+		return malformed(d);
 	if (vec_reserve(&p->locations, &d->cap_locations, p->n_locations + 1, sizeof(l)))
 		return -ENOMEM;
 	p->locations[p->n_locations++] = l;
@@ -530,7 +488,7 @@ static int src_member_end(struct src *s)
 /* make room for `need` bytes from start (0: some more), and inflate into it */
 static int src_fill(struct src *s, size_t need)
 {
-	size_t keep = s->end - s->start, before;
+	size_t keep = s->end - s->start, before, room;
 	int zr;
 
 	if (s->start) {
@@ -549,7 +507,8 @@ static int src_fill(struct src *s, size_t need)
 		if (ret)
 			return ret;
 		s->zs.next_out = s->win + s->end;
-		s->zs.avail_out = (unsigned int)(s->cap - s->end > UINT_MAX ? UINT_MAX : s->cap - s->end);
+		room = s->cap - s->end;
+		s->zs.avail_out = room > UINT_MAX ? UINT_MAX : (unsigned int)room;
 		zr = inflate(&s->zs, Z_NO_FLUSH);
 		s->total += (size_t)(s->zs.next_out - (s->win + s->end));
 		s->end = (size_t)(s->zs.next_out - s->win);
@@ -584,8 +543,9 @@ static int src_next(struct src *s, struct field *fl)
 		if (s->start == s->end && (!s->gzip || s->z_end))
 			return 0;
 		used = 0;
-		ret = s->end > s->start ? parse_field(s->win + s->start, s->end - s->start, fl, &used) :
-					  -EAGAIN;
+		ret = -EAGAIN;
+		if (s->end > s->start)
+			ret = parse_field(s->win + s->start, s->end - s->start, fl, &used);
 		if (!ret) {
 			s->start += used;
 			return 1;
@@ -638,18 +598,19 @@ static int dec_header_field(struct dec *d, struct field *fl)
 	if (fl->f == 13) {
 		/* comments: packed (one LEN run) or one varint each */
 		struct pb b = fl->body;
-		size_t n = p->n_comments;
+		int ret;
 
 		if (fl->wt == WT_VARINT) {
-			if (vec_reserve(&p->comments, &d->cap_comments, n + 1, sizeof(int64_t)))
+			if (vec_reserve(&p->comments, &d->cap_comments, p->n_comments + 1,
+					sizeof(int64_t)))
 				return -ENOMEM;
 			p->comments[p->n_comments++] = (int64_t)v;
 			return 0;
 		}
 		if (fl->wt != WT_LEN)
 			return malformed(d);
-		n = (size_t)pb_packed(&b, (uint64_t **)&p->comments, &p->n_comments, &d->cap_comments);
-		return n ? ((int)n == -ENOMEM ? -ENOMEM : malformed(d)) : 0;
+		ret = pb_packed(&b, (uint64_t **)&p->comments, &p->n_comments, &d->cap_comments);
+		return ret == -EINVAL ? malformed(d) : ret;
 	}
 	if (fl->f < 7 || fl->f > 15)
 		return 0;
@@ -770,30 +731,14 @@ static int check_refs(struct dec *d)
 
 static int dec_label(struct dec *d, struct pb *m, struct pprof_label *l)
 {
-	uint32_t f;
-	uint64_t v;
-	int wt;
+	uint64_t v[4] = { 0 };
 
-	memset(l, 0, sizeof(*l));
-	while (m->p < m->end) {
-		if (pb_tag(m, &f, &wt))
-			return malformed(d);
-		if (f > 4) {
-			if (pb_skip(m, wt))
-				return malformed(d);
-			continue;
-		}
-		if (pb_scalar(m, wt, &v))
-			return malformed(d);
-		if (f == 1)
-			l->key = (int64_t)v;
-		else if (f == 2)
-			l->str = (int64_t)v;
-		else if (f == 3)
-			l->num = (int64_t)v;
-		else
-			l->num_unit = (int64_t)v;
-	}
+	if (pb_scalars(m, v, 4))
+		return malformed(d);
+	l->key = (int64_t)v[0];
+	l->str = (int64_t)v[1];
+	l->num = (int64_t)v[2];
+	l->num_unit = (int64_t)v[3];
 	if (!str_ok(d->p, l->key) || !str_ok(d->p, l->str) || !str_ok(d->p, l->num_unit))
 		return seterr(d, -EINVAL, "corrupt profile: a label names a string that does not exist");
 	return 0;
@@ -823,12 +768,14 @@ static int dec_sample_fields(struct dec *d, struct pb *m, const struct sample_ds
 			ret = pb_repeated(m, wt, o->locs, o->n_locs, o->cap_locs);
 			break;
 		case 2:
-			ret = pb_repeated(m, wt, (uint64_t **)o->values, o->n_values, o->cap_values);
+			ret = pb_repeated(m, wt, (uint64_t **)o->values, o->n_values,
+					  o->cap_values);
 			break;
 		case 3:
 			if (wt != WT_LEN || pb_len(m, &sub))
 				return malformed(d);
-			if (vec_reserve(o->labels, o->cap_labels, *o->n_labels + 1, sizeof(**o->labels)))
+			if (vec_reserve(o->labels, o->cap_labels, *o->n_labels + 1,
+					sizeof(**o->labels)))
 				return -ENOMEM;
 			ret = dec_label(d, &sub, &(*o->labels)[(*o->n_labels)++]);
 			break;
@@ -912,7 +859,8 @@ static int dec_sample_cb(struct dec *d, struct pb *m, size_t idx)
 	s.n_labels = n_labels;
 	ret = d->o->on_sample(d->p, &s, d->o->ctx);
 	if (ret)
-		return seterr(d, ret, "%s", ret == -ENOMEM ? "out of memory" : "reading the samples failed");
+		return seterr(d, ret, "%s",
+			      ret == -ENOMEM ? "out of memory" : "reading the samples failed");
 	return 0;
 }
 
@@ -1143,7 +1091,8 @@ struct pprof_profile *pprof_read_file_opts(const char *path, const struct pprof_
 	if (fd != STDIN_FILENO)
 		close(fd);
 	if (ret) {
-		snprintf(err, errlen, "cannot read: %s", ret == -E2BIG ? "file too large" : strerror(-ret));
+		snprintf(err, errlen, "cannot read: %s",
+			 ret == -E2BIG ? "file too large" : strerror(-ret));
 		errno = -ret;
 		return NULL;
 	}

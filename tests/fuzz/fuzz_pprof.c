@@ -4,8 +4,9 @@
  * a raw protobuf (gzip's CRC would reject nearly every mutation of a gzip'd
  * one) and read five ways: raw into the model, gzip'd in memory into the
  * model, gzip'd from a file descriptor into the model, gzip'd through the
- * CLI's streaming view, and as if it were a gzip file.  Beyond "no crash, no leak", whatever decodes must survive a round
- * trip: encode, decode, and get the same model back.
+ * CLI's streaming view, and as if it were a gzip file.  Beyond "no crash, no
+ * leak", whatever decodes must survive a round trip: encode, decode, and get
+ * the same model back.
  */
 #include <stdint.h>
 #include <sys/mman.h>
@@ -47,7 +48,8 @@ static void same(const struct pprof_profile *a, const struct pprof_profile *b)
 	      "round trip changed a value");
 	check(!a->n_labels || !memcmp(a->labels, b->labels, a->n_labels * sizeof(*a->labels)),
 	      "round trip changed a label");
-	check(a->period == b->period && a->time_nanos == b->time_nanos, "round trip changed the header");
+	check(a->period == b->period && a->time_nanos == b->time_nanos,
+	      "round trip changed the header");
 }
 
 static int gzip_mem(const uint8_t *in, size_t len, void **out, size_t *out_len)

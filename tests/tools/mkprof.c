@@ -69,7 +69,8 @@ static uint64_t parse_location(struct pprof_writer *w, char *frame)
 			if (line)
 				*line++ = '\0';
 		}
-		lines[n].function_id = pprof_writer__add_function(w, tok, NULL, file ? file : "", 0);
+		lines[n].function_id = pprof_writer__add_function(w, tok, NULL, file ? file : "",
+								  0);
 		lines[n].line = line ? strtoll(line, NULL, 10) : 0;
 		lines[n].column = 0;
 		n++;
@@ -228,7 +229,8 @@ static int from_spec(FILE *in, const char *out)
 		}
 	}
 	free(line);
-	w = n_types ? new_writer(types, n_types, rate, t, dur) : new_writer(defaults, 2, rate, t, dur);
+	w = n_types ? new_writer(types, n_types, rate, t, dur) :
+		      new_writer(defaults, 2, rate, t, dur);
 	if (!w)
 		die("%s", "out of memory");
 	for (i = 0; i < n; i++) {
@@ -318,14 +320,16 @@ static int large(const char *out, size_t n_samples, size_t n_locs, size_t n_span
 						.num = 1000 + (int64_t)(rnd(&seed) % 16) };
 		if (sp < n_spans) {
 			const char *nm = strrchr(paths[sp], ';');
+			int64_t inner = pprof_writer__str(w, nm ? nm + 1 : paths[sp]);
 
 			l[nl++] = (struct pprof_label){ .key = pprof_writer__str(w, "span_name"),
-							.str = pprof_writer__str(w, nm ? nm + 1 : paths[sp]) };
+							.str = inner };
 			l[nl++] = (struct pprof_label){ .key = pprof_writer__str(w, "span_id"),
 							.num = (int64_t)sp + 1 };
 			if (parent[sp] != SIZE_MAX)
-				l[nl++] = (struct pprof_label){ .key = pprof_writer__str(w, "span_parent_id"),
-								.num = (int64_t)parent[sp] + 1 };
+				l[nl++] = (struct pprof_label){
+					.key = pprof_writer__str(w, "span_parent_id"),
+					.num = (int64_t)parent[sp] + 1 };
 			l[nl++] = (struct pprof_label){ .key = pprof_writer__str(w, "span_path"),
 							.str = pprof_writer__str(w, paths[sp]) };
 		}
@@ -359,10 +363,11 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: mkprof -o OUT [SPEC | --large SAMPLES LOCATIONS SPANS [SEED]]\n");
 		return 2;
 	}
-	if (argc >= 5 && !strcmp(argv[1], "--large"))
+	if (argc >= 5 && !strcmp(argv[1], "--large")) {
 		ret = large(out, strtoull(argv[2], NULL, 10), strtoull(argv[3], NULL, 10),
-			    strtoull(argv[4], NULL, 10), argc > 5 ? strtoull(argv[5], NULL, 10) : 42);
-	else {
+			    strtoull(argv[4], NULL, 10),
+			    argc > 5 ? strtoull(argv[5], NULL, 10) : 42);
+	} else {
 		if (argc > 1 && !(in = fopen(argv[1], "r")))
 			die("cannot open %s", argv[1]);
 		ret = from_spec(in, out);

@@ -33,14 +33,16 @@ static void test_classify_spec_order(void)
 	size_t i;
 
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		enum diff_kind k = diff_classify(cases[i].before * MiB, cases[i].after * MiB, &o, &reason);
+		enum diff_kind k = diff_classify(cases[i].before * MiB, cases[i].after * MiB, &o,
+						 &reason);
 
 		ASSERT_STREQ(diff_kind_name(k), diff_kind_name(cases[i].want), "kind");
 		ASSERT_TRUE(cases[i].reason ? reason && !strcmp(reason, cases[i].reason) : !reason,
 			    "quiet reason");
 	}
 	o.threshold_bytes = 2 * 1048576;
-	ASSERT_EQ(diff_classify(19 * MiB, 20 * MiB, &o, &reason), KIND_QUIET, "1 MiB < 2 MiB threshold");
+	ASSERT_EQ(diff_classify(19 * MiB, 20 * MiB, &o, &reason), KIND_QUIET,
+		  "1 MiB < 2 MiB threshold");
 	/* new/gone below the byte threshold are quiet, not new/gone */
 	o.min_span_bytes = 0;
 	ASSERT_EQ(diff_classify(0, 1 * MiB, &o, &reason), KIND_QUIET, "small new span");
@@ -75,8 +77,8 @@ static void test_machinery(void)
 		"runtime.mallocgc", "runtime.growslice",
 	};
 	static const char *const no[] = {
-		"main", "parse_header", "std::vector<int>::size", "my_malloc_stats", "handle_request",
-		"mallocate_pool", "alloc_abc", "runtime.main",
+		"main", "parse_header", "std::vector<int>::size", "my_malloc_stats",
+		"handle_request", "mallocate_pool", "alloc_abc", "runtime.main",
 	};
 	size_t i;
 

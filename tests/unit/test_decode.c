@@ -214,8 +214,10 @@ static void test_malformed(void)
 		size_t n;
 		const char *want;
 	} cases[] = {
-		{ "\x12\x05\x08", 3, "malformed or truncated" },		/* length past the end */
-		{ "\x08\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01", 12, "malformed" }, /* 11-byte varint */
+		/* a length past the end */
+		{ "\x12\x05\x08", 3, "malformed or truncated" },
+		/* an 11-byte varint */
+		{ "\x08\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01", 12, "malformed" },
 		{ "\x0b\x0c", 2, "malformed" },					/* a group */
 		{ "\x32\x01x", 3, "must start with \"\"" },
 		{ "\x60\x05", 2, "no string table" },
@@ -238,9 +240,11 @@ static void test_malformed(void)
 static void test_round_trip(void)
 {
 	const char *names[] = { "alloc_objects", "alloc_space" }, *units[] = { "count", "bytes" };
-	struct pprof_writer_opts o = { .sz = sizeof(o), .n_sample_types = 2, .sample_type_names = names,
-				       .sample_type_units = units, .period = 512, .period_type = "space",
-				       .period_unit = "bytes" };
+	struct pprof_writer_opts o = {
+		.sz = sizeof(o), .n_sample_types = 2, .sample_type_names = names,
+		.sample_type_units = units, .period = 512, .period_type = "space",
+		.period_unit = "bytes",
+	};
 	struct pprof_writer *w = pprof_writer__new(&o);
 	struct pprof_line line = { 0 };
 	struct pprof_profile *p;
