@@ -26,7 +26,8 @@ DEB_PACKAGES := make gcc g++ clang llvm libbpf-dev bpftool libelf-dev libdw-dev 
 	protobuf-c-compiler libprotobuf-c-dev pkg-config libiberty-dev systemtap-sdt-dev \
 	libdebuginfod-dev debuginfod elfutils binutils golang-go musl-tools \
 	libjemalloc2 libjemalloc-dev libmimalloc2.0 libmimalloc-dev libtcmalloc-minimal4 \
-	hyperfine valgrind python3 python3-prometheus-client procps sqlite3
+	hyperfine valgrind python3 python3-prometheus-client procps sqlite3 python3-jsonschema \
+	libxml2-utils
 
 LIBS_PC := libbpf libelf libdw zlib libprotobuf-c
 # recursive (=) on purpose: evaluated after `make deps` may have installed them

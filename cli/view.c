@@ -50,6 +50,7 @@ struct builder {
 	struct hashtab stack_ht;
 	size_t cap_spans;
 	struct hashtab span_ht;
+	struct hashtab id_ht;	/* span_id -> the first RAW_NAMED span with it */
 	uint32_t *loc_cs;	/* per location index: its callsite, CS_UNSET or CS_MACHINERY */
 	uint8_t *fn_mach;	/* per function index: 0 unknown, 1 machinery, 2 not */
 	char err[256];		/* why prepare() refused the profile */
@@ -438,15 +439,36 @@ static int span_path(struct builder *b, const char *path, uint32_t *out)
 	return ret;
 }
 
-static struct raw_span *raw_by_id(struct builder *b, int64_t id)
+static bool id_eq(uint32_t idx, const void *key, void *ctx)
 {
+	return ((struct builder *)ctx)->raw[idx].id == *(const int64_t *)key;
+}
+
+/* span ids may be per instance (one per request): as many as samples, so an index */
+static int index_ids(struct builder *b)
+{
+	uint32_t idx;
 	size_t i;
 
-	/* spans are few (hundreds, thousands): a scan per link is fine */
-	for (i = 0; i < b->n_raw; i++)
-		if (b->raw[i].kind == RAW_NAMED && b->raw[i].id == id)
-			return &b->raw[i];
-	return NULL;
+	for (i = 0; i < b->n_raw; i++) {
+		const struct raw_span *r = &b->raw[i];
+		uint64_t h = hash_u64((uint64_t)r->id, 5);
+
+		if (r->kind != RAW_NAMED || hashtab__find(&b->id_ht, h, &r->id, id_eq, b, &idx))
+			continue;
+		if (hashtab__insert(&b->id_ht, h, (uint32_t)i))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+static struct raw_span *raw_by_id(struct builder *b, int64_t id)
+{
+	uint32_t idx;
+
+	if (!hashtab__find(&b->id_ht, hash_u64((uint64_t)id, 5), &id, id_eq, b, &idx))
+		return NULL;
+	return &b->raw[idx];
 }
 
 /* a span without a path: follow span_parent_id through spans present in the profile */
@@ -477,7 +499,7 @@ static int build_tree(struct builder *b)
 {
 	struct view *v = b->v;
 	size_t i;
-	int ret = 0;
+	int ret = index_ids(b);
 
 	for (i = 0; i < b->n_raw && !ret; i++) {
 		struct raw_span *r = &b->raw[i];
@@ -590,6 +612,7 @@ static void builder_free(struct builder *b)
 	hashtab__free(&b->rec_ht);
 	hashtab__free(&b->stack_ht);
 	hashtab__free(&b->span_ht);
+	hashtab__free(&b->id_ht);
 	free(b->loc_cs);
 	free(b->fn_mach);
 }

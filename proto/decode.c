@@ -3,12 +3,13 @@
  * gzip'd protobuf -> pprof_profile, straight from the wire format into the
  * flat model.  A generic protobuf decoder builds a message object per sample,
  * label and line, several times the size of the input; profiles of a few
- * hundred thousand samples then need gigabytes.  Here the decompressed bytes
- * are walked twice: first everything but the samples (strings, mappings,
- * locations, functions, header), then the samples, which either go into the
- * model or, with pprof_read_opts.on_sample, to the caller one at a time so a
- * reader that aggregates never holds them at all.  Samples come before the
- * tables in the wire order writers use, hence the two walks.
+ * hundred thousand samples then need gigabytes.  Here the profile is walked
+ * twice, each time inflated anew through a small window, never held whole:
+ * first everything but the samples (strings, mappings, locations, functions,
+ * header), then the samples, which either go into the model or, with
+ * pprof_read_opts.on_sample, to the caller one at a time so a reader that
+ * aggregates never holds them at all.  Samples come before the tables in the
+ * wire order writers use, hence the two walks.
  *
  * Everything read is validated (string indices, ids, references), so the
  * rest of the code can trust every index it finds.
@@ -27,7 +28,7 @@
 #include "pprof.h"
 #include "vec.h"
 
-/* --- errors ------------------------------------------------------------------------- */
+/* --- state and errors ------------------------------------------------------------- */
 
 struct dec {
 	struct pprof_profile *p;

@@ -107,6 +107,25 @@ test_json_contract() {
 		"$OLDPWD_ROOT/docs/diff-schema.json" bad.json 2>/dev/null && fail "the schema accepts kind 'worse'"
 }
 
+# span ids per instance (one per request), linked by span_parent_id only: one tree by name
+test_report_span_instances() {
+	awk 'BEGIN { print "rate 1"
+		for (i = 1; i <= 2000; i++) {
+			printf "sample 1 100 stack=handler@h.c:1 span_name=request span_id=#%d\n", i
+			printf "sample 1 50 stack=db@d.c:1 span_name=query span_id=#%d span_parent_id=#%d\n", 100000 + i, i
+		} }' | "$OLDPWD_ROOT/$MKPROF" -o inst.pb.gz
+	"$C" report inst.pb.gz --format json >inst.json || { fail "report failed"; return; }
+	/usr/bin/python3 - inst.json <<-'EOF' || fail "2000 instances do not make request 300000 B > query 100000 B"
+	import json, sys
+	r = json.load(open(sys.argv[1]))
+	assert len(r["spans"]) == 1, r["spans"]
+	req = r["spans"][0]
+	assert (req["name"], req["bytes"], req["self_bytes"]) == ("request", 300000, 200000), req
+	q = req["children"]
+	assert len(q) == 1 and (q[0]["path"], q[0]["bytes"]) == ("request;query", 100000), q
+	EOF
+}
+
 # --- diff ------------------------------------------------------------------------
 
 # a one-span profile of N MiB (N may be fractional)
@@ -368,6 +387,7 @@ run_test cli/report_tree test_report_tree
 run_test cli/report_flat test_report_flat
 run_test cli/report_callsites test_report_callsites
 run_test cli/report_inuse_leaks test_report_inuse
+run_test cli/report_span_instances test_report_span_instances
 run_test cli/diff_boundaries test_diff_boundaries
 run_test cli/diff_env test_diff_env
 run_test cli/diff_outputs test_diff_outputs
