@@ -333,10 +333,10 @@ static void sample_labels(const struct pprof_profile *p, const struct pprof_samp
 	} else if (name && p->strings[name][0]) {
 		r->kind = RAW_NAMED;
 		r->str = name;
-		/* without an id the name alone identifies the span: a root */
+		/* without an id the name alone identifies the span: a root; parent 0 is none */
 		r->id = has_id ? id : 0;
-		r->parent_id = has_id && has_parent ? parent : 0;
-		r->has_parent = has_id && has_parent && parent != id;
+		r->has_parent = has_id && has_parent && parent != 0 && parent != id;
+		r->parent_id = r->has_parent ? parent : 0;
 	}
 }
 
