@@ -27,7 +27,7 @@ DEB_PACKAGES := make gcc g++ clang llvm libbpf-dev bpftool libelf-dev libdw-dev 
 	libdebuginfod-dev debuginfod elfutils binutils golang-go musl-tools \
 	libjemalloc2 libjemalloc-dev libmimalloc2.0 libmimalloc-dev libtcmalloc-minimal4 \
 	hyperfine valgrind python3 python3-prometheus-client procps sqlite3 libcapstone-dev \
-	rustc dwz libc6-dbg time
+	rustc dwz libc6-dbg time python3-jsonschema libxml2-utils
 
 LIBS_PC := libbpf libelf libdw libdebuginfod zlib libprotobuf-c capstone
 # recursive (=) on purpose: evaluated after `make deps` may have installed them

@@ -3,6 +3,10 @@
 #ifndef CULPERT_CLI_COMMANDS_H
 #define CULPERT_CLI_COMMANDS_H
 
+int cmd_report(int argc, char **argv);
+int cmd_diff(int argc, char **argv);
+int cmd_info(int argc, char **argv);
+int cmd_flamegraph(int argc, char **argv);
 int cmd_symbolize(int argc, char **argv);
 
 #endif /* CULPERT_CLI_COMMANDS_H */

@@ -14,6 +14,10 @@ static const struct command {
 	int (*fn)(int argc, char **argv);
 	const char *help;
 } commands[] = {
+	{ "report", cmd_report, "where the bytes went: span tree, flat spans, callsites, leaks" },
+	{ "diff", cmd_diff, "compare two profiles span by span; exit 1 on a regression (CI gate)" },
+	{ "info", cmd_info, "what a profile holds: target, rate, totals, mappings, metadata" },
+	{ "flamegraph", cmd_flamegraph, "folded stacks or an interactive SVG flame graph" },
 	{ "symbolize", cmd_symbolize, "resolve functions, file:line and inline frames by build ID" },
 	{ NULL, NULL, NULL },	/* commands register here, one line each */
 };
@@ -25,7 +29,13 @@ static void usage(FILE *f)
 	fprintf(f, "Usage: culpert COMMAND [OPTIONS]\n\nCommands:\n");
 	for (c = commands; c->name; c++)
 		fprintf(f, "  %-11s %s\n", c->name, c->help);
-	fprintf(f, "\n'culpert COMMAND --help' describes each command.\n");
+	fprintf(f, "\n'culpert COMMAND --help' describes each command.\n"
+		   "Exit status: 0 success, 1 a diff found a regression or a new span,\n"
+		   "2 an error.\n"
+		   "\nEXAMPLES:\n"
+		   "  culpert report prof.pb.gz\n"
+		   "  culpert diff base.pb.gz new.pb.gz --format markdown\n"
+		   "  culpert flamegraph prof.pb.gz --format svg -o prof.svg\n");
 }
 
 int main(int argc, char **argv)
@@ -33,7 +43,7 @@ int main(int argc, char **argv)
 	const struct command *c;
 
 	if (argc < 2) {
-		usage(stderr);
+		pr_error("no command given; 'culpert --help' lists the commands\n");
 		return 2;
 	}
 	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {

@@ -91,6 +91,7 @@ struct pprof_profile {
 	size_t n_functions;
 	char **strings;
 	size_t n_strings;
+	char *string_block;	/* when set, strings point into it (decoded profiles) */
 	int64_t *comments;
 	size_t n_comments;
 	int64_t drop_frames;
@@ -112,16 +113,52 @@ struct pprof_profile {
 
 /* upper bound of a decompressed profile; larger files are refused, not read */
 #define PPROF_MAX_DECODED	(2ULL << 30)
+/* upper bound of the string table: 8 bytes of index per string, each 2 bytes on the wire */
+#define PPROF_MAX_STRINGS	(1U << 26)
+
+/* one sample as read, valid only during the call */
+struct pprof_sample_ref {
+	const uint64_t *loc_ids;	/* leaf first; every id exists */
+	size_t n_locs;
+	const int64_t *values;		/* n_sample_types of them */
+	const struct pprof_label *labels;
+	size_t n_labels;
+};
+
+/* 0 to go on, -errno to stop reading (the read then fails with that errno) */
+typedef int (*pprof_sample_fn)(const struct pprof_profile *p, const struct pprof_sample_ref *s,
+			       void *ctx);
+
+struct pprof_read_opts {
+	size_t sz;
+	/*
+	 * When set, samples are not stored in the profile (n_samples stays 0):
+	 * each is handed to on_sample, in file order, once every string,
+	 * mapping, location and function is known.  A reader that aggregates
+	 * then needs memory for its aggregate only.
+	 */
+	pprof_sample_fn on_sample;
+	void *ctx;
+	size_t max_decoded;		/* 0: PPROF_MAX_DECODED */
+};
 
 /*
- * Read a gzip'd pprof file ("-" for stdin).  On failure returns NULL and
- * writes a one-line reason (without the path) to err.
+ * Read a gzip'd pprof file ("-" for stdin).  On failure returns NULL, sets
+ * errno and writes a one-line reason (without the path) to err.
  */
 struct pprof_profile *pprof_read_file(const char *path, char *err, size_t errlen);
+struct pprof_profile *pprof_read_file_opts(const char *path, const struct pprof_read_opts *opts,
+					   char *err, size_t errlen);
 /* decode from memory: gzip'd bytes */
 struct pprof_profile *pprof_decode_gzip(const void *buf, size_t len, char *err, size_t errlen);
+struct pprof_profile *pprof_decode_gzip_opts(const void *buf, size_t len,
+					     const struct pprof_read_opts *opts, char *err,
+					     size_t errlen);
 /* decode from memory: raw protobuf */
 struct pprof_profile *pprof_decode(const void *buf, size_t len, char *err, size_t errlen);
+struct pprof_profile *pprof_decode_opts(const void *buf, size_t len,
+					const struct pprof_read_opts *opts, char *err,
+					size_t errlen);
 void pprof_profile__free(struct pprof_profile *p);
 /* release what p owns, not p itself */
 void pprof_profile__clear(struct pprof_profile *p);

@@ -9,8 +9,11 @@ void pprof_profile__clear(struct pprof_profile *p)
 {
 	size_t i;
 
-	for (i = 0; i < p->n_strings; i++)
-		free(p->strings[i]);
+	if (p->string_block)
+		free(p->string_block);
+	else
+		for (i = 0; i < p->n_strings; i++)
+			free(p->strings[i]);
 	free(p->strings);
 	free(p->sample_types);
 	free(p->samples);

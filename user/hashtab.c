@@ -27,7 +27,8 @@ uint64_t hash_bytes(const void *p, size_t n, uint64_t seed)
 		h = hash_u64(h ^ w, 0);
 	}
 	w = 0;
-	memcpy(&w, s, n);
+	if (n)	/* s may be NULL when n is 0: memcpy must not see it */
+		memcpy(&w, s, n);
 	return hash_u64(h ^ w, n);
 }
 

@@ -1,0 +1,614 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * culpert diff BEFORE AFTER: span by span, what grew and what shrank, and
+ * an exit code a CI job can gate on.  A row is a span's own bytes (those
+ * allocated while it was the innermost open span, as in `report --flat`), so
+ * one change shows up in one row; --tree shows inclusive totals per node.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cliopt.h"
+#include "commands.h"
+#include "diff_rows.h"
+#include "json.h"
+#include "log.h"
+#include "table.h"
+#include "units.h"
+#include "view.h"
+
+#define CMD "diff"
+#define DIFF_SCHEMA_VERSION 1
+
+enum diff_format { FMT_TEXT, FMT_MARKDOWN, FMT_JSON };
+
+struct diff {
+	const char *files[2];
+	struct view *v[2];
+	struct diff_opts o;
+	uint64_t top;
+	bool no_fail, tree, inuse;
+	enum diff_format format;
+	struct diff_result res;
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: culpert diff BEFORE AFTER [OPTIONS]\n"
+		"\n"
+		"Compare two profiles span by span.  Each span (matched by span path, or by\n"
+		"innermost name with --by name) is classified, in this order:\n"
+		"  quiet        max(before, after) < --min-span-bytes\n"
+		"  new          before = 0 and after >= --threshold-bytes (else quiet)\n"
+		"  gone         after = 0 and before >= --threshold-bytes (else quiet)\n"
+		"  regression   |delta| >= --threshold-bytes and |delta%%| >= --threshold-pct,\n"
+		"               and it grew\n"
+		"  improvement  the same, shrank; anything else is quiet\n"
+		"A change within --min-confidence standard errors of sampling noise is quiet too.\n"
+		"Exit status: 0 no regression, 1 a regression or a new span (unless --no-fail),\n"
+		"2 an error.  The profiles must have the same sampling rate.\n"
+		"\n"
+		"Options:\n"
+		"  --threshold-bytes SIZE  smallest change that counts (default 4096)\n"
+		"  --threshold-pct P       smallest relative change that counts (default 5)\n"
+		"  --min-span-bytes SIZE   spans under this on both sides are quiet (default 0,\n"
+		"                          or $CULPERT_MIN_SPAN_BYTES; the option wins)\n"
+		"  --min-confidence K      changes under K standard errors are quiet\n"
+		"                          (e.g. 3sigma; default 0: off)\n"
+		"  --by path|name          match spans by path (default) or innermost name\n"
+		"  --top N                 rows per table, children per node (--tree); default 20\n"
+		"  --tree                  the span tree with before/after/delta per node\n"
+		"  --inuse                 compare live heap (inuse_space) instead of allocations\n"
+		"  --no-fail               exit 0 even when something regressed\n"
+		"  --format FMT            text (default), markdown, json\n"
+		"  -h, --help              this help\n"
+		"\n"
+		"EXAMPLES:\n"
+		"  culpert diff base.pb.gz new.pb.gz\n"
+		"  culpert diff base.pb.gz new.pb.gz --min-span-bytes 1MiB --threshold-pct 10\n"
+		"  culpert diff base.pb.gz new.pb.gz --format markdown >>\"$GITHUB_STEP_SUMMARY\"\n"
+		"  culpert diff base.pb.gz new.pb.gz --format json --no-fail | jq .summary\n");
+}
+
+/* --- text and markdown ---------------------------------------------------------------- */
+
+static char *pct_str(char *buf, size_t len, const struct diff_row *r)
+{
+	if (r->delta == 0)
+		snprintf(buf, len, "0.00%%");
+	else if (r->before == 0)
+		snprintf(buf, len, "new");
+	else
+		snprintf(buf, len, "%+.2f%%", r->pct);
+	return buf;
+}
+
+static char *sigma_str(char *buf, size_t len, double se)
+{
+	char b[32];
+
+	snprintf(buf, len, "±%s", format_bytes(b, sizeof(b), se));
+	return buf;
+}
+
+/* before, after, net and settings: text lines, or markdown bullets */
+static void print_summary(const struct diff *d, bool md)
+{
+	const struct diff_result *r = &d->res;
+	static const char *const label[] = { "Before:", "After:" };
+	char b[32], n[32], rate[48], thr[32], mins[32];
+	int i;
+
+	for (i = 0; i < 2; i++)
+		printf(md ? "- **%s** %s (`%s`, %llu samples)\n" : "%-8s %s (%s, %llu samples)\n",
+		       label[i], format_bytes(b, 32, r->total[i]), d->files[i],
+		       (unsigned long long)d->v[i]->n_value_samples);
+	printf(md ? "- **Net Δ:** %s" : "Net:     %s",
+	       format_bytes_signed(n, 32, r->total[1] - r->total[0]));
+	if (r->total[0] && r->total[1] != r->total[0])
+		printf(" (%+.2f%%)", 100.0 * (r->total[1] - r->total[0]) / r->total[0]);
+	printf(md ? "\n- Rate %s; " : "\nRate:    %s; ", format_rate(rate, sizeof(rate), d->v[0]->rate));
+	printf("thresholds %s and %.2f%%; min span %s",
+	       format_bytes(thr, 32, (double)d->o.threshold_bytes), d->o.threshold_pct,
+	       format_bytes(mins, 32, (double)d->o.min_span_bytes));
+	if (d->o.min_confidence > 0)
+		printf("; min confidence %.2g sigma", d->o.min_confidence);
+	printf("\n\n");
+}
+
+static const char *verdict(const struct diff *d, char *buf, size_t len)
+{
+	const size_t *c = d->res.count;
+
+	if (!c[KIND_REGRESSION] && !c[KIND_NEW])
+		snprintf(buf, len, "no regression");
+	else
+		snprintf(buf, len, "%zu regression%s, %zu new span%s",
+			 c[KIND_REGRESSION], c[KIND_REGRESSION] == 1 ? "" : "s",
+			 c[KIND_NEW], c[KIND_NEW] == 1 ? "" : "s");
+	return buf;
+}
+
+/* the rows of one group (growth: regression and new; shrink: improvement and gone) */
+static size_t group_rows(const struct diff *d, bool growth, const struct diff_row **out)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < d->res.n_rows; i++) {
+		const struct diff_row *r = &d->res.rows[d->res.order[i]];
+		bool g = r->kind == KIND_REGRESSION || r->kind == KIND_NEW;
+		bool s = r->kind == KIND_IMPROVEMENT || r->kind == KIND_GONE;
+
+		if (growth ? g : s)
+			out[n++] = r;
+	}
+	return n;
+}
+
+static int print_text(const struct diff *d, const struct diff_row **buf)
+{
+	struct table *t = table__new("llrrrrr", (const char *const[]){ "KIND", "SPAN", "BEFORE",
+				     "AFTER", "DELTA", "DELTA%", "NOISE" });
+	char b[32], a[32], dl[32], pc[32], se[48], v[96];
+	size_t g, i, n, hidden = 0;
+	int ret = t ? 0 : -ENOMEM;
+
+	print_summary(d, false);
+	for (g = 0; g < 2 && !ret; g++) {
+		n = group_rows(d, g == 0, buf);
+		for (i = 0; i < n && !ret; i++) {
+			const struct diff_row *r = buf[i];
+
+			if (i >= d->top) {
+				hidden++;
+				continue;
+			}
+			ret = table__add(t, (const char *const[]){ diff_kind_name(r->kind), r->key,
+				format_bytes(b, 32, r->before), format_bytes(a, 32, r->after),
+				format_bytes_signed(dl, 32, r->delta), pct_str(pc, 32, r),
+				sigma_str(se, sizeof(se), r->se_delta) });
+		}
+	}
+	if (ret)
+		return ret;
+	if (d->res.n_rows - d->res.count[KIND_QUIET])
+		table__print(t, stdout);
+	else
+		printf("No span changed beyond the thresholds.\n");
+	table__free(t);
+	if (hidden)
+		printf("... %zu more changes not shown (--top %llu)\n", hidden,
+		       (unsigned long long)d->top);
+	printf("%zu quiet span%s (below the thresholds or within sampling noise)\n",
+	       d->res.count[KIND_QUIET], d->res.count[KIND_QUIET] == 1 ? "" : "s");
+	printf("Result:  %s\n", verdict(d, v, sizeof(v)));
+	return 0;
+}
+
+/* a span name in a markdown table cell: code span, '|' escaped, no backticks inside */
+static void md_name(const char *s)
+{
+	fputc('`', stdout);
+	for (; *s; s++) {
+		if (*s == '|')
+			fputs("\\|", stdout);
+		else if (*s == '`')
+			fputc('\'', stdout);
+		else if (*s == '\n')
+			fputc(' ', stdout);
+		else
+			fputc(*s, stdout);
+	}
+	fputc('`', stdout);
+}
+
+static void md_table(const struct diff *d, bool growth, const struct diff_row **buf)
+{
+	size_t n = group_rows(d, growth, buf), i;
+	char b[32], a[32], dl[32], pc[32], se[48];
+
+	printf("### %s\n\n", growth ? "Regressions" : "Improvements");
+	if (!n) {
+		printf("_None._\n\n");
+		return;
+	}
+	printf("| Span | Before | After | Δ | Δ%% | Noise (1σ) |\n");
+	printf("|:-----|-------:|------:|--:|---:|-----------:|\n");
+	for (i = 0; i < n && i < d->top; i++) {
+		const struct diff_row *r = buf[i];
+
+		printf("| ");
+		md_name(r->key);
+		if (r->kind == KIND_NEW || r->kind == KIND_GONE)
+			printf(" _%s_", diff_kind_name(r->kind));
+		printf(" | %s | %s | %s | %s | %s |\n", format_bytes(b, 32, r->before),
+		       format_bytes(a, 32, r->after), format_bytes_signed(dl, 32, r->delta),
+		       pct_str(pc, 32, r), sigma_str(se, sizeof(se), r->se_delta));
+	}
+	if (n > d->top)
+		printf("\n_%zu more not shown (--top %llu)._\n", n - (size_t)d->top,
+		       (unsigned long long)d->top);
+	printf("\n");
+}
+
+static void print_markdown_head(const struct diff *d)
+{
+	char v[96];
+
+	printf("## culpert allocation diff: %s\n\n", verdict(d, v, sizeof(v)));
+	print_summary(d, true);
+}
+
+static int print_markdown(const struct diff *d, const struct diff_row **buf)
+{
+	print_markdown_head(d);
+	md_table(d, true, buf);
+	md_table(d, false, buf);
+	printf("_%zu quiet span%s suppressed (below the thresholds or within sampling noise)._\n",
+	       d->res.count[KIND_QUIET], d->res.count[KIND_QUIET] == 1 ? "" : "s");
+	return 0;
+}
+
+/* --- tree ---------------------------------------------------------------------------- */
+
+static int tree_rows(const struct diff *d, const struct diff_tree *t, uint32_t node,
+		     struct table *tab, bool md)
+{
+	uint32_t *kids = NULL;
+	size_t n = diff_tree__children(t, node, &kids), i;
+	double rest[2] = { 0, 0 };
+	int ret = kids ? 0 : -ENOMEM;
+
+	for (i = 0; i < n && !ret; i++) {
+		const struct diff_node *x = &t->nodes[kids[i]];
+		char name[1024], b[32], a[32], dl[32], pc[32];
+		struct diff_row r = { .before = x->total[0], .after = x->total[1] };
+
+		if (i >= d->top) {
+			rest[0] += x->total[0];
+			rest[1] += x->total[1];
+			continue;
+		}
+		r.delta = r.after - r.before;
+		r.pct = r.before ? 100.0 * r.delta / r.before : NAN;
+		if (md) {
+			size_t off = 0, k;
+
+			/* markdown collapses leading blanks: indent with non-breaking spaces */
+			for (k = 0; k < x->depth && off + 13 < sizeof(name); k++)
+				off += (size_t)snprintf(name + off, sizeof(name) - off,
+							"&nbsp;&nbsp;");
+			snprintf(name + off, sizeof(name) - off, "%s", x->name);
+		} else {
+			snprintf(name, sizeof(name), "%*s%s", 2 * x->depth, "", x->name);
+		}
+		ret = table__add(tab, (const char *const[]){ name, format_bytes(b, 32, r.before),
+			format_bytes(a, 32, r.after), format_bytes_signed(dl, 32, r.delta),
+			pct_str(pc, 32, &r) });
+		if (!ret)
+			ret = tree_rows(d, t, kids[i], tab, md);
+	}
+	if (!ret && n > d->top) {
+		char name[1024], b[32], a[32], dl[32];
+		uint32_t depth = node == VIEW_NONE ? 0 : t->nodes[node].depth + 1;
+
+		snprintf(name, sizeof(name), "%*s... %zu more", md ? 0 : 2 * depth, "",
+			 n - (size_t)d->top);
+		ret = table__add(tab, (const char *const[]){ name, format_bytes(b, 32, rest[0]),
+			format_bytes(a, 32, rest[1]),
+			format_bytes_signed(dl, 32, rest[1] - rest[0]), "" });
+	}
+	free(kids);
+	return ret;
+}
+
+/* markdown tables are the text table's cells between pipes */
+static void print_md_table(const struct table *t)
+{
+	char *text = NULL, *line, *save;
+	size_t len = 0;
+	FILE *mem = open_memstream(&text, &len);
+	bool head = true;
+
+	if (!mem)
+		return;
+	table__print_sep(t, mem, " | ");
+	fclose(mem);
+	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		printf("| %s |\n", line);
+		if (head) {
+			printf("|:-----|-------:|------:|--:|---:|\n");
+			head = false;
+		}
+	}
+	free(text);
+}
+
+static int print_tree(const struct diff *d)
+{
+	struct diff_tree *t = diff_tree__new(d->v[0], d->v[1]);
+	bool md = d->format == FMT_MARKDOWN;
+	struct table *tab = table__new("lrrrr", (const char *const[]){
+		md ? "Span" : "SPAN", md ? "Before" : "BEFORE", md ? "After" : "AFTER",
+		md ? "Δ" : "DELTA", md ? "Δ%" : "DELTA%" });
+	char v[96];
+	int ret = t && tab ? 0 : -ENOMEM;
+
+	if (!ret)
+		ret = tree_rows(d, t, VIEW_NONE, tab, md);
+	if (!ret && md) {
+		print_markdown_head(d);
+		printf("### Span tree\n\n");
+		print_md_table(tab);
+		printf("\n_%zu regression%s, %zu new, %zu improvement%s, %zu gone, %zu quiet._\n",
+		       d->res.count[KIND_REGRESSION], d->res.count[KIND_REGRESSION] == 1 ? "" : "s",
+		       d->res.count[KIND_NEW], d->res.count[KIND_IMPROVEMENT],
+		       d->res.count[KIND_IMPROVEMENT] == 1 ? "" : "s", d->res.count[KIND_GONE],
+		       d->res.count[KIND_QUIET]);
+	} else if (!ret) {
+		print_summary(d, false);
+		table__print(tab, stdout);
+		printf("Result:  %s\n", verdict(d, v, sizeof(v)));
+	}
+	table__free(tab);
+	diff_tree__free(t);
+	return ret;
+}
+
+/* --- json ------------------------------------------------------------------------ */
+
+static void json_side(struct json *j, const char *key, const char *file, const struct view *v,
+		      double total)
+{
+	json_key(j, key);
+	json_begin(j, '{');
+	json_key(j, "file");
+	json_str(j, file);
+	json_key(j, "samples");
+	json_int(j, (int64_t)v->n_value_samples);
+	json_key(j, "total_bytes");
+	json_round(j, total);
+	json_end(j, '}');
+}
+
+static void json_row(struct json *j, const struct diff_row *r)
+{
+	json_begin(j, '{');
+	json_key(j, "after");
+	json_round(j, r->after);
+	json_key(j, "before");
+	json_round(j, r->before);
+	json_key(j, "delta");
+	json_round(j, r->delta);
+	json_key(j, "key");
+	json_str(j, r->key);
+	json_key(j, "kind");
+	json_str(j, diff_kind_name(r->kind));
+	json_key(j, "pct");
+	json_num(j, r->pct, 2);		/* NaN (before = 0) is null */
+	json_key(j, "quiet_reason");
+	if (r->reason)
+		json_str(j, r->reason);
+	else
+		json_null(j);
+	json_key(j, "stderr_after");
+	json_round(j, r->se_after);
+	json_key(j, "stderr_before");
+	json_round(j, r->se_before);
+	json_key(j, "stderr_delta");
+	json_round(j, r->se_delta);
+	json_key(j, "z");
+	json_num(j, r->se_delta ? r->delta / r->se_delta : NAN, 2);
+	json_end(j, '}');
+}
+
+static void print_json(const struct diff *d)
+{
+	const struct diff_result *r = &d->res;
+	/* in key order, around failed, net_delta and net_pct */
+	static const char *const kinds[] = { "gone", "improvement", "new", "quiet", "regression" };
+	struct json j;
+	size_t i;
+
+	json_init(&j, stdout);
+	json_begin(&j, '{');
+	json_side(&j, "after", d->files[1], d->v[1], r->total[1]);
+	json_side(&j, "before", d->files[0], d->v[0], r->total[0]);
+	json_key(&j, "by");
+	json_str(&j, d->o.by_name ? "name" : "path");
+	json_key(&j, "rate");
+	json_int(&j, d->v[0]->rate);
+	json_key(&j, "rows");
+	json_begin(&j, '[');
+	for (i = 0; i < r->n_rows; i++)
+		json_row(&j, &r->rows[r->order[i]]);
+	json_end(&j, ']');
+	json_key(&j, "sample_type");
+	json_str(&j, d->inuse ? "inuse_space" : "alloc_space");
+	json_key(&j, "schema_version");
+	json_int(&j, DIFF_SCHEMA_VERSION);
+	json_key(&j, "summary");
+	json_begin(&j, '{');
+	json_key(&j, "failed");
+	json_bool(&j, r->count[KIND_REGRESSION] || r->count[KIND_NEW]);
+	for (i = 0; i < 2; i++) {
+		json_key(&j, kinds[i]);
+		json_int(&j, (int64_t)r->count[diff_kind_parse(kinds[i])]);
+	}
+	json_key(&j, "net_delta");
+	json_round(&j, r->total[1] - r->total[0]);
+	json_key(&j, "net_pct");
+	json_num(&j, r->total[0] ? 100.0 * (r->total[1] - r->total[0]) / r->total[0] : NAN, 2);
+	for (i = 2; i < 5; i++) {
+		json_key(&j, kinds[i]);
+		json_int(&j, (int64_t)r->count[diff_kind_parse(kinds[i])]);
+	}
+	json_end(&j, '}');
+	json_key(&j, "thresholds");
+	json_begin(&j, '{');
+	json_key(&j, "min_confidence");
+	json_num(&j, d->o.min_confidence, 2);
+	json_key(&j, "min_span_bytes");
+	json_int(&j, (int64_t)d->o.min_span_bytes);
+	json_key(&j, "threshold_bytes");
+	json_int(&j, (int64_t)d->o.threshold_bytes);
+	json_key(&j, "threshold_pct");
+	json_num(&j, d->o.threshold_pct, 2);
+	json_end(&j, '}');
+	json_end(&j, '}');
+}
+
+/* --- command ---------------------------------------------------------------------- */
+
+static const char *const pct_suffixes[] = { "%", NULL };
+static const char *const sigma_suffixes[] = { "sigma", "σ", NULL };
+
+static int parse_opt(struct diff *d, int c, bool *min_span_set)
+{
+	switch (c) {
+	case 'b':
+		return cli_opt_size(CMD, "threshold-bytes", optarg, &d->o.threshold_bytes);
+	case 'p':
+		return cli_opt_number(CMD, "threshold-pct", optarg, pct_suffixes,
+				      &d->o.threshold_pct);
+	case 'm':
+		*min_span_set = true;
+		return cli_opt_size(CMD, "min-span-bytes", optarg, &d->o.min_span_bytes);
+	case 'c':
+		return cli_opt_number(CMD, "min-confidence", optarg, sigma_suffixes,
+				      &d->o.min_confidence);
+	case 't':
+		return cli_opt_uint(CMD, "top", optarg, &d->top);
+	case 'y':
+		if (strcmp(optarg, "path") && strcmp(optarg, "name"))
+			return cli_usage_error(CMD, "--by '%s' is not one of path, name", optarg);
+		d->o.by_name = !strcmp(optarg, "name");
+		return CLI_OK;
+	case 'f':
+		if (!strcmp(optarg, "text"))
+			d->format = FMT_TEXT;
+		else if (!strcmp(optarg, "markdown") || !strcmp(optarg, "md"))
+			d->format = FMT_MARKDOWN;
+		else if (!strcmp(optarg, "json"))
+			d->format = FMT_JSON;
+		else
+			return cli_usage_error(CMD, "--format '%s' is not text, markdown or json",
+					       optarg);
+		return CLI_OK;
+	case 'T': d->tree = true; return CLI_OK;
+	case 'n': d->no_fail = true; return CLI_OK;
+	case 'i': d->inuse = true; return CLI_OK;
+	default: return CLI_ERROR;
+	}
+}
+
+static int parse_args(struct diff *d, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "threshold-bytes", required_argument, NULL, 'b' },
+		{ "threshold-pct", required_argument, NULL, 'p' },
+		{ "min-span-bytes", required_argument, NULL, 'm' },
+		{ "min-confidence", required_argument, NULL, 'c' },
+		{ "top", required_argument, NULL, 't' },
+		{ "by", required_argument, NULL, 'y' },
+		{ "format", required_argument, NULL, 'f' },
+		{ "tree", no_argument, NULL, 'T' },
+		{ "no-fail", no_argument, NULL, 'n' },
+		{ "inuse", no_argument, NULL, 'i' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *env = getenv("CULPERT_MIN_SPAN_BYTES");
+	bool min_span_set = false;
+	int c;
+
+	d->o.threshold_bytes = 4096;
+	d->o.threshold_pct = 5;
+	d->top = 20;
+	while ((c = cli_getopt(CMD, argc, argv, "h", opts)) != -1) {
+		if (c == 'h') {
+			usage(stdout);
+			return -1;
+		}
+		if (parse_opt(d, c, &min_span_set))
+			return CLI_ERROR;
+	}
+	/* the environment is a default: an explicit option, 0 included, wins */
+	if (!min_span_set && env && env[0] && parse_size(env, &d->o.min_span_bytes)) {
+		pr_error("CULPERT_MIN_SPAN_BYTES='%s' is not a size (e.g. 1MiB); fix or unset it\n",
+			 env);
+		return CLI_ERROR;
+	}
+	if (argc - optind != 2)
+		return cli_usage_error(CMD, "diff takes two profiles, BEFORE and AFTER (got %d)",
+				       argc - optind);
+	d->files[0] = argv[optind];
+	d->files[1] = argv[optind + 1];
+	if (d->tree && d->format == FMT_JSON)
+		pr_info("--tree shapes text and markdown; JSON always lists every row\n");
+	return CLI_OK;
+}
+
+int cmd_diff(int argc, char **argv)
+{
+	struct diff d = { 0 };
+	struct view_opts vo = { .value = VIEW_ALLOC };
+	const struct diff_row **buf = NULL;
+	char r0[48], r1[48];
+	int ret, i;
+
+	ret = parse_args(&d, argc, argv);
+	if (ret)
+		return ret == -1 ? CLI_OK : CLI_ERROR;
+	if (d.inuse)
+		vo.value = VIEW_INUSE;
+	if (!strcmp(d.files[0], "-") && !strcmp(d.files[1], "-"))
+		return cli_usage_error(CMD, "only one of BEFORE and AFTER can be stdin ('-')");
+	for (i = 0; i < 2; i++) {
+		d.v[i] = cli_load(d.files[i], &vo);
+		if (!d.v[i]) {
+			ret = CLI_ERROR;
+			goto out;
+		}
+	}
+	if (d.v[0]->rate != d.v[1]->rate) {
+		pr_error("sample rates differ: %s has %s, %s has %s; capture both with the same --rate\n",
+			 d.files[0], format_rate(r0, sizeof(r0), d.v[0]->rate), d.files[1],
+			 format_rate(r1, sizeof(r1), d.v[1]->rate));
+		ret = CLI_ERROR;
+		goto out;
+	}
+	d.o.rate = d.v[0]->rate;
+	ret = diff_result__build(&d.res, d.v[0], d.v[1], &d.o);
+	buf = calloc(d.res.n_rows ?: 1, sizeof(*buf));
+	if (ret || !buf) {
+		pr_error("out of memory comparing the profiles\n");
+		ret = CLI_ERROR;
+		goto out;
+	}
+	if (d.format == FMT_JSON)
+		print_json(&d);
+	else if (d.tree)
+		ret = print_tree(&d);
+	else if (d.format == FMT_MARKDOWN)
+		ret = print_markdown(&d, buf);
+	else
+		ret = print_text(&d, buf);
+	if (ret) {
+		pr_error("out of memory formatting the diff\n");
+		ret = CLI_ERROR;
+	} else {
+		ret = !d.no_fail && (d.res.count[KIND_REGRESSION] || d.res.count[KIND_NEW]) ?
+		      CLI_FAIL : CLI_OK;
+	}
+out:
+	free(buf);
+	diff_result__clear(&d.res);
+	view__free(d.v[0]);
+	view__free(d.v[1]);
+	return ret;
+}

@@ -1,0 +1,127 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * culpert flamegraph FILE: the stacks of a profile, under their spans, as
+ * folded lines (`span;root;...;leaf weight`, what flamegraph.pl, inferno and
+ * speedscope read) or as a self-contained interactive SVG.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cliopt.h"
+#include "commands.h"
+#include "flame_svg.h"
+#include "flame_tree.h"
+#include "log.h"
+#include "view.h"
+
+#define CMD "flamegraph"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: culpert flamegraph FILE [OPTIONS]\n"
+		"\n"
+		"Stacks under their spans, weighted by bytes: folded lines\n"
+		"(span;root;...;leaf bytes) for flamegraph.pl, inferno or speedscope, or a\n"
+		"self-contained interactive SVG\n"
+		"(click to zoom, Ctrl-F or the Search button to highlight).\n"
+		"\n"
+		"Options:\n"
+		"  --format FMT    folded (default) or svg\n"
+		"  --span NAME     only the stacks inside span NAME (or a ';'-joined span path)\n"
+		"  --inuse         live heap (inuse_space) instead of allocated bytes\n"
+		"  -o, --output F  write to F instead of stdout\n"
+		"  -h, --help      this help\n"
+		"\n"
+		"EXAMPLES:\n"
+		"  culpert flamegraph prof.pb.gz --format svg -o prof.svg\n"
+		"  culpert flamegraph prof.pb.gz --span handle_request > handler.folded\n");
+}
+
+struct fg_args {
+	const char *file, *out, *span;
+	bool svg, inuse;
+};
+
+static int parse_args(struct fg_args *a, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "format", required_argument, NULL, 'f' },
+		{ "span", required_argument, NULL, 's' },
+		{ "inuse", no_argument, NULL, 'i' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int c;
+
+	while ((c = cli_getopt(CMD, argc, argv, "ho:", opts)) != -1) {
+		switch (c) {
+		case 'f':
+			if (strcmp(optarg, "folded") && strcmp(optarg, "svg"))
+				return cli_usage_error(CMD, "--format '%s' is not folded or svg",
+						       optarg);
+			a->svg = !strcmp(optarg, "svg");
+			break;
+		case 's': a->span = optarg; break;
+		case 'i': a->inuse = true; break;
+		case 'o': a->out = optarg; break;
+		case 'h':
+			usage(stdout);
+			return -1;
+		default:
+			return CLI_ERROR;
+		}
+	}
+	return cli_one_file(CMD, argc, argv, &a->file);
+}
+
+int cmd_flamegraph(int argc, char **argv)
+{
+	struct fg_args a = { 0 };
+	struct view_opts vo = { .value = VIEW_ALLOC, .stacks = true };
+	struct flame_tree *t = NULL;
+	struct view *v;
+	FILE *f = stdout;
+	int ret;
+
+	ret = parse_args(&a, argc, argv);
+	if (ret)
+		return ret == -1 ? CLI_OK : CLI_ERROR;
+	if (a.inuse)
+		vo.value = VIEW_INUSE;
+	v = cli_load(a.file, &vo);
+	if (!v)
+		return CLI_ERROR;
+	t = flame_tree__new(v, a.span);
+	if (!t) {
+		pr_error("out of memory building the flame graph\n");
+		ret = CLI_ERROR;
+		goto out;
+	}
+	if (a.span && !t->matched) {
+		pr_error("%s: no span named '%s'; 'culpert report %s --flat' lists the spans\n",
+			 a.file, a.span, a.file);
+		ret = CLI_ERROR;
+		goto out;
+	}
+	if (a.out && !(f = fopen(a.out, "w"))) {
+		pr_error("cannot write %s: %s\n", a.out, strerror(errno));
+		ret = CLI_ERROR;
+		goto out;
+	}
+	if (a.svg)
+		flame_svg__write(t, f, a.file, a.span);
+	else
+		flame_tree__folded(t, f);
+	if ((f != stdout && fclose(f)) || (f == stdout && fflush(f))) {
+		pr_error("writing %s: %s\n", a.out ? a.out : "stdout", strerror(errno));
+		ret = CLI_ERROR;
+	}
+out:
+	flame_tree__free(t);
+	view__free(v);
+	return ret;
+}

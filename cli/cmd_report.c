@@ -1,0 +1,659 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * culpert report FILE: where the bytes went, by span (a tree, or flat), or
+ * by callsite inside one span, outside any span, or among old live objects.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cliopt.h"
+#include "commands.h"
+#include "json.h"
+#include "log.h"
+#include "table.h"
+#include "units.h"
+#include "view.h"
+
+#define CMD "report"
+
+enum report_mode { MODE_TREE, MODE_FLAT, MODE_CALLSITES };
+
+struct report {
+	const char *file;
+	enum report_mode mode;
+	const char *span;	/* --span NAME */
+	bool no_span;
+	bool leaks;
+	uint64_t min_age_ns;
+	uint64_t top;
+	bool json;
+	struct view *v;
+	struct json j;
+};
+
+/* one callsite's share of the selected records */
+struct cs_row {
+	uint32_t callsite;
+	double bytes, objects;
+	uint64_t samples;
+	int64_t oldest_ns;	/* -1 when no record carries an age */
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: culpert report FILE [OPTIONS]\n"
+		"\n"
+		"Where a profile's allocations went: the span tree by default.\n"
+		"\n"
+		"Options:\n"
+		"  --flat             spans sorted by their own bytes: span samples bytes bytes%%\n"
+		"  --span NAME        top callsites inside span NAME (or a ';'-joined span path)\n"
+		"  --no-span          top callsites outside any span\n"
+		"  --top N            rows per list, children per node in the tree (default 20)\n"
+		"  --inuse            live heap (inuse_space) instead of allocated bytes\n"
+		"  --leaks            live allocations by callsite, with their age\n"
+		"  --min-age D        with --leaks: only allocations at least D old (e.g. 30s)\n"
+		"  --format FMT       text (default) or json\n"
+		"  -h, --help         this help\n"
+		"\n"
+		"EXAMPLES:\n"
+		"  culpert report prof.pb.gz\n"
+		"  culpert report prof.pb.gz --flat --top 10\n"
+		"  culpert report prof.pb.gz --span handle_request\n"
+		"  culpert report prof.pb.gz --leaks --min-age 30s\n"
+		"  culpert report prof.pb.gz --format json | jq .total_bytes\n");
+}
+
+static const char *value_name(const struct report *r)
+{
+	const struct pprof_profile *p = r->v->p;
+
+	return pprof_profile__str(p, p->sample_types[r->v->bytes_idx].type);
+}
+
+static char *age_str(char *buf, size_t len, int64_t ns)
+{
+	/* ages are power-of-two buckets of seconds, lower bounds: say so */
+	if (ns < 0)
+		snprintf(buf, len, "-");
+	else if (ns < 1000000000LL)
+		snprintf(buf, len, "<1s");
+	else {
+		char d[32];
+
+		snprintf(buf, len, ">=%s", format_duration(d, sizeof(d), (uint64_t)ns));
+	}
+	return buf;
+}
+
+/* --- text --------------------------------------------------------------------------- */
+
+static void print_header(const struct report *r, const char *what, double total)
+{
+	char rate[48], b[32];
+
+	printf("File:    %s\n", r->file);
+	printf("Samples: %" PRIu64 "  Rate: %s\n", r->v->n_value_samples,
+	       format_rate(rate, sizeof(rate), r->v->rate));
+	printf("%-8s %s %s\n\n", what, format_bytes(b, sizeof(b), total), value_name(r));
+}
+
+static int tree_rows(const struct report *r, struct table *t, uint32_t parent, uint32_t *buf)
+{
+	const struct view *v = r->v;
+	size_t n = view__children(v, parent, buf), i;
+	uint32_t *kids = malloc((n ?: 1) * sizeof(*kids));
+	double rest = 0;
+	int ret = 0;
+
+	if (!kids)
+		return -1;
+	memcpy(kids, buf, n * sizeof(*kids));
+	for (i = 0; i < n && !ret; i++) {
+		const struct view_span *s = &v->spans[kids[i]];
+		char name[512], bytes[32], pct[32], self[48], sb[32];
+
+		if (i >= r->top) {
+			rest += s->total;
+			continue;
+		}
+		snprintf(name, sizeof(name), "%*s%s", 2 * s->depth, "", s->name);
+		snprintf(self, sizeof(self), "(%s)", format_bytes(sb, sizeof(sb), s->self));
+		ret = table__add(t, (const char *const[]){ name, format_bytes(bytes, 32, s->total),
+			format_pct(pct, 32, s->total, v->total_bytes), self });
+		if (!ret)
+			ret = tree_rows(r, t, kids[i], buf);
+	}
+	if (!ret && n > r->top) {
+		char name[512], bytes[32], pct[32];
+		uint32_t depth = parent == VIEW_NONE ? 0 : v->spans[parent].depth + 1;
+
+		snprintf(name, sizeof(name), "%*s... %zu more", 2 * depth, "", n - (size_t)r->top);
+		ret = table__add(t, (const char *const[]){ name, format_bytes(bytes, 32, rest),
+			format_pct(pct, 32, rest, v->total_bytes), "" });
+	}
+	free(kids);
+	return ret;
+}
+
+static int print_tree(const struct report *r, uint32_t *buf)
+{
+	struct table *t = table__new("lrrl",
+				     (const char *const[]){ "SPAN", "BYTES", "PCT", "(SELF)" });
+	int ret = t ? tree_rows(r, t, VIEW_NONE, buf) : -1;
+
+	print_header(r, "Total:", r->v->total_bytes);
+	if (!ret)
+		table__print(t, stdout);
+	table__free(t);
+	return ret;
+}
+
+static int cmp_self(const void *a, const void *b, void *ctx)
+{
+	const struct view_span *x = &((const struct view *)ctx)->spans[*(const uint32_t *)a];
+	const struct view_span *y = &((const struct view *)ctx)->spans[*(const uint32_t *)b];
+
+	if (x->self != y->self)
+		return x->self > y->self ? -1 : 1;
+	return strcmp(x->path, y->path);
+}
+
+/* spans that allocated themselves, by their own bytes */
+static size_t flat_spans(const struct view *v, uint32_t *out)
+{
+	size_t n = 0, i;
+
+	for (i = 0; i < v->n_spans; i++)
+		if (v->spans[i].self_samples)
+			out[n++] = (uint32_t)i;
+	qsort_r(out, n, sizeof(*out), cmp_self, (void *)v);
+	return n;
+}
+
+static int print_flat(const struct report *r, uint32_t *buf)
+{
+	const struct view *v = r->v;
+	struct table *t = table__new("lrrr",
+				     (const char *const[]){ "SPAN", "SAMPLES", "BYTES", "BYTES%" });
+	size_t n = flat_spans(v, buf), i;
+	char samples[32], bytes[32], pct[32], more[64];
+	double rest = 0;
+	int ret = t ? 0 : -1;
+
+	for (i = 0; i < n && !ret; i++) {
+		const struct view_span *s = &v->spans[buf[i]];
+
+		if (i >= r->top) {
+			rest += s->self;
+			continue;
+		}
+		snprintf(samples, sizeof(samples), "%" PRIu64, s->self_samples);
+		ret = table__add(t, (const char *const[]){ s->path, samples,
+			format_bytes(bytes, 32, s->self),
+			format_pct(pct, 32, s->self, v->total_bytes) });
+	}
+	if (!ret && n > r->top) {
+		snprintf(more, sizeof(more), "... %zu more", n - (size_t)r->top);
+		ret = table__add(t, (const char *const[]){ more, "", format_bytes(bytes, 32, rest),
+			format_pct(pct, 32, rest, v->total_bytes) });
+	}
+	print_header(r, "Total:", v->total_bytes);
+	if (!ret)
+		table__print(t, stdout);
+	table__free(t);
+	return ret;
+}
+
+/* --- callsites ---------------------------------------------------------------------- */
+
+static bool rec_selected(const struct report *r, const struct view_rec *rec)
+{
+	const struct view_span *s = &r->v->spans[rec->span];
+
+	if (r->no_span && !s->no_span)
+		return false;
+	if (r->span && !view__span_within(r->v, rec->span, r->span))
+		return false;
+	if (r->leaks && r->min_age_ns && (rec->age_ns < 0 || (uint64_t)rec->age_ns < r->min_age_ns))
+		return false;
+	return true;
+}
+
+static int cmp_cs(const void *a, const void *b, void *ctx)
+{
+	const struct cs_row *x = a, *y = b;
+	const struct view *v = ctx;
+
+	if (x->bytes != y->bytes)
+		return x->bytes > y->bytes ? -1 : 1;
+	return strcmp(v->callsites[x->callsite], v->callsites[y->callsite]);
+}
+
+/* sum the selected records by callsite; rows sorted by bytes; *total their sum */
+static struct cs_row *callsite_rows(const struct report *r, size_t *n, double *total)
+{
+	const struct view *v = r->v;
+	struct cs_row *rows = calloc(v->n_callsites ?: 1, sizeof(*rows));
+	size_t i, k = 0;
+
+	if (!rows)
+		return NULL;
+	*total = 0;
+	for (i = 0; i < v->n_callsites; i++) {
+		rows[i].callsite = (uint32_t)i;
+		rows[i].oldest_ns = -1;
+	}
+	for (i = 0; i < v->n_recs; i++) {
+		const struct view_rec *rec = &v->recs[i];
+		struct cs_row *row = &rows[rec->callsite];
+
+		if (!rec_selected(r, rec))
+			continue;
+		row->bytes += rec->bytes;
+		row->objects += rec->objects;
+		row->samples += rec->samples;
+		if (rec->age_ns > row->oldest_ns)
+			row->oldest_ns = rec->age_ns;
+		*total += rec->bytes;
+	}
+	for (i = 0; i < v->n_callsites; i++)
+		if (rows[i].samples)
+			rows[k++] = rows[i];
+	qsort_r(rows, k, sizeof(*rows), cmp_cs, (void *)v);
+	*n = k;
+	return rows;
+}
+
+static const char *selection_name(const struct report *r, char *buf, size_t len)
+{
+	char d[32];
+
+	if (r->span)
+		snprintf(buf, len, "span %s", r->span);
+	else if (r->no_span)
+		snprintf(buf, len, "outside any span");
+	else
+		snprintf(buf, len, "all spans");
+	if (r->leaks && r->min_age_ns) {
+		size_t l = strlen(buf);
+
+		snprintf(buf + l, len - l, ", live for at least %s",
+			 format_duration(d, sizeof(d), r->min_age_ns));
+	}
+	return buf;
+}
+
+static int print_callsites(const struct report *r, const struct cs_row *rows, size_t n,
+			   double total)
+{
+	static const char *const leak_cols[] = { "CALLSITE", "OBJECTS", "BYTES", "PCT", "OLDEST" };
+	static const char *const cols[] = { "CALLSITE", "SAMPLES", "OBJECTS", "BYTES", "PCT" };
+	struct table *t = table__new("lrrrr", r->leaks ? leak_cols : cols);
+	char sel[512], c1[32], c2[32], bytes[32], pct[32], more[64];
+	double rest_b = 0, rest_o = 0;
+	size_t i;
+	int ret = t ? 0 : -1;
+
+	for (i = 0; i < n && !ret; i++) {
+		if (i >= r->top) {
+			rest_b += rows[i].bytes;
+			rest_o += rows[i].objects;
+			continue;
+		}
+		format_bytes(bytes, sizeof(bytes), rows[i].bytes);
+		format_pct(pct, sizeof(pct), rows[i].bytes, total);
+		snprintf(c1, sizeof(c1), "%.0f", rows[i].objects);
+		if (r->leaks)
+			ret = table__add(t, (const char *const[]){
+				r->v->callsites[rows[i].callsite], c1, bytes, pct,
+				age_str(c2, sizeof(c2), rows[i].oldest_ns) });
+		else {
+			snprintf(c2, sizeof(c2), "%" PRIu64, rows[i].samples);
+			ret = table__add(t, (const char *const[]){
+				r->v->callsites[rows[i].callsite], c2, c1, bytes, pct });
+		}
+	}
+	if (!ret && n > r->top) {
+		snprintf(more, sizeof(more), "... %zu more", n - (size_t)r->top);
+		snprintf(c1, sizeof(c1), "%.0f", rest_o);
+		format_bytes(bytes, sizeof(bytes), rest_b);
+		format_pct(pct, sizeof(pct), rest_b, total);
+		ret = r->leaks ? table__add(t, (const char *const[]){ more, c1, bytes, pct, "" }) :
+				 table__add(t, (const char *const[]){ more, "", c1, bytes, pct });
+	}
+	print_header(r, "Total:", r->v->total_bytes);
+	printf("%s: %s in %zu callsites\n\n", selection_name(r, sel, sizeof(sel)),
+	       format_bytes(bytes, sizeof(bytes), total), n);
+	if (!ret)
+		table__print(t, stdout);
+	table__free(t);
+	return ret;
+}
+
+/* --- json ------------------------------------------------------------------------ */
+
+/* what --top left out of the list before it: "<list>_more", which sorts right after "<list>" */
+static void json_more(struct json *j, const char *list, size_t count, double bytes)
+{
+	char key[64];
+
+	snprintf(key, sizeof(key), "%s_more", list);
+	json_key(j, key);
+	json_begin(j, '{');
+	json_key(j, "bytes");
+	json_round(j, bytes);
+	json_key(j, "count");
+	json_int(j, (int64_t)count);
+	json_end(j, '}');
+}
+
+static void json_pct(struct json *j, double part, double whole)
+{
+	if (whole)
+		json_num(j, 100.0 * part / whole, 2);
+	else
+		json_null(j);
+}
+
+static void json_span(struct report *r, uint32_t i, bool tree, uint32_t *buf);
+
+static void json_children(struct report *r, uint32_t parent, uint32_t *buf)
+{
+	const struct view *v = r->v;
+	size_t n = view__children(v, parent, buf), i;
+	uint32_t *kids = malloc((n ?: 1) * sizeof(*kids));
+	double rest = 0;
+
+	if (!kids)
+		return;
+	memcpy(kids, buf, n * sizeof(*kids));
+	const char *list = parent == VIEW_NONE ? "spans" : "children";
+
+	json_key(&r->j, list);
+	json_begin(&r->j, '[');
+	for (i = 0; i < n; i++) {
+		if (i < r->top)
+			json_span(r, kids[i], true, buf);
+		else
+			rest += v->spans[kids[i]].total;
+	}
+	json_end(&r->j, ']');
+	if (n > r->top)
+		json_more(&r->j, list, n - (size_t)r->top, rest);
+	free(kids);
+}
+
+static void json_span(struct report *r, uint32_t i, bool tree, uint32_t *buf)
+{
+	const struct view_span *s = &r->v->spans[i];
+	struct json *j = &r->j;
+
+	json_begin(j, '{');
+	json_key(j, "bytes");
+	json_round(j, tree ? s->total : s->self);
+	if (tree)
+		json_children(r, i, buf);
+	json_key(j, "name");
+	json_str(j, s->name);
+	json_key(j, "no_span");
+	json_bool(j, s->no_span);
+	json_key(j, "objects");
+	json_round(j, tree ? s->total_objects : s->self_objects);
+	json_key(j, "path");
+	json_str(j, s->path);
+	json_key(j, "pct");
+	json_pct(j, tree ? s->total : s->self, r->v->total_bytes);
+	json_key(j, "samples");
+	json_int(j, (int64_t)(tree ? s->total_samples : s->self_samples));
+	if (tree) {
+		json_key(j, "self_bytes");
+		json_round(j, s->self);
+	}
+	json_end(j, '}');
+}
+
+static void json_flat(struct report *r, uint32_t *buf)
+{
+	size_t n = flat_spans(r->v, buf), i;
+	double rest = 0;
+
+	json_key(&r->j, "spans");
+	json_begin(&r->j, '[');
+	for (i = 0; i < n; i++) {
+		if (i < r->top)
+			json_span(r, buf[i], false, NULL);
+		else
+			rest += r->v->spans[buf[i]].self;
+	}
+	json_end(&r->j, ']');
+	if (n > r->top)
+		json_more(&r->j, "spans", n - (size_t)r->top, rest);
+}
+
+static void json_callsites(struct report *r, const struct cs_row *rows, size_t n, double total)
+{
+	struct json *j = &r->j;
+	double rest = 0;
+	size_t i;
+
+	json_key(j, "callsites");
+	json_begin(j, '[');
+	for (i = 0; i < n; i++) {
+		if (i >= r->top) {
+			rest += rows[i].bytes;
+			continue;
+		}
+		json_begin(j, '{');
+		json_key(j, "bytes");
+		json_round(j, rows[i].bytes);
+		json_key(j, "callsite");
+		json_str(j, r->v->callsites[rows[i].callsite]);
+		json_key(j, "objects");
+		json_round(j, rows[i].objects);
+		if (r->leaks) {
+			json_key(j, "oldest_age_ns");
+			if (rows[i].oldest_ns >= 0)
+				json_int(j, rows[i].oldest_ns);
+			else
+				json_null(j);
+		}
+		json_key(j, "pct");
+		json_pct(j, rows[i].bytes, total);
+		json_key(j, "samples");
+		json_int(j, (int64_t)rows[i].samples);
+		json_end(j, '}');
+	}
+	json_end(j, ']');
+	if (n > r->top)
+		json_more(j, "callsites", n - (size_t)r->top, rest);
+}
+
+static int print_json(struct report *r, uint32_t *buf)
+{
+	static const char *const modes[] = { "tree", "flat", "callsites" };
+	struct json *j = &r->j;
+	struct cs_row *rows = NULL;
+	double total = 0;
+	size_t n = 0;
+
+	if (r->mode == MODE_CALLSITES && !(rows = callsite_rows(r, &n, &total)))
+		return -1;
+	json_init(j, stdout);
+	json_begin(j, '{');
+	if (r->mode == MODE_CALLSITES)
+		json_callsites(r, rows, n, total);
+	json_key(j, "file");
+	json_str(j, r->file);
+	if (r->mode == MODE_CALLSITES) {
+		json_key(j, "leaks");
+		json_bool(j, r->leaks);
+		if (r->leaks) {
+			json_key(j, "min_age_ns");
+			json_int(j, (int64_t)r->min_age_ns);
+		}
+	}
+	json_key(j, "mode");
+	json_str(j, modes[r->mode]);
+	json_key(j, "rate");
+	json_int(j, r->v->rate);
+	json_key(j, "sample_type");
+	json_str(j, value_name(r));
+	json_key(j, "samples");
+	json_int(j, (int64_t)r->v->n_value_samples);
+	if (r->mode == MODE_CALLSITES) {
+		json_key(j, "selected_bytes");
+		json_round(j, total);
+		json_key(j, "span");
+		if (r->span)
+			json_str(j, r->span);
+		else if (r->no_span)
+			json_str(j, VIEW_NO_SPAN);
+		else
+			json_null(j);
+	}
+	if (r->mode == MODE_TREE)
+		json_children(r, VIEW_NONE, buf);
+	else if (r->mode == MODE_FLAT)
+		json_flat(r, buf);
+	json_key(j, "total_bytes");
+	json_round(j, r->v->total_bytes);
+	json_key(j, "total_objects");
+	json_round(j, r->v->total_objects);
+	json_end(j, '}');
+	free(rows);
+	return 0;
+}
+
+/* --- command ---------------------------------------------------------------------- */
+
+static int parse_args(struct report *r, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "flat", no_argument, NULL, 'F' },
+		{ "span", required_argument, NULL, 's' },
+		{ "no-span", no_argument, NULL, 'N' },
+		{ "top", required_argument, NULL, 't' },
+		{ "inuse", no_argument, NULL, 'i' },
+		{ "leaks", no_argument, NULL, 'l' },
+		{ "min-age", required_argument, NULL, 'a' },
+		{ "format", required_argument, NULL, 'f' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	bool flat = false, inuse = false, min_age = false;
+	int c;
+
+	r->top = 20;
+	while ((c = cli_getopt(CMD, argc, argv, "h", opts)) != -1) {
+		switch (c) {
+		case 'F': flat = true; break;
+		case 's': r->span = optarg; break;
+		case 'N': r->no_span = true; break;
+		case 'i': inuse = true; break;
+		case 'l': r->leaks = true; break;
+		case 't':
+			if (cli_opt_uint(CMD, "top", optarg, &r->top))
+				return CLI_ERROR;
+			break;
+		case 'a':
+			if (cli_opt_duration(CMD, "min-age", optarg, &r->min_age_ns))
+				return CLI_ERROR;
+			min_age = true;
+			break;
+		case 'f':
+			if (strcmp(optarg, "text") && strcmp(optarg, "json"))
+				return cli_usage_error(CMD, "--format '%s' is not text or json",
+						       optarg);
+			r->json = !strcmp(optarg, "json");
+			break;
+		case 'h':
+			usage(stdout);
+			return -1;
+		default:
+			return CLI_ERROR;
+		}
+	}
+	if (cli_one_file(CMD, argc, argv, &r->file))
+		return CLI_ERROR;
+	if (r->span && r->no_span)
+		return cli_usage_error(CMD, "--span and --no-span exclude each other");
+	if (flat && (r->span || r->no_span || r->leaks))
+		return cli_usage_error(CMD, "--flat lists spans; --span, --no-span and --leaks "
+					    "list callsites");
+	if (min_age && !r->leaks)
+		return cli_usage_error(CMD, "--min-age goes with --leaks");
+	if (inuse && r->leaks)
+		pr_info("--leaks reads in-use values already\n");
+	r->mode = flat ? MODE_FLAT : r->span || r->no_span || r->leaks ? MODE_CALLSITES : MODE_TREE;
+	return inuse || r->leaks ? 'i' : 0;
+}
+
+int cmd_report(int argc, char **argv)
+{
+	struct report r = { 0 };
+	struct view_opts vo = { .value = VIEW_ALLOC };
+	struct cs_row *rows = NULL;
+	uint32_t *buf = NULL;
+	double total = 0;
+	size_t n = 0;
+	int ret;
+
+	ret = parse_args(&r, argc, argv);
+	if (ret == -1)
+		return CLI_OK;
+	if (ret == CLI_ERROR)
+		return CLI_ERROR;
+	if (ret == 'i')
+		vo.value = VIEW_INUSE;
+	r.v = cli_load(r.file, &vo);
+	if (!r.v)
+		return CLI_ERROR;
+	if (r.leaks && r.min_age_ns && !r.v->has_age) {
+		pr_error("%s: the profile has in-use data but no age_ns labels, so --min-age cannot "
+			 "select by age; drop --min-age to list every live allocation\n", r.file);
+		view__free(r.v);
+		return CLI_ERROR;
+	}
+	if (r.span && !r.v->has_spans) {
+		pr_error("%s: the profile has no spans; 'culpert report %s --no-span' lists its callsites\n",
+			 r.file, r.file);
+		view__free(r.v);
+		return CLI_ERROR;
+	}
+	buf = malloc((r.v->n_spans ?: 1) * sizeof(*buf));
+	if (r.span && buf) {
+		size_t i;
+
+		for (i = 0; i < r.v->n_spans && !view__span_within(r.v, (uint32_t)i, r.span); i++)
+			;
+		if (i == r.v->n_spans) {
+			pr_error("%s: no span named '%s'; 'culpert report %s --flat' lists the spans\n",
+				 r.file, r.span, r.file);
+			free(buf);
+			view__free(r.v);
+			return CLI_ERROR;
+		}
+	}
+	if (!buf)
+		ret = -1;
+	else if (r.json)
+		ret = print_json(&r, buf);
+	else if (r.mode == MODE_TREE)
+		ret = print_tree(&r, buf);
+	else if (r.mode == MODE_FLAT)
+		ret = print_flat(&r, buf);
+	else if (!(rows = callsite_rows(&r, &n, &total)))
+		ret = -1;
+	else
+		ret = print_callsites(&r, rows, n, total);
+	if (ret)
+		pr_error("out of memory formatting the report\n");
+	free(rows);
+	free(buf);
+	view__free(r.v);
+	return ret ? CLI_ERROR : CLI_OK;
+}

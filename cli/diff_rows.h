@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The arithmetic of `culpert diff`, apart from its printing: span matching,
+ * the classification of SPEC §8.2 and the sampling noise of each estimate.
+ */
+#ifndef CULPERT_CLI_DIFF_ROWS_H
+#define CULPERT_CLI_DIFF_ROWS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "view.h"
+
+/* in the order rows are listed: what fails first */
+enum diff_kind { KIND_REGRESSION, KIND_NEW, KIND_IMPROVEMENT, KIND_GONE, KIND_QUIET, KIND__COUNT };
+
+struct diff_opts {
+	uint64_t threshold_bytes;
+	double threshold_pct;
+	uint64_t min_span_bytes;
+	double min_confidence;	/* in standard errors; 0 = off */
+	bool by_name;		/* match by innermost span name instead of span path */
+	int64_t rate;		/* sampling rate of both profiles, for the noise */
+};
+
+struct diff_row {
+	char *key;		/* span path or name */
+	double before, after, delta;
+	double pct;		/* NaN when before is 0 */
+	/* standard errors of the estimates: sqrt(rate * bytes) per side, combined for delta */
+	double se_before, se_after, se_delta;
+	enum diff_kind kind;
+	const char *reason;	/* why quiet: "min_span_bytes", "threshold", "noise"; or NULL */
+};
+
+struct diff_result {
+	struct diff_row *rows;
+	size_t n_rows;
+	size_t *order;		/* rows by kind group, then |delta| descending, then key */
+	size_t count[KIND__COUNT];
+	double total[2];
+};
+
+/* classify one span; *reason says why when quiet */
+enum diff_kind diff_classify(double before, double after, const struct diff_opts *o,
+			     const char **reason);
+const char *diff_kind_name(enum diff_kind k);
+/* the kind named s, or -1 */
+int diff_kind_parse(const char *s);
+
+/* rows of every span present on either side; 0 or -ENOMEM */
+int diff_result__build(struct diff_result *r, const struct view *before, const struct view *after,
+		       const struct diff_opts *o);
+void diff_result__clear(struct diff_result *r);
+
+/* the union of both span trees, matched by path, with inclusive totals per side */
+struct diff_node {
+	const char *name, *path;	/* borrowed from one of the views */
+	uint32_t parent, depth;
+	double total[2];
+};
+
+struct diff_tree {
+	struct diff_node *nodes;
+	size_t n_nodes, cap_nodes;
+	struct hashtab ht;
+};
+
+struct diff_tree *diff_tree__new(const struct view *before, const struct view *after);
+/* children of node (VIEW_NONE: roots), largest first, into a malloc'd *out; count returned */
+size_t diff_tree__children(const struct diff_tree *t, uint32_t node, uint32_t **out);
+void diff_tree__free(struct diff_tree *t);
+
+#endif /* CULPERT_CLI_DIFF_ROWS_H */

@@ -1,0 +1,102 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * A profile as the commands see it: samples aggregated once, while they are
+ * read, by (span, callsite, age), with the span tree built from span_path
+ * (or span_name/span_id/span_parent_id links when there is no path).  report,
+ * diff, info and flamegraph all start from a view; none keeps the samples.
+ */
+#ifndef CULPERT_CLI_VIEW_H
+#define CULPERT_CLI_VIEW_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hashtab.h"
+#include "pprof.h"
+
+#define VIEW_NONE	UINT32_MAX
+#define VIEW_NO_SPAN	"(no span)"
+
+enum view_value {
+	VIEW_ALLOC,	/* alloc_objects / alloc_space */
+	VIEW_INUSE,	/* inuse_objects / inuse_space */
+};
+
+struct view_opts {
+	enum view_value value;
+	bool stacks;		/* keep each record's stack (flamegraph) */
+};
+
+/* a node of the span tree; (no span) is a root of its own */
+struct view_span {
+	char *name;
+	char *path;		/* names from the root, ';'-joined */
+	uint32_t parent;	/* VIEW_NONE for roots */
+	uint32_t depth;
+	uint32_t first_child, next_sibling;	/* VIEW_NONE terminated, in creation order */
+	bool no_span;
+	double self, total;	/* selected bytes: own samples, and with the descendants' */
+	double self_objects, total_objects;
+	uint64_t self_samples, total_samples;
+};
+
+/* samples with equal span, callsite, age (and stack, with opts.stacks), summed */
+struct view_rec {
+	uint32_t span;		/* index into spans */
+	uint32_t callsite;	/* index into callsites */
+	uint32_t stack;		/* index into stacks, VIEW_NONE without opts.stacks */
+	int64_t age_ns;		/* the age_ns label; -1 when absent */
+	double bytes, objects;
+	uint64_t samples;
+};
+
+struct view {
+	struct pprof_profile *p;	/* everything but the samples */
+	struct view_opts opts;
+	int64_t rate;
+	int bytes_idx, objects_idx;	/* sample value columns in use */
+	bool has_inuse, has_age, has_spans;
+	uint64_t n_samples;		/* sample records of the file */
+	uint64_t n_value_samples;	/* ... with a non-zero selected value */
+	double total_bytes, total_objects;
+	/* inuse_space and inuse_objects summed whatever the value (info shows both) */
+	int inuse_bytes_idx, inuse_objects_idx;
+	double inuse_bytes, inuse_objects;
+
+	struct view_span *spans;
+	size_t n_spans;
+	char **callsites;		/* "function (file:line)" */
+	size_t n_callsites;
+	struct view_rec *recs;
+	size_t n_recs;
+	uint64_t *stack_locs;		/* location ids, leaf first, of every stack */
+	uint32_t *stack_off;		/* stack i: stack_locs[stack_off[i]..stack_off[i+1]] */
+	size_t n_stacks;
+
+	void *priv;			/* the builder's state while reading */
+};
+
+/*
+ * Read path ("-" = stdin) into a view.  NULL with a one-line reason in err
+ * (without the path) on failure; a profile without in-use sample types read
+ * with VIEW_INUSE fails with errno ENODATA.
+ */
+struct view *view__load(const char *path, const struct view_opts *opts, char *err, size_t errlen);
+/* the same from gzip'd bytes in memory */
+struct view *view__decode(const void *buf, size_t len, const struct view_opts *opts, char *err,
+			  size_t errlen);
+void view__free(struct view *v);
+
+/* children of span i (VIEW_NONE: the roots) sorted by total bytes, largest first, ties by name */
+size_t view__children(const struct view *v, uint32_t span, uint32_t *out);
+/* is span i, or one of its ancestors, named `name` (or with path `name`)? */
+bool view__span_within(const struct view *v, uint32_t span, const char *name);
+/*
+ * The display name of line `line` of location l into buf: "function", or with
+ * `where` "function (file:line)"; "lib.so+0x1f0" when l has no lines.
+ */
+const char *view__frame_name(const struct view *v, const struct pprof_location *l, uint32_t line,
+			     bool where, char *buf, size_t len);
+
+#endif /* CULPERT_CLI_VIEW_H */
