@@ -23,6 +23,7 @@
 #define MAX_DEPTH		127
 #define DEFAULT_RINGBUF		(8 << 20)
 #define DEFAULT_MAX_STACKS	65536
+#define DEFAULT_MAX_LIVE	(1 << 20)
 
 static volatile sig_atomic_t stop_requested;
 
@@ -46,6 +47,8 @@ static void usage(FILE *f)
 		"                           default culpert-COMM-PID-TIMESTAMP.pb.gz\n"
 		"      --rate BYTES         mean bytes between samples (default 512KiB; 1 = every allocation)\n"
 		"      --max-depth N        stack frames kept per sample, 1..127 (default 64)\n"
+		"      --inuse              also track frees: live heap (inuse_*) and ages of live blocks\n"
+		"      --max-live N         live sampled blocks tracked with --inuse (default 1048576)\n"
 		"      --allocator NAME     auto, glibc, musl, jemalloc, mimalloc, tcmalloc, or a symbol prefix\n"
 		"      --span-fn PATTERN    each call of a function matching PATTERN is a span (repeatable;\n"
 		"                           globs over demangled names, e.g. 'app::handler::*')\n"
@@ -78,7 +81,8 @@ struct attach_args {
 static int parse_args(int argc, char **argv, struct attach_args *a)
 {
 	enum { OPT_RATE = 256, OPT_DEPTH, OPT_ALLOC, OPT_SYM, OPT_NOSYM, OPT_RB, OPT_MAXST,
-	       OPT_NOMULTI, OPT_NOSESSION, OPT_SPANFN, OPT_MAXFNS, OPT_STATS };
+	       OPT_NOMULTI, OPT_NOSESSION, OPT_SPANFN, OPT_MAXFNS, OPT_STATS, OPT_INUSE,
+	       OPT_MAXLIVE };
 	static const struct option opts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "duration", required_argument, NULL, 'd' },
@@ -95,6 +99,8 @@ static int parse_args(int argc, char **argv, struct attach_args *a)
 		{ "no-multi", no_argument, NULL, OPT_NOMULTI },
 		{ "no-session", no_argument, NULL, OPT_NOSESSION },
 		{ "stats", no_argument, NULL, OPT_STATS },
+		{ "inuse", no_argument, NULL, OPT_INUSE },
+		{ "max-live", required_argument, NULL, OPT_MAXLIVE },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -109,6 +115,7 @@ static int parse_args(int argc, char **argv, struct attach_args *a)
 	a->so.ringbuf_bytes = DEFAULT_RINGBUF;
 	a->so.max_entries = DEFAULT_MAX_STACKS;
 	a->so.max_span_fns = DEFAULT_MAX_SPAN_FNS;
+	a->so.max_live = DEFAULT_MAX_LIVE;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "p:d:o:vh", opts, NULL)) != -1) {
 		switch (c) {
@@ -178,6 +185,14 @@ static int parse_args(int argc, char **argv, struct attach_args *a)
 			break;
 		case OPT_STATS:
 			a->stats = true;
+			break;
+		case OPT_INUSE:
+			a->so.inuse = true;
+			break;
+		case OPT_MAXLIVE:
+			if (opt_count("--max-live", optarg, 1, 1 << 26, &v))
+				return -EINVAL;
+			a->so.max_live = (size_t)v;
 			break;
 		case 'v':
 			log_level++;
@@ -253,6 +268,9 @@ static void report_end(struct session *s, enum session_end why, const char *path
 	if (why == SESSION_END_TARGET_EXIT)
 		fprintf(stderr, "culpert-bpf: pid %d (%s) exited; writing what was collected\n",
 			(int)session__pid(s), session__comm(s));
+	if (session__untracked(s))
+		pr_warn("%llu sampled blocks were not tracked for --inuse because the live table was full: "
+			"raise --max-live\n", (unsigned long long)session__untracked(s));
 	if (session__lost(s))
 		pr_warn("%llu samples were lost because the ring buffer was full: "
 			"raise --ringbuf-size or --rate\n", (unsigned long long)session__lost(s));

@@ -18,6 +18,7 @@
 #include "log.h"
 #include "objcache.h"
 #include "pprof.h"
+#include "live.h"
 #include "procmaps.h"
 #include "profsym.h"
 #include "spans.h"
@@ -149,10 +150,27 @@ struct sort_ctx {
 	const struct aggregate *a;
 };
 
+/* index of the first block of entry `idx` in blocks sorted by entry (n if none) */
+static size_t first_block(const struct live_block *blocks, size_t n, uint32_t idx)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (blocks[mid].entry < idx)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 static int entry_cmp(const void *pa, const void *pb, void *arg)
 {
-	const struct agg_entry *ea = pa, *eb = pb;
 	const struct aggregate *a = ((struct sort_ctx *)arg)->a;
+	const struct agg_entry *all = aggregate__entries(a, &(size_t){ 0 });
+	const struct agg_entry *ea = &all[*(const uint32_t *)pa], *eb = &all[*(const uint32_t *)pb];
 	const uint64_t *fa, *fb;
 	size_t na, nb, i;
 
@@ -173,7 +191,7 @@ static int entry_cmp(const void *pa, const void *pb, void *arg)
 
 /* label keys, interned once */
 struct label_keys {
-	int64_t thread_id, span_name, span_id, span_parent_id, span_path;
+	int64_t thread_id, span_name, span_id, span_parent_id, span_path, age_ns, nanoseconds;
 };
 
 /* span_name, span_id, span_parent_id, span_path of a sample (docs/profile-format.md) */
@@ -200,57 +218,150 @@ static size_t span_labels(struct exporter *x, uint32_t chain, const struct label
 	return n;
 }
 
-static int add_sample(struct exporter *x, const struct aggregate *a, const struct agg_entry *e,
-		      const struct label_keys *keys)
+/* the sample's location ids, leaf first; count, 0 on ENOMEM */
+static size_t sample_locations(struct exporter *x, const struct aggregate *a,
+			       const struct agg_entry *e, uint64_t *ids)
 {
-	uint64_t ids[CULPERT_EXPORT_MAX_FRAMES];
-	struct pprof_label labels[5];
-	int64_t values[2];
-	size_t nf, i, n = 0, n_labels = 0;
+	size_t nf, i, n = 0;
 	const uint64_t *f = aggregate__stack_frames(a, e->key.stack, &nf);
 
 	for (i = 0; i < nf && n < CULPERT_EXPORT_MAX_FRAMES; i++) {
 		ids[n] = location_id(x, f[i]);
-		if (!ids[n])
-			return -ENOMEM;
-		n++;
+		if (!ids[n++])
+			return 0;
 	}
 	if (!n) {
 		ids[n] = unknown_location(x);
 		if (!ids[n++])
-			return -ENOMEM;
+			return 0;
 	}
+	return n;
+}
+
+/* thread and span labels; room for one more (age_ns) is left by the caller */
+static size_t sample_labels(struct exporter *x, const struct agg_entry *e,
+			    const struct label_keys *keys, struct pprof_label *labels)
+{
+	size_t n = 0;
+
 	if (e->key.tid)
-		labels[n_labels++] = (struct pprof_label){ .key = keys->thread_id, .num = e->key.tid };
-	n_labels += span_labels(x, e->key.span, keys, &labels[n_labels]);
-	values[0] = llround(e->alloc_objects);
-	values[1] = llround(e->alloc_space);
-	return pprof_writer__add_sample(x->w, ids, n, values, labels, n_labels);
+		labels[n++] = (struct pprof_label){ .key = keys->thread_id, .num = e->key.tid };
+	return n + span_labels(x, e->key.span, keys, &labels[n]);
+}
+
+/* the age bucket of docs/profile-format.md: 0 under a second, else a power of two of seconds */
+static int64_t age_bucket_ns(uint64_t age_ns)
+{
+	uint64_t s = age_ns / 1000000000ULL;
+
+	if (!s)
+		return 0;
+	return (int64_t)((1ULL << (63 - __builtin_clzll(s))) * 1000000000ULL);
+}
+
+struct inuse_cursor {
+	const struct live_block *v;	/* live blocks, by (entry, age bucket) */
+	size_t n, next;
+	uint64_t end_ns;
+};
+
+/*
+ * One sample for what the entry allocated; with --inuse, one more per age
+ * bucket of its blocks still live, with in-use values and an age_ns label.
+ */
+static int add_entry(struct exporter *x, const struct aggregate *a, uint32_t idx,
+		     const struct label_keys *keys, struct inuse_cursor *c)
+{
+	const struct agg_entry *e = &aggregate__entries(a, &(size_t){ 0 })[idx];
+	uint64_t ids[CULPERT_EXPORT_MAX_FRAMES];
+	struct pprof_label labels[6];
+	int64_t v[4] = { llround(e->alloc_objects), llround(e->alloc_space), 0, 0 };
+	size_t n, n_labels;
+	int err;
+
+	n = sample_locations(x, a, e, ids);
+	if (!n)
+		return -ENOMEM;
+	n_labels = sample_labels(x, e, keys, labels);
+	err = pprof_writer__add_sample(x->w, ids, n, v, labels, n_labels);
+	while (!err && c && c->next < c->n && c->v[c->next].entry == idx) {
+		int64_t bucket = age_bucket_ns(c->end_ns - c->v[c->next].ts_ns);
+		double objects = 0, space = 0;
+
+		for (; c->next < c->n && c->v[c->next].entry == idx &&
+		       age_bucket_ns(c->end_ns - c->v[c->next].ts_ns) == bucket; c->next++) {
+			objects += c->v[c->next].weight;
+			space += c->v[c->next].weight * (double)c->v[c->next].size;
+		}
+		v[0] = v[1] = 0;
+		v[2] = llround(objects);
+		v[3] = llround(space);
+		labels[n_labels] = (struct pprof_label){ .key = keys->age_ns, .num = bucket,
+							 .num_unit = keys->nanoseconds };
+		err = pprof_writer__add_sample(x->w, ids, n, v, labels, n_labels + 1);
+	}
+	return err;
+}
+
+static int block_cmp(const void *pa, const void *pb, void *arg)
+{
+	const struct live_block *x = pa, *y = pb;
+	uint64_t end = *(const uint64_t *)arg;
+	int64_t ax, ay;
+
+	if (x->entry != y->entry)
+		return x->entry < y->entry ? -1 : 1;
+	ax = age_bucket_ns(end - x->ts_ns);
+	ay = age_bucket_ns(end - y->ts_ns);
+	if (ax != ay)
+		return ax < ay ? -1 : 1;
+	return x->id < y->id ? -1 : x->id > y->id;
 }
 
 static int add_samples(struct exporter *x, const struct aggregate *a)
 {
+	struct inuse_cursor cur = { .end_ns = x->o->end_mono_ns };
+	struct live_block *blocks = NULL;
 	struct sort_ctx sc = { a };
-	const struct agg_entry *src;
-	struct agg_entry *sorted;
 	struct label_keys keys;
+	uint32_t *order;
 	size_t n, i;
 	int err = 0;
 
-	src = aggregate__entries(a, &n);
-	sorted = malloc((n ?: 1) * sizeof(*sorted));
-	if (!sorted)
+	aggregate__entries(a, &n);
+	order = malloc((n ?: 1) * sizeof(*order));
+	if (!order)
 		return -ENOMEM;
-	memcpy(sorted, src, n * sizeof(*sorted));
-	qsort_r(sorted, n, sizeof(*sorted), entry_cmp, &sc);
+	for (i = 0; i < n; i++)
+		order[i] = (uint32_t)i;
+	qsort_r(order, n, sizeof(*order), entry_cmp, &sc);
+	if (x->o->live) {
+		const struct live_block *v = live__blocks(x->o->live, &cur.n);
+
+		blocks = malloc((cur.n ?: 1) * sizeof(*blocks));
+		if (!blocks) {
+			free(order);
+			return -ENOMEM;
+		}
+		memcpy(blocks, v, cur.n * sizeof(*blocks));
+		qsort_r(blocks, cur.n, sizeof(*blocks), block_cmp, &cur.end_ns);
+		cur.v = blocks;
+	}
 	keys.thread_id = pprof_writer__str(x->w, "thread_id");
 	keys.span_name = pprof_writer__str(x->w, "span_name");
 	keys.span_id = pprof_writer__str(x->w, "span_id");
 	keys.span_parent_id = pprof_writer__str(x->w, "span_parent_id");
 	keys.span_path = pprof_writer__str(x->w, "span_path");
-	for (i = 0; i < n && !err; i++)
-		err = add_sample(x, a, &sorted[i], &keys);
-	free(sorted);
+	keys.age_ns = pprof_writer__str(x->w, "age_ns");
+	keys.nanoseconds = pprof_writer__str(x->w, "nanoseconds");
+	for (i = 0; i < n && !err; i++) {
+		/* blocks are sorted by entry: skip to this one's */
+		if (blocks)
+			cur.next = first_block(blocks, cur.n, order[i]);
+		err = add_entry(x, a, order[i], &keys, blocks ? &cur : NULL);
+	}
+	free(blocks);
+	free(order);
 	return err;
 }
 
@@ -332,11 +443,13 @@ static void exporter_free(struct exporter *x)
 
 int export_profile(const struct aggregate *a, const struct export_opts *o, const char *path)
 {
-	static const char *const names[] = { "alloc_objects", "alloc_space" };
-	static const char *const units[] = { "count", "bytes" };
+	/* Go's heap profile order: a reader finds inuse_space where it expects it */
+	static const char *const names[] = { "alloc_objects", "alloc_space", "inuse_objects",
+					     "inuse_space" };
+	static const char *const units[] = { "count", "bytes", "count", "bytes" };
 	struct pprof_writer_opts wo = {
 		.sz = sizeof(wo),
-		.n_sample_types = 2,
+		.n_sample_types = o->live ? 4 : 2,
 		.sample_type_names = names,
 		.sample_type_units = units,
 		.default_sample_type = "alloc_space",

@@ -12,6 +12,7 @@
 #include "culpert.h"
 
 struct aggregate;
+struct live;
 struct objcache;
 struct procmaps;
 struct spans;
@@ -28,6 +29,8 @@ struct export_opts {
 	int64_t time_nanos;		/* start, Unix ns */
 	int64_t duration_nanos;
 	const struct spans *spans;	/* span chains and names of the aggregate's keys */
+	const struct live *live;	/* --inuse: blocks still live at the end, or NULL */
+	uint64_t end_mono_ns;		/* CLOCK_MONOTONIC at the end, for blocks' ages */
 	bool symbolize;
 	const char *unwind;		/* "fp", "dwarf" */
 	const char *kernel;		/* uname -r */

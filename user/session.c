@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <errno.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,6 +52,7 @@ struct session {
 	size_t n_sites;
 	char **comments;		/* extra "key=value" comments */
 	size_t n_comments, cap_comments;
+	bool run_comments;		/* add_run_comments() done */
 	int64_t start_wall_ns;
 	uint64_t start_ns, end_ns;
 	bool detached;
@@ -278,6 +280,8 @@ int session__open(const struct session_opts *o, struct session **out, char *err,
 	if (ret)
 		goto fail;
 	s->n_sites = sampler__n_sites(s->sampler);
+	if (o->inuse)
+		pr_info("in-use tracking through %s\n", sampler_inuse__name(sampler__inuse(s->sampler)));
 	for (i = 0; i < s->fns.n_objects; i++) {
 		size_t j, n = 0;
 
@@ -374,14 +378,50 @@ static int store_name(void *ctx, uint32_t id, const char *name, size_t len)
 	return spans__set_name(ctx, id, name, len);
 }
 
+static int add_commentf(struct session *s, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static int add_commentf(struct session *s, const char *fmt, ...)
+{
+	char buf[PATH_MAX + 128];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	return session__add_comment(s, buf);
+}
+
+/* what this run did and what it could not see, for `culpert info` */
+static int add_run_comments(struct session *s)
+{
+	const uint64_t *c = s->counters;
+	int err = 0;
+
+	err |= add_commentf(s, "allocator=%s:%s", s->plan.objects[0].family,
+			    s->plan.objects[0].path);
+	err |= add_commentf(s, "probe_sites=%zu", s->n_sites);
+	err |= add_commentf(s, "aggregate_folded=%llu",
+			    (unsigned long long)aggregate__folded(s->agg));
+	err |= add_commentf(s, "nested_calls=%llu", (unsigned long long)c[CULPERT_CNT_NESTED]);
+	err |= add_commentf(s, "stack_errors=%llu", (unsigned long long)c[CULPERT_CNT_STACK_ERR]);
+	err |= add_commentf(s, "span_overflow=%llu",
+			    (unsigned long long)c[CULPERT_CNT_SPAN_OVERFLOW]);
+	err |= add_commentf(s, "span_unmatched_exits=%llu",
+			    (unsigned long long)c[CULPERT_CNT_SPAN_UNMATCHED]);
+	if (!s->live)
+		return err ? -ENOMEM : 0;
+	err |= add_commentf(s, "inuse=%s", sampler_inuse__name(sampler__inuse(s->sampler)));
+	err |= add_commentf(s, "inuse_untracked=%llu",
+			    (unsigned long long)(c[CULPERT_CNT_LIVE_FULL] + s->live_full));
+	err |= add_commentf(s, "inuse_lost_frees=%llu", (unsigned long long)c[CULPERT_CNT_LOST_FREE]);
+	err |= add_commentf(s, "inuse_lost_returns=%llu",
+			    (unsigned long long)c[CULPERT_CNT_LOST_RET]);
+	return err ? -ENOMEM : 0;
+}
+
 int session__write(struct session *s, const char *path)
 {
-	char allocator[512], sites[64], folded[64], nested[64], stack_err[64];
-	const char *builtin[] = { allocator, sites, folded, nested, stack_err };
-	const size_t n_builtin = sizeof(builtin) / sizeof(builtin[0]);
-	const char **extra;
-	size_t i;
-	int ret;
 	struct export_opts eo = {
 		.t = &s->t,
 		.maps = &s->maps,
@@ -392,33 +432,27 @@ int session__write(struct session *s, const char *path)
 		.unwind = "fp",
 		.kernel = features__get()->release,
 		.spans = s->spans,
+		.live = s->live,
 	};
+	int ret;
 
 	session__detach(s);
 	sampler__span_names(s->sampler, store_name, s->spans);
+	if (s->live)
+		live__settle(s->live);
 	eo.duration_nanos = (int64_t)(s->end_ns - s->start_ns);
+	eo.end_mono_ns = s->end_ns;
 	eo.lost = s->counters[CULPERT_CNT_LOST_RINGBUF];
-	snprintf(allocator, sizeof(allocator), "allocator=%s:%s", s->plan.objects[0].family,
-		 s->plan.objects[0].path);
-	snprintf(sites, sizeof(sites), "probe_sites=%zu", s->n_sites);
-	snprintf(folded, sizeof(folded), "aggregate_folded=%llu",
-		 (unsigned long long)aggregate__folded(s->agg));
-	snprintf(nested, sizeof(nested), "nested_calls=%llu",
-		 (unsigned long long)s->counters[CULPERT_CNT_NESTED]);
-	snprintf(stack_err, sizeof(stack_err), "stack_errors=%llu",
-		 (unsigned long long)s->counters[CULPERT_CNT_STACK_ERR]);
-	extra = calloc(n_builtin + s->n_comments, sizeof(*extra));
-	if (!extra)
-		return -ENOMEM;
-	for (i = 0; i < n_builtin; i++)
-		extra[i] = builtin[i];
-	for (i = 0; i < s->n_comments; i++)
-		extra[n_builtin + i] = s->comments[i];
-	eo.extra = extra;
-	eo.n_extra = n_builtin + s->n_comments;
-	ret = export_profile(s->agg, &eo, path);
-	free(extra);
-	return ret;
+	/* written once: a second write of the same session has them already */
+	if (!s->run_comments) {
+		ret = add_run_comments(s);
+		if (ret)
+			return ret;
+		s->run_comments = true;
+	}
+	eo.extra = (const char *const *)s->comments;
+	eo.n_extra = s->n_comments;
+	return export_profile(s->agg, &eo, path);
 }
 
 const struct target *session__target(const struct session *s)
@@ -429,6 +463,11 @@ const struct target *session__target(const struct session *s)
 uint64_t session__samples(const struct session *s)
 {
 	return s->samples;
+}
+
+uint64_t session__untracked(const struct session *s)
+{
+	return s->counters[CULPERT_CNT_LIVE_FULL] + s->live_full;
 }
 
 uint64_t session__lost(const struct session *s)

@@ -53,6 +53,8 @@ uint64_t session__samples(const struct session *s);
 /* the target, for modules that read more about it (memory picture, ...) */
 const struct target *session__target(const struct session *s);
 uint64_t session__lost(const struct session *s);
+/* --inuse: sampled blocks not tracked (live table full) */
+uint64_t session__untracked(const struct session *s);
 size_t session__n_sites(const struct session *s);
 /* culpert:span_* USDT sites found (and attached) */
 size_t session__n_span_sites(const struct session *s);

@@ -52,7 +52,8 @@ test_chosen_offsets_exact() {
 		fail "no probe moved past +0, nothing tested: $(cat "$TMP/points")"
 		return
 	}
-	attach_bg "$TMP/a.err" --pid "$target_pid" --rate 1 -o "$TMP/ex.pb.gz" || return
+	# --inuse: free is probed too
+	attach_bg "$TMP/a.err" --pid "$target_pid" --rate 1 --inuse -o "$TMP/ex.pb.gz" || return
 	while read -r name off plus; do
 		check_placement "$target_pid" "$name" "$off" "$plus"
 	done <"$TMP/points"

@@ -1,0 +1,108 @@
+#!/bin/sh
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#
+# --inuse: live heap against ground truth, through uprobe sessions and
+# through a return probe on every call; leaks and their age; the bound.
+. tests/lib.sh
+
+# profile alloc_live with --inuse (+ args) until it says "done"; profile in $TMP/live.pb.gz
+profile_live() {
+	start_target "$TMP/live.out" "$TARGETS/alloc_live" || return 1
+	attach_bg "$TMP/live.err" --pid "$target_pid" --rate 4KiB --inuse -v -o "$TMP/live.pb.gz" \
+		"$@" || return 1
+	kill -USR1 "$target_pid"
+	wait_for "$TMP/live.out" '^done' 60 || { fail "alloc_live did not finish"; return 1; }
+	kill -INT "$attach_pid"
+	wait "$attach_pid" || { fail "attach failed: $(cat "$TMP/live.err")"; return 1; }
+	kill "$target_pid"
+}
+
+# "leaf alloc_space inuse_space"
+by_leaf_inuse() {
+	"$PROFDUMP" "$1" | grep -v '^#' | awk -F'\t' '
+		{ split($2, f, ";"); split($1, v, " "); a[f[1]] += v[2]; l[f[1]] += v[4] }
+		END { for (k in a) printf "%s %.0f %.0f\n", k, a[k], l[k] }'
+}
+
+# Rate 4 KiB, blocks of 64..1024 bytes (128..2048 after grow's realloc).
+# Each estimate's standard error is about sqrt(rate * bytes): for 32 MiB
+# that is 1.1%, so +-5% is 4.5 sigma; leak_early's 8 MiB has 2.2%, so it
+# gets +-10% (4.5 sigma).  churn frees every block: its live heap is 0.
+check_live_totals() {
+	by_leaf_inuse "$TMP/live.pb.gz" >"$TMP/est"
+	grep '^total ' "$TMP/live.out" | while read -r _ fn alloc live; do
+		pct=5
+		[ "$fn" = leak_early ] && pct=10
+		read -r _ ea el <<EOF
+$(awk -v f="$fn" '$1 == f' "$TMP/est")
+EOF
+		if [ -z "$ea" ]; then
+			echo "$fn: no samples"
+			continue
+		fi
+		within_pct "$ea" "$alloc" "$pct" || echo "$fn: alloc_space $ea, allocated $alloc"
+		if [ "$live" -eq 0 ]; then
+			[ "$el" -eq 0 ] || echo "$fn: inuse_space $el, but it freed everything"
+		else
+			within_pct "$el" "$live" "$pct" || echo "$fn: inuse_space $el, live $live"
+		fi
+	done >"$TMP/bad"
+	[ -s "$TMP/bad" ] && fail "$(tr '\n' ';' <"$TMP/bad")"
+	"$PROFDUMP" "$TMP/live.pb.gz" | grep -q '^# sample_type inuse_space/bytes' ||
+		fail "no inuse_space sample type"
+	return 0
+}
+
+test_inuse_session() {
+	need_root || return
+	profile_live || return
+	grep -q "in-use tracking through uprobe sessions" "$TMP/live.err" ||
+		fail "not the session path: $(grep in-use "$TMP/live.err")"
+	check_live_totals
+}
+
+test_inuse_every_return() {
+	need_root || return
+	profile_live --no-session || return
+	grep -q "in-use tracking through a return probe on every call" "$TMP/live.err" ||
+		fail "not the every-return path: $(grep in-use "$TMP/live.err")"
+	check_live_totals
+}
+
+# The leak allocated 3 s before the rest is what --leaks --min-age 2s shows
+test_leaks_and_age() {
+	need_root || return
+	[ -s "$TMP/live.pb.gz" ] || profile_live || return
+	"$BIN_CLI" report --leaks --min-age 2s "$TMP/live.pb.gz" >"$TMP/leaks" 2>&1 ||
+		fail "report --leaks: $(cat "$TMP/leaks")"
+	grep -q 'leak_early' "$TMP/leaks" || fail "leak_early not reported: $(cat "$TMP/leaks")"
+	grep -q 'keep_all\|keep_half\|grow' "$TMP/leaks" &&
+		fail "younger blocks reported as leaks: $(cat "$TMP/leaks")"
+	# the age label: leak_early's blocks at least 2 s old, keep_all's younger
+	"$PROFDUMP" "$TMP/live.pb.gz" | grep -v '^#' | awk -F'\t' '
+		{ split($2, f, ";"); split($1, v, " "); age = -1; n = split($3, l, ",")
+		  for (i = 1; i <= n; i++) if (l[i] ~ /^age_ns=/) age = substr(l[i], 8) + 0
+		  if (v[4] > 0 && age < 0) print "no age on live " f[1]
+		  if (f[1] == "leak_early" && v[4] > 0 && age < 2e9) print "leak_early aged " age
+		  if (f[1] == "keep_all" && v[4] > 0 && age >= 2e9) print "keep_all aged " age }' \
+		>"$TMP/age.bad"
+	[ -s "$TMP/age.bad" ] && fail "$(sort -u "$TMP/age.bad" | tr '\n' ';')"
+	return 0
+}
+
+# A live table smaller than the live set: the capture goes on, the
+# overflow is counted and said, and the profiler's memory stays bounded.
+test_live_table_bound() {
+	need_root || return
+	profile_live --max-live 1000 || return
+	"$PROFDUMP" "$TMP/live.pb.gz" | grep '^# comment inuse_untracked=' >"$TMP/untracked"
+	n=$(sed 's/.*=//' "$TMP/untracked")
+	[ "${n:-0}" -gt 1000 ] || fail "overflow not counted: $(cat "$TMP/untracked")"
+	grep -q "not tracked for --inuse.*--max-live" "$TMP/live.err" ||
+		fail "overflow not said: $(tail -3 "$TMP/live.err")"
+}
+
+run_test bpf/inuse/session test_inuse_session
+run_test bpf/inuse/leaks_and_age test_leaks_and_age
+run_test bpf/inuse/every_return test_inuse_every_return
+run_test bpf/inuse/live_table_bound test_live_table_bound

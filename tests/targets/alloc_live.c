@@ -1,0 +1,162 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * Ground truth for --inuse.  Each function allocates in 64..1024-byte
+ * blocks and keeps a known part alive:
+ *   leak_early   8 MiB, all kept, allocated 3 s before everything else
+ *   keep_all    32 MiB, all kept
+ *   churn       32 MiB, all freed
+ *   keep_half   64 MiB, every other block freed: 32 MiB kept
+ *   grow        16 MiB, each block realloc'ed to twice its size: 32 MiB kept
+ * Prints "pid N ready", waits for SIGUSR1, runs, prints
+ * "total FN ALLOCATED LIVE" and "done", then sleeps until killed.
+ *   alloc_live [BLOCKS_CAP]    keep at most this many blocks per function
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#define NOINLINE __attribute__((noipa))
+#define MiB (1024UL * 1024)
+
+static volatile unsigned long sink;
+
+struct blocks {
+	void **p;
+	size_t *size;
+	size_t n;
+};
+
+static size_t block_size(size_t i)
+{
+	return 64 * (1 + i % 16);
+}
+
+static void reserve(struct blocks *b, unsigned long total)
+{
+	/* bookkeeping outside the measured functions */
+	size_t max = total / 64 + 1;
+
+	b->p = calloc(max, sizeof(void *));
+	b->size = calloc(max, sizeof(size_t));
+	b->n = 0;
+}
+
+static NOINLINE void leak_early(struct blocks *b, unsigned long total)
+{
+	unsigned long done = 0;
+
+	while (done < total) {
+		size_t sz = block_size(b->n);
+
+		b->p[b->n] = malloc(sz);
+		b->size[b->n++] = sz;
+		done += sz;
+	}
+}
+
+static NOINLINE void keep_all(struct blocks *b, unsigned long total)
+{
+	unsigned long done = 0;
+
+	while (done < total) {
+		size_t sz = block_size(b->n);
+
+		b->p[b->n] = malloc(sz);
+		b->size[b->n++] = sz;
+		done += sz;
+	}
+}
+
+static NOINLINE void churn(unsigned long total)
+{
+	unsigned long done = 0, i = 0;
+
+	while (done < total) {
+		size_t sz = block_size(i++);
+		char *p = malloc(sz);
+
+		sink += (unsigned long)p;
+		free(p);
+		done += sz;
+	}
+}
+
+static NOINLINE unsigned long keep_half(struct blocks *b, unsigned long total)
+{
+	unsigned long done = 0, kept = 0;
+	size_t i;
+
+	while (done < total) {
+		size_t sz = block_size(b->n);
+
+		b->p[b->n] = malloc(sz);
+		b->size[b->n++] = sz;
+		done += sz;
+	}
+	for (i = 0; i < b->n; i++) {
+		if (i % 2) {
+			free(b->p[i]);
+			b->p[i] = NULL;
+		} else {
+			kept += b->size[i];
+		}
+	}
+	return kept;
+}
+
+/* realloc of a live block: a free plus a new allocation of the new size */
+static NOINLINE unsigned long grow(struct blocks *b, unsigned long total)
+{
+	unsigned long done = 0, kept = 0;
+	size_t i;
+
+	while (done < total) {
+		size_t sz = block_size(b->n);
+
+		b->p[b->n] = malloc(sz);
+		b->size[b->n++] = sz;
+		done += sz;
+	}
+	for (i = 0; i < b->n; i++) {
+		b->p[i] = realloc(b->p[i], 2 * b->size[i]);
+		kept += 2 * b->size[i];
+	}
+	return kept;
+}
+
+int main(void)
+{
+	struct blocks leak, all, half, grown;
+	unsigned long half_kept, grow_kept;
+	sigset_t set;
+	int sig;
+
+	reserve(&leak, 8 * MiB);
+	reserve(&all, 32 * MiB);
+	reserve(&half, 64 * MiB);
+	reserve(&grown, 16 * MiB);
+	sigemptyset(&set);
+	sigaddset(&set, SIGUSR1);
+	sigprocmask(SIG_BLOCK, &set, NULL);
+	printf("pid %d ready\n", (int)getpid());
+	fflush(stdout);
+	sigwait(&set, &sig);
+
+	leak_early(&leak, 8 * MiB);
+	sleep(3);
+	keep_all(&all, 32 * MiB);
+	churn(32 * MiB);
+	half_kept = keep_half(&half, 64 * MiB);
+	grow_kept = grow(&grown, 16 * MiB);
+	/* realloc moved blocks: alloc counts the malloc'ed and the realloc'ed bytes */
+	printf("total leak_early %lu %lu\n", 8 * MiB, 8 * MiB);
+	printf("total keep_all %lu %lu\n", 32 * MiB, 32 * MiB);
+	printf("total churn %lu 0\n", 32 * MiB);
+	printf("total keep_half %lu %lu\n", 64 * MiB, half_kept);
+	printf("total grow %lu %lu\n", 16 * MiB + grow_kept, grow_kept);
+	printf("done\n");
+	fflush(stdout);
+	for (;;)
+		pause();
+}
