@@ -17,6 +17,7 @@
 #include "state.bpf.h"
 #include "spans.bpf.h"
 #include "inuse.bpf.h"
+#include "dwarf.bpf.h"
 #include "sampler.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";

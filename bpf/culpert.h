@@ -116,6 +116,9 @@ struct culpert_alloc_event {
 	__u8 data[];
 };
 
+/* a stack "frame" standing for the frames a DWARF unwind could not reach: its copy ended */
+#define CULPERT_FRAME_TRUNCATED		1
+
 /* most user stack bytes one sample carries (--stack-size is capped here) */
 #define CULPERT_MAX_STACK_COPY		(32 * 1024)
 /* room for the largest record */

@@ -113,7 +113,8 @@ static __always_inline __u64 emit_sample(struct pt_regs *ctx, struct thread_stat
 	__u32 cpu = bpf_get_smp_processor_id(), depth;
 	struct culpert_alloc_event *e;
 	struct event_buf *buf;
-	__u64 id = 0, len, *frames;
+	__u64 id = 0, len;
+	__u8 *data;
 	long n;
 
 	buf = bpf_map_lookup_elem(&event_scratch, &cpu);
@@ -134,18 +135,25 @@ static __always_inline __u64 emit_sample(struct pt_regs *ctx, struct thread_stat
 	e->stack_len = 0;
 	span_prune(ts, sp, PRUNE_SAMPLE, 0);
 	depth = span_copy(ts, (struct culpert_span_frame *)e->data);
+	if (depth > CULPERT_MAX_SPAN_DEPTH)
+		depth = CULPERT_MAX_SPAN_DEPTH;
 	e->span_depth = depth;
 	/* at entry the allocator has no frame yet: its caller is only at [sp] */
 	e->ret_addr = read_user_word(sp);
-	frames = (__u64 *)(e->data + (depth & (CULPERT_MAX_SPAN_DEPTH * 2 - 1)) *
-				     sizeof(struct culpert_span_frame));
-	n = bpf_get_stack(ctx, frames, stack_bytes, BPF_F_USER_STACK);
-	if (n < 0) {
-		count(CULPERT_CNT_STACK_ERR);
-		e->nr_frames = n;
-		n = 0;
+	data = e->data + depth * sizeof(struct culpert_span_frame);
+	if (unwind_dwarf) {
+		e->nr_frames = 0;
+		n = copy_dwarf_state(ctx, ts, e, data);
+		e->stack_len = n;
 	} else {
-		e->nr_frames = n / sizeof(__u64);
+		n = bpf_get_stack(ctx, data, stack_bytes, BPF_F_USER_STACK);
+		if (n < 0) {
+			count(CULPERT_CNT_STACK_ERR);
+			e->nr_frames = n;
+			n = 0;
+		} else {
+			e->nr_frames = n / sizeof(__u64);
+		}
 	}
 	len = sizeof(*e) + depth * sizeof(struct culpert_span_frame) + n;
 	if (len > CULPERT_EVENT_MAX || bpf_ringbuf_output(&events, e, len, 0)) {

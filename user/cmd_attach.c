@@ -49,6 +49,9 @@ static void usage(FILE *f)
 		"      --max-depth N        stack frames kept per sample, 1..127 (default 64)\n"
 		"      --inuse              also track frees: live heap (inuse_*) and ages of live blocks\n"
 		"      --max-live N         live sampled blocks tracked with --inuse (default 1048576)\n"
+		"      --unwind MODE        fp (frame pointers), dwarf (copy the stack, unwind with CFI),\n"
+		"                           auto (default: fp if the executable keeps frame pointers)\n"
+		"      --stack-size BYTES   stack copied per sample with dwarf (default 16KiB, max 32KiB)\n"
 		"      --allocator NAME     auto, glibc, musl, jemalloc, mimalloc, tcmalloc, or a symbol prefix\n"
 		"      --span-fn PATTERN    each call of a function matching PATTERN is a span (repeatable;\n"
 		"                           globs over demangled names, e.g. 'app::handler::*')\n"
@@ -82,7 +85,7 @@ static int parse_args(int argc, char **argv, struct attach_args *a)
 {
 	enum { OPT_RATE = 256, OPT_DEPTH, OPT_ALLOC, OPT_SYM, OPT_NOSYM, OPT_RB, OPT_MAXST,
 	       OPT_NOMULTI, OPT_NOSESSION, OPT_SPANFN, OPT_MAXFNS, OPT_STATS, OPT_INUSE,
-	       OPT_MAXLIVE };
+	       OPT_MAXLIVE, OPT_UNWIND, OPT_STACKSIZE };
 	static const struct option opts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "duration", required_argument, NULL, 'd' },
@@ -101,6 +104,8 @@ static int parse_args(int argc, char **argv, struct attach_args *a)
 		{ "stats", no_argument, NULL, OPT_STATS },
 		{ "inuse", no_argument, NULL, OPT_INUSE },
 		{ "max-live", required_argument, NULL, OPT_MAXLIVE },
+		{ "unwind", required_argument, NULL, OPT_UNWIND },
+		{ "stack-size", required_argument, NULL, OPT_STACKSIZE },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -188,6 +193,18 @@ static int parse_args(int argc, char **argv, struct attach_args *a)
 			break;
 		case OPT_INUSE:
 			a->so.inuse = true;
+			break;
+		case OPT_UNWIND:
+			if (opt_unwind(optarg, &a->so.unwind))
+				return -EINVAL;
+			break;
+		case OPT_STACKSIZE:
+			/* the cap is CULPERT_MAX_STACK_COPY of bpf/culpert.h */
+			if (parse_size(optarg, &v) || v < 1024 || v > 32 * 1024) {
+				pr_error("invalid --stack-size '%s': use 1KiB to 32KiB\n", optarg);
+				return -EINVAL;
+			}
+			a->so.stack_size = (unsigned int)v;
 			break;
 		case OPT_MAXLIVE:
 			if (opt_count("--max-live", optarg, 1, 1 << 26, &v))

@@ -6,6 +6,7 @@
 
 #include "cmd_common.h"
 #include "log.h"
+#include "session.h"
 #include "units.h"
 
 int opt_pid(const char *arg, pid_t *out)
@@ -33,6 +34,21 @@ int opt_count(const char *opt, const char *arg, uint64_t min, uint64_t max, uint
 		return -EINVAL;
 	}
 	*out = v;
+	return 0;
+}
+
+int opt_unwind(const char *arg, enum session_unwind *out)
+{
+	if (!strcmp(arg, "fp"))
+		*out = SESSION_UNWIND_FP;
+	else if (!strcmp(arg, "dwarf"))
+		*out = SESSION_UNWIND_DWARF;
+	else if (!strcmp(arg, "auto"))
+		*out = SESSION_UNWIND_AUTO;
+	else {
+		pr_error("invalid --unwind '%s': use fp, dwarf or auto\n", arg);
+		return -EINVAL;
+	}
 	return 0;
 }
 

@@ -13,6 +13,9 @@
 int opt_pid(const char *arg, pid_t *out);
 /* a count in [min, max] for option `opt`; 0 or -EINVAL */
 int opt_count(const char *opt, const char *arg, uint64_t min, uint64_t max, uint64_t *out);
+enum session_unwind;
+/* --unwind fp|dwarf|auto; 0 or -EINVAL */
+int opt_unwind(const char *arg, enum session_unwind *out);
 /* append a repeatable option's value; 0 or -ENOMEM */
 int opt_append(char ***v, size_t *n, const char *arg);
 

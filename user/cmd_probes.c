@@ -12,11 +12,25 @@
 #include "commands.h"
 #include "elfobj.h"
 #include "kfeatures.h"
-#include "fpcheck.h"
 #include "log.h"
 #include "objcache.h"
 #include "procmaps.h"
+#include "sampler.h"
+#include "session.h"
+#include "spanfn.h"
 #include "target.h"
+#include "usdt.h"
+
+struct probes_args {
+	pid_t pid;
+	const char *allocator;
+	enum session_unwind unwind;
+	char **span_fns;
+	size_t n_span_fns;
+	size_t max_span_fns;
+	bool no_session;
+	bool no_multi;
+};
 
 static void usage(FILE *f)
 {
@@ -27,9 +41,14 @@ static void usage(FILE *f)
 		"would be attached, the stack unwinding chosen, and anything that would make\n"
 		"attach fail.  Exits 1 when attaching would fail.\n"
 		"\n"
-		"Options:\n"
+		"Options (as for attach):\n"
 		"  -p, --pid PID          process to inspect\n"
-		"      --allocator NAME   as for attach: auto, a family, or a symbol prefix\n"
+		"      --allocator NAME   auto, a family, or a symbol prefix\n"
+		"      --unwind MODE      fp, dwarf or auto (default): which, and why\n"
+		"      --span-fn PATTERN  list the functions it matches (repeatable)\n"
+		"      --max-span-fns N   the limit on matches (default 64)\n"
+		"      --no-session       the paths used without uprobe sessions\n"
+		"      --no-multi         the paths used without uprobe_multi links\n"
 		"  -v, --verbose          also list the absent optional entry points, and why\n"
 		"                         each probe sits at its symbol's +0\n"
 		"  -h, --help             this help\n"
@@ -81,72 +100,163 @@ static void print_plan(const struct alloc_plan *plan)
 }
 
 static void print_unwind(const struct target *t, const struct procmaps *maps,
-			 struct objcache *objs)
+			 struct objcache *objs, enum session_unwind want)
 {
-	struct fp_evidence ev;
-	struct elfobj *exe = NULL;
-	size_t i;
+	enum session_unwind got;
+	char why[PATH_MAX + 128];
 
-	for (i = 0; i < maps->n && !exe; i++)
-		if (maps->v[i].executable && !strcmp(maps->v[i].path, t->exe))
-			exe = objcache__get(objs, &maps->v[i]);
-	if (!exe || fpcheck(exe, &ev)) {
-		printf("unwind:     fp (no function symbols in %s to judge frame pointers by)\n",
-		       t->exe);
-		return;
-	}
-	printf("unwind:     fp (%s: %zu of %zu functions examined set up a frame pointer)\n",
-	       t->exe, ev.with_fp, ev.functions);
-	if (!fp_evidence__has_fp(&ev))
-		printf("  warning: %s is built without frame pointers: stacks past the allocating function may be wrong\n",
-		       t->exe);
+	session_unwind__choose(t, maps, objs, want, &got, why, sizeof(why));
+	printf("unwind:     %s (%s)\n", got == SESSION_UNWIND_DWARF ? "dwarf" : "fp", why);
 }
 
-int cmd_probes(int argc, char **argv)
+/* culpert:span_* USDT sites per object, each site at -v */
+static void print_usdt(const struct procmaps *maps, struct objcache *objs)
 {
+	struct usdt_site *sites;
+	size_t i, j, total = 0;
+	int n;
+
+	for (i = 0; i < maps->n; i++) {
+		const struct procmap *m = &maps->v[i];
+		struct elfobj *obj;
+
+		if (!m->executable || !procmap__is_file(m) || !(obj = objcache__get(objs, m)))
+			continue;
+		n = usdt_sites(obj, "culpert", &sites);
+		if (n <= 0)
+			continue;
+		printf("spans:      %d culpert:span_* USDT sites in %s\n", n, m->path);
+		for (j = 0; log_level >= LOG_INFO && j < (size_t)n; j++)
+			printf("  %-22s pc 0x%llx semaphore 0x%llx\n", sites[j].name,
+			       (unsigned long long)sites[j].pc, (unsigned long long)sites[j].semaphore);
+		total += (size_t)n;
+		free(sites);
+	}
+	if (!total)
+		printf("spans:      no culpert:span_* USDT probes (include/culpert/span.h); --span-fn works without\n");
+}
+
+static int print_span_fns(const struct target *t, const struct procmaps *maps,
+			  struct objcache *objs, const struct probes_args *a)
+{
+	bool sessions = sampler_sessions(a->no_multi, a->no_session);
+	struct span_fn_plan p;
+	char err[4096];
+	size_t i;
+
+	if (!a->n_span_fns)
+		return 0;
+	if (span_fn__plan(t, maps, objs, a->span_fns, a->n_span_fns, a->max_span_fns, &p, err,
+			  sizeof(err))) {
+		printf("span-fn:    REFUSED\n");
+		pr_error("%s\n", err);
+		return -EINVAL;
+	}
+	printf("span-fn:    %zu functions match\n", p.n_fns);
+	for (i = 0; i < p.n_fns; i++)
+		printf("  %-30s %s offset 0x%llx, %s\n", p.fns[i].name, p.display[p.fns[i].object],
+		       (unsigned long long)p.fns[i].offset,
+		       span_fn_mode_name(sessions, p.entry_only[p.fns[i].object]));
+	span_fn_plan__free(&p);
+	return 0;
+}
+
+static void print_inuse(const struct probes_args *a)
+{
+	printf("inuse:      with --inuse, returns through %s\n",
+	       sampler_inuse__name(sampler_sessions(a->no_multi, a->no_session) ?
+				   SAMPLER_INUSE_SESSION : SAMPLER_INUSE_EVERY_RETURN));
+}
+
+static int parse_args(int argc, char **argv, struct probes_args *a)
+{
+	enum { OPT_ALLOC = 256, OPT_UNWIND, OPT_SPANFN, OPT_MAXFNS, OPT_NOSESSION, OPT_NOMULTI };
 	static const struct option opts[] = {
 		{ "pid", required_argument, NULL, 'p' },
-		{ "allocator", required_argument, NULL, 'a' },
+		{ "allocator", required_argument, NULL, OPT_ALLOC },
+		{ "unwind", required_argument, NULL, OPT_UNWIND },
+		{ "span-fn", required_argument, NULL, OPT_SPANFN },
+		{ "max-span-fns", required_argument, NULL, OPT_MAXFNS },
+		{ "no-session", no_argument, NULL, OPT_NOSESSION },
+		{ "no-multi", no_argument, NULL, OPT_NOMULTI },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *allocator = "auto", *blocker;
-	struct alloc_plan plan;
-	struct procmaps maps = { 0 };
-	struct objcache *objs = NULL;
-	struct target t;
-	char err[1024];
-	pid_t pid = 0;
-	int c, ret = 1;
+	uint64_t v;
+	int c;
 
+	a->allocator = "auto";
+	a->max_span_fns = DEFAULT_MAX_SPAN_FNS;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "p:vh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
-			if (opt_pid(optarg, &pid))
-				return 2;
+			if (opt_pid(optarg, &a->pid))
+				return -EINVAL;
 			break;
-		case 'a':
-			allocator = optarg;
+		case OPT_ALLOC:
+			a->allocator = optarg;
+			break;
+		case OPT_UNWIND:
+			if (opt_unwind(optarg, &a->unwind))
+				return -EINVAL;
+			break;
+		case OPT_SPANFN:
+			if (opt_append(&a->span_fns, &a->n_span_fns, optarg))
+				return -ENOMEM;
+			break;
+		case OPT_MAXFNS:
+			if (opt_count("--max-span-fns", optarg, 1, 100000, &v))
+				return -EINVAL;
+			a->max_span_fns = (size_t)v;
+			break;
+		case OPT_NOSESSION:
+			a->no_session = true;
+			break;
+		case OPT_NOMULTI:
+			a->no_multi = true;
 			break;
 		case 'v':
 			log_level++;
 			break;
 		case 'h':
 			usage(stdout);
-			return 0;
+			exit(0);
 		default:
 			fprintf(stderr, "Try 'culpert-bpf probes --help'.\n");
-			return 2;
+			return -EINVAL;
 		}
 	}
-	if (!pid) {
+	if (optind < argc) {
+		pr_error("unexpected argument '%s'; see 'culpert-bpf probes --help'\n", argv[optind]);
+		return -EINVAL;
+	}
+	if (!a->pid) {
 		pr_error("--pid is required: the process to inspect\n");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int cmd_probes(int argc, char **argv)
+{
+	struct probes_args a = { 0 };
+	const char *blocker;
+	struct alloc_plan plan;
+	struct procmaps maps = { 0 };
+	struct objcache *objs = NULL;
+	struct target t;
+	char err[1024];
+	int ret = 1;
+
+	if (parse_args(argc, argv, &a)) {
+		free(a.span_fns);
 		return 2;
 	}
-	if (target__open(pid, &t, err, sizeof(err))) {
+	if (target__open(a.pid, &t, err, sizeof(err))) {
 		pr_error("%s\n", err);
+		free(a.span_fns);
 		return 1;
 	}
 	printf("target:     pid %d (%s) %s\n", (int)t.pid, t.comm, t.exe);
@@ -159,14 +269,18 @@ int cmd_probes(int argc, char **argv)
 	objs = objcache__new(&t);
 	if (!objs)
 		goto out;
-	if (allocator__plan(&t, &maps, objs, allocator, &plan, err, sizeof(err))) {
+	if (allocator__plan(&t, &maps, objs, a.allocator, &plan, err, sizeof(err))) {
 		printf("allocator:  NOT FOUND\n");
 		pr_error("%s\n", err);
 		goto out;
 	}
 	print_plan(&plan);
 	alloc_plan__free(&plan);
-	print_unwind(&t, &maps, objs);
+	print_unwind(&t, &maps, objs, a.unwind);
+	print_usdt(&maps, objs);
+	if (print_span_fns(&t, &maps, objs, &a))
+		goto out;
+	print_inuse(&a);
 	if (blocker) {
 		printf("status:     attach would fail\n");
 		pr_error("%s\n", blocker);
@@ -175,6 +289,7 @@ int cmd_probes(int argc, char **argv)
 	printf("status:     ok, attach would work\n");
 	ret = 0;
 out:
+	free(a.span_fns);
 	objcache__free(objs);
 	procmaps__free(&maps);
 	target__close(&t);

@@ -391,6 +391,22 @@ int elfobj__offset_to_vaddr(const struct elfobj *obj, uint64_t off, uint64_t *va
 	return -ENOENT;
 }
 
+int elfobj__eh_frame_hdr(const struct elfobj *obj, uint64_t *vaddr)
+{
+	GElf_Phdr phdr;
+	size_t i, n;
+
+	if (elf_getphdrnum(obj->elf, &n))
+		return -ENOENT;
+	for (i = 0; i < n; i++) {
+		if (gelf_getphdr(obj->elf, (int)i, &phdr) && phdr.p_type == PT_GNU_EH_FRAME) {
+			*vaddr = phdr.p_vaddr;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
 long elfobj__read(const struct elfobj *obj, uint64_t vaddr, void *buf, size_t len)
 {
 	uint64_t off;

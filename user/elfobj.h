@@ -53,6 +53,8 @@ const struct elf_symbol *elfobj__symbols(struct elfobj *obj, size_t *n);
 /* file offset <-> virtual address through the PT_LOAD segments; 0 or -ENOENT */
 int elfobj__vaddr_to_offset(const struct elfobj *obj, uint64_t vaddr, uint64_t *off);
 int elfobj__offset_to_vaddr(const struct elfobj *obj, uint64_t off, uint64_t *vaddr);
+/* virtual address of .eh_frame_hdr (the PT_GNU_EH_FRAME segment); 0 or -ENOENT */
+int elfobj__eh_frame_hdr(const struct elfobj *obj, uint64_t *vaddr);
 /* copy up to len bytes of code at vaddr; returns bytes copied or -errno */
 long elfobj__read(const struct elfobj *obj, uint64_t vaddr, void *buf, size_t len);
 

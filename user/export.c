@@ -67,6 +67,8 @@ static int collect(struct exporter *x, const struct aggregate *a)
 			uint64_t addr = f[j] - 1, h = hash_u64(addr, 0);
 			uint32_t idx;
 
+			if (f[j] == CULPERT_FRAME_TRUNCATED)
+				continue;
 			if (hashtab__find(&x->loc_ht, h, &addr, addr_eq, x, &idx))
 				continue;
 			if (vec_reserve(&x->locs, &x->cap_locs, x->n_locs + 1, sizeof(*x->locs)) ||
@@ -137,12 +139,16 @@ static uint64_t location_id(struct exporter *x, uint64_t ret_addr)
 	return r->loc_id;
 }
 
-/* the unknown stack (failed walk, or folded when the aggregate was full) gets one frame */
-static uint64_t unknown_location(struct exporter *x)
+/*
+ * A frame that stands for what could not be seen: "[unknown stack]" for a
+ * failed walk (or a key folded when the aggregate was full), "[truncated]"
+ * where a DWARF unwind ran out of copied stack.
+ */
+static uint64_t pseudo_location(struct exporter *x, const char *what)
 {
 	struct pprof_line line = { 0 };
 
-	line.function_id = pprof_writer__add_function(x->w, "[unknown stack]", NULL, "", 0);
+	line.function_id = pprof_writer__add_function(x->w, what, NULL, "", 0);
 	return line.function_id ? pprof_writer__add_location(x->w, 0, 0, &line, 1) : 0;
 }
 
@@ -226,12 +232,15 @@ static size_t sample_locations(struct exporter *x, const struct aggregate *a,
 	const uint64_t *f = aggregate__stack_frames(a, e->key.stack, &nf);
 
 	for (i = 0; i < nf && n < CULPERT_EXPORT_MAX_FRAMES; i++) {
-		ids[n] = location_id(x, f[i]);
+		if (f[i] == CULPERT_FRAME_TRUNCATED)
+			ids[n] = pseudo_location(x, "[truncated]");
+		else
+			ids[n] = location_id(x, f[i]);
 		if (!ids[n++])
 			return 0;
 	}
 	if (!n) {
-		ids[n] = unknown_location(x);
+		ids[n] = pseudo_location(x, "[unknown stack]");
 		if (!ids[n++])
 			return 0;
 	}

@@ -96,6 +96,9 @@ static int configure(struct sampler *s, const struct sampler_opts *o)
 	skel->rodata->sample_every = o->rate == 1;
 	skel->rodata->page_size = (__u64)sysconf(_SC_PAGESIZE);
 	skel->rodata->track_inuse = s->inuse != SAMPLER_INUSE_OFF;
+	skel->rodata->unwind_dwarf = o->unwind_dwarf;
+	if (o->stack_copy_bytes)
+		skel->rodata->stack_copy_bytes = o->stack_copy_bytes;
 	skel->rodata->return_every_call = s->inuse == SAMPLER_INUSE_EVERY_RETURN;
 	if (o->max_live)
 		err = bpf_map__set_max_entries(skel->maps.live_allocs, (__u32)o->max_live);
@@ -328,8 +331,7 @@ int sampler__new(const struct sampler_opts *o, struct sampler **out, char *err, 
 	s->on_event = o->on_event;
 	s->ctx = o->ctx;
 	s->mode = !o->no_multi && features__get()->uprobe_multi ? UPROBE_MODE_MULTI : UPROBE_MODE_PERF;
-	s->fn_session = s->mode == UPROBE_MODE_MULTI && !o->no_session &&
-			features__get()->uprobe_session;
+	s->fn_session = sampler_sessions(o->no_multi, o->no_session);
 	if (o->track_inuse)
 		s->inuse = s->fn_session ? SAMPLER_INUSE_SESSION : SAMPLER_INUSE_EVERY_RETURN;
 	s->skel = culpert_bpf__open();
@@ -452,11 +454,23 @@ const char *sampler_inuse__name(enum sampler_inuse m)
 	}
 }
 
-const char *sampler__span_fn_mode(const struct sampler *s, bool entry_only)
+bool sampler_sessions(bool no_multi, bool no_session)
+{
+	const struct kfeatures *f = features__get();
+
+	return !no_multi && !no_session && f->uprobe_multi && f->uprobe_session;
+}
+
+const char *span_fn_mode_name(bool sessions, bool entry_only)
 {
 	if (entry_only)
 		return "entry probes only (C++/Rust unwinding: return probes would break it)";
-	return s->fn_session ? "uprobe_session" : "entry+return probes";
+	return sessions ? "uprobe_session" : "entry+return probes";
+}
+
+const char *sampler__span_fn_mode(const struct sampler *s, bool entry_only)
+{
+	return span_fn_mode_name(s->fn_session, entry_only);
 }
 
 void sampler__free(struct sampler *s)

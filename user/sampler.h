@@ -38,6 +38,8 @@ struct sampler_opts {
 	bool no_multi;			/* force one perf-event uprobe per site */
 	bool no_session;		/* entry + return probes even where uprobe sessions exist */
 	bool track_inuse;		/* --inuse: pointers, frees, live blocks */
+	bool unwind_dwarf;		/* copy registers + stack instead of a frame-pointer walk */
+	unsigned int stack_copy_bytes;	/* --stack-size, with unwind_dwarf */
 	size_t max_live;		/* --max-live: live blocks tracked (0: default) */
 	const struct alloc_plan *plan;
 	/* objects (paths we can open) carrying culpert:span_* USDT probes */
@@ -66,6 +68,9 @@ enum sampler_inuse sampler__inuse(const struct sampler *s);
 const char *sampler_inuse__name(enum sampler_inuse m);
 /* how --span-fn calls of an object are caught (see span_fn__unwinds_exceptions()) */
 const char *sampler__span_fn_mode(const struct sampler *s, bool entry_only);
+/* will uprobe sessions be used (uprobe_multi and 6.13+, not --no-session/--no-multi)? */
+bool sampler_sessions(bool no_multi, bool no_session);
+const char *span_fn_mode_name(bool sessions, bool entry_only);
 void sampler__free(struct sampler *s);
 
 /* fill table[CULPERT_EXP_TABLE_SIZE] with exponential variates of mean `rate` */

@@ -19,11 +19,13 @@
 #include "procmaps.h"
 #include "sampler.h"
 #include "session.h"
+#include "fpcheck.h"
 #include "spanfn.h"
 #include "spans.h"
 #include "stack.h"
 #include "target.h"
 #include "units.h"
+#include "unwind.h"
 #include "usdt.h"
 #include "vec.h"
 
@@ -41,6 +43,9 @@ struct session {
 	struct sampler *sampler;
 	struct aggregate *agg;
 	struct spans *spans;
+	enum session_unwind unwind;	/* fp or dwarf, after auto */
+	struct unwinder *unwinder;	/* dwarf */
+	uint64_t unwind_stops[UNWIND_STOP__MAX];
 	struct live *live;		/* --inuse */
 	uint64_t live_full;		/* sampled blocks not tracked: the table was full */
 	char **usdt_objects;		/* paths of objects with culpert span probes */
@@ -98,12 +103,83 @@ static void check_mapped(struct session *s, const uint64_t *frames, size_t n)
 	size_t i;
 
 	for (i = 0; i < n; i++) {
-		if (procmaps__find(&s->maps, frames[i] - 1))
+		if (frames[i] == CULPERT_FRAME_TRUNCATED || procmaps__find(&s->maps, frames[i] - 1))
 			continue;
 		if (now_ns(CLOCK_MONOTONIC) - s->maps_read_ns > MAPS_REFRESH_NS)
 			refresh_maps(s);
 		return;
 	}
+}
+
+static const struct procmap *exe_mapping(const struct target *t, const struct procmaps *maps)
+{
+	size_t i;
+
+	for (i = 0; i < maps->n; i++)
+		if (maps->v[i].executable && !strcmp(maps->v[i].path, t->exe))
+			return &maps->v[i];
+	return NULL;
+}
+
+int session_unwind__choose(const struct target *t, const struct procmaps *maps,
+			   struct objcache *objs, enum session_unwind want, enum session_unwind *out,
+			   char *why, size_t len)
+{
+	const struct procmap *m = exe_mapping(t, maps);
+	struct elfobj *exe = m ? objcache__get(objs, m) : NULL;
+	struct fp_evidence ev;
+
+	if (want != SESSION_UNWIND_AUTO) {
+		*out = want;
+		snprintf(why, len, "as asked");
+		return 0;
+	}
+	if (!exe || fpcheck(exe, &ev)) {
+		/* without evidence, the walk that works without frame pointers */
+		*out = SESSION_UNWIND_DWARF;
+		snprintf(why, len, "auto: no function symbols in %s to judge frame pointers by",
+			 t->exe);
+		return 0;
+	}
+	*out = fp_evidence__has_fp(&ev) ? SESSION_UNWIND_FP : SESSION_UNWIND_DWARF;
+	snprintf(why, len, "auto: %s %s frame pointers (%zu of %zu functions examined set up %%rbp)",
+		 t->exe, *out == SESSION_UNWIND_FP ? "keeps" : "is built without", ev.with_fp,
+		 ev.functions);
+	return 0;
+}
+
+/*
+ * The frames of a DWARF sample: unwound from the copied registers and
+ * stack, the allocator's own frame dropped, a truncated copy marked.
+ */
+static size_t dwarf_stack(struct session *s, const struct culpert_alloc_event *e, uint64_t *out,
+			  size_t max)
+{
+	uint64_t frames[CULPERT_MAX_FRAMES + 1];
+	const __u8 *stack = (const __u8 *)event_spans(e) +
+			    e->span_depth * sizeof(struct culpert_span_frame);
+	enum unwind_stop stop;
+	size_t n = 0;
+	int got, i;
+
+	got = unwinder__unwind(s->unwinder, &s->maps, &e->regs, stack, e->stack_len, frames,
+			       max + 1, &stop);
+	if (got == -EFAULT) {
+		/* a new mapping the snapshot lacks: once more with fresh maps */
+		refresh_maps(s);
+		got = unwinder__unwind(s->unwinder, &s->maps, &e->regs, stack, e->stack_len,
+				       frames, max + 1, &stop);
+	}
+	if (got < 0) {
+		s->unwind_stops[UNWIND_STOP_ERROR]++;
+		return 0;
+	}
+	s->unwind_stops[stop]++;
+	for (i = 1; i < got && n < max; i++)
+		out[n++] = frames[i];
+	if (stop == UNWIND_STOP_TRUNCATED && n < max)
+		out[n++] = CULPERT_FRAME_TRUNCATED;
+	return n;
 }
 
 /*
@@ -118,7 +194,10 @@ static int add_sample(struct session *s, const struct culpert_alloc_event *e)
 	size_t n;
 	int ret;
 
-	n = stack_from_event(e, frames, s->o.max_depth);
+	if (s->unwinder && e->stack_len)
+		n = dwarf_stack(s, e, frames, s->o.max_depth);
+	else
+		n = stack_from_event(e, frames, s->o.max_depth);
 	check_mapped(s, frames, n);
 	key.stack = aggregate__stack(s->agg, frames, n);
 	key.tid = e->tid;
@@ -220,6 +299,7 @@ int session__open(const struct session_opts *o, struct session **out, char *err,
 {
 	struct sampler_opts so = { 0 };
 	struct session *s;
+	char why[PATH_MAX + 128];
 	size_t i;
 	int ret;
 
@@ -248,6 +328,17 @@ int session__open(const struct session_opts *o, struct session **out, char *err,
 		goto fail;
 	}
 	open_objects(s);
+	ret = session_unwind__choose(&s->t, &s->maps, s->objs, o->unwind, &s->unwind, why,
+				     sizeof(why));
+	if (!ret && s->unwind == SESSION_UNWIND_DWARF) {
+		s->unwinder = unwinder__new(s->t.pid, s->objs);
+		if (!s->unwinder) {
+			ret = -errno;
+			snprintf(err, errlen, "cannot set up DWARF unwinding: %s", strerror(-ret));
+			goto fail;
+		}
+	}
+	pr_info("unwinding: %s (%s)\n", s->unwind == SESSION_UNWIND_DWARF ? "dwarf" : "fp", why);
 	ret = allocator__plan(&s->t, &s->maps, s->objs, o->allocator, &s->plan, err, errlen);
 	if (!ret)
 		ret = span_fn__plan(&s->t, &s->maps, s->objs, o->span_fns, o->n_span_fns,
@@ -264,6 +355,8 @@ int session__open(const struct session_opts *o, struct session **out, char *err,
 	so.no_multi = o->no_multi;
 	so.no_session = o->no_session;
 	so.track_inuse = o->inuse;
+	so.unwind_dwarf = s->unwind == SESSION_UNWIND_DWARF;
+	so.stack_copy_bytes = o->stack_size;
 	so.max_live = o->max_live;
 	so.span_fns = &s->fns;
 	so.plan = &s->plan;
@@ -409,6 +502,13 @@ static int add_run_comments(struct session *s)
 			    (unsigned long long)c[CULPERT_CNT_SPAN_OVERFLOW]);
 	err |= add_commentf(s, "span_unmatched_exits=%llu",
 			    (unsigned long long)c[CULPERT_CNT_SPAN_UNMATCHED]);
+	if (s->unwinder) {
+		err |= add_commentf(s, "unwind_errors=%llu",
+				    (unsigned long long)s->unwind_stops[UNWIND_STOP_ERROR]);
+		err |= add_commentf(s, "unwind_truncated=%llu",
+				    (unsigned long long)s->unwind_stops[UNWIND_STOP_TRUNCATED]);
+		err |= add_commentf(s, "stack_size=%u", s->o.stack_size ? s->o.stack_size : 16384);
+	}
 	if (!s->live)
 		return err ? -ENOMEM : 0;
 	err |= add_commentf(s, "inuse=%s", sampler_inuse__name(sampler__inuse(s->sampler)));
@@ -429,7 +529,7 @@ int session__write(struct session *s, const char *path)
 		.rate = s->o.rate,
 		.time_nanos = s->start_wall_ns,
 		.symbolize = s->o.symbolize,
-		.unwind = "fp",
+		.unwind = s->unwind == SESSION_UNWIND_DWARF ? "dwarf" : "fp",
 		.kernel = features__get()->release,
 		.spans = s->spans,
 		.live = s->live,
@@ -513,6 +613,7 @@ void session__close(struct session *s)
 	aggregate__free(s->agg);
 	spans__free(s->spans);
 	live__free(s->live);
+	unwinder__free(s->unwinder);
 	for (i = 0; i < s->n_usdt_objects; i++)
 		free(s->usdt_objects[i]);
 	free(s->usdt_objects);

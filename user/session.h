@@ -15,6 +15,23 @@
 
 struct session;
 
+enum session_unwind {
+	SESSION_UNWIND_AUTO,		/* fp where the executable keeps frame pointers, else dwarf */
+	SESSION_UNWIND_FP,
+	SESSION_UNWIND_DWARF,
+};
+
+/*
+ * The unwinding auto chooses for a process, with the evidence in a
+ * sentence for `probes` and -v.  0 or -errno.
+ */
+struct target;
+struct procmaps;
+struct objcache;
+int session_unwind__choose(const struct target *t, const struct procmaps *maps,
+			   struct objcache *objs, enum session_unwind want, enum session_unwind *out,
+			   char *why, size_t len);
+
 struct session_opts {
 	pid_t pid;
 	uint64_t rate;
@@ -29,6 +46,8 @@ struct session_opts {
 	size_t ringbuf_bytes;
 	size_t max_entries;		/* aggregate keys */
 	bool inuse;			/* --inuse: live heap and ages */
+	enum session_unwind unwind;	/* --unwind */
+	unsigned int stack_size;	/* --stack-size: bytes copied per sample for DWARF */
 	size_t max_live;		/* --max-live */
 };
 

@@ -291,7 +291,7 @@ test_probes() {
 	got=$(awk '$1 == "malloc" { print $3 }' "$TMP/probes")
 	# libc's text has vaddr == file offset
 	[ "$got" = "$want" ] || fail "malloc offset $got, symbol table says $want"
-	grep -q "^unwind:     fp (.*demo_service: [0-9]* of [0-9]* functions" "$TMP/probes" ||
+	grep -q "^unwind:     fp (auto: .*demo_service keeps frame pointers (\([0-9]*\) of \1 functions" "$TMP/probes" ||
 		fail "no unwind evidence"
 	grep -q "^status:     ok" "$TMP/probes" || fail "status not ok"
 }

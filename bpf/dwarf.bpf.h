@@ -1,0 +1,108 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * --unwind dwarf: for sampled allocations only, the registers at the
+ * allocator's entry and the top of the user stack go into the record;
+ * userspace unwinds them with the objects' CFI (user/unwind.c).
+ */
+#ifndef CULPERT_DWARF_BPF_H
+#define CULPERT_DWARF_BPF_H
+
+const volatile bool unwind_dwarf;			/* --unwind dwarf */
+const volatile __u32 stack_copy_bytes = 16384;		/* --stack-size, <= CULPERT_MAX_STACK_COPY */
+
+#define PAGE_BYTES 4096
+
+struct stack_copy {
+	__u8 *dst;
+	__u64 sp;
+	__u32 copied;
+};
+
+/*
+ * One piece, up to the next page boundary: a single read of the whole
+ * range fails as a whole when the stack's top is nearer than the limit
+ * (a main thread's shallow stack), and every byte up to the outermost
+ * frame matters to the unwinder.
+ */
+static long copy_piece(__u32 i, void *data)
+{
+	struct stack_copy *c = data;
+	__u32 copied = c->copied, chunk;
+	__u64 at = c->sp + copied;
+
+	if (copied >= stack_copy_bytes || copied > CULPERT_MAX_STACK_COPY)
+		return 1;
+	chunk = PAGE_BYTES - (at & (PAGE_BYTES - 1));
+	if (chunk > stack_copy_bytes - copied)
+		chunk = stack_copy_bytes - copied;
+	if (chunk > PAGE_BYTES)
+		return 1;
+	if (bpf_probe_read_user(c->dst + copied, chunk, (void *)at))
+		return 1;
+	c->copied = copied + chunk;
+	return 0;
+}
+
+struct unhijack_ctx {
+	struct thread_state *ts;
+	__u8 *dst;
+	__u64 sp;
+	__u64 tramp;
+	__u32 copied;
+};
+
+static long unhijack_one(__u32 i, void *data)
+{
+	struct unhijack_ctx *c = data;
+	struct thread_state *ts = c->ts;
+	__u32 at = i & (CULPERT_MAX_SPAN_DEPTH - 1);
+	__u64 off, *slot;
+
+	if (i >= ts->span_depth)
+		return 1;
+	if (!(ts->spans[at].flags & CULPERT_SPAN_F_FUNCTION) || ts->span_sp[at] < c->sp)
+		return 0;
+	off = ts->span_sp[at] - c->sp;
+	if (off + 8 > c->copied || off >= CULPERT_MAX_STACK_COPY)
+		return 0;
+	if (!c->tramp)
+		c->tramp = uretprobe_trampoline();
+	slot = (__u64 *)(c->dst + (off & (CULPERT_MAX_STACK_COPY - 1)));
+	if (*slot == c->tramp)
+		*slot = ts->span_ret[at];
+	return 0;
+}
+
+/*
+ * A return probe (a --span-fn session, say) parks the uretprobe
+ * trampoline's address in its function's return slot, and the trampoline
+ * has no CFI: the unwinder would stop there.  The span frames know what
+ * each slot held at entry, so the copy gets it back.
+ */
+static __always_inline void unhijack(struct thread_state *ts, __u8 *dst, __u64 sp, __u32 copied)
+{
+	struct unhijack_ctx c = { .ts = ts, .dst = dst, .sp = sp, .copied = copied };
+
+	bpf_loop(CULPERT_MAX_SPAN_DEPTH, unhijack_one, &c, 0);
+}
+
+/* registers and stack into the record at dst; returns the bytes of stack copied */
+static __always_inline __u32 copy_dwarf_state(struct pt_regs *ctx, struct thread_state *ts,
+					      struct culpert_alloc_event *e, __u8 *dst)
+{
+	struct stack_copy c = { .dst = dst, .sp = PT_REGS_SP(ctx) };
+
+	e->regs.ip = PT_REGS_IP(ctx);
+	e->regs.sp = c.sp;
+	e->regs.bp = ctx->bp;
+	e->regs.bx = ctx->bx;
+	e->regs.r12 = ctx->r12;
+	e->regs.r13 = ctx->r13;
+	e->regs.r14 = ctx->r14;
+	e->regs.r15 = ctx->r15;
+	bpf_loop(CULPERT_MAX_STACK_COPY / PAGE_BYTES + 1, copy_piece, &c, 0);
+	unhijack(ts, dst, c.sp, c.copied);
+	return c.copied;
+}
+
+#endif /* CULPERT_DWARF_BPF_H */

@@ -1,0 +1,96 @@
+#!/bin/sh
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#
+# --unwind dwarf|fp|auto through real captures: a target built without
+# frame pointers, a Debian binary nobody here wrote, truncated copies.
+. tests/lib.sh
+
+# fraction (in %) of alloc_space whose stack satisfies the awk condition COND on f[] (leaf first)
+share_pct() {
+	"$PROFDUMP" "$1" | grep -v '^#' | awk -F'\t' -v want="$2" '
+		{ n = split($2, f, ";"); split($1, v, " "); ok = 0
+		  s = ";" $2 ";"
+		  if (want == "chain") ok = (f[1] == "chain_c" && s ~ /;chain_c;chain_b;chain_a;main;/)
+		  if (want == "chain_leaf") { if (f[1] != "chain_c") next; ok = (s ~ /;chain_c;chain_b;chain_a;main;/) }
+		  if (want == "sqlite") ok = (s ~ /;sqlite3_step;/ && s ~ /;__libc_start_main/)
+		  all += v[2]; good += ok * v[2] }
+		END { if (all) printf "%.2f\n", 100 * good / all; else print 0 }'
+}
+
+profile_nofp() {
+	start_target "$TMP/nofp.out" "$TARGETS/alloc_nofp" || return 1
+	attach_bg "$TMP/nofp.err" --pid "$target_pid" --rate 16KiB -v -o "$TMP/nofp.pb.gz" "$@" ||
+		return 1
+	kill -USR1 "$target_pid"
+	wait "$target_pid"
+	wait "$attach_pid" || { fail "attach failed: $(cat "$TMP/nofp.err")"; return 1; }
+}
+
+# Without frame pointers: dwarf gets the whole chain to main for >= 99% of
+# chain_c's samples, a frame-pointer walk does not; auto picks dwarf.
+test_dwarf_vs_fp() {
+	need_root || return
+	profile_nofp || return
+	grep -q "unwinding: dwarf (auto: .*alloc_nofp is built without frame pointers" \
+		"$TMP/nofp.err" || fail "auto did not choose dwarf: $(grep unwinding "$TMP/nofp.err")"
+	dwarf=$(share_pct "$TMP/nofp.pb.gz" chain_leaf)
+	awk -v p="$dwarf" 'BEGIN { exit !(p >= 99) }' || fail "dwarf: full chain in $dwarf% only"
+	"$PROFDUMP" "$TMP/nofp.pb.gz" | grep -q '^# comment unwind_errors=0$' ||
+		fail "unwind errors: $("$PROFDUMP" "$TMP/nofp.pb.gz" | grep unwind_errors)"
+	profile_nofp --unwind fp || return
+	fp=$(share_pct "$TMP/nofp.pb.gz" chain_leaf)
+	awk -v p="$fp" 'BEGIN { exit !(p < 99) }' || fail "fp also got the chain ($fp%): proves nothing"
+}
+
+# A copy shorter than the stack: the stack is marked, never silently cut
+test_truncated_marked() {
+	need_root || return
+	profile_nofp --unwind dwarf --stack-size 1KiB || return
+	"$PROFDUMP" "$TMP/nofp.pb.gz" | grep -v '^#' | awk -F'\t' '
+		{ n = split($2, f, ";") }
+		f[1] == "deep" && f[n] != "[truncated]" { bad++ }
+		f[1] == "deep" { deep++ }
+		END { exit !(deep > 0 && bad == 0) }' ||
+		fail "deep's samples are not all marked [truncated]"
+	n=$("$PROFDUMP" "$TMP/nofp.pb.gz" | sed -n 's/^# comment unwind_truncated=//p')
+	[ "${n:-0}" -gt 0 ] || fail "truncations not counted"
+	profile_nofp --unwind dwarf || return
+	"$PROFDUMP" "$TMP/nofp.pb.gz" | grep -v '^#' | grep -q '^[^	]*	deep;.*\[truncated\]' &&
+		fail "16 KiB copies still truncated 13 KiB stacks"
+	return 0
+}
+
+# Debian's sqlite3 (no frame pointers, stripped) running a scripted workload:
+# >= 95% of the samples reach the process entry through sqlite3_step.  The
+# share is weighted by bytes: at a rate far above these allocations' sizes
+# every sample stands for about `rate` bytes, so it counts samples.
+test_debian_sqlite3() {
+	need_root || return
+	command -v sqlite3 >/dev/null || { fail "sqlite3 not installed (make deps)"; return; }
+	mkfifo "$TMP/sql"
+	sqlite3 :memory: <>"$TMP/sql" >"$TMP/sqlite.out" 2>&1 &
+	sq=$!
+	track "$sq"
+	sleep 0.3
+	"$BIN_BPF" probes --pid "$sq" >"$TMP/sq.probes" 2>&1
+	grep -q "^unwind: *dwarf (auto: .*sqlite3 is built without frame pointers" "$TMP/sq.probes" ||
+		fail "probes: $(grep unwind "$TMP/sq.probes")"
+	attach_bg "$TMP/sq.err" --pid "$sq" --rate 64KiB -o "$TMP/sq.pb.gz" || return
+	cat >"$TMP/sql" <<'SQL'
+CREATE TABLE t(a INTEGER, b TEXT);
+WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 300000)
+  INSERT INTO t SELECT x, hex(randomblob(48)) FROM c;
+CREATE INDEX tb ON t(b);
+SELECT count(*), sum(length(b)) FROM t WHERE b > 'A';
+.quit
+SQL
+	wait "$sq"
+	wait "$attach_pid" || fail "attach failed: $(cat "$TMP/sq.err")"
+	pct=$(share_pct "$TMP/sq.pb.gz" sqlite)
+	awk -v p="$pct" 'BEGIN { exit !(p >= 95) }' ||
+		fail "only $pct% of samples reach the entry through sqlite3_step"
+}
+
+run_test bpf/unwind/dwarf_vs_fp test_dwarf_vs_fp
+run_test bpf/unwind/truncated_marked test_truncated_marked
+run_test bpf/unwind/debian_sqlite3 test_debian_sqlite3
