@@ -87,6 +87,8 @@ wait_for() {
 attach_bg() {
 	_err=$1
 	shift
+	# emptied first: the redirection below happens in the child, after wait_for may look
+	: >"$_err"
 	"$BIN_BPF" attach "$@" 2>"$_err" &
 	attach_pid=$!
 	track "$attach_pid"
