@@ -12,10 +12,13 @@
 
 #include "cmd_common.h"
 #include "commands.h"
+#include "heapgap.h"
 #include "kfeatures.h"
 #include "log.h"
 #include "memsnap.h"
+#include "memstats.h"
 #include "session.h"
+#include "summary.h"
 #include "units.h"
 
 #define DEFAULT_RATE		(512 * 1024)
@@ -32,8 +35,21 @@ static void on_signal(int sig)
 	stop_requested = 1;
 }
 
-static void usage(FILE *f)
+static void usage(FILE *f, bool capture)
 {
+	if (capture)
+		fprintf(f,
+			"Usage: culpert-bpf capture --pid PID [--duration 30s] [-o FILE] [OPTIONS]\n"
+			"\n"
+			"One-shot incident capture: attach --inuse --stats for --duration (default 30s),\n"
+			"then one profile with allocations, the live heap with ages, and the process's\n"
+			"memory picture (mem.* comments, the heap-vs-RSS gap), and a summary on stderr:\n"
+			"top spans, top live callsites, lost events, the gap.  Takes attach's options.\n"
+			"\n"
+			"EXAMPLES:\n"
+			"  sudo culpert-bpf capture --pid 1234\n"
+			"  sudo culpert-bpf capture --pid 1234 --duration 2m -o incident.pb.gz\n"
+			"\n");
 	fprintf(f,
 		"Usage: culpert-bpf attach --pid PID [OPTIONS]\n"
 		"\n"
@@ -81,7 +97,8 @@ struct attach_args {
 	bool stats;
 };
 
-static int parse_args(int argc, char **argv, struct attach_args *a)
+/* capture: attach with --inuse and --stats, for 30 s unless told otherwise */
+static int parse_args(int argc, char **argv, struct attach_args *a, bool capture)
 {
 	enum { OPT_RATE = 256, OPT_DEPTH, OPT_ALLOC, OPT_SYM, OPT_NOSYM, OPT_RB, OPT_MAXST,
 	       OPT_NOMULTI, OPT_NOSESSION, OPT_SPANFN, OPT_MAXFNS, OPT_STATS, OPT_INUSE,
@@ -121,6 +138,11 @@ static int parse_args(int argc, char **argv, struct attach_args *a)
 	a->so.max_entries = DEFAULT_MAX_STACKS;
 	a->so.max_span_fns = DEFAULT_MAX_SPAN_FNS;
 	a->so.max_live = DEFAULT_MAX_LIVE;
+	if (capture) {
+		a->so.inuse = true;
+		a->stats = true;
+		a->duration_ns = 30ULL * 1000000000ULL;
+	}
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "p:d:o:vh", opts, NULL)) != -1) {
 		switch (c) {
@@ -215,15 +237,16 @@ static int parse_args(int argc, char **argv, struct attach_args *a)
 			log_level++;
 			break;
 		case 'h':
-			usage(stdout);
+			usage(stdout, capture);
 			exit(0);
 		default:
-			fprintf(stderr, "Try 'culpert-bpf attach --help'.\n");
+			fprintf(stderr, "Try 'culpert-bpf %s --help'.\n", capture ? "capture" : "attach");
 			return -EINVAL;
 		}
 	}
 	if (optind < argc) {
-		pr_error("unexpected argument '%s'; see 'culpert-bpf attach --help'\n", argv[optind]);
+		pr_error("unexpected argument '%s'; see 'culpert-bpf %s --help'\n", argv[optind],
+			 capture ? "capture" : "attach");
 		return -EINVAL;
 	}
 	if (!a->so.pid) {
@@ -296,33 +319,48 @@ static void report_end(struct session *s, enum session_end why, const char *path
 		(unsigned long long)session__samples(s), (unsigned long long)session__lost(s));
 }
 
-int cmd_attach(int argc, char **argv)
+/* capture: the memory picture at the end, the gap to the live heap, as comments and for the summary */
+static bool add_gap(struct session *s, struct heap_gap *g)
 {
-	struct attach_args a = { 0 };
+	struct memstats *m = calloc(1, sizeof(*m));
+	double live, live_err;
+	bool ok = false;
+
+	if (!m)
+		return false;
+	if (!memsnap__add(s, "mem.end", m) && !session__live_heap(s, &live, &live_err) &&
+	    !heap_gap__compute(m, live, live_err, g)) {
+		heap_gap__comments(g, "mem.gap", (int (*)(void *, const char *))session__add_comment,
+				   s);
+		ok = true;
+	}
+	free(m);
+	return ok;
+}
+
+/* attach and capture: one flow, capture adds the memory picture and a summary */
+static int run(struct attach_args *a, bool capture)
+{
 	char err[1024], out[PATH_MAX], rate[32];
 	struct session *s = NULL;
 	enum session_end why;
+	struct heap_gap gap;
+	bool have_gap = false;
 	const char *blocker;
 	int ret;
 
-	if (parse_args(argc, argv, &a)) {
-		free(a.span_fns);
-		return 2;
-	}
 	blocker = features__blocker();
 	if (blocker) {
 		pr_error("%s\n", blocker);
-		free(a.span_fns);
 		return 1;
 	}
-	ret = session__open(&a.so, &s, err, sizeof(err));
-	free(a.span_fns);
+	ret = session__open(&a->so, &s, err, sizeof(err));
 	if (ret) {
 		pr_error("%s\n", err);
 		return 1;
 	}
-	if (a.output)
-		snprintf(out, sizeof(out), "%s", a.output);
+	if (a->output)
+		snprintf(out, sizeof(out), "%s", a->output);
 	else
 		default_output(out, sizeof(out), session__comm(s), session__pid(s));
 	ret = check_writable(out);
@@ -332,17 +370,19 @@ int cmd_attach(int argc, char **argv)
 		session__close(s);
 		return 1;
 	}
-	if (a.stats)
+	if (a->stats)
 		memsnap__add(s, "mem.start", NULL);
 	install_signals();
 	fprintf(stderr, "culpert-bpf: profiling pid %d (%s): %zu probe sites, %zu span sites, "
 		"%zu span functions, 1 sample per ~%s; %s\n",
 		(int)session__pid(s), session__comm(s), session__n_sites(s),
 		session__n_span_sites(s), session__n_span_fns(s),
-		format_bytes(rate, sizeof(rate), (double)a.so.rate),
-		a.duration_ns ? "stops after --duration or Ctrl-C" : "Ctrl-C to stop");
-	session__run(s, a.duration_ns, &stop_requested, &why);
-	if (a.stats)
+		format_bytes(rate, sizeof(rate), (double)a->so.rate),
+		a->duration_ns ? "stops after --duration or Ctrl-C" : "Ctrl-C to stop");
+	session__run(s, a->duration_ns, &stop_requested, &why);
+	if (capture && why != SESSION_END_TARGET_EXIT)
+		have_gap = add_gap(s, &gap);
+	else if (a->stats)
 		memsnap__add(s, "mem.end", NULL);
 	ret = session__write(s, out);
 	if (ret) {
@@ -351,6 +391,38 @@ int cmd_attach(int argc, char **argv)
 		return 1;
 	}
 	report_end(s, why, out);
+	if (capture && strcmp(out, "-") &&
+	    capture_summary__print(stderr, out, session__lost(s), session__untracked(s),
+				   have_gap ? &gap : NULL))
+		pr_warn("cannot read %s back for the summary\n", out);
 	session__close(s);
 	return 0;
+}
+
+int cmd_attach(int argc, char **argv)
+{
+	struct attach_args a = { 0 };
+	int ret;
+
+	if (parse_args(argc, argv, &a, false)) {
+		free(a.span_fns);
+		return 2;
+	}
+	ret = run(&a, false);
+	free(a.span_fns);
+	return ret;
+}
+
+int cmd_capture(int argc, char **argv)
+{
+	struct attach_args a = { 0 };
+	int ret;
+
+	if (parse_args(argc, argv, &a, true)) {
+		free(a.span_fns);
+		return 2;
+	}
+	ret = run(&a, true);
+	free(a.span_fns);
+	return ret;
 }

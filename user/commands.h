@@ -4,6 +4,7 @@
 #define CULPERT_COMMANDS_H
 
 int cmd_attach(int argc, char **argv);
+int cmd_capture(int argc, char **argv);
 int cmd_probes(int argc, char **argv);
 int cmd_stats(int argc, char **argv);
 

@@ -14,6 +14,7 @@ static const struct command {
 	const char *help;
 } commands[] = {
 	{ "attach", cmd_attach, "sample a running process's allocations, write a pprof profile" },
+	{ "capture", cmd_capture, "one-shot incident capture: live heap, memory picture, summary" },
 	{ "probes", cmd_probes, "dry run: what attach would probe in a process, and what blocks it" },
 	{ "stats", cmd_stats, "memory picture of a process: RSS by kind, smaps, cgroup v2 memory" },
 };

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <errno.h>
+#include <math.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -563,6 +564,28 @@ const struct target *session__target(const struct session *s)
 uint64_t session__samples(const struct session *s)
 {
 	return s->samples;
+}
+
+int session__live_heap(struct session *s, double *bytes, double *stderr_bytes)
+{
+	const struct live_block *b;
+	double sum = 0, var = 0;
+	size_t n, i;
+
+	if (!s->live)
+		return -ENODATA;
+	session__detach(s);
+	live__settle(s->live);
+	b = live__blocks(s->live, &n);
+	for (i = 0; i < n; i++) {
+		double y = (double)b[i].size;
+
+		sum += y * b[i].weight;
+		var += y * y * b[i].weight * (b[i].weight - 1);
+	}
+	*bytes = sum;
+	*stderr_bytes = sqrt(var);
+	return 0;
 }
 
 uint64_t session__untracked(const struct session *s)

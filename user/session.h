@@ -72,6 +72,12 @@ uint64_t session__samples(const struct session *s);
 /* the target, for modules that read more about it (memory picture, ...) */
 const struct target *session__target(const struct session *s);
 uint64_t session__lost(const struct session *s);
+/*
+ * --inuse: the estimated live heap and its standard error.  The variance
+ * of the unbiased estimate is sum size^2 w (w - 1) over the live samples
+ * (w = 1 / P(sampled)).  Detaches first.  -ENODATA without --inuse.
+ */
+int session__live_heap(struct session *s, double *bytes, double *stderr_bytes);
 /* --inuse: sampled blocks not tracked (live table full) */
 uint64_t session__untracked(const struct session *s);
 size_t session__n_sites(const struct session *s);

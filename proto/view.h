@@ -3,10 +3,11 @@
  * A profile as the commands see it: samples aggregated once, while they are
  * read, by (span, callsite, age), with the span tree built from span_path
  * (or span_name/span_id/span_parent_id links when there is no path).  report,
- * diff, info and flamegraph all start from a view; none keeps the samples.
+ * diff, info and flamegraph all start from a view, and so does the summary
+ * culpert-bpf capture prints; none keeps the samples.
  */
-#ifndef CULPERT_CLI_VIEW_H
-#define CULPERT_CLI_VIEW_H
+#ifndef CULPERT_VIEW_H
+#define CULPERT_VIEW_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -99,4 +100,4 @@ bool view__span_within(const struct view *v, uint32_t span, const char *name);
 const char *view__frame_name(const struct view *v, const struct pprof_location *l, uint32_t line,
 			     bool where, char *buf, size_t len);
 
-#endif /* CULPERT_CLI_VIEW_H */
+#endif /* CULPERT_VIEW_H */

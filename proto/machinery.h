@@ -5,12 +5,12 @@
  * Rust's alloc shims, Go's runtime).  A callsite is the first frame from the
  * leaf that is not one of these.
  */
-#ifndef CULPERT_CLI_MACHINERY_H
-#define CULPERT_CLI_MACHINERY_H
+#ifndef CULPERT_MACHINERY_H
+#define CULPERT_MACHINERY_H
 
 #include <stdbool.h>
 
 /* is the function name (demangled or raw) part of an allocator or of allocation plumbing? */
 bool machinery__match(const char *name);
 
-#endif /* CULPERT_CLI_MACHINERY_H */
+#endif /* CULPERT_MACHINERY_H */

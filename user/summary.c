@@ -1,0 +1,92 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "heapgap.h"
+#include "summary.h"
+#include "units.h"
+#include "view.h"
+
+#define TOP 5
+
+struct ranked {
+	uint32_t idx;
+	double bytes;
+};
+
+static int by_bytes(const void *a, const void *b)
+{
+	const struct ranked *x = a, *y = b;
+
+	if (x->bytes != y->bytes)
+		return x->bytes > y->bytes ? -1 : 1;
+	return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+/* spans by their own allocated bytes, as `culpert report --flat` ranks them */
+static void print_spans(FILE *f, const struct view *v)
+{
+	struct ranked *r = calloc(v->n_spans ?: 1, sizeof(*r));
+	char b[32];
+	size_t i;
+
+	if (!r)
+		return;
+	for (i = 0; i < v->n_spans; i++)
+		r[i] = (struct ranked){ (uint32_t)i, v->spans[i].self };
+	qsort(r, v->n_spans, sizeof(*r), by_bytes);
+	fprintf(f, "  top spans (allocated):\n");
+	for (i = 0; i < v->n_spans && i < TOP && r[i].bytes > 0; i++)
+		fprintf(f, "    %-40s %12s\n", v->spans[r[i].idx].path,
+			format_bytes(b, sizeof(b), r[i].bytes));
+	free(r);
+}
+
+/* callsites by live bytes (the view was read with in-use values) */
+static void print_live(FILE *f, const struct view *v)
+{
+	struct ranked *r = calloc(v->n_callsites ?: 1, sizeof(*r));
+	char b[32];
+	size_t i;
+
+	if (!r)
+		return;
+	for (i = 0; i < v->n_callsites; i++)
+		r[i].idx = (uint32_t)i;
+	for (i = 0; i < v->n_recs; i++)
+		r[v->recs[i].callsite].bytes += v->recs[i].bytes;
+	qsort(r, v->n_callsites, sizeof(*r), by_bytes);
+	fprintf(f, "  top live callsites:\n");
+	for (i = 0; i < v->n_callsites && i < TOP && r[i].bytes > 0; i++)
+		fprintf(f, "    %-40s %12s\n", v->callsites[r[i].idx],
+			format_bytes(b, sizeof(b), r[i].bytes));
+	free(r);
+}
+
+int capture_summary__print(FILE *f, const char *path, uint64_t lost, uint64_t untracked,
+			   const struct heap_gap *g)
+{
+	struct view_opts alloc = { .value = VIEW_ALLOC }, inuse = { .value = VIEW_INUSE };
+	struct view *va, *vi;
+	char err[256], b1[32], b2[32];
+
+	va = view__load(path, &alloc, err, sizeof(err));
+	vi = va ? view__load(path, &inuse, err, sizeof(err)) : NULL;
+	if (!va || !vi) {
+		view__free(va);
+		return -EIO;
+	}
+	fprintf(f, "capture summary: %s allocated, %s live (estimates)\n",
+		format_bytes(b1, sizeof(b1), va->total_bytes),
+		format_bytes(b2, sizeof(b2), vi->total_bytes));
+	print_spans(f, va);
+	print_live(f, vi);
+	fprintf(f, "  lost samples: %llu; live blocks not tracked: %llu\n",
+		(unsigned long long)lost, (unsigned long long)untracked);
+	if (g)
+		heap_gap__print(f, g);
+	view__free(va);
+	view__free(vi);
+	return 0;
+}

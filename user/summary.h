@@ -1,0 +1,19 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* The few lines `culpert-bpf capture` prints after writing its profile. */
+#ifndef CULPERT_SUMMARY_H
+#define CULPERT_SUMMARY_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+struct heap_gap;
+
+/*
+ * Top spans by allocated bytes and top live callsites of the profile at
+ * path, lost events, and the heap-vs-RSS gap when g is not NULL.
+ * 0 or -errno (the profile could not be read back).
+ */
+int capture_summary__print(FILE *f, const char *path, uint64_t lost, uint64_t untracked,
+			   const struct heap_gap *g);
+
+#endif /* CULPERT_SUMMARY_H */
