@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #
 # The demo: start the example service, profile it with culpert-bpf for a few
-# seconds, print where it allocates.   demo.sh OUTPUT_DIR SECONDS
+# seconds, print where it allocates: per span, then inside the heaviest one.
+#   demo.sh OUTPUT_DIR SECONDS
 set -eu
 
 out=$1
@@ -19,10 +20,17 @@ svc=$!
 trap 'kill $svc 2>/dev/null || true' EXIT
 sleep 0.3
 
-echo "== culpert-bpf attach --pid $svc --duration ${secs}s --rate 64KiB -o $prof"
-"$out/culpert-bpf" attach --pid "$svc" --duration "${secs}s" --rate 64KiB -o "$prof"
+echo "== culpert-bpf attach --pid $svc --duration ${secs}s --rate 64KiB --inuse -o $prof"
+"$out/culpert-bpf" attach --pid "$svc" --duration "${secs}s" --rate 64KiB --inuse -o "$prof"
 
 echo
-echo "== where demo_service allocates (go tool pprof -top -sample_index=alloc_space)"
-GOCACHE=${GOCACHE:-/tmp/culpert-demo-gocache} go tool pprof -top -nodecount=10 \
-	-sample_index=alloc_space "$prof" 2>/dev/null | sed -n '/^Showing nodes/,$p'
+echo "== culpert report $prof            (the span tree: where the bytes went)"
+"$out/culpert" report "$prof"
+
+echo
+echo "== culpert report --span json --top 3 $prof   (callsites inside one span)"
+"$out/culpert" report --span json --top 3 "$prof"
+
+echo
+echo "== culpert report --leaks --min-age 1s $prof   (live at the end, allocated >= 1 s before)"
+"$out/culpert" report --leaks --min-age 1s "$prof"
