@@ -24,7 +24,13 @@
 #define DEFAULT_RATE		(512 * 1024)
 #define DEFAULT_DEPTH		64
 #define MAX_DEPTH		127
-#define DEFAULT_RINGBUF		(8 << 20)
+/*
+ * The ring buffer is mapped twice into the profiler (for wrap-around reads),
+ * so its size counts double in RSS: 2 MiB holds ~10k frame-pointer records;
+ * DWARF records carry a stack copy and get 8 MiB.
+ */
+#define DEFAULT_RINGBUF		(2 << 20)
+#define DEFAULT_RINGBUF_DWARF	(8 << 20)
 #define DEFAULT_MAX_STACKS	65536
 #define DEFAULT_MAX_LIVE	(1 << 20)
 
@@ -74,7 +80,7 @@ static void usage(FILE *f, bool capture)
 		"      --max-span-fns N     refuse patterns matching more functions (default 64)\n"
 		"      --symbolize          resolve function names at capture (default)\n"
 		"      --no-symbolize       keep raw addresses; 'culpert symbolize' can resolve them later\n"
-		"      --ringbuf-size BYTES kernel-to-user buffer (default 8MiB)\n"
+		"      --ringbuf-size BYTES kernel-to-user buffer (default 2MiB, 8MiB unless --unwind fp)\n"
 		"      --max-stacks N       distinct (stack, thread) keys kept (default 65536)\n"
 		"      --no-multi           one perf-event uprobe per site instead of uprobe_multi links\n"
 		"      --no-session         entry + return probes even where uprobe sessions exist\n"
@@ -134,7 +140,7 @@ static int parse_args(int argc, char **argv, struct attach_args *a, bool capture
 	a->so.max_depth = DEFAULT_DEPTH;
 	a->so.allocator = "auto";
 	a->so.symbolize = true;
-	a->so.ringbuf_bytes = DEFAULT_RINGBUF;
+	a->so.ringbuf_bytes = 0;
 	a->so.max_entries = DEFAULT_MAX_STACKS;
 	a->so.max_span_fns = DEFAULT_MAX_SPAN_FNS;
 	a->so.max_live = DEFAULT_MAX_LIVE;
@@ -253,6 +259,9 @@ static int parse_args(int argc, char **argv, struct attach_args *a, bool capture
 		pr_error("--pid is required: the process to profile\n");
 		return -EINVAL;
 	}
+	if (!a->so.ringbuf_bytes)
+		a->so.ringbuf_bytes = a->so.unwind == SESSION_UNWIND_FP ? DEFAULT_RINGBUF :
+				      DEFAULT_RINGBUF_DWARF;
 	return 0;
 }
 

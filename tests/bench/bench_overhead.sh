@@ -16,29 +16,44 @@ RSS_SECONDS=${BENCH_RSS_SECONDS:-60}
 
 [ "$(id -u)" = 0 ] || { echo "bench_overhead: needs root"; exit 1; }
 
-# one run of the workload under MODE (none | floor | culpert); prints ns/op
+# one run of the workload under MODE; prints ns per malloc+free
 run_once() {
 	case "$1" in
 	none) workload "$THREADS" "$OPS" ;;
 	floor) workload "$THREADS" "$OPS" "floor: attached" "$BENCH/floor_attach" PID ;;
-	culpert) workload "$THREADS" "$OPS" "culpert-bpf: profiling" \
+	floor_free) workload "$THREADS" "$OPS" "floor: attached" "$BENCH/floor_attach" PID \
+		--entry free ;;
+	attach) workload "$THREADS" "$OPS" "culpert-bpf: profiling" \
 		"$BIN_BPF" attach --pid PID -o "$TMP/b.pb.gz" ;;
+	dwarf) workload "$THREADS" "$OPS" "culpert-bpf: profiling" \
+		"$BIN_BPF" attach --pid PID --unwind dwarf -o "$TMP/b.pb.gz" ;;
+	inuse) workload "$THREADS" "$OPS" "culpert-bpf: profiling" \
+		"$BIN_BPF" attach --pid PID --inuse -o "$TMP/b.pb.gz" ;;
+	inuse_nosession) workload "$THREADS" "$OPS" "culpert-bpf: profiling" \
+		"$BIN_BPF" attach --pid PID --inuse --no-session -o "$TMP/b.pb.gz" ;;
 	esac
 }
 
+MODES="none floor attach dwarf floor_free inuse inuse_nosession"
 echo "workload: $THREADS threads x $OPS x (malloc 16 B..8 KiB + free), $RUNS runs each, interleaved"
-interleave "$RUNS" none floor culpert
-none=$(median <"$TMP/none")
-floor=$(median <"$TMP/floor")
-cul=$(median <"$TMP/culpert")
-awk -v n="$none" -v f="$floor" -v c="$cul" 'BEGIN {
-	printf "  %-34s %9.1f ns/op\n", "unprofiled", n
-	printf "  %-34s %9.1f ns/op  (%.2fx unprofiled)\n", "floor: empty uprobe, same points", f, f / n
-	printf "  %-34s %9.1f ns/op  (%.2fx unprofiled)\n", "culpert-bpf attach, rate 512KiB", c, c / n
-	printf "  culpert / floor = %.3f   (goal <= 1.10)\n", c / f
-	printf "  BPF work per malloc beyond the floor: %.0f ns\n", c - f
+interleave "$RUNS" $MODES
+for m in $MODES; do
+	eval "$m=\$(median <\"\$TMP/$m\")"
+done
+awk -v n="$none" -v f="$floor" -v a="$attach" -v d="$dwarf" -v ff="$floor_free" -v i="$inuse" \
+    -v ins="$inuse_nosession" 'BEGIN {
+	printf "  %-44s %9.1f ns/op\n", "unprofiled", n
+	printf "  %-44s %9.1f ns/op\n", "floor: empty uprobe on the malloc family", f
+	printf "  %-44s %9.1f ns/op  %.3fx the floor (goal <= 1.10)\n", "attach, rate 512KiB (fp)", a, a / f
+	printf "  %-44s %9.1f ns/op  %.3fx the floor (goal <= 1.10)\n", "attach --unwind dwarf", d, d / f
+	printf "  %-44s %9.1f ns/op\n", "floor: empty uprobe on the malloc family + free", ff
+	printf "  %-44s %9.1f ns/op  %.3fx that floor (goal <= 1.10)\n", "attach --inuse (uprobe sessions)", i, i / ff
+	printf "  %-44s %9.1f ns/op  %.3fx that floor\n", "attach --inuse --no-session (every return)", ins, ins / ff
+	printf "  sessions save %.0f ns per malloc+free over a return probe on every call\n", ins - i
 }'
-echo "  runs (ns/op): none [$(tr '\n' ' ' <"$TMP/none")] floor [$(tr '\n' ' ' <"$TMP/floor")] culpert [$(tr '\n' ' ' <"$TMP/culpert")]"
+for m in $MODES; do
+	echo "  runs $m (ns/op): $(tr '\n' ' ' <"$TMP/$m")"
+done
 
 echo
 echo "profiler RSS over a ${RSS_SECONDS}s capture of demo_service at --rate 64KiB:"

@@ -5,11 +5,13 @@
  * it until the process exits or SIGINT.  What that costs the target is the
  * floor culpert-bpf's own overhead is measured against.
  *
- *   floor_attach PID [--no-multi] [--at-zero] [--entry SYM]...
+ *   floor_attach PID [--no-multi] [--at-zero] [--usdt] [--entry SYM]...
  *
- * --entry adds an entry point of the allocator's object that the plan does
- * not probe (free), at its chosen offset like the others; --at-zero puts
- * every probe at its symbol's +0 instead, to measure what the choice saves.
+ * --entry adds an entry point the plan holds but attach probes only with
+ * --inuse (free), or one it does not hold, at its chosen offset like the
+ * others; --at-zero puts every probe at its symbol's +0 instead, to
+ * measure what the choice saves; --usdt adds an empty USDT program on the
+ * executable's culpert:span_* sites.
  */
 #include <bpf/libbpf.h>
 #include <errno.h>
@@ -77,16 +79,32 @@ static int extra_entry(const struct alloc_plan *plan, const char *name, bool at_
 	return err;
 }
 
-/* the plan's offsets of object `o`, then the extra entries for the allocator's object */
+static bool named(char **names, size_t n, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (!strcmp(names[i], name))
+			return true;
+	return false;
+}
+
+/*
+ * The plan's offsets of object `o` -- free only when --entry free asks for
+ * it, as culpert-bpf probes free only with --inuse -- then the extra
+ * entries for the allocator's object.
+ */
 static size_t object_offsets(const struct alloc_plan *plan, size_t o, bool at_zero,
-			     const uint64_t *extra, size_t n_extra, uint64_t *offs)
+			     char **names, size_t n_names, const uint64_t *extra, size_t n_extra,
+			     uint64_t *offs)
 {
 	size_t i, n = 0;
 
 	for (i = 0; i < plan->n_points; i++) {
 		const struct probe_point *p = &plan->points[i];
 
-		if (p->object != (int)o)
+		if (p->object != (int)o ||
+		    (p->fn == CULPERT_FN_FREE && !named(names, n_names, p->symbol)))
 			continue;
 		offs[n++] = at_zero ? p->sym_offset : p->offset;
 		fprintf(stderr, "floor: %-22s symbol %s\n", p->symbol,
@@ -119,7 +137,7 @@ static int attach_all(struct uprobe_set *set, enum uprobe_mode mode, struct floo
 	if (!offs)
 		return -ENOMEM;
 	for (o = 0, err = 0; o < plan->n_objects && !err; o++) {
-		n = object_offsets(plan, o, at_zero, extra, n_extra, offs);
+		n = object_offsets(plan, o, at_zero, names, n_names, extra, n_extra, offs);
 		err = uprobe_set__attach(set, mode, skel->progs.floor_enter,
 					 plan->objects[o].open_path, offs, NULL, n, pid, 0);
 		if (err)
@@ -129,14 +147,36 @@ static int attach_all(struct uprobe_set *set, enum uprobe_mode mode, struct floo
 	return err;
 }
 
+/* --usdt: the empty USDT program on the executable's culpert:span_enter/span_exit sites */
+static int attach_usdt(struct floor_bpf *skel, pid_t pid, struct bpf_link **links)
+{
+	static const char *const probes[] = { "span_enter", "span_exit" };
+	char exe[64];
+	int i;
+
+	snprintf(exe, sizeof(exe), "/proc/%d/exe", (int)pid);
+	for (i = 0; i < 2; i++) {
+		links[i] = bpf_program__attach_usdt(skel->progs.floor_usdt, pid, exe, "culpert",
+						    probes[i], NULL);
+		if (!links[i]) {
+			fprintf(stderr, "floor_attach: no culpert:%s in %s\n", probes[i], exe);
+			return -errno;
+		}
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "no-multi", no_argument, NULL, 'n' },
 		{ "at-zero", no_argument, NULL, 'z' },
 		{ "entry", required_argument, NULL, 'e' },
+		{ "usdt", no_argument, NULL, 'u' },
 		{ NULL, 0, NULL, 0 },
 	};
+	struct bpf_link *usdt[2] = { NULL, NULL };
+	bool with_usdt = false;
 	enum uprobe_mode mode = features__get()->uprobe_multi ? UPROBE_MODE_MULTI : UPROBE_MODE_PERF;
 	char *names[MAX_EXTRA], err[1024];
 	struct uprobe_set *set = NULL;
@@ -156,6 +196,8 @@ int main(int argc, char **argv)
 			at_zero = true;
 		else if (c == 'e' && n_names < MAX_EXTRA)
 			names[n_names++] = optarg;
+		else if (c == 'u')
+			with_usdt = true;
 		else
 			goto usage;
 	}
@@ -178,7 +220,8 @@ int main(int argc, char **argv)
 					      uprobe_mode__attach_type(mode));
 	set = uprobe_set__new();
 	if (floor_bpf__load(skel) || !set ||
-	    attach_all(set, mode, skel, &plan, t.pid, at_zero, names, n_names))
+	    attach_all(set, mode, skel, &plan, t.pid, at_zero, names, n_names) ||
+	    (with_usdt && attach_usdt(skel, t.pid, usdt)))
 		goto out;
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
@@ -188,6 +231,8 @@ int main(int argc, char **argv)
 		usleep(20000);
 	ret = 0;
 out:
+	bpf_link__destroy(usdt[0]);
+	bpf_link__destroy(usdt[1]);
 	uprobe_set__free(set);
 	floor_bpf__destroy(skel);
 	alloc_plan__free(&plan);
@@ -196,7 +241,7 @@ out:
 	target__close(&t);
 	return ret;
 usage:
-	fprintf(stderr, "usage: floor_attach PID [--no-multi] [--at-zero] [--entry SYM]... (at most %d)\n",
+	fprintf(stderr, "usage: floor_attach PID [--no-multi] [--at-zero] [--usdt] [--entry SYM]... (at most %d)\n",
 		MAX_EXTRA);
 	return 2;
 }
