@@ -24,13 +24,6 @@
 #define DEFAULT_RATE		(512 * 1024)
 #define DEFAULT_DEPTH		64
 #define MAX_DEPTH		127
-/*
- * The ring buffer is mapped twice into the profiler (for wrap-around reads),
- * so its size counts double in RSS: 2 MiB holds ~10k frame-pointer records;
- * DWARF records carry a stack copy and get 8 MiB.
- */
-#define DEFAULT_RINGBUF		(2 << 20)
-#define DEFAULT_RINGBUF_DWARF	(8 << 20)
 #define DEFAULT_MAX_STACKS	65536
 #define DEFAULT_MAX_LIVE	(1 << 20)
 
@@ -140,7 +133,6 @@ static int parse_args(int argc, char **argv, struct attach_args *a, bool capture
 	a->so.max_depth = DEFAULT_DEPTH;
 	a->so.allocator = "auto";
 	a->so.symbolize = true;
-	a->so.ringbuf_bytes = 0;
 	a->so.max_entries = DEFAULT_MAX_STACKS;
 	a->so.max_span_fns = DEFAULT_MAX_SPAN_FNS;
 	a->so.max_live = DEFAULT_MAX_LIVE;
@@ -259,9 +251,6 @@ static int parse_args(int argc, char **argv, struct attach_args *a, bool capture
 		pr_error("--pid is required: the process to profile\n");
 		return -EINVAL;
 	}
-	if (!a->so.ringbuf_bytes)
-		a->so.ringbuf_bytes = a->so.unwind == SESSION_UNWIND_FP ? DEFAULT_RINGBUF :
-				      DEFAULT_RINGBUF_DWARF;
 	return 0;
 }
 

@@ -30,6 +30,14 @@
 #include "usdt.h"
 #include "vec.h"
 
+/*
+ * The ring buffer is mapped twice into the profiler (for wrap-around reads),
+ * so its size counts double in RSS: 2 MiB holds ~10k frame-pointer records;
+ * DWARF records carry a stack copy and get 8 MiB.
+ */
+#define DEFAULT_RINGBUF		(2 << 20)
+#define DEFAULT_RINGBUF_DWARF	(8 << 20)
+
 /* re-read /proc/PID/maps at most this often when samples point outside the snapshot */
 #define MAPS_REFRESH_NS 100000000ULL
 
@@ -353,6 +361,9 @@ int session__open(const struct session_opts *o, struct session **out, char *err,
 	so.rate = o->rate;
 	so.max_depth = o->max_depth;
 	so.ringbuf_bytes = o->ringbuf_bytes;
+	if (!so.ringbuf_bytes)
+		so.ringbuf_bytes = s->unwind == SESSION_UNWIND_DWARF ? DEFAULT_RINGBUF_DWARF :
+				   DEFAULT_RINGBUF;
 	so.no_multi = o->no_multi;
 	so.no_session = o->no_session;
 	so.track_inuse = o->inuse;

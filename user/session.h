@@ -43,7 +43,7 @@ struct session_opts {
 	char *const *span_fns;		/* --span-fn patterns */
 	size_t n_span_fns;
 	size_t max_span_fns;
-	size_t ringbuf_bytes;
+	size_t ringbuf_bytes;		/* 0: by unwinding, see session.c */
 	size_t max_entries;		/* aggregate keys */
 	bool inuse;			/* --inuse: live heap and ages */
 	enum session_unwind unwind;	/* --unwind */
