@@ -59,7 +59,7 @@ static __always_inline bool in_allocator(__u64 addr)
  * Any mismatch proves the outer call returned and clears the guard, so a
  * thread that never nests pays nothing here.
  */
-static __always_inline bool nested_call(struct thread_state *ts, __u64 sp, __u64 ip)
+static __always_inline bool nested_call(struct hot_state *ts, __u64 sp, __u64 ip)
 {
 	if (!ts->guard_sp)
 		return false;
@@ -78,7 +78,7 @@ stale:
 	return false;
 }
 
-static __always_inline void guard_set(struct thread_state *ts, __u64 sp, __u64 ip)
+static __always_inline void guard_set(struct hot_state *ts, __u64 sp, __u64 ip)
 {
 	ts->guard_sp = sp;
 	ts->guard_ret = read_user_word(sp);
@@ -91,7 +91,7 @@ static __always_inline bool may_nest(__u32 fn)
 	return fn != CULPERT_FN_MALLOC;
 }
 
-static __always_inline bool countdown_expired(struct thread_state *ts, __u64 size)
+static __always_inline bool countdown_expired(struct hot_state *ts, __u64 size)
 {
 	if (sample_every)
 		return true;
@@ -191,28 +191,35 @@ static __always_inline __u64 alloc_size(struct pt_regs *ctx, __u32 fn)
  */
 static __always_inline bool handle_alloc(struct pt_regs *ctx, __u32 fn)
 {
-	struct thread_state *ts;
 	__u64 sp = PT_REGS_SP(ctx), ip = PT_REGS_IP(ctx), size, id;
+	struct thread_state *ts;
+	struct hot_state *hs;
 
 	/*
 	 * No pid check here: the probes are attached for the target only
 	 * (uprobe_multi checks the thread group, perf uprobes the mm), and
 	 * this runs on every allocation.
 	 */
+	hs = hot_state_get();
+	if (!hs) {
+		count(CULPERT_CNT_NO_STATE);
+		return false;
+	}
+	if (nested_call(hs, sp, ip))
+		return false;
+	if (may_nest(fn))
+		guard_set(hs, sp, ip);
+	if (track_inuse && (fn == CULPERT_FN_REALLOC || fn == CULPERT_FN_REALLOCARRAY))
+		inuse_free(PT_REGS_PARM1(ctx));
+	size = alloc_size(ctx, fn);
+	if (!countdown_expired(hs, size))
+		return false;
+	/* only a sample pays for the rest of the thread's state */
 	ts = thread_state_get();
 	if (!ts) {
 		count(CULPERT_CNT_NO_STATE);
 		return false;
 	}
-	if (nested_call(ts, sp, ip))
-		return false;
-	if (may_nest(fn))
-		guard_set(ts, sp, ip);
-	if (track_inuse && (fn == CULPERT_FN_REALLOC || fn == CULPERT_FN_REALLOCARRAY))
-		inuse_free(PT_REGS_PARM1(ctx));
-	size = alloc_size(ctx, fn);
-	if (!countdown_expired(ts, size))
-		return false;
 	id = emit_sample(ctx, ts, size, fn, sp);
 	if (!track_inuse || !id)
 		return false;

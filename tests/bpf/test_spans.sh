@@ -172,7 +172,7 @@ test_span_fn_refused() {
 	[ $? -eq 1 ] || fail "a pattern matching nothing was accepted"
 	grep -q "^error: --span-fn 'no_such_fn\*' matches no function" "$TMP/none.err" ||
 		fail "$(cat "$TMP/none.err")"
-	"$BIN_BPF" attach --pid "$svc" --span-fn 'handle_*' --span-fn 'render_*' --max-span-fns 1 \
+	"$BIN_BPF" attach --pid "$svc" --span-fn 'handle_*' --span-fn 'build_*' --max-span-fns 1 \
 		2>"$TMP/two.err"
 	grep -q "matches 2 functions, more than --max-span-fns 1" "$TMP/two.err" ||
 		fail "--max-span-fns not honoured: $(cat "$TMP/two.err")"
