@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
+#include "../targets/ready.h"
 
 static unsigned long ops;
 static volatile unsigned long sink;
@@ -46,21 +47,14 @@ int main(int argc, char **argv)
 {
 	unsigned long threads, t;
 	pthread_t th[64];
-	sigset_t set;
 	double t0, t1;
-	int sig;
 
 	if (argc != 3 || !(threads = strtoul(argv[1], NULL, 10)) || threads > 64 ||
 	    !(ops = strtoul(argv[2], NULL, 10))) {
 		fprintf(stderr, "usage: malloc_bench THREADS(1..64) OPS\n");
 		return 2;
 	}
-	sigemptyset(&set);
-	sigaddset(&set, SIGUSR1);
-	sigprocmask(SIG_BLOCK, &set, NULL);
-	printf("pid %d ready\n", (int)getpid());
-	fflush(stdout);
-	sigwait(&set, &sig);
+	ready_then_wait(stdout);
 	t0 = now();
 	for (t = 0; t < threads; t++)
 		pthread_create(&th[t], NULL, worker, (void *)(t + 1));

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <culpert/span.h>
+#include "../targets/ready.h"
 
 static volatile unsigned long sink;
 
@@ -47,19 +48,12 @@ int main(int argc, char **argv)
 {
 	unsigned long loops = argc > 1 ? strtoul(argv[1], NULL, 10) : 0;
 	double t0, t1, t2;
-	sigset_t set;
-	int sig;
 
 	if (!loops) {
 		fprintf(stderr, "usage: span_bench LOOPS\n");
 		return 2;
 	}
-	sigemptyset(&set);
-	sigaddset(&set, SIGUSR1);
-	sigprocmask(SIG_BLOCK, &set, NULL);
-	printf("pid %d ready\n", (int)getpid());
-	fflush(stdout);
-	sigwait(&set, &sig);
+	ready_then_wait(stdout);
 	t0 = now();
 	pairs(loops);
 	t1 = now();

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "ready.h"
 
 #define NOINLINE __attribute__((noipa))
 
@@ -88,17 +89,10 @@ static void *run_b(void *arg)
 int main(int argc, char **argv)
 {
 	pthread_t tha, thb;
-	sigset_t set;
-	int sig;
 
 	if (argc > 1)
 		scale = strtoul(argv[1], NULL, 10);
-	sigemptyset(&set);
-	sigaddset(&set, SIGUSR1);
-	sigprocmask(SIG_BLOCK, &set, NULL);
-	printf("pid %d ready\n", (int)getpid());
-	fflush(stdout);
-	sigwait(&set, &sig);
+	ready_then_wait(stdout);
 
 	pthread_create(&tha, NULL, run_a, NULL);
 	pthread_create(&thb, NULL, run_b, NULL);

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
+#include "ready.h"
 
 #define NOINLINE __attribute__((noipa))
 #define N 100
@@ -119,16 +120,10 @@ static NOINLINE void make_mmapped(void **blocks)
 int main(void)
 {
 	void *blocks[10];
-	sigset_t set;
-	int sig;
 
-	sigemptyset(&set);
-	sigaddset(&set, SIGUSR1);
-	sigprocmask(SIG_BLOCK, &set, NULL);
 	/* stdout buffers until exit: no allocation of stdio inside the measured functions */
 	setvbuf(stdout, NULL, _IOFBF, 1 << 16);
-	fprintf(stderr, "pid %d ready\n", (int)getpid());
-	sigwait(&set, &sig);
+	ready_then_wait(stderr);
 
 	f_malloc(), release();
 	f_calloc(), release();

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
+#include "ready.h"
 
 #define NOINLINE __attribute__((noipa))
 #define MiB (1024UL * 1024)
@@ -129,19 +130,12 @@ int main(void)
 {
 	struct blocks leak, all, half, grown;
 	unsigned long half_kept, grow_kept;
-	sigset_t set;
-	int sig;
 
 	reserve(&leak, 8 * MiB);
 	reserve(&all, 32 * MiB);
 	reserve(&half, 64 * MiB);
 	reserve(&grown, 16 * MiB);
-	sigemptyset(&set);
-	sigaddset(&set, SIGUSR1);
-	sigprocmask(SIG_BLOCK, &set, NULL);
-	printf("pid %d ready\n", (int)getpid());
-	fflush(stdout);
-	sigwait(&set, &sig);
+	ready_then_wait(stdout);
 
 	leak_early(&leak, 8 * MiB);
 	sleep(3);

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "ready.h"
 
 #define NOINLINE __attribute__((noipa))
 
@@ -63,15 +64,9 @@ static NOINLINE void deep(int level)
 
 int main(void)
 {
-	sigset_t set;
-	int sig, i;
+	int i;
 
-	sigemptyset(&set);
-	sigaddset(&set, SIGUSR1);
-	sigprocmask(SIG_BLOCK, &set, NULL);
-	printf("pid %d ready\n", (int)getpid());
-	fflush(stdout);
-	sigwait(&set, &sig);
+	ready_then_wait(stdout);
 	for (i = 0; i < 200000; i++)
 		chain_a(i);
 	for (i = 0; i < 2000; i++)

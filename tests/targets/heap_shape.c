@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "ready.h"
 
 #define NOINLINE __attribute__((noipa))
 
@@ -54,8 +55,6 @@ int main(int argc, char **argv)
 	size_t size = argc > 3 ? strtoul(argv[3], NULL, 0) : 1000;
 	int fragment = argc > 1 && !strcmp(argv[1], "fragment");
 	unsigned long live;
-	sigset_t set;
-	int sig;
 
 	if (argc < 2 || (!fragment && strcmp(argv[1], "compact")) || !n || !size) {
 		fprintf(stderr, "usage: heap_shape fragment|compact [N] [SIZE]\n");
@@ -65,12 +64,8 @@ int main(int argc, char **argv)
 	blocks = calloc(n, sizeof(*blocks));
 	if (!blocks)
 		return 1;
-	sigemptyset(&set);
-	sigaddset(&set, SIGUSR1);
-	sigprocmask(SIG_BLOCK, &set, NULL);
 	setvbuf(stdout, NULL, _IONBF, 0);
-	printf("pid %d ready\n", (int)getpid());
-	sigwait(&set, &sig);
+	ready_then_wait(stdout);
 	fill(n, size);
 	if (fragment)
 		free_every_other(n);

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
+#include "ready.h"
 
 #define MIB (1024UL * 1024)
 #define HEAP_MIB 16
@@ -40,8 +41,6 @@ int main(int argc, char **argv)
 {
 	int grow = argc > 1 && !strcmp(argv[1], "grow");
 	char *heap, *anon;
-	sigset_t set;
-	int sig;
 
 	heap = sbrk(HEAP_MIB * MIB);
 	anon = mmap(NULL, ANON_MIB * MIB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -51,15 +50,12 @@ int main(int argc, char **argv)
 	touch(anon, ANON_MIB * MIB);
 	say("heap %lx %lu\n", (unsigned long)heap, HEAP_MIB * MIB);
 	say("anon %lx %lu\n", (unsigned long)anon, ANON_MIB * MIB);
-	sigemptyset(&set);
-	sigaddset(&set, SIGUSR1);
-	sigprocmask(SIG_BLOCK, &set, NULL);
 	say("pid %lu ready\n", (unsigned long)getpid(), 0);
 	if (!grow) {
 		for (;;)
 			pause();
 	}
-	sigwait(&set, &sig);
+	ready_then_wait(stdout);
 	for (;;) {
 		char *p = mmap(NULL, MIB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 

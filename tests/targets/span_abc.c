@@ -18,6 +18,8 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "ready.h"
+
 #ifndef NO_SPANS
 #include <culpert/span.h>
 #define SPAN(name) CULPERT_SPAN_SCOPE(name)
@@ -82,15 +84,9 @@ static NOINLINE void *worker(void *arg)
 int main(void)
 {
 	pthread_t th[3];
-	sigset_t set;
-	int sig, i;
+	int i;
 
-	sigemptyset(&set);
-	sigaddset(&set, SIGUSR1);
-	sigprocmask(SIG_BLOCK, &set, NULL);
-	printf("pid %d ready\n", (int)getpid());
-	fflush(stdout);
-	sigwait(&set, &sig);
+	ready_then_wait(stdout);
 
 	for (i = 0; i < 3; i++)
 		pthread_create(&th[i], NULL, worker, NULL);

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <culpert/span.h>
+#include "ready.h"
 
 #define MiB (1024UL * 1024)
 
@@ -24,15 +25,8 @@ __attribute__((noipa)) static void alloc_bytes(unsigned long total)
 
 int main()
 {
-	sigset_t set;
-	int sig;
 
-	sigemptyset(&set);
-	sigaddset(&set, SIGUSR1);
-	sigprocmask(SIG_BLOCK, &set, nullptr);
-	std::printf("pid %d ready\n", (int)getpid());
-	std::fflush(stdout);
-	sigwait(&set, &sig);
+	ready_then_wait(stdout);
 	{
 		culpert::Span req("cxx_request");
 		{

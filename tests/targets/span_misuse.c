@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include <culpert/span.h>
+#include "ready.h"
 
 #define NOINLINE __attribute__((noipa))
 #define MiB (1024UL * 1024)
@@ -39,15 +40,9 @@ static NOINLINE void alloc_bytes(unsigned long total)
 int main(void)
 {
 	uint64_t outer, inner, s2, after, deep[DEEP];
-	sigset_t set;
-	int sig, i;
+	int i;
 
-	sigemptyset(&set);
-	sigaddset(&set, SIGUSR1);
-	sigprocmask(SIG_BLOCK, &set, NULL);
-	printf("pid %d ready\n", (int)getpid());
-	fflush(stdout);
-	sigwait(&set, &sig);
+	ready_then_wait(stdout);
 
 	outer = culpert_span_enter("outer", 0);
 	inner = culpert_span_enter("inner", 0);

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
+#include "ready.h"
 
 #define NOINLINE __attribute__((noipa))
 #define LEVELS 5
@@ -41,15 +42,9 @@ static NOINLINE void descend(int level, int jump)
 
 int main(void)
 {
-	sigset_t set;
-	int sig, r;
+	int r;
 
-	sigemptyset(&set);
-	sigaddset(&set, SIGUSR1);
-	sigprocmask(SIG_BLOCK, &set, NULL);
-	printf("pid %d ready\n", (int)getpid());
-	fflush(stdout);
-	sigwait(&set, &sig);
+	ready_then_wait(stdout);
 
 	for (r = 0; r < ROUNDS; r++)
 		descend(1, 0);
