@@ -238,19 +238,12 @@ static int parse_args(int argc, char **argv, struct attach_args *a, bool capture
 			usage(stdout, capture);
 			exit(0);
 		default:
-			fprintf(stderr, "Try 'culpert-bpf %s --help'.\n", capture ? "capture" : "attach");
-			return -EINVAL;
+			return opt_unknown(capture ? "capture" : "attach");
 		}
 	}
-	if (optind < argc) {
-		pr_error("unexpected argument '%s'; see 'culpert-bpf %s --help'\n", argv[optind],
-			 capture ? "capture" : "attach");
+	if (opt_finish(capture ? "capture" : "attach", argc, argv, a->so.pid,
+		       "the process to profile"))
 		return -EINVAL;
-	}
-	if (!a->so.pid) {
-		pr_error("--pid is required: the process to profile\n");
-		return -EINVAL;
-	}
 	return 0;
 }
 

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,6 +49,25 @@ int opt_unwind(const char *arg, enum session_unwind *out)
 		*out = SESSION_UNWIND_AUTO;
 	else {
 		pr_error("invalid --unwind '%s': use fp, dwarf or auto\n", arg);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int opt_unknown(const char *cmd)
+{
+	fprintf(stderr, "Try 'culpert-bpf %s --help'.\n", cmd);
+	return -EINVAL;
+}
+
+int opt_finish(const char *cmd, int argc, char **argv, pid_t pid, const char *what)
+{
+	if (optind < argc) {
+		pr_error("unexpected argument '%s'; see 'culpert-bpf %s --help'\n", argv[optind], cmd);
+		return -EINVAL;
+	}
+	if (!pid) {
+		pr_error("--pid is required: %s\n", what);
 		return -EINVAL;
 	}
 	return 0;

@@ -224,18 +224,11 @@ static int parse_args(int argc, char **argv, struct probes_args *a)
 			usage(stdout);
 			exit(0);
 		default:
-			fprintf(stderr, "Try 'culpert-bpf probes --help'.\n");
-			return -EINVAL;
+			return opt_unknown("probes");
 		}
 	}
-	if (optind < argc) {
-		pr_error("unexpected argument '%s'; see 'culpert-bpf probes --help'\n", argv[optind]);
+	if (opt_finish("probes", argc, argv, a->pid, "the process to inspect"))
 		return -EINVAL;
-	}
-	if (!a->pid) {
-		pr_error("--pid is required: the process to inspect\n");
-		return -EINVAL;
-	}
 	return 0;
 }
 

@@ -118,18 +118,11 @@ static int parse_args(int argc, char **argv, struct stats_args *a)
 			usage(stdout);
 			exit(0);
 		default:
-			fprintf(stderr, "Try 'culpert-bpf stats --help'.\n");
-			return -EINVAL;
+			return opt_unknown("stats");
 		}
 	}
-	if (optind < argc) {
-		pr_error("unexpected argument '%s'; see 'culpert-bpf stats --help'\n", argv[optind]);
+	if (opt_finish("stats", argc, argv, a->pid, "the process to read"))
 		return -EINVAL;
-	}
-	if (!a->pid) {
-		pr_error("--pid is required: the process to read\n");
-		return -EINVAL;
-	}
 	if (a->count && !a->watch_ns) {
 		pr_error("--count needs --watch: without it there is one picture\n");
 		return -EINVAL;
