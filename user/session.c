@@ -506,6 +506,8 @@ static int add_run_comments(struct session *s)
 	err |= add_commentf(s, "allocator=%s:%s", s->plan.objects[0].family,
 			    s->plan.objects[0].path);
 	err |= add_commentf(s, "probe_sites=%zu", s->n_sites);
+	/* sampled allocations, where the file's samples are aggregated records */
+	err |= add_commentf(s, "samples=%llu", (unsigned long long)s->samples);
 	err |= add_commentf(s, "aggregate_folded=%llu",
 			    (unsigned long long)aggregate__folded(s->agg));
 	err |= add_commentf(s, "nested_calls=%llu", (unsigned long long)c[CULPERT_CNT_NESTED]);
