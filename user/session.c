@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <errno.h>
-#include <math.h>
 #include <limits.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,9 +10,10 @@
 #include <unistd.h>
 
 #include "aggregate.h"
-#include "elfobj.h"
 #include "allocator.h"
+#include "elfobj.h"
 #include "export.h"
+#include "fpcheck.h"
 #include "kfeatures.h"
 #include "live.h"
 #include "log.h"
@@ -20,7 +21,6 @@
 #include "procmaps.h"
 #include "sampler.h"
 #include "session.h"
-#include "fpcheck.h"
 #include "spanfn.h"
 #include "spans.h"
 #include "stack.h"

@@ -232,6 +232,20 @@ test_target_exits() {
 	"$PROFDUMP" "$TMP/exit.pb.gz" | grep -q 'build_response' || fail "no samples in the profile"
 }
 
+# A target that forks a child and then execs: both run as they would, and
+# what was seen before is written.
+test_fork_exec() {
+	need_root || return
+	start_target "$TMP/fe.out" "$TARGETS/fork_exec" || return
+	attach_bg "$TMP/fe.err" --pid "$target_pid" --rate 4KiB -o "$TMP/fe.pb.gz" || return
+	kill -USR1 "$target_pid"
+	wait "$target_pid" || fail "target failed: $(cat "$TMP/fe.out")"
+	grep -q 'child ok' "$TMP/fe.out" || fail "the child did not exit cleanly"
+	grep -q 'exec ok' "$TMP/fe.out" || fail "the exec did not run"
+	wait "$attach_pid" || fail "attach failed: $(cat "$TMP/fe.err")"
+	"$PROFDUMP" "$TMP/fe.pb.gz" | grep -q 'before_fork' || fail "the parent's allocations are missing"
+}
+
 test_bad_input() {
 	need_root || return
 	sh -c 'exit 0' &
@@ -306,6 +320,7 @@ run_test bpf/attach/target_unaffected test_target_unaffected
 run_test bpf/attach/sigkill_leaves_target test_sigkill_leaves_target
 run_test bpf/attach/stop_conditions test_stop_conditions
 run_test bpf/attach/target_exits test_target_exits
+run_test bpf/attach/fork_exec test_fork_exec
 run_test bpf/attach/bad_input test_bad_input
 run_test bpf/attach/environment_errors test_environment_errors
 run_test bpf/attach/probes test_probes
