@@ -299,6 +299,9 @@ static void report_end(struct session *s, enum session_end why, const char *path
 	if (why == SESSION_END_TARGET_EXIT)
 		fprintf(stderr, "culpert-bpf: pid %d (%s) exited; writing what was collected\n",
 			(int)session__pid(s), session__comm(s));
+	if (why == SESSION_END_TARGET_EXEC)
+		fprintf(stderr, "culpert-bpf: pid %d (%s) exec'd another program; writing what was "
+			"collected before\n", (int)session__pid(s), session__comm(s));
 	if (session__untracked(s))
 		pr_warn("%llu sampled blocks were not tracked for --inuse because the live table was full: "
 			"raise --max-live\n", (unsigned long long)session__untracked(s));
@@ -371,7 +374,7 @@ static int run(struct attach_args *a, bool capture)
 		format_bytes(rate, sizeof(rate), (double)a->so.rate),
 		a->duration_ns ? "stops after --duration or Ctrl-C" : "Ctrl-C to stop");
 	session__run(s, a->duration_ns, &stop_requested, &why);
-	if (capture && why != SESSION_END_TARGET_EXIT)
+	if (capture && why != SESSION_END_TARGET_EXIT && why != SESSION_END_TARGET_EXEC)
 		have_gap = add_gap(s, &gap);
 	else if (a->stats)
 		memsnap__add(s, "mem.end", NULL);

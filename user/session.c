@@ -98,8 +98,12 @@ static void refresh_maps(struct session *s)
 	struct procmaps fresh;
 
 	s->maps_read_ns = now_ns(CLOCK_MONOTONIC);
-	/* a process that exited keeps its last snapshot: that is all we can know */
-	if (procmaps__read(s->t.pid, &fresh))
+	/*
+	 * A process that exited keeps its last snapshot: that is all we can
+	 * know.  One that exec'd keeps it too: the samples so far are of the
+	 * old program, and the capture is about to end.
+	 */
+	if (target__execed(&s->t) || procmaps__read(s->t.pid, &fresh))
 		return;
 	procmaps__free(&s->maps);
 	s->maps = fresh;
@@ -441,6 +445,10 @@ int session__run(struct session *s, uint64_t duration_ns, volatile sig_atomic_t 
 		}
 		if (!target__alive(&s->t)) {
 			*why = SESSION_END_TARGET_EXIT;
+			break;
+		}
+		if (target__execed(&s->t)) {
+			*why = SESSION_END_TARGET_EXEC;
 			break;
 		}
 		if (tty && now - last_status >= 1000000000ULL) {

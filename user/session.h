@@ -55,6 +55,7 @@ enum session_end {
 	SESSION_END_DURATION,
 	SESSION_END_SIGNAL,
 	SESSION_END_TARGET_EXIT,
+	SESSION_END_TARGET_EXEC,	/* another program now: the capture ends before it */
 };
 
 /* attach; 0 or -errno with the user-facing reason in err */

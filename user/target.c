@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -49,6 +50,7 @@ int target__open(pid_t pid, struct target *t, char *err, size_t errlen)
 {
 	char path[64];
 	bool kthread = false;
+	struct stat st;
 	ssize_t n;
 
 	memset(t, 0, sizeof(*t));
@@ -81,8 +83,24 @@ int target__open(pid_t pid, struct target *t, char *err, size_t errlen)
 		return -e;
 	}
 	t->exe[n] = 0;
+	if (stat(path, &st) == 0) {
+		t->exe_dev = st.st_dev;
+		t->exe_ino = st.st_ino;
+	}
 	t->pidfd = (int)syscall(__NR_pidfd_open, t->pid, 0);
 	return 0;
+}
+
+bool target__execed(const struct target *t)
+{
+	char path[64];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)t->pid);
+	/* gone is not exec'd: target__alive() tells that */
+	if (stat(path, &st))
+		return false;
+	return st.st_dev != t->exe_dev || st.st_ino != t->exe_ino;
 }
 
 void target__close(struct target *t)

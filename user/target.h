@@ -15,6 +15,8 @@ struct target {
 	char comm[32];
 	char exe[PATH_MAX];	/* /proc/PID/exe as the target sees it */
 	int pidfd;		/* readable when the process exits; -1 if pidfd_open() is missing */
+	dev_t exe_dev;		/* the executable's identity, to notice an exec */
+	ino_t exe_ino;
 };
 
 /*
@@ -24,6 +26,8 @@ struct target {
 int target__open(pid_t pid, struct target *t, char *err, size_t errlen);
 void target__close(struct target *t);
 bool target__alive(const struct target *t);
+/* has the process exec'd another program since target__open()? */
+bool target__execed(const struct target *t);
 /*
  * A path through which this process can open the object behind mapping m,
  * also for containers (/proc/PID/root/...) and deleted files (map_files).

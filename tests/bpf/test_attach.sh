@@ -232,8 +232,8 @@ test_target_exits() {
 	"$PROFDUMP" "$TMP/exit.pb.gz" | grep -q 'build_response' || fail "no samples in the profile"
 }
 
-# A target that forks a child and then execs: both run as they would, and
-# what was seen before is written.
+# A target that forks a child and then execs: both run as they would, the
+# capture ends at the exec, and what was seen before is written.
 test_fork_exec() {
 	need_root || return
 	start_target "$TMP/fe.out" "$TARGETS/fork_exec" || return
@@ -243,6 +243,8 @@ test_fork_exec() {
 	grep -q 'child ok' "$TMP/fe.out" || fail "the child did not exit cleanly"
 	grep -q 'exec ok' "$TMP/fe.out" || fail "the exec did not run"
 	wait "$attach_pid" || fail "attach failed: $(cat "$TMP/fe.err")"
+	grep -q "exec'd another program; writing what was collected before" "$TMP/fe.err" ||
+		fail "exec not reported: $(tail -2 "$TMP/fe.err")"
 	"$PROFDUMP" "$TMP/fe.pb.gz" | grep -q 'before_fork' || fail "the parent's allocations are missing"
 }
 
