@@ -99,3 +99,20 @@ int span_fn_exit(struct pt_regs *ctx)
 {
 	return handle_fn_span_return(ctx);
 }
+
+/* the target process, and whether it has exec'd another program since */
+const volatile __u32 target_tgid;
+__u32 target_execed;
+
+/*
+ * An exec ends the capture (the probes were on the old program's code).
+ * Noted here rather than found in /proc: a program exec'd and gone between
+ * two polls of the reader would leave no trace there.
+ */
+SEC("tracepoint/sched/sched_process_exec")
+int target_exec(void *ctx)
+{
+	if (bpf_get_current_pid_tgid() >> 32 == target_tgid)
+		target_execed = 1;
+	return 0;
+}

@@ -156,7 +156,7 @@ static __always_inline __u64 emit_sample(struct pt_regs *ctx, struct thread_stat
 		}
 	}
 	len = sizeof(*e) + depth * sizeof(struct culpert_span_frame) + n;
-	if (len > CULPERT_EVENT_MAX || bpf_ringbuf_output(&events, e, len, 0)) {
+	if (len > CULPERT_EVENT_MAX || bpf_ringbuf_output(&events, e, len, ringbuf_wakeup())) {
 		count(CULPERT_CNT_LOST_RINGBUF);
 		id = 0;
 	}

@@ -80,6 +80,20 @@ struct {
 	__uint(max_entries, 4 << 20);	/* resized by userspace (--ringbuf-size) */
 } events SEC(".maps");
 
+/* ring bytes pending above which a record wakes the reader (a quarter of the ring) */
+const volatile __u64 wakeup_bytes = 1 << 20;
+
+/*
+ * The reader polls every 100 ms anyway: wake it only when the ring fills,
+ * not for every record (each wakeup costs the target an irq_work and the
+ * wakeup of a task, more than the sample itself).
+ */
+static __always_inline __u64 ringbuf_wakeup(void)
+{
+	return bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes ?
+		       BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
+}
+
 /* rare events only: a shared atomic add is cheaper than a per-CPU map lookup */
 __u64 counters[CULPERT_CNT__MAX];
 __u64 next_sample_id;

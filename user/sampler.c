@@ -22,6 +22,7 @@ struct sampler {
 	struct ring_buffer *rb;
 	struct uprobe_set *probes;
 	struct bpf_link **usdt_links;
+	struct bpf_link *exec_link;	/* notes an exec of the target */
 	size_t n_usdt_links, cap_usdt_links;
 	enum uprobe_mode mode;
 	enum sampler_inuse inuse;
@@ -88,11 +89,12 @@ static int configure(struct sampler *s, const struct sampler_opts *o)
 	const struct alloc_plan *plan = o->plan;
 	struct bpf_program *prog;
 	uint32_t fn;
-	size_t i;
+	size_t i, ring;
 	int err = 0;
 
 	/* one frame more than kept: frames[0] is the probed instruction itself */
 	skel->rodata->stack_bytes = (o->max_depth + 1) * sizeof(__u64);
+	skel->rodata->target_tgid = (__u32)o->pid;
 	skel->rodata->sample_every = o->rate == 1;
 	skel->rodata->page_size = (__u64)sysconf(_SC_PAGESIZE);
 	skel->rodata->track_inuse = s->inuse != SAMPLER_INUSE_OFF;
@@ -108,7 +110,9 @@ static int configure(struct sampler *s, const struct sampler_opts *o)
 		skel->rodata->alloc_text_lo[i] = plan->objects[i].text_lo;
 		skel->rodata->alloc_text_hi[i] = plan->objects[i].text_hi;
 	}
-	err = bpf_map__set_max_entries(skel->maps.events, (__u32)pow2_at_least(o->ringbuf_bytes));
+	ring = pow2_at_least(o->ringbuf_bytes);
+	skel->rodata->wakeup_bytes = ring / 4;
+	err = bpf_map__set_max_entries(skel->maps.events, (__u32)ring);
 	if (!err)
 		err = bpf_map__set_max_entries(skel->maps.event_scratch,
 					       (__u32)libbpf_num_possible_cpus());
@@ -362,6 +366,10 @@ int sampler__new(const struct sampler_opts *o, struct sampler **out, char *err, 
 		snprintf(err, errlen, "cannot set up the ring buffer: %s", strerror(ENOMEM));
 		goto fail;
 	}
+	/* without it, an exec is still found in /proc, if it lasts until a poll */
+	s->exec_link = bpf_program__attach(s->skel->progs.target_exec);
+	if (!s->exec_link)
+		pr_info("cannot watch for an exec of the target: %s\n", strerror(errno));
 	ret = attach_plan(s, o, err, errlen);
 	if (!ret)
 		ret = attach_usdt(s, o, err, errlen);
@@ -378,16 +386,28 @@ fail:
 	return ret;
 }
 
+/*
+ * The BPF side wakes the reader only once the ring is a quarter full (a
+ * wakeup per sample would cost the target an irq_work and a task wakeup
+ * each), so a poll that times out still reads what has come in.
+ */
 int sampler__poll(struct sampler *s, int timeout_ms)
 {
 	int n = ring_buffer__poll(s->rb, timeout_ms);
 
-	return n == -EINTR ? 0 : n;
+	if (n == 0 || n == -EINTR)
+		n = ring_buffer__consume(s->rb);
+	return n;
 }
 
 int sampler__drain(struct sampler *s)
 {
 	return ring_buffer__consume(s->rb);
+}
+
+bool sampler__target_execed(const struct sampler *s)
+{
+	return __atomic_load_n(&s->skel->bss->target_execed, __ATOMIC_RELAXED);
 }
 
 static void detach_usdt(struct sampler *s)
@@ -479,6 +499,7 @@ void sampler__free(struct sampler *s)
 		return;
 	uprobe_set__free(s->probes);
 	detach_usdt(s);
+	bpf_link__destroy(s->exec_link);
 	free(s->usdt_links);
 	ring_buffer__free(s->rb);
 	culpert_bpf__destroy(s->skel);

@@ -58,6 +58,8 @@ int sampler__poll(struct sampler *s, int timeout_ms);
 void sampler__detach(struct sampler *s);
 /* deliver everything queued; records consumed or -errno */
 int sampler__drain(struct sampler *s);
+/* the target exec'd another program since the probes went in */
+bool sampler__target_execed(const struct sampler *s);
 void sampler__counters(const struct sampler *s, uint64_t out[CULPERT_CNT__MAX]);
 /* every span name the BPF side interned; cb returns non-zero to stop.  0 or -errno */
 int sampler__span_names(const struct sampler *s,

@@ -443,12 +443,13 @@ int session__run(struct session *s, uint64_t duration_ns, volatile sig_atomic_t 
 			*why = SESSION_END_DURATION;
 			break;
 		}
-		if (!target__alive(&s->t)) {
-			*why = SESSION_END_TARGET_EXIT;
+		/* before the exit: a program exec'd and gone by now still ends as an exec */
+		if (sampler__target_execed(s->sampler) || target__execed(&s->t)) {
+			*why = SESSION_END_TARGET_EXEC;
 			break;
 		}
-		if (target__execed(&s->t)) {
-			*why = SESSION_END_TARGET_EXEC;
+		if (!target__alive(&s->t)) {
+			*why = SESSION_END_TARGET_EXIT;
 			break;
 		}
 		if (tty && now - last_status >= 1000000000ULL) {
