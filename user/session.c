@@ -55,6 +55,7 @@ struct session {
 	enum session_unwind unwind;	/* fp or dwarf, after auto */
 	struct unwinder *unwinder;	/* dwarf */
 	uint64_t unwind_stops[UNWIND_STOP__MAX];
+	uint64_t stack_copied;		/* bytes of stack the DWARF samples carried */
 	struct live *live;		/* --inuse */
 	uint64_t live_full;		/* sampled blocks not tracked: the table was full */
 	char **usdt_objects;		/* paths of objects with culpert span probes */
@@ -207,9 +208,10 @@ static int add_sample(struct session *s, const struct culpert_alloc_event *e)
 	size_t n;
 	int ret;
 
-	if (s->unwinder && e->stack_len)
+	if (s->unwinder && e->stack_len) {
+		s->stack_copied += e->stack_len;
 		n = dwarf_stack(s, e, frames, s->o.max_depth);
-	else
+	} else
 		n = stack_from_event(e, frames, s->o.max_depth);
 	check_mapped(s, frames, n);
 	key.stack = aggregate__stack(s->agg, frames, n);
@@ -531,6 +533,7 @@ static int add_run_comments(struct session *s)
 		err |= add_commentf(s, "unwind_truncated=%llu",
 				    (unsigned long long)s->unwind_stops[UNWIND_STOP_TRUNCATED]);
 		err |= add_commentf(s, "stack_size=%u", s->o.stack_size ? s->o.stack_size : 16384);
+		err |= add_commentf(s, "stack_copied_bytes=%llu", (unsigned long long)s->stack_copied);
 	}
 	if (!s->live)
 		return err ? -ENOMEM : 0;

@@ -54,6 +54,11 @@ test_truncated_marked() {
 		fail "deep's samples are not all marked [truncated]"
 	n=$("$PROFDUMP" "$TMP/nofp.pb.gz" | sed -n 's/^# comment unwind_truncated=//p')
 	[ "${n:-0}" -gt 0 ] || fail "truncations not counted"
+	# every stack here is deeper than 1 KiB: each sample carried exactly that
+	samples=$("$PROFDUMP" "$TMP/nofp.pb.gz" | sed -n 's/^# comment samples=//p')
+	copied=$("$PROFDUMP" "$TMP/nofp.pb.gz" | sed -n 's/^# comment stack_copied_bytes=//p')
+	[ "${samples:-0}" -gt 0 ] && [ "$copied" = $((samples * 1024)) ] ||
+		fail "stack_copied_bytes=$copied for $samples samples of 1 KiB"
 	profile_nofp --unwind dwarf || return
 	"$PROFDUMP" "$TMP/nofp.pb.gz" | grep -v '^#' | grep -q '^[^	]*	deep;.*\[truncated\]' &&
 		fail "16 KiB copies still truncated 13 KiB stacks"
