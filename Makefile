@@ -181,7 +181,7 @@ bench: deps
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/include/culpert
 	install -m 0755 $(BIN_BPF) $(BIN_CLI) $(DESTDIR)$(PREFIX)/bin/
-	install -m 0644 include/culpert/span.h $(DESTDIR)$(PREFIX)/include/culpert/ 2>/dev/null || true
+	install -m 0644 include/culpert/span.h $(DESTDIR)$(PREFIX)/include/culpert/
 
 clean:
 	$(call msg,CLEAN,$(OUTPUT))
