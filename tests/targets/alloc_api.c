@@ -16,12 +16,12 @@
  * prints "total FUNCTION BYTES CALLS" per function called, and exits.
  */
 #include <dlfcn.h>
-#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "ready.h"
 
 #define NOINLINE __attribute__((noipa))
 #define N 50
@@ -322,17 +322,12 @@ static void run_section(const struct entry *entries, size_t n, const char *prefi
 
 int main(int argc, char **argv)
 {
-	sigset_t set;
-	int sig, s;
+	int s;
 
 	page_size = sysconf(_SC_PAGESIZE);
-	sigemptyset(&set);
-	sigaddset(&set, SIGUSR1);
-	sigprocmask(SIG_BLOCK, &set, NULL);
 	/* stdout buffers until exit: no stdio allocation inside the measured functions */
 	setvbuf(stdout, NULL, _IOFBF, 1 << 16);
-	fprintf(stderr, "pid %d ready\n", (int)getpid());
-	sigwait(&set, &sig);
+	ready_then_wait(stderr);
 
 	for (s = 1; s < argc; s++) {
 		char *prefix = strchr(argv[s], ':');
