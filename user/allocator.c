@@ -484,14 +484,12 @@ static int plan_provider(struct planner *pl, struct alloc_plan *plan, const char
 }
 
 /* prefixed builds of the families that have them, next to the process's malloc */
-static int plan_prefixed(struct planner *pl, struct alloc_plan *plan, const struct family *only)
+static int plan_prefixed(struct planner *pl, struct alloc_plan *plan)
 {
 	size_t i, j;
 	int ret;
 
 	for (i = 0; i < ARRAY_SIZE(families); i++) {
-		if (only && only != &families[i])
-			continue;
 		for (j = 0; j < ARRAY_SIZE(families[i].prefixes) && families[i].prefixes[j]; j++) {
 			ret = plan_provider(pl, plan, families[i].prefixes[j], &families[i]);
 			if (ret < 0)
@@ -580,7 +578,7 @@ int allocator__plan(const struct target *t, const struct procmaps *maps, struct 
 	}
 	/* auto: also any prefixed jemalloc; a forced prefix: also the process's malloc */
 	if (ret > 0 && !want)
-		ret = *prefix ? plan_provider(&pl, plan, "", NULL) : plan_prefixed(&pl, plan, NULL);
+		ret = *prefix ? plan_provider(&pl, plan, "", NULL) : plan_prefixed(&pl, plan);
 	if (ret < 0) {
 		snprintf(err, errlen, "cannot build the probe plan for pid %d: %s", (int)t->pid,
 			 strerror(-ret));
