@@ -22,12 +22,16 @@
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
-/* one program per argument layout; the return value only matters to sessions */
-#define ALLOC_ENTRY(prog, fn)                                   \
-SEC("uprobe")                                                   \
-int prog(struct pt_regs *ctx)                                   \
-{                                                               \
-	return handle_alloc(ctx, fn) ? 0 : 1;                   \
+/*
+ * One program per argument layout, so the size is read without a branch;
+ * the cookie carries the probe's flags.  The return value only matters to
+ * sessions.
+ */
+#define ALLOC_ENTRY(prog, fn)                                           \
+SEC("uprobe")                                                           \
+int prog(struct pt_regs *ctx)                                           \
+{                                                                       \
+	return handle_alloc(ctx, fn, bpf_get_attach_cookie(ctx)) ? 0 : 1; \
 }
 
 ALLOC_ENTRY(malloc_enter, CULPERT_FN_MALLOC)
@@ -51,9 +55,12 @@ extern bool bpf_session_is_return(void) __ksym __weak;
 SEC("uprobe")
 int alloc_session(struct pt_regs *ctx)
 {
+	__u64 cookie;
+
 	if (bpf_session_is_return())
 		return handle_alloc_return(ctx);
-	return handle_alloc(ctx, (__u32)bpf_get_attach_cookie(ctx)) ? 0 : 1;
+	cookie = bpf_get_attach_cookie(ctx);
+	return handle_alloc(ctx, (__u32)(cookie & CULPERT_PROBE_FN_MASK), cookie) ? 0 : 1;
 }
 
 /* --inuse elsewhere (or --no-session): a return probe on every call */

@@ -46,6 +46,11 @@ enum culpert_fn {
 	CULPERT_FN__MAX,
 };
 
+/* an allocator probe's BPF cookie: enum culpert_fn in the low 16 bits, CULPERT_PROBE_F_* above */
+#define CULPERT_PROBE_FN_MASK		0xffffU
+/* the entry point calls no other probed one, so it need not guard against nested calls */
+#define CULPERT_PROBE_F_LEAF		(1U << 16)
+
 /* kernel-side counters, one __u64 each in the `counters` array */
 enum culpert_counter {
 	CULPERT_CNT_LOST_RINGBUF,	/* sampled, but the ring buffer was full */

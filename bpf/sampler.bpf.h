@@ -85,10 +85,14 @@ static __always_inline void guard_set(struct hot_state *ts, __u64 sp, __u64 ip)
 	ts->guard_ip = ip;
 }
 
-/* plain malloc never calls another allocator entry point; everything else may */
-static __always_inline bool may_nest(__u32 fn)
+/*
+ * Entry points may call others (operator new[] jumps to operator new,
+ * mimalloc's valloc to mi_valloc); the plan marks those known not to
+ * (plain malloc), which then skip setting the guard on the hot path.
+ */
+static __always_inline bool may_nest(__u64 flags)
 {
-	return fn != CULPERT_FN_MALLOC;
+	return !(flags & CULPERT_PROBE_F_LEAF);
 }
 
 static __always_inline bool countdown_expired(struct hot_state *ts, __u64 size)
@@ -185,11 +189,12 @@ static __always_inline __u64 alloc_size(struct pt_regs *ctx, __u32 fn)
 }
 
 /*
- * An allocator entry.  Returns true when the call was sampled and its
- * return must be seen (--inuse): uprobe session programs return 0 then,
- * so the kernel runs them again at the return, and 1 otherwise.
+ * An allocator entry of kind `fn`, with the CULPERT_PROBE_F_* `flags` of
+ * its probe.  Returns true when the call was sampled and its return must
+ * be seen (--inuse): uprobe session programs return 0 then, so the kernel
+ * runs them again at the return, and 1 otherwise.
  */
-static __always_inline bool handle_alloc(struct pt_regs *ctx, __u32 fn)
+static __always_inline bool handle_alloc(struct pt_regs *ctx, __u32 fn, __u64 flags)
 {
 	__u64 sp = PT_REGS_SP(ctx), ip = PT_REGS_IP(ctx), size, id;
 	struct thread_state *ts;
@@ -207,7 +212,7 @@ static __always_inline bool handle_alloc(struct pt_regs *ctx, __u32 fn)
 	}
 	if (nested_call(hs, sp, ip))
 		return false;
-	if (may_nest(fn))
+	if (may_nest(flags))
 		guard_set(hs, sp, ip);
 	if (track_inuse && (fn == CULPERT_FN_REALLOC || fn == CULPERT_FN_REALLOCARRAY))
 		inuse_free(PT_REGS_PARM1(ctx));

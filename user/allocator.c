@@ -19,46 +19,228 @@
 struct entry_spec {
 	const char *name;	/* without the family's prefix */
 	uint32_t fn;		/* how the BPF side reads the size */
+	uint32_t flags;		/* ENTRY_* */
 };
+
+/*
+ * Calls no other entry point of its family (checked in the code of the
+ * builds docs/allocators.md lists): its probe sets no nested-call guard,
+ * which keeps the hottest probe cheap.  Only trusted for a known family's
+ * unprefixed names; a prefixed malloc may be a wrapper of another.
+ */
+#define ENTRY_LEAF	(1U << 0)
 
 /* the C allocation API; every malloc replacement defines some of it */
 static const struct entry_spec libc_entries[] = {
-	{ "malloc", CULPERT_FN_MALLOC },
-	{ "calloc", CULPERT_FN_CALLOC },
-	{ "realloc", CULPERT_FN_REALLOC },
-	{ "reallocarray", CULPERT_FN_REALLOCARRAY },
-	{ "posix_memalign", CULPERT_FN_POSIX_MEMALIGN },
-	{ "aligned_alloc", CULPERT_FN_MEMALIGN },
-	{ "memalign", CULPERT_FN_MEMALIGN },
-	{ "valloc", CULPERT_FN_MALLOC },
-	{ "pvalloc", CULPERT_FN_PVALLOC },
-	/* probed with --inuse only */
-	{ "free", CULPERT_FN_FREE },
-	{ NULL, 0 },
+	{ "malloc", CULPERT_FN_MALLOC, ENTRY_LEAF },
+	{ "calloc", CULPERT_FN_CALLOC, 0 },
+	{ "realloc", CULPERT_FN_REALLOC, 0 },
+	{ "reallocarray", CULPERT_FN_REALLOCARRAY, 0 },
+	{ "posix_memalign", CULPERT_FN_POSIX_MEMALIGN, 0 },
+	{ "aligned_alloc", CULPERT_FN_MEMALIGN, 0 },
+	{ "memalign", CULPERT_FN_MEMALIGN, 0 },
+	{ "valloc", CULPERT_FN_MALLOC, 0 },
+	{ "pvalloc", CULPERT_FN_PVALLOC, 0 },
+	/* probed with --inuse only, like every CULPERT_FN_FREE */
+	{ "free", CULPERT_FN_FREE, 0 },
+	{ NULL, 0, 0 },
 };
 
-/* a symbol only one family defines tells which family an object belongs to */
-static const struct {
-	const char *marker;
-	const char *family;
-} family_markers[] = {
-	{ "mallocx", "jemalloc" },
-	{ "mi_malloc", "mimalloc" },
-	{ "tc_malloc", "tcmalloc" },
-	{ "__libc_malloc", "glibc" },
-	{ "__malloc_donate", "musl" },
+/*
+ * jemalloc's own API.  xallocx is left out on purpose: it resizes in place
+ * or not at all and returns a size, and callers follow a failed one with
+ * rallocx or mallocx, which are counted (docs/allocators.md).
+ */
+static const struct entry_spec jemalloc_entries[] = {
+	{ "mallocx", CULPERT_FN_MALLOC, 0 },			/* (size, flags) */
+	{ "rallocx", CULPERT_FN_REALLOC, 0 },			/* (ptr, size, flags) */
+	{ "sdallocx", CULPERT_FN_FREE, 0 },			/* (ptr, size, flags) */
+	{ "dallocx", CULPERT_FN_FREE, 0 },			/* (ptr, flags) */
+	{ NULL, 0, 0 },
 };
 
-static const char *const known_families[] = { "glibc", "musl", "jemalloc", "mimalloc", "tcmalloc" };
+/*
+ * mimalloc's API; trailing alignment and offset arguments do not change
+ * where the size is.  Not probed: mi_heap_* (the heap comes first: a layout
+ * of its own), mi_expand (in place, like xallocx), mi_strdup and the like
+ * (the size is not an argument), mi_reallocarr (takes a void **).
+ */
+static const struct entry_spec mimalloc_entries[] = {
+	{ "mi_malloc", CULPERT_FN_MALLOC, 0 },
+	{ "mi_zalloc", CULPERT_FN_MALLOC, 0 },
+	{ "mi_malloc_small", CULPERT_FN_MALLOC, 0 },
+	{ "mi_zalloc_small", CULPERT_FN_MALLOC, 0 },
+	{ "mi_malloc_aligned", CULPERT_FN_MALLOC, 0 },		/* (size, align) */
+	{ "mi_malloc_aligned_at", CULPERT_FN_MALLOC, 0 },	/* (size, align, offset) */
+	{ "mi_zalloc_aligned", CULPERT_FN_MALLOC, 0 },
+	{ "mi_zalloc_aligned_at", CULPERT_FN_MALLOC, 0 },
+	{ "mi_new", CULPERT_FN_MALLOC, 0 },
+	{ "mi_new_nothrow", CULPERT_FN_MALLOC, 0 },
+	{ "mi_new_aligned", CULPERT_FN_MALLOC, 0 },		/* (size, align) */
+	{ "mi_new_aligned_nothrow", CULPERT_FN_MALLOC, 0 },
+	{ "mi_valloc", CULPERT_FN_MALLOC, 0 },
+	{ "_aligned_malloc", CULPERT_FN_MALLOC, 0 },		/* (size, align) */
+	{ "mi_calloc", CULPERT_FN_CALLOC, 0 },
+	{ "mi_mallocn", CULPERT_FN_CALLOC, 0 },			/* (count, size) */
+	{ "mi_calloc_aligned", CULPERT_FN_CALLOC, 0 },		/* (count, size, align) */
+	{ "mi_calloc_aligned_at", CULPERT_FN_CALLOC, 0 },
+	{ "mi_new_n", CULPERT_FN_CALLOC, 0 },
+	{ "mi_realloc", CULPERT_FN_REALLOC, 0 },
+	{ "mi_reallocf", CULPERT_FN_REALLOC, 0 },
+	{ "reallocf", CULPERT_FN_REALLOC, 0 },
+	{ "mi_rezalloc", CULPERT_FN_REALLOC, 0 },
+	{ "mi_realloc_aligned", CULPERT_FN_REALLOC, 0 },	/* (ptr, size, align) */
+	{ "mi_realloc_aligned_at", CULPERT_FN_REALLOC, 0 },
+	{ "mi_rezalloc_aligned", CULPERT_FN_REALLOC, 0 },
+	{ "mi_rezalloc_aligned_at", CULPERT_FN_REALLOC, 0 },
+	{ "mi_new_realloc", CULPERT_FN_REALLOC, 0 },
+	{ "mi_reallocn", CULPERT_FN_REALLOCARRAY, 0 },		/* (ptr, count, size) */
+	{ "mi_reallocarray", CULPERT_FN_REALLOCARRAY, 0 },
+	{ "mi_recalloc", CULPERT_FN_REALLOCARRAY, 0 },
+	{ "mi_recalloc_aligned", CULPERT_FN_REALLOCARRAY, 0 },	/* (ptr, count, size, align) */
+	{ "mi_recalloc_aligned_at", CULPERT_FN_REALLOCARRAY, 0 },
+	{ "mi_aligned_recalloc", CULPERT_FN_REALLOCARRAY, 0 },
+	{ "mi_aligned_offset_recalloc", CULPERT_FN_REALLOCARRAY, 0 },
+	{ "mi_new_reallocn", CULPERT_FN_REALLOCARRAY, 0 },
+	{ "mi_posix_memalign", CULPERT_FN_POSIX_MEMALIGN, 0 },
+	{ "mi_memalign", CULPERT_FN_MEMALIGN, 0 },
+	{ "mi_aligned_alloc", CULPERT_FN_MEMALIGN, 0 },
+	{ "mi_pvalloc", CULPERT_FN_PVALLOC, 0 },
+	{ "mi_free", CULPERT_FN_FREE, 0 },
+	{ "mi_cfree", CULPERT_FN_FREE, 0 },
+	{ "cfree", CULPERT_FN_FREE, 0 },
+	{ "mi_free_size", CULPERT_FN_FREE, 0 },
+	{ "mi_free_aligned", CULPERT_FN_FREE, 0 },
+	{ "mi_free_size_aligned", CULPERT_FN_FREE, 0 },
+	{ NULL, 0, 0 },
+};
 
-static const char *family_of(struct elfobj *obj)
+/* gperftools' tc_* names; in its builds most are aliases of the plain ones: one probe for both */
+static const struct entry_spec tcmalloc_entries[] = {
+	{ "tc_malloc", CULPERT_FN_MALLOC, 0 },
+	{ "tc_malloc_skip_new_handler", CULPERT_FN_MALLOC, 0 },
+	{ "tc_valloc", CULPERT_FN_MALLOC, 0 },
+	{ "tc_new", CULPERT_FN_MALLOC, 0 },
+	{ "tc_newarray", CULPERT_FN_MALLOC, 0 },
+	{ "tc_new_nothrow", CULPERT_FN_MALLOC, 0 },
+	{ "tc_newarray_nothrow", CULPERT_FN_MALLOC, 0 },
+	{ "tc_new_aligned", CULPERT_FN_MALLOC, 0 },		/* (size, align) */
+	{ "tc_newarray_aligned", CULPERT_FN_MALLOC, 0 },
+	{ "tc_new_aligned_nothrow", CULPERT_FN_MALLOC, 0 },
+	{ "tc_newarray_aligned_nothrow", CULPERT_FN_MALLOC, 0 },
+	{ "tc_calloc", CULPERT_FN_CALLOC, 0 },
+	{ "tc_realloc", CULPERT_FN_REALLOC, 0 },
+	{ "tc_posix_memalign", CULPERT_FN_POSIX_MEMALIGN, 0 },
+	{ "tc_memalign", CULPERT_FN_MEMALIGN, 0 },
+	{ "tc_pvalloc", CULPERT_FN_PVALLOC, 0 },
+	{ "tc_free", CULPERT_FN_FREE, 0 },
+	{ "tc_free_sized", CULPERT_FN_FREE, 0 },
+	{ "tc_cfree", CULPERT_FN_FREE, 0 },
+	{ "cfree", CULPERT_FN_FREE, 0 },
+	{ "tc_delete", CULPERT_FN_FREE, 0 },
+	{ "tc_deletearray", CULPERT_FN_FREE, 0 },
+	{ "tc_delete_sized", CULPERT_FN_FREE, 0 },
+	{ "tc_deletearray_sized", CULPERT_FN_FREE, 0 },
+	{ "tc_delete_nothrow", CULPERT_FN_FREE, 0 },
+	{ "tc_deletearray_nothrow", CULPERT_FN_FREE, 0 },
+	{ "tc_delete_aligned", CULPERT_FN_FREE, 0 },
+	{ "tc_deletearray_aligned", CULPERT_FN_FREE, 0 },
+	{ "tc_delete_sized_aligned", CULPERT_FN_FREE, 0 },
+	{ "tc_deletearray_sized_aligned", CULPERT_FN_FREE, 0 },
+	{ "tc_delete_aligned_nothrow", CULPERT_FN_FREE, 0 },
+	{ "tc_deletearray_aligned_nothrow", CULPERT_FN_FREE, 0 },
+	{ NULL, 0, 0 },
+};
+
+/*
+ * C++ operator new and delete (Itanium mangling, 64-bit size_t): the size
+ * or the pointer comes first in every variant.  Probed where the allocator
+ * library defines them, which Debian's jemalloc, mimalloc and tcmalloc do;
+ * libstdc++'s own operator new calls malloc and needs no probe.
+ */
+static const struct entry_spec cxx_entries[] = {
+	{ "_Znwm", CULPERT_FN_MALLOC, 0 },			/* new(size_t) */
+	{ "_Znam", CULPERT_FN_MALLOC, 0 },			/* new[] */
+	{ "_ZnwmRKSt9nothrow_t", CULPERT_FN_MALLOC, 0 },
+	{ "_ZnamRKSt9nothrow_t", CULPERT_FN_MALLOC, 0 },
+	{ "_ZnwmSt11align_val_t", CULPERT_FN_MALLOC, 0 },
+	{ "_ZnamSt11align_val_t", CULPERT_FN_MALLOC, 0 },
+	{ "_ZnwmSt11align_val_tRKSt9nothrow_t", CULPERT_FN_MALLOC, 0 },
+	{ "_ZnamSt11align_val_tRKSt9nothrow_t", CULPERT_FN_MALLOC, 0 },
+	{ "_ZdlPv", CULPERT_FN_FREE, 0 },			/* delete(void *) */
+	{ "_ZdaPv", CULPERT_FN_FREE, 0 },
+	{ "_ZdlPvm", CULPERT_FN_FREE, 0 },			/* sized */
+	{ "_ZdaPvm", CULPERT_FN_FREE, 0 },
+	{ "_ZdlPvRKSt9nothrow_t", CULPERT_FN_FREE, 0 },
+	{ "_ZdaPvRKSt9nothrow_t", CULPERT_FN_FREE, 0 },
+	{ "_ZdlPvSt11align_val_t", CULPERT_FN_FREE, 0 },
+	{ "_ZdaPvSt11align_val_t", CULPERT_FN_FREE, 0 },
+	{ "_ZdlPvmSt11align_val_t", CULPERT_FN_FREE, 0 },
+	{ "_ZdaPvmSt11align_val_t", CULPERT_FN_FREE, 0 },
+	{ "_ZdlPvSt11align_val_tRKSt9nothrow_t", CULPERT_FN_FREE, 0 },
+	{ "_ZdaPvSt11align_val_tRKSt9nothrow_t", CULPERT_FN_FREE, 0 },
+	{ NULL, 0, 0 },
+};
+
+/*
+ * What to probe in each family, and how to tell them apart: a marker is a
+ * symbol only that family defines (with the prefix, for prefixed builds).
+ * Checked in this order: glibc's marker __libc_malloc is also defined by
+ * musl, mimalloc and tcmalloc.
+ */
+struct family {
+	const char *name;
+	const char *markers[2];
+	const struct entry_spec *api[3];	/* entry tables whose names take the prefix */
+	bool cxx;				/* defines operator new/delete when unprefixed */
+	const char *prefixes[2];		/* of prefixed builds auto looks for */
+};
+
+static const struct family families[] = {
+	{ .name = "jemalloc", .markers = { "mallocx" }, .api = { libc_entries, jemalloc_entries },
+	  .cxx = true, .prefixes = { "je_", "_rjem_" } },
+	{ .name = "mimalloc", .markers = { "mi_malloc" }, .api = { libc_entries, mimalloc_entries },
+	  .cxx = true },
+	{ .name = "tcmalloc", .markers = { "tc_malloc" }, .api = { libc_entries, tcmalloc_entries },
+	  .cxx = true },
+	/* mallocng (1.2.1+) and oldmalloc; static binaries keep them in .symtab */
+	{ .name = "musl", .markers = { "__libc_malloc_impl", "__malloc_donate" },
+	  .api = { libc_entries } },
+	{ .name = "glibc", .markers = { "malloc_trim", "__libc_malloc" }, .api = { libc_entries } },
+};
+
+/* an object that defines malloc but none of the markers: a program's own allocator */
+static const struct family custom_family = { .name = "custom", .api = { libc_entries } };
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+static bool defines(struct elfobj *obj, const char *prefix, const char *name)
+{
+	char full[128];
+
+	snprintf(full, sizeof(full), "%s%s", prefix, name);
+	return elfobj__sym_by_name(obj, full) != NULL;
+}
+
+static const struct family *family_of(struct elfobj *obj, const char *prefix)
+{
+	size_t i, j;
+
+	for (i = 0; i < ARRAY_SIZE(families); i++)
+		for (j = 0; j < ARRAY_SIZE(families[i].markers) && families[i].markers[j]; j++)
+			if (defines(obj, prefix, families[i].markers[j]))
+				return &families[i];
+	return &custom_family;
+}
+
+static const struct family *family_by_name(const char *name)
 {
 	size_t i;
 
-	for (i = 0; i < sizeof(family_markers) / sizeof(family_markers[0]); i++)
-		if (elfobj__sym_by_name(obj, family_markers[i].marker))
-			return family_markers[i].family;
-	return "custom";
+	for (i = 0; i < ARRAY_SIZE(families); i++)
+		if (!strcmp(name, families[i].name))
+			return &families[i];
+	return NULL;
 }
 
 static const char *base_name(const char *path)
@@ -165,7 +347,7 @@ static bool have_offset(const struct alloc_plan *plan, int object, uint64_t off)
 
 /* probe points for every entry of `specs` (with `prefix`) the object defines */
 static int add_entries(struct alloc_plan *plan, int object, struct elfobj *obj, const char *prefix,
-		       const struct entry_spec *specs)
+		       const struct entry_spec *specs, bool trust_leaf)
 {
 	size_t cap_points = plan->n_points, cap_skipped = plan->n_skipped;
 	char name[128];
@@ -186,7 +368,7 @@ static int add_entries(struct alloc_plan *plan, int object, struct elfobj *obj, 
 				return err;
 			continue;
 		}
-		/* aliases (memalign == aligned_alloc) share one probe: two would count twice */
+		/* aliases (memalign = aligned_alloc, tc_new = _Znwm): one probe or two counts */
 		if (have_offset(plan, object, off))
 			continue;
 		if (vec_reserve(&plan->points, &cap_points, plan->n_points + 1, sizeof(*pp)))
@@ -204,18 +386,25 @@ static int add_entries(struct alloc_plan *plan, int object, struct elfobj *obj, 
 		pp->sym_offset = off;
 		pp->offset = off + pp->at.offset;
 		pp->fn = specs->fn;
+		pp->flags = trust_leaf && (specs->flags & ENTRY_LEAF) ? CULPERT_PROBE_F_LEAF : 0;
 		plan->n_points++;
 	}
 	return 0;
 }
 
+/* the plan's index of the object behind `m`, added if new; -errno */
 static int add_object(struct alloc_plan *plan, const struct target *t,
 		      const struct procmaps *maps, const struct procmap *m, struct elfobj *obj,
-		      const char *family)
+		      const struct family *fam, const char *prefix)
 {
 	struct alloc_object *o = &plan->objects[plan->n_objects];
 	char path[PATH_MAX];
+	size_t i;
 
+	/* an executable may define both malloc and je_malloc: one object, one code range */
+	for (i = 0; i < plan->n_objects; i++)
+		if (!strcmp(plan->objects[i].path, m->path))
+			return (int)i;
 	if (plan->n_objects >= ALLOC_MAX_OBJECTS)
 		return -E2BIG;
 	if (target__object_path(t, m, path, sizeof(path)))
@@ -223,93 +412,201 @@ static int add_object(struct alloc_plan *plan, const struct target *t,
 	o->path = strdup(m->path);
 	o->open_path = strdup(path);
 	o->build_id = strdup(elfobj__build_id(obj));
-	o->family = family;
+	o->prefix = strdup(prefix);
+	o->family = fam->name;
 	text_range(maps, m, &o->text_lo, &o->text_hi);
-	if (!o->path || !o->open_path || !o->build_id)
+	if (!o->path || !o->open_path || !o->build_id || !o->prefix)
 		return -ENOMEM;
 	return (int)plan->n_objects++;
 }
 
-static bool is_family(const char *s)
+/* what planning looks at: the target, its objects in the dynamic linker's order */
+struct planner {
+	const struct target *t;
+	const struct procmaps *maps;
+	struct objcache *cache;
+	const struct procmap *cands[256];
+	size_t n;
+};
+
+/*
+ * The first object that defines `prefix`malloc and, when `want` is given,
+ * belongs to that family.  NULL if none.
+ */
+static const struct procmap *find_provider(struct planner *pl, const char *prefix,
+					   const struct family *want, struct elfobj **objp,
+					   const struct family **famp)
 {
 	size_t i;
 
-	for (i = 0; i < sizeof(known_families) / sizeof(known_families[0]); i++)
-		if (!strcmp(s, known_families[i]))
-			return true;
-	return false;
-}
+	for (i = 0; i < pl->n; i++) {
+		struct elfobj *obj = objcache__get(pl->cache, pl->cands[i]);
 
-/* the first object that defines `prefix`malloc (and, when forced, belongs to `family`) */
-static const struct procmap *find_provider(const struct procmap **cands, size_t n,
-					   struct objcache *cache, const char *prefix,
-					   const char *family, struct elfobj **objp)
-{
-	char name[128];
-	size_t i;
-
-	snprintf(name, sizeof(name), "%smalloc", prefix);
-	for (i = 0; i < n; i++) {
-		struct elfobj *obj = objcache__get(cache, cands[i]);
-
-		if (!obj || !elfobj__sym_by_name(obj, name))
+		if (!obj || !defines(obj, prefix, "malloc"))
 			continue;
-		if (family && strcmp(family_of(obj), family))
+		*famp = family_of(obj, prefix);
+		if (want && *famp != want)
 			continue;
 		*objp = obj;
-		return cands[i];
+		return pl->cands[i];
 	}
 	return NULL;
 }
 
-static void describe_search(char *err, size_t errlen, const char *what,
-			    const struct procmap **cands, size_t n)
+/*
+ * Probe the allocator that defines `prefix`malloc (of family `want`, if
+ * given) with its family's tables.  1 when added, 0 when there is none, or
+ * -errno.
+ */
+static int plan_provider(struct planner *pl, struct alloc_plan *plan, const char *prefix,
+			 const struct family *want)
+{
+	const struct family *fam = NULL;
+	const struct procmap *m;
+	struct elfobj *obj = NULL;
+	bool trust_leaf;
+	size_t i;
+	int idx, err = 0;
+
+	m = find_provider(pl, prefix, want, &obj, &fam);
+	if (!m)
+		return 0;
+	idx = add_object(plan, pl->t, pl->maps, m, obj, fam, prefix);
+	if (idx < 0)
+		return idx;
+	trust_leaf = !*prefix && fam != &custom_family;
+	for (i = 0; i < ARRAY_SIZE(fam->api) && fam->api[i] && !err; i++)
+		err = add_entries(plan, idx, obj, prefix, fam->api[i], trust_leaf);
+	/* a prefixed build leaves operator new to libstdc++, which calls the unprefixed malloc */
+	if (!err && fam->cxx && !*prefix)
+		err = add_entries(plan, idx, obj, "", cxx_entries, trust_leaf);
+	return err ? err : 1;
+}
+
+/* prefixed builds of the families that have them, next to the process's malloc */
+static int plan_prefixed(struct planner *pl, struct alloc_plan *plan)
+{
+	size_t i, j;
+	int ret;
+
+	for (i = 0; i < ARRAY_SIZE(families); i++) {
+		for (j = 0; j < ARRAY_SIZE(families[i].prefixes) && families[i].prefixes[j]; j++) {
+			ret = plan_provider(pl, plan, families[i].prefixes[j], &families[i]);
+			if (ret < 0)
+				return ret;
+		}
+	}
+	return 0;
+}
+
+/* "no je_malloc in /a, /b" */
+static size_t describe_search(const struct planner *pl, char *err, size_t errlen,
+			      const char *what)
 {
 	size_t i, len;
 
 	len = (size_t)snprintf(err, errlen, "allocator not found: no %s in", what);
-	for (i = 0; i < n && len < errlen; i++)
+	for (i = 0; i < pl->n && len < errlen; i++)
 		len += (size_t)snprintf(err + len, errlen - len, "%s %s", i ? "," : "",
-					cands[i]->path);
-	if (len < errlen)
-		snprintf(err + len, errlen - len,
-			 "%s; use --allocator PREFIX if it uses prefixed names", n ? "" : " any object");
+					pl->cands[i]->path);
+	if (!pl->n && len < errlen)
+		len += (size_t)snprintf(err + len, errlen - len, " any object");
+	return len < errlen ? len : errlen;
+}
+
+static void not_found(struct planner *pl, const char *allocator, const struct family *want,
+		      char *err, size_t errlen)
+{
+	const struct family *fam = NULL;
+	const struct procmap *m;
+	struct elfobj *obj;
+	char what[160];
+	size_t i, len;
+
+	if (want) {
+		/* say what is there instead: the usual mistake is naming the wrong family */
+		m = find_provider(pl, "", NULL, &obj, &fam);
+		if (m) {
+			snprintf(err, errlen,
+				 "allocator not found: --allocator %s, but pid %d gets malloc from %s in %s; use --allocator auto%s%s",
+				 want->name, (int)pl->t->pid, fam->name, m->path,
+				 fam != &custom_family ? " or " : "",
+				 fam != &custom_family ? fam->name : "");
+			return;
+		}
+		snprintf(what, sizeof(what), "%s malloc", want->name);
+		describe_search(pl, err, errlen, what);
+		return;
+	}
+	snprintf(what, sizeof(what), "%smalloc", allocator);
+	len = describe_search(pl, err, errlen, what);
+	if (!*allocator) {
+		snprintf(err + len, errlen - len, "; use --allocator PREFIX if it uses prefixed names");
+		return;
+	}
+	len += (size_t)snprintf(err + len, errlen - len,
+				" (--allocator %s is taken as a symbol prefix; the families are",
+				allocator);
+	for (i = 0; i < ARRAY_SIZE(families) && len < errlen; i++)
+		len += (size_t)snprintf(err + len, errlen - len, " %s%s", families[i].name,
+					i + 1 < ARRAY_SIZE(families) ? "," : ")");
 }
 
 int allocator__plan(const struct target *t, const struct procmaps *maps, struct objcache *cache,
 		    const char *allocator, struct alloc_plan *plan, char *err, size_t errlen)
 {
-	const struct procmap *cands[256], *m;
-	const char *family = NULL, *prefix = "";
-	struct elfobj *obj = NULL;
-	size_t n;
-	int idx, ret;
+	struct planner pl = { .t = t, .maps = maps, .cache = cache };
+	const struct family *want = NULL;
+	const char *prefix = "";
+	size_t i;
+	int ret;
 
 	memset(plan, 0, sizeof(*plan));
 	if (allocator && strcmp(allocator, "auto")) {
-		if (is_family(allocator))
-			family = allocator;
-		else
+		want = family_by_name(allocator);
+		if (!want)
 			prefix = allocator;
 	}
-	n = candidates(t, maps, cands, sizeof(cands) / sizeof(cands[0]));
-	m = find_provider(cands, n, cache, prefix, family, &obj);
-	if (!m) {
-		char what[160];
-
-		snprintf(what, sizeof(what), "%s%smalloc%s%s", family ? family : "", family ? " " : "",
-			 *prefix ? " with prefix " : "", prefix);
-		describe_search(err, errlen, what, cands, n);
+	pl.n = candidates(t, maps, pl.cands, ARRAY_SIZE(pl.cands));
+	ret = plan_provider(&pl, plan, prefix, want);
+	/* --allocator jemalloc also finds a jemalloc built with je_ or _rjem_ names */
+	for (i = 0; want && !ret && i < ARRAY_SIZE(want->prefixes) && want->prefixes[i]; i++)
+		ret = plan_provider(&pl, plan, want->prefixes[i], want);
+	if (!ret) {
+		not_found(&pl, prefix, want, err, errlen);
 		return -ENOENT;
 	}
-	idx = add_object(plan, t, maps, m, obj, family_of(obj));
-	ret = idx < 0 ? idx : add_entries(plan, idx, obj, prefix, libc_entries);
-	if (ret)
-		snprintf(err, errlen, "cannot build the probe plan for %s: %s", m->path,
+	/* auto: also any prefixed jemalloc; a forced prefix: also the process's malloc */
+	if (ret > 0 && !want)
+		ret = *prefix ? plan_provider(&pl, plan, "", NULL) : plan_prefixed(&pl, plan);
+	if (ret < 0) {
+		snprintf(err, errlen, "cannot build the probe plan for pid %d: %s", (int)t->pid,
 			 strerror(-ret));
-	if (ret)
 		alloc_plan__free(plan);
-	return ret;
+		return ret;
+	}
+	return 0;
+}
+
+void alloc_plan__log(const struct alloc_plan *plan)
+{
+	size_t i, o, n;
+
+	for (o = 0; o < plan->n_objects; o++) {
+		const struct alloc_object *obj = &plan->objects[o];
+
+		for (i = 0, n = 0; i < plan->n_points; i++)
+			n += plan->points[i].object == (int)o;
+		pr_info("allocator %s%s%s%s in %s: %zu entry points\n", obj->family,
+			*obj->prefix ? " (names " : "", obj->prefix, *obj->prefix ? "*)" : "",
+			obj->path, n);
+	}
+	if (!plan->n_skipped)
+		return;
+	pr_info("allocator entry points not defined, not probed:");
+	for (i = 0; i < plan->n_skipped; i++)
+		pr_info(" %s", plan->skipped[i]);
+	pr_info("\n");
 }
 
 void alloc_plan__free(struct alloc_plan *plan)
@@ -320,6 +617,7 @@ void alloc_plan__free(struct alloc_plan *plan)
 		free(plan->objects[i].path);
 		free(plan->objects[i].open_path);
 		free(plan->objects[i].build_id);
+		free(plan->objects[i].prefix);
 	}
 	for (i = 0; i < plan->n_points; i++)
 		free(plan->points[i].symbol);

@@ -29,6 +29,7 @@ struct alloc_object {
 	char *open_path;	/* how we reach it (/proc/PID/root/...) */
 	char *build_id;
 	const char *family;	/* "glibc", "jemalloc", ... */
+	char *prefix;		/* of its entry points' names: "" or e.g. "je_" */
 	uint64_t text_lo;	/* runtime range of its executable mapping */
 	uint64_t text_hi;
 };
@@ -40,6 +41,7 @@ struct probe_point {
 	uint64_t offset;	/* file offset where the probe goes: sym_offset + at.offset */
 	struct probe_offset at;	/* how far past the symbol, and why */
 	uint32_t fn;		/* enum culpert_fn */
+	uint32_t flags;		/* CULPERT_PROBE_F_*; with fn, the probe's BPF cookie */
 };
 
 struct alloc_plan {
@@ -52,12 +54,17 @@ struct alloc_plan {
 };
 
 /*
- * Build the plan.  `allocator` is "auto", a family name (glibc, jemalloc,
- * mimalloc, tcmalloc) or a symbol prefix ("je_").  On failure returns
- * -errno and a user-facing reason (naming what was searched) in err.
+ * Build the plan.  `allocator` is "auto" (the object that serves malloc,
+ * plus any prefixed jemalloc such as je_ or _rjem_), a family name (glibc,
+ * musl, jemalloc, mimalloc, tcmalloc: that family only) or a symbol prefix
+ * ("je_": the object defining je_malloc, plus the one serving malloc).
+ * On failure returns -errno and a user-facing reason (naming what was
+ * searched) in err.
  */
 int allocator__plan(const struct target *t, const struct procmaps *maps, struct objcache *cache,
 		    const char *allocator, struct alloc_plan *plan, char *err, size_t errlen);
+/* at -v: each object's family and probe count, and the entry points it lacks */
+void alloc_plan__log(const struct alloc_plan *plan);
 void alloc_plan__free(struct alloc_plan *plan);
 
 #endif /* CULPERT_ALLOCATOR_H */

@@ -76,8 +76,9 @@ static void print_plan(const struct alloc_plan *plan)
 	for (o = 0; o < plan->n_objects; o++) {
 		const struct alloc_object *obj = &plan->objects[o];
 
-		printf("allocator:  %s in %s (build id %s)\n", obj->family, obj->path,
-		       obj->build_id[0] ? obj->build_id : "none");
+		printf("allocator:  %s in %s (build id %s%s%s%s)\n", obj->family, obj->path,
+		       obj->build_id[0] ? obj->build_id : "none", *obj->prefix ? ", names " : "",
+		       obj->prefix, *obj->prefix ? "*" : "");
 		for (i = 0; i < plan->n_points; i++) {
 			const struct probe_point *p = &plan->points[i];
 

@@ -213,7 +213,7 @@ out:
 	return ret;
 }
 
-/* offsets (and cookies: the entry kind) of the plan's points in `obj` matching `want` */
+/* offsets (and cookies: the entry kind and flags) of the plan's points in `obj` matching `want` */
 static size_t collect_points(const struct alloc_plan *plan, size_t obj,
 			     bool (*want)(uint32_t fn, uint32_t arg), uint32_t arg,
 			     uint64_t *offs, uint64_t *cookies)
@@ -226,7 +226,7 @@ static size_t collect_points(const struct alloc_plan *plan, size_t obj,
 		if (p->object != (int)obj || !want(p->fn, arg))
 			continue;
 		offs[n] = p->offset;
-		cookies[n++] = p->fn;
+		cookies[n++] = p->fn | p->flags;
 	}
 	return n;
 }
@@ -261,7 +261,7 @@ static int attach_object(struct sampler *s, const struct sampler_opts *o, size_t
 				continue;
 			n = collect_points(plan, obj, fn_is, fn, offs, cookies);
 			ret = uprobe_set__attach(s->probes, s->mode, program_for(s->skel, fn), path,
-						 offs, NULL, n, o->pid, 0);
+						 offs, cookies, n, o->pid, 0);
 		}
 		if (!ret && s->inuse == SAMPLER_INUSE_EVERY_RETURN) {
 			n = collect_points(plan, obj, fn_allocates, 0, offs, cookies);

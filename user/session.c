@@ -355,9 +355,11 @@ int session__open(const struct session_opts *o, struct session **out, char *err,
 	}
 	pr_info("unwinding: %s (%s)\n", s->unwind == SESSION_UNWIND_DWARF ? "dwarf" : "fp", why);
 	ret = allocator__plan(&s->t, &s->maps, s->objs, o->allocator, &s->plan, err, errlen);
-	if (!ret)
+	if (!ret) {
+		alloc_plan__log(&s->plan);
 		ret = span_fn__plan(&s->t, &s->maps, s->objs, o->span_fns, o->n_span_fns,
 				    o->max_span_fns, &s->fns, err, errlen);
+	}
 	if (ret)
 		goto fail;
 	/* the patterns belong to the caller and are not needed past planning */
@@ -508,14 +510,29 @@ static int add_commentf(struct session *s, const char *fmt, ...)
 	return session__add_comment(s, buf);
 }
 
+/* "family:path"; comma-joined when a prefixed allocator is probed too: ",jemalloc(je_):path" */
+static int add_allocator_comment(struct session *s)
+{
+	const struct alloc_plan *p = &s->plan;
+	char buf[1024];
+	size_t i, len = 0;
+
+	buf[0] = '\0';
+	for (i = 0; i < p->n_objects && len < sizeof(buf); i++)
+		len += (size_t)snprintf(buf + len, sizeof(buf) - len, "%s%s%s%s%s:%s", i ? "," : "",
+					p->objects[i].family, *p->objects[i].prefix ? "(" : "",
+					p->objects[i].prefix, *p->objects[i].prefix ? ")" : "",
+					p->objects[i].path);
+	return add_commentf(s, "allocator=%s", buf);
+}
+
 /* what this run did and what it could not see, for `culpert info` */
 static int add_run_comments(struct session *s)
 {
 	const uint64_t *c = s->counters;
 	int err = 0;
 
-	err |= add_commentf(s, "allocator=%s:%s", s->plan.objects[0].family,
-			    s->plan.objects[0].path);
+	err |= add_allocator_comment(s);
 	err |= add_commentf(s, "probe_sites=%zu", s->n_sites);
 	/* sampled allocations, where the file's samples are aggregated records */
 	err |= add_commentf(s, "samples=%llu", (unsigned long long)s->samples);

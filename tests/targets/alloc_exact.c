@@ -4,7 +4,8 @@
  * from a function of its own, including the calls glibc forwards to its own
  * malloc (realloc(NULL, n), memalign(16, n), realloc of an mmapped block,
  * reallocarray).  Profiled with --rate 1, each function must show exactly
- * its calls and bytes: nothing missed, nothing counted twice.
+ * its calls and bytes: nothing missed, nothing counted twice.  Also built
+ * static, against glibc and musl (tests/Makefile.inc).
  *
  * Prints "pid N ready", waits for SIGUSR1, runs, prints
  * "total <fn> <bytes> <calls>" lines and exits.
@@ -101,6 +102,8 @@ static NOINLINE void f_valloc(void)
 	report("f_valloc", N * 1000, N);
 }
 
+/* glibc's (and the malloc replacements'); musl has no pvalloc */
+#ifdef __GLIBC__
 static NOINLINE void f_pvalloc(void)
 {
 	long page = sysconf(_SC_PAGESIZE);
@@ -109,6 +112,11 @@ static NOINLINE void f_pvalloc(void)
 		keep[i] = pvalloc(1000);
 	report("f_pvalloc", (unsigned long long)N * (unsigned long long)page, N);
 }
+#else
+static void f_pvalloc(void)
+{
+}
+#endif
 
 static NOINLINE void make_mmapped(void **blocks)
 {
