@@ -15,6 +15,7 @@
 #include <bpf/usdt.bpf.h>
 #include "culpert.h"
 #include "state.bpf.h"
+#include "uretprobe.bpf.h"
 #include "spans.bpf.h"
 #include "inuse.bpf.h"
 #include "dwarf.bpf.h"

@@ -44,7 +44,7 @@ static long copy_piece(__u32 i, void *data)
 }
 
 struct unhijack_ctx {
-	struct thread_state *ts;
+	struct return_instance *ri;
 	__u8 *dst;
 	__u64 sp;
 	__u64 tramp;
@@ -54,41 +54,43 @@ struct unhijack_ctx {
 static long unhijack_one(__u32 i, void *data)
 {
 	struct unhijack_ctx *c = data;
-	struct thread_state *ts = c->ts;
-	__u32 at = i & (CULPERT_MAX_SPAN_DEPTH - 1);
-	__u64 off, *slot;
+	struct return_instance *ri = c->ri;	/* CO-RE reads need the kernel type itself */
+	__u64 at, off, *slot;
 
-	if (i >= ts->span_depth)
+	if (!ri)
 		return 1;
-	if (!(ts->spans[at].flags & CULPERT_SPAN_F_FUNCTION) || ts->span_sp[at] < c->sp)
-		return 0;
-	off = ts->span_sp[at] - c->sp;
-	if (off + 8 > c->copied || off >= CULPERT_MAX_STACK_COPY)
-		return 0;
-	if (!c->tramp)
-		c->tramp = uretprobe_trampoline();
-	slot = (__u64 *)(c->dst + (off & (CULPERT_MAX_STACK_COPY - 1)));
-	if (*slot == c->tramp)
-		*slot = ts->span_ret[at];
+	at = BPF_CORE_READ(ri, stack);
+	off = at - c->sp;
+	if (at >= c->sp && off + 8 <= c->copied && off < CULPERT_MAX_STACK_COPY) {
+		slot = (__u64 *)(c->dst + (off & (CULPERT_MAX_STACK_COPY - 1)));
+		/* the newest of chained instances restores the slot; the others see it done */
+		if (*slot == c->tramp)
+			*slot = BPF_CORE_READ(ri, orig_ret_vaddr);
+	}
+	c->ri = BPF_CORE_READ(ri, next);
 	return 0;
 }
 
 /*
- * A return probe (a --span-fn session, say) parks the uretprobe
- * trampoline's address in its function's return slot, and the trampoline
- * has no CFI: the unwinder would stop there.  The span frames know what
- * each slot held at entry, so the copy gets it back.
+ * A pending return probe (a --span-fn session, another tool's uretprobe)
+ * parks the trampoline's address in its function's return slot, and the
+ * trampoline has no CFI: the unwinder would stop there.  The kernel's
+ * return instances say what each slot held, so the copy gets it back.
  */
-static __always_inline void unhijack(struct thread_state *ts, __u8 *dst, __u64 sp, __u32 copied)
+static __always_inline void unhijack(__u8 *dst, __u64 sp, __u32 copied)
 {
-	struct unhijack_ctx c = { .ts = ts, .dst = dst, .sp = sp, .copied = copied };
+	struct unhijack_ctx c = { .ri = first_return_instance(), .dst = dst, .sp = sp,
+				  .copied = copied };
 
-	bpf_loop(CULPERT_MAX_SPAN_DEPTH, unhijack_one, &c, 0);
+	if (!c.ri)
+		return;
+	c.tramp = uretprobe_trampoline();
+	bpf_loop(CULPERT_MAX_RETURN_INSTANCES, unhijack_one, &c, 0);
 }
 
 /* registers and stack into the record at dst; returns the bytes of stack copied */
-static __always_inline __u32 copy_dwarf_state(struct pt_regs *ctx, struct thread_state *ts,
-					      struct culpert_alloc_event *e, __u8 *dst)
+static __always_inline __u32 copy_dwarf_state(struct pt_regs *ctx, struct culpert_alloc_event *e,
+					      __u8 *dst)
 {
 	struct stack_copy c = { .dst = dst, .sp = PT_REGS_SP(ctx) };
 
@@ -101,7 +103,7 @@ static __always_inline __u32 copy_dwarf_state(struct pt_regs *ctx, struct thread
 	e->regs.r14 = ctx->r14;
 	e->regs.r15 = ctx->r15;
 	bpf_loop(CULPERT_MAX_STACK_COPY / PAGE_BYTES + 1, copy_piece, &c, 0);
-	unhijack(ts, dst, c.sp, c.copied);
+	unhijack(dst, c.sp, c.copied);
 	return c.copied;
 }
 

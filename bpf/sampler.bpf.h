@@ -69,7 +69,7 @@ static __always_inline bool nested_call(struct hot_state *ts, __u64 sp, __u64 ip
 		goto stale;
 	if (sp < ts->guard_sp && !in_allocator(read_user_word(sp)))
 		goto stale;
-	if (read_user_word(ts->guard_sp) != ts->guard_ret)
+	if (!return_slot_holds(ts->guard_sp, ts->guard_ret))
 		goto stale;
 	count(CULPERT_CNT_NESTED);
 	return true;
@@ -143,11 +143,11 @@ static __always_inline __u64 emit_sample(struct pt_regs *ctx, struct thread_stat
 		depth = CULPERT_MAX_SPAN_DEPTH;
 	e->span_depth = depth;
 	/* at entry the allocator has no frame yet: its caller is only at [sp] */
-	e->ret_addr = read_user_word(sp);
+	e->ret_addr = real_return(sp, read_user_word(sp));
 	data = e->data + depth * sizeof(struct culpert_span_frame);
 	if (unwind_dwarf) {
 		e->nr_frames = 0;
-		n = copy_dwarf_state(ctx, ts, e, data);
+		n = copy_dwarf_state(ctx, e, data);
 		e->stack_len = n;
 	} else {
 		n = bpf_get_stack(ctx, data, stack_bytes, BPF_F_USER_STACK);

@@ -116,14 +116,6 @@ static __always_inline void span_pop_to(struct thread_state *ts, __u64 id)
 		count(CULPERT_CNT_SPAN_UNMATCHED);
 }
 
-/* the uretprobe trampoline: where return probes park a hijacked return address */
-static __always_inline __u64 uretprobe_trampoline(void)
-{
-	struct task_struct *task = bpf_get_current_task_btf();
-
-	return BPF_CORE_READ(task, mm, uprobes_state.xol_area, vaddr);
-}
-
 /*
  * Which function spans are still running.  A function span's function
  * entered with the stack pointer at span_sp and its return address in that
