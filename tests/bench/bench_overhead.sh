@@ -11,7 +11,7 @@
 
 RUNS=${BENCH_RUNS:-7}
 THREADS=${BENCH_THREADS:-4}
-OPS=${BENCH_OPS:-150000}
+OPS=${BENCH_OPS:-1000000}
 RSS_SECONDS=${BENCH_RSS_SECONDS:-60}
 
 [ "$(id -u)" = 0 ] || { echo "bench_overhead: needs root"; exit 1; }
