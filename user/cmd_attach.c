@@ -34,21 +34,53 @@ static void on_signal(int sig)
 	stop_requested = 1;
 }
 
+static const char attach_options[] =
+	"  -p, --pid PID            process to profile (any of its thread ids works)\n"
+	"  -d, --duration D         stop after D (30s, 2m, 1h); default: until Ctrl-C\n"
+	"  -o, --output FILE        profile path, '-' for stdout;\n"
+	"                           default culpert-COMM-PID-TIMESTAMP.pb.gz\n"
+	"      --rate BYTES         mean bytes between samples (default 512KiB; 1 = every allocation)\n"
+	"      --max-depth N        stack frames kept per sample, 1..127 (default 64)\n"
+	"      --inuse              also track frees: live heap (inuse_*) and ages of live blocks\n"
+	"      --max-live N         live sampled blocks tracked with --inuse (default 1048576)\n"
+	"      --unwind MODE        fp (frame pointers), dwarf (copy the stack, unwind with CFI),\n"
+	"                           auto (default: fp if the executable keeps frame pointers)\n"
+	"      --stack-size BYTES   stack copied per sample with dwarf (default 16KiB, max 32KiB)\n"
+	"      --allocator NAME     auto, glibc, musl, jemalloc, mimalloc, tcmalloc, or a symbol prefix\n"
+	"      --span-fn PATTERN    each call of a function matching PATTERN is a span (repeatable;\n"
+	"                           globs over demangled names, e.g. 'app::handler::*')\n"
+	"      --max-span-fns N     refuse patterns matching more functions (default 64)\n"
+	"      --symbolize          resolve function names at capture (default)\n"
+	"      --no-symbolize       keep raw addresses; 'culpert symbolize' can resolve them later\n"
+	"      --ringbuf-size BYTES kernel-to-user buffer (default 2MiB, 8MiB unless --unwind fp)\n"
+	"      --max-stacks N       distinct (stack, thread) keys kept (default 65536)\n"
+	"      --no-multi           one perf-event uprobe per site instead of uprobe_multi links\n"
+	"      --no-session         entry + return probes even where uprobe sessions exist\n"
+	"      --stats              embed the memory picture (as 'culpert-bpf stats') at start\n"
+	"                           and end as mem.start.* / mem.end.* comments\n"
+	"  -v, --verbose            more diagnostics (repeat for more)\n"
+	"  -h, --help               this help\n";
+
 static void usage(FILE *f, bool capture)
 {
-	if (capture)
+	if (capture) {
 		fprintf(f,
 			"Usage: culpert-bpf capture --pid PID [--duration 30s] [-o FILE] [OPTIONS]\n"
 			"\n"
 			"One-shot incident capture: attach --inuse --stats for --duration (default 30s),\n"
 			"then one profile with allocations, the live heap with ages, and the process's\n"
 			"memory picture (mem.* comments, the heap-vs-RSS gap), and a summary on stderr:\n"
-			"top spans, top live callsites, lost events, the gap.  Takes attach's options.\n"
+			"top spans, top live callsites, lost events, the gap.\n"
+			"\n"
+			"Options (attach's; --inuse and --stats are always on):\n"
+			"%s"
 			"\n"
 			"EXAMPLES:\n"
 			"  sudo culpert-bpf capture --pid 1234\n"
-			"  sudo culpert-bpf capture --pid 1234 --duration 2m -o incident.pb.gz\n"
-			"\n");
+			"  sudo culpert-bpf capture --pid 1234 --duration 2m -o incident.pb.gz\n",
+			attach_options);
+		return;
+	}
 	fprintf(f,
 		"Usage: culpert-bpf attach --pid PID [OPTIONS]\n"
 		"\n"
@@ -56,36 +88,13 @@ static void usage(FILE *f, bool capture)
 		"process exits, or SIGINT/SIGTERM arrives; then write a pprof profile.\n"
 		"\n"
 		"Options:\n"
-		"  -p, --pid PID            process to profile (any of its thread ids works)\n"
-		"  -d, --duration D         stop after D (30s, 2m, 1h); default: until Ctrl-C\n"
-		"  -o, --output FILE        profile path, '-' for stdout;\n"
-		"                           default culpert-COMM-PID-TIMESTAMP.pb.gz\n"
-		"      --rate BYTES         mean bytes between samples (default 512KiB; 1 = every allocation)\n"
-		"      --max-depth N        stack frames kept per sample, 1..127 (default 64)\n"
-		"      --inuse              also track frees: live heap (inuse_*) and ages of live blocks\n"
-		"      --max-live N         live sampled blocks tracked with --inuse (default 1048576)\n"
-		"      --unwind MODE        fp (frame pointers), dwarf (copy the stack, unwind with CFI),\n"
-		"                           auto (default: fp if the executable keeps frame pointers)\n"
-		"      --stack-size BYTES   stack copied per sample with dwarf (default 16KiB, max 32KiB)\n"
-		"      --allocator NAME     auto, glibc, musl, jemalloc, mimalloc, tcmalloc, or a symbol prefix\n"
-		"      --span-fn PATTERN    each call of a function matching PATTERN is a span (repeatable;\n"
-		"                           globs over demangled names, e.g. 'app::handler::*')\n"
-		"      --max-span-fns N     refuse patterns matching more functions (default 64)\n"
-		"      --symbolize          resolve function names at capture (default)\n"
-		"      --no-symbolize       keep raw addresses; 'culpert symbolize' can resolve them later\n"
-		"      --ringbuf-size BYTES kernel-to-user buffer (default 2MiB, 8MiB unless --unwind fp)\n"
-		"      --max-stacks N       distinct (stack, thread) keys kept (default 65536)\n"
-		"      --no-multi           one perf-event uprobe per site instead of uprobe_multi links\n"
-		"      --no-session         entry + return probes even where uprobe sessions exist\n"
-		"      --stats              embed the memory picture (as 'culpert-bpf stats') at start\n"
-		"                           and end as mem.start.* / mem.end.* comments\n"
-		"  -v, --verbose            more diagnostics (repeat for more)\n"
-		"  -h, --help               this help\n"
+		"%s"
 		"\n"
 		"EXAMPLES:\n"
 		"  sudo culpert-bpf attach --pid 1234 -o prof.pb.gz      # Ctrl-C to stop\n"
 		"  sudo culpert-bpf attach -p 1234 -d 30s --rate 64KiB\n"
-		"  sudo culpert-bpf attach -p 1234 -d 10s -o - | culpert report -\n");
+		"  sudo culpert-bpf attach -p 1234 -d 10s -o - | culpert report -\n",
+		attach_options);
 }
 
 struct attach_args {

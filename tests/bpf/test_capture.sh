@@ -73,7 +73,11 @@ test_capture_target_exits() {
 test_capture_usage() {
 	need_root || return
 	expect_error 2 "--pid is required" "$BIN_BPF" capture
-	"$BIN_BPF" capture --help | grep -q 'One-shot incident capture' || fail "no help"
+	"$BIN_BPF" capture --help >"$TMP/help" || fail "--help failed"
+	grep -q 'One-shot incident capture' "$TMP/help" || fail "no help"
+	grep -q -- '--unwind MODE' "$TMP/help" || fail "capture --help lists no options"
+	grep -q 'Usage: culpert-bpf attach' "$TMP/help" && fail "capture --help shows attach's usage"
+	return 0
 }
 
 run_test bpf/capture/gap test_capture_gap
