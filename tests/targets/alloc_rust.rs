@@ -15,19 +15,8 @@ use std::alloc::System;
 #[global_allocator]
 static GLOBAL: System = System;
 
-extern "C" {
-    fn sigemptyset(set: *mut SigSet) -> i32;
-    fn sigaddset(set: *mut SigSet, sig: i32) -> i32;
-    fn sigprocmask(how: i32, set: *const SigSet, old: *mut SigSet) -> i32;
-    fn sigwait(set: *const SigSet, sig: *mut i32) -> i32;
-}
-
-/// glibc's sigset_t: 1024 bits
-#[repr(C)]
-struct SigSet([u64; 16]);
-
-const SIGUSR1: i32 = 10;
-const SIG_BLOCK: i32 = 0;
+#[path = "ready.rs"]
+mod ready;
 
 /// keeps allocations from being optimized away (std::hint::black_box needs rustc 1.66)
 static SINK: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
@@ -80,15 +69,8 @@ fn grown_vecs(kib: usize, t: &mut Total) {
 
 fn main() {
     let kib = std::env::args().nth(1).map_or(32768, |s| s.parse().expect("KIB"));
-    let mut set = SigSet([0; 16]);
-    let mut sig = 0;
-    unsafe {
-        sigemptyset(&mut set);
-        sigaddset(&mut set, SIGUSR1);
-        sigprocmask(SIG_BLOCK, &set, std::ptr::null_mut());
-    }
-    println!("pid {} ready", std::process::id());
-    unsafe { sigwait(&set, &mut sig) };
+    let set = ready::ready();
+    ready::wait_usr1(&set);
     let mut totals = Vec::with_capacity(3);
     for (name, f) in [
         ("small_vecs", small_vecs as fn(usize, &mut Total)),

@@ -7,21 +7,13 @@
 //! waits for SIGUSR1 again.  No crates: libc is declared by hand; builds with
 //! Debian's rustc 1.63 as with newer ones.
 
+#[path = "ready.rs"]
+mod ready;
+
 extern "C" {
     fn malloc(n: usize) -> *mut u8;
     fn free(p: *mut u8);
-    fn sigemptyset(set: *mut SigSet) -> i32;
-    fn sigaddset(set: *mut SigSet, sig: i32) -> i32;
-    fn sigprocmask(how: i32, set: *const SigSet, old: *mut SigSet) -> i32;
-    fn sigwait(set: *const SigSet, sig: *mut i32) -> i32;
 }
-
-/// glibc's sigset_t: 1024 bits
-#[repr(C)]
-struct SigSet([u64; 16]);
-
-const SIGUSR1: i32 = 10;
-const SIG_BLOCK: i32 = 0;
 
 /// keeps allocations from being optimized away (std::hint::black_box needs rustc 1.66)
 static SINK: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
@@ -66,22 +58,11 @@ mod warehouse {
     }
 }
 
-fn wait_usr1(set: &SigSet) {
-    let mut sig = 0;
-    unsafe { sigwait(set, &mut sig) };
-}
-
 fn main() {
-    let mut set = SigSet([0; 16]);
-    unsafe {
-        sigemptyset(&mut set);
-        sigaddset(&mut set, SIGUSR1);
-        sigprocmask(SIG_BLOCK, &set, std::ptr::null_mut());
-    }
-    println!("pid {} ready", std::process::id());
-    wait_usr1(&set);
+    let set = ready::ready();
+    ready::wait_usr1(&set);
     warehouse::restock(100);
     warehouse::fill_boxes(50);
     println!("done");
-    wait_usr1(&set);
+    ready::wait_usr1(&set);
 }
