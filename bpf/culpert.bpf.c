@@ -5,7 +5,7 @@
  * Every allocator entry point gets a uprobe.  Each thread keeps a countdown
  * of bytes to its next sample (a Poisson process over allocated bytes);
  * only the allocation that crosses zero pays for a stack walk and a ring
- * buffer record, every other call costs a task-storage lookup and a
+ * buffer record, every other call costs an array lookup by thread id and a
  * subtraction.
  */
 #include "vmlinux.h"

@@ -36,7 +36,7 @@ static __always_inline void emit_free(__u64 id)
 	e->kind = CULPERT_EV_FREE;
 	e->pad = 0;
 	e->id = id;
-	bpf_ringbuf_submit(e, 0);
+	bpf_ringbuf_submit(e, ringbuf_wakeup());
 }
 
 static __always_inline void inuse_free(__u64 ptr)
@@ -65,7 +65,7 @@ static __always_inline void emit_ret(__u64 id, __u64 ptr, bool tracked)
 	e->tracked = tracked;
 	e->id = id;
 	e->ptr = ptr;
-	bpf_ringbuf_submit(e, 0);
+	bpf_ringbuf_submit(e, ringbuf_wakeup());
 }
 
 /*
