@@ -124,8 +124,9 @@ struct culpert_alloc_event {
 /* a stack "frame" standing for the frames a DWARF unwind could not reach: its copy ended */
 #define CULPERT_FRAME_TRUNCATED		1
 
-/* most user stack bytes one sample carries (--stack-size is capped here) */
+/* most user stack bytes one sample carries (--stack-size is capped here), and the default */
 #define CULPERT_MAX_STACK_COPY		(32 * 1024)
+#define CULPERT_DEFAULT_STACK_COPY	(16 * 1024)
 /* room for the largest record */
 #define CULPERT_EVENT_MAX	(sizeof(struct culpert_alloc_event) +				\
 				 CULPERT_MAX_SPAN_DEPTH * sizeof(struct culpert_span_frame) +	\

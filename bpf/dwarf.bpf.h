@@ -8,7 +8,8 @@
 #define CULPERT_DWARF_BPF_H
 
 const volatile bool unwind_dwarf;			/* --unwind dwarf */
-const volatile __u32 stack_copy_bytes = 16384;		/* --stack-size, <= CULPERT_MAX_STACK_COPY */
+/* --stack-size, <= CULPERT_MAX_STACK_COPY */
+const volatile __u32 stack_copy_bytes = CULPERT_DEFAULT_STACK_COPY;
 
 #define PAGE_BYTES 4096
 

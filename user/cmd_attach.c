@@ -9,9 +9,11 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <linux/types.h>
 
 #include "cmd_common.h"
 #include "commands.h"
+#include "culpert.h"
 #include "heapgap.h"
 #include "kfeatures.h"
 #include "log.h"
@@ -228,8 +230,7 @@ static int parse_args(int argc, char **argv, struct attach_args *a, bool capture
 				return -EINVAL;
 			break;
 		case OPT_STACKSIZE:
-			/* the cap is CULPERT_MAX_STACK_COPY of bpf/culpert.h */
-			if (parse_size(optarg, &v) || v < 1024 || v > 32 * 1024) {
+			if (parse_size(optarg, &v) || v < 1024 || v > CULPERT_MAX_STACK_COPY) {
 				pr_error("invalid --stack-size '%s': use 1KiB to 32KiB\n", optarg);
 				return -EINVAL;
 			}

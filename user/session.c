@@ -549,14 +549,13 @@ static int add_run_comments(struct session *s)
 				    (unsigned long long)s->unwind_stops[UNWIND_STOP_ERROR]);
 		err |= add_commentf(s, "unwind_truncated=%llu",
 				    (unsigned long long)s->unwind_stops[UNWIND_STOP_TRUNCATED]);
-		err |= add_commentf(s, "stack_size=%u", s->o.stack_size ? s->o.stack_size : 16384);
+		err |= add_commentf(s, "stack_size=%u", s->o.stack_size ?: CULPERT_DEFAULT_STACK_COPY);
 		err |= add_commentf(s, "stack_copied_bytes=%llu", (unsigned long long)s->stack_copied);
 	}
 	if (!s->live)
 		return err ? -ENOMEM : 0;
 	err |= add_commentf(s, "inuse=%s", sampler_inuse__name(sampler__inuse(s->sampler)));
-	err |= add_commentf(s, "inuse_untracked=%llu",
-			    (unsigned long long)(c[CULPERT_CNT_LIVE_FULL] + s->live_full));
+	err |= add_commentf(s, "inuse_untracked=%llu", (unsigned long long)session__untracked(s));
 	err |= add_commentf(s, "inuse_lost_frees=%llu", (unsigned long long)c[CULPERT_CNT_LOST_FREE]);
 	err |= add_commentf(s, "inuse_lost_returns=%llu",
 			    (unsigned long long)c[CULPERT_CNT_LOST_RET]);
