@@ -334,8 +334,7 @@ static bool add_gap(struct session *s, struct heap_gap *g)
 		return false;
 	if (!memsnap__add(s, "mem.end", m) && !session__live_heap(s, &live, &live_err) &&
 	    !heap_gap__compute(m, live, live_err, g)) {
-		heap_gap__comments(g, "mem.gap", (int (*)(void *, const char *))session__add_comment,
-				   s);
+		heap_gap__comments(g, "mem.gap", session__add_comment_cb, s);
 		ok = true;
 	}
 	free(m);
@@ -403,30 +402,21 @@ static int run(struct attach_args *a, bool capture)
 	return 0;
 }
 
-int cmd_attach(int argc, char **argv)
+static int attach_or_capture(int argc, char **argv, bool capture)
 {
 	struct attach_args a = { 0 };
-	int ret;
+	int ret = parse_args(argc, argv, &a, capture) ? 2 : run(&a, capture);
 
-	if (parse_args(argc, argv, &a, false)) {
-		free(a.span_fns);
-		return 2;
-	}
-	ret = run(&a, false);
 	free(a.span_fns);
 	return ret;
 }
 
+int cmd_attach(int argc, char **argv)
+{
+	return attach_or_capture(argc, argv, false);
+}
+
 int cmd_capture(int argc, char **argv)
 {
-	struct attach_args a = { 0 };
-	int ret;
-
-	if (parse_args(argc, argv, &a, true)) {
-		free(a.span_fns);
-		return 2;
-	}
-	ret = run(&a, true);
-	free(a.span_fns);
-	return ret;
+	return attach_or_capture(argc, argv, true);
 }

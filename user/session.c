@@ -491,6 +491,11 @@ int session__add_comment(struct session *s, const char *comment)
 	return 0;
 }
 
+int session__add_comment_cb(void *session, const char *comment)
+{
+	return session__add_comment(session, comment);
+}
+
 static int store_name(void *ctx, uint32_t id, const char *name, size_t len)
 {
 	return spans__set_name(ctx, id, name, len);

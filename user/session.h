@@ -67,6 +67,8 @@ int session__run(struct session *s, uint64_t duration_ns, volatile sig_atomic_t 
 void session__detach(struct session *s);
 /* one more "key=value" comment for the profile (copied); 0 or -errno */
 int session__add_comment(struct session *s, const char *comment);
+/* the same, for callbacks of type int (*)(void *ctx, const char *comment) */
+int session__add_comment_cb(void *session, const char *comment);
 /* write the profile; 0 or -errno */
 int session__write(struct session *s, const char *path);
 uint64_t session__samples(const struct session *s);
