@@ -101,17 +101,19 @@ static void print_header(const struct report *r, const char *what, double total)
 	printf("%-8s %s %s\n\n", what, format_bytes(b, sizeof(b), total), value_name(r));
 }
 
+/*
+ * `buf` holds a span's children; deeper levels use the room after them.  A
+ * span is the child of one parent only, so the levels down any path fit in
+ * the n_spans of the whole buffer.
+ */
 static int tree_rows(const struct report *r, struct table *t, uint32_t parent, uint32_t *buf)
 {
 	const struct view *v = r->v;
-	size_t n = view__children(v, parent, buf), i;
-	uint32_t *kids = malloc((n ?: 1) * sizeof(*kids));
+	uint32_t *kids = buf;
+	size_t n = view__children(v, parent, kids), i;
 	double rest = 0;
 	int ret = 0;
 
-	if (!kids)
-		return -1;
-	memcpy(kids, buf, n * sizeof(*kids));
 	for (i = 0; i < n && !ret; i++) {
 		const struct view_span *s = &v->spans[kids[i]];
 		char name[512], bytes[32], pct[32], self[48], sb[32];
@@ -125,7 +127,7 @@ static int tree_rows(const struct report *r, struct table *t, uint32_t parent, u
 		ret = table__add(t, (const char *const[]){ name, format_bytes(bytes, 32, s->total),
 			format_pct(pct, 32, s->total, v->total_bytes), self });
 		if (!ret)
-			ret = tree_rows(r, t, kids[i], buf);
+			ret = tree_rows(r, t, kids[i], buf + n);
 	}
 	if (!ret && n > r->top) {
 		char name[512], bytes[32], pct[32];
@@ -135,7 +137,6 @@ static int tree_rows(const struct report *r, struct table *t, uint32_t parent, u
 		ret = table__add(t, (const char *const[]){ name, format_bytes(bytes, 32, rest),
 			format_pct(pct, 32, rest, v->total_bytes), "" });
 	}
-	free(kids);
 	return ret;
 }
 
@@ -361,30 +362,26 @@ static void json_pct(struct json *j, double part, double whole)
 
 static void json_span(struct report *r, uint32_t i, bool tree, uint32_t *buf);
 
+/* `buf` as for tree_rows() */
 static void json_children(struct report *r, uint32_t parent, uint32_t *buf)
 {
 	const struct view *v = r->v;
-	size_t n = view__children(v, parent, buf), i;
-	uint32_t *kids = malloc((n ?: 1) * sizeof(*kids));
-	double rest = 0;
-
-	if (!kids)
-		return;
-	memcpy(kids, buf, n * sizeof(*kids));
 	const char *list = parent == VIEW_NONE ? "spans" : "children";
+	uint32_t *kids = buf;
+	size_t n = view__children(v, parent, kids), i;
+	double rest = 0;
 
 	json_key(&r->j, list);
 	json_begin(&r->j, '[');
 	for (i = 0; i < n; i++) {
 		if (i < r->top)
-			json_span(r, kids[i], true, buf);
+			json_span(r, kids[i], true, buf + n);
 		else
 			rest += v->spans[kids[i]].total;
 	}
 	json_end(&r->j, ']');
 	if (n > r->top)
 		json_more(&r->j, list, n - (size_t)r->top, rest);
-	free(kids);
 }
 
 static void json_span(struct report *r, uint32_t i, bool tree, uint32_t *buf)
