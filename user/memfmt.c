@@ -380,7 +380,6 @@ static void text_section(FILE *f, const char *title, const struct mem_section *s
 static void text_kinds(FILE *f, const struct memstats *m)
 {
 	const struct mem_section *s = &mem_kind_section;
-	char buf[32];
 	size_t i;
 	int k;
 
@@ -391,14 +390,10 @@ static void text_kinds(FILE *f, const struct memstats *m)
 	for (k = 0; k < MEM_KIND__MAX; k++) {
 		fprintf(f, "  %-10s", mem_kind_names[k]);
 		for (i = 0; i < s->n; i++) {
-			uint64_t v = m->kinds[k].v[i];
-
-			if (!mem_has(&m->kinds[k], (int)i))
-				fprintf(f, "%16s", "-");
-			else if (s->fields[i].unit == MEM_UNIT_KB)
-				fprintf(f, "%16s", format_bytes(buf, sizeof(buf), (double)v));
+			if (mem_has(&m->kinds[k], (int)i))
+				text_value(f, &s->fields[i], m->kinds[k].v[i]);
 			else
-				fprintf(f, "%16" PRIu64, v);
+				fprintf(f, "%16s", "-");
 		}
 		fputc('\n', f);
 	}
