@@ -39,7 +39,7 @@ static bool libelf_ready(void)
 	return ready;
 }
 
-static void hex(char *out, const unsigned char *b, size_t n)
+void hex_encode(char *out, const unsigned char *b, size_t n)
 {
 	static const char digits[] = "0123456789abcdef";
 	size_t i;
@@ -60,7 +60,7 @@ static bool build_id_in_notes(struct elfobj *obj, Elf_Data *data)
 	while (data && (off = gelf_getnote(data, off, &nhdr, &name_off, &desc_off)) > 0) {
 		if (nhdr.n_type == NT_GNU_BUILD_ID && nhdr.n_namesz == 4 &&
 		    !memcmp((char *)data->d_buf + name_off, "GNU", 4) && nhdr.n_descsz <= 64) {
-			hex(obj->build_id, (unsigned char *)data->d_buf + desc_off, nhdr.n_descsz);
+			hex_encode(obj->build_id, (unsigned char *)data->d_buf + desc_off, nhdr.n_descsz);
 			return true;
 		}
 	}

@@ -29,6 +29,8 @@ void elfobj__free(struct elfobj *obj);
 const char *elfobj__path(const struct elfobj *obj);
 /* lower-case hex GNU build ID, "" when the object has none */
 const char *elfobj__build_id(const struct elfobj *obj);
+/* n bytes as 2n lower-case hex digits and a NUL, as build IDs are written */
+void hex_encode(char *out, const unsigned char *b, size_t n);
 /* ET_EXEC or ET_DYN */
 int elfobj__type(const struct elfobj *obj);
 /* true when the object carries a full .symtab (not stripped) */

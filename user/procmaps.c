@@ -97,9 +97,14 @@ const struct procmap *procmaps__find(const struct procmaps *m, uint64_t addr)
 	return NULL;
 }
 
+bool path_is_file(const char *path)
+{
+	return path[0] && path[0] != '[';
+}
+
 bool procmap__is_file(const struct procmap *m)
 {
-	return m->path[0] && m->path[0] != '[';
+	return path_is_file(m->path);
 }
 
 void procmaps__free(struct procmaps *m)

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "pprof.h"
+#include "procmaps.h"
 #include "profsym.h"
 #include "vec.h"
 
@@ -89,12 +90,6 @@ const struct profsym_mapping *profsym__mappings(const struct profsym *ps, size_t
 
 /* --- pass 1: every location once ------------------------------------------------------------ */
 
-/* [vdso], [vsyscall], anonymous JIT code: no file to read symbols from */
-static bool is_file(const char *name)
-{
-	return *name && *name != '[';
-}
-
 static struct sym_object *object_of(struct profsym *ps, const struct pprof_profile *in, size_t mi)
 {
 	const struct pprof_mapping *m = &in->mappings[mi];
@@ -104,7 +99,7 @@ static struct sym_object *object_of(struct profsym *ps, const struct pprof_profi
 	if (st->looked_up)
 		return st->obj;
 	st->looked_up = true;
-	if (!is_file(ps->maps[mi].filename)) {
+	if (!path_is_file(ps->maps[mi].filename)) {
 		st->not_file = true;
 		return NULL;
 	}

@@ -109,15 +109,6 @@ void symbolizer__free(struct symbolizer *s)
 
 /* --- finding an object's files ----------------------------------------------------------- */
 
-static void hex(char *out, const unsigned char *b, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		sprintf(out + 2 * i, "%02x", b[i]);
-	out[2 * n] = 0;
-}
-
 /* dwz moves DWARF shared by several objects to a supplementary file named by build ID */
 static void attach_altlink(struct symbolizer *s, struct sym_object *o)
 {
@@ -132,7 +123,7 @@ static void attach_altlink(struct symbolizer *s, struct sym_object *o)
 	/* libdw finds the file itself when it sits next to the object or under /usr/lib/debug */
 	if (n <= 0 || n > 64 || dwarf_getalt(dw))
 		return;
-	hex(bid, bid_bytes, (size_t)n);
+	hex_encode(bid, bid_bytes, (size_t)n);
 	o->alt = debuginfo__find_debug(s->di, bid, NULL, NULL, &notes);
 	if (!o->alt)
 		o->alt = debuginfo__fetch(s->di, bid, true, &notes);
