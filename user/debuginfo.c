@@ -388,11 +388,16 @@ struct elfobj *debuginfo__find_debug(struct debuginfo *d, const char *build_id, 
 
 /* --- debuginfod ----------------------------------------------------------------------------- */
 
-bool debuginfo__servers(struct debuginfo *d)
+bool debuginfo__urls_set(void)
 {
 	const char *urls = getenv("DEBUGINFOD_URLS");
 
-	if (d->no_debuginfod || d->dfd_broken || !urls || !*urls)
+	return urls && *urls;
+}
+
+bool debuginfo__servers(struct debuginfo *d)
+{
+	if (d->no_debuginfod || d->dfd_broken || !debuginfo__urls_set())
 		return false;
 	if (!d->dfd_started) {
 		d->dfd_started = true;

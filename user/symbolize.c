@@ -25,6 +25,8 @@ struct sym_object {
 	struct elfobj *bin;		/* the binary, when found */
 	bool bin_borrowed;
 	struct elfobj *dbg;		/* separate debug info, when found */
+	int dbg_seg_err;		/* only dbg: 0 when dbg_seg is known (debug_exec_segment()) */
+	uint64_t dbg_seg;
 	struct elfobj *alt;		/* its .gnu_debugaltlink (dwz) file */
 	Dwarf *alt_dw;
 	struct dwarfsym *dw;		/* NULL without DWARF */
@@ -148,6 +150,30 @@ static void use_dwarf(struct symbolizer *s, struct sym_object *o, struct elfobj 
 }
 
 /*
+ * Only a debug file: strip and objcopy --only-keep-debug zero its segments'
+ * file offsets, so the mapping's offset cannot be looked up.  The kernel
+ * maps a segment from its first page: the mapping starts at the page of the
+ * one executable segment's p_vaddr.
+ */
+static int debug_exec_segment(struct elfobj *dbg, uint64_t *seg)
+{
+	Elf *elf = elfobj__elf(dbg);
+	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+	size_t i, n, n_exec = 0;
+	GElf_Phdr ph;
+
+	if (elf_getphdrnum(elf, &n))
+		return -ENOENT;
+	for (i = 0; i < n; i++) {
+		if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD && (ph.p_flags & PF_X)) {
+			*seg = ph.p_vaddr & ~(page - 1);
+			n_exec++;
+		}
+	}
+	return n_exec == 1 ? 0 : -ENOENT;
+}
+
+/*
  * Separate debug info first (what GDB prefers: a binary may carry a little
  * DWARF of its own, e.g. from static libraries), then DWARF embedded in
  * the binary, then debuginfod: the network only for what is missing here.
@@ -173,6 +199,8 @@ static void find_files(struct symbolizer *s, struct sym_object *o, struct elfobj
 		o->bin = debuginfo__fetch(s->di, o->build_id, false, &bin_notes);
 	/* a debug file keeps .symtab; a stripped binary only .dynsym */
 	o->syms = o->dbg && elfobj__has_symtab(o->dbg) ? o->dbg : o->bin ? o->bin : o->dbg;
+	if (!o->bin && o->dbg && elfobj__type(o->dbg) != ET_EXEC)
+		o->dbg_seg_err = debug_exec_segment(o->dbg, &o->dbg_seg);
 
 	if (o->dw) {
 		o->level = SYM_LEVEL_DWARF;
@@ -190,7 +218,7 @@ static void find_files(struct symbolizer *s, struct sym_object *o, struct elfobj
 	}
 	if (dbg_notes.len)
 		search_notes__add(&o->why, "%s", dbg_notes.buf);
-	if (!getenv("DEBUGINFOD_URLS") || !*getenv("DEBUGINFOD_URLS"))
+	if (!debuginfo__urls_set())
 		search_notes__add(&o->why, "DEBUGINFOD_URLS is not set");
 }
 
@@ -262,38 +290,6 @@ const char *sym_object__source(const struct sym_object *o)
 
 /* --- addresses --------------------------------------------------------------------------- */
 
-/*
- * Only a debug file: strip and objcopy --only-keep-debug zero its segments'
- * file offsets, so the mapping's offset cannot be looked up.  The kernel
- * maps a segment from its first page: the mapping starts at the page of the
- * one executable segment's p_vaddr.
- */
-static int vaddr_from_debug_file(struct elfobj *dbg, uint64_t start, uint64_t addr,
-				 uint64_t *vaddr)
-{
-	Elf *elf = elfobj__elf(dbg);
-	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE), seg = 0;
-	size_t i, n, n_exec = 0;
-	GElf_Phdr ph;
-
-	if (elfobj__type(dbg) == ET_EXEC) {
-		*vaddr = addr;
-		return 0;
-	}
-	if (elf_getphdrnum(elf, &n))
-		return -ENOENT;
-	for (i = 0; i < n; i++) {
-		if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD && (ph.p_flags & PF_X)) {
-			seg = ph.p_vaddr & ~(page - 1);
-			n_exec++;
-		}
-	}
-	if (n_exec != 1)
-		return -ENOENT;
-	*vaddr = addr - start + seg;
-	return 0;
-}
-
 int sym_object__vaddr(const struct sym_object *o, uint64_t start, uint64_t offset, uint64_t addr,
 		      uint64_t *vaddr)
 {
@@ -301,9 +297,13 @@ int sym_object__vaddr(const struct sym_object *o, uint64_t start, uint64_t offse
 		return -ENOENT;
 	if (o->bin)
 		return elfobj__offset_to_vaddr(o->bin, addr - start + offset, vaddr);
-	if (o->dbg)
-		return vaddr_from_debug_file(o->dbg, start, addr, vaddr);
-	return -ENOENT;
+	if (!o->dbg)
+		return -ENOENT;
+	if (elfobj__type(o->dbg) == ET_EXEC)
+		*vaddr = addr;
+	else if (!o->dbg_seg_err)
+		*vaddr = addr - start + o->dbg_seg;
+	return o->dbg_seg_err;
 }
 
 /* --- frames -------------------------------------------------------------------------------- */
