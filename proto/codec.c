@@ -4,9 +4,7 @@
  * profile.proto.  Decoding is decode.c's: it reads the wire format directly.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,7 +14,6 @@
 
 #include "profile.pb-c.h"
 #include "pprof.h"
-#include "vec.h"
 
 typedef Perftools__Profiles__Profile PbProfile;
 typedef Perftools__Profiles__Sample PbSample;
