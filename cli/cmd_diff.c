@@ -124,7 +124,7 @@ static const char *verdict(const struct diff *d, char *buf, size_t len)
 {
 	const size_t *c = d->res.count;
 
-	if (!c[KIND_REGRESSION] && !c[KIND_NEW])
+	if (!diff_result__failed(&d->res))
 		snprintf(buf, len, "no regression");
 	else
 		snprintf(buf, len, "%zu regression%s, %zu new span%s",
@@ -434,7 +434,7 @@ static void print_json(const struct diff *d)
 	json_key(&j, "summary");
 	json_begin(&j, '{');
 	json_key(&j, "failed");
-	json_bool(&j, r->count[KIND_REGRESSION] || r->count[KIND_NEW]);
+	json_bool(&j, diff_result__failed(r));
 	for (i = 0; i < 2; i++) {
 		json_key(&j, kinds[i]);
 		json_int(&j, (int64_t)r->count[diff_kind_parse(kinds[i])]);
@@ -602,8 +602,7 @@ int cmd_diff(int argc, char **argv)
 		pr_error("out of memory formatting the diff\n");
 		ret = CLI_ERROR;
 	} else {
-		ret = !d.no_fail && (d.res.count[KIND_REGRESSION] || d.res.count[KIND_NEW]) ?
-		      CLI_FAIL : CLI_OK;
+		ret = !d.no_fail && diff_result__failed(&d.res) ? CLI_FAIL : CLI_OK;
 	}
 out:
 	free(buf);

@@ -161,6 +161,11 @@ int diff_result__build(struct diff_result *r, const struct view *before, const s
 	return 0;
 }
 
+bool diff_result__failed(const struct diff_result *r)
+{
+	return r->count[KIND_REGRESSION] || r->count[KIND_NEW];
+}
+
 void diff_result__clear(struct diff_result *r)
 {
 	size_t i;

@@ -53,6 +53,8 @@ int diff_kind_parse(const char *s);
 int diff_result__build(struct diff_result *r, const struct view *before, const struct view *after,
 		       const struct diff_opts *o);
 void diff_result__clear(struct diff_result *r);
+/* a regression or a new span: what fails a CI job */
+bool diff_result__failed(const struct diff_result *r);
 
 /* the union of both span trees, matched by path, with inclusive totals per side */
 struct diff_node {
