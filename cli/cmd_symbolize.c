@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "cliopt.h"
 #include "commands.h"
 #include "log.h"
 #include "pprof.h"
@@ -15,6 +16,8 @@
 
 /* --debug-dir and --binary-dir given more often than this are refused */
 #define MAX_DIRS 64
+
+#define CMD "symbolize"
 
 static void usage(FILE *f)
 {
@@ -84,8 +87,7 @@ static int parse_args(int argc, char **argv, struct symbolize_args *a)
 	};
 	int c;
 
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "o:vh", opts, NULL)) != -1) {
+	while ((c = cli_getopt(CMD, argc, argv, "o:vh", opts)) != -1) {
 		switch (c) {
 		case 'o':
 			a->out = optarg;
@@ -106,21 +108,13 @@ static int parse_args(int argc, char **argv, struct symbolize_args *a)
 			break;
 		case 'h':
 			usage(stdout);
-			exit(0);
+			exit(CLI_OK);
 		default:
-			fprintf(stderr, "Try 'culpert symbolize --help'.\n");
 			return -EINVAL;
 		}
 	}
-	if (optind >= argc) {
-		pr_error("symbolize needs the profile to read; see 'culpert symbolize --help'\n");
+	if (cli_one_file(CMD, argc, argv, &a->in))
 		return -EINVAL;
-	}
-	a->in = argv[optind++];
-	if (optind < argc) {
-		pr_error("unexpected argument '%s'; see 'culpert symbolize --help'\n", argv[optind]);
-		return -EINVAL;
-	}
 	/* a profile read from stdin has nowhere to be replaced: it goes back to stdout */
 	if (!a->out)
 		a->out = a->in;
@@ -136,14 +130,14 @@ int cmd_symbolize(int argc, char **argv)
 	struct pprof_profile *in = NULL;
 	struct profsym *ps = NULL;
 	char err[256];
-	int ret = 2, e;
+	int ret = CLI_ERROR, e;
 
 	if (parse_args(argc, argv, &a))
-		return 2;
+		return CLI_ERROR;
 	in = pprof_read_file(a.in, err, sizeof(err));
 	if (!in) {
 		pr_error("cannot read %s: %s\n", a.in, err);
-		return 2;
+		return CLI_ERROR;
 	}
 	so.debug_dirs = a.debug_dirs;
 	so.n_debug_dirs = a.n_debug_dirs;
@@ -163,7 +157,7 @@ int cmd_symbolize(int argc, char **argv)
 		pr_error("cannot write %s: %s\n", a.out, strerror(-e));
 		goto out;
 	}
-	ret = 0;
+	ret = CLI_OK;
 out:
 	pprof_writer__free(out);
 	profsym__free(ps);

@@ -117,8 +117,10 @@ test_errors() {
 		"$BIN_CLI" symbolize "$TMP/small.pb.gz" --binary-dir "$TMP/small.pb.gz"
 	expect_error 2 "cannot write $TMP/nodir/out.pb.gz" \
 		"$BIN_CLI" symbolize "$TMP/small.pb.gz" -o "$TMP/nodir/out.pb.gz"
-	expect_error 2 "needs the profile" "$BIN_CLI" symbolize
-	expect_error 2 "unexpected argument 'extra'" "$BIN_CLI" symbolize "$TMP/small.pb.gz" extra
+	expect_error 2 "no profile given; 'culpert symbolize --help' shows the usage" "$BIN_CLI" symbolize
+	expect_error 2 "one profile at a time ('extra' is one too many)" "$BIN_CLI" symbolize "$TMP/small.pb.gz" extra
+	expect_error 2 "unknown option '--frobnicate'; 'culpert symbolize --help'" \
+		"$BIN_CLI" symbolize --frobnicate "$TMP/small.pb.gz"
 	"$BIN_CLI" symbolize --help | grep -q '^Usage: culpert symbolize' || fail "no usage in --help"
 }
 
