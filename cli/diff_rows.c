@@ -219,6 +219,24 @@ static int tree_add(struct diff_tree *t, const struct view *v, int side)
 	return 0;
 }
 
+/* each node on its parent's list of children (or the roots'), once both views are in */
+static void link_children(struct diff_tree *t)
+{
+	size_t i;
+
+	t->first_root = VIEW_NONE;
+	for (i = 0; i < t->n_nodes; i++)
+		t->nodes[i].first_child = VIEW_NONE;
+	for (i = t->n_nodes; i-- > 0;) {
+		struct diff_node *n = &t->nodes[i];
+		uint32_t *head = n->parent == VIEW_NONE ? &t->first_root :
+				 &t->nodes[n->parent].first_child;
+
+		n->next_sibling = *head;
+		*head = (uint32_t)i;
+	}
+}
+
 struct diff_tree *diff_tree__new(const struct view *before, const struct view *after)
 {
 	struct diff_tree *t = calloc(1, sizeof(*t));
@@ -227,6 +245,7 @@ struct diff_tree *diff_tree__new(const struct view *before, const struct view *a
 		diff_tree__free(t);
 		return NULL;
 	}
+	link_children(t);
 	return t;
 }
 
@@ -243,14 +262,17 @@ static int cmp_nodes(const void *a, const void *b, void *ctx)
 
 size_t diff_tree__children(const struct diff_tree *t, uint32_t node, uint32_t **out)
 {
-	size_t i, n = 0;
+	uint32_t first = node == VIEW_NONE ? t->first_root : t->nodes[node].first_child, c;
+	size_t n = 0;
 
-	*out = malloc((t->n_nodes ?: 1) * sizeof(**out));
+	for (c = first; c != VIEW_NONE; c = t->nodes[c].next_sibling)
+		n++;
+	*out = malloc((n ?: 1) * sizeof(**out));
 	if (!*out)
 		return 0;
-	for (i = 0; i < t->n_nodes; i++)
-		if (t->nodes[i].parent == node)
-			(*out)[n++] = (uint32_t)i;
+	n = 0;
+	for (c = first; c != VIEW_NONE; c = t->nodes[c].next_sibling)
+		(*out)[n++] = c;
 	qsort_r(*out, n, sizeof(**out), cmp_nodes, t->nodes);
 	return n;
 }

@@ -60,12 +60,14 @@ bool diff_result__failed(const struct diff_result *r);
 struct diff_node {
 	const char *name, *path;	/* borrowed from one of the views */
 	uint32_t parent, depth;
+	uint32_t first_child, next_sibling;	/* VIEW_NONE: none */
 	double total[2];
 };
 
 struct diff_tree {
 	struct diff_node *nodes;
 	size_t n_nodes, cap_nodes;
+	uint32_t first_root;
 	struct hashtab ht;
 };
 
