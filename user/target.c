@@ -11,44 +11,33 @@
 #include <unistd.h>
 
 #include "procmaps.h"
+#include "readfile.h"
 #include "target.h"
 
 #ifndef __NR_pidfd_open
 #define __NR_pidfd_open 434
 #endif
 
-static int read_small(const char *path, char *buf, size_t len)
-{
-	ssize_t n;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, len - 1);
-	close(fd);
-	if (n < 0)
-		return -EIO;
-	buf[n] = 0;
-	return (int)n;
-}
-
 /* "Tgid:" of /proc/PID/status, so a thread id selects its whole process */
 static pid_t status_tgid(pid_t pid, bool *kthread)
 {
-	char path[64], buf[4096], *p;
+	char path[64], *buf, *p;
+	pid_t tgid;
 
 	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	if (read_small(path, buf, sizeof(buf)) < 0)
+	if (read_file_at(AT_FDCWD, path, &buf, NULL))
 		return -1;
 	p = strstr(buf, "\nKthread:");
 	*kthread = p && atoi(p + 9) == 1;
 	p = strstr(buf, "\nTgid:");
-	return p ? (pid_t)atoi(p + 6) : -1;
+	tgid = p ? (pid_t)atoi(p + 6) : -1;
+	free(buf);
+	return tgid;
 }
 
 int target__open(pid_t pid, struct target *t, char *err, size_t errlen)
 {
-	char path[64];
+	char path[64], *buf;
 	bool kthread = false;
 	struct stat st;
 	ssize_t n;
@@ -66,8 +55,10 @@ int target__open(pid_t pid, struct target *t, char *err, size_t errlen)
 		return -ESRCH;
 	}
 	snprintf(path, sizeof(path), "/proc/%d/comm", (int)t->pid);
-	if (read_small(path, t->comm, sizeof(t->comm)) > 0)
-		t->comm[strcspn(t->comm, "\n")] = 0;
+	if (!read_file_at(AT_FDCWD, path, &buf, NULL)) {
+		snprintf(t->comm, sizeof(t->comm), "%.*s", (int)strcspn(buf, "\n"), buf);
+		free(buf);
+	}
 	snprintf(path, sizeof(path), "/proc/%d/exe", (int)t->pid);
 	n = readlink(path, t->exe, sizeof(t->exe) - 1);
 	if (kthread || (n < 0 && errno == ENOENT)) {
@@ -113,16 +104,19 @@ void target__close(struct target *t)
 bool target__alive(const struct target *t)
 {
 	struct pollfd pfd = { .fd = t->pidfd, .events = POLLIN };
-	char path[64], buf[512], *p;
+	char path[64], *buf, *p;
+	bool alive;
 
 	if (t->pidfd >= 0)
 		return poll(&pfd, 1, 0) == 0;
 	/* no pidfd (kernel < 5.3): a zombie still answers kill(0), so read its state */
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)t->pid);
-	if (read_small(path, buf, sizeof(buf)) < 0)
+	if (read_file_at(AT_FDCWD, path, &buf, NULL))
 		return false;
 	p = strrchr(buf, ')');
-	return p && p[1] == ' ' && p[2] != 'Z' && p[2] != 'X';
+	alive = p && p[1] == ' ' && p[2] != 'Z' && p[2] != 'X';
+	free(buf);
+	return alive;
 }
 
 int target__object_path(const struct target *t, const struct procmap *m, char *buf, size_t len)
