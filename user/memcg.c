@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/stat.h>
 
 #include "memcg.h"
@@ -221,13 +222,12 @@ void memcg_container_id(const char *path, char *out, size_t len)
 }
 
 /* one number or "max"; false when the file is missing or holds something else */
-static bool read_value(const char *dir, const char *file, uint64_t *out)
+static bool read_value(int dfd, const char *file, uint64_t *out)
 {
-	char path[PATH_MAX], *text, *end;
+	char *text, *end;
 	bool ok = false;
 
-	if (snprintf(path, sizeof(path), "%s/%s", dir, file) >= (int)sizeof(path) ||
-	    read_file_at(AT_FDCWD, path, &text, NULL))
+	if (read_file_at(dfd, file, &text, NULL))
 		return false;
 	if (!strncmp(text, "max", 3) && (text[3] == '\n' || !text[3])) {
 		*out = MEM_UNLIMITED;
@@ -241,27 +241,25 @@ static bool read_value(const char *dir, const char *file, uint64_t *out)
 	return ok;
 }
 
-static bool read_keyed(const char *dir, const char *file, const struct mem_section *s,
+static bool read_keyed(int dfd, const char *file, const struct mem_section *s,
 		       struct mem_values *out)
 {
-	char path[PATH_MAX], *text;
+	char *text;
 
-	if (snprintf(path, sizeof(path), "%s/%s", dir, file) >= (int)sizeof(path) ||
-	    read_file_at(AT_FDCWD, path, &text, NULL))
+	if (read_file_at(dfd, file, &text, NULL))
 		return false;
 	mem_parse_keyed(text, s, out);
 	free(text);
 	return true;
 }
 
-/* does the cgroup.controllers file of dir list "memory"? */
-static bool has_memory_controller(const char *dir)
+/* does the cgroup.controllers file of the cgroup list "memory"? */
+static bool has_memory_controller(int dfd)
 {
-	char path[PATH_MAX], *text, *p;
+	char *text, *p;
 	bool found = false;
 
-	if (snprintf(path, sizeof(path), "%s/cgroup.controllers", dir) >= (int)sizeof(path) ||
-	    read_file_at(AT_FDCWD, path, &text, NULL))
+	if (read_file_at(dfd, "cgroup.controllers", &text, NULL))
 		return false;
 	for (p = text; *p; p += strspn(p, " \n")) {
 		size_t n = strcspn(p, " \n");
@@ -284,23 +282,22 @@ static void __attribute__((format(printf, 2, 3))) absent(struct mem_cgroup *cg, 
 	cg->memory = false;
 }
 
-void memcg__read_dir(const char *dir, const char *path, bool v1_memory, struct mem_cgroup *cg)
+/* the cgroup's files, read through dfd (its directory); -1: none can be read */
+static void read_cgroup(int dfd, const char *dir, const char *path, bool v1_memory,
+			struct mem_cgroup *cg)
 {
 	const struct mem_section *s = &memcg_memory_section;
 	uint64_t current, inactive;
-	char file[PATH_MAX], *text;
+	char *text;
 	size_t i;
 
-	snprintf(cg->path, sizeof(cg->path), "%s", path);
-	memcg_container_id(path, cg->container_id, sizeof(cg->container_id));
 	/* pressure stall information is the cgroup core's: there with or without the memory controller */
-	snprintf(file, sizeof(file), "%s/memory.pressure", dir);
-	if (!read_file_at(AT_FDCWD, file, &text, NULL)) {
+	if (!read_file_at(dfd, "memory.pressure", &text, NULL)) {
 		memcg_parse_pressure(text, &cg->pressure);
 		free(text);
 	}
 	/* the root cgroup lists the controllers v2 has, so this also answers for it */
-	if (!has_memory_controller(dir)) {
+	if (!has_memory_controller(dfd)) {
 		if (v1_memory)
 			absent(cg, "the memory controller is on a cgroup v1 hierarchy here (hybrid "
 			       "mode); cgroup v1 files are not read");
@@ -317,20 +314,31 @@ void memcg__read_dir(const char *dir, const char *path, bool v1_memory, struct m
 	for (i = 0; i < s->n; i++) {
 		uint64_t v;
 
-		if (s->fields[i].key && read_value(dir, s->fields[i].key, &v))
+		if (s->fields[i].key && read_value(dfd, s->fields[i].key, &v))
 			mem_set(&cg->mem, (int)i, v);
 	}
 	if (!mem_get(s, &cg->mem, "current_bytes", &current)) {
 		absent(cg, "cannot read %s/memory.current", dir);
 		return;
 	}
-	read_keyed(dir, "memory.stat", &memcg_stat_section, &cg->stat);
-	read_keyed(dir, "memory.events", &memcg_events_section, &cg->events);
+	read_keyed(dfd, "memory.stat", &memcg_stat_section, &cg->stat);
+	read_keyed(dfd, "memory.events", &memcg_events_section, &cg->events);
 	if (mem_get(&memcg_stat_section, &cg->stat, "inactive_file_bytes", &inactive))
 		mem_set(&cg->mem, mem_section__index(s, "working_set_bytes"),
 			current > inactive ? current - inactive : 0);
 	cg->memory = true;
 	cg->absent[0] = 0;
+}
+
+void memcg__read_dir(const char *dir, const char *path, bool v1_memory, struct mem_cgroup *cg)
+{
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	snprintf(cg->path, sizeof(cg->path), "%s", path);
+	memcg_container_id(path, cg->container_id, sizeof(cg->container_id));
+	read_cgroup(dfd, dir, path, v1_memory, cg);
+	if (dfd >= 0)
+		close(dfd);
 }
 
 /* where the cgroup called path is, under the v2 mount that shows cgroup `root` at mnt */
