@@ -27,8 +27,6 @@ struct sym_object {
 	struct elfobj *dbg;		/* separate debug info, when found */
 	int dbg_seg_err;		/* only dbg: 0 when dbg_seg is known (debug_exec_segment()) */
 	uint64_t dbg_seg;
-	struct elfobj *alt;		/* its .gnu_debugaltlink (dwz) file */
-	Dwarf *alt_dw;
 	struct dwarfsym *dw;		/* NULL without DWARF */
 	struct elfobj *syms;		/* where function symbols come from */
 	enum sym_level level;
@@ -42,8 +40,20 @@ struct name_entry {
 	char *display;			/* NULL when raw is its own display name */
 };
 
+/*
+ * A dwz supplementary file, shared by the objects whose DWARF names it:
+ * found, opened and parsed once per run (dw NULL: not found).
+ */
+struct alt_file {
+	char build_id[2 * 64 + 1];
+	struct elfobj *obj;
+	Dwarf *dw;
+};
+
 struct symbolizer {
 	struct debuginfo *di;
+	struct alt_file *alts;
+	size_t n_alts, cap_alts;
 	struct sym_object **objs;
 	size_t n_objs, cap_objs;
 	struct hashtab obj_ht;
@@ -79,9 +89,6 @@ static void object_free(struct sym_object *o)
 {
 	/* libdw's handles first: they point into the ELF files */
 	dwarfsym__free(o->dw);
-	if (o->alt_dw)
-		dwarf_end(o->alt_dw);
-	elfobj__free(o->alt);
 	elfobj__free(o->dbg);
 	if (!o->bin_borrowed)
 		elfobj__free(o->bin);
@@ -99,6 +106,13 @@ void symbolizer__free(struct symbolizer *s)
 		return;
 	for (i = 0; i < s->n_objs; i++)
 		object_free(s->objs[i]);
+	/* after every object: their DWARF refers to these */
+	for (i = 0; i < s->n_alts; i++) {
+		if (s->alts[i].dw)
+			dwarf_end(s->alts[i].dw);
+		elfobj__free(s->alts[i].obj);
+	}
+	free(s->alts);
 	for (i = 0; i < s->n_names; i++)
 		free(s->names[i].display);
 	free(s->objs);
@@ -111,14 +125,37 @@ void symbolizer__free(struct symbolizer *s)
 
 /* --- finding an object's files ----------------------------------------------------------- */
 
+/* the supplementary file with this build ID: looked for once per run; NULL on ENOMEM */
+static struct alt_file *alt_file(struct symbolizer *s, const char *bid)
+{
+	struct search_notes notes = { 0 };
+	struct alt_file *a;
+	size_t i;
+
+	for (i = 0; i < s->n_alts; i++)
+		if (!strcmp(s->alts[i].build_id, bid))
+			return &s->alts[i];
+	if (vec_reserve(&s->alts, &s->cap_alts, s->n_alts + 1, sizeof(*s->alts)))
+		return NULL;
+	a = &s->alts[s->n_alts++];
+	memset(a, 0, sizeof(*a));
+	snprintf(a->build_id, sizeof(a->build_id), "%s", bid);
+	a->obj = debuginfo__find_debug(s->di, bid, NULL, NULL, &notes);
+	if (!a->obj)
+		a->obj = debuginfo__fetch(s->di, bid, true, &notes);
+	if (a->obj)
+		a->dw = dwarf_begin_elf(elfobj__elf(a->obj), DWARF_C_READ, NULL);
+	return a;
+}
+
 /* dwz moves DWARF shared by several objects to a supplementary file named by build ID */
 static void attach_altlink(struct symbolizer *s, struct sym_object *o)
 {
 	Dwarf *dw = dwarfsym__dwarf(o->dw);
-	struct search_notes notes = { 0 };
 	const void *bid_bytes;
 	const char *name;
 	char bid[2 * 64 + 1];
+	struct alt_file *alt;
 	ssize_t n;
 
 	n = dwelf_dwarf_gnu_debugaltlink(dw, &name, &bid_bytes);
@@ -126,13 +163,9 @@ static void attach_altlink(struct symbolizer *s, struct sym_object *o)
 	if (n <= 0 || n > 64 || dwarf_getalt(dw))
 		return;
 	hex_encode(bid, bid_bytes, (size_t)n);
-	o->alt = debuginfo__find_debug(s->di, bid, NULL, NULL, &notes);
-	if (!o->alt)
-		o->alt = debuginfo__fetch(s->di, bid, true, &notes);
-	if (o->alt)
-		o->alt_dw = dwarf_begin_elf(elfobj__elf(o->alt), DWARF_C_READ, NULL);
-	if (o->alt_dw)
-		dwarf_setalt(dw, o->alt_dw);
+	alt = alt_file(s, bid);
+	if (alt && alt->dw)
+		dwarf_setalt(dw, alt->dw);
 	else
 		search_notes__add(&o->why, "DWARF incomplete: supplementary file %s (build ID %s) "
 				  "not found", name, bid);

@@ -73,14 +73,16 @@ test_debuglink() {
 	done
 }
 
-# dwz: DWARF shared by two builds moved to a supplementary file, found by its build ID
+# dwz: DWARF shared by two builds moved to a supplementary file, found by its
+# build ID; both builds are in the profile and share it
 test_dwz_supplementary_file() {
 	command -v dwz >/dev/null || { fail "dwz is not installed (Debian package dwz)"; return; }
 	d=$TMP/dwz
 	mkdir -p "$d/bin" "$d/dbg"
 	cp "$TARGETS/sym_cpp" "$d/bin/sym_cpp"
 	cp "$TARGETS/sym_cpp_rebuild" "$d/bin/rebuild"
-	"$OBJPROF" "$d/p.pb.gz" --per-object 40 --samples 40 "$d/bin/sym_cpp" >/dev/null ||
+	"$OBJPROF" "$d/p.pb.gz" --per-object 40 --samples 40 "$d/bin/sym_cpp" "$d/bin/rebuild" \
+		>/dev/null ||
 		{ fail "objprof failed"; return; }
 	"$BIN_CLI" symbolize "$d/p.pb.gz" -o "$d/want.pb.gz" 2>/dev/null
 	symdump "$d/want.pb.gz" >"$d/want.dump"
@@ -91,10 +93,15 @@ test_dwz_supplementary_file() {
 	(cd "$d" && dwz -m common.debug -M common.debug sym_cpp.debug rebuild.debug) ||
 		{ fail "dwz failed"; return; }
 	readelf -S "$d/sym_cpp.debug" 2>/dev/null | grep -q gnu_debugaltlink || { fail "dwz made no altlink"; return; }
+	readelf -S "$d/rebuild.debug" 2>/dev/null | grep -q gnu_debugaltlink || { fail "dwz made no altlink"; return; }
 	b=$(build_id "$d/bin/sym_cpp")
+	r=$(build_id "$d/bin/rebuild")
 	c=$(build_id "$d/common.debug")
-	mkdir -p "$(dirname "$(debug_path "$d/dbg" "$b")")" "$(dirname "$(debug_path "$d/dbg" "$c")")"
+	for id in "$b" "$r" "$c"; do
+		mkdir -p "$(dirname "$(debug_path "$d/dbg" "$id")")"
+	done
 	mv "$d/sym_cpp.debug" "$(debug_path "$d/dbg" "$b")"
+	mv "$d/rebuild.debug" "$(debug_path "$d/dbg" "$r")"
 	# without the supplementary file: the report says which one is missing
 	"$BIN_CLI" symbolize "$d/p.pb.gz" --debug-dir "$d/dbg" -o "$d/noalt.pb.gz" 2>"$d/noalt.err"
 	grep -q "supplementary file common.debug (build ID $c) not found" "$d/noalt.err" ||
