@@ -259,13 +259,13 @@ static int load_symbols(struct elfobj *obj)
 	return 0;
 }
 
-bool elfobj__mentions(const struct elfobj *obj, const char *name)
+bool elfobj__mentions_any(const struct elfobj *obj, const char *const *names, size_t n_names)
 {
 	Elf_Scn *scn = NULL;
 	GElf_Shdr shdr;
 	GElf_Sym sym;
 	Elf_Data *data;
-	size_t i, n;
+	size_t i, j, n;
 
 	while ((scn = elf_nextscn(obj->elf, scn))) {
 		if (!gelf_getshdr(scn, &shdr) || !shdr.sh_entsize ||
@@ -279,8 +279,9 @@ bool elfobj__mentions(const struct elfobj *obj, const char *name)
 			if (!gelf_getsym(data, (int)i, &sym))
 				continue;
 			s = elf_strptr(obj->elf, shdr.sh_link, sym.st_name);
-			if (s && !strcmp(s, name))
-				return true;
+			for (j = 0; s && j < n_names; j++)
+				if (!strcmp(s, names[j]))
+					return true;
 		}
 	}
 	return false;

@@ -39,8 +39,8 @@ bool elfobj__has_symtab(const struct elfobj *obj);
 void *elfobj__elf(const struct elfobj *obj);
 int elfobj__fd(const struct elfobj *obj);
 
-/* does any symbol, defined or not, of .symtab or .dynsym have this name? */
-bool elfobj__mentions(const struct elfobj *obj, const char *name);
+/* does any symbol, defined or not, of .symtab or .dynsym have one of these names? */
+bool elfobj__mentions_any(const struct elfobj *obj, const char *const *names, size_t n_names);
 /* defined function named exactly `name`; NULL if none */
 const struct elf_symbol *elfobj__sym_by_name(struct elfobj *obj, const char *name);
 /*

@@ -29,12 +29,8 @@ bool span_fn__unwinds_exceptions(struct elfobj *obj)
 		"_Unwind_Resume", "__gxx_personality_v0", "rust_eh_personality",
 		"_Unwind_RaiseException",
 	};
-	size_t i;
 
-	for (i = 0; i < sizeof(markers) / sizeof(markers[0]); i++)
-		if (elfobj__mentions(obj, markers[i]))
-			return true;
-	return false;
+	return elfobj__mentions_any(obj, markers, sizeof(markers) / sizeof(markers[0]));
 }
 
 static int add_object(struct builder *b, const struct target *t, const struct procmap *m,
