@@ -223,7 +223,6 @@ int mem_parse_smaps(const char *text, struct mem_values kinds[MEM_KIND__MAX])
 	const char *line;
 	uint64_t seen = 0;
 	size_t len;
-	char *hdr;
 	int ret, i;
 
 	for (line = text; *line; line += len + (line[len] == '\n')) {
@@ -240,9 +239,7 @@ int mem_parse_smaps(const char *text, struct mem_values kinds[MEM_KIND__MAX])
 			continue;
 		}
 		entry_close(&e, kinds);
-		hdr = strndup(line, len);
-		ret = hdr ? procmaps__parse_line(hdr, &m) : -ENOMEM;
-		free(hdr);
+		ret = procmaps__parse_line(line, len, &m);
 		if (ret)
 			return ret;
 		e.open = true;

@@ -9,17 +9,22 @@
 #include "readfile.h"
 #include "vec.h"
 
-int procmaps__parse_line(const char *line, struct procmap *m)
+int procmaps__parse_line(const char *line, size_t len, struct procmap *m)
 {
 	unsigned long long start, end, off, ino;
 	unsigned int maj, min;
 	char perms[8];
 	int pos = 0;
-	const char *path;
+	/* sscanf() runs strlen() over its input: the line alone, not the rest of the file */
+	char *copy = strndup(line, len), *path;
 
-	if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu%n", &start, &end, perms, &off, &maj, &min,
-		   &ino, &pos) < 7 || !pos)
+	if (!copy)
+		return -ENOMEM;
+	if (sscanf(copy, "%llx-%llx %7s %llx %x:%x %llu%n", &start, &end, perms, &off, &maj, &min,
+		   &ino, &pos) < 7 || !pos) {
+		free(copy);
 		return -EINVAL;
+	}
 	memset(m, 0, sizeof(*m));
 	m->start = start;
 	m->end = end;
@@ -31,17 +36,17 @@ int procmaps__parse_line(const char *line, struct procmap *m)
 	m->writable = perms[1] == 'w';
 	m->executable = perms[2] == 'x';
 	/* the path is padded into a column; it may itself contain spaces */
-	for (path = line + pos; *path == ' '; path++)
+	for (path = copy + pos; *path == ' '; path++)
 		;
-	m->path = strdup(path);
-	return m->path ? 0 : -ENOMEM;
+	memmove(copy, path, strlen(path) + 1);
+	m->path = copy;
+	return 0;
 }
 
 int procmaps__parse(const char *text, struct procmaps *out)
 {
 	size_t cap = 0, len;
 	const char *line = text;
-	char *copy;
 	int err;
 
 	memset(out, 0, sizeof(*out));
@@ -49,14 +54,11 @@ int procmaps__parse(const char *text, struct procmaps *out)
 		len = strcspn(line, "\n");
 		if (!len)
 			continue;
-		copy = strndup(line, len);
-		if (!copy || vec_reserve(&out->v, &cap, out->n + 1, sizeof(*out->v))) {
-			free(copy);
+		if (vec_reserve(&out->v, &cap, out->n + 1, sizeof(*out->v))) {
 			procmaps__free(out);
 			return -ENOMEM;
 		}
-		err = procmaps__parse_line(copy, &out->v[out->n]);
-		free(copy);
+		err = procmaps__parse_line(line, len, &out->v[out->n]);
 		if (err) {
 			procmaps__free(out);
 			return err;

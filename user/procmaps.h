@@ -29,10 +29,11 @@ int procmaps__read(pid_t pid, struct procmaps *out);
 /* parse the text of a maps file (tests use this directly) */
 int procmaps__parse(const char *text, struct procmaps *out);
 /*
- * one line without its '\n': "start-end perms offset major:minor inode   path"
- * (also the header line of an smaps entry); m->path is allocated.  0 or -errno
+ * The len bytes at line, one line: "start-end perms offset major:minor inode
+ * path" (also the header line of an smaps entry); m->path is allocated.
+ * 0 or -errno
  */
-int procmaps__parse_line(const char *line, struct procmap *m);
+int procmaps__parse_line(const char *line, size_t len, struct procmap *m);
 const struct procmap *procmaps__find(const struct procmaps *m, uint64_t addr);
 void procmaps__free(struct procmaps *m);
 /* file-backed: a path that is neither empty nor a [pseudo] name */
