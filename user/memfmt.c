@@ -5,12 +5,14 @@
 #include <string.h>
 #include <time.h>
 
+#include "json.h"
 #include "memcg.h"
 #include "memfmt.h"
 #include "units.h"
 #include "vec.h"
 
-#define JSON_MAX_DEPTH 8
+/* components of an item path ("cgroup.memory.stat.anon_bytes") */
+#define ITEM_MAX_DEPTH 8
 
 static struct mem_item *item_new(struct mem_items *items, const char *path,
 				 enum mem_item_type type)
@@ -168,22 +170,6 @@ void mem_items__free(struct mem_items *items)
 	memset(items, 0, sizeof(*items));
 }
 
-static void json_str(FILE *f, const char *s)
-{
-	fputc('"', f);
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		if (c == '"' || c == '\\')
-			fprintf(f, "\\%c", c);
-		else if (c < 0x20)
-			fprintf(f, "\\u%04x", c);
-		else
-			fputc(c, f);
-	}
-	fputc('"', f);
-}
-
 static void json_value(FILE *f, const struct mem_item *it)
 {
 	switch (it->type) {
@@ -197,7 +183,7 @@ static void json_value(FILE *f, const struct mem_item *it)
 		fprintf(f, "%.2f", it->f);
 		break;
 	case MEM_ITEM_STR:
-		json_str(f, it->s);
+		json_put_str(f, it->s);
 		break;
 	case MEM_ITEM_NULL:
 		fputs("null", f);
@@ -220,8 +206,8 @@ static int split_path(const char *path, char *buf, size_t len, char **comp, int 
 /* nested objects from the sorted paths: close and open objects where the path prefix changes */
 int memfmt_json(FILE *f, const struct memstats *m)
 {
-	char open[JSON_MAX_DEPTH][128], buf[128], *comp[JSON_MAX_DEPTH];
-	bool first[JSON_MAX_DEPTH + 1] = { true };
+	char open[ITEM_MAX_DEPTH][128], buf[128], *comp[ITEM_MAX_DEPTH];
+	bool first[ITEM_MAX_DEPTH + 1] = { true };
 	struct mem_items items;
 	int depth = 0, n, k, err;
 	size_t i;
@@ -231,7 +217,7 @@ int memfmt_json(FILE *f, const struct memstats *m)
 		return err;
 	fputc('{', f);
 	for (i = 0; i < items.n; i++) {
-		n = split_path(items.v[i].path, buf, sizeof(buf), comp, JSON_MAX_DEPTH);
+		n = split_path(items.v[i].path, buf, sizeof(buf), comp, ITEM_MAX_DEPTH);
 		for (k = 0; k < depth && k < n - 1 && !strcmp(open[k], comp[k]); k++)
 			;
 		for (; depth > k; depth--)
@@ -239,14 +225,14 @@ int memfmt_json(FILE *f, const struct memstats *m)
 		for (; depth < n - 1; depth++) {
 			fputs(first[depth] ? "" : ",", f);
 			first[depth] = false;
-			json_str(f, comp[depth]);
+			json_put_str(f, comp[depth]);
 			fputs(":{", f);
 			snprintf(open[depth], sizeof(open[depth]), "%s", comp[depth]);
 			first[depth + 1] = true;
 		}
 		fputs(first[depth] ? "" : ",", f);
 		first[depth] = false;
-		json_str(f, comp[n - 1]);
+		json_put_str(f, comp[n - 1]);
 		fputc(':', f);
 		json_value(f, &items.v[i]);
 	}

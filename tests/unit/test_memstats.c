@@ -332,6 +332,12 @@ static void test_json(void)
 	ASSERT_TRUE(out && strstr(out, "\"schema_version\":1"), "schema version");
 	ASSERT_TRUE(out && strchr(out, '\n') == out + strlen(out) - 1, "one line");
 	free(out);
+	/* a cgroup path is whatever bytes a directory name holds: still valid JSON text */
+	snprintf(m.cg.path, sizeof(m.cg.path), "/t\n\xff");
+	out = render(memfmt_json, &m);
+	ASSERT_TRUE(out && strstr(out, "\"path\":\"/t\\n\\ufffd\""),
+		    "control and invalid UTF-8 bytes escaped");
+	free(out);
 	fill_picture(&m, true);
 	out = render(memfmt_json, &m);
 	ASSERT_TRUE(out && strstr(out, "\"memory\":{\"current_bytes\":52428800,"

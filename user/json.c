@@ -69,35 +69,35 @@ static int utf8_len(const unsigned char *c)
 }
 
 /* JSON text is UTF-8: other bytes (names from binaries can be anything) become U+FFFD */
-static void put_str(struct json *j, const char *s)
+void json_put_str(FILE *f, const char *s)
 {
 	const unsigned char *c = (const unsigned char *)s;
 	int n;
 
-	fputc('"', j->f);
+	fputc('"', f);
 	while (*c) {
 		n = utf8_len(c);
 		if (*c == '"' || *c == '\\')
-			fprintf(j->f, "\\%c", *c);
+			fprintf(f, "\\%c", *c);
 		else if (*c == '\n')
-			fputs("\\n", j->f);
+			fputs("\\n", f);
 		else if (*c == '\t')
-			fputs("\\t", j->f);
+			fputs("\\t", f);
 		else if (*c < 0x20 || *c == 0x7f)
-			fprintf(j->f, "\\u%04x", *c);
+			fprintf(f, "\\u%04x", *c);
 		else if (!n)
-			fputs("\\ufffd", j->f);
+			fputs("\\ufffd", f);
 		else
-			fwrite(c, 1, (size_t)n, j->f);
+			fwrite(c, 1, (size_t)n, f);
 		c += n ? n : 1;
 	}
-	fputc('"', j->f);
+	fputc('"', f);
 }
 
 void json_key(struct json *j, const char *key)
 {
 	lead(j);
-	put_str(j, key);
+	json_put_str(j->f, key);
 	fputs(": ", j->f);
 	j->after_key = true;
 }
@@ -105,7 +105,7 @@ void json_key(struct json *j, const char *key)
 void json_str(struct json *j, const char *s)
 {
 	lead(j);
-	put_str(j, s);
+	json_put_str(j->f, s);
 }
 
 void json_int(struct json *j, int64_t v)

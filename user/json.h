@@ -4,8 +4,8 @@
  * sorted order themselves: the output is a documented contract, and sorted
  * keys make it diffable and stable.
  */
-#ifndef CULPERT_CLI_JSON_H
-#define CULPERT_CLI_JSON_H
+#ifndef CULPERT_JSON_H
+#define CULPERT_JSON_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -32,5 +32,7 @@ void json_round(struct json *j, double v);
 void json_num(struct json *j, double v, int decimals);
 void json_bool(struct json *j, bool v);
 void json_null(struct json *j);
+/* s as a JSON string on its own (for writers without the indenting state above) */
+void json_put_str(FILE *f, const char *s);
 
-#endif /* CULPERT_CLI_JSON_H */
+#endif /* CULPERT_JSON_H */
