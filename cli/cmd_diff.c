@@ -189,20 +189,35 @@ static int print_text(const struct diff *d, const struct diff_row **buf)
 	return 0;
 }
 
-/* a span name in a markdown table cell: code span, '|' escaped, no backticks inside */
+/* character c of a span name in a markdown table cell: '|' escaped, no backticks or newlines */
+static size_t md_char(char c, char out[2])
+{
+	if (c == '|') {
+		out[0] = '\\';
+		out[1] = '|';
+		return 2;
+	}
+	out[0] = c == '`' ? '\'' : c == '\n' ? ' ' : c;
+	return 1;
+}
+
+static void md_escape(char *out, size_t len, const char *s)
+{
+	size_t n = 0;
+
+	for (; *s && n + 3 <= len; s++)
+		n += md_char(*s, out + n);
+	out[n] = '\0';
+}
+
+/* a span name (a path may be long) as a code span in a markdown cell */
 static void md_name(const char *s)
 {
+	char c[2];
+
 	fputc('`', stdout);
-	for (; *s; s++) {
-		if (*s == '|')
-			fputs("\\|", stdout);
-		else if (*s == '`')
-			fputc('\'', stdout);
-		else if (*s == '\n')
-			fputc(' ', stdout);
-		else
-			fputc(*s, stdout);
-	}
+	for (; *s; s++)
+		fwrite(c, 1, md_char(*s, c), stdout);
 	fputc('`', stdout);
 }
 
@@ -282,7 +297,7 @@ static int tree_rows(const struct diff *d, const struct diff_tree *t, uint32_t n
 			for (k = 0; k < x->depth && off + 13 < sizeof(name); k++)
 				off += (size_t)snprintf(name + off, sizeof(name) - off,
 							"&nbsp;&nbsp;");
-			snprintf(name + off, sizeof(name) - off, "%s", x->name);
+			md_escape(name + off, sizeof(name) - off, x->name);
 		} else {
 			snprintf(name, sizeof(name), "%*s%s", 2 * x->depth, "", x->name);
 		}

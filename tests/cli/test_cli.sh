@@ -210,6 +210,23 @@ test_diff_markdown_structure() {
 	EOF
 }
 
+# a '|' in a span name is escaped in every markdown table, the span tree's included
+test_diff_markdown_pipes() {
+	printf 'sample 1 10MiB stack=f span_path=a|b;c\n' | "$OLDPWD_ROOT/$MKPROF" -o p1.pb.gz
+	printf 'sample 1 20MiB stack=f span_path=a|b;c\n' | "$OLDPWD_ROOT/$MKPROF" -o p2.pb.gz
+	for opt in "" --tree; do
+		# shellcheck disable=SC2086
+		"$C" diff p1.pb.gz p2.pb.gz --format markdown $opt >pipes.md
+		/usr/bin/python3 - pipes.md <<-'EOF' || fail "diff $opt --format markdown: a '|' breaks a table"
+		import re, sys
+		rows = [l for l in open(sys.argv[1]).read().split("\n") if l.startswith("|")]
+		cells = lambda l: len(re.split(r"(?<!\\)\|", l)) - 2
+		assert rows and all(cells(l) == cells(rows[0]) for l in rows), rows
+		assert any("a\\|b" in l for l in rows), rows
+		EOF
+	done
+}
+
 test_diff_noise() {
 	# 100 -> 106 MiB at a 512 KiB rate: delta 6 MiB, sigma = sqrt(524288 B * 206 MiB) = 10.15 MiB, z = 0.59
 	span_prof b.pb.gz 100
@@ -392,6 +409,7 @@ run_test cli/diff_boundaries test_diff_boundaries
 run_test cli/diff_env test_diff_env
 run_test cli/diff_outputs test_diff_outputs
 run_test cli/diff_markdown_structure test_diff_markdown_structure
+run_test cli/diff_markdown_pipes test_diff_markdown_pipes
 run_test cli/diff_noise test_diff_noise
 run_test cli/diff_rates test_diff_rates
 run_test cli/json_contract test_json_contract
