@@ -100,6 +100,7 @@ check_sampled() {
 		within_pct "${est:-0}" "$bytes" 10 || echo "$fn: estimated ${est:-0} of $bytes bytes"
 	done >"$TMP/$1.bad"
 	[ -s "$TMP/$1.bad" ] && fail "$1: $(tr '\n' ';' <"$TMP/$1.bad") ($(losses "$1"))"
+	[ "$(grep -c '^total ' "$TMP/$1.out")" -gt 0 ] || fail "$1: the target reported nothing"
 	return 0
 }
 

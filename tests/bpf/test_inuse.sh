@@ -48,6 +48,7 @@ EOF
 		fi
 	done >"$TMP/bad"
 	[ -s "$TMP/bad" ] && fail "$(tr '\n' ';' <"$TMP/bad")"
+	[ "$(grep -c '^total ' "$TMP/live.out")" -gt 0 ] || fail "alloc_live reported nothing"
 	"$PROFDUMP" "$TMP/live.pb.gz" | grep -q '^# sample_type inuse_space/bytes' ||
 		fail "no inuse_space sample type"
 	return 0

@@ -43,6 +43,7 @@ check_paths() {
 		fi
 	done >"$TMP/$name.bad"
 	[ -s "$TMP/$name.bad" ] && fail "$(tr '\n' ';' <"$TMP/$name.bad")"
+	[ "$(grep -c '^total ' "$TMP/$name.out")" -gt 0 ] || fail "$name: the target reported nothing"
 	return 0
 }
 
