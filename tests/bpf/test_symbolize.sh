@@ -256,9 +256,10 @@ test_addr2line_agrees() {
 		mkdir -p "$TMP/a2l-$t"
 		addr2line_diff "$TMP/$t/sym.pb.gz" "$TMP/a2l-$t" /app/ >"$TMP/a2l-$t/diff" ||
 			fail "$t: frames differ from addr2line: $(head -c 600 "$TMP/a2l-$t/diff")"
-		# not a vacuous comparison: every frame of every located address
-		[ "$(wc -l <"$TMP/a2l-$t/ours")" -ge "$(grep -c '^frame' "$TMP/$t/sym.pb.gz.dump")" ] ||
-			fail "$t: not every frame was compared"
+		# not a vacuous comparison: every frame of every located address, and there are frames
+		n=$(grep -c '^frame' "$TMP/$t/sym.pb.gz.dump")
+		[ "$n" -gt 0 ] && [ "$(wc -l <"$TMP/a2l-$t/ours")" -ge "$n" ] ||
+			fail "$t: compared $(wc -l <"$TMP/a2l-$t/ours") of $n frames"
 	done
 }
 
