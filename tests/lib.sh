@@ -105,6 +105,11 @@ by_leaf() {
 			END {for (k in s) printf "%s %.0f\n", k, s[k]}' | sort
 }
 
+# build_id FILE: its GNU build ID, as eu-readelf reads it
+build_id() {
+	eu-readelf -n "$1" | awk '/Build ID:/ { print $3; exit }'
+}
+
 # runtime_addr PID PATH OFFSET: where file offset OFFSET of PATH's code is in PID
 runtime_addr() {
 	while read -r range perms moff _ _ path; do
