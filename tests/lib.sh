@@ -83,19 +83,28 @@ wait_for() {
 	return 0
 }
 
+# culpert-bpf SUBCMD (attach, capture) in the background until it says it
+# is profiling: bpf_bg ERRFILE SUBCMD ARGS...; sets $attach_pid
+bpf_bg() {
+	_err=$1
+	_cmd=$2
+	shift 2
+	# emptied first: the redirection below happens in the child, after wait_for may look
+	: >"$_err"
+	"$BIN_BPF" "$_cmd" "$@" 2>"$_err" &
+	attach_pid=$!
+	track "$attach_pid"
+	wait_for "$_err" "culpert-bpf: profiling" 10 || {
+		fail "$_cmd did not start: $(head -c 400 "$_err")"
+		return 1
+	}
+}
+
 # attach in the background: attach_bg ERRFILE ARGS...; sets $attach_pid
 attach_bg() {
 	_err=$1
 	shift
-	# emptied first: the redirection below happens in the child, after wait_for may look
-	: >"$_err"
-	"$BIN_BPF" attach "$@" 2>"$_err" &
-	attach_pid=$!
-	track "$attach_pid"
-	wait_for "$_err" "culpert-bpf: profiling" 10 || {
-		fail "attach did not start: $(head -c 400 "$_err")"
-		return 1
-	}
+	bpf_bg "$_err" attach "$@"
 }
 
 # sum of sample values of column COL (1-based) grouped by leaf function: "func total"

@@ -101,11 +101,8 @@ test_beside_another_instance() {
 	"$OUTPUT/examples/demo_service" 60 >/dev/null &
 	svc=$!
 	track "$svc"
-	"$BIN_BPF" attach --pid "$svc" --inuse --rate 4KiB -o "$TMP/other.pb.gz" 2>"$TMP/other.err" &
-	other=$!
-	track "$other"
-	wait_for "$TMP/other.err" "culpert-bpf: profiling" 10 ||
-		{ fail "the other instance did not start: $(cat "$TMP/other.err")"; return; }
+	attach_bg "$TMP/other.err" --pid "$svc" --inuse --rate 4KiB -o "$TMP/other.pb.gz" || return
+	other=$attach_pid
 	rate_one_exact --unwind fp
 	rate_one_exact --unwind dwarf
 	kill -INT "$other"
