@@ -107,6 +107,31 @@ attach_bg() {
 	bpf_bg "$_err" attach "$@"
 }
 
+# profile NAME RATE "ATTACH ARGS" CMD...: run CMD (a target that starts as
+# start_target wants) under attach to its end, the exit status of both
+# checked; $TMP/NAME.out is its output, $TMP/NAME.err attach's stderr,
+# $TMP/NAME.pb.gz the profile.  ATTACH ARGS are split at blanks and never
+# globbed (--span-fn takes patterns).
+profile() {
+	_name=$1
+	_rate=$2
+	_args=$3
+	shift 3
+	start_target "$TMP/$_name.out" "$@" || return 1
+	set -f
+	# shellcheck disable=SC2086
+	attach_bg "$TMP/$_name.err" --pid "$target_pid" --rate "$_rate" -o "$TMP/$_name.pb.gz" $_args
+	_rc=$?
+	set +f
+	[ "$_rc" -eq 0 ] || return 1
+	kill -USR1 "$target_pid"
+	wait "$target_pid" || {
+		fail "$_name: target exited with $?: $(tail -3 "$TMP/$_name.out")"
+		return 1
+	}
+	wait "$attach_pid" || { fail "$_name: attach failed: $(cat "$TMP/$_name.err")"; return 1; }
+}
+
 # sum of sample values of column COL (1-based) grouped by leaf function: "func total"
 by_leaf() {
 	"$PROFDUMP" "$1" | grep -v '^#' |

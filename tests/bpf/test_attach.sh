@@ -10,11 +10,7 @@ profile_abc() {
 	rate=$1
 	scale=$2
 	shift 2
-	start_target "$TMP/abc.out" "$TARGETS/alloc_abc" "$scale" || return 1
-	attach_bg "$TMP/abc.err" --pid "$target_pid" --rate "$rate" -o "$TMP/abc.pb.gz" "$@" || return 1
-	kill -USR1 "$target_pid"
-	wait "$target_pid" || fail "alloc_abc failed"
-	wait "$attach_pid" || fail "attach exited with $?: $(cat "$TMP/abc.err")"
+	profile abc "$rate" "$*" "$TARGETS/alloc_abc" "$scale" || return 1
 	grep -q "exited; writing" "$TMP/abc.err" || fail "target exit not reported"
 }
 
@@ -69,11 +65,7 @@ test_leaf_is_caller() {
 # 1: each function's calls and bytes exactly, including the entry points
 # glibc forwards to its own malloc.
 rate_one_exact() {
-	start_target "$TMP/ex.out" "$TARGETS/alloc_exact" || return
-	attach_bg "$TMP/ex.err" --pid "$target_pid" --rate 1 -o "$TMP/ex.pb.gz" "$@" || return
-	kill -USR1 "$target_pid"
-	wait "$target_pid"
-	wait "$attach_pid" || fail "attach failed: $(cat "$TMP/ex.err")"
+	profile ex 1 "$*" "$TARGETS/alloc_exact" || return
 	"$PROFDUMP" "$TMP/ex.pb.gz" | grep -v '^#' | awk -F'\t' '
 		{ split($2, f, ";"); split($1, v, " "); o[f[1]] += v[1]; b[f[1]] += v[2] }
 		END { for (k in b) printf "total %s %d %d\n", k, b[k], o[k] }' | sort >"$TMP/ex.est"
@@ -176,11 +168,7 @@ test_target_unaffected() {
 	start_target "$TMP/plain.out" "$TARGETS/alloc_exact" || return
 	kill -USR1 "$target_pid"
 	wait "$target_pid" || fail "unprofiled run failed"
-	start_target "$TMP/prof.out" "$TARGETS/alloc_exact" || return
-	attach_bg "$TMP/p.err" --pid "$target_pid" --rate 1 -o "$TMP/p.pb.gz" || return
-	kill -USR1 "$target_pid"
-	wait "$target_pid" || fail "profiled run failed"
-	wait "$attach_pid"
+	profile prof 1 "" "$TARGETS/alloc_exact" || return
 	grep -v ready "$TMP/plain.out" >"$TMP/plain"
 	grep -v ready "$TMP/prof.out" >"$TMP/prof"
 	cmp -s "$TMP/plain" "$TMP/prof" || fail "output differs under the profiler"
@@ -263,13 +251,9 @@ test_target_exits() {
 # capture ends at the exec, and what was seen before is written.
 test_fork_exec() {
 	need_root || return
-	start_target "$TMP/fe.out" "$TARGETS/fork_exec" || return
-	attach_bg "$TMP/fe.err" --pid "$target_pid" --rate 4KiB -o "$TMP/fe.pb.gz" || return
-	kill -USR1 "$target_pid"
-	wait "$target_pid" || fail "target failed: $(cat "$TMP/fe.out")"
+	profile fe 4KiB "" "$TARGETS/fork_exec" || return
 	grep -q 'child ok' "$TMP/fe.out" || fail "the child did not exit cleanly"
 	grep -q 'exec ok' "$TMP/fe.out" || fail "the exec did not run"
-	wait "$attach_pid" || fail "attach failed: $(cat "$TMP/fe.err")"
 	grep -q "exec'd another program; writing what was collected before" "$TMP/fe.err" ||
 		fail "exec not reported: $(tail -2 "$TMP/fe.err")"
 	"$PROFDUMP" "$TMP/fe.pb.gz" | grep -q 'before_fork' || fail "the parent's allocations are missing"

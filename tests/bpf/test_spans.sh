@@ -18,12 +18,7 @@ profile_target() {
 	name=$1
 	rate=$2
 	shift 2
-	start_target "$TMP/$name.out" "$TARGETS/$name" || return 1
-	attach_bg "$TMP/$name.err" --pid "$target_pid" --rate "$rate" -o "$TMP/$name.pb.gz" -v "$@" ||
-		return 1
-	kill -USR1 "$target_pid"
-	wait "$target_pid" || fail "$name failed"
-	wait "$attach_pid" || fail "attach failed: $(cat "$TMP/$name.err")"
+	profile "$name" "$rate" "-v $*" "$TARGETS/$name"
 }
 
 # compare each "total PATH BYTES" line of the target with the profile, within PCT %
@@ -132,14 +127,9 @@ test_span_semaphores() {
 # (same statistics as test_span_ground_truth), through uprobe sessions and without.
 test_span_fn() {
 	need_root || return
+	fns="--span-fn request --span-fn parse --span-fn js?n --span-fn validate --span-fn worker"
 	for mode in "" --no-session; do
-		start_target "$TMP/span_abc.out" "$TARGETS/span_abc_plain" || return
-		attach_bg "$TMP/span_abc.err" --pid "$target_pid" --rate 4KiB -o "$TMP/span_abc.pb.gz" \
-			-v $mode --span-fn request --span-fn parse --span-fn 'js?n' \
-			--span-fn validate --span-fn worker || return
-		kill -USR1 "$target_pid"
-		wait "$target_pid"
-		wait "$attach_pid" || fail "attach $mode failed: $(cat "$TMP/span_abc.err")"
+		profile span_abc 4KiB "-v $mode $fns" "$TARGETS/span_abc_plain" || return
 		want=uprobe_session
 		[ -n "$mode" ] && want="entry+return"
 		grep -q "5 --span-fn functions in .*span_abc_plain, caught with $want" "$TMP/span_abc.err" ||

@@ -17,13 +17,9 @@ share_pct() {
 		END { if (all) printf "%.2f\n", 100 * good / all; else print 0 }'
 }
 
+# profile alloc_nofp at 16 KiB (+ args) until it exits; profile in $TMP/nofp.pb.gz
 profile_nofp() {
-	start_target "$TMP/nofp.out" "$TARGETS/alloc_nofp" || return 1
-	attach_bg "$TMP/nofp.err" --pid "$target_pid" --rate 16KiB -v -o "$TMP/nofp.pb.gz" "$@" ||
-		return 1
-	kill -USR1 "$target_pid"
-	wait "$target_pid"
-	wait "$attach_pid" || { fail "attach failed: $(cat "$TMP/nofp.err")"; return 1; }
+	profile nofp 16KiB "-v $*" "$TARGETS/alloc_nofp"
 }
 
 # Without frame pointers: dwarf gets the whole chain to main for >= 99% of
