@@ -132,11 +132,19 @@ profile() {
 	wait "$attach_pid" || { fail "$_name: attach failed: $(cat "$TMP/$_name.err")"; return 1; }
 }
 
-# sum of sample values of column COL (1-based) grouped by leaf function: "func total"
+# by_leaf PROFILE COL...: sample values of each column COL (1-based) summed by
+# leaf function: "func total1 total2 ..."
 by_leaf() {
-	"$PROFDUMP" "$1" | grep -v '^#' |
-		awk -F'\t' -v col="$2" '{split($2, f, ";"); split($1, v, " "); s[f[1]] += v[col]}
-			END {for (k in s) printf "%s %.0f\n", k, s[k]}' | sort
+	_prof=$1
+	shift
+	"$PROFDUMP" "$_prof" | grep -v '^#' |
+		awk -F'\t' -v cols="$*" 'BEGIN { nc = split(cols, c, " ") }
+			{ split($2, f, ";"); split($1, v, " "); seen[f[1]] = 1
+			  for (i = 1; i <= nc; i++) s[f[1], i] += v[c[i]] }
+			END { for (k in seen) {
+				printf "%s", k
+				for (i = 1; i <= nc; i++) printf " %.0f", s[k, i]
+				printf "\n" } }' | sort
 }
 
 # build_id FILE: its GNU build ID, as eu-readelf reads it

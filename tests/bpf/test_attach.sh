@@ -66,9 +66,7 @@ test_leaf_is_caller() {
 # glibc forwards to its own malloc.
 rate_one_exact() {
 	profile ex 1 "$*" "$TARGETS/alloc_exact" || return
-	"$PROFDUMP" "$TMP/ex.pb.gz" | grep -v '^#' | awk -F'\t' '
-		{ split($2, f, ";"); split($1, v, " "); o[f[1]] += v[1]; b[f[1]] += v[2] }
-		END { for (k in b) printf "total %s %d %d\n", k, b[k], o[k] }' | sort >"$TMP/ex.est"
+	by_leaf "$TMP/ex.pb.gz" 2 1 | sed 's/^/total /' | sort >"$TMP/ex.est"
 	grep '^total' "$TMP/ex.out" | sort >"$TMP/ex.truth"
 	# every function of the target, exactly, and nothing else: the target
 	# allocates nowhere else once running (its stdout buffer is older), so
