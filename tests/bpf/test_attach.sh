@@ -61,24 +61,26 @@ test_leaf_is_caller() {
 		fail "missing caller chains a<-run_a, b<-run_b, c<-main: $a $b $c"
 }
 
-# rate_one_exact [ATTACH OPTION...]: --rate 1 records every call with weight
-# 1: each function's calls and bytes exactly, including the entry points
-# glibc forwards to its own malloc.
+# rate_one_exact NAME [ATTACH OPTION...]: --rate 1 records every call with
+# weight 1: each function's calls and bytes exactly, including the entry
+# points glibc forwards to its own malloc.  Profile in $TMP/NAME.pb.gz.
 rate_one_exact() {
-	profile ex 1 "$*" "$TARGETS/alloc_exact" || return
-	by_leaf "$TMP/ex.pb.gz" 2 1 | sed 's/^/total /' | sort >"$TMP/ex.est"
-	grep '^total' "$TMP/ex.out" | sort >"$TMP/ex.truth"
+	_n=$1
+	shift
+	profile "$_n" 1 "$*" "$TARGETS/alloc_exact" || return
+	by_leaf "$TMP/$_n.pb.gz" 2 1 | sed 's/^/total /' | sort >"$TMP/$_n.est"
+	grep '^total' "$TMP/$_n.out" | sort >"$TMP/$_n.truth"
 	# every function of the target, exactly, and nothing else: the target
 	# allocates nowhere else once running (its stdout buffer is older), so
 	# any other leaf is a call counted twice or a leaf gone wrong
-	diff "$TMP/ex.truth" "$TMP/ex.est" | sed -n 's/^</target:/p; s/^>/profile:/p' >"$TMP/ex.diff"
-	[ -s "$TMP/ex.diff" ] && fail "$*: inexact (bytes, calls): $(tr '\n' ';' <"$TMP/ex.diff")"
+	diff "$TMP/$_n.truth" "$TMP/$_n.est" | sed -n 's/^</target:/p; s/^>/profile:/p' >"$TMP/$_n.diff"
+	[ -s "$TMP/$_n.diff" ] && fail "$*: inexact (bytes, calls): $(tr '\n' ';' <"$TMP/$_n.diff")"
 	return 0
 }
 
 test_rate_one_exact() {
 	need_root || return
-	rate_one_exact
+	rate_one_exact ex
 }
 
 # Another culpert-bpf on another glibc process, with return probes
@@ -93,8 +95,8 @@ test_beside_another_instance() {
 	track "$svc"
 	attach_bg "$TMP/other.err" --pid "$svc" --inuse --rate 4KiB -o "$TMP/other.pb.gz" || return
 	other=$attach_pid
-	rate_one_exact --unwind fp
-	rate_one_exact --unwind dwarf
+	rate_one_exact ex_fp --unwind fp
+	rate_one_exact ex_dwarf --unwind dwarf
 	kill -INT "$other"
 	wait "$other" || fail "the other instance failed: $(cat "$TMP/other.err")"
 }
@@ -160,15 +162,16 @@ test_mappings_and_build_ids() {
 	return 0
 }
 
-# The target's output is the same with and without the profiler.
+# The target's output is the same with and without the profiler (at --rate
+# 1: rate_one_exact's run when it made one).
 test_target_unaffected() {
 	need_root || return
 	start_target "$TMP/plain.out" "$TARGETS/alloc_exact" || return
 	kill -USR1 "$target_pid"
 	wait "$target_pid" || fail "unprofiled run failed"
-	profile prof 1 "" "$TARGETS/alloc_exact" || return
+	[ -s "$TMP/ex.pb.gz" ] || profile ex 1 "" "$TARGETS/alloc_exact" || return
 	grep -v ready "$TMP/plain.out" >"$TMP/plain"
-	grep -v ready "$TMP/prof.out" >"$TMP/prof"
+	grep -v ready "$TMP/ex.out" >"$TMP/prof"
 	cmp -s "$TMP/plain" "$TMP/prof" || fail "output differs under the profiler"
 }
 
