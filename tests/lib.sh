@@ -83,26 +83,73 @@ wait_for() {
 	return 0
 }
 
-# attach in the background: attach_bg ERRFILE ARGS...; sets $attach_pid
-attach_bg() {
+# culpert-bpf SUBCMD (attach, capture) in the background until it says it
+# is profiling: bpf_bg ERRFILE SUBCMD ARGS...; sets $attach_pid
+bpf_bg() {
 	_err=$1
-	shift
+	_cmd=$2
+	shift 2
 	# emptied first: the redirection below happens in the child, after wait_for may look
 	: >"$_err"
-	"$BIN_BPF" attach "$@" 2>"$_err" &
+	"$BIN_BPF" "$_cmd" "$@" 2>"$_err" &
 	attach_pid=$!
 	track "$attach_pid"
 	wait_for "$_err" "culpert-bpf: profiling" 10 || {
-		fail "attach did not start: $(head -c 400 "$_err")"
+		fail "$_cmd did not start: $(head -c 400 "$_err")"
 		return 1
 	}
 }
 
-# sum of sample values of column COL (1-based) grouped by leaf function: "func total"
+# attach in the background: attach_bg ERRFILE ARGS...; sets $attach_pid
+attach_bg() {
+	_err=$1
+	shift
+	bpf_bg "$_err" attach "$@"
+}
+
+# profile NAME RATE "ATTACH ARGS" CMD...: run CMD (a target that starts as
+# start_target wants) under attach to its end, the exit status of both
+# checked; $TMP/NAME.out is its output, $TMP/NAME.err attach's stderr,
+# $TMP/NAME.pb.gz the profile.  ATTACH ARGS are split at blanks and never
+# globbed (--span-fn takes patterns).
+profile() {
+	_name=$1
+	_rate=$2
+	_args=$3
+	shift 3
+	start_target "$TMP/$_name.out" "$@" || return 1
+	set -f
+	# shellcheck disable=SC2086
+	attach_bg "$TMP/$_name.err" --pid "$target_pid" --rate "$_rate" -o "$TMP/$_name.pb.gz" $_args
+	_rc=$?
+	set +f
+	[ "$_rc" -eq 0 ] || return 1
+	kill -USR1 "$target_pid"
+	wait "$target_pid" || {
+		fail "$_name: target exited with $?: $(tail -3 "$TMP/$_name.out")"
+		return 1
+	}
+	wait "$attach_pid" || { fail "$_name: attach failed: $(cat "$TMP/$_name.err")"; return 1; }
+}
+
+# by_leaf PROFILE COL...: sample values of each column COL (1-based) summed by
+# leaf function: "func total1 total2 ..."
 by_leaf() {
-	"$PROFDUMP" "$1" | grep -v '^#' |
-		awk -F'\t' -v col="$2" '{split($2, f, ";"); split($1, v, " "); s[f[1]] += v[col]}
-			END {for (k in s) printf "%s %.0f\n", k, s[k]}' | sort
+	_prof=$1
+	shift
+	"$PROFDUMP" "$_prof" | grep -v '^#' |
+		awk -F'\t' -v cols="$*" 'BEGIN { nc = split(cols, c, " ") }
+			{ split($2, f, ";"); split($1, v, " "); seen[f[1]] = 1
+			  for (i = 1; i <= nc; i++) s[f[1], i] += v[c[i]] }
+			END { for (k in seen) {
+				printf "%s", k
+				for (i = 1; i <= nc; i++) printf " %.0f", s[k, i]
+				printf "\n" } }' | sort
+}
+
+# build_id FILE: its GNU build ID, as eu-readelf reads it
+build_id() {
+	eu-readelf -n "$1" | awk '/Build ID:/ { print $3; exit }'
 }
 
 # runtime_addr PID PATH OFFSET: where file offset OFFSET of PATH's code is in PID

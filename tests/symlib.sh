@@ -70,11 +70,6 @@ addr2line_diff() {
 	diff "$2/ours" "$2/theirs"
 }
 
-# build_id FILE: its GNU build ID, as eu-readelf reads it
-build_id() {
-	eu-readelf -n "$1" | awk '/Build ID:/ { print $3; exit }'
-}
-
 # debug_path DIR BUILD_ID: where a .build-id tree under DIR keeps that debug file
 debug_path() {
 	echo "$1/.build-id/$(echo "$2" | cut -c1-2)/$(echo "$2" | cut -c3-).debug"

@@ -25,25 +25,6 @@ need_lib() {
 	return 1
 }
 
-# profile NAME RATE "ATTACH ARGS" CMD...: run CMD under attach to its end;
-# $TMP/NAME.out is its output, $TMP/NAME.pb.gz the profile
-profile() {
-	_name=$1
-	_rate=$2
-	_args=$3
-	shift 3
-	start_target "$TMP/$_name.out" "$@" || return 1
-	# shellcheck disable=SC2086
-	attach_bg "$TMP/$_name.err" --pid "$target_pid" --rate "$_rate" -o "$TMP/$_name.pb.gz" \
-		$_args || return 1
-	kill -USR1 "$target_pid"
-	wait "$target_pid" || {
-		fail "$_name: target exited with $?: $(tail -3 "$TMP/$_name.out")"
-		return 1
-	}
-	wait "$attach_pid" || { fail "$_name: attach failed: $(cat "$TMP/$_name.err")"; return 1; }
-}
-
 # attribute NAME MODE COLS: "function v1 v2 ..." summed over the samples of
 # $TMP/NAME.pb.gz, each given to the first frame that is one of the functions
 # the target reported.  MODE leaf: only the leaf location (with its inline
@@ -100,6 +81,7 @@ check_sampled() {
 		within_pct "${est:-0}" "$bytes" 10 || echo "$fn: estimated ${est:-0} of $bytes bytes"
 	done >"$TMP/$1.bad"
 	[ -s "$TMP/$1.bad" ] && fail "$1: $(tr '\n' ';' <"$TMP/$1.bad") ($(losses "$1"))"
+	[ "$(grep -c '^total ' "$TMP/$1.out")" -gt 0 ] || fail "$1: the target reported nothing"
 	return 0
 }
 

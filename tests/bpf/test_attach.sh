@@ -10,11 +10,7 @@ profile_abc() {
 	rate=$1
 	scale=$2
 	shift 2
-	start_target "$TMP/abc.out" "$TARGETS/alloc_abc" "$scale" || return 1
-	attach_bg "$TMP/abc.err" --pid "$target_pid" --rate "$rate" -o "$TMP/abc.pb.gz" "$@" || return 1
-	kill -USR1 "$target_pid"
-	wait "$target_pid" || fail "alloc_abc failed"
-	wait "$attach_pid" || fail "attach exited with $?: $(cat "$TMP/abc.err")"
+	profile abc "$rate" "$*" "$TARGETS/alloc_abc" "$scale" || return 1
 	grep -q "exited; writing" "$TMP/abc.err" || fail "target exit not reported"
 }
 
@@ -65,30 +61,26 @@ test_leaf_is_caller() {
 		fail "missing caller chains a<-run_a, b<-run_b, c<-main: $a $b $c"
 }
 
-# rate_one_exact [ATTACH OPTION...]: --rate 1 records every call with weight
-# 1: each function's calls and bytes exactly, including the entry points
-# glibc forwards to its own malloc.
+# rate_one_exact NAME [ATTACH OPTION...]: --rate 1 records every call with
+# weight 1: each function's calls and bytes exactly, including the entry
+# points glibc forwards to its own malloc.  Profile in $TMP/NAME.pb.gz.
 rate_one_exact() {
-	start_target "$TMP/ex.out" "$TARGETS/alloc_exact" || return
-	attach_bg "$TMP/ex.err" --pid "$target_pid" --rate 1 -o "$TMP/ex.pb.gz" "$@" || return
-	kill -USR1 "$target_pid"
-	wait "$target_pid"
-	wait "$attach_pid" || fail "attach failed: $(cat "$TMP/ex.err")"
-	"$PROFDUMP" "$TMP/ex.pb.gz" | grep -v '^#' | awk -F'\t' '
-		{ split($2, f, ";"); split($1, v, " "); o[f[1]] += v[1]; b[f[1]] += v[2] }
-		END { for (k in b) printf "total %s %d %d\n", k, b[k], o[k] }' | sort >"$TMP/ex.est"
-	grep '^total' "$TMP/ex.out" | sort >"$TMP/ex.truth"
+	_n=$1
+	shift
+	profile "$_n" 1 "$*" "$TARGETS/alloc_exact" || return
+	by_leaf "$TMP/$_n.pb.gz" 2 1 | sed 's/^/total /' | sort >"$TMP/$_n.est"
+	grep '^total' "$TMP/$_n.out" | sort >"$TMP/$_n.truth"
 	# every function of the target, exactly, and nothing else: the target
 	# allocates nowhere else once running (its stdout buffer is older), so
 	# any other leaf is a call counted twice or a leaf gone wrong
-	diff "$TMP/ex.truth" "$TMP/ex.est" | sed -n 's/^</target:/p; s/^>/profile:/p' >"$TMP/ex.diff"
-	[ -s "$TMP/ex.diff" ] && fail "$*: inexact (bytes, calls): $(tr '\n' ';' <"$TMP/ex.diff")"
+	diff "$TMP/$_n.truth" "$TMP/$_n.est" | sed -n 's/^</target:/p; s/^>/profile:/p' >"$TMP/$_n.diff"
+	[ -s "$TMP/$_n.diff" ] && fail "$*: inexact (bytes, calls): $(tr '\n' ';' <"$TMP/$_n.diff")"
 	return 0
 }
 
 test_rate_one_exact() {
 	need_root || return
-	rate_one_exact
+	rate_one_exact ex
 }
 
 # Another culpert-bpf on another glibc process, with return probes
@@ -101,13 +93,10 @@ test_beside_another_instance() {
 	"$OUTPUT/examples/demo_service" 60 >/dev/null &
 	svc=$!
 	track "$svc"
-	"$BIN_BPF" attach --pid "$svc" --inuse --rate 4KiB -o "$TMP/other.pb.gz" 2>"$TMP/other.err" &
-	other=$!
-	track "$other"
-	wait_for "$TMP/other.err" "culpert-bpf: profiling" 10 ||
-		{ fail "the other instance did not start: $(cat "$TMP/other.err")"; return; }
-	rate_one_exact --unwind fp
-	rate_one_exact --unwind dwarf
+	attach_bg "$TMP/other.err" --pid "$svc" --inuse --rate 4KiB -o "$TMP/other.pb.gz" || return
+	other=$attach_pid
+	rate_one_exact ex_fp --unwind fp
+	rate_one_exact ex_dwarf --unwind dwarf
 	kill -INT "$other"
 	wait "$other" || fail "the other instance failed: $(cat "$TMP/other.err")"
 }
@@ -147,13 +136,19 @@ test_mappings_and_build_ids() {
 	need_root || return
 	[ -s "$TMP/abc.pb.gz" ] || profile_abc 4KiB 1 || return
 	"$PROFDUMP" "$TMP/abc.pb.gz" >"$TMP/dump"
-	checked=0
+	# one line per mapping whose file is there to check: "ok PATH" or what differs
 	grep '^# mapping ' "$TMP/dump" | while read -r _ _ id range off path bid; do
 		[ -f "$path" ] || continue
-		want=$(readelf -n "$path" 2>/dev/null | awk '/Build ID:/ { print $3 }')
-		[ "$bid" = "$want" ] || echo "mapping $id $path: build id '$bid', readelf '$want'"
-	done >"$TMP/bid.bad"
+		want=$(build_id "$path")
+		if [ "$bid" = "$want" ]; then
+			echo "ok $path"
+		else
+			echo "mapping $id $path: build id '$bid', eu-readelf '$want'"
+		fi
+	done >"$TMP/bid.checked"
+	grep -v '^ok ' "$TMP/bid.checked" >"$TMP/bid.bad"
 	[ -s "$TMP/bid.bad" ] && fail "$(head -3 "$TMP/bid.bad")"
+	[ -s "$TMP/bid.checked" ] || fail "no mapping's file was there to check its build id"
 	grep -q "^# mapping 1 .*alloc_abc [0-9a-f]\{40\}$" "$TMP/dump" ||
 		fail "mapping 1 is not the executable with its build id"
 	awk '$1 == "#" && $2 == "mapping" { split($4, r, "-"); lo[$3] = r[1]; hi[$3] = r[2] }
@@ -167,19 +162,16 @@ test_mappings_and_build_ids() {
 	return 0
 }
 
-# The target's output is the same with and without the profiler.
+# The target's output is the same with and without the profiler (at --rate
+# 1: rate_one_exact's run when it made one).
 test_target_unaffected() {
 	need_root || return
 	start_target "$TMP/plain.out" "$TARGETS/alloc_exact" || return
 	kill -USR1 "$target_pid"
 	wait "$target_pid" || fail "unprofiled run failed"
-	start_target "$TMP/prof.out" "$TARGETS/alloc_exact" || return
-	attach_bg "$TMP/p.err" --pid "$target_pid" --rate 1 -o "$TMP/p.pb.gz" || return
-	kill -USR1 "$target_pid"
-	wait "$target_pid" || fail "profiled run failed"
-	wait "$attach_pid"
+	[ -s "$TMP/ex.pb.gz" ] || profile ex 1 "" "$TARGETS/alloc_exact" || return
 	grep -v ready "$TMP/plain.out" >"$TMP/plain"
-	grep -v ready "$TMP/prof.out" >"$TMP/prof"
+	grep -v ready "$TMP/ex.out" >"$TMP/prof"
 	cmp -s "$TMP/plain" "$TMP/prof" || fail "output differs under the profiler"
 }
 
@@ -260,13 +252,9 @@ test_target_exits() {
 # capture ends at the exec, and what was seen before is written.
 test_fork_exec() {
 	need_root || return
-	start_target "$TMP/fe.out" "$TARGETS/fork_exec" || return
-	attach_bg "$TMP/fe.err" --pid "$target_pid" --rate 4KiB -o "$TMP/fe.pb.gz" || return
-	kill -USR1 "$target_pid"
-	wait "$target_pid" || fail "target failed: $(cat "$TMP/fe.out")"
+	profile fe 4KiB "" "$TARGETS/fork_exec" || return
 	grep -q 'child ok' "$TMP/fe.out" || fail "the child did not exit cleanly"
 	grep -q 'exec ok' "$TMP/fe.out" || fail "the exec did not run"
-	wait "$attach_pid" || fail "attach failed: $(cat "$TMP/fe.err")"
 	grep -q "exec'd another program; writing what was collected before" "$TMP/fe.err" ||
 		fail "exec not reported: $(tail -2 "$TMP/fe.err")"
 	"$PROFDUMP" "$TMP/fe.pb.gz" | grep -q 'before_fork' || fail "the parent's allocations are missing"

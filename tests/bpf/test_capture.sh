@@ -8,15 +8,11 @@
 # capture heap_shape MODE until it is done; profile $TMP/MODE.pb.gz, summary $TMP/MODE.err
 capture_shape() {
 	start_target "$TMP/$1.out" "$TARGETS/heap_shape" "$1" || return 1
-	: >"$TMP/$1.err"
-	"$BIN_BPF" capture --pid "$target_pid" --rate 64KiB -o "$TMP/$1.pb.gz" 2>"$TMP/$1.err" &
-	cap=$!
-	track "$cap"
-	wait_for "$TMP/$1.err" "culpert-bpf: profiling" 10 || { fail "capture did not start"; return 1; }
+	bpf_bg "$TMP/$1.err" capture --pid "$target_pid" --rate 64KiB -o "$TMP/$1.pb.gz" || return 1
 	kill -USR1 "$target_pid"
 	wait_for "$TMP/$1.out" '^done' 30 || { fail "heap_shape $1 did not finish"; return 1; }
-	kill -INT "$cap"
-	wait "$cap" || { fail "capture failed: $(cat "$TMP/$1.err")"; return 1; }
+	kill -INT "$attach_pid"
+	wait "$attach_pid" || { fail "capture failed: $(cat "$TMP/$1.err")"; return 1; }
 	kill "$target_pid"
 }
 

@@ -9,15 +9,11 @@
 # the standard error is at most sqrt(4096 * 32 MiB) = 1.1% of it: +-5% is 4.5 sigma.
 test_report_capture() {
 	need_root || return
-	start_target "$TMP/t.out" "$TARGETS/span_abc" || return
-	attach_bg "$TMP/a.err" --pid "$target_pid" --rate 4KiB -o "$TMP/c.pb.gz" || return
-	kill -USR1 "$target_pid"
-	wait "$target_pid" || fail "span_abc failed"
-	wait "$attach_pid" || { fail "attach failed: $(cat "$TMP/a.err")"; return; }
+	profile c 4KiB "" "$TARGETS/span_abc" || return
 	"$BIN_CLI" report "$TMP/c.pb.gz" --flat --format json >"$TMP/flat.json" ||
 		{ fail "culpert report --flat failed"; return; }
 	# ground truth: "total PATH BYTES" lines of the target; (no-span) is our (no span)
-	sed -n 's/^total (no-span) /total (no span) /; s/^total //p' "$TMP/t.out" >"$TMP/truth"
+	sed -n 's/^total (no-span) /total (no span) /; s/^total //p' "$TMP/c.out" >"$TMP/truth"
 	/usr/bin/python3 - "$TMP/flat.json" "$TMP/truth" <<-'EOF' || fail "flat view off the ground truth (above)"
 	import json, sys
 	spans = {s["path"]: s["bytes"] for s in json.load(open(sys.argv[1]))["spans"]}

@@ -17,19 +17,13 @@ profile_live() {
 	kill "$target_pid"
 }
 
-# "leaf alloc_space inuse_space"
-by_leaf_inuse() {
-	"$PROFDUMP" "$1" | grep -v '^#' | awk -F'\t' '
-		{ split($2, f, ";"); split($1, v, " "); a[f[1]] += v[2]; l[f[1]] += v[4] }
-		END { for (k in a) printf "%s %.0f %.0f\n", k, a[k], l[k] }'
-}
-
 # Rate 4 KiB, blocks of 64..1024 bytes (128..2048 after grow's realloc).
 # Each estimate's standard error is about sqrt(rate * bytes): for 32 MiB
 # that is 1.1%, so +-5% is 4.5 sigma; leak_early's 8 MiB has 2.2%, so it
 # gets +-10% (4.5 sigma).  churn frees every block: its live heap is 0.
 check_live_totals() {
-	by_leaf_inuse "$TMP/live.pb.gz" >"$TMP/est"
+	# "leaf alloc_space inuse_space"
+	by_leaf "$TMP/live.pb.gz" 2 4 >"$TMP/est"
 	grep '^total ' "$TMP/live.out" | while read -r _ fn alloc live; do
 		pct=5
 		[ "$fn" = leak_early ] && pct=10
@@ -48,6 +42,7 @@ EOF
 		fi
 	done >"$TMP/bad"
 	[ -s "$TMP/bad" ] && fail "$(tr '\n' ';' <"$TMP/bad")"
+	[ "$(grep -c '^total ' "$TMP/live.out")" -gt 0 ] || fail "alloc_live reported nothing"
 	"$PROFDUMP" "$TMP/live.pb.gz" | grep -q '^# sample_type inuse_space/bytes' ||
 		fail "no inuse_space sample type"
 	return 0

@@ -60,8 +60,8 @@ test_chosen_offsets_exact() {
 	kill -USR1 "$target_pid"
 	wait "$target_pid"
 	wait "$attach_pid" || fail "attach failed: $(cat "$TMP/a.err")"
-	by_leaf "$TMP/ex.pb.gz" 1 >"$TMP/calls"
-	by_leaf "$TMP/ex.pb.gz" 2 >"$TMP/bytes"
+	# "leaf bytes calls"
+	by_leaf "$TMP/ex.pb.gz" 2 1 >"$TMP/leaves"
 	checked=0
 	for pair in $ENTRY_OF; do
 		f=${pair%%:*}
@@ -69,8 +69,8 @@ test_chosen_offsets_exact() {
 		[ -n "$plus" ] && [ "$plus" != +0 ] || continue
 		bytes=$(awk -v f="$f" '$1 == "total" && $2 == f { print $3 }' "$TMP/ex.out")
 		calls=$(awk -v f="$f" '$1 == "total" && $2 == f { print $4 }' "$TMP/ex.out")
-		got_b=$(awk -v f="$f" '$1 == f { print $2 }' "$TMP/bytes")
-		got_c=$(awk -v f="$f" '$1 == f { print $2 }' "$TMP/calls")
+		got_b=$(awk -v f="$f" '$1 == f { print $2 }' "$TMP/leaves")
+		got_c=$(awk -v f="$f" '$1 == f { print $3 }' "$TMP/leaves")
 		[ "$got_b" = "$bytes" ] && [ "$got_c" = "$calls" ] ||
 			fail "$f (${pair#*:} at $plus): $bytes bytes/$calls calls, profile ${got_b:-0}/${got_c:-0}"
 		checked=$((checked + 1))

@@ -5,62 +5,65 @@
 # frame pointers, a Debian binary nobody here wrote, truncated copies.
 . tests/lib.sh
 
-# fraction (in %) of alloc_space whose stack satisfies the awk condition COND on f[] (leaf first)
+# share_pct PROFILE WANT: the fraction (in %) of alloc_space whose stack is what WANT names:
+# chain_leaf (of chain_c's samples: the chain up to main), sqlite (sqlite3_step, then the entry)
 share_pct() {
 	"$PROFDUMP" "$1" | grep -v '^#' | awk -F'\t' -v want="$2" '
 		{ n = split($2, f, ";"); split($1, v, " "); ok = 0
 		  s = ";" $2 ";"
-		  if (want == "chain") ok = (f[1] == "chain_c" && s ~ /;chain_c;chain_b;chain_a;main;/)
 		  if (want == "chain_leaf") { if (f[1] != "chain_c") next; ok = (s ~ /;chain_c;chain_b;chain_a;main;/) }
 		  if (want == "sqlite") ok = (s ~ /;sqlite3_step;/ && s ~ /;__libc_start_main/)
 		  all += v[2]; good += ok * v[2] }
 		END { if (all) printf "%.2f\n", 100 * good / all; else print 0 }'
 }
 
+# profile_nofp NAME [ATTACH ARGS]: alloc_nofp at 16 KiB until it exits; profile in $TMP/NAME.pb.gz
 profile_nofp() {
-	start_target "$TMP/nofp.out" "$TARGETS/alloc_nofp" || return 1
-	attach_bg "$TMP/nofp.err" --pid "$target_pid" --rate 16KiB -v -o "$TMP/nofp.pb.gz" "$@" ||
-		return 1
-	kill -USR1 "$target_pid"
-	wait "$target_pid"
-	wait "$attach_pid" || { fail "attach failed: $(cat "$TMP/nofp.err")"; return 1; }
+	_n=$1
+	shift
+	profile "$_n" 16KiB "-v $*" "$TARGETS/alloc_nofp"
 }
 
 # Without frame pointers: dwarf gets the whole chain to main for >= 99% of
 # chain_c's samples, a frame-pointer walk does not; auto picks dwarf.
 test_dwarf_vs_fp() {
 	need_root || return
-	profile_nofp || return
+	profile_nofp nofp_auto || return
 	grep -q "unwinding: dwarf (auto: .*alloc_nofp is built without frame pointers" \
-		"$TMP/nofp.err" || fail "auto did not choose dwarf: $(grep unwinding "$TMP/nofp.err")"
-	dwarf=$(share_pct "$TMP/nofp.pb.gz" chain_leaf)
+		"$TMP/nofp_auto.err" || fail "auto did not choose dwarf: $(grep unwinding "$TMP/nofp_auto.err")"
+	dwarf=$(share_pct "$TMP/nofp_auto.pb.gz" chain_leaf)
 	awk -v p="$dwarf" 'BEGIN { exit !(p >= 99) }' || fail "dwarf: full chain in $dwarf% only"
-	"$PROFDUMP" "$TMP/nofp.pb.gz" | grep -q '^# comment unwind_errors=0$' ||
-		fail "unwind errors: $("$PROFDUMP" "$TMP/nofp.pb.gz" | grep unwind_errors)"
-	profile_nofp --unwind fp || return
-	fp=$(share_pct "$TMP/nofp.pb.gz" chain_leaf)
+	"$PROFDUMP" "$TMP/nofp_auto.pb.gz" | grep -q '^# comment unwind_errors=0$' ||
+		fail "unwind errors: $("$PROFDUMP" "$TMP/nofp_auto.pb.gz" | grep unwind_errors)"
+	profile_nofp nofp_fp --unwind fp || return
+	fp=$(share_pct "$TMP/nofp_fp.pb.gz" chain_leaf)
 	awk -v p="$fp" 'BEGIN { exit !(p < 99) }' || fail "fp also got the chain ($fp%): proves nothing"
 }
 
 # A copy shorter than the stack: the stack is marked, never silently cut
 test_truncated_marked() {
 	need_root || return
-	profile_nofp --unwind dwarf --stack-size 1KiB || return
-	"$PROFDUMP" "$TMP/nofp.pb.gz" | grep -v '^#' | awk -F'\t' '
+	profile_nofp nofp_1k --unwind dwarf --stack-size 1KiB || return
+	"$PROFDUMP" "$TMP/nofp_1k.pb.gz" | grep -v '^#' | awk -F'\t' '
 		{ n = split($2, f, ";") }
 		f[1] == "deep" && f[n] != "[truncated]" { bad++ }
 		f[1] == "deep" { deep++ }
 		END { exit !(deep > 0 && bad == 0) }' ||
 		fail "deep's samples are not all marked [truncated]"
-	n=$("$PROFDUMP" "$TMP/nofp.pb.gz" | sed -n 's/^# comment unwind_truncated=//p')
+	n=$("$PROFDUMP" "$TMP/nofp_1k.pb.gz" | sed -n 's/^# comment unwind_truncated=//p')
 	[ "${n:-0}" -gt 0 ] || fail "truncations not counted"
 	# every stack here is deeper than 1 KiB: each sample carried exactly that
-	samples=$("$PROFDUMP" "$TMP/nofp.pb.gz" | sed -n 's/^# comment samples=//p')
-	copied=$("$PROFDUMP" "$TMP/nofp.pb.gz" | sed -n 's/^# comment stack_copied_bytes=//p')
+	samples=$("$PROFDUMP" "$TMP/nofp_1k.pb.gz" | sed -n 's/^# comment samples=//p')
+	copied=$("$PROFDUMP" "$TMP/nofp_1k.pb.gz" | sed -n 's/^# comment stack_copied_bytes=//p')
 	[ "${samples:-0}" -gt 0 ] && [ "$copied" = $((samples * 1024)) ] ||
 		fail "stack_copied_bytes=$copied for $samples samples of 1 KiB"
-	profile_nofp --unwind dwarf || return
-	"$PROFDUMP" "$TMP/nofp.pb.gz" | grep -v '^#' | grep -q '^[^	]*	deep;.*\[truncated\]' &&
+	# the default 16 KiB copies: dwarf_vs_fp's capture (auto chose dwarf) when it made one
+	p=nofp_auto
+	if ! [ -s "$TMP/$p.pb.gz" ] || ! grep -q 'unwinding: dwarf ' "$TMP/$p.err"; then
+		p=nofp_dwarf
+		profile_nofp "$p" --unwind dwarf || return
+	fi
+	"$PROFDUMP" "$TMP/$p.pb.gz" | grep -v '^#' | grep -q '^[^	]*	deep;.*\[truncated\]' &&
 		fail "16 KiB copies still truncated 13 KiB stacks"
 	return 0
 }

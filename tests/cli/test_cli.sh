@@ -81,7 +81,7 @@ test_report_inuse() {
 # every JSON output parses, has sorted keys at every level; diff JSON validates against its schema
 test_json_contract() {
 	for f in report_tree_json report_flat_json report_span_json report_leaks_json diff_json; do
-		[ -f "$f.out" ] || continue
+		[ -f "$f.out" ] || { fail "$f.out missing: its golden test did not run"; continue; }
 		/usr/bin/python3 - "$f.out" <<-'EOF' || fail "$f: keys not sorted or not JSON"
 		import json, sys
 		def check(pairs):

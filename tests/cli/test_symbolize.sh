@@ -70,6 +70,10 @@ test_debuglink() {
 		mkdir -p "$TMP/dl-a2l"
 		addr2line_diff "$TMP/dl.sym.pb.gz" "$TMP/dl-a2l" . >"$TMP/dl-a2l/diff" ||
 			fail "debuglink frames differ from addr2line: $(head -c 400 "$TMP/dl-a2l/diff")"
+		# not a vacuous comparison: every frame of the profile was compared
+		n=$(symdump "$TMP/dl.sym.pb.gz" | grep -c '^frame')
+		[ "$n" -gt 0 ] && [ "$(wc -l <"$TMP/dl-a2l/ours")" -eq "$n" ] ||
+			fail "debuglink in '$where': compared $(wc -l <"$TMP/dl-a2l/ours") of $n frames"
 	done
 }
 

@@ -6,8 +6,9 @@
  * Prints "heap <start> <bytes>", "anon <start> <bytes>" and "pid N ready".
  *
  *   mem_known           then waits until killed
- *   mem_known grow      on SIGUSR1 maps and touches 1 MiB after 1 MiB, for
- *                       driving its cgroup against memory.max
+ *   mem_known grow      says ready through ready.h (stdio) and on SIGUSR1 maps
+ *                       and touches 1 MiB after 1 MiB, for driving its cgroup
+ *                       against memory.max
  */
 #include <signal.h>
 #include <stdio.h>
@@ -50,11 +51,12 @@ int main(int argc, char **argv)
 	touch(anon, ANON_MIB * MIB);
 	say("heap %lx %lu\n", (unsigned long)heap, HEAP_MIB * MIB);
 	say("anon %lx %lu\n", (unsigned long)anon, ANON_MIB * MIB);
-	say("pid %lu ready\n", (unsigned long)getpid(), 0);
 	if (!grow) {
+		say("pid %lu ready\n", (unsigned long)getpid(), 0);
 		for (;;)
 			pause();
 	}
+	/* SIGUSR1 blocked before its ready line, which is its only one */
 	ready_then_wait(stdout);
 	for (;;) {
 		char *p = mmap(NULL, MIB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

@@ -12,6 +12,12 @@
  *
  * Built twice: sym_cpp, and sym_cpp_rebuild with -DREBUILD, the "same
  * program, rebuilt" whose build ID differs.
+ *
+ * The start protocol is ready.h's, copied: included, its ready_then_wait is
+ * inlined into main, and binutils 2.40's addr2line -i names that inline
+ * frame "main" (eu-addr2line: ready_then_wait inlined in main), so the
+ * addr2line comparisons of tests/cli/test_symbolize.sh would differ on a
+ * frame they are not about.
  */
 #include <csignal>
 #include <cstdio>
