@@ -3,6 +3,9 @@
  * A process whose memory is known: [heap] grown by exactly HEAP_MIB with
  * sbrk() and an anonymous mapping of ANON_MIB, both touched page by page so
  * they are resident.  Nothing else allocates: no malloc, no stdio buffers.
+ * The anonymous mapping sits between two PROT_NONE guard pages, so the kernel
+ * cannot merge it with a neighbouring anonymous mapping (ld.so's TLS block,
+ * say) and its smaps entry is exactly ANON_MIB.
  * Prints "heap <start> <bytes>", "anon <start> <bytes>" and "pid N ready".
  *
  *   mem_known           then waits until killed
@@ -30,6 +33,17 @@ static void say(const char *fmt, unsigned long a, unsigned long b)
 		_exit(1);
 }
 
+/* len bytes of read-write anonymous memory that no other mapping merges into */
+static char *map_unmergeable(unsigned long len)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	char *p = mmap(NULL, len + 2 * page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED || mprotect(p + page, len, PROT_READ | PROT_WRITE))
+		return MAP_FAILED;
+	return p + page;
+}
+
 static void touch(char *p, unsigned long len)
 {
 	unsigned long i;
@@ -44,7 +58,7 @@ int main(int argc, char **argv)
 	char *heap, *anon;
 
 	heap = sbrk(HEAP_MIB * MIB);
-	anon = mmap(NULL, ANON_MIB * MIB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	anon = map_unmergeable(ANON_MIB * MIB);
 	if (heap == (void *)-1 || anon == MAP_FAILED)
 		return 1;
 	touch(heap, HEAP_MIB * MIB);
