@@ -27,7 +27,8 @@ DEB_PACKAGES := make gcc g++ clang llvm libbpf-dev bpftool libelf-dev libdw-dev 
 	libdebuginfod-dev debuginfod elfutils binutils golang-go musl-tools \
 	libjemalloc2 libjemalloc-dev libmimalloc2.0 libmimalloc-dev libtcmalloc-minimal4 \
 	hyperfine valgrind python3 python3-prometheus-client procps sqlite3 libcapstone-dev \
-	rustc dwz libc6-dbg time python3-jsonschema libxml2-utils
+	rustc dwz libc6-dbg time python3-jsonschema libxml2-utils \
+	qemu-system-x86 busybox cpio
 
 LIBS_PC := libbpf libelf libdw libdebuginfod zlib libprotobuf-c capstone
 # recursive (=) on purpose: evaluated after `make deps` may have installed them
