@@ -11,7 +11,6 @@
 PY=/usr/bin/python3
 PROMCHECK=tests/tools/promcheck.py
 DRIVE=tests/tools/cgroup_limit_drive.sh
-MIB=1048576
 
 # the mount point of the cgroup v2 hierarchy, from our mountinfo
 cgroup2_mount() {
