@@ -54,13 +54,17 @@ done
 # Debian's current kernel package, unpacked once
 kernel=$(ls "$cache"/boot/vmlinuz-* 2>/dev/null | head -1)
 if [ -z "$kernel" ]; then
-	pkg=$(apt-cache depends linux-image-amd64 2>/dev/null |
-		awk '$1 == "Depends:" && $2 ~ /^linux-image-/ {print $2; exit}')
-	[ -n "$pkg" ] || die "apt-cache knows no linux-image-amd64 (run 'apt-get update')"
-	rm -rf "$cache/dl" "$cache/pkg"
-	mkdir -p "$cache/dl" || die "cannot create $cache"
-	(cd "$cache/dl" && apt-get download -q "$pkg" >/dev/null 2>&1) ||
-		die "apt-get download $pkg failed"
+	# the package linux-image-amd64 points at, downloaded into $cache/dl
+	fetch_kernel() {
+		pkg=$(apt-cache depends linux-image-amd64 2>/dev/null |
+			awk '$1 == "Depends:" && $2 ~ /^linux-image-/ {print $2; exit}')
+		rm -rf "$cache/dl" "$cache/pkg"
+		mkdir -p "$cache/dl" || die "cannot create $cache"
+		[ -n "$pkg" ] && (cd "$cache/dl" && apt-get download -q "$pkg" >/dev/null 2>&1)
+	}
+	# package lists may be empty, or stale and name a version the mirror dropped
+	fetch_kernel || { apt-get update -qq >/dev/null 2>&1; fetch_kernel; } ||
+		die "cannot download Debian's kernel package ${pkg:-linux-image-amd64}, even after apt-get update"
 	dpkg-deb -x "$cache"/dl/"$pkg"_*.deb "$cache/pkg" || die "cannot unpack $pkg"
 	mkdir -p "$cache/boot" && cp "$cache"/pkg/boot/vmlinuz-* "$cache/boot/" || die "$pkg has no vmlinuz"
 	rm -rf "$cache/dl" "$cache/pkg"
