@@ -72,16 +72,8 @@ start_target() {
 	wait_for "$_out" "ready" 5 || fail "target $1 did not start"
 }
 
-# wait_for FILE PATTERN SECONDS: until FILE contains PATTERN
-wait_for() {
-	_i=0
-	while ! grep -q "$2" "$1" 2>/dev/null; do
-		_i=$((_i + 1))
-		[ "$_i" -gt $(($3 * 20)) ] && return 1
-		sleep 0.05
-	done
-	return 0
-}
+# wait_for FILE PATTERN SECONDS
+. tests/wait_for.sh
 
 # culpert-bpf SUBCMD (attach, capture) in the background until it says it
 # is profiling: bpf_bg ERRFILE SUBCMD ARGS...; sets $attach_pid

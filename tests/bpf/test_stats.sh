@@ -195,9 +195,9 @@ EOF
 # the host's cgroup v2 has no memory controller, this runs in a VM.
 test_cgroup_limit() {
 	need_root || return
-	out=$TMP/limit
 	mnt=$(cgroup2_mount)
 	if [ -n "$mnt" ] && grep -qw memory "$mnt/cgroup.controllers"; then
+		out=$TMP/limit
 		mkdir -p "$out"
 		sh "$DRIVE" "$mnt" "$BIN_BPF" "$TARGETS/mem_known" "$out" 2>"$TMP/drive.err" ||
 			{ fail "$(cat "$TMP/drive.err")"; return; }
@@ -205,7 +205,7 @@ test_cgroup_limit() {
 		# systemd's hybrid layout: a cgroup v1 hierarchy holds the memory
 		# controller, so it is driven in a VM whose cgroup v2 has it
 		echo "  no memory controller in this host's cgroup v2 ('$(cat "$mnt/cgroup.controllers" 2>/dev/null)'): in a VM"
-		sh tests/tools/vmrun.sh "$TMP/vm" -f "$BIN_BPF" -f "$TARGETS/mem_known" \
+		sh tests/tools/vmrun.sh "$TMP/vm" -f tests/wait_for.sh -f "$BIN_BPF" -f "$TARGETS/mem_known" \
 			"$DRIVE" /sys/fs/cgroup "$BIN_BPF" "$TARGETS/mem_known" /out 2>"$TMP/vm.err"
 		rc=$?
 		[ $rc -eq 125 ] && { fail "$(cat "$TMP/vm.err")"; return; }

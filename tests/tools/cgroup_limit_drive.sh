@@ -11,10 +11,10 @@
 # (l1.json, with memory.current read right after it into current), lets the
 # grower map until the kernel OOM-kills it, and runs `stats` again (l2.json,
 # with memory.events and memory.peak copied right after it).  The checks are
-# the caller's (test_stats.sh cgroup_limit).  POSIX sh and busybox only: this
-# runs on the host when its cgroup v2 has the memory controller, and otherwise
-# as the job of a VM (tests/tools/vmrun.sh).  Exits non-zero with one line on
-# stderr if a step fails.
+# the caller's (test_stats.sh cgroup_limit).  POSIX sh and busybox only, run
+# from the top of the tree: on the host when its cgroup v2 has the memory
+# controller, and otherwise as the job of a VM (tests/tools/vmrun.sh).  Exits
+# non-zero with one line on stderr if a step fails.
 set -u
 
 mnt=$1 bpf=$2 mk=$3 out=$4
@@ -25,16 +25,8 @@ die() {
 	exit 1
 }
 
-# wait_ready FILE: until a target says "pid N ready" there (30 s: an
-# emulated guest takes seconds to touch 64 MiB)
-wait_ready() {
-	i=0
-	until grep -q ' ready$' "$1" 2>/dev/null; do
-		i=$((i + 1))
-		[ $i -gt 600 ] && return 1
-		sleep 0.05
-	done
-}
+# an emulated guest takes seconds to touch 64 MiB: 30 s for "ready"
+. tests/wait_for.sh
 
 added=""
 cg="$mnt/culpert-limit-$$"
@@ -70,8 +62,8 @@ echo $$ >"$mnt$home/cgroup.procs" || die "cannot move the driver back to $mnt$ho
 home=""
 "$mk" grow >"$out/grow.out" 2>&1 &
 grower=$!
-wait_ready "$out/idle.out" || die "mem_known did not start: $(cat "$out/idle.out")"
-wait_ready "$out/grow.out" || die "mem_known grow did not start: $(cat "$out/grow.out")"
+wait_for "$out/idle.out" ready 30 || die "mem_known did not start: $(cat "$out/idle.out")"
+wait_for "$out/grow.out" ready 30 || die "mem_known grow did not start: $(cat "$out/grow.out")"
 echo "$grower" >"$cg/cgroup.procs" || die "cannot move $grower into $cg"
 
 "$bpf" stats -p "$idle" -f json >"$out/l1.json" || die "stats before the pressure failed"
