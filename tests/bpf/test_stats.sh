@@ -12,11 +12,12 @@ PY=/usr/bin/python3
 PROMCHECK=tests/tools/promcheck.py
 DRIVE=tests/tools/cgroup_limit_drive.sh
 
-# the mount point of the cgroup v2 hierarchy, from our mountinfo
-cgroup2_mount() {
-	awk '{ for (i = 1; i <= NF; i++) if ($i == "-") break; if ($(i + 1) == "cgroup2") { print $5; exit } }' \
+# the mount points of cgroup v2 hierarchies, from our mountinfo; the first
+cgroup2_mounts() {
+	awk '{ for (i = 1; i <= NF; i++) if ($i == "-") break; if ($(i + 1) == "cgroup2") print $5 }' \
 		/proc/self/mountinfo
 }
+cgroup2_mount() { cgroup2_mounts | head -1; }
 
 # start mem_known (ARGS...); sets $target_pid, $heap_bytes, $anon_addr, $anon_bytes
 start_mem_known() {
@@ -245,6 +246,34 @@ sys.exit(1 if bad else 0)
 EOF
 }
 
+# With no cgroup v2 mounted (unmounted in a mount namespace of its own), the
+# cgroup memory and pressure are absent with the reason, the rest is read.
+test_no_cgroup2() {
+	need_root || return
+	start_mem_known || return
+	# shellcheck disable=SC2016
+	unshare -m sh -c 'bpf=$1 pid=$2; shift 2; for m; do umount "$m" || exit 9; done
+		"$bpf" stats -p "$pid" -f json >"$0.json" && exec "$bpf" stats -p "$pid" >"$0.txt"' \
+		"$TMP/nocg" "$BIN_BPF" "$target_pid" $(cgroup2_mounts) 2>"$TMP/nocg.err" ||
+		{ fail "stats without cgroup v2: $(cat "$TMP/nocg.err")"; return; }
+	why="no cgroup v2 hierarchy is mounted here (cgroup v1 is not read)"
+	$PY - "$TMP/nocg.json" "$why" "$heap_bytes" <<'EOF' >"$TMP/nocg" || fail "$(cat "$TMP/nocg")"
+import json, sys
+d = json.load(open(sys.argv[1]))
+cg, bad = d['cgroup'], []
+if cg['memory'] is not None or cg['memory_absent'] != sys.argv[2]:
+    bad.append('memory %s, absent %r' % (cg['memory'], cg.get('memory_absent')))
+if cg['pressure'] is not None:
+    bad.append('pressure %s without a hierarchy' % cg['pressure'])
+if d['mappings']['heap']['rss_bytes'] != int(sys.argv[3]):
+    bad.append('heap rss %s, want %s' % (d['mappings']['heap']['rss_bytes'], sys.argv[3]))
+print('; '.join(bad))
+sys.exit(1 if bad else 0)
+EOF
+	grep -qxF "cgroup memory: absent: $why" "$TMP/nocg.txt" ||
+		fail "text: $(grep '^cgroup memory' "$TMP/nocg.txt")"
+}
+
 # bad usage exits 2, a process that cannot be read exits 1; one "error:" line each
 test_bad_usage() {
 	expect_error 2 "invalid --pid 'abc'" "$BIN_BPF" stats --pid abc
@@ -345,6 +374,7 @@ run_test stats/formats test_formats
 run_test stats/watch_count test_watch_count
 run_test stats/cgroup_child test_cgroup_child
 run_test stats/cgroup_limit test_cgroup_limit
+run_test stats/no_cgroup2 test_no_cgroup2
 run_test stats/bad_usage test_bad_usage
 run_test stats/unreadable test_unreadable
 run_test stats/gone_mid_read test_gone_mid_read
