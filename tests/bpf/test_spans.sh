@@ -94,15 +94,23 @@ test_span_misuse() {
 	return 0
 }
 
-# C++17 RAII spans, a name that is freed while its span is open, explicit parents
+# C++17 RAII spans, a name that is freed while its span is open, an explicit
+# parent that is not the open span
 test_span_cxx() {
 	need_root || return
 	profile_target span_cxx 1 || return
 	check_paths span_cxx 0
-	"$PROFDUMP" "$TMP/span_cxx.pb.gz" | grep 'span_name=cxx_child' | head -1 >"$TMP/child"
-	req=$("$PROFDUMP" "$TMP/span_cxx.pb.gz" | grep 'span_name=cxx_stage_2' | head -1 |
-		sed 's/.*span_parent_id=\([0-9]*\).*/\1/')
-	grep -q "span_parent_id=$req" "$TMP/child" || fail "explicit parent not recorded"
+	# cxx_child is opened inside cxx_stage_2 with cxx_request as its explicit
+	# parent: the implicit one would be cxx_stage_2's id
+	"$PROFDUMP" "$TMP/span_cxx.pb.gz" | grep -v '^#' >"$TMP/cxx.labels"
+	stage=$(grep 'span_name=cxx_stage_2' "$TMP/cxx.labels" | head -1)
+	req=$(echo "$stage" | sed -n 's/.*span_parent_id=\([0-9]*\).*/\1/p')
+	stage_id=$(echo "$stage" | sed -n 's/.*span_id=\([0-9]*\).*/\1/p')
+	[ -n "$req" ] && [ -n "$stage_id" ] || { fail "cxx_stage_2 sample labels: $stage"; return; }
+	grep 'span_name=cxx_child' "$TMP/cxx.labels" | sed -n 's/.*span_parent_id=\([0-9]*\).*/\1/p' |
+		sort -u >"$TMP/cxx.parents"
+	[ "$(cat "$TMP/cxx.parents")" = "$req" ] ||
+		fail "cxx_child's parents: $(tr '\n' ' ' <"$TMP/cxx.parents"), want cxx_request's $req (cxx_stage_2 is $stage_id)"
 }
 
 # Unprofiled, the semaphores read 0 and no site evaluates its arguments;

@@ -19,9 +19,9 @@ cgroup2_mounts() {
 }
 cgroup2_mount() { cgroup2_mounts | head -1; }
 
-# start mem_known (ARGS...); sets $target_pid, $heap_bytes, $anon_addr, $anon_bytes
+# start mem_known; sets $target_pid, $heap_bytes, $anon_addr, $anon_bytes
 start_mem_known() {
-	start_target "$TMP/mk.out" "$TARGETS/mem_known" "$@" || return 1
+	start_target "$TMP/mk.out" "$TARGETS/mem_known" || return 1
 	heap_bytes=$(awk '$1 == "heap" {print $3}' "$TMP/mk.out")
 	anon_addr=$(awk '$1 == "anon" {print $2}' "$TMP/mk.out")
 	anon_bytes=$(awk '$1 == "anon" {print $3}' "$TMP/mk.out")
@@ -251,7 +251,7 @@ EOF
 test_no_cgroup2() {
 	need_root || return
 	start_mem_known || return
-	# shellcheck disable=SC2016
+	# shellcheck disable=SC2016,SC2046 # $1.. are the inner shell's; one word per mount point
 	unshare -m sh -c 'bpf=$1 pid=$2; shift 2; for m; do umount "$m" || exit 9; done
 		"$bpf" stats -p "$pid" -f json >"$0.json" && exec "$bpf" stats -p "$pid" >"$0.txt"' \
 		"$TMP/nocg" "$BIN_BPF" "$target_pid" $(cgroup2_mounts) 2>"$TMP/nocg.err" ||

@@ -36,12 +36,16 @@ int main()
 
 			delete name;
 			alloc_bytes(2 * MiB);
-		}
-		culpert::Span child("cxx_child", req.id());
+			{
+				/* opened inside stage, its parent named explicitly: req */
+				culpert::Span child("cxx_child", req.id());
 
-		alloc_bytes(1 * MiB);
+				alloc_bytes(1 * MiB);
+			}
+		}
 	}
 	std::printf("total cxx_request;cxx_stage_2 %lu\n", 2 * MiB);
-	std::printf("total cxx_request;cxx_child %lu\n", 1 * MiB);
+	/* the path is the spans open on the thread; the parent is the named one */
+	std::printf("total cxx_request;cxx_stage_2;cxx_child %lu\n", 1 * MiB);
 	return 0;
 }
