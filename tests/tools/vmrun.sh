@@ -52,8 +52,7 @@ done
 [ "$(uname -m)" = x86_64 ] || die "only x86_64 hosts are supported"
 
 # Debian's current kernel package, unpacked once
-kernel=$(ls "$cache"/boot/vmlinuz-* 2>/dev/null | head -1)
-if [ -z "$kernel" ]; then
+if ! ls "$cache"/boot/vmlinuz-* >/dev/null 2>&1; then
 	# the package linux-image-amd64 points at, downloaded into $cache/dl
 	fetch_kernel() {
 		pkg=$(apt-cache depends linux-image-amd64 2>/dev/null |
@@ -68,8 +67,8 @@ if [ -z "$kernel" ]; then
 	dpkg-deb -x "$cache"/dl/"$pkg"_*.deb "$cache/pkg" || die "cannot unpack $pkg"
 	mkdir -p "$cache/boot" && cp "$cache"/pkg/boot/vmlinuz-* "$cache/boot/" || die "$pkg has no vmlinuz"
 	rm -rf "$cache/dl" "$cache/pkg"
-	kernel=$(ls "$cache"/boot/vmlinuz-* | head -1)
 fi
+kernel=$(ls "$cache"/boot/vmlinuz-* | head -1)
 
 root=$work/root
 rm -rf "$root" "$work/out"
