@@ -124,6 +124,30 @@ profile() {
 	wait "$attach_pid" || { fail "$_name: attach failed: $(cat "$TMP/$_name.err")"; return 1; }
 }
 
+# profile_until_done NAME SECONDS SUBCMD "ARGS" CMD...: run CMD (a target that
+# says "done" when its work is over and then stays alive) under culpert-bpf
+# SUBCMD (attach, capture) until it says so, stop SUBCMD with SIGINT and check
+# its exit status; files as for profile.  ARGS are split at blanks, never globbed.
+profile_until_done() {
+	_name=$1
+	_secs=$2
+	_cmd=$3
+	_args=$4
+	shift 4
+	start_target "$TMP/$_name.out" "$@" || return 1
+	set -f
+	# shellcheck disable=SC2086
+	bpf_bg "$TMP/$_name.err" "$_cmd" --pid "$target_pid" -o "$TMP/$_name.pb.gz" $_args
+	_rc=$?
+	set +f
+	[ "$_rc" -eq 0 ] || return 1
+	kill -USR1 "$target_pid"
+	wait_for "$TMP/$_name.out" '^done' "$_secs" || { fail "$* did not finish"; return 1; }
+	kill -INT "$attach_pid"
+	wait "$attach_pid" || { fail "$_cmd failed: $(cat "$TMP/$_name.err")"; return 1; }
+	kill "$target_pid"
+}
+
 # by_leaf PROFILE COL...: sample values of each column COL (1-based) summed by
 # leaf function: "func total1 total2 ..."
 by_leaf() {

@@ -7,14 +7,7 @@
 
 # profile alloc_live with --inuse (+ args) until it says "done"; profile in $TMP/live.pb.gz
 profile_live() {
-	start_target "$TMP/live.out" "$TARGETS/alloc_live" || return 1
-	attach_bg "$TMP/live.err" --pid "$target_pid" --rate 4KiB --inuse -v -o "$TMP/live.pb.gz" \
-		"$@" || return 1
-	kill -USR1 "$target_pid"
-	wait_for "$TMP/live.out" '^done' 60 || { fail "alloc_live did not finish"; return 1; }
-	kill -INT "$attach_pid"
-	wait "$attach_pid" || { fail "attach failed: $(cat "$TMP/live.err")"; return 1; }
-	kill "$target_pid"
+	profile_until_done live 60 attach "--rate 4KiB --inuse -v $*" "$TARGETS/alloc_live"
 }
 
 # Rate 4 KiB, blocks of 64..1024 bytes (128..2048 after grow's realloc).
