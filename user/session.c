@@ -112,12 +112,18 @@ static void refresh_maps(struct session *s)
 	pr_debug("re-read the mappings of pid %d: %zu entries\n", (int)s->t.pid, s->maps.n);
 }
 
+/*
+ * A frame-pointer stack is taken as the BPF side found it: a return address
+ * outside the snapshot means a mapping came after it was read.  (DWARF
+ * stacks need no such check: the unwinder only keeps frames it found in
+ * executable mappings of the same snapshot, refreshed on -EFAULT.)
+ */
 static void check_mapped(struct session *s, const uint64_t *frames, size_t n)
 {
 	size_t i;
 
 	for (i = 0; i < n; i++) {
-		if (frames[i] == CULPERT_FRAME_TRUNCATED || procmaps__find(&s->maps, frames[i] - 1))
+		if (procmaps__find(&s->maps, frames[i] - 1))
 			continue;
 		if (now_ns(CLOCK_MONOTONIC) - s->maps_read_ns > MAPS_REFRESH_NS)
 			refresh_maps(s);
@@ -211,9 +217,10 @@ static int add_sample(struct session *s, const struct culpert_alloc_event *e)
 	if (s->unwinder && e->stack_len) {
 		s->stack_copied += e->stack_len;
 		n = dwarf_stack(s, e, frames, s->o.max_depth);
-	} else
+	} else {
 		n = stack_from_event(e, frames, s->o.max_depth);
-	check_mapped(s, frames, n);
+		check_mapped(s, frames, n);
+	}
 	key.stack = aggregate__stack(s->agg, frames, n);
 	key.tid = e->tid;
 	key.span = spans__chain(s->spans, event_spans(e), e->span_depth, true);
