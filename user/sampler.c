@@ -27,8 +27,6 @@ struct sampler {
 	enum uprobe_mode mode;
 	enum sampler_inuse inuse;
 	bool fn_session;		/* --span-fn through one session program */
-	sampler_event_fn on_event;
-	void *ctx;
 };
 
 void sampler_fill_exp_table(__s64 *table, uint64_t rate)
@@ -332,8 +330,6 @@ int sampler__new(const struct sampler_opts *o, struct sampler **out, char *err, 
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
-	s->on_event = o->on_event;
-	s->ctx = o->ctx;
 	s->mode = !o->no_multi && features__get()->uprobe_multi ? UPROBE_MODE_MULTI : UPROBE_MODE_PERF;
 	s->fn_session = sampler_sessions(o->no_multi, o->no_session);
 	if (o->track_inuse)
@@ -450,11 +446,6 @@ void sampler__counters(const struct sampler *s, uint64_t out[CULPERT_CNT__MAX])
 size_t sampler__n_sites(const struct sampler *s)
 {
 	return uprobe_set__count(s->probes);
-}
-
-const char *sampler__attach_mode(const struct sampler *s)
-{
-	return uprobe_mode__name(s->mode);
 }
 
 enum sampler_inuse sampler__inuse(const struct sampler *s)

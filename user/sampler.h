@@ -65,7 +65,6 @@ void sampler__counters(const struct sampler *s, uint64_t out[CULPERT_CNT__MAX]);
 int sampler__span_names(const struct sampler *s,
 			int (*cb)(void *ctx, uint32_t id, const char *name, size_t len), void *ctx);
 size_t sampler__n_sites(const struct sampler *s);
-const char *sampler__attach_mode(const struct sampler *s);
 enum sampler_inuse sampler__inuse(const struct sampler *s);
 const char *sampler_inuse__name(enum sampler_inuse m);
 /* how --span-fn calls of an object are caught (see span_fn__unwinds_exceptions()) */

@@ -609,11 +609,6 @@ int session__write(struct session *s, const char *path)
 	return export_profile(s->agg, &eo, path);
 }
 
-const struct target *session__target(const struct session *s)
-{
-	return &s->t;
-}
-
 uint64_t session__samples(const struct session *s)
 {
 	return s->samples;
