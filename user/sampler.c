@@ -488,8 +488,7 @@ void sampler__free(struct sampler *s)
 {
 	if (!s)
 		return;
-	uprobe_set__free(s->probes);
-	detach_usdt(s);
+	sampler__detach(s);
 	bpf_link__destroy(s->exec_link);
 	free(s->usdt_links);
 	ring_buffer__free(s->rb);
