@@ -58,15 +58,17 @@ static void usage(FILE *f)
 		"  sudo culpert-bpf probes --pid 1234 --allocator je_\n");
 }
 
-static void print_kernel(void)
+/* the attach line follows --no-multi, as sampler__new() would */
+static void print_kernel(const struct probes_args *a)
 {
 	const struct kfeatures *f = features__get();
+	bool multi = sampler_uprobe_mode(a->no_multi) == UPROBE_MODE_MULTI;
 
 	printf("kernel:     %s (BTF %s, ring buffer %s, uprobe_multi %s, uprobe sessions %s)\n",
 	       f->release, f->btf ? "yes" : "NO", f->ringbuf ? "yes" : "NO",
 	       f->uprobe_multi ? "yes" : "no", f->uprobe_session ? "yes" : "no");
 	printf("attach:     %s, per pid (other processes mapping the same objects are not probed)\n",
-	       f->uprobe_multi ? "uprobe_multi links" : "one perf-event uprobe per site");
+	       multi ? "uprobe_multi links" : "one perf-event uprobe per site");
 }
 
 static void print_plan(const struct alloc_plan *plan)
@@ -165,8 +167,7 @@ static int print_span_fns(const struct target *t, const struct procmaps *maps,
 static void print_inuse(const struct probes_args *a)
 {
 	printf("inuse:      with --inuse, returns through %s\n",
-	       sampler_inuse__name(sampler_sessions(a->no_multi, a->no_session) ?
-				   SAMPLER_INUSE_SESSION : SAMPLER_INUSE_EVERY_RETURN));
+	       sampler_inuse__name(sampler_inuse_mode(a->no_multi, a->no_session)));
 }
 
 static int parse_args(int argc, char **argv, struct probes_args *a)
@@ -255,7 +256,7 @@ int cmd_probes(int argc, char **argv)
 	}
 	printf("target:     pid %d (%s) %s\n", (int)t.pid, t.comm, t.exe);
 	blocker = features__blocker();
-	print_kernel();
+	print_kernel(&a);
 	if (procmaps__read(t.pid, &maps)) {
 		pr_error("cannot read /proc/%d/maps: run as root or with CAP_SYS_PTRACE\n", (int)t.pid);
 		goto out;

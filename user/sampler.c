@@ -330,10 +330,10 @@ int sampler__new(const struct sampler_opts *o, struct sampler **out, char *err, 
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
-	s->mode = !o->no_multi && features__get()->uprobe_multi ? UPROBE_MODE_MULTI : UPROBE_MODE_PERF;
+	s->mode = sampler_uprobe_mode(o->no_multi);
 	s->fn_session = sampler_sessions(o->no_multi, o->no_session);
 	if (o->track_inuse)
-		s->inuse = s->fn_session ? SAMPLER_INUSE_SESSION : SAMPLER_INUSE_EVERY_RETURN;
+		s->inuse = sampler_inuse_mode(o->no_multi, o->no_session);
 	s->skel = culpert_bpf__open();
 	if (!s->skel) {
 		ret = -errno;
@@ -470,6 +470,17 @@ bool sampler_sessions(bool no_multi, bool no_session)
 	const struct kfeatures *f = features__get();
 
 	return !no_multi && !no_session && f->uprobe_multi && f->uprobe_session;
+}
+
+enum uprobe_mode sampler_uprobe_mode(bool no_multi)
+{
+	return !no_multi && features__get()->uprobe_multi ? UPROBE_MODE_MULTI : UPROBE_MODE_PERF;
+}
+
+enum sampler_inuse sampler_inuse_mode(bool no_multi, bool no_session)
+{
+	return sampler_sessions(no_multi, no_session) ? SAMPLER_INUSE_SESSION :
+							 SAMPLER_INUSE_EVERY_RETURN;
 }
 
 const char *span_fn_mode_name(bool sessions, bool entry_only)

@@ -15,6 +15,7 @@
 #include <linux/types.h>
 
 #include "culpert.h"
+#include "uprobe.h"
 
 struct alloc_plan;
 struct sampler;
@@ -71,6 +72,10 @@ const char *sampler_inuse__name(enum sampler_inuse m);
 const char *sampler__span_fn_mode(const struct sampler *s, bool entry_only);
 /* will uprobe sessions be used (uprobe_multi and 6.13+, not --no-session/--no-multi)? */
 bool sampler_sessions(bool no_multi, bool no_session);
+/* how the allocator probes attach: uprobe_multi links unless --no-multi or too old a kernel */
+enum uprobe_mode sampler_uprobe_mode(bool no_multi);
+/* how --inuse would see returns, given the same options */
+enum sampler_inuse sampler_inuse_mode(bool no_multi, bool no_session);
 const char *span_fn_mode_name(bool sessions, bool entry_only);
 void sampler__free(struct sampler *s);
 
