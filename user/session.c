@@ -176,8 +176,7 @@ static size_t dwarf_stack(struct session *s, const struct culpert_alloc_event *e
 			  size_t max)
 {
 	uint64_t frames[CULPERT_MAX_FRAMES + 1];
-	const __u8 *stack = (const __u8 *)event_spans(e) +
-			    e->span_depth * sizeof(struct culpert_span_frame);
+	const __u8 *stack = event_stack(e);
 	enum unwind_stop stop;
 	size_t n = 0;
 	int got, i;
