@@ -112,30 +112,28 @@ static void print_unwind(const struct target *t, const struct procmaps *maps,
 	printf("unwind:     %s (%s)\n", got == SESSION_UNWIND_DWARF ? "dwarf" : "fp", why);
 }
 
-/* culpert:span_* USDT sites per object, each site at -v */
+/* culpert:span_* USDT sites of one object, each site at -v */
+static int print_usdt_object(void *ctx, const struct procmap *m, struct elfobj *obj,
+			     const struct usdt_site *sites, int n)
+{
+	size_t *total = ctx;
+	int i;
+
+	printf("spans:      %d culpert:span_* USDT sites in %s\n", n, m->path);
+	for (i = 0; log_level >= LOG_INFO && i < n; i++)
+		printf("  %-22s pc 0x%llx semaphore 0x%llx\n", sites[i].name,
+		       (unsigned long long)sites[i].pc, (unsigned long long)sites[i].semaphore);
+	*total += (size_t)n;
+	return 0;
+}
+
 static void print_usdt(const struct procmaps *maps, struct objcache *objs)
 {
-	struct usdt_site *sites;
-	size_t i, j, total = 0;
-	int n;
+	size_t total = 0;
 
-	for (i = 0; i < maps->n; i++) {
-		const struct procmap *m = &maps->v[i];
-		struct elfobj *obj;
-
-		if (!m->executable || !procmap__is_file(m) || !(obj = objcache__get(objs, m)))
-			continue;
-		n = usdt_sites(obj, "culpert", &sites);
-		if (n <= 0)
-			continue;
-		printf("spans:      %d culpert:span_* USDT sites in %s\n", n, m->path);
-		for (j = 0; log_level >= LOG_INFO && j < (size_t)n; j++)
-			printf("  %-22s pc 0x%llx semaphore 0x%llx\n", sites[j].name,
-			       (unsigned long long)sites[j].pc, (unsigned long long)sites[j].semaphore);
-		total += (size_t)n;
-		free(sites);
-	}
-	if (!total)
+	if (usdt_objects(maps, objs, "culpert", print_usdt_object, &total))
+		printf("spans:      cannot list the USDT probes: %s\n", strerror(ENOMEM));
+	else if (!total)
 		printf("spans:      no culpert:span_* USDT probes (include/culpert/span.h); --span-fn works without\n");
 }
 

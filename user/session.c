@@ -253,37 +253,22 @@ static int on_alloc(struct session *s, const struct culpert_alloc_event *e)
 	return 0;
 }
 
-/* the objects that carry culpert:span_* probes, and how many sites */
-static int find_usdt_objects(struct session *s)
+/* an object that carries culpert:span_* probes: its path for the sampler, and its sites */
+static int add_usdt_object(void *ctx, const struct procmap *m, struct elfobj *obj,
+			   const struct usdt_site *sites, int n)
 {
+	struct session *s = ctx;
 	char path[PATH_MAX];
-	struct usdt_site *sites;
-	size_t i, j;
-	int n;
 
-	for (i = 0; i < s->maps.n; i++) {
-		const struct procmap *m = &s->maps.v[i];
-		struct elfobj *obj;
-		bool dup = false;
-
-		if (!m->executable || !procmap__is_file(m))
-			continue;
-		obj = objcache__get(s->objs, m);
-		if (!obj || (n = usdt_sites(obj, "culpert", &sites)) <= 0)
-			continue;
-		free(sites);
-		for (j = 0; j < s->n_usdt_objects; j++)
-			dup |= !strcmp(s->usdt_objects[j], elfobj__path(obj));
-		if (dup || target__object_path(&s->t, m, path, sizeof(path)))
-			continue;
-		if (vec_reserve(&s->usdt_objects, &s->cap_usdt_objects, s->n_usdt_objects + 1,
-				sizeof(char *)) ||
-		    !(s->usdt_objects[s->n_usdt_objects] = strdup(path)))
-			return -ENOMEM;
-		s->n_usdt_objects++;
-		s->n_usdt_sites += (size_t)n;
-		pr_info("%d culpert span probe sites in %s\n", n, m->path);
-	}
+	if (target__object_path(&s->t, m, path, sizeof(path)))
+		return 0;
+	if (vec_reserve(&s->usdt_objects, &s->cap_usdt_objects, s->n_usdt_objects + 1,
+			sizeof(char *)) ||
+	    !(s->usdt_objects[s->n_usdt_objects] = strdup(path)))
+		return -ENOMEM;
+	s->n_usdt_objects++;
+	s->n_usdt_sites += (size_t)n;
+	pr_info("%d culpert span probe sites in %s\n", n, m->path);
 	return 0;
 }
 
@@ -386,7 +371,7 @@ int session__open(const struct session_opts *o, struct session **out, char *err,
 	so.max_live = o->max_live;
 	so.span_fns = &s->fns;
 	so.plan = &s->plan;
-	ret = find_usdt_objects(s);
+	ret = usdt_objects(&s->maps, s->objs, "culpert", add_usdt_object, s);
 	if (ret) {
 		snprintf(err, errlen, "out of memory");
 		goto fail;
