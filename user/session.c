@@ -89,8 +89,9 @@ static void open_objects(struct session *s)
 {
 	size_t i;
 
+	/* objcache__get() turns away mappings without a file */
 	for (i = 0; i < s->maps.n; i++)
-		if (s->maps.v[i].executable && procmap__is_file(&s->maps.v[i]))
+		if (s->maps.v[i].executable)
 			objcache__get(s->objs, &s->maps.v[i]);
 }
 
