@@ -75,7 +75,8 @@ static __always_inline void emit_ret(__u64 id, __u64 ptr, bool tracked)
  */
 static __always_inline int handle_alloc_return(struct pt_regs *ctx)
 {
-	struct thread_state *ts = thread_state_get();
+	/* a thread without state has no sampled call pending: do not make one */
+	struct thread_state *ts = thread_state_find();
 	struct live_alloc val;
 	__u64 ptr;
 	bool tracked = false;

@@ -283,7 +283,8 @@ static __always_inline void handle_fn_span_enter(struct pt_regs *ctx)
  */
 static __always_inline int handle_fn_span_return(struct pt_regs *ctx)
 {
-	struct thread_state *ts = thread_state_get();
+	/* a thread without state has no function span open to close */
+	struct thread_state *ts = thread_state_find();
 
 	if (ts)
 		span_prune(ts, PT_REGS_SP(ctx) - 1, PRUNE_RETURN, 0);

@@ -130,6 +130,12 @@ static __always_inline struct thread_state *thread_state_get(void)
 				    BPF_LOCAL_STORAGE_GET_F_CREATE);
 }
 
+/* a thread's state only if it has one: for probes with nothing to record on a new thread */
+static __always_inline struct thread_state *thread_state_find(void)
+{
+	return bpf_task_storage_get(&thread_states, bpf_get_current_task_btf(), NULL, 0);
+}
+
 static __always_inline struct hot_state *hot_state_get(void)
 {
 	__u32 tid = (__u32)bpf_get_current_pid_tgid(), slot = tid & (CULPERT_HOT_SLOTS - 1);

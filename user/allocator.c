@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "allocator.h"
 #include "culpert.h"
@@ -265,10 +264,13 @@ static bool is_ldso(const char *path)
 /*
  * Rank of an object in the dynamic linker's symbol search: the executable,
  * then the other libraries (LD_PRELOAD'ed and linked allocators), then libc.
+ * The executable is told by its inode only: /proc/PID/maps gives the
+ * superblock's device, which is not stat's st_dev on btrfs subvolumes.
  */
-static int search_rank(const struct procmap *m, const struct stat *exe)
+static int search_rank(const struct target *t, const struct procmap *m)
 {
-	if (exe && m->inode == exe->st_ino)
+	/* 0: target__open() could not stat the executable */
+	if (t->exe_ino && m->inode == t->exe_ino)
 		return 0;
 	if (is_libc(m->path))
 		return 2;
@@ -279,21 +281,16 @@ static int search_rank(const struct procmap *m, const struct stat *exe)
 static size_t candidates(const struct target *t, const struct procmaps *maps,
 			 const struct procmap **out, size_t max)
 {
-	char exe_path[64];
-	struct stat exe_st;
-	bool have_exe;
 	size_t i, j, n = 0;
 	int rank;
 
-	snprintf(exe_path, sizeof(exe_path), "/proc/%d/exe", (int)t->pid);
-	have_exe = stat(exe_path, &exe_st) == 0;
 	for (rank = 0; rank <= 2; rank++) {
 		for (i = 0; i < maps->n && n < max; i++) {
 			const struct procmap *m = &maps->v[i];
 			bool dup = false;
 
 			if (!m->executable || !procmap__is_file(m) || is_ldso(m->path) ||
-			    search_rank(m, have_exe ? &exe_st : NULL) != rank)
+			    search_rank(t, m) != rank)
 				continue;
 			for (j = 0; j < n; j++)
 				dup |= out[j]->inode == m->inode && !strcmp(out[j]->path, m->path);

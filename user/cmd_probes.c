@@ -58,15 +58,17 @@ static void usage(FILE *f)
 		"  sudo culpert-bpf probes --pid 1234 --allocator je_\n");
 }
 
-static void print_kernel(void)
+/* the attach line follows --no-multi, as sampler__new() would */
+static void print_kernel(const struct probes_args *a)
 {
 	const struct kfeatures *f = features__get();
+	bool multi = sampler_uprobe_mode(a->no_multi) == UPROBE_MODE_MULTI;
 
 	printf("kernel:     %s (BTF %s, ring buffer %s, uprobe_multi %s, uprobe sessions %s)\n",
 	       f->release, f->btf ? "yes" : "NO", f->ringbuf ? "yes" : "NO",
 	       f->uprobe_multi ? "yes" : "no", f->uprobe_session ? "yes" : "no");
 	printf("attach:     %s, per pid (other processes mapping the same objects are not probed)\n",
-	       f->uprobe_multi ? "uprobe_multi links" : "one perf-event uprobe per site");
+	       multi ? "uprobe_multi links" : "one perf-event uprobe per site");
 }
 
 static void print_plan(const struct alloc_plan *plan)
@@ -110,30 +112,28 @@ static void print_unwind(const struct target *t, const struct procmaps *maps,
 	printf("unwind:     %s (%s)\n", got == SESSION_UNWIND_DWARF ? "dwarf" : "fp", why);
 }
 
-/* culpert:span_* USDT sites per object, each site at -v */
+/* culpert:span_* USDT sites of one object, each site at -v */
+static int print_usdt_object(void *ctx, const struct procmap *m, struct elfobj *obj,
+			     const struct usdt_site *sites, int n)
+{
+	size_t *total = ctx;
+	int i;
+
+	printf("spans:      %d culpert:span_* USDT sites in %s\n", n, m->path);
+	for (i = 0; log_level >= LOG_INFO && i < n; i++)
+		printf("  %-22s pc 0x%llx semaphore 0x%llx\n", sites[i].name,
+		       (unsigned long long)sites[i].pc, (unsigned long long)sites[i].semaphore);
+	*total += (size_t)n;
+	return 0;
+}
+
 static void print_usdt(const struct procmaps *maps, struct objcache *objs)
 {
-	struct usdt_site *sites;
-	size_t i, j, total = 0;
-	int n;
+	size_t total = 0;
 
-	for (i = 0; i < maps->n; i++) {
-		const struct procmap *m = &maps->v[i];
-		struct elfobj *obj;
-
-		if (!m->executable || !procmap__is_file(m) || !(obj = objcache__get(objs, m)))
-			continue;
-		n = usdt_sites(obj, "culpert", &sites);
-		if (n <= 0)
-			continue;
-		printf("spans:      %d culpert:span_* USDT sites in %s\n", n, m->path);
-		for (j = 0; log_level >= LOG_INFO && j < (size_t)n; j++)
-			printf("  %-22s pc 0x%llx semaphore 0x%llx\n", sites[j].name,
-			       (unsigned long long)sites[j].pc, (unsigned long long)sites[j].semaphore);
-		total += (size_t)n;
-		free(sites);
-	}
-	if (!total)
+	if (usdt_objects(maps, objs, "culpert", print_usdt_object, &total))
+		printf("spans:      cannot list the USDT probes: %s\n", strerror(ENOMEM));
+	else if (!total)
 		printf("spans:      no culpert:span_* USDT probes (include/culpert/span.h); --span-fn works without\n");
 }
 
@@ -165,8 +165,7 @@ static int print_span_fns(const struct target *t, const struct procmaps *maps,
 static void print_inuse(const struct probes_args *a)
 {
 	printf("inuse:      with --inuse, returns through %s\n",
-	       sampler_inuse__name(sampler_sessions(a->no_multi, a->no_session) ?
-				   SAMPLER_INUSE_SESSION : SAMPLER_INUSE_EVERY_RETURN));
+	       sampler_inuse__name(sampler_inuse_mode(a->no_multi, a->no_session)));
 }
 
 static int parse_args(int argc, char **argv, struct probes_args *a)
@@ -255,7 +254,7 @@ int cmd_probes(int argc, char **argv)
 	}
 	printf("target:     pid %d (%s) %s\n", (int)t.pid, t.comm, t.exe);
 	blocker = features__blocker();
-	print_kernel();
+	print_kernel(&a);
 	if (procmaps__read(t.pid, &maps)) {
 		pr_error("cannot read /proc/%d/maps: run as root or with CAP_SYS_PTRACE\n", (int)t.pid);
 		goto out;

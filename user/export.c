@@ -93,7 +93,8 @@ static int add_mapping(struct exporter *x, size_t i)
 		.filename = m->path,
 		.build_id = "",
 	};
-	struct elfobj *obj = procmap__is_file(m) ? objcache__get(x->o->objs, m) : NULL;
+	/* NULL for mappings without a file too */
+	struct elfobj *obj = objcache__get(x->o->objs, m);
 
 	if (obj)
 		d.build_id = elfobj__build_id(obj);

@@ -27,8 +27,6 @@ struct sampler {
 	enum uprobe_mode mode;
 	enum sampler_inuse inuse;
 	bool fn_session;		/* --span-fn through one session program */
-	sampler_event_fn on_event;
-	void *ctx;
 };
 
 void sampler_fill_exp_table(__s64 *table, uint64_t rate)
@@ -332,12 +330,10 @@ int sampler__new(const struct sampler_opts *o, struct sampler **out, char *err, 
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
-	s->on_event = o->on_event;
-	s->ctx = o->ctx;
-	s->mode = !o->no_multi && features__get()->uprobe_multi ? UPROBE_MODE_MULTI : UPROBE_MODE_PERF;
+	s->mode = sampler_uprobe_mode(o->no_multi);
 	s->fn_session = sampler_sessions(o->no_multi, o->no_session);
 	if (o->track_inuse)
-		s->inuse = s->fn_session ? SAMPLER_INUSE_SESSION : SAMPLER_INUSE_EVERY_RETURN;
+		s->inuse = sampler_inuse_mode(o->no_multi, o->no_session);
 	s->skel = culpert_bpf__open();
 	if (!s->skel) {
 		ret = -errno;
@@ -452,11 +448,6 @@ size_t sampler__n_sites(const struct sampler *s)
 	return uprobe_set__count(s->probes);
 }
 
-const char *sampler__attach_mode(const struct sampler *s)
-{
-	return uprobe_mode__name(s->mode);
-}
-
 enum sampler_inuse sampler__inuse(const struct sampler *s)
 {
 	return s->inuse;
@@ -481,6 +472,17 @@ bool sampler_sessions(bool no_multi, bool no_session)
 	return !no_multi && !no_session && f->uprobe_multi && f->uprobe_session;
 }
 
+enum uprobe_mode sampler_uprobe_mode(bool no_multi)
+{
+	return !no_multi && features__get()->uprobe_multi ? UPROBE_MODE_MULTI : UPROBE_MODE_PERF;
+}
+
+enum sampler_inuse sampler_inuse_mode(bool no_multi, bool no_session)
+{
+	return sampler_sessions(no_multi, no_session) ? SAMPLER_INUSE_SESSION :
+							 SAMPLER_INUSE_EVERY_RETURN;
+}
+
 const char *span_fn_mode_name(bool sessions, bool entry_only)
 {
 	if (entry_only)
@@ -497,8 +499,7 @@ void sampler__free(struct sampler *s)
 {
 	if (!s)
 		return;
-	uprobe_set__free(s->probes);
-	detach_usdt(s);
+	sampler__detach(s);
 	bpf_link__destroy(s->exec_link);
 	free(s->usdt_links);
 	ring_buffer__free(s->rb);

@@ -89,8 +89,9 @@ static void open_objects(struct session *s)
 {
 	size_t i;
 
+	/* objcache__get() turns away mappings without a file */
 	for (i = 0; i < s->maps.n; i++)
-		if (s->maps.v[i].executable && procmap__is_file(&s->maps.v[i]))
+		if (s->maps.v[i].executable)
 			objcache__get(s->objs, &s->maps.v[i]);
 }
 
@@ -112,12 +113,18 @@ static void refresh_maps(struct session *s)
 	pr_debug("re-read the mappings of pid %d: %zu entries\n", (int)s->t.pid, s->maps.n);
 }
 
+/*
+ * A frame-pointer stack is taken as the BPF side found it: a return address
+ * outside the snapshot means a mapping came after it was read.  (DWARF
+ * stacks need no such check: the unwinder only keeps frames it found in
+ * executable mappings of the same snapshot, refreshed on -EFAULT.)
+ */
 static void check_mapped(struct session *s, const uint64_t *frames, size_t n)
 {
 	size_t i;
 
 	for (i = 0; i < n; i++) {
-		if (frames[i] == CULPERT_FRAME_TRUNCATED || procmaps__find(&s->maps, frames[i] - 1))
+		if (procmaps__find(&s->maps, frames[i] - 1))
 			continue;
 		if (now_ns(CLOCK_MONOTONIC) - s->maps_read_ns > MAPS_REFRESH_NS)
 			refresh_maps(s);
@@ -170,8 +177,7 @@ static size_t dwarf_stack(struct session *s, const struct culpert_alloc_event *e
 			  size_t max)
 {
 	uint64_t frames[CULPERT_MAX_FRAMES + 1];
-	const __u8 *stack = (const __u8 *)event_spans(e) +
-			    e->span_depth * sizeof(struct culpert_span_frame);
+	const __u8 *stack = event_stack(e);
 	enum unwind_stop stop;
 	size_t n = 0;
 	int got, i;
@@ -211,9 +217,10 @@ static int add_sample(struct session *s, const struct culpert_alloc_event *e)
 	if (s->unwinder && e->stack_len) {
 		s->stack_copied += e->stack_len;
 		n = dwarf_stack(s, e, frames, s->o.max_depth);
-	} else
+	} else {
 		n = stack_from_event(e, frames, s->o.max_depth);
-	check_mapped(s, frames, n);
+		check_mapped(s, frames, n);
+	}
 	key.stack = aggregate__stack(s->agg, frames, n);
 	key.tid = e->tid;
 	key.span = spans__chain(s->spans, event_spans(e), e->span_depth, true);
@@ -247,37 +254,22 @@ static int on_alloc(struct session *s, const struct culpert_alloc_event *e)
 	return 0;
 }
 
-/* the objects that carry culpert:span_* probes, and how many sites */
-static int find_usdt_objects(struct session *s)
+/* an object that carries culpert:span_* probes: its path for the sampler, and its sites */
+static int add_usdt_object(void *ctx, const struct procmap *m, struct elfobj *obj,
+			   const struct usdt_site *sites, int n)
 {
+	struct session *s = ctx;
 	char path[PATH_MAX];
-	struct usdt_site *sites;
-	size_t i, j;
-	int n;
 
-	for (i = 0; i < s->maps.n; i++) {
-		const struct procmap *m = &s->maps.v[i];
-		struct elfobj *obj;
-		bool dup = false;
-
-		if (!m->executable || !procmap__is_file(m))
-			continue;
-		obj = objcache__get(s->objs, m);
-		if (!obj || (n = usdt_sites(obj, "culpert", &sites)) <= 0)
-			continue;
-		free(sites);
-		for (j = 0; j < s->n_usdt_objects; j++)
-			dup |= !strcmp(s->usdt_objects[j], elfobj__path(obj));
-		if (dup || target__object_path(&s->t, m, path, sizeof(path)))
-			continue;
-		if (vec_reserve(&s->usdt_objects, &s->cap_usdt_objects, s->n_usdt_objects + 1,
-				sizeof(char *)) ||
-		    !(s->usdt_objects[s->n_usdt_objects] = strdup(path)))
-			return -ENOMEM;
-		s->n_usdt_objects++;
-		s->n_usdt_sites += (size_t)n;
-		pr_info("%d culpert span probe sites in %s\n", n, m->path);
-	}
+	if (target__object_path(&s->t, m, path, sizeof(path)))
+		return 0;
+	if (vec_reserve(&s->usdt_objects, &s->cap_usdt_objects, s->n_usdt_objects + 1,
+			sizeof(char *)) ||
+	    !(s->usdt_objects[s->n_usdt_objects] = strdup(path)))
+		return -ENOMEM;
+	s->n_usdt_objects++;
+	s->n_usdt_sites += (size_t)n;
+	pr_info("%d culpert span probe sites in %s\n", n, m->path);
 	return 0;
 }
 
@@ -380,7 +372,7 @@ int session__open(const struct session_opts *o, struct session **out, char *err,
 	so.max_live = o->max_live;
 	so.span_fns = &s->fns;
 	so.plan = &s->plan;
-	ret = find_usdt_objects(s);
+	ret = usdt_objects(&s->maps, s->objs, "culpert", add_usdt_object, s);
 	if (ret) {
 		snprintf(err, errlen, "out of memory");
 		goto fail;
@@ -600,11 +592,6 @@ int session__write(struct session *s, const char *path)
 	eo.extra = (const char *const *)s->comments;
 	eo.n_extra = s->n_comments;
 	return export_profile(s->agg, &eo, path);
-}
-
-const struct target *session__target(const struct session *s)
-{
-	return &s->t;
 }
 
 uint64_t session__samples(const struct session *s)

@@ -72,8 +72,6 @@ int session__add_comment_cb(void *session, const char *comment);
 /* write the profile; 0 or -errno */
 int session__write(struct session *s, const char *path);
 uint64_t session__samples(const struct session *s);
-/* the target, for modules that read more about it (memory picture, ...) */
-const struct target *session__target(const struct session *s);
 uint64_t session__lost(const struct session *s);
 /*
  * --inuse: the estimated live heap and its standard error.  The variance

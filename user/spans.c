@@ -117,21 +117,6 @@ uint32_t spans__chain(struct spans *s, const struct culpert_span_frame *frames, 
 	return intern(s, &k);
 }
 
-uint32_t spans__without_ids(struct spans *s, uint32_t chain)
-{
-	uint32_t names[CULPERT_MAX_SPAN_DEPTH];
-	struct chain_key k = { names, 0, 0, 0 };
-	const struct chain *c;
-
-	if (chain >= s->n_chains)
-		return 0;
-	c = &s->chains[chain];
-	k.depth = c->depth;
-	/* interning may move name_ids: copy the names out first */
-	memcpy(names, &s->name_ids[c->name_off], c->depth * sizeof(uint32_t));
-	return intern(s, &k);
-}
-
 int spans__get(const struct spans *s, uint32_t chain, struct span_chain *out)
 {
 	const struct chain *c;

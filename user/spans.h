@@ -36,8 +36,6 @@ void spans__free(struct spans *s);
  */
 uint32_t spans__chain(struct spans *s, const struct culpert_span_frame *frames, uint32_t depth,
 		      bool keep_ids);
-/* the same chain with its ids dropped */
-uint32_t spans__without_ids(struct spans *s, uint32_t chain);
 int spans__get(const struct spans *s, uint32_t chain, struct span_chain *out);
 
 /* name of name_id, as interned by the BPF side; NULL when unknown */

@@ -23,6 +23,12 @@ static inline const __u64 *event_frames(const struct culpert_alloc_event *e)
 	return (const __u64 *)(e->data + e->span_depth * sizeof(struct culpert_span_frame));
 }
 
+/* the user stack copy of a DWARF sample (e->stack_len bytes): it takes the frames' place */
+static inline const __u8 *event_stack(const struct culpert_alloc_event *e)
+{
+	return (const __u8 *)event_frames(e);
+}
+
 /* does a record of `size` bytes hold everything its header announces? */
 bool event_complete(const struct culpert_alloc_event *e, size_t size);
 

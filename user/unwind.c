@@ -246,8 +246,7 @@ static int ensure_module(struct unwinder *u, const struct procmap *m, uint64_t a
 		if (um->seen_start == m->start && um->seen_offset == m->offset && same_file(um, m))
 			return 0;
 	}
-	if (!procmap__is_file(m))
-		return mod ? -ESTALE : -ENOENT;
+	/* NULL for mappings without a file too */
 	obj = objcache__get(u->objs, m);
 	if (!obj || elfobj__offset_to_vaddr(obj, addr - m->start + m->offset, &vaddr))
 		return mod ? -ESTALE : -ENOENT;

@@ -6,6 +6,8 @@
 #include <string.h>
 
 #include "elfobj.h"
+#include "objcache.h"
+#include "procmaps.h"
 #include "usdt.h"
 #include "vec.h"
 
@@ -92,4 +94,45 @@ int usdt_sites(struct elfobj *obj, const char *provider, struct usdt_site **out)
 	}
 	*out = v;
 	return (int)n;
+}
+
+static bool seen_obj(struct elfobj *const *seen, size_t n, const struct elfobj *obj)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (seen[i] == obj)
+			return true;
+	return false;
+}
+
+int usdt_objects(const struct procmaps *maps, struct objcache *objs, const char *provider,
+		 usdt_object_fn cb, void *ctx)
+{
+	/* the cache hands out one elfobj per file: a second mapping finds it again */
+	struct elfobj **seen = NULL, *obj;
+	struct usdt_site *sites;
+	size_t i, n_seen = 0, cap = 0;
+	int n, ret = 0;
+
+	for (i = 0; i < maps->n && !ret; i++) {
+		const struct procmap *m = &maps->v[i];
+
+		/* objcache__get() turns away mappings without a file */
+		if (!m->executable || !(obj = objcache__get(objs, m)) ||
+		    seen_obj(seen, n_seen, obj))
+			continue;
+		n = usdt_sites(obj, provider, &sites);
+		if (n <= 0)
+			continue;
+		if (vec_reserve(&seen, &cap, n_seen + 1, sizeof(*seen)))
+			ret = -ENOMEM;
+		else {
+			seen[n_seen++] = obj;
+			ret = cb(ctx, m, obj, sites, n);
+		}
+		free(sites);
+	}
+	free(seen);
+	return ret;
 }

@@ -7,6 +7,9 @@
 #include <stdint.h>
 
 struct elfobj;
+struct objcache;
+struct procmap;
+struct procmaps;
 
 struct usdt_site {
 	char provider[64];
@@ -21,5 +24,17 @@ struct usdt_site {
  * in *out, the count returned, or -errno.
  */
 int usdt_sites(struct elfobj *obj, const char *provider, struct usdt_site **out);
+
+/* an object with n > 0 sites, m its first executable mapping; non-zero stops the walk */
+typedef int (*usdt_object_fn)(void *ctx, const struct procmap *m, struct elfobj *obj,
+			      const struct usdt_site *sites, int n);
+
+/*
+ * cb for each object mapped executable in maps that has sites of provider,
+ * once however many times it is mapped.  0, cb's non-zero return, or
+ * -ENOMEM.
+ */
+int usdt_objects(const struct procmaps *maps, struct objcache *objs, const char *provider,
+		 usdt_object_fn cb, void *ctx);
 
 #endif /* CULPERT_USDT_H */

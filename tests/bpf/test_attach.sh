@@ -322,6 +322,11 @@ test_probes() {
 	grep -q "^unwind:     fp (auto: .*demo_service keeps frame pointers ([0-9]* of [0-9]* functions" "$TMP/probes" ||
 		fail "no unwind evidence"
 	grep -q "^status:     ok" "$TMP/probes" || fail "status not ok"
+	# --no-multi: attach would use perf-event uprobes, and probes must say so
+	"$BIN_BPF" probes --pid "$svc" --no-multi >"$TMP/probes.nomulti" 2>&1 ||
+		fail "probes --no-multi failed: $(cat "$TMP/probes.nomulti")"
+	grep -q "^attach:     one perf-event uprobe per site" "$TMP/probes.nomulti" ||
+		fail "probes --no-multi: $(grep '^attach:' "$TMP/probes.nomulti")"
 }
 
 run_test bpf/attach/ground_truth test_ground_truth
