@@ -638,26 +638,24 @@ static struct view *view_read(const char *path, const void *buf, size_t len,
 		   pprof_decode_gzip_opts(buf, len, &ro, err, errlen);
 	if (!p) {
 		ret = -errno;
-		/* a reason of ours beats the reader's generic one */
-		if (b.err[0])
-			snprintf(err, errlen, "%s", b.err);
+		/* prepare() may have kept the profile the reader freed on its way out */
 		v->p = NULL;
-	}
-	if (!ret && !b.loc_cs)
+	} else if (!b.loc_cs) {
+		/* no samples, so first_sample() never ran; prepare() sets v->p */
 		ret = prepare(&b, p);
+	}
 	if (!ret) {
-		v->p = p;
 		v->rate = p->period;
 		ret = build_tree(&b);
 		if (ret)
 			snprintf(err, errlen, "out of memory");
-	} else if (p && b.err[0]) {
+	} else if (b.err[0]) {
+		/* a reason of ours beats the reader's generic one */
 		snprintf(err, errlen, "%s", b.err);
 	}
 	builder_free(&b);
 	if (ret) {
-		if (!v->p)
-			pprof_profile__free(p);
+		/* v->p is p or NULL here: view__free() frees the profile */
 		view__free(v);
 		errno = -ret;
 		return NULL;
