@@ -424,8 +424,9 @@ static void json_row(struct json *j, const struct diff_row *r)
 static void print_json(const struct diff *d)
 {
 	const struct diff_result *r = &d->res;
-	/* in key order, around failed, net_delta and net_pct */
-	static const char *const kinds[] = { "gone", "improvement", "new", "quiet", "regression" };
+	/* sorted by name, as the keys are, around failed, net_delta and net_pct */
+	static const enum diff_kind kinds[] = { KIND_GONE, KIND_IMPROVEMENT, KIND_NEW, KIND_QUIET,
+						KIND_REGRESSION };
 	struct json j;
 	size_t i;
 
@@ -451,16 +452,16 @@ static void print_json(const struct diff *d)
 	json_key(&j, "failed");
 	json_bool(&j, diff_result__failed(r));
 	for (i = 0; i < 2; i++) {
-		json_key(&j, kinds[i]);
-		json_int(&j, (int64_t)r->count[diff_kind_parse(kinds[i])]);
+		json_key(&j, diff_kind_name(kinds[i]));
+		json_int(&j, (int64_t)r->count[kinds[i]]);
 	}
 	json_key(&j, "net_delta");
 	json_round(&j, r->total[1] - r->total[0]);
 	json_key(&j, "net_pct");
 	json_num(&j, r->total[0] ? 100.0 * (r->total[1] - r->total[0]) / r->total[0] : NAN, 2);
 	for (i = 2; i < 5; i++) {
-		json_key(&j, kinds[i]);
-		json_int(&j, (int64_t)r->count[diff_kind_parse(kinds[i])]);
+		json_key(&j, diff_kind_name(kinds[i]));
+		json_int(&j, (int64_t)r->count[kinds[i]]);
 	}
 	json_end(&j, '}');
 	json_key(&j, "thresholds");

@@ -20,16 +20,6 @@ const char *diff_kind_name(enum diff_kind k)
 	return k < KIND__COUNT ? kind_names[k] : "?";
 }
 
-int diff_kind_parse(const char *s)
-{
-	int i;
-
-	for (i = 0; i < KIND__COUNT; i++)
-		if (!strcmp(kind_names[i], s))
-			return i;
-	return -1;
-}
-
 /* SPEC §8.2, in its order: the first rule that applies decides */
 static enum diff_kind classify_thresholds(double b, double a, const struct diff_opts *o,
 					  const char **reason)

@@ -46,8 +46,6 @@ struct diff_result {
 enum diff_kind diff_classify(double before, double after, const struct diff_opts *o,
 			     const char **reason);
 const char *diff_kind_name(enum diff_kind k);
-/* the kind named s, or -1 */
-int diff_kind_parse(const char *s);
 
 /* rows of every span present on either side; 0 or -ENOMEM */
 int diff_result__build(struct diff_result *r, const struct view *before, const struct view *after,
