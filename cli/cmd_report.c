@@ -26,6 +26,7 @@ struct report {
 	const char *span;	/* --span NAME */
 	bool no_span;
 	bool leaks;
+	bool inuse;		/* load in-use values: --inuse, or --leaks */
 	uint64_t min_age_ns;
 	uint64_t top;
 	bool json;
@@ -541,7 +542,7 @@ static int parse_args(struct report *r, int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	bool flat = false, inuse = false, min_age = false;
+	bool flat = false, min_age = false;
 	int c;
 
 	r->top = 20;
@@ -550,7 +551,7 @@ static int parse_args(struct report *r, int argc, char **argv)
 		case 'F': flat = true; break;
 		case 's': r->span = optarg; break;
 		case 'N': r->no_span = true; break;
-		case 'i': inuse = true; break;
+		case 'i': r->inuse = true; break;
 		case 'l': r->leaks = true; break;
 		case 't':
 			if (cli_opt_uint(CMD, "top", optarg, &r->top))
@@ -583,10 +584,11 @@ static int parse_args(struct report *r, int argc, char **argv)
 					    "list callsites");
 	if (min_age && !r->leaks)
 		return cli_usage_error(CMD, "--min-age goes with --leaks");
-	if (inuse && r->leaks)
+	if (r->inuse && r->leaks)
 		pr_info("--leaks reads in-use values already\n");
+	r->inuse |= r->leaks;
 	r->mode = flat ? MODE_FLAT : r->span || r->no_span || r->leaks ? MODE_CALLSITES : MODE_TREE;
-	return inuse || r->leaks ? 'i' : 0;
+	return CLI_OK;
 }
 
 int cmd_report(int argc, char **argv)
@@ -600,11 +602,9 @@ int cmd_report(int argc, char **argv)
 	int ret;
 
 	ret = parse_args(&r, argc, argv);
-	if (ret == -1)
-		return CLI_OK;
-	if (ret == CLI_ERROR)
-		return CLI_ERROR;
-	if (ret == 'i')
+	if (ret)
+		return ret == -1 ? CLI_OK : CLI_ERROR;
+	if (r.inuse)
 		vo.value = VIEW_INUSE;
 	r.v = cli_load(r.file, &vo);
 	if (!r.v)
