@@ -157,25 +157,20 @@ static int pb_packed(struct pb *run, uint64_t **arr, size_t *n, size_t *cap)
 }
 
 /*
- * A repeated varint field, packed (one length-delimited run) or not (one
- * varint): append its values to *arr.  Writers may use either encoding.
+ * One occurrence of a repeated varint field, as pb_next() read it: a varint
+ * (v) or a packed run (body), appended to *arr.  Writers may use either
+ * encoding; any other wire type is malformed.
  */
-static int pb_repeated(struct pb *b, int wt, uint64_t **arr, size_t *n, size_t *cap)
+static int pb_append(int wt, uint64_t v, struct pb *body, uint64_t **arr, size_t *n, size_t *cap)
 {
-	struct pb run;
-	uint64_t v;
-
-	if (wt == WT_VARINT) {
-		if (pb_varint(b, &v))
-			return -EINVAL;
-		if (vec_reserve(arr, cap, *n + 1, sizeof(v)))
-			return -ENOMEM;
-		(*arr)[(*n)++] = v;
-		return 0;
-	}
-	if (wt != WT_LEN || pb_len(b, &run))
+	if (wt == WT_LEN)
+		return pb_packed(body, arr, n, cap);
+	if (wt != WT_VARINT)
 		return -EINVAL;
-	return pb_packed(&run, arr, n, cap);
+	if (vec_reserve(arr, cap, *n + 1, sizeof(v)))
+		return -ENOMEM;
+	(*arr)[(*n)++] = v;
+	return 0;
 }
 
 /* --- tables --------------------------------------------------------------------------- */
@@ -601,16 +596,8 @@ static int dec_header_field(struct dec *d, struct field *fl)
 		struct pb b = fl->body;
 		int ret;
 
-		if (fl->wt == WT_VARINT) {
-			if (vec_reserve(&p->comments, &d->cap_comments, p->n_comments + 1,
-					sizeof(int64_t)))
-				return -ENOMEM;
-			p->comments[p->n_comments++] = (int64_t)v;
-			return 0;
-		}
-		if (fl->wt != WT_LEN)
-			return malformed(d);
-		ret = pb_packed(&b, (uint64_t **)&p->comments, &p->n_comments, &d->cap_comments);
+		ret = pb_append(fl->wt, v, &b, (uint64_t **)&p->comments, &p->n_comments,
+				&d->cap_comments);
 		return ret == -EINVAL ? malformed(d) : ret;
 	}
 	if (fl->f < 7 || fl->f > 15)
@@ -757,36 +744,36 @@ struct sample_dst {
 
 static int dec_sample_fields(struct dec *d, struct pb *m, const struct sample_dst *o)
 {
-	struct pb sub;
+	struct pb body;
 	uint32_t f;
+	uint64_t v;
 	int wt, ret;
 
-	while (m->p < m->end) {
-		if (pb_tag(m, &f, &wt))
-			return malformed(d);
+	while ((ret = pb_next(m, &f, &wt, &v, &body)) > 0) {
 		switch (f) {
 		case 1:
-			ret = pb_repeated(m, wt, o->locs, o->n_locs, o->cap_locs);
+			ret = pb_append(wt, v, &body, o->locs, o->n_locs, o->cap_locs);
 			break;
 		case 2:
-			ret = pb_repeated(m, wt, (uint64_t **)o->values, o->n_values,
-					  o->cap_values);
+			ret = pb_append(wt, v, &body, (uint64_t **)o->values, o->n_values,
+					o->cap_values);
 			break;
 		case 3:
-			if (wt != WT_LEN || pb_len(m, &sub))
+			if (wt != WT_LEN)
 				return malformed(d);
 			if (vec_reserve(o->labels, o->cap_labels, *o->n_labels + 1,
 					sizeof(**o->labels)))
 				return -ENOMEM;
-			ret = dec_label(d, &sub, &(*o->labels)[(*o->n_labels)++]);
+			ret = dec_label(d, &body, &(*o->labels)[(*o->n_labels)++]);
 			break;
 		default:
-			ret = pb_skip(m, wt);
+			/* unknown: pb_next() has stepped over it */
+			ret = 0;
 		}
 		if (ret)
 			return ret == -ENOMEM ? ret : malformed(d);
 	}
-	return 0;
+	return ret ? malformed(d) : 0;
 }
 
 static int check_sample(struct dec *d, size_t idx, const uint64_t *locs, size_t n_locs,
