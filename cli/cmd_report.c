@@ -622,18 +622,12 @@ int cmd_report(int argc, char **argv)
 		return CLI_ERROR;
 	}
 	buf = malloc((r.v->n_spans ?: 1) * sizeof(*buf));
-	if (r.span && buf) {
-		size_t i;
-
-		for (i = 0; i < r.v->n_spans && !view__span_within(r.v, (uint32_t)i, r.span); i++)
-			;
-		if (i == r.v->n_spans) {
-			pr_error("%s: no span named '%s'; 'culpert report %s --flat' lists the spans\n",
-				 r.file, r.span, r.file);
-			free(buf);
-			view__free(r.v);
-			return CLI_ERROR;
-		}
+	if (r.span && buf && !view__has_span(r.v, r.span)) {
+		pr_error("%s: no span named '%s'; 'culpert report %s --flat' lists the spans\n",
+			 r.file, r.span, r.file);
+		free(buf);
+		view__free(r.v);
+		return CLI_ERROR;
 	}
 	if (!buf)
 		ret = -1;

@@ -730,3 +730,18 @@ bool view__span_within(const struct view *v, uint32_t span, const char *name)
 			return true;
 	return false;
 }
+
+/*
+ * Every span is on the path of some record, so this is also "does a record
+ * fall inside a span named `name`", without walking the records.
+ */
+bool view__has_span(const struct view *v, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < v->n_spans; i++)
+		if (!v->spans[i].no_span &&
+		    (!strcmp(v->spans[i].name, name) || !strcmp(v->spans[i].path, name)))
+			return true;
+	return false;
+}

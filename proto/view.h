@@ -93,6 +93,8 @@ void view__free(struct view *v);
 size_t view__children(const struct view *v, uint32_t span, uint32_t *out);
 /* is span i, or one of its ancestors, named `name` (or with path `name`)? */
 bool view__span_within(const struct view *v, uint32_t span, const char *name);
+/* is some span (not the no-span bucket) named `name`, or with path `name`? */
+bool view__has_span(const struct view *v, const char *name);
 /*
  * The display name of line `line` of location l into buf: "function", or with
  * `where` "function (file:line)"; "lib.so+0x1f0" when l has no lines.
