@@ -926,15 +926,34 @@ static struct pprof_profile *decode(struct dec *d, struct src *in)
 	return d->p;
 }
 
+/* a fresh decoder; err starts empty, as seterr() keeps only the first reason */
+static void dec_init(struct dec *d, const struct pprof_read_opts *opts, char *err, size_t errlen)
+{
+	*d = (struct dec){ .o = opts, .err = err, .errlen = errlen };
+	if (err && errlen)
+		err[0] = '\0';
+}
+
+static size_t max_decoded(const struct pprof_read_opts *opts)
+{
+	return opts && opts->max_decoded ? opts->max_decoded : PPROF_MAX_DECODED;
+}
+
+/* gzip'd input: from memory (buf, len), or from fd when it is >= 0 */
+static struct src gzip_src(struct dec *d, const void *buf, size_t len, int fd)
+{
+	return (struct src){ .d = d, .gzip = true, .in = buf, .in_len = len,
+			     .max = max_decoded(d->o), .fd = fd };
+}
+
 struct pprof_profile *pprof_decode_opts(const void *buf, size_t len,
 					const struct pprof_read_opts *opts, char *err,
 					size_t errlen)
 {
-	struct dec d = { .o = opts, .err = err, .errlen = errlen };
+	struct dec d;
 	struct src in = { .d = &d, .win = (uint8_t *)buf, .end = len, .fd = -1 };
 
-	if (err && errlen)
-		err[0] = '\0';
+	dec_init(&d, opts, err, errlen);
 	if (!len) {
 		seterr(&d, 0, "empty profile");
 		errno = EINVAL;
@@ -952,14 +971,13 @@ struct pprof_profile *pprof_decode_gzip_opts(const void *buf, size_t len,
 					     const struct pprof_read_opts *opts, char *err,
 					     size_t errlen)
 {
-	struct dec d = { .o = opts, .err = err, .errlen = errlen };
-	size_t max = opts && opts->max_decoded ? opts->max_decoded : PPROF_MAX_DECODED;
-	struct src in = { .d = &d, .gzip = true, .in = buf, .in_len = len, .max = max, .fd = -1 };
 	const unsigned char *b = buf;
 	struct pprof_profile *p;
+	struct dec d;
+	struct src in;
 
-	if (err && errlen)
-		err[0] = '\0';
+	dec_init(&d, opts, err, errlen);
+	in = gzip_src(&d, buf, len, -1);
 	if (!len) {
 		seterr(&d, 0, "empty file, not a pprof profile");
 		errno = EINVAL;
@@ -967,7 +985,7 @@ struct pprof_profile *pprof_decode_gzip_opts(const void *buf, size_t len,
 	}
 	if (len < 2 || b[0] != 0x1f || b[1] != 0x8b) {
 		/* say so when it is a profile that only lacks the compression */
-		p = len <= max ? pprof_decode(buf, len, NULL, 0) : NULL;
+		p = len <= in.max ? pprof_decode(buf, len, NULL, 0) : NULL;
 		if (p)
 			seterr(&d, 0, "an uncompressed pprof protobuf; culpert reads gzip'd profiles: gzip it first");
 		else
@@ -1025,12 +1043,11 @@ static int read_all(int fd, size_t max, void **out, size_t *out_len)
 static struct pprof_profile *decode_fd(int fd, const struct pprof_read_opts *opts, char *err,
 				       size_t errlen)
 {
-	struct dec d = { .o = opts, .err = err, .errlen = errlen };
-	struct src in = { .d = &d, .gzip = true, .fd = fd };
+	struct dec d;
+	struct src in;
 
-	in.max = opts && opts->max_decoded ? opts->max_decoded : PPROF_MAX_DECODED;
-	if (err && errlen)
-		err[0] = '\0';
+	dec_init(&d, opts, err, errlen);
+	in = gzip_src(&d, NULL, 0, fd);
 	return decode(&d, &in);
 }
 
@@ -1046,7 +1063,7 @@ static bool is_gzip_file(int fd)
 struct pprof_profile *pprof_read_file_opts(const char *path, const struct pprof_read_opts *opts,
 					   char *err, size_t errlen)
 {
-	size_t max = opts && opts->max_decoded ? opts->max_decoded : PPROF_MAX_DECODED;
+	size_t max = max_decoded(opts);
 	struct pprof_profile *p;
 	struct stat st;
 	void *buf = NULL;
