@@ -34,14 +34,6 @@ struct report {
 	struct json j;
 };
 
-/* one callsite's share of the selected records */
-struct cs_row {
-	uint32_t callsite;
-	double bytes, objects;
-	uint64_t samples;
-	int64_t oldest_ns;	/* -1 when no record carries an age */
-};
-
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -154,34 +146,12 @@ static int print_tree(const struct report *r, uint32_t *buf)
 	return ret;
 }
 
-static int cmp_self(const void *a, const void *b, void *ctx)
-{
-	const struct view_span *x = &((const struct view *)ctx)->spans[*(const uint32_t *)a];
-	const struct view_span *y = &((const struct view *)ctx)->spans[*(const uint32_t *)b];
-
-	if (x->self != y->self)
-		return x->self > y->self ? -1 : 1;
-	return strcmp(x->path, y->path);
-}
-
-/* spans that allocated themselves, by their own bytes */
-static size_t flat_spans(const struct view *v, uint32_t *out)
-{
-	size_t n = 0, i;
-
-	for (i = 0; i < v->n_spans; i++)
-		if (v->spans[i].self_samples)
-			out[n++] = (uint32_t)i;
-	qsort_r(out, n, sizeof(*out), cmp_self, (void *)v);
-	return n;
-}
-
 static int print_flat(const struct report *r, uint32_t *buf)
 {
 	const struct view *v = r->v;
 	struct table *t = table__new("lrrr",
 				     (const char *const[]){ "SPAN", "SAMPLES", "BYTES", "BYTES%" });
-	size_t n = flat_spans(v, buf), i;
+	size_t n = view__flat_spans(v, buf), i;
 	char samples[32], bytes[32], pct[32], more[64];
 	double rest = 0;
 	int ret = t ? 0 : -1;
@@ -212,8 +182,9 @@ static int print_flat(const struct report *r, uint32_t *buf)
 
 /* --- callsites ---------------------------------------------------------------------- */
 
-static bool rec_selected(const struct report *r, const struct view_rec *rec)
+static bool rec_selected(const struct view_rec *rec, void *ctx)
 {
+	const struct report *r = ctx;
 	const struct view_span *s = &r->v->spans[rec->span];
 
 	if (r->no_span && !s->no_span)
@@ -225,49 +196,10 @@ static bool rec_selected(const struct report *r, const struct view_rec *rec)
 	return true;
 }
 
-static int cmp_cs(const void *a, const void *b, void *ctx)
-{
-	const struct cs_row *x = a, *y = b;
-	const struct view *v = ctx;
-
-	if (x->bytes != y->bytes)
-		return x->bytes > y->bytes ? -1 : 1;
-	return strcmp(v->callsites[x->callsite], v->callsites[y->callsite]);
-}
-
 /* sum the selected records by callsite; rows sorted by bytes; *total their sum */
-static struct cs_row *callsite_rows(const struct report *r, size_t *n, double *total)
+static struct view_cs_row *callsite_rows(const struct report *r, size_t *n, double *total)
 {
-	const struct view *v = r->v;
-	struct cs_row *rows = calloc(v->n_callsites ?: 1, sizeof(*rows));
-	size_t i, k = 0;
-
-	if (!rows)
-		return NULL;
-	*total = 0;
-	for (i = 0; i < v->n_callsites; i++) {
-		rows[i].callsite = (uint32_t)i;
-		rows[i].oldest_ns = -1;
-	}
-	for (i = 0; i < v->n_recs; i++) {
-		const struct view_rec *rec = &v->recs[i];
-		struct cs_row *row = &rows[rec->callsite];
-
-		if (!rec_selected(r, rec))
-			continue;
-		row->bytes += rec->bytes;
-		row->objects += rec->objects;
-		row->samples += rec->samples;
-		if (rec->age_ns > row->oldest_ns)
-			row->oldest_ns = rec->age_ns;
-		*total += rec->bytes;
-	}
-	for (i = 0; i < v->n_callsites; i++)
-		if (rows[i].samples)
-			rows[k++] = rows[i];
-	qsort_r(rows, k, sizeof(*rows), cmp_cs, (void *)v);
-	*n = k;
-	return rows;
+	return view__callsite_rows(r->v, rec_selected, (void *)r, n, total);
 }
 
 static const char *selection_name(const struct report *r, char *buf, size_t len)
@@ -289,7 +221,7 @@ static const char *selection_name(const struct report *r, char *buf, size_t len)
 	return buf;
 }
 
-static int print_callsites(const struct report *r, const struct cs_row *rows, size_t n,
+static int print_callsites(const struct report *r, const struct view_cs_row *rows, size_t n,
 			   double total)
 {
 	static const char *const leak_cols[] = { "CALLSITE", "OBJECTS", "BYTES", "PCT", "OLDEST" };
@@ -416,7 +348,7 @@ static void json_span(struct report *r, uint32_t i, bool tree, uint32_t *buf)
 
 static void json_flat(struct report *r, uint32_t *buf)
 {
-	size_t n = flat_spans(r->v, buf), i;
+	size_t n = view__flat_spans(r->v, buf), i;
 	double rest = 0;
 
 	json_key(&r->j, "spans");
@@ -432,7 +364,8 @@ static void json_flat(struct report *r, uint32_t *buf)
 		json_more(&r->j, "spans", n - (size_t)r->top, rest);
 }
 
-static void json_callsites(struct report *r, const struct cs_row *rows, size_t n, double total)
+static void json_callsites(struct report *r, const struct view_cs_row *rows, size_t n,
+			   double total)
 {
 	struct json *j = &r->j;
 	double rest = 0;
@@ -474,7 +407,7 @@ static int print_json(struct report *r, uint32_t *buf)
 {
 	static const char *const modes[] = { "tree", "flat", "callsites" };
 	struct json *j = &r->j;
-	struct cs_row *rows = NULL;
+	struct view_cs_row *rows = NULL;
 	double total = 0;
 	size_t n = 0;
 
@@ -595,7 +528,7 @@ int cmd_report(int argc, char **argv)
 {
 	struct report r = { 0 };
 	struct view_opts vo = { .value = VIEW_ALLOC };
-	struct cs_row *rows = NULL;
+	struct view_cs_row *rows = NULL;
 	uint32_t *buf = NULL;
 	double total = 0;
 	size_t n = 0;

@@ -745,3 +745,69 @@ bool view__has_span(const struct view *v, const char *name)
 			return true;
 	return false;
 }
+
+static int cmp_self(const void *a, const void *b, void *ctx)
+{
+	const struct view_span *x = &((const struct view *)ctx)->spans[*(const uint32_t *)a];
+	const struct view_span *y = &((const struct view *)ctx)->spans[*(const uint32_t *)b];
+
+	if (x->self != y->self)
+		return x->self > y->self ? -1 : 1;
+	return strcmp(x->path, y->path);
+}
+
+size_t view__flat_spans(const struct view *v, uint32_t *out)
+{
+	size_t n = 0, i;
+
+	for (i = 0; i < v->n_spans; i++)
+		if (v->spans[i].self_samples)
+			out[n++] = (uint32_t)i;
+	qsort_r(out, n, sizeof(*out), cmp_self, (void *)v);
+	return n;
+}
+
+static int cmp_cs(const void *a, const void *b, void *ctx)
+{
+	const struct view_cs_row *x = a, *y = b;
+	const struct view *v = ctx;
+
+	if (x->bytes != y->bytes)
+		return x->bytes > y->bytes ? -1 : 1;
+	return strcmp(v->callsites[x->callsite], v->callsites[y->callsite]);
+}
+
+struct view_cs_row *view__callsite_rows(const struct view *v,
+					bool (*select)(const struct view_rec *rec, void *ctx),
+					void *ctx, size_t *n, double *total)
+{
+	struct view_cs_row *rows = calloc(v->n_callsites ?: 1, sizeof(*rows));
+	size_t i, k = 0;
+
+	if (!rows)
+		return NULL;
+	*total = 0;
+	for (i = 0; i < v->n_callsites; i++) {
+		rows[i].callsite = (uint32_t)i;
+		rows[i].oldest_ns = -1;
+	}
+	for (i = 0; i < v->n_recs; i++) {
+		const struct view_rec *rec = &v->recs[i];
+		struct view_cs_row *row = &rows[rec->callsite];
+
+		if (select && !select(rec, ctx))
+			continue;
+		row->bytes += rec->bytes;
+		row->objects += rec->objects;
+		row->samples += rec->samples;
+		if (rec->age_ns > row->oldest_ns)
+			row->oldest_ns = rec->age_ns;
+		*total += rec->bytes;
+	}
+	for (i = 0; i < v->n_callsites; i++)
+		if (rows[i].samples)
+			rows[k++] = rows[i];
+	qsort_r(rows, k, sizeof(*rows), cmp_cs, (void *)v);
+	*n = k;
+	return rows;
+}
