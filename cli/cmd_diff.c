@@ -95,6 +95,12 @@ static char *sigma_str(char *buf, size_t len, double se)
 	return buf;
 }
 
+/* the change of the whole profile, in percent of before; NaN when before is empty */
+static double net_pct(const struct diff_result *r)
+{
+	return diff_pct(r->total[0], r->total[1]);
+}
+
 /* before, after, net and settings: text lines, or markdown bullets */
 static void print_summary(const struct diff *d, bool md)
 {
@@ -110,7 +116,7 @@ static void print_summary(const struct diff *d, bool md)
 	printf(md ? "- **Net Δ:** %s" : "Net:     %s",
 	       format_bytes_signed(n, 32, r->total[1] - r->total[0]));
 	if (r->total[0] && r->total[1] != r->total[0])
-		printf(" (%+.2f%%)", 100.0 * (r->total[1] - r->total[0]) / r->total[0]);
+		printf(" (%+.2f%%)", net_pct(r));
 	printf(md ? "\n- Rate %s; " : "\nRate:    %s; ", format_rate(rate, sizeof(rate), d->v[0]->rate));
 	printf("thresholds %s and %.2f%%; min span %s",
 	       format_bytes(thr, 32, (double)d->o.threshold_bytes), d->o.threshold_pct,
@@ -281,15 +287,14 @@ static int tree_rows(const struct diff *d, const struct diff_tree *t, uint32_t n
 	for (i = 0; i < n && !ret; i++) {
 		const struct diff_node *x = &t->nodes[kids[i]];
 		char name[1024], b[32], a[32], dl[32], pc[32];
-		struct diff_row r = { .before = x->total[0], .after = x->total[1] };
+		struct diff_row r;
 
 		if (i >= d->top) {
 			rest[0] += x->total[0];
 			rest[1] += x->total[1];
 			continue;
 		}
-		r.delta = r.after - r.before;
-		r.pct = r.before ? 100.0 * r.delta / r.before : NAN;
+		diff_row__set(&r, x->total[0], x->total[1]);
 		if (md) {
 			size_t off = 0, k;
 
@@ -424,8 +429,9 @@ static void json_row(struct json *j, const struct diff_row *r)
 static void print_json(const struct diff *d)
 {
 	const struct diff_result *r = &d->res;
-	/* in key order, around failed, net_delta and net_pct */
-	static const char *const kinds[] = { "gone", "improvement", "new", "quiet", "regression" };
+	/* sorted by name, as the keys are, around failed, net_delta and net_pct */
+	static const enum diff_kind kinds[] = { KIND_GONE, KIND_IMPROVEMENT, KIND_NEW, KIND_QUIET,
+						KIND_REGRESSION };
 	struct json j;
 	size_t i;
 
@@ -451,16 +457,16 @@ static void print_json(const struct diff *d)
 	json_key(&j, "failed");
 	json_bool(&j, diff_result__failed(r));
 	for (i = 0; i < 2; i++) {
-		json_key(&j, kinds[i]);
-		json_int(&j, (int64_t)r->count[diff_kind_parse(kinds[i])]);
+		json_key(&j, diff_kind_name(kinds[i]));
+		json_int(&j, (int64_t)r->count[kinds[i]]);
 	}
 	json_key(&j, "net_delta");
 	json_round(&j, r->total[1] - r->total[0]);
 	json_key(&j, "net_pct");
-	json_num(&j, r->total[0] ? 100.0 * (r->total[1] - r->total[0]) / r->total[0] : NAN, 2);
+	json_num(&j, net_pct(r), 2);
 	for (i = 2; i < 5; i++) {
-		json_key(&j, kinds[i]);
-		json_int(&j, (int64_t)r->count[diff_kind_parse(kinds[i])]);
+		json_key(&j, diff_kind_name(kinds[i]));
+		json_int(&j, (int64_t)r->count[kinds[i]]);
 	}
 	json_end(&j, '}');
 	json_key(&j, "thresholds");

@@ -101,7 +101,7 @@ int cmd_flamegraph(int argc, char **argv)
 		ret = CLI_ERROR;
 		goto out;
 	}
-	if (a.span && !t->matched) {
+	if (a.span && !view__has_span(v, a.span)) {
 		pr_error("%s: no span named '%s'; 'culpert report %s --flat' lists the spans\n",
 			 a.file, a.span, a.file);
 		ret = CLI_ERROR;

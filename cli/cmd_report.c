@@ -26,19 +26,12 @@ struct report {
 	const char *span;	/* --span NAME */
 	bool no_span;
 	bool leaks;
+	bool inuse;		/* load in-use values: --inuse, or --leaks */
 	uint64_t min_age_ns;
 	uint64_t top;
 	bool json;
 	struct view *v;
 	struct json j;
-};
-
-/* one callsite's share of the selected records */
-struct cs_row {
-	uint32_t callsite;
-	double bytes, objects;
-	uint64_t samples;
-	int64_t oldest_ns;	/* -1 when no record carries an age */
 };
 
 static void usage(FILE *f)
@@ -153,34 +146,12 @@ static int print_tree(const struct report *r, uint32_t *buf)
 	return ret;
 }
 
-static int cmp_self(const void *a, const void *b, void *ctx)
-{
-	const struct view_span *x = &((const struct view *)ctx)->spans[*(const uint32_t *)a];
-	const struct view_span *y = &((const struct view *)ctx)->spans[*(const uint32_t *)b];
-
-	if (x->self != y->self)
-		return x->self > y->self ? -1 : 1;
-	return strcmp(x->path, y->path);
-}
-
-/* spans that allocated themselves, by their own bytes */
-static size_t flat_spans(const struct view *v, uint32_t *out)
-{
-	size_t n = 0, i;
-
-	for (i = 0; i < v->n_spans; i++)
-		if (v->spans[i].self_samples)
-			out[n++] = (uint32_t)i;
-	qsort_r(out, n, sizeof(*out), cmp_self, (void *)v);
-	return n;
-}
-
 static int print_flat(const struct report *r, uint32_t *buf)
 {
 	const struct view *v = r->v;
 	struct table *t = table__new("lrrr",
 				     (const char *const[]){ "SPAN", "SAMPLES", "BYTES", "BYTES%" });
-	size_t n = flat_spans(v, buf), i;
+	size_t n = view__flat_spans(v, buf), i;
 	char samples[32], bytes[32], pct[32], more[64];
 	double rest = 0;
 	int ret = t ? 0 : -1;
@@ -211,8 +182,9 @@ static int print_flat(const struct report *r, uint32_t *buf)
 
 /* --- callsites ---------------------------------------------------------------------- */
 
-static bool rec_selected(const struct report *r, const struct view_rec *rec)
+static bool rec_selected(const struct view_rec *rec, void *ctx)
 {
+	const struct report *r = ctx;
 	const struct view_span *s = &r->v->spans[rec->span];
 
 	if (r->no_span && !s->no_span)
@@ -224,49 +196,10 @@ static bool rec_selected(const struct report *r, const struct view_rec *rec)
 	return true;
 }
 
-static int cmp_cs(const void *a, const void *b, void *ctx)
-{
-	const struct cs_row *x = a, *y = b;
-	const struct view *v = ctx;
-
-	if (x->bytes != y->bytes)
-		return x->bytes > y->bytes ? -1 : 1;
-	return strcmp(v->callsites[x->callsite], v->callsites[y->callsite]);
-}
-
 /* sum the selected records by callsite; rows sorted by bytes; *total their sum */
-static struct cs_row *callsite_rows(const struct report *r, size_t *n, double *total)
+static struct view_cs_row *callsite_rows(const struct report *r, size_t *n, double *total)
 {
-	const struct view *v = r->v;
-	struct cs_row *rows = calloc(v->n_callsites ?: 1, sizeof(*rows));
-	size_t i, k = 0;
-
-	if (!rows)
-		return NULL;
-	*total = 0;
-	for (i = 0; i < v->n_callsites; i++) {
-		rows[i].callsite = (uint32_t)i;
-		rows[i].oldest_ns = -1;
-	}
-	for (i = 0; i < v->n_recs; i++) {
-		const struct view_rec *rec = &v->recs[i];
-		struct cs_row *row = &rows[rec->callsite];
-
-		if (!rec_selected(r, rec))
-			continue;
-		row->bytes += rec->bytes;
-		row->objects += rec->objects;
-		row->samples += rec->samples;
-		if (rec->age_ns > row->oldest_ns)
-			row->oldest_ns = rec->age_ns;
-		*total += rec->bytes;
-	}
-	for (i = 0; i < v->n_callsites; i++)
-		if (rows[i].samples)
-			rows[k++] = rows[i];
-	qsort_r(rows, k, sizeof(*rows), cmp_cs, (void *)v);
-	*n = k;
-	return rows;
+	return view__callsite_rows(r->v, rec_selected, (void *)r, n, total);
 }
 
 static const char *selection_name(const struct report *r, char *buf, size_t len)
@@ -288,7 +221,7 @@ static const char *selection_name(const struct report *r, char *buf, size_t len)
 	return buf;
 }
 
-static int print_callsites(const struct report *r, const struct cs_row *rows, size_t n,
+static int print_callsites(const struct report *r, const struct view_cs_row *rows, size_t n,
 			   double total)
 {
 	static const char *const leak_cols[] = { "CALLSITE", "OBJECTS", "BYTES", "PCT", "OLDEST" };
@@ -415,7 +348,7 @@ static void json_span(struct report *r, uint32_t i, bool tree, uint32_t *buf)
 
 static void json_flat(struct report *r, uint32_t *buf)
 {
-	size_t n = flat_spans(r->v, buf), i;
+	size_t n = view__flat_spans(r->v, buf), i;
 	double rest = 0;
 
 	json_key(&r->j, "spans");
@@ -431,7 +364,8 @@ static void json_flat(struct report *r, uint32_t *buf)
 		json_more(&r->j, "spans", n - (size_t)r->top, rest);
 }
 
-static void json_callsites(struct report *r, const struct cs_row *rows, size_t n, double total)
+static void json_callsites(struct report *r, const struct view_cs_row *rows, size_t n,
+			   double total)
 {
 	struct json *j = &r->j;
 	double rest = 0;
@@ -473,7 +407,7 @@ static int print_json(struct report *r, uint32_t *buf)
 {
 	static const char *const modes[] = { "tree", "flat", "callsites" };
 	struct json *j = &r->j;
-	struct cs_row *rows = NULL;
+	struct view_cs_row *rows = NULL;
 	double total = 0;
 	size_t n = 0;
 
@@ -541,7 +475,7 @@ static int parse_args(struct report *r, int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	bool flat = false, inuse = false, min_age = false;
+	bool flat = false, min_age = false;
 	int c;
 
 	r->top = 20;
@@ -550,7 +484,7 @@ static int parse_args(struct report *r, int argc, char **argv)
 		case 'F': flat = true; break;
 		case 's': r->span = optarg; break;
 		case 'N': r->no_span = true; break;
-		case 'i': inuse = true; break;
+		case 'i': r->inuse = true; break;
 		case 'l': r->leaks = true; break;
 		case 't':
 			if (cli_opt_uint(CMD, "top", optarg, &r->top))
@@ -583,28 +517,27 @@ static int parse_args(struct report *r, int argc, char **argv)
 					    "list callsites");
 	if (min_age && !r->leaks)
 		return cli_usage_error(CMD, "--min-age goes with --leaks");
-	if (inuse && r->leaks)
+	if (r->inuse && r->leaks)
 		pr_info("--leaks reads in-use values already\n");
+	r->inuse |= r->leaks;
 	r->mode = flat ? MODE_FLAT : r->span || r->no_span || r->leaks ? MODE_CALLSITES : MODE_TREE;
-	return inuse || r->leaks ? 'i' : 0;
+	return CLI_OK;
 }
 
 int cmd_report(int argc, char **argv)
 {
 	struct report r = { 0 };
 	struct view_opts vo = { .value = VIEW_ALLOC };
-	struct cs_row *rows = NULL;
+	struct view_cs_row *rows = NULL;
 	uint32_t *buf = NULL;
 	double total = 0;
 	size_t n = 0;
 	int ret;
 
 	ret = parse_args(&r, argc, argv);
-	if (ret == -1)
-		return CLI_OK;
-	if (ret == CLI_ERROR)
-		return CLI_ERROR;
-	if (ret == 'i')
+	if (ret)
+		return ret == -1 ? CLI_OK : CLI_ERROR;
+	if (r.inuse)
 		vo.value = VIEW_INUSE;
 	r.v = cli_load(r.file, &vo);
 	if (!r.v)
@@ -622,18 +555,12 @@ int cmd_report(int argc, char **argv)
 		return CLI_ERROR;
 	}
 	buf = malloc((r.v->n_spans ?: 1) * sizeof(*buf));
-	if (r.span && buf) {
-		size_t i;
-
-		for (i = 0; i < r.v->n_spans && !view__span_within(r.v, (uint32_t)i, r.span); i++)
-			;
-		if (i == r.v->n_spans) {
-			pr_error("%s: no span named '%s'; 'culpert report %s --flat' lists the spans\n",
-				 r.file, r.span, r.file);
-			free(buf);
-			view__free(r.v);
-			return CLI_ERROR;
-		}
+	if (r.span && buf && !view__has_span(r.v, r.span)) {
+		pr_error("%s: no span named '%s'; 'culpert report %s --flat' lists the spans\n",
+			 r.file, r.span, r.file);
+		free(buf);
+		view__free(r.v);
+		return CLI_ERROR;
 	}
 	if (!buf)
 		ret = -1;

@@ -20,16 +20,6 @@ const char *diff_kind_name(enum diff_kind k)
 	return k < KIND__COUNT ? kind_names[k] : "?";
 }
 
-int diff_kind_parse(const char *s)
-{
-	int i;
-
-	for (i = 0; i < KIND__COUNT; i++)
-		if (!strcmp(kind_names[i], s))
-			return i;
-	return -1;
-}
-
 /* SPEC §8.2, in its order: the first rule that applies decides */
 static enum diff_kind classify_thresholds(double b, double a, const struct diff_opts *o,
 					  const char **reason)
@@ -50,11 +40,30 @@ static enum diff_kind classify_thresholds(double b, double a, const struct diff_
 	return KIND_QUIET;
 }
 
+/* the standard error of a byte estimate from samples taken every rate bytes; 0 without a rate */
+static double noise_se(const struct diff_opts *o, double bytes)
+{
+	return sqrt((o->rate > 0 ? (double)o->rate : 0) * bytes);
+}
+
+double diff_pct(double before, double after)
+{
+	return before ? 100.0 * (after - before) / before : NAN;
+}
+
+void diff_row__set(struct diff_row *r, double before, double after)
+{
+	r->before = before;
+	r->after = after;
+	r->delta = after - before;
+	r->pct = diff_pct(before, after);
+}
+
 enum diff_kind diff_classify(double before, double after, const struct diff_opts *o,
 			     const char **reason)
 {
 	enum diff_kind k = classify_thresholds(before, after, o, reason);
-	double se = o->rate > 0 ? sqrt((double)o->rate * (before + after)) : 0;
+	double se = noise_se(o, before + after);
 
 	/* a change sampling alone explains is no change */
 	if (k != KIND_QUIET && o->min_confidence > 0 &&
@@ -125,7 +134,6 @@ int diff_result__build(struct diff_result *r, const struct view *before, const s
 {
 	const struct view *v[2] = { before, after };
 	struct row_builder rb = { .r = r };
-	double rate = o->rate > 0 ? (double)o->rate : 0;
 	size_t i;
 	int side, ret = 0;
 
@@ -148,11 +156,10 @@ int diff_result__build(struct diff_result *r, const struct view *before, const s
 	for (i = 0; i < r->n_rows; i++) {
 		struct diff_row *row = &r->rows[i];
 
-		row->delta = row->after - row->before;
-		row->pct = row->before ? 100.0 * row->delta / row->before : NAN;
-		row->se_before = sqrt(rate * row->before);
-		row->se_after = sqrt(rate * row->after);
-		row->se_delta = sqrt(rate * (row->before + row->after));
+		diff_row__set(row, row->before, row->after);
+		row->se_before = noise_se(o, row->before);
+		row->se_after = noise_se(o, row->after);
+		row->se_delta = noise_se(o, row->before + row->after);
 		row->kind = diff_classify(row->before, row->after, o, &row->reason);
 		r->count[row->kind]++;
 		r->order[i] = i;

@@ -46,8 +46,10 @@ struct diff_result {
 enum diff_kind diff_classify(double before, double after, const struct diff_opts *o,
 			     const char **reason);
 const char *diff_kind_name(enum diff_kind k);
-/* the kind named s, or -1 */
-int diff_kind_parse(const char *s);
+/* 100 * (after - before) / before; NaN when before is 0 */
+double diff_pct(double before, double after);
+/* before and after, with the delta and pct that follow from them */
+void diff_row__set(struct diff_row *r, double before, double after);
 
 /* rows of every span present on either side; 0 or -ENOMEM */
 int diff_result__build(struct diff_result *r, const struct view *before, const struct view *after,

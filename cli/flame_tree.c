@@ -128,7 +128,6 @@ struct flame_tree *flame_tree__new(const struct view *v, const char *span)
 	for (i = 0; i < v->n_recs && !ret; i++) {
 		if (span && !view__span_within(v, v->recs[i].span, span))
 			continue;
-		t->matched = true;
 		ret = add_record(t, v, &v->recs[i]);
 	}
 	if (!ret)

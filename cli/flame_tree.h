@@ -25,7 +25,6 @@ struct flame_tree {
 	struct flame_node *nodes;	/* nodes[0] is the root, named "all" */
 	size_t n_nodes, cap_nodes;
 	uint32_t max_depth;
-	bool matched;			/* some record was inside the --span asked for */
 	struct hashtab ht;
 };
 

@@ -157,25 +157,20 @@ static int pb_packed(struct pb *run, uint64_t **arr, size_t *n, size_t *cap)
 }
 
 /*
- * A repeated varint field, packed (one length-delimited run) or not (one
- * varint): append its values to *arr.  Writers may use either encoding.
+ * One occurrence of a repeated varint field, as pb_next() read it: a varint
+ * (v) or a packed run (body), appended to *arr.  Writers may use either
+ * encoding; any other wire type is malformed.
  */
-static int pb_repeated(struct pb *b, int wt, uint64_t **arr, size_t *n, size_t *cap)
+static int pb_append(int wt, uint64_t v, struct pb *body, uint64_t **arr, size_t *n, size_t *cap)
 {
-	struct pb run;
-	uint64_t v;
-
-	if (wt == WT_VARINT) {
-		if (pb_varint(b, &v))
-			return -EINVAL;
-		if (vec_reserve(arr, cap, *n + 1, sizeof(v)))
-			return -ENOMEM;
-		(*arr)[(*n)++] = v;
-		return 0;
-	}
-	if (wt != WT_LEN || pb_len(b, &run))
+	if (wt == WT_LEN)
+		return pb_packed(body, arr, n, cap);
+	if (wt != WT_VARINT)
 		return -EINVAL;
-	return pb_packed(&run, arr, n, cap);
+	if (vec_reserve(arr, cap, *n + 1, sizeof(v)))
+		return -ENOMEM;
+	(*arr)[(*n)++] = v;
+	return 0;
 }
 
 /* --- tables --------------------------------------------------------------------------- */
@@ -601,16 +596,8 @@ static int dec_header_field(struct dec *d, struct field *fl)
 		struct pb b = fl->body;
 		int ret;
 
-		if (fl->wt == WT_VARINT) {
-			if (vec_reserve(&p->comments, &d->cap_comments, p->n_comments + 1,
-					sizeof(int64_t)))
-				return -ENOMEM;
-			p->comments[p->n_comments++] = (int64_t)v;
-			return 0;
-		}
-		if (fl->wt != WT_LEN)
-			return malformed(d);
-		ret = pb_packed(&b, (uint64_t **)&p->comments, &p->n_comments, &d->cap_comments);
+		ret = pb_append(fl->wt, v, &b, (uint64_t **)&p->comments, &p->n_comments,
+				&d->cap_comments);
 		return ret == -EINVAL ? malformed(d) : ret;
 	}
 	if (fl->f < 7 || fl->f > 15)
@@ -757,36 +744,36 @@ struct sample_dst {
 
 static int dec_sample_fields(struct dec *d, struct pb *m, const struct sample_dst *o)
 {
-	struct pb sub;
+	struct pb body;
 	uint32_t f;
+	uint64_t v;
 	int wt, ret;
 
-	while (m->p < m->end) {
-		if (pb_tag(m, &f, &wt))
-			return malformed(d);
+	while ((ret = pb_next(m, &f, &wt, &v, &body)) > 0) {
 		switch (f) {
 		case 1:
-			ret = pb_repeated(m, wt, o->locs, o->n_locs, o->cap_locs);
+			ret = pb_append(wt, v, &body, o->locs, o->n_locs, o->cap_locs);
 			break;
 		case 2:
-			ret = pb_repeated(m, wt, (uint64_t **)o->values, o->n_values,
-					  o->cap_values);
+			ret = pb_append(wt, v, &body, (uint64_t **)o->values, o->n_values,
+					o->cap_values);
 			break;
 		case 3:
-			if (wt != WT_LEN || pb_len(m, &sub))
+			if (wt != WT_LEN)
 				return malformed(d);
 			if (vec_reserve(o->labels, o->cap_labels, *o->n_labels + 1,
 					sizeof(**o->labels)))
 				return -ENOMEM;
-			ret = dec_label(d, &sub, &(*o->labels)[(*o->n_labels)++]);
+			ret = dec_label(d, &body, &(*o->labels)[(*o->n_labels)++]);
 			break;
 		default:
-			ret = pb_skip(m, wt);
+			/* unknown: pb_next() has stepped over it */
+			ret = 0;
 		}
 		if (ret)
 			return ret == -ENOMEM ? ret : malformed(d);
 	}
-	return 0;
+	return ret ? malformed(d) : 0;
 }
 
 static int check_sample(struct dec *d, size_t idx, const uint64_t *locs, size_t n_locs,
@@ -939,15 +926,34 @@ static struct pprof_profile *decode(struct dec *d, struct src *in)
 	return d->p;
 }
 
+/* a fresh decoder; err starts empty, as seterr() keeps only the first reason */
+static void dec_init(struct dec *d, const struct pprof_read_opts *opts, char *err, size_t errlen)
+{
+	*d = (struct dec){ .o = opts, .err = err, .errlen = errlen };
+	if (err && errlen)
+		err[0] = '\0';
+}
+
+static size_t max_decoded(const struct pprof_read_opts *opts)
+{
+	return opts && opts->max_decoded ? opts->max_decoded : PPROF_MAX_DECODED;
+}
+
+/* gzip'd input: from memory (buf, len), or from fd when it is >= 0 */
+static struct src gzip_src(struct dec *d, const void *buf, size_t len, int fd)
+{
+	return (struct src){ .d = d, .gzip = true, .in = buf, .in_len = len,
+			     .max = max_decoded(d->o), .fd = fd };
+}
+
 struct pprof_profile *pprof_decode_opts(const void *buf, size_t len,
 					const struct pprof_read_opts *opts, char *err,
 					size_t errlen)
 {
-	struct dec d = { .o = opts, .err = err, .errlen = errlen };
+	struct dec d;
 	struct src in = { .d = &d, .win = (uint8_t *)buf, .end = len, .fd = -1 };
 
-	if (err && errlen)
-		err[0] = '\0';
+	dec_init(&d, opts, err, errlen);
 	if (!len) {
 		seterr(&d, 0, "empty profile");
 		errno = EINVAL;
@@ -965,14 +971,13 @@ struct pprof_profile *pprof_decode_gzip_opts(const void *buf, size_t len,
 					     const struct pprof_read_opts *opts, char *err,
 					     size_t errlen)
 {
-	struct dec d = { .o = opts, .err = err, .errlen = errlen };
-	size_t max = opts && opts->max_decoded ? opts->max_decoded : PPROF_MAX_DECODED;
-	struct src in = { .d = &d, .gzip = true, .in = buf, .in_len = len, .max = max, .fd = -1 };
 	const unsigned char *b = buf;
 	struct pprof_profile *p;
+	struct dec d;
+	struct src in;
 
-	if (err && errlen)
-		err[0] = '\0';
+	dec_init(&d, opts, err, errlen);
+	in = gzip_src(&d, buf, len, -1);
 	if (!len) {
 		seterr(&d, 0, "empty file, not a pprof profile");
 		errno = EINVAL;
@@ -980,7 +985,7 @@ struct pprof_profile *pprof_decode_gzip_opts(const void *buf, size_t len,
 	}
 	if (len < 2 || b[0] != 0x1f || b[1] != 0x8b) {
 		/* say so when it is a profile that only lacks the compression */
-		p = len <= max ? pprof_decode(buf, len, NULL, 0) : NULL;
+		p = len <= in.max ? pprof_decode(buf, len, NULL, 0) : NULL;
 		if (p)
 			seterr(&d, 0, "an uncompressed pprof protobuf; culpert reads gzip'd profiles: gzip it first");
 		else
@@ -1038,12 +1043,11 @@ static int read_all(int fd, size_t max, void **out, size_t *out_len)
 static struct pprof_profile *decode_fd(int fd, const struct pprof_read_opts *opts, char *err,
 				       size_t errlen)
 {
-	struct dec d = { .o = opts, .err = err, .errlen = errlen };
-	struct src in = { .d = &d, .gzip = true, .fd = fd };
+	struct dec d;
+	struct src in;
 
-	in.max = opts && opts->max_decoded ? opts->max_decoded : PPROF_MAX_DECODED;
-	if (err && errlen)
-		err[0] = '\0';
+	dec_init(&d, opts, err, errlen);
+	in = gzip_src(&d, NULL, 0, fd);
 	return decode(&d, &in);
 }
 
@@ -1059,7 +1063,7 @@ static bool is_gzip_file(int fd)
 struct pprof_profile *pprof_read_file_opts(const char *path, const struct pprof_read_opts *opts,
 					   char *err, size_t errlen)
 {
-	size_t max = opts && opts->max_decoded ? opts->max_decoded : PPROF_MAX_DECODED;
+	size_t max = max_decoded(opts);
 	struct pprof_profile *p;
 	struct stat st;
 	void *buf = NULL;

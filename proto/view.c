@@ -638,26 +638,24 @@ static struct view *view_read(const char *path, const void *buf, size_t len,
 		   pprof_decode_gzip_opts(buf, len, &ro, err, errlen);
 	if (!p) {
 		ret = -errno;
-		/* a reason of ours beats the reader's generic one */
-		if (b.err[0])
-			snprintf(err, errlen, "%s", b.err);
+		/* prepare() may have kept the profile the reader freed on its way out */
 		v->p = NULL;
-	}
-	if (!ret && !b.loc_cs)
+	} else if (!b.loc_cs) {
+		/* no samples, so first_sample() never ran; prepare() sets v->p */
 		ret = prepare(&b, p);
+	}
 	if (!ret) {
-		v->p = p;
 		v->rate = p->period;
 		ret = build_tree(&b);
 		if (ret)
 			snprintf(err, errlen, "out of memory");
-	} else if (p && b.err[0]) {
+	} else if (b.err[0]) {
+		/* a reason of ours beats the reader's generic one */
 		snprintf(err, errlen, "%s", b.err);
 	}
 	builder_free(&b);
 	if (ret) {
-		if (!v->p)
-			pprof_profile__free(p);
+		/* v->p is p or NULL here: view__free() frees the profile */
 		view__free(v);
 		errno = -ret;
 		return NULL;
@@ -731,4 +729,85 @@ bool view__span_within(const struct view *v, uint32_t span, const char *name)
 		    (!strcmp(v->spans[span].name, name) || !strcmp(v->spans[span].path, name)))
 			return true;
 	return false;
+}
+
+/*
+ * Every span is on the path of some record, so this is also "does a record
+ * fall inside a span named `name`", without walking the records.
+ */
+bool view__has_span(const struct view *v, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < v->n_spans; i++)
+		if (!v->spans[i].no_span &&
+		    (!strcmp(v->spans[i].name, name) || !strcmp(v->spans[i].path, name)))
+			return true;
+	return false;
+}
+
+static int cmp_self(const void *a, const void *b, void *ctx)
+{
+	const struct view_span *x = &((const struct view *)ctx)->spans[*(const uint32_t *)a];
+	const struct view_span *y = &((const struct view *)ctx)->spans[*(const uint32_t *)b];
+
+	if (x->self != y->self)
+		return x->self > y->self ? -1 : 1;
+	return strcmp(x->path, y->path);
+}
+
+size_t view__flat_spans(const struct view *v, uint32_t *out)
+{
+	size_t n = 0, i;
+
+	for (i = 0; i < v->n_spans; i++)
+		if (v->spans[i].self_samples)
+			out[n++] = (uint32_t)i;
+	qsort_r(out, n, sizeof(*out), cmp_self, (void *)v);
+	return n;
+}
+
+static int cmp_cs(const void *a, const void *b, void *ctx)
+{
+	const struct view_cs_row *x = a, *y = b;
+	const struct view *v = ctx;
+
+	if (x->bytes != y->bytes)
+		return x->bytes > y->bytes ? -1 : 1;
+	return strcmp(v->callsites[x->callsite], v->callsites[y->callsite]);
+}
+
+struct view_cs_row *view__callsite_rows(const struct view *v,
+					bool (*select)(const struct view_rec *rec, void *ctx),
+					void *ctx, size_t *n, double *total)
+{
+	struct view_cs_row *rows = calloc(v->n_callsites ?: 1, sizeof(*rows));
+	size_t i, k = 0;
+
+	if (!rows)
+		return NULL;
+	*total = 0;
+	for (i = 0; i < v->n_callsites; i++) {
+		rows[i].callsite = (uint32_t)i;
+		rows[i].oldest_ns = -1;
+	}
+	for (i = 0; i < v->n_recs; i++) {
+		const struct view_rec *rec = &v->recs[i];
+		struct view_cs_row *row = &rows[rec->callsite];
+
+		if (select && !select(rec, ctx))
+			continue;
+		row->bytes += rec->bytes;
+		row->objects += rec->objects;
+		row->samples += rec->samples;
+		if (rec->age_ns > row->oldest_ns)
+			row->oldest_ns = rec->age_ns;
+		*total += rec->bytes;
+	}
+	for (i = 0; i < v->n_callsites; i++)
+		if (rows[i].samples)
+			rows[k++] = rows[i];
+	qsort_r(rows, k, sizeof(*rows), cmp_cs, (void *)v);
+	*n = k;
+	return rows;
 }

@@ -93,6 +93,30 @@ void view__free(struct view *v);
 size_t view__children(const struct view *v, uint32_t span, uint32_t *out);
 /* is span i, or one of its ancestors, named `name` (or with path `name`)? */
 bool view__span_within(const struct view *v, uint32_t span, const char *name);
+/* is some span (not the no-span bucket) named `name`, or with path `name`? */
+bool view__has_span(const struct view *v, const char *name);
+/*
+ * The spans that allocated themselves, by their own bytes, largest first, ties
+ * by path, into out (room for n_spans); their count returned.
+ */
+size_t view__flat_spans(const struct view *v, uint32_t *out);
+
+/* one callsite's share of the selected records */
+struct view_cs_row {
+	uint32_t callsite;
+	double bytes, objects;
+	uint64_t samples;
+	int64_t oldest_ns;	/* -1 when no record carries an age */
+};
+
+/*
+ * The records select() keeps (NULL: all) summed by callsite: the callsites
+ * with samples, by bytes, largest first, ties by name, in a malloc'd array of
+ * *n rows, *total their bytes.  NULL when out of memory.
+ */
+struct view_cs_row *view__callsite_rows(const struct view *v,
+					bool (*select)(const struct view_rec *rec, void *ctx),
+					void *ctx, size_t *n, double *total);
 /*
  * The display name of line `line` of location l into buf: "function", or with
  * `where` "function (file:line)"; "lib.so+0x1f0" when l has no lines.

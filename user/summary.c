@@ -10,56 +10,37 @@
 
 #define TOP 5
 
-struct ranked {
-	uint32_t idx;
-	double bytes;
-};
-
-static int by_bytes(const void *a, const void *b)
-{
-	const struct ranked *x = a, *y = b;
-
-	if (x->bytes != y->bytes)
-		return x->bytes > y->bytes ? -1 : 1;
-	return x->idx < y->idx ? -1 : x->idx > y->idx;
-}
-
 /* spans by their own allocated bytes, as `culpert report --flat` ranks them */
 static void print_spans(FILE *f, const struct view *v)
 {
-	struct ranked *r = calloc(v->n_spans ?: 1, sizeof(*r));
+	uint32_t *idx = malloc((v->n_spans ?: 1) * sizeof(*idx));
+	size_t n, i;
 	char b[32];
-	size_t i;
 
-	if (!r)
+	if (!idx)
 		return;
-	for (i = 0; i < v->n_spans; i++)
-		r[i] = (struct ranked){ (uint32_t)i, v->spans[i].self };
-	qsort(r, v->n_spans, sizeof(*r), by_bytes);
+	n = view__flat_spans(v, idx);
 	fprintf(f, "  top spans (allocated):\n");
-	for (i = 0; i < v->n_spans && i < TOP && r[i].bytes > 0; i++)
-		fprintf(f, "    %-40s %12s\n", v->spans[r[i].idx].path,
-			format_bytes(b, sizeof(b), r[i].bytes));
-	free(r);
+	for (i = 0; i < n && i < TOP && v->spans[idx[i]].self > 0; i++)
+		fprintf(f, "    %-40s %12s\n", v->spans[idx[i]].path,
+			format_bytes(b, sizeof(b), v->spans[idx[i]].self));
+	free(idx);
 }
 
 /* callsites by live bytes (the view was read with in-use values) */
 static void print_live(FILE *f, const struct view *v)
 {
-	struct ranked *r = calloc(v->n_callsites ?: 1, sizeof(*r));
+	struct view_cs_row *r;
+	double total;
+	size_t n, i;
 	char b[32];
-	size_t i;
 
+	r = view__callsite_rows(v, NULL, NULL, &n, &total);
 	if (!r)
 		return;
-	for (i = 0; i < v->n_callsites; i++)
-		r[i].idx = (uint32_t)i;
-	for (i = 0; i < v->n_recs; i++)
-		r[v->recs[i].callsite].bytes += v->recs[i].bytes;
-	qsort(r, v->n_callsites, sizeof(*r), by_bytes);
 	fprintf(f, "  top live callsites:\n");
-	for (i = 0; i < v->n_callsites && i < TOP && r[i].bytes > 0; i++)
-		fprintf(f, "    %-40s %12s\n", v->callsites[r[i].idx],
+	for (i = 0; i < n && i < TOP && r[i].bytes > 0; i++)
+		fprintf(f, "    %-40s %12s\n", v->callsites[r[i].callsite],
 			format_bytes(b, sizeof(b), r[i].bytes));
 	free(r);
 }
