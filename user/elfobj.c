@@ -27,7 +27,7 @@ struct elfobj {
 	struct elf_symbol *syms;	/* sorted by value; loaded on first use */
 	size_t n_syms;
 	bool syms_loaded;
-	bool has_symtab;
+	bool has_symtab;		/* an SHT_SYMTAB section, from the headers alone */
 };
 
 static bool libelf_ready(void)
@@ -91,6 +91,18 @@ static void read_build_id(struct elfobj *obj)
 	}
 }
 
+/* the section headers say whether there is a .symtab: no need to load it to know */
+static bool find_symtab(Elf *elf)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Shdr shdr;
+
+	while ((scn = elf_nextscn(elf, scn)))
+		if (gelf_getshdr(scn, &shdr) && shdr.sh_type == SHT_SYMTAB)
+			return true;
+	return false;
+}
+
 static int read_segments(struct elfobj *obj)
 {
 	size_t i, n, cap = 0;
@@ -139,6 +151,7 @@ struct elfobj *elfobj__open(const char *path)
 	if (err)
 		goto err;
 	read_build_id(obj);
+	obj->has_symtab = find_symtab(obj->elf);
 	return obj;
 err:
 	elfobj__free(obj);
@@ -249,8 +262,6 @@ static int load_symbols(struct elfobj *obj)
 			continue;
 		if (shdr.sh_type != SHT_SYMTAB && shdr.sh_type != SHT_DYNSYM)
 			continue;
-		if (shdr.sh_type == SHT_SYMTAB)
-			obj->has_symtab = true;
 		err = add_symtab(obj, scn, &shdr, &cap);
 		if (err)
 			return err;
@@ -289,7 +300,6 @@ bool elfobj__mentions_any(const struct elfobj *obj, const char *const *names, si
 
 bool elfobj__has_symtab(const struct elfobj *obj)
 {
-	load_symbols((struct elfobj *)obj);
 	return obj->has_symtab;
 }
 
