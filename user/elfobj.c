@@ -230,7 +230,6 @@ static int add_symtab(struct elfobj *obj, Elf_Scn *scn, const GElf_Shdr *shdr, s
 			.size = sym.st_size,
 			.type = (uint8_t)type,
 			.bind = (uint8_t)GELF_ST_BIND(sym.st_info),
-			.dynamic = shdr->sh_type == SHT_DYNSYM,
 			.order = (uint32_t)i | (shdr->sh_type == SHT_DYNSYM ? 1U << 31 : 0),
 		};
 	}

@@ -18,7 +18,6 @@ struct elf_symbol {
 	uint64_t size;
 	uint8_t type;		/* STT_FUNC or STT_GNU_IFUNC */
 	uint8_t bind;
-	bool dynamic;		/* from .dynsym */
 	uint32_t order;		/* position in its table, .symtab before .dynsym */
 };
 
