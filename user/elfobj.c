@@ -14,6 +14,7 @@
 
 struct load_seg {
 	uint64_t vaddr, offset, filesz;
+	uint32_t flags;			/* p_flags: PF_X, PF_W, PF_R */
 };
 
 struct elfobj {
@@ -24,6 +25,8 @@ struct elfobj {
 	char build_id[2 * 64 + 1];
 	struct load_seg *segs;
 	size_t n_segs;
+	uint64_t eh_frame_hdr;		/* PT_GNU_EH_FRAME's p_vaddr, if has_eh_frame_hdr */
+	bool has_eh_frame_hdr;
 	struct elf_symbol *syms;	/* sorted by value; loaded on first use */
 	size_t n_syms;
 	bool syms_loaded;
@@ -103,6 +106,7 @@ static bool find_symtab(Elf *elf)
 	return false;
 }
 
+/* one pass over the program headers: what later questions about segments need */
 static int read_segments(struct elfobj *obj)
 {
 	size_t i, n, cap = 0;
@@ -111,12 +115,18 @@ static int read_segments(struct elfobj *obj)
 	if (elf_getphdrnum(obj->elf, &n))
 		return -ENOEXEC;
 	for (i = 0; i < n; i++) {
-		if (!gelf_getphdr(obj->elf, (int)i, &phdr) || phdr.p_type != PT_LOAD)
+		if (!gelf_getphdr(obj->elf, (int)i, &phdr))
+			continue;
+		if (phdr.p_type == PT_GNU_EH_FRAME && !obj->has_eh_frame_hdr) {
+			obj->eh_frame_hdr = phdr.p_vaddr;
+			obj->has_eh_frame_hdr = true;
+		}
+		if (phdr.p_type != PT_LOAD)
 			continue;
 		if (vec_reserve(&obj->segs, &cap, obj->n_segs + 1, sizeof(*obj->segs)))
 			return -ENOMEM;
 		obj->segs[obj->n_segs++] = (struct load_seg){ phdr.p_vaddr, phdr.p_offset,
-							      phdr.p_filesz };
+							      phdr.p_filesz, phdr.p_flags };
 	}
 	return 0;
 }
@@ -403,18 +413,23 @@ int elfobj__offset_to_vaddr(const struct elfobj *obj, uint64_t off, uint64_t *va
 
 int elfobj__eh_frame_hdr(const struct elfobj *obj, uint64_t *vaddr)
 {
-	GElf_Phdr phdr;
-	size_t i, n;
-
-	if (elf_getphdrnum(obj->elf, &n))
+	if (!obj->has_eh_frame_hdr)
 		return -ENOENT;
-	for (i = 0; i < n; i++) {
-		if (gelf_getphdr(obj->elf, (int)i, &phdr) && phdr.p_type == PT_GNU_EH_FRAME) {
-			*vaddr = phdr.p_vaddr;
-			return 0;
+	*vaddr = obj->eh_frame_hdr;
+	return 0;
+}
+
+int elfobj__exec_segment(const struct elfobj *obj, uint64_t *vaddr)
+{
+	size_t i, n_exec = 0;
+
+	for (i = 0; i < obj->n_segs; i++) {
+		if (obj->segs[i].flags & PF_X) {
+			*vaddr = obj->segs[i].vaddr;
+			n_exec++;
 		}
 	}
-	return -ENOENT;
+	return n_exec == 1 ? 0 : -ENOENT;
 }
 
 long elfobj__read(const struct elfobj *obj, uint64_t vaddr, void *buf, size_t len)
