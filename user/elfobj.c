@@ -14,6 +14,7 @@
 
 struct load_seg {
 	uint64_t vaddr, offset, filesz;
+	uint32_t flags;			/* p_flags: PF_X, PF_W, PF_R */
 };
 
 struct elfobj {
@@ -24,10 +25,12 @@ struct elfobj {
 	char build_id[2 * 64 + 1];
 	struct load_seg *segs;
 	size_t n_segs;
+	uint64_t eh_frame_hdr;		/* PT_GNU_EH_FRAME's p_vaddr, if has_eh_frame_hdr */
+	bool has_eh_frame_hdr;
 	struct elf_symbol *syms;	/* sorted by value; loaded on first use */
 	size_t n_syms;
 	bool syms_loaded;
-	bool has_symtab;
+	bool has_symtab;		/* an SHT_SYMTAB section, from the headers alone */
 };
 
 static bool libelf_ready(void)
@@ -91,6 +94,19 @@ static void read_build_id(struct elfobj *obj)
 	}
 }
 
+/* the section headers say whether there is a .symtab: no need to load it to know */
+static bool find_symtab(Elf *elf)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Shdr shdr;
+
+	while ((scn = elf_nextscn(elf, scn)))
+		if (gelf_getshdr(scn, &shdr) && shdr.sh_type == SHT_SYMTAB)
+			return true;
+	return false;
+}
+
+/* one pass over the program headers: what later questions about segments need */
 static int read_segments(struct elfobj *obj)
 {
 	size_t i, n, cap = 0;
@@ -99,12 +115,18 @@ static int read_segments(struct elfobj *obj)
 	if (elf_getphdrnum(obj->elf, &n))
 		return -ENOEXEC;
 	for (i = 0; i < n; i++) {
-		if (!gelf_getphdr(obj->elf, (int)i, &phdr) || phdr.p_type != PT_LOAD)
+		if (!gelf_getphdr(obj->elf, (int)i, &phdr))
+			continue;
+		if (phdr.p_type == PT_GNU_EH_FRAME && !obj->has_eh_frame_hdr) {
+			obj->eh_frame_hdr = phdr.p_vaddr;
+			obj->has_eh_frame_hdr = true;
+		}
+		if (phdr.p_type != PT_LOAD)
 			continue;
 		if (vec_reserve(&obj->segs, &cap, obj->n_segs + 1, sizeof(*obj->segs)))
 			return -ENOMEM;
 		obj->segs[obj->n_segs++] = (struct load_seg){ phdr.p_vaddr, phdr.p_offset,
-							      phdr.p_filesz };
+							      phdr.p_filesz, phdr.p_flags };
 	}
 	return 0;
 }
@@ -139,6 +161,7 @@ struct elfobj *elfobj__open(const char *path)
 	if (err)
 		goto err;
 	read_build_id(obj);
+	obj->has_symtab = find_symtab(obj->elf);
 	return obj;
 err:
 	elfobj__free(obj);
@@ -217,7 +240,6 @@ static int add_symtab(struct elfobj *obj, Elf_Scn *scn, const GElf_Shdr *shdr, s
 			.size = sym.st_size,
 			.type = (uint8_t)type,
 			.bind = (uint8_t)GELF_ST_BIND(sym.st_info),
-			.dynamic = shdr->sh_type == SHT_DYNSYM,
 			.order = (uint32_t)i | (shdr->sh_type == SHT_DYNSYM ? 1U << 31 : 0),
 		};
 	}
@@ -249,8 +271,6 @@ static int load_symbols(struct elfobj *obj)
 			continue;
 		if (shdr.sh_type != SHT_SYMTAB && shdr.sh_type != SHT_DYNSYM)
 			continue;
-		if (shdr.sh_type == SHT_SYMTAB)
-			obj->has_symtab = true;
 		err = add_symtab(obj, scn, &shdr, &cap);
 		if (err)
 			return err;
@@ -289,7 +309,6 @@ bool elfobj__mentions_any(const struct elfobj *obj, const char *const *names, si
 
 bool elfobj__has_symtab(const struct elfobj *obj)
 {
-	load_symbols((struct elfobj *)obj);
 	return obj->has_symtab;
 }
 
@@ -394,18 +413,23 @@ int elfobj__offset_to_vaddr(const struct elfobj *obj, uint64_t off, uint64_t *va
 
 int elfobj__eh_frame_hdr(const struct elfobj *obj, uint64_t *vaddr)
 {
-	GElf_Phdr phdr;
-	size_t i, n;
-
-	if (elf_getphdrnum(obj->elf, &n))
+	if (!obj->has_eh_frame_hdr)
 		return -ENOENT;
-	for (i = 0; i < n; i++) {
-		if (gelf_getphdr(obj->elf, (int)i, &phdr) && phdr.p_type == PT_GNU_EH_FRAME) {
-			*vaddr = phdr.p_vaddr;
-			return 0;
+	*vaddr = obj->eh_frame_hdr;
+	return 0;
+}
+
+int elfobj__exec_segment(const struct elfobj *obj, uint64_t *vaddr)
+{
+	size_t i, n_exec = 0;
+
+	for (i = 0; i < obj->n_segs; i++) {
+		if (obj->segs[i].flags & PF_X) {
+			*vaddr = obj->segs[i].vaddr;
+			n_exec++;
 		}
 	}
-	return -ENOENT;
+	return n_exec == 1 ? 0 : -ENOENT;
 }
 
 long elfobj__read(const struct elfobj *obj, uint64_t vaddr, void *buf, size_t len)

@@ -18,7 +18,6 @@ struct elf_symbol {
 	uint64_t size;
 	uint8_t type;		/* STT_FUNC or STT_GNU_IFUNC */
 	uint8_t bind;
-	bool dynamic;		/* from .dynsym */
 	uint32_t order;		/* position in its table, .symtab before .dynsym */
 };
 
@@ -57,6 +56,8 @@ int elfobj__vaddr_to_offset(const struct elfobj *obj, uint64_t vaddr, uint64_t *
 int elfobj__offset_to_vaddr(const struct elfobj *obj, uint64_t off, uint64_t *vaddr);
 /* virtual address of .eh_frame_hdr (the PT_GNU_EH_FRAME segment); 0 or -ENOENT */
 int elfobj__eh_frame_hdr(const struct elfobj *obj, uint64_t *vaddr);
+/* p_vaddr of the one executable PT_LOAD segment; 0, or -ENOENT when none or several */
+int elfobj__exec_segment(const struct elfobj *obj, uint64_t *vaddr);
 /* copy up to len bytes of code at vaddr; returns bytes copied or -errno */
 long elfobj__read(const struct elfobj *obj, uint64_t vaddr, void *buf, size_t len);
 

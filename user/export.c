@@ -14,7 +14,6 @@
 #include "aggregate.h"
 #include "elfobj.h"
 #include "export.h"
-#include "hashtab.h"
 #include "log.h"
 #include "objcache.h"
 #include "pprof.h"
@@ -23,65 +22,12 @@
 #include "profsym.h"
 #include "spans.h"
 #include "target.h"
-#include "vec.h"
-
-struct resolved {
-	uint64_t addr;			/* address - 1: inside the call instruction */
-	int map;			/* index into the maps snapshot, -1 if none */
-	uint64_t loc_id;
-};
 
 struct exporter {
 	const struct export_opts *o;
 	struct pprof_writer *w;
-	struct resolved *locs;
-	size_t n_locs, cap_locs;
-	struct hashtab loc_ht;
 	uint64_t *map_ids;		/* pprof mapping id per maps entry, 0 if not exported */
 };
-
-static bool addr_eq(uint32_t idx, const void *key, void *ctx)
-{
-	return ((struct exporter *)ctx)->locs[idx].addr == *(const uint64_t *)key;
-}
-
-static void resolve(struct exporter *x, struct resolved *r)
-{
-	const struct procmaps *maps = x->o->maps;
-	const struct procmap *m = procmaps__find(maps, r->addr);
-
-	r->map = m ? (int)(m - maps->v) : -1;
-}
-
-/* pass 1: every distinct address once, with its mapping */
-static int collect(struct exporter *x, const struct aggregate *a)
-{
-	const struct agg_entry *e;
-	size_t n, i, j, nf;
-
-	e = aggregate__entries(a, &n);
-	for (i = 0; i < n; i++) {
-		const uint64_t *f = aggregate__stack_frames(a, e[i].key.stack, &nf);
-
-		for (j = 0; j < nf; j++) {
-			uint64_t addr = f[j] - 1, h = hash_u64(addr, 0);
-			uint32_t idx;
-
-			if (f[j] == CULPERT_FRAME_TRUNCATED)
-				continue;
-			if (hashtab__find(&x->loc_ht, h, &addr, addr_eq, x, &idx))
-				continue;
-			if (vec_reserve(&x->locs, &x->cap_locs, x->n_locs + 1, sizeof(*x->locs)) ||
-			    hashtab__insert(&x->loc_ht, h, (uint32_t)x->n_locs))
-				return -ENOMEM;
-			memset(&x->locs[x->n_locs], 0, sizeof(*x->locs));
-			x->locs[x->n_locs].addr = addr;
-			resolve(x, &x->locs[x->n_locs]);
-			x->n_locs++;
-		}
-	}
-	return 0;
-}
 
 static int add_mapping(struct exporter *x, size_t i)
 {
@@ -123,21 +69,19 @@ static int add_mappings(struct exporter *x)
 	return 0;
 }
 
-/* unsymbolized: the symbolizer fills the lines afterwards, as `culpert symbolize` would */
+/*
+ * Unsymbolized: the symbolizer fills the lines afterwards, as `culpert
+ * symbolize` would.  The writer shares equal (mapping, address, no lines)
+ * locations, so a repeated address gets its first id back.
+ */
 static uint64_t location_id(struct exporter *x, uint64_t ret_addr)
 {
-	uint64_t addr = ret_addr - 1;
+	const struct procmaps *maps = x->o->maps;
+	uint64_t addr = ret_addr - 1;	/* inside the call instruction */
+	const struct procmap *m = procmaps__find(maps, addr);
 	struct pprof_line none = { 0 };
-	struct resolved *r;
-	uint32_t idx;
 
-	if (!hashtab__find(&x->loc_ht, hash_u64(addr, 0), &addr, addr_eq, x, &idx))
-		return 0;
-	r = &x->locs[idx];
-	if (!r->loc_id)
-		r->loc_id = pprof_writer__add_location(x->w, r->map >= 0 ? x->map_ids[r->map] : 0,
-						       addr, &none, 0);
-	return r->loc_id;
+	return pprof_writer__add_location(x->w, m ? x->map_ids[m - maps->v] : 0, addr, &none, 0);
 }
 
 /*
@@ -446,9 +390,7 @@ static int write_symbolized(struct exporter *x, const char *path)
 static void exporter_free(struct exporter *x)
 {
 	pprof_writer__free(x->w);
-	free(x->locs);
 	free(x->map_ids);
-	hashtab__free(&x->loc_ht);
 }
 
 int export_profile(const struct aggregate *a, const struct export_opts *o, const char *path)
@@ -475,8 +417,6 @@ int export_profile(const struct aggregate *a, const struct export_opts *o, const
 	x.w = pprof_writer__new(&wo);
 	x.map_ids = calloc(o->maps->n ?: 1, sizeof(*x.map_ids));
 	err = x.w && x.map_ids ? 0 : -ENOMEM;
-	if (!err)
-		err = collect(&x, a);
 	if (!err)
 		err = add_mappings(&x);
 	if (!err)

@@ -256,18 +256,12 @@ static bool read_keyed(int dfd, const char *file, const struct mem_section *s,
 /* does the cgroup.controllers file of the cgroup list "memory"? */
 static bool has_memory_controller(int dfd)
 {
-	char *text, *p;
-	bool found = false;
+	char *text;
+	bool found;
 
 	if (read_file_at(dfd, "cgroup.controllers", &text, NULL))
 		return false;
-	for (p = text; *p; p += strspn(p, " \n")) {
-		size_t n = strcspn(p, " \n");
-
-		if (n == 6 && !strncmp(p, "memory", 6))
-			found = true;
-		p += n;
-	}
+	found = mem_has_word(text, "memory");
 	free(text);
 	return found;
 }

@@ -99,6 +99,7 @@ static int add_pressure(struct mem_items *items, const struct mem_pressure *p)
 		if (!it)
 			return -ENOMEM;
 		it->u = p->total_us[w];
+		it->usec = true;
 		it->counter = true;
 		it->help = help[w];
 		/* Prometheus wants base units: seconds, as node_exporter's PSI metrics */
@@ -277,7 +278,7 @@ static void prom_value(FILE *f, const struct mem_item *it)
 {
 	if (it->u == MEM_UNLIMITED)
 		fputs("+Inf", f);
-	else if (strstr(it->prom, "_seconds_total"))
+	else if (it->usec)
 		fprintf(f, "%.6f", (double)it->u / 1e6);
 	else
 		fprintf(f, "%" PRIu64, it->u);

@@ -33,6 +33,7 @@ struct mem_item {
 	const char *help;
 	enum mem_item_type type;
 	bool counter;
+	bool usec;		/* u is in microseconds; Prometheus gets seconds */
 	uint64_t u;		/* MEM_UNLIMITED: "max" */
 	double f;
 	const char *s;		/* points into the memstats */

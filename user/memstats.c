@@ -143,18 +143,21 @@ void mem_parse_keyed(const char *text, const struct mem_section *s, struct mem_v
 		parse_keyed_line(line, s, out);
 }
 
-/* " sh " in a VmFlags line: two-letter flags separated by blanks */
-static bool has_flag(const char *vmflags, const char *flag)
+/*
+ * Both lists are one line from the kernel, but a newline is taken as a
+ * blank too: cgroup.controllers is read whole, newline and all.
+ */
+bool mem_has_word(const char *list, const char *word)
 {
-	const char *p = vmflags;
-	size_t len;
+	const char *p = list;
+	size_t len, wlen = strlen(word);
 
 	for (;;) {
-		p += strspn(p, " \t");
+		p += strspn(p, " \t\n");
 		len = strcspn(p, " \t\n");
 		if (!len)
 			return false;
-		if (len == strlen(flag) && !strncmp(p, flag, len))
+		if (len == wlen && !strncmp(p, word, len))
 			return true;
 		p += len;
 	}
@@ -167,10 +170,10 @@ static bool starts_with(const char *s, const char *prefix)
 
 enum mem_kind mem_classify(const char *path, const char *vmflags)
 {
-	if (has_flag(vmflags, "ht"))
+	if (mem_has_word(vmflags, "ht"))
 		return MEM_KIND_HUGE;
 	/* shmem/tmpfs behind a shared mapping; a shared mapping of a regular file is file */
-	if (has_flag(vmflags, "sh") &&
+	if (mem_has_word(vmflags, "sh") &&
 	    (!*path || starts_with(path, "/dev/zero") || starts_with(path, "/memfd:") ||
 	     starts_with(path, "/SYSV") || starts_with(path, "/dev/shm/")))
 		return MEM_KIND_SHMEM;

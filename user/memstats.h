@@ -139,5 +139,7 @@ void mem_parse_keyed(const char *text, const struct mem_section *s, struct mem_v
 int mem_parse_smaps(const char *text, struct mem_values kinds[MEM_KIND__MAX]);
 /* the kind of a mapping from its path and the VmFlags line ("rd wr sh ht ...") */
 enum mem_kind mem_classify(const char *path, const char *vmflags);
+/* is word one of the blank-separated words of list ("rd wr sh", "cpu io memory")? */
+bool mem_has_word(const char *list, const char *word);
 
 #endif /* CULPERT_MEMSTATS_H */

@@ -190,20 +190,12 @@ static void use_dwarf(struct symbolizer *s, struct sym_object *o, struct elfobj 
  */
 static int debug_exec_segment(struct elfobj *dbg, uint64_t *seg)
 {
-	Elf *elf = elfobj__elf(dbg);
-	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
-	size_t i, n, n_exec = 0;
-	GElf_Phdr ph;
+	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE), vaddr;
 
-	if (elf_getphdrnum(elf, &n))
+	if (elfobj__exec_segment(dbg, &vaddr))
 		return -ENOENT;
-	for (i = 0; i < n; i++) {
-		if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD && (ph.p_flags & PF_X)) {
-			*seg = ph.p_vaddr & ~(page - 1);
-			n_exec++;
-		}
-	}
-	return n_exec == 1 ? 0 : -ENOENT;
+	*seg = vaddr & ~(page - 1);
+	return 0;
 }
 
 /*
