@@ -2,6 +2,8 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -135,16 +137,59 @@ size_t uprobe_set__count(const struct uprobe_set *s)
 	return s ? s->n_sites : 0;
 }
 
+/* one link to let go of: a libbpf link (perf mode) or a link fd */
+struct release {
+	struct bpf_link *link;
+	int fd;
+	pthread_t thread;
+	bool threaded;
+};
+
+static void *release_one(void *arg)
+{
+	struct release *r = arg;
+
+	if (r->link)
+		bpf_link__destroy(r->link);
+	else
+		close(r->fd);
+	return NULL;
+}
+
+/*
+ * Releasing a uprobe link waits for the kernel's uprobe grace periods before
+ * the close returns: 40-130 ms each here, so a dozen links let go of one after
+ * another hold the exit for a second.  A thread per link overlaps the waits;
+ * a link whose thread cannot be started is let go of here.
+ */
 void uprobe_set__free(struct uprobe_set *s)
 {
-	size_t i;
+	struct release *r;
+	size_t i, n;
 
 	if (!s)
 		return;
-	for (i = 0; i < s->n_links; i++)
-		bpf_link__destroy(s->links[i]);
-	for (i = 0; i < s->n_fds; i++)
-		close(s->fds[i]);
+	n = s->n_links + s->n_fds;
+	r = calloc(n ? n : 1, sizeof(*r));
+	for (i = 0; r && i < n; i++) {
+		if (i < s->n_links)
+			r[i].link = s->links[i];
+		else
+			r[i].fd = s->fds[i - s->n_links];
+		r[i].threaded = !pthread_create(&r[i].thread, NULL, release_one, &r[i]);
+		if (!r[i].threaded)
+			release_one(&r[i]);
+	}
+	for (i = 0; r && i < n; i++)
+		if (r[i].threaded)
+			pthread_join(r[i].thread, NULL);
+	if (!r) {
+		for (i = 0; i < s->n_links; i++)
+			bpf_link__destroy(s->links[i]);
+		for (i = 0; i < s->n_fds; i++)
+			close(s->fds[i]);
+	}
+	free(r);
 	free(s->links);
 	free(s->fds);
 	free(s);
