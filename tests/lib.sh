@@ -99,41 +99,16 @@ attach_bg() {
 	bpf_bg "$_err" attach "$@"
 }
 
-# profile NAME RATE "ATTACH ARGS" CMD...: run CMD (a target that starts as
-# start_target wants) under attach to its end, the exit status of both
-# checked; $TMP/NAME.out is its output, $TMP/NAME.err attach's stderr,
-# $TMP/NAME.pb.gz the profile.  ATTACH ARGS are split at blanks and never
-# globbed (--span-fn takes patterns).
-profile() {
+# start_profiled NAME SUBCMD "ARGS" CMD...: start CMD (a target that starts
+# as start_target wants), culpert-bpf SUBCMD (attach, capture) on it in the
+# background, and let the target go; $TMP/NAME.out is its output,
+# $TMP/NAME.err SUBCMD's stderr, $TMP/NAME.pb.gz the profile.  ARGS are split
+# at blanks and never globbed (--span-fn takes patterns).
+start_profiled() {
 	_name=$1
-	_rate=$2
+	_cmd=$2
 	_args=$3
 	shift 3
-	start_target "$TMP/$_name.out" "$@" || return 1
-	set -f
-	# shellcheck disable=SC2086
-	attach_bg "$TMP/$_name.err" --pid "$target_pid" --rate "$_rate" -o "$TMP/$_name.pb.gz" $_args
-	_rc=$?
-	set +f
-	[ "$_rc" -eq 0 ] || return 1
-	kill -USR1 "$target_pid"
-	wait "$target_pid" || {
-		fail "$_name: target exited with $?: $(tail -3 "$TMP/$_name.out")"
-		return 1
-	}
-	wait "$attach_pid" || { fail "$_name: attach failed: $(cat "$TMP/$_name.err")"; return 1; }
-}
-
-# profile_until_done NAME SECONDS SUBCMD "ARGS" CMD...: run CMD (a target that
-# says "done" when its work is over and then stays alive) under culpert-bpf
-# SUBCMD (attach, capture) until it says so, stop SUBCMD with SIGINT and check
-# its exit status; files as for profile.  ARGS are split at blanks, never globbed.
-profile_until_done() {
-	_name=$1
-	_secs=$2
-	_cmd=$3
-	_args=$4
-	shift 4
 	start_target "$TMP/$_name.out" "$@" || return 1
 	set -f
 	# shellcheck disable=SC2086
@@ -142,6 +117,34 @@ profile_until_done() {
 	set +f
 	[ "$_rc" -eq 0 ] || return 1
 	kill -USR1 "$target_pid"
+}
+
+# profile NAME RATE "ATTACH ARGS" CMD...: CMD under attach to its end, the
+# exit status of both checked; files and ARGS as for start_profiled.
+profile() {
+	_name=$1
+	_rate=$2
+	_args=$3
+	shift 3
+	start_profiled "$_name" attach "--rate $_rate $_args" "$@" || return 1
+	wait "$target_pid" || {
+		fail "$_name: target exited with $?: $(tail -3 "$TMP/$_name.out")"
+		return 1
+	}
+	wait "$attach_pid" || { fail "$_name: attach failed: $(cat "$TMP/$_name.err")"; return 1; }
+}
+
+# profile_until_done NAME SECONDS SUBCMD "ARGS" CMD...: CMD (a target that says
+# "done" when its work is over and then stays alive) under SUBCMD until it
+# says so, then SUBCMD stopped with SIGINT and its exit status checked; files
+# and ARGS as for start_profiled.
+profile_until_done() {
+	_name=$1
+	_secs=$2
+	_cmd=$3
+	_args=$4
+	shift 4
+	start_profiled "$_name" "$_cmd" "$_args" "$@" || return 1
 	wait_for "$TMP/$_name.out" '^done' "$_secs" || { fail "$* did not finish"; return 1; }
 	kill -INT "$attach_pid"
 	wait "$attach_pid" || { fail "$_cmd failed: $(cat "$TMP/$_name.err")"; return 1; }
