@@ -722,11 +722,16 @@ size_t view__children(const struct view *v, uint32_t span, uint32_t *out)
 	return n;
 }
 
+/* a span is named by its name or its whole path; "(no span)" by neither */
+static bool span_is_named(const struct view_span *s, const char *name)
+{
+	return !s->no_span && (!strcmp(s->name, name) || !strcmp(s->path, name));
+}
+
 bool view__span_within(const struct view *v, uint32_t span, const char *name)
 {
 	for (; span != VIEW_NONE; span = v->spans[span].parent)
-		if (!v->spans[span].no_span &&
-		    (!strcmp(v->spans[span].name, name) || !strcmp(v->spans[span].path, name)))
+		if (span_is_named(&v->spans[span], name))
 			return true;
 	return false;
 }
@@ -740,8 +745,7 @@ bool view__has_span(const struct view *v, const char *name)
 	size_t i;
 
 	for (i = 0; i < v->n_spans; i++)
-		if (!v->spans[i].no_span &&
-		    (!strcmp(v->spans[i].name, name) || !strcmp(v->spans[i].path, name)))
+		if (span_is_named(&v->spans[i], name))
 			return true;
 	return false;
 }
