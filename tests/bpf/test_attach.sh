@@ -42,7 +42,9 @@ test_ground_truth() {
 }
 
 # The leaf of every sample is the function that called malloc, and the
-# frame-pointer walk reaches the callers above it.
+# frame-pointer walk reaches the callers above it, in every sample up to the
+# first frame without a frame pointer (glibc's __libc_start_call_main and
+# start_thread).
 test_leaf_is_caller() {
 	need_root || return
 	[ -s "$TMP/abc.pb.gz" ] || profile_abc 4KiB 1 || return
@@ -52,10 +54,13 @@ test_leaf_is_caller() {
 		  if (f[1] == "a" && f[2] == "run_a") a++
 		  if (f[1] == "b" && f[2] == "run_b") b++
 		  if (f[1] == "c" && f[2] == "main") c++
+		  if (f[1] ~ /^(a|b)$/ && f[3] != "start_thread" ||
+		      f[1] == "c" && f[3] != "__libc_start_call_main") short++
 		  if (f[1] ~ /^(malloc|calloc|realloc|__libc_malloc|_int_malloc)$/) alloc++ }
-		END { printf "%d %d %d %d %d\n", bad, a, b, c, alloc }' >"$TMP/leaf"
-	read -r bad a b c alloc <"$TMP/leaf"
+		END { printf "%d %d %d %d %d %d\n", bad, a, b, c, alloc, short }' >"$TMP/leaf"
+	read -r bad a b c alloc short <"$TMP/leaf"
 	[ "$bad" -eq 0 ] || fail "$bad samples have a, b or c below the leaf"
+	[ "$short" -eq 0 ] || fail "$short samples of a, b or c stop short of start_thread or __libc_start_call_main"
 	[ "$alloc" -eq 0 ] || fail "$alloc samples have an allocator frame as leaf"
 	[ "$a" -gt 0 ] && [ "$b" -gt 0 ] && [ "$c" -gt 0 ] ||
 		fail "missing caller chains a<-run_a, b<-run_b, c<-main: $a $b $c"
@@ -159,6 +164,9 @@ test_mappings_and_build_ids() {
 		"$TMP/dump" >"$TMP/loc.bad"
 	[ -s "$TMP/loc.bad" ] && fail "$(head -3 "$TMP/loc.bad")"
 	grep -q '^# location' "$TMP/dump" || fail "no locations"
+	# every frame of alloc_abc is in the executable or libc: none without a mapping
+	awk '$1 == "#" && $2 == "location" && $6 == 0' "$TMP/dump" >"$TMP/loc.unmapped"
+	[ -s "$TMP/loc.unmapped" ] && fail "locations without a mapping: $(head -2 "$TMP/loc.unmapped" | tr '\n' ' ')"
 	return 0
 }
 
