@@ -146,8 +146,14 @@ profile_until_done() {
 	shift 4
 	start_profiled "$_name" "$_cmd" "$_args" "$@" || return 1
 	wait_for "$TMP/$_name.out" '^done' "$_secs" || { fail "$* did not finish"; return 1; }
+	stop_profiled "$_name" "$_cmd"
+}
+
+# stop_profiled NAME SUBCMD: stop what start_profiled started, SUBCMD with
+# SIGINT (its exit status checked), then the target
+stop_profiled() {
 	kill -INT "$attach_pid"
-	wait "$attach_pid" || { fail "$_cmd failed: $(cat "$TMP/$_name.err")"; return 1; }
+	wait "$attach_pid" || { fail "$2 failed: $(cat "$TMP/$1.err")"; return 1; }
 	kill "$target_pid"
 }
 

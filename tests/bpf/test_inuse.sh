@@ -5,6 +5,9 @@
 # through a return probe on every call; leaks and their age; the bound.
 . tests/lib.sh
 
+# Debian's python3, for bpftool's JSON
+PY=/usr/bin/python3
+
 # profile alloc_live with --inuse (+ args) until it says "done"; profile in $TMP/live.pb.gz
 profile_live() {
 	profile_until_done live 60 attach "--rate 4KiB --inuse -v $*" "$TARGETS/alloc_live"
@@ -79,10 +82,21 @@ test_leaks_and_age() {
 }
 
 # A live table smaller than the live set: the capture goes on, the
-# overflow is counted and said, and the profiler's memory stays bounded.
+# overflow is counted and said, and the table the running profiler holds in
+# the kernel is the 1000 entries asked for, however many blocks are live.
 test_live_table_bound() {
 	need_root || return
-	profile_live --max-live 1000 || return
+	start_profiled live attach "--rate 4KiB --inuse -v --max-live 1000" "$TARGETS/alloc_live" || return
+	wait_for "$TMP/live.out" '^done' 60 || { fail "alloc_live did not finish"; return; }
+	# the table the running profiler holds (its fds' map ids) has the bound
+	ids=$(grep -h '^map_id:' /proc/"$attach_pid"/fdinfo/* 2>/dev/null | awk '{print $2}' | tr '\n' ' ')
+	bpftool map show -j | $PY -c 'import json, sys
+ids = sys.argv[1].split()
+for m in json.load(sys.stdin):
+    if str(m["id"]) in ids and m.get("name") == "live_allocs":
+        print(m["max_entries"])' "$ids" >"$TMP/live.max"
+	[ "$(cat "$TMP/live.max")" = 1000 ] || fail "live_allocs of pid $attach_pid: max_entries '$(cat "$TMP/live.max")', want 1000"
+	stop_profiled live attach || return
 	"$PROFDUMP" "$TMP/live.pb.gz" | grep '^# comment inuse_untracked=' >"$TMP/untracked"
 	n=$(sed 's/.*=//' "$TMP/untracked")
 	[ "${n:-0}" -gt 1000 ] || fail "overflow not counted: $(cat "$TMP/untracked")"
