@@ -149,17 +149,25 @@ test_tcmalloc() {
 }
 
 # je_malloc & co. (the stand-in forwards to glibc's malloc) and glibc's own
-# entry points in one process: both are probed, each call counted once
+# entry points in one process: both are probed, each call counted once; the
+# same for tikv-jemallocator's _rjem_ names
 test_prefixed() {
 	need_root || return
-	exact_api prefixed env LD_PRELOAD="$JEPREFIX" "$TARGETS/alloc_api" libc.so.6: \
-		libjeprefix.so:je_
-	grep -q '^total p_mallocx ' "$TMP/prefixed.out" &&
-		grep -q '^total f_malloc ' "$TMP/prefixed.out" ||
-		fail "not both sections ran: $(head -c 300 "$TMP/prefixed.out")"
-	"$PROFDUMP" "$TMP/prefixed.pb.gz" |
-		grep -q '^# comment allocator=glibc:[^,]*/libc.so.6,jemalloc(je_):.*/libjeprefix.so$' ||
-		fail "allocator comment: $("$PROFDUMP" "$TMP/prefixed.pb.gz" | grep allocator=)"
+	for p in je_:libjeprefix.so _rjem_:librjemprefix.so; do
+		prefixed "${p%%:*}" "${p#*:}"
+	done
+}
+
+# prefixed PREFIX LIB: alloc_api with LIB preloaded, exact, both sections
+prefixed() {
+	_n=prefixed$1
+	exact_api "$_n" env LD_PRELOAD="$TARGETS/$2" "$TARGETS/alloc_api" libc.so.6: "$2:$1"
+	grep -q '^total p_mallocx ' "$TMP/$_n.out" &&
+		grep -q '^total f_malloc ' "$TMP/$_n.out" ||
+		fail "$1: not both sections ran: $(head -c 300 "$TMP/$_n.out")"
+	"$PROFDUMP" "$TMP/$_n.pb.gz" |
+		grep -q "^# comment allocator=glibc:[^,]*/libc.so.6,jemalloc($1):.*/$2\$" ||
+		fail "allocator comment: $("$PROFDUMP" "$TMP/$_n.pb.gz" | grep allocator=)"
 }
 
 test_glibc_static() {
@@ -244,10 +252,12 @@ test_probes_names_family() {
 	probes_of p_musl "$TARGETS/alloc_exact_musl" &&
 		expect_allocator p_musl musl /alloc_exact_musl
 	probes_of p_rust "$TARGETS/alloc_rust" && expect_allocator p_rust glibc /libc.so.6
-	probes_of p_prefix env LD_PRELOAD="$JEPREFIX" "$TARGETS/alloc_api" || return
-	expect_allocator p_prefix glibc /libc.so.6
-	grep -q "^allocator:  jemalloc in .*/libjeprefix.so (build id [0-9a-f]*, names je_\*)" \
-		"$TMP/p_prefix.probes" || fail "prefixed jemalloc not found: $(cat "$TMP/p_prefix.probes")"
+	for p in je_:libjeprefix.so _rjem_:librjemprefix.so; do
+		probes_of p_prefix env LD_PRELOAD="$TARGETS/${p#*:}" "$TARGETS/alloc_api" || return
+		expect_allocator p_prefix glibc /libc.so.6
+		grep -q "^allocator:  jemalloc in .*/${p#*:} (build id [0-9a-f]*, names ${p%%:*}\*)" \
+			"$TMP/p_prefix.probes" || fail "${p%%:*} jemalloc not found: $(cat "$TMP/p_prefix.probes")"
+	done
 }
 
 # --allocator: a family present is used, even behind another; a prefix adds
