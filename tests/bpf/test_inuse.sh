@@ -81,6 +81,25 @@ test_leaks_and_age() {
 	return 0
 }
 
+# --rate 1 on a small run (units of 17408 bytes, whole cycles of the block
+# sizes: the target's totals are exact): both return paths see every call,
+# so each function's allocated and live bytes are exact, the same for both.
+test_inuse_exact() {
+	need_root || return
+	for path in "" --no-session; do
+		profile_until_done live1 30 attach "--rate 1 --inuse $path" "$TARGETS/alloc_live" 17408 ||
+			return
+		by_leaf "$TMP/live1.pb.gz" 2 4 >"$TMP/est1"
+		grep '^total ' "$TMP/live1.out" | while read -r _ fn alloc live; do
+			got=$(awk -v f="$fn" '$1 == f { print $2 "/" $3 }' "$TMP/est1")
+			[ "$got" = "$alloc/$live" ] || echo "$fn ${path:-sessions}: $alloc/$live, profile ${got:-none}"
+		done >"$TMP/bad1"
+		[ -s "$TMP/bad1" ] && fail "alloc/live inexact: $(tr '\n' ';' <"$TMP/bad1")"
+		[ "$(grep -c '^total ' "$TMP/live1.out")" -eq 5 ] || fail "alloc_live did not report its 5 functions"
+	done
+	return 0
+}
+
 # A live table smaller than the live set: the capture goes on, the
 # overflow is counted and said, and the table the running profiler holds in
 # the kernel is the 1000 entries asked for, however many blocks are live.
@@ -107,4 +126,5 @@ for m in json.load(sys.stdin):
 run_test bpf/inuse/session test_inuse_session
 run_test bpf/inuse/leaks_and_age test_leaks_and_age
 run_test bpf/inuse/every_return test_inuse_every_return
+run_test bpf/inuse/exact test_inuse_exact
 run_test bpf/inuse/live_table_bound test_live_table_bound

@@ -9,7 +9,12 @@
  *   grow        16 MiB, each block realloc'ed to twice its size: 32 MiB kept
  * Prints "pid N ready", waits for SIGUSR1, runs, prints
  * "total FN ALLOCATED LIVE" and "done", then sleeps until killed.
- *   alloc_live [BLOCKS_CAP]    keep at most this many blocks per function
+ *   alloc_live [UNIT]    the sizes above in units of UNIT bytes, not MiB
+ *                        (a small run for --rate 1, where every call counts)
+ * Each function cycles through the 16 block sizes from the first, 8704 bytes
+ * a cycle, and stops at or past its total: with a UNIT that is a multiple of
+ * 1088 every total is whole cycles and the printed bytes are exact; with MiB
+ * they overshoot by less than 1 KiB.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -126,29 +131,32 @@ static NOINLINE unsigned long grow(struct blocks *b, unsigned long total)
 	return kept;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+	unsigned long u = argc > 1 ? strtoul(argv[1], NULL, 0) : MiB;
 	struct blocks leak, all, half, grown;
 	unsigned long half_kept, grow_kept;
 
-	reserve(&leak, 8 * MiB);
-	reserve(&all, 32 * MiB);
-	reserve(&half, 64 * MiB);
-	reserve(&grown, 16 * MiB);
+	if (!u)
+		return 2;
+	reserve(&leak, 8 * u);
+	reserve(&all, 32 * u);
+	reserve(&half, 64 * u);
+	reserve(&grown, 16 * u);
 	ready_then_wait(stdout);
 
-	leak_early(&leak, 8 * MiB);
+	leak_early(&leak, 8 * u);
 	sleep(3);
-	keep_all(&all, 32 * MiB);
-	churn(32 * MiB);
-	half_kept = keep_half(&half, 64 * MiB);
-	grow_kept = grow(&grown, 16 * MiB);
+	keep_all(&all, 32 * u);
+	churn(32 * u);
+	half_kept = keep_half(&half, 64 * u);
+	grow_kept = grow(&grown, 16 * u);
 	/* realloc moved blocks: alloc counts the malloc'ed and the realloc'ed bytes */
-	printf("total leak_early %lu %lu\n", 8 * MiB, 8 * MiB);
-	printf("total keep_all %lu %lu\n", 32 * MiB, 32 * MiB);
-	printf("total churn %lu 0\n", 32 * MiB);
-	printf("total keep_half %lu %lu\n", 64 * MiB, half_kept);
-	printf("total grow %lu %lu\n", 16 * MiB + grow_kept, grow_kept);
+	printf("total leak_early %lu %lu\n", 8 * u, 8 * u);
+	printf("total keep_all %lu %lu\n", 32 * u, 32 * u);
+	printf("total churn %lu 0\n", 32 * u);
+	printf("total keep_half %lu %lu\n", 64 * u, half_kept);
+	printf("total grow %lu %lu\n", 16 * u + grow_kept, grow_kept);
 	printf("done\n");
 	fflush(stdout);
 	for (;;)
