@@ -72,6 +72,7 @@ test_report_inuse() {
 	golden report_leaks 0 report inuse.pb.gz --leaks
 	golden report_leaks_age 0 report inuse.pb.gz --leaks --min-age 30s
 	golden report_leaks_json 0 report inuse.pb.gz --leaks --min-age 30s --format json
+	golden flame_inuse 0 flamegraph inuse.pb.gz --inuse
 	one_error report basic.pb.gz --inuse && grep -q 'no in-use data' err.err ||
 		fail "--inuse without in-use data: $(cat err.err)"
 	one_error report basic.pb.gz --leaks && grep -q 'no in-use data' err.err ||
@@ -186,6 +187,13 @@ test_diff_outputs() {
 	golden diff_tree_markdown 1 diff base.pb.gz new.pb.gz --tree --format markdown
 	golden diff_by_name 1 diff base.pb.gz new.pb.gz --by name --top 1
 	golden diff_same 0 diff base.pb.gz base.pb.gz
+	# --tree does not change JSON (docs/cli.md)
+	golden diff_json 1 diff base.pb.gz new.pb.gz --format json --tree
+	# --inuse: live bytes, serve 18 -> 21 MiB (session_new 6 -> 9 MiB)
+	sed 's/^sample 6 6MiB 6 6MiB stack=session_new/sample 9 9MiB 9 9MiB stack=session_new/' \
+		"$OLDPWD_ROOT/$DATA/inuse.spec" >inuse2.spec
+	"$OLDPWD_ROOT/$MKPROF" -o inuse2.pb.gz inuse2.spec
+	golden diff_inuse 1 diff inuse.pb.gz inuse2.pb.gz --inuse
 }
 
 # markdown renders as intended: a heading, bullets, and tables whose rows all have the header's cells
