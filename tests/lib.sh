@@ -157,6 +157,23 @@ stop_profiled() {
 	kill "$target_pid"
 }
 
+# go_totals_agree PROFILE: go tool pprof, an independent reader, reads
+# PROFILE and sums every sample type to what profdump sums
+go_totals_agree() {
+	go tool pprof -raw "$1" >"$1.goraw" 2>"$1.goerr" ||
+		{ fail "go tool pprof -raw ${1##*/}: $(head -2 "$1.goerr")"; return 1; }
+	_ours=$("$PROFDUMP" "$1" | grep -v '^#' | awk -F'\t' '
+		{ n = split($1, v, " "); for (i = 1; i <= n; i++) s[i] += v[i]; if (n > m) m = n }
+		END { for (i = 1; i <= m; i++) printf "%.0f ", s[i] }')
+	# after "Samples:" and its header, "v1 v2 ... vN: locations", then labels
+	_theirs=$(awk '/^Samples:/ { on = 1; getline; next } /^Locations/ { on = 0 }
+		on && $1 ~ /^-?[0-9]+:?$/ { for (i = 1; i <= NF; i++) {
+			v = $i; last = sub(/:$/, "", v); s[i] += v; if (i > m) m = i; if (last) break } }
+		END { for (i = 1; i <= m; i++) printf "%.0f ", s[i] }' "$1.goraw")
+	[ -n "$_ours" ] && [ "$_ours" = "$_theirs" ] ||
+		{ fail "${1##*/}: totals ours '$_ours', go tool pprof '$_theirs'"; return 1; }
+}
+
 # by_leaf PROFILE COL...: sample values of each column COL (1-based) summed by
 # leaf function: "func total1 total2 ..."
 by_leaf() {

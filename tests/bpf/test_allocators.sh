@@ -185,6 +185,7 @@ test_musl_static() {
 	need_root || return
 	profile musl_static 1 "--unwind fp" "$TARGETS/alloc_exact_musl" || return
 	check_exact musl_static leaf
+	go_totals_agree "$TMP/musl_static.pb.gz"
 	sampled_abc musl_static_abc "--unwind fp" "$TARGETS/alloc_abc_musl"
 }
 
@@ -196,6 +197,7 @@ test_rust() {
 	need_root || return
 	profile rust 1 "" "$TARGETS/alloc_rust" 512 || return
 	check_exact rust stack
+	go_totals_agree "$TMP/rust.pb.gz"
 	profile rust_sampled 4KiB "" "$TARGETS/alloc_rust" || return
 	check_sampled rust_sampled stack
 }

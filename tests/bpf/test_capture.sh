@@ -32,6 +32,7 @@ test_capture_gap() {
 	grep -q 'gap .*allocator overhead and fragmentation' "$TMP/fragment.err" ||
 		fail "no gap in the summary"
 	frag=$(gap_pct "$TMP/fragment.pb.gz")
+	go_totals_agree "$TMP/fragment.pb.gz"
 	capture_shape compact || return
 	compact=$(gap_pct "$TMP/compact.pb.gz")
 	awk -v f="$frag" -v c="$compact" 'BEGIN { exit !(f != "" && c != "" && f > 35 && c < 15) }' ||

@@ -50,6 +50,8 @@ test_inuse_session() {
 	grep -q "in-use tracking through uprobe sessions" "$TMP/live.err" ||
 		fail "not the session path: $(grep in-use "$TMP/live.err")"
 	check_live_totals
+	# four sample types and age labels, read by an independent reader
+	go_totals_agree "$TMP/live.pb.gz"
 }
 
 test_inuse_every_return() {

@@ -142,6 +142,7 @@ test_offline_equals_capture() {
 		symdump "$d/off.pb.gz" >"$d/off.dump"
 		diff "$d/sym.pb.gz.dump" "$d/off.dump" >"$d/off.diff" ||
 			fail "$t: offline differs from capture time: $(head -c 600 "$d/off.diff")"
+		go_totals_agree "$d/off.pb.gz"
 		"$BIN_CLI" symbolize "$d/off.pb.gz" -o "$d/off2.pb.gz" 2>/dev/null &&
 			cmp -s "$d/off.pb.gz" "$d/off2.pb.gz" || fail "$t: symbolizing twice changed the file"
 		"$BIN_CLI" symbolize "$d/sym.pb.gz" -o "$d/sym2.pb.gz" 2>/dev/null &&

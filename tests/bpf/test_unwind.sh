@@ -52,6 +52,8 @@ test_truncated_marked() {
 		fail "deep's samples are not all marked [truncated]"
 	n=$("$PROFDUMP" "$TMP/nofp_1k.pb.gz" | sed -n 's/^# comment unwind_truncated=//p')
 	[ "${n:-0}" -gt 0 ] || fail "truncations not counted"
+	# [truncated] frames and all: go tool pprof reads it
+	go_totals_agree "$TMP/nofp_1k.pb.gz"
 	# every stack here is deeper than 1 KiB: each sample carried exactly that
 	samples=$("$PROFDUMP" "$TMP/nofp_1k.pb.gz" | sed -n 's/^# comment samples=//p')
 	copied=$("$PROFDUMP" "$TMP/nofp_1k.pb.gz" | sed -n 's/^# comment stack_copied_bytes=//p')
