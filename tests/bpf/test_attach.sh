@@ -165,17 +165,27 @@ test_mappings_and_build_ids() {
 	return 0
 }
 
-# The target's output is the same with and without the profiler (at --rate
-# 1: rate_one_exact's run when it made one).
+# The target's output is the same with and without the profiler, and what
+# each allocation call returned passed alloc_exact's own checks (non-NULL,
+# aligned as asked, calloc zeroed, realloc kept the contents): under plain
+# attach (rate_one_exact's run when it made one) and under --inuse, whose
+# return probes run on the way back to the caller, with and without sessions.
 test_target_unaffected() {
 	need_root || return
 	start_target "$TMP/plain.out" "$TARGETS/alloc_exact" || return
 	kill -USR1 "$target_pid"
 	wait "$target_pid" || fail "unprofiled run failed"
-	[ -s "$TMP/ex.pb.gz" ] || profile ex 1 "" "$TARGETS/alloc_exact" || return
 	grep -v ready "$TMP/plain.out" >"$TMP/plain"
-	grep -v ready "$TMP/ex.out" >"$TMP/prof"
-	cmp -s "$TMP/plain" "$TMP/prof" || fail "output differs under the profiler"
+	grep -Eq '^checks [1-9][0-9]* failed 0$' "$TMP/plain" ||
+		{ fail "unprofiled: $(grep '^check' "$TMP/plain" | tr '\n' ' ')"; return; }
+	[ -s "$TMP/ex.pb.gz" ] || profile ex 1 "" "$TARGETS/alloc_exact" || return
+	profile ex_inuse 1 "--inuse" "$TARGETS/alloc_exact" || return
+	profile ex_every 1 "--inuse --no-session" "$TARGETS/alloc_exact" || return
+	for run in ex ex_inuse ex_every; do
+		grep -v ready "$TMP/$run.out" >"$TMP/prof"
+		cmp -s "$TMP/plain" "$TMP/prof" ||
+			fail "$run: output differs under the profiler: $(diff "$TMP/plain" "$TMP/prof" | head -3 | tr '\n' ' ')"
+	done
 }
 
 # runtime address of malloc in PID, from probes' file offset and the maps

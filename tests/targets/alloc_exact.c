@@ -7,11 +7,16 @@
  * its calls and bytes: nothing missed, nothing counted twice.  Also built
  * static, against glibc and musl (tests/Makefile.inc).
  *
+ * What each call returns is checked as it would be without a profiler
+ * (non-NULL, aligned as asked, zeroed by calloc, contents kept by realloc):
+ * probes that move registers or return addresses must not change it.
+ *
  * Prints "pid N ready", waits for SIGUSR1, runs, prints
- * "total <fn> <bytes> <calls>" lines and exits.
+ * "total <fn> <bytes> <calls>" lines, "checks N failed M" and exits.
  */
 #include <malloc.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -21,6 +26,21 @@
 #define N 100
 
 static void *keep[N];
+static unsigned long checks, failed;
+
+/* what the call gave back is right; the first failure is said */
+static void expect(int ok, const char *what)
+{
+	checks++;
+	if (!ok && !failed++)
+		printf("check failed: %s\n", what);
+}
+
+static void expect_aligned(const char *what, unsigned long align)
+{
+	for (int i = 0; i < N; i++)
+		expect(keep[i] && (uintptr_t)keep[i] % align == 0, what);
+}
 
 static void report(const char *fn, unsigned long long bytes, unsigned long long calls)
 {
@@ -41,6 +61,7 @@ static NOINLINE void f_malloc(void)
 {
 	for (int i = 0; i < N; i++)
 		keep[i] = malloc(100);
+	expect_aligned("malloc", 16);
 	report("f_malloc", N * 100, N);
 }
 
@@ -48,6 +69,10 @@ static NOINLINE void f_calloc(void)
 {
 	for (int i = 0; i < N; i++)
 		keep[i] = calloc(10, 30);
+	expect_aligned("calloc", 16);
+	for (int i = 0; i < N && keep[i]; i++)
+		for (int j = 0; j < 300; j++)
+			expect(!((const char *)keep[i])[j], "calloc zeroed");
 	report("f_calloc", N * 300, N);
 }
 
@@ -55,14 +80,19 @@ static NOINLINE void f_realloc_null(void)
 {
 	for (int i = 0; i < N; i++)
 		keep[i] = realloc(NULL, 200);
+	expect_aligned("realloc(NULL)", 16);
 	report("f_realloc_null", N * 200, N);
 }
 
 /* grows blocks that glibc mmapped: it allocates the new one with its own malloc */
 static NOINLINE void f_realloc_mmapped(void **blocks)
 {
-	for (int i = 0; i < 10; i++)
+	for (int i = 0; i < 10; i++) {
 		blocks[i] = realloc(blocks[i], 512 * 1024);
+		for (int j = 0; blocks[i] && j < 256 * 1024; j += 4096)
+			expect(((unsigned char *)blocks[i])[j] == (unsigned char)(i + j / 4096),
+			       "realloc kept the contents");
+	}
 	report("f_realloc_mmapped", 10 * 512 * 1024, 10);
 }
 
@@ -70,6 +100,7 @@ static NOINLINE void f_reallocarray(void)
 {
 	for (int i = 0; i < N; i++)
 		keep[i] = reallocarray(NULL, 20, 20);
+	expect_aligned("reallocarray", 16);
 	report("f_reallocarray", N * 400, N);
 }
 
@@ -77,6 +108,7 @@ static NOINLINE void f_memalign16(void)
 {
 	for (int i = 0; i < N; i++)
 		keep[i] = memalign(16, 160);
+	expect_aligned("memalign(16)", 16);
 	report("f_memalign16", N * 160, N);
 }
 
@@ -85,6 +117,7 @@ static NOINLINE void f_posix_memalign(void)
 	for (int i = 0; i < N; i++)
 		if (posix_memalign(&keep[i], 16, 240))
 			abort();
+	expect_aligned("posix_memalign(16)", 16);
 	report("f_posix_memalign", N * 240, N);
 }
 
@@ -92,6 +125,7 @@ static NOINLINE void f_aligned_alloc(void)
 {
 	for (int i = 0; i < N; i++)
 		keep[i] = aligned_alloc(256, 512);
+	expect_aligned("aligned_alloc(256)", 256);
 	report("f_aligned_alloc", N * 512, N);
 }
 
@@ -99,6 +133,7 @@ static NOINLINE void f_valloc(void)
 {
 	for (int i = 0; i < N; i++)
 		keep[i] = valloc(1000);
+	expect_aligned("valloc", (unsigned long)sysconf(_SC_PAGESIZE));
 	report("f_valloc", N * 1000, N);
 }
 
@@ -110,6 +145,7 @@ static NOINLINE void f_pvalloc(void)
 
 	for (int i = 0; i < N; i++)
 		keep[i] = pvalloc(1000);
+	expect_aligned("pvalloc", (unsigned long)page);
 	report("f_pvalloc", (unsigned long long)N * (unsigned long long)page, N);
 }
 #else
@@ -120,8 +156,12 @@ static void f_pvalloc(void)
 
 static NOINLINE void make_mmapped(void **blocks)
 {
-	for (int i = 0; i < 10; i++)
+	for (int i = 0; i < 10; i++) {
 		blocks[i] = malloc(256 * 1024);
+		/* a byte a page, for f_realloc_mmapped to find again */
+		for (int j = 0; blocks[i] && j < 256 * 1024; j += 4096)
+			((unsigned char *)blocks[i])[j] = (unsigned char)(i + j / 4096);
+	}
 	report("make_mmapped", 10 * 256 * 1024, 10);
 }
 
@@ -146,5 +186,6 @@ int main(void)
 	f_realloc_mmapped(blocks);
 	for (int i = 0; i < 10; i++)
 		free(blocks[i]);
+	printf("checks %lu failed %lu\n", checks, failed);
 	return 0;
 }
