@@ -115,10 +115,13 @@ __u32 target_execed;
 /*
  * An exec ends the capture (the probes were on the old program's code).
  * Noted here rather than found in /proc: a program exec'd and gone between
- * two polls of the reader would leave no trace there.
+ * two polls of the reader would leave no trace there.  A BTF tracepoint
+ * (raw_tp with BTF, 5.5+) rather than a classic one: attaching those needs
+ * the tracepoint's id from tracefs, which a fresh machine or a container
+ * often does not mount.
  */
-SEC("tracepoint/sched/sched_process_exec")
-int target_exec(void *ctx)
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(target_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
 {
 	if (bpf_get_current_pid_tgid() >> 32 == target_tgid)
 		target_execed = 1;

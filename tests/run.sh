@@ -8,6 +8,22 @@
 #   run.sh [PATTERN]    only test files whose path contains PATTERN
 set -u
 
+# A fresh machine (and most containers) mounts neither tracefs nor debugfs;
+# this one may have them from an earlier tool.  As root, run the suite in a
+# private mount namespace without them, so nothing can come to rely on them.
+if [ "$(id -u)" = 0 ] && [ -z "${CULPERT_TEST_MNTNS:-}" ] && command -v unshare >/dev/null; then
+	CULPERT_TEST_MNTNS=1 exec unshare --mount --propagation private sh "$0" "$@"
+fi
+if [ -n "${CULPERT_TEST_MNTNS:-}" ]; then
+	for m in /sys/kernel/debug/tracing /sys/kernel/tracing /sys/kernel/debug; do
+		while grep -q " $m " /proc/self/mounts; do umount -l "$m" || break; done
+	done
+	if grep -qE ' (tracefs|debugfs) ' /proc/self/mounts; then
+		echo "FAIL harness: tracefs or debugfs still mounted in the test namespace"
+		exit 1
+	fi
+fi
+
 OUTPUT=${OUTPUT:-.output}
 export OUTPUT
 pattern=${1:-}

@@ -362,10 +362,14 @@ int sampler__new(const struct sampler_opts *o, struct sampler **out, char *err, 
 		snprintf(err, errlen, "cannot set up the ring buffer: %s", strerror(ENOMEM));
 		goto fail;
 	}
-	/* without it, an exec is still found in /proc, if it lasts until a poll */
+	/*
+	 * Optional: without it, an exec is still found in /proc if it lasts
+	 * until a poll, so a failure is a warning, not an error.
+	 */
 	s->exec_link = bpf_program__attach(s->skel->progs.target_exec);
 	if (!s->exec_link)
-		pr_info("cannot watch for an exec of the target: %s\n", strerror(errno));
+		pr_warn("cannot watch for an exec of the target (%s); an exec may be reported as an exit\n",
+			strerror(errno));
 	ret = attach_plan(s, o, err, errlen);
 	if (!ret)
 		ret = attach_usdt(s, o, err, errlen);

@@ -270,6 +270,8 @@ test_fork_exec() {
 	grep -q 'exec ok' "$TMP/fe.out" || fail "the exec did not run"
 	grep -q "exec'd another program; writing what was collected before" "$TMP/fe.err" ||
 		fail "exec not reported: $(tail -2 "$TMP/fe.err")"
+	! grep -q 'cannot watch for an exec' "$TMP/fe.err" ||
+		fail "the exec watch did not attach: $(grep 'cannot watch' "$TMP/fe.err")"
 	"$PROFDUMP" "$TMP/fe.pb.gz" | grep -q 'before_fork' || fail "the parent's allocations are missing"
 }
 
