@@ -17,34 +17,57 @@ CXX ?= g++
 GO ?= go
 PREFIX ?= /usr/local
 
-ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
+ARCH ?= $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
 MULTIARCH := $(shell $(CC) -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)
 VERSION := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
 
-# Debian 12 packages the build, the demo and the tests need (see `make deps`)
-DEB_PACKAGES := make gcc g++ clang llvm libbpf-dev bpftool libelf-dev libdw-dev zlib1g-dev \
-	protobuf-c-compiler libprotobuf-c-dev pkg-config libiberty-dev systemtap-sdt-dev \
-	libdebuginfod-dev debuginfod elfutils binutils golang-go musl-tools \
-	libjemalloc2 libjemalloc-dev libmimalloc2.0 libmimalloc-dev libtcmalloc-minimal4 \
-	hyperfine valgrind python3 python3-prometheus-client procps sqlite3 libcapstone-dev \
-	rustc dwz libc6-dbg time python3-jsonschema libxml2-utils \
-	qemu-system-x86 busybox cpio
+# Debian 12 packages, by what needs them (`make deps` installs them all).
+# culpert (the CLI) alone: plain `make culpert` needs only these
+CLI_PACKAGES := make gcc pkg-config libelf-dev libdw-dev libdebuginfod-dev zlib1g-dev \
+	protobuf-c-compiler libprotobuf-c-dev libiberty-dev
+# ... and culpert-bpf: plain `make`
+BUILD_PACKAGES := $(CLI_PACKAGES) clang llvm libbpf-dev bpftool libcapstone-dev
+# make demo: the example service includes the span probes' <sys/sdt.h>
+DEMO_PACKAGES := systemtap-sdt-dev procps
+# make test and make bench: targets, independent readers, the VM, measuring tools
+TEST_PACKAGES := $(DEMO_PACKAGES) g++ systemtap-sdt-dev debuginfod elfutils binutils golang-go \
+	musl-tools libjemalloc2 libjemalloc-dev libmimalloc2.0 libmimalloc-dev libtcmalloc-minimal4 \
+	hyperfine valgrind python3 python3-prometheus-client sqlite3 rustc dwz libc6-dbg time \
+	python3-jsonschema libxml2-utils qemu-system-x86 busybox cpio util-linux
+DEB_PACKAGES := $(sort $(BUILD_PACKAGES) $(TEST_PACKAGES))
 
-LIBS_PC := libbpf libelf libdw libdebuginfod zlib libprotobuf-c capstone
-# recursive (=) on purpose: evaluated after `make deps` may have installed them
-PC_CFLAGS = $(shell $(PKG_CONFIG) --cflags $(LIBS_PC) 2>/dev/null)
-PC_LIBS = $(shell $(PKG_CONFIG) --libs $(LIBS_PC) 2>/dev/null)
+# The layers (SPEC §1): lib/ <- proto/ <- cli/ and user/.  Each part sees only
+# the headers of the parts below it, so a forbidden include does not compile
+# (`make check-layout` says which file and why).
+LIB_DIRS := lib lib/sym
+PROTO_DIRS := proto $(OUTPUT)/proto
+CLI_DIRS := cli
+USER_DIRS := user $(patsubst %/,%,$(sort $(dir $(wildcard user/*/*.c user/*/*.h)))) bpf $(OUTPUT)
+iquote = $(addprefix -iquote ,$(1))
+LIB_INC := $(call iquote,$(LIB_DIRS))
+PROTO_INC := $(LIB_INC) $(call iquote,$(PROTO_DIRS))
+CLI_INC := $(PROTO_INC) $(call iquote,$(CLI_DIRS))
+USER_INC := $(PROTO_INC) $(call iquote,$(USER_DIRS))
+
+# libraries by layer; recursive (=) on purpose: evaluated after `make deps` may have installed them
+LIB_PC := libelf libdw libdebuginfod zlib libprotobuf-c
+USER_PC := $(LIB_PC) libbpf capstone
+LIB_PC_CFLAGS = $(shell $(PKG_CONFIG) --cflags $(LIB_PC) 2>/dev/null)
+PC_CFLAGS = $(shell $(PKG_CONFIG) --cflags $(USER_PC) 2>/dev/null)
+LIB_LIBS = $(shell $(PKG_CONFIG) --libs $(LIB_PC) 2>/dev/null) -liberty -lm -lpthread
+USER_LIBS = $(shell $(PKG_CONFIG) --libs $(USER_PC) 2>/dev/null) -liberty -lm -lpthread
 
 WARNINGS := -Wall -Wextra -Wshadow -Wmissing-prototypes -Wno-unused-parameter
 ifneq ($(CI),)
 WARNINGS += -Werror
 endif
 CFLAGS ?= -O2 -g
-ALL_CFLAGS = $(CFLAGS) $(WARNINGS) -std=gnu11 -D_GNU_SOURCE -MMD -MP \
-	-DCULPERT_VERSION='"$(VERSION)"' -iquote $(OUTPUT) -iquote $(OUTPUT)/proto -iquote bpf \
-	-iquote user -iquote proto -Iinclude $(PC_CFLAGS) $(EXTRA_CFLAGS)
+BASE_CFLAGS = $(CFLAGS) $(WARNINGS) -std=gnu11 -D_GNU_SOURCE -MMD -MP \
+	-DCULPERT_VERSION='"$(VERSION)"' -Iinclude $(EXTRA_CFLAGS)
+# tests and tools see every layer
+ALL_CFLAGS = $(BASE_CFLAGS) $(PC_CFLAGS) $(USER_INC) $(call iquote,$(CLI_DIRS))
 ALL_LDFLAGS = -Wl,--as-needed $(LDFLAGS) $(EXTRA_LDFLAGS)
-LDLIBS_ALL = $(PC_LIBS) -liberty -lm -lpthread
+LDLIBS_ALL = $(USER_LIBS)
 
 BPF_CFLAGS := -g -O2 -target bpf -mcpu=v3 -Werror=implicit-function-declaration -D__TARGET_ARCH_$(ARCH) -I$(OUTPUT) -Ibpf \
 	-Ivmlinux/$(ARCH) -idirafter /usr/include/$(MULTIARCH) -Wall -Wno-unused-function
@@ -63,15 +86,20 @@ BPF_OBJS := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.bpf.o,$(BPF_SRCS))
 SKELS := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.skel.h,$(BPF_SRCS))
 
 PROTO_GEN := $(OUTPUT)/proto/profile.pb-c.c $(OUTPUT)/proto/profile.pb-c.h
-PROTO_OBJS := $(OUTPUT)/proto/profile.pb-c.o $(patsubst %.c,$(OUTPUT)/%.o,$(wildcard proto/*.c))
+PROTO_H := $(OUTPUT)/proto/profile.pb-c.h
 
-USER_SRCS := $(wildcard user/*.c)
+objs_of = $(patsubst %.c,$(OUTPUT)/%.o,$(1))
+LIB_OBJS := $(call objs_of,$(wildcard $(addsuffix /*.c,$(LIB_DIRS))))
+PROTO_OBJS := $(OUTPUT)/proto/profile.pb-c.o $(call objs_of,$(wildcard proto/*.c))
 USER_MAIN := $(OUTPUT)/user/main.o
-USER_OBJS := $(filter-out $(USER_MAIN),$(patsubst %.c,$(OUTPUT)/%.o,$(USER_SRCS)))
-CLI_OBJS := $(patsubst %.c,$(OUTPUT)/%.o,$(wildcard cli/*.c))
+USER_OBJS := $(filter-out $(USER_MAIN),$(call objs_of,$(wildcard user/*.c user/*/*.c)))
+CLI_MAIN := $(OUTPUT)/cli/main.o
+CLI_OBJS := $(filter-out $(CLI_MAIN),$(call objs_of,$(wildcard cli/*.c)))
 
-# modules of user/ and proto/, shared by both binaries and the tests
+# lib/ and proto/: what both binaries share, and what `culpert` links besides cli/
 LIBCULPERT := $(OUTPUT)/libculpert.a
+# user/ without main(): the collector's modules, for the tests and tools that use them
+LIBCOLLECT := $(OUTPUT)/libcollect.a
 
 BIN_BPF := $(OUTPUT)/culpert-bpf
 BIN_CLI := $(OUTPUT)/culpert
@@ -79,35 +107,50 @@ BIN_CLI := $(OUTPUT)/culpert
 .DELETE_ON_ERROR:
 # generated files are not intermediates to throw away
 .SECONDARY:
-.PHONY: all deps demo test bench install vmlinux clean help check-deps \
-	_demo _test _bench test-targets examples fuzz
+.PHONY: all culpert culpert-bpf deps demo test bench install vmlinux clean help check-deps \
+	check-deps-cli check-layout _demo _test _bench test-targets examples fuzz
 
 all: check-deps $(BIN_BPF) $(BIN_CLI)
 
+# the CLI alone: no clang, bpftool or libbpf needed
+culpert: check-deps-cli $(BIN_CLI)
+culpert-bpf: check-deps $(BIN_BPF)
+
 help:
 	@echo 'Targets:'
-	@echo '  all       build $(BIN_BPF) and $(BIN_CLI) (default)'
-	@echo '  deps      install the Debian packages that are missing (apt-get, as root)'
-	@echo '  demo      deps + build + profile examples/demo_service for a few seconds, print the report'
-	@echo '  test      deps + build + run every test (unit, BPF, CLI); ends with "N passed, N failed"'
-	@echo '  bench     overhead and cost measurements, medians over repeated runs'
-	@echo '  fuzz      run the libFuzzer harness of the pprof reader (FUZZ_SECONDS=600)'
-	@echo '  install   install both binaries and the span header under PREFIX=$(PREFIX)'
-	@echo '  vmlinux   regenerate vmlinux/$(ARCH)/vmlinux.h from /sys/kernel/btf/vmlinux'
-	@echo '  clean     remove $(OUTPUT)'
-	@echo 'Variables: V=1 (show commands), OUTPUT, CLANG, BPFTOOL, PKG_CONFIG, EXTRA_CFLAGS, EXTRA_LDFLAGS'
+	@echo '  all          build $(BIN_BPF) and $(BIN_CLI) (default)'
+	@echo '  culpert      build $(BIN_CLI) only (no BPF toolchain needed)'
+	@echo '  deps         install the Debian packages that are missing (apt-get, as root)'
+	@echo '  demo         deps + build + profile examples/demo_service for a few seconds, print the report'
+	@echo '  test         deps + build + run every test (unit, BPF, CLI); ends with "N passed, N failed"'
+	@echo '  bench        overhead and cost measurements, medians over repeated runs'
+	@echo '  fuzz         run the libFuzzer harness of the pprof reader (FUZZ_SECONDS=600)'
+	@echo '  check-layout fail if a file includes a header from a layer above its own'
+	@echo '  install      install both binaries and the span header under PREFIX=$(PREFIX)'
+	@echo '  vmlinux      regenerate vmlinux/$(ARCH)/vmlinux.h from /sys/kernel/btf/vmlinux'
+	@echo '  clean        remove $(OUTPUT)'
+	@echo 'Variables: V=1 (show commands), OUTPUT, ARCH, CLANG, BPFTOOL, PKG_CONFIG, EXTRA_CFLAGS, EXTRA_LDFLAGS'
 
 # --- dependencies ------------------------------------------------------------
 
 deps:
 	$(Q)DEB_PACKAGES="$(DEB_PACKAGES)" sh tests/install-deps.sh
 
+deps-demo:
+	$(Q)DEB_PACKAGES="$(BUILD_PACKAGES) $(DEMO_PACKAGES)" sh tests/install-deps.sh
+
 check-deps:
-	$(Q)DEB_PACKAGES="$(DEB_PACKAGES)" sh tests/install-deps.sh --check
+	$(Q)DEB_PACKAGES="$(BUILD_PACKAGES)" sh tests/install-deps.sh --check
+
+check-deps-cli:
+	$(Q)DEB_PACKAGES="$(CLI_PACKAGES)" sh tests/install-deps.sh --check
+
+check-layout:
+	$(Q)sh tests/check_layout.sh
 
 # --- BPF ---------------------------------------------------------------------
 
-$(OUTPUT) $(OUTPUT)/user $(OUTPUT)/cli $(OUTPUT)/proto $(OUTPUT)/tests:
+$(OUTPUT) $(OUTPUT)/proto $(OUTPUT)/tests:
 	$(Q)mkdir -p $@
 
 $(OUTPUT)/%.tmp.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h) vmlinux/$(ARCH)/vmlinux.h | $(OUTPUT)
@@ -136,29 +179,48 @@ $(PROTO_GEN) &: proto/profile.proto | $(OUTPUT)/proto
 
 # --- C -----------------------------------------------------------------------
 
-# every object may include a generated header; -MMD tracks the rest
-GEN_HEADERS := $(SKELS) $(OUTPUT)/proto/profile.pb-c.h
-
-$(OUTPUT)/%.o: %.c $(GEN_HEADERS)
+# Generated headers are order-only: they must exist before the first
+# compile, -MMD then records who includes them.  Only user/ includes the
+# BPF skeleton, so culpert builds without clang or bpftool.
+$(OUTPUT)/lib/%.o: lib/%.c
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@
+	$(Q)$(CC) $(BASE_CFLAGS) $(LIB_PC_CFLAGS) $(LIB_INC) -c $< -o $@
+
+$(OUTPUT)/proto/%.o: proto/%.c | $(PROTO_H)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) $(LIB_PC_CFLAGS) $(PROTO_INC) -c $< -o $@
+
+$(OUTPUT)/cli/%.o: cli/%.c | $(PROTO_H)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) $(LIB_PC_CFLAGS) $(CLI_INC) -c $< -o $@
+
+$(OUTPUT)/user/%.o: user/%.c | $(PROTO_H) $(SKELS)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) $(PC_CFLAGS) $(USER_INC) -c $< -o $@
 
 $(OUTPUT)/proto/profile.pb-c.o: $(OUTPUT)/proto/profile.pb-c.c
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(CFLAGS) -I$(OUTPUT)/proto $(PC_CFLAGS) -c $< -o $@
+	$(Q)$(CC) $(CFLAGS) -I$(OUTPUT)/proto $(LIB_PC_CFLAGS) -c $< -o $@
 
-$(LIBCULPERT): $(PROTO_OBJS) $(USER_OBJS)
+$(LIBCULPERT): $(LIB_OBJS) $(PROTO_OBJS)
 	$(call msg,AR,$@)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
-$(BIN_BPF): $(USER_MAIN) $(LIBCULPERT)
-	$(call msg,LINK,$@)
-	$(Q)$(CC) $(ALL_LDFLAGS) $^ $(LDLIBS_ALL) -o $@
+$(LIBCOLLECT): $(USER_OBJS)
+	$(call msg,AR,$@)
+	$(Q)rm -f $@ && ar rcs $@ $^
 
-$(BIN_CLI): $(CLI_OBJS) $(LIBCULPERT)
+$(BIN_BPF): $(USER_MAIN) $(LIBCOLLECT) $(LIBCULPERT)
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(ALL_LDFLAGS) $^ $(LDLIBS_ALL) -o $@
+	$(Q)$(CC) $(ALL_LDFLAGS) $^ $(USER_LIBS) -o $@
+
+$(BIN_CLI): $(CLI_MAIN) $(CLI_OBJS) $(LIBCULPERT)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(ALL_LDFLAGS) $^ $(LIB_LIBS) -o $@
 
 -include $(shell find $(OUTPUT) -name '*.d' 2>/dev/null)
 
@@ -170,7 +232,7 @@ include tests/Makefile.inc
 # --- top-level flows -----------------------------------------------------------
 
 # deps first, then a fresh make: pkg-config answers only once the packages are in
-demo: deps
+demo: deps-demo
 	$(Q)$(MAKE) _demo
 
 test: deps

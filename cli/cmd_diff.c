@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cliopt.h"
+#include "cli.h"
 #include "commands.h"
 #include "diff_rows.h"
 #include "json.h"
@@ -490,40 +490,40 @@ static const char *const sigma_suffixes[] = { "sigma", "σ", NULL };
 
 static int parse_opt(struct diff *d, int c, bool *min_span_set)
 {
+	static const char *const bys[] = { "path", "name", NULL };
+	static const char *const formats[] = { "text", "markdown", "json", NULL };
+	int i;
+
 	switch (c) {
 	case 'b':
-		return cli_opt_size(CMD, "threshold-bytes", optarg, &d->o.threshold_bytes);
+		return opt_size("--threshold-bytes", optarg, 0, UINT64_MAX, &d->o.threshold_bytes);
 	case 'p':
-		return cli_opt_number(CMD, "threshold-pct", optarg, pct_suffixes,
+		return opt_number("--threshold-pct", optarg, pct_suffixes,
 				      &d->o.threshold_pct);
 	case 'm':
 		*min_span_set = true;
-		return cli_opt_size(CMD, "min-span-bytes", optarg, &d->o.min_span_bytes);
+		return opt_size("--min-span-bytes", optarg, 0, UINT64_MAX, &d->o.min_span_bytes);
 	case 'c':
-		return cli_opt_number(CMD, "min-confidence", optarg, sigma_suffixes,
+		return opt_number("--min-confidence", optarg, sigma_suffixes,
 				      &d->o.min_confidence);
 	case 't':
-		return cli_opt_uint(CMD, "top", optarg, &d->top);
+		return opt_count("--top", optarg, 0, INT32_MAX, &d->top);
 	case 'y':
-		if (strcmp(optarg, "path") && strcmp(optarg, "name"))
-			return cli_usage_error(CMD, "--by '%s' is not one of path, name", optarg);
-		d->o.by_name = !strcmp(optarg, "name");
-		return CLI_OK;
+		if ((i = opt_choice("--by", optarg, bys)) < 0)
+			return i;
+		d->o.by_name = i == 1;
+		return 0;
 	case 'f':
-		if (!strcmp(optarg, "text"))
-			d->format = FMT_TEXT;
-		else if (!strcmp(optarg, "markdown") || !strcmp(optarg, "md"))
-			d->format = FMT_MARKDOWN;
-		else if (!strcmp(optarg, "json"))
-			d->format = FMT_JSON;
-		else
-			return cli_usage_error(CMD, "--format '%s' is not text, markdown or json",
-					       optarg);
-		return CLI_OK;
-	case 'T': d->tree = true; return CLI_OK;
-	case 'n': d->no_fail = true; return CLI_OK;
-	case 'i': d->inuse = true; return CLI_OK;
-	default: return CLI_ERROR;
+		/* "md" is markdown too */
+		if ((i = opt_choice("--format", strcmp(optarg, "md") ? optarg : "markdown",
+				    formats)) < 0)
+			return i;
+		d->format = i == 0 ? FMT_TEXT : i == 1 ? FMT_MARKDOWN : FMT_JSON;
+		return 0;
+	case 'T': d->tree = true; return 0;
+	case 'n': d->no_fail = true; return 0;
+	case 'i': d->inuse = true; return 0;
+	default: return -EINVAL;
 	}
 }
 
@@ -550,28 +550,28 @@ static int parse_args(struct diff *d, int argc, char **argv)
 	d->o.threshold_bytes = 4096;
 	d->o.threshold_pct = 5;
 	d->top = 20;
-	while ((c = cli_getopt(CMD, argc, argv, "h", opts)) != -1) {
+	while ((c = opt_next(argc, argv, "h", opts)) != -1) {
 		if (c == 'h') {
 			usage(stdout);
 			return -1;
 		}
 		if (parse_opt(d, c, &min_span_set))
-			return CLI_ERROR;
+			return CMD_ERROR;
 	}
 	/* the environment is a default: an explicit option, 0 included, wins */
 	if (!min_span_set && env && env[0] && parse_size(env, &d->o.min_span_bytes)) {
 		pr_error("CULPERT_MIN_SPAN_BYTES='%s' is not a size (e.g. 1MiB); fix or unset it\n",
 			 env);
-		return CLI_ERROR;
+		return CMD_ERROR;
 	}
 	if (argc - optind != 2)
-		return cli_usage_error(CMD, "diff takes two profiles, BEFORE and AFTER (got %d)",
+		return opt_error("diff takes two profiles, BEFORE and AFTER (got %d)",
 				       argc - optind);
 	d->files[0] = argv[optind];
 	d->files[1] = argv[optind + 1];
 	if (d->tree && d->format == FMT_JSON)
 		pr_info("--tree shapes text and markdown; JSON always lists every row\n");
-	return CLI_OK;
+	return CMD_OK;
 }
 
 int cmd_diff(int argc, char **argv)
@@ -584,15 +584,17 @@ int cmd_diff(int argc, char **argv)
 
 	ret = parse_args(&d, argc, argv);
 	if (ret)
-		return ret == -1 ? CLI_OK : CLI_ERROR;
+		return ret == -1 ? CMD_OK : CMD_ERROR;
 	if (d.inuse)
 		vo.value = VIEW_INUSE;
-	if (!strcmp(d.files[0], "-") && !strcmp(d.files[1], "-"))
-		return cli_usage_error(CMD, "only one of BEFORE and AFTER can be stdin ('-')");
+	if (!strcmp(d.files[0], "-") && !strcmp(d.files[1], "-")) {
+		opt_error("only one of BEFORE and AFTER can be stdin ('-')");
+		return CMD_ERROR;
+	}
 	for (i = 0; i < 2; i++) {
 		d.v[i] = cli_load(d.files[i], &vo);
 		if (!d.v[i]) {
-			ret = CLI_ERROR;
+			ret = CMD_ERROR;
 			goto out;
 		}
 	}
@@ -600,7 +602,7 @@ int cmd_diff(int argc, char **argv)
 		pr_error("sample rates differ: %s has %s, %s has %s; capture both with the same --rate\n",
 			 d.files[0], format_rate(r0, sizeof(r0), d.v[0]->rate), d.files[1],
 			 format_rate(r1, sizeof(r1), d.v[1]->rate));
-		ret = CLI_ERROR;
+		ret = CMD_ERROR;
 		goto out;
 	}
 	d.o.rate = d.v[0]->rate;
@@ -608,7 +610,7 @@ int cmd_diff(int argc, char **argv)
 	buf = calloc(d.res.n_rows ?: 1, sizeof(*buf));
 	if (ret || !buf) {
 		pr_error("out of memory comparing the profiles\n");
-		ret = CLI_ERROR;
+		ret = CMD_ERROR;
 		goto out;
 	}
 	if (d.format == FMT_JSON)
@@ -621,9 +623,9 @@ int cmd_diff(int argc, char **argv)
 		ret = print_text(&d, buf);
 	if (ret) {
 		pr_error("out of memory formatting the diff\n");
-		ret = CLI_ERROR;
+		ret = CMD_ERROR;
 	} else {
-		ret = !d.no_fail && diff_result__failed(&d.res) ? CLI_FAIL : CLI_OK;
+		ret = !d.no_fail && diff_result__failed(&d.res) ? CMD_FAIL : CMD_OK;
 	}
 out:
 	free(buf);

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cliopt.h"
+#include "cli.h"
 #include "commands.h"
 #include "flame_svg.h"
 #include "flame_tree.h"
@@ -47,6 +47,7 @@ struct fg_args {
 
 static int parse_args(struct fg_args *a, int argc, char **argv)
 {
+	static const char *const formats[] = { "folded", "svg", NULL };
 	static const struct option opts[] = {
 		{ "format", required_argument, NULL, 'f' },
 		{ "span", required_argument, NULL, 's' },
@@ -57,13 +58,12 @@ static int parse_args(struct fg_args *a, int argc, char **argv)
 	};
 	int c;
 
-	while ((c = cli_getopt(CMD, argc, argv, "ho:", opts)) != -1) {
+	while ((c = opt_next(argc, argv, "ho:", opts)) != -1) {
 		switch (c) {
 		case 'f':
-			if (strcmp(optarg, "folded") && strcmp(optarg, "svg"))
-				return cli_usage_error(CMD, "--format '%s' is not folded or svg",
-						       optarg);
-			a->svg = !strcmp(optarg, "svg");
+			if ((c = opt_choice("--format", optarg, formats)) < 0)
+				return CMD_ERROR;
+			a->svg = c == 1;
 			break;
 		case 's': a->span = optarg; break;
 		case 'i': a->inuse = true; break;
@@ -72,10 +72,10 @@ static int parse_args(struct fg_args *a, int argc, char **argv)
 			usage(stdout);
 			return -1;
 		default:
-			return CLI_ERROR;
+			return CMD_ERROR;
 		}
 	}
-	return cli_one_file(CMD, argc, argv, &a->file);
+	return cli_one_file(argc, argv, &a->file);
 }
 
 int cmd_flamegraph(int argc, char **argv)
@@ -89,27 +89,27 @@ int cmd_flamegraph(int argc, char **argv)
 
 	ret = parse_args(&a, argc, argv);
 	if (ret)
-		return ret == -1 ? CLI_OK : CLI_ERROR;
+		return ret == -1 ? CMD_OK : CMD_ERROR;
 	if (a.inuse)
 		vo.value = VIEW_INUSE;
 	v = cli_load(a.file, &vo);
 	if (!v)
-		return CLI_ERROR;
+		return CMD_ERROR;
 	t = flame_tree__new(v, a.span);
 	if (!t) {
 		pr_error("out of memory building the flame graph\n");
-		ret = CLI_ERROR;
+		ret = CMD_ERROR;
 		goto out;
 	}
 	if (a.span && !view__has_span(v, a.span)) {
 		pr_error("%s: no span named '%s'; 'culpert report %s --flat' lists the spans\n",
 			 a.file, a.span, a.file);
-		ret = CLI_ERROR;
+		ret = CMD_ERROR;
 		goto out;
 	}
 	if (a.out && !(f = fopen(a.out, "w"))) {
 		pr_error("cannot write %s: %s\n", a.out, strerror(errno));
-		ret = CLI_ERROR;
+		ret = CMD_ERROR;
 		goto out;
 	}
 	if (a.svg)
@@ -118,7 +118,7 @@ int cmd_flamegraph(int argc, char **argv)
 		flame_tree__folded(t, f);
 	if ((f != stdout && fclose(f)) || (f == stdout && fflush(f))) {
 		pr_error("writing %s: %s\n", a.out ? a.out : "stdout", strerror(errno));
-		ret = CLI_ERROR;
+		ret = CMD_ERROR;
 	}
 out:
 	flame_tree__free(t);

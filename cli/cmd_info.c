@@ -5,7 +5,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "cliopt.h"
+#include "cli.h"
 #include "commands.h"
 #include "log.h"
 #include "table.h"
@@ -137,17 +137,17 @@ int cmd_info(int argc, char **argv)
 	size_t i;
 	int c, ret;
 
-	while ((c = cli_getopt(CMD, argc, argv, "h", opts)) != -1) {
+	while ((c = opt_next(argc, argv, "h", opts)) != -1) {
 		if (c != 'h')
-			return CLI_ERROR;
+			return CMD_ERROR;
 		usage(stdout);
-		return CLI_OK;
+		return CMD_OK;
 	}
-	if (cli_one_file(CMD, argc, argv, &file))
-		return CLI_ERROR;
+	if (cli_one_file(argc, argv, &file))
+		return CMD_ERROR;
 	v = cli_load(file, &vo);
 	if (!v)
-		return CLI_ERROR;
+		return CMD_ERROR;
 	p = v->p;
 	printf("File:          %s\n", file);
 	print_target(p);
@@ -162,5 +162,5 @@ int cmd_info(int argc, char **argv)
 	view__free(v);
 	if (ret)
 		pr_error("out of memory\n");
-	return ret ? CLI_ERROR : CLI_OK;
+	return ret ? CMD_ERROR : CMD_OK;
 }

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cliopt.h"
+#include "cli.h"
 #include "commands.h"
 #include "json.h"
 #include "log.h"
@@ -463,6 +463,7 @@ static int print_json(struct report *r, uint32_t *buf)
 
 static int parse_args(struct report *r, int argc, char **argv)
 {
+	static const char *const formats[] = { "text", "json", NULL };
 	static const struct option opts[] = {
 		{ "flat", no_argument, NULL, 'F' },
 		{ "span", required_argument, NULL, 's' },
@@ -479,7 +480,7 @@ static int parse_args(struct report *r, int argc, char **argv)
 	int c;
 
 	r->top = 20;
-	while ((c = cli_getopt(CMD, argc, argv, "h", opts)) != -1) {
+	while ((c = opt_next(argc, argv, "h", opts)) != -1) {
 		switch (c) {
 		case 'F': flat = true; break;
 		case 's': r->span = optarg; break;
@@ -487,41 +488,40 @@ static int parse_args(struct report *r, int argc, char **argv)
 		case 'i': r->inuse = true; break;
 		case 'l': r->leaks = true; break;
 		case 't':
-			if (cli_opt_uint(CMD, "top", optarg, &r->top))
-				return CLI_ERROR;
+			if (opt_count("--top", optarg, 0, INT32_MAX, &r->top))
+				return CMD_ERROR;
 			break;
 		case 'a':
-			if (cli_opt_duration(CMD, "min-age", optarg, &r->min_age_ns))
-				return CLI_ERROR;
+			if (opt_duration("--min-age", optarg, 0, &r->min_age_ns))
+				return CMD_ERROR;
 			min_age = true;
 			break;
 		case 'f':
-			if (strcmp(optarg, "text") && strcmp(optarg, "json"))
-				return cli_usage_error(CMD, "--format '%s' is not text or json",
-						       optarg);
-			r->json = !strcmp(optarg, "json");
+			if ((c = opt_choice("--format", optarg, formats)) < 0)
+				return CMD_ERROR;
+			r->json = c == 1;
 			break;
 		case 'h':
 			usage(stdout);
 			return -1;
 		default:
-			return CLI_ERROR;
+			return CMD_ERROR;
 		}
 	}
-	if (cli_one_file(CMD, argc, argv, &r->file))
-		return CLI_ERROR;
+	if (cli_one_file(argc, argv, &r->file))
+		return CMD_ERROR;
 	if (r->span && r->no_span)
-		return cli_usage_error(CMD, "--span and --no-span exclude each other");
+		return opt_error("--span and --no-span exclude each other");
 	if (flat && (r->span || r->no_span || r->leaks))
-		return cli_usage_error(CMD, "--flat lists spans; --span, --no-span and --leaks "
-					    "list callsites");
+		return opt_error("--flat lists spans; --span, --no-span and --leaks "
+				 "list callsites");
 	if (min_age && !r->leaks)
-		return cli_usage_error(CMD, "--min-age goes with --leaks");
+		return opt_error("--min-age goes with --leaks");
 	if (r->inuse && r->leaks)
 		pr_info("--leaks reads in-use values already\n");
 	r->inuse |= r->leaks;
 	r->mode = flat ? MODE_FLAT : r->span || r->no_span || r->leaks ? MODE_CALLSITES : MODE_TREE;
-	return CLI_OK;
+	return CMD_OK;
 }
 
 int cmd_report(int argc, char **argv)
@@ -536,23 +536,23 @@ int cmd_report(int argc, char **argv)
 
 	ret = parse_args(&r, argc, argv);
 	if (ret)
-		return ret == -1 ? CLI_OK : CLI_ERROR;
+		return ret == -1 ? CMD_OK : CMD_ERROR;
 	if (r.inuse)
 		vo.value = VIEW_INUSE;
 	r.v = cli_load(r.file, &vo);
 	if (!r.v)
-		return CLI_ERROR;
+		return CMD_ERROR;
 	if (r.leaks && r.min_age_ns && !r.v->has_age) {
 		pr_error("%s: the profile has in-use data but no age_ns labels, so --min-age cannot "
 			 "select by age; drop --min-age to list every live allocation\n", r.file);
 		view__free(r.v);
-		return CLI_ERROR;
+		return CMD_ERROR;
 	}
 	if (r.span && !r.v->has_spans) {
 		pr_error("%s: the profile has no spans; 'culpert report %s --no-span' lists its callsites\n",
 			 r.file, r.file);
 		view__free(r.v);
-		return CLI_ERROR;
+		return CMD_ERROR;
 	}
 	buf = malloc((r.v->n_spans ?: 1) * sizeof(*buf));
 	if (r.span && buf && !view__has_span(r.v, r.span)) {
@@ -560,7 +560,7 @@ int cmd_report(int argc, char **argv)
 			 r.file, r.span, r.file);
 		free(buf);
 		view__free(r.v);
-		return CLI_ERROR;
+		return CMD_ERROR;
 	}
 	if (!buf)
 		ret = -1;
@@ -579,5 +579,5 @@ int cmd_report(int argc, char **argv)
 	free(rows);
 	free(buf);
 	view__free(r.v);
-	return ret ? CLI_ERROR : CLI_OK;
+	return ret ? CMD_ERROR : CMD_OK;
 }

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "cliopt.h"
+#include "cli.h"
 #include "commands.h"
 #include "log.h"
 #include "pprof.h"
@@ -87,7 +87,7 @@ static int parse_args(int argc, char **argv, struct symbolize_args *a)
 	};
 	int c;
 
-	while ((c = cli_getopt(CMD, argc, argv, "o:vh", opts)) != -1) {
+	while ((c = opt_next(argc, argv, "o:vh", opts)) != -1) {
 		switch (c) {
 		case 'o':
 			a->out = optarg;
@@ -103,17 +103,14 @@ static int parse_args(int argc, char **argv, struct symbolize_args *a)
 		case OPT_NO_DEBUGINFOD:
 			a->no_debuginfod = true;
 			break;
-		case 'v':
-			log_level++;
-			break;
 		case 'h':
 			usage(stdout);
-			exit(CLI_OK);
+			exit(CMD_OK);
 		default:
 			return -EINVAL;
 		}
 	}
-	if (cli_one_file(CMD, argc, argv, &a->in))
+	if (cli_one_file(argc, argv, &a->in))
 		return -EINVAL;
 	/* a profile read from stdin has nowhere to be replaced: it goes back to stdout */
 	if (!a->out)
@@ -130,14 +127,14 @@ int cmd_symbolize(int argc, char **argv)
 	struct pprof_profile *in = NULL;
 	struct profsym *ps = NULL;
 	char err[256];
-	int ret = CLI_ERROR, e;
+	int ret = CMD_ERROR, e;
 
 	if (parse_args(argc, argv, &a))
-		return CLI_ERROR;
+		return CMD_ERROR;
 	in = pprof_read_file(a.in, err, sizeof(err));
 	if (!in) {
 		pr_error("cannot read %s: %s\n", a.in, err);
-		return CLI_ERROR;
+		return CMD_ERROR;
 	}
 	so.debug_dirs = a.debug_dirs;
 	so.n_debug_dirs = a.n_debug_dirs;
@@ -157,7 +154,7 @@ int cmd_symbolize(int argc, char **argv)
 		pr_error("cannot write %s: %s\n", a.out, strerror(-e));
 		goto out;
 	}
-	ret = CLI_OK;
+	ret = CMD_OK;
 out:
 	pprof_writer__free(out);
 	profsym__free(ps);

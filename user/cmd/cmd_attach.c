@@ -152,30 +152,22 @@ static int parse_args(int argc, char **argv, struct attach_args *a, bool capture
 		a->stats = true;
 		a->duration_ns = 30ULL * 1000000000ULL;
 	}
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "p:d:o:vh", opts, NULL)) != -1) {
+	while ((c = opt_next(argc, argv, "p:d:o:vh", opts)) != -1) {
 		switch (c) {
 		case 'p':
-			if (opt_pid(optarg, &a->so.pid))
+			if (opt_pid("--pid", optarg, &a->so.pid))
 				return -EINVAL;
 			break;
 		case 'd':
-			if (parse_duration(optarg, &a->duration_ns) || !a->duration_ns) {
-				pr_error("invalid --duration '%s': use a duration such as 30s, 2m or 1h\n",
-					 optarg);
+			if (opt_duration("--duration", optarg, 1, &a->duration_ns))
 				return -EINVAL;
-			}
 			break;
 		case 'o':
 			a->output = optarg;
 			break;
 		case OPT_RATE:
-			if (parse_size(optarg, &a->so.rate) || !a->so.rate ||
-			    a->so.rate > (1ULL << 40)) {
-				pr_error("invalid --rate '%s': use a byte count from 1 to 1TiB, such as 512KiB or 4k\n",
-					 optarg);
+			if (opt_size("--rate", optarg, 1, 1ULL << 40, &a->so.rate))
 				return -EINVAL;
-			}
 			break;
 		case OPT_DEPTH:
 			if (opt_count("--max-depth", optarg, 1, MAX_DEPTH, &v))
@@ -202,10 +194,8 @@ static int parse_args(int argc, char **argv, struct attach_args *a, bool capture
 			a->so.symbolize = false;
 			break;
 		case OPT_RB:
-			if (parse_size(optarg, &v) || v < 4096 || v > (1ULL << 30)) {
-				pr_error("invalid --ringbuf-size '%s': use 4KiB to 1GiB\n", optarg);
+			if (opt_size("--ringbuf-size", optarg, 4096, 1ULL << 30, &v))
 				return -EINVAL;
-			}
 			a->so.ringbuf_bytes = (size_t)v;
 			break;
 		case OPT_MAXST:
@@ -230,10 +220,8 @@ static int parse_args(int argc, char **argv, struct attach_args *a, bool capture
 				return -EINVAL;
 			break;
 		case OPT_STACKSIZE:
-			if (parse_size(optarg, &v) || v < 1024 || v > CULPERT_MAX_STACK_COPY) {
-				pr_error("invalid --stack-size '%s': use 1KiB to 32KiB\n", optarg);
+			if (opt_size("--stack-size", optarg, 1024, CULPERT_MAX_STACK_COPY, &v))
 				return -EINVAL;
-			}
 			a->so.stack_size = (unsigned int)v;
 			break;
 		case OPT_MAXLIVE:
@@ -241,17 +229,14 @@ static int parse_args(int argc, char **argv, struct attach_args *a, bool capture
 				return -EINVAL;
 			a->so.max_live = (size_t)v;
 			break;
-		case 'v':
-			log_level++;
-			break;
 		case 'h':
 			usage(stdout, capture);
 			exit(0);
 		default:
-			return opt_unknown(capture ? "capture" : "attach");
+			return -EINVAL;
 		}
 	}
-	if (opt_finish(capture ? "capture" : "attach", argc, argv, a->so.pid,
+	if (opt_need_pid(argc, argv, a->so.pid,
 		       "the process to profile"))
 		return -EINVAL;
 	return 0;

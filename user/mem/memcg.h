@@ -11,7 +11,28 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "memstats.h"
+#include "memvalues.h"
+
+struct mem_pressure {
+	bool present;
+	bool has_full;
+	double avg[2][3];	/* [some, full][avg10, avg60, avg300], percent */
+	uint64_t total_us[2];	/* [some, full], microseconds stalled */
+};
+
+struct mem_cgroup {
+	char path[4096];	/* as /proc/PID/cgroup names it; "" without cgroup v2 */
+	char container_id[72];	/* from the path when it names a container, else "" */
+	bool memory;		/* the memory controller's files were read */
+	char absent[256];	/* when !memory: why (cgroup v1, controller off, root cgroup...) */
+	struct mem_values mem;	/* memory.current, .max, ... (max: see MEM_UNLIMITED) */
+	struct mem_values stat;
+	struct mem_values events;
+	struct mem_pressure pressure;
+};
+
+/* memory.max / memory.high of "max": no limit */
+#define MEM_UNLIMITED UINT64_MAX
 
 extern const struct mem_section memcg_memory_section;	/* memory.current, .max, ... */
 extern const struct mem_section memcg_stat_section;	/* memory.stat */

@@ -188,11 +188,10 @@ static int parse_args(int argc, char **argv, struct probes_args *a)
 
 	a->allocator = "auto";
 	a->max_span_fns = DEFAULT_MAX_SPAN_FNS;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "p:vh", opts, NULL)) != -1) {
+	while ((c = opt_next(argc, argv, "p:vh", opts)) != -1) {
 		switch (c) {
 		case 'p':
-			if (opt_pid(optarg, &a->pid))
+			if (opt_pid("--pid", optarg, &a->pid))
 				return -EINVAL;
 			break;
 		case OPT_ALLOC:
@@ -217,17 +216,14 @@ static int parse_args(int argc, char **argv, struct probes_args *a)
 		case OPT_NOMULTI:
 			a->no_multi = true;
 			break;
-		case 'v':
-			log_level++;
-			break;
 		case 'h':
 			usage(stdout);
 			exit(0);
 		default:
-			return opt_unknown("probes");
+			return -EINVAL;
 		}
 	}
-	if (opt_finish("probes", argc, argv, a->pid, "the process to inspect"))
+	if (opt_need_pid(argc, argv, a->pid, "the process to inspect"))
 		return -EINVAL;
 	return 0;
 }

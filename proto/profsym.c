@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "elfobj.h"
 #include "pprof.h"
-#include "procmaps.h"
 #include "profsym.h"
 #include "vec.h"
 

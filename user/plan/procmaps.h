@@ -36,9 +36,6 @@ int procmaps__parse(const char *text, struct procmaps *out);
 int procmaps__parse_line(const char *line, size_t len, struct procmap *m);
 const struct procmap *procmaps__find(const struct procmaps *m, uint64_t addr);
 void procmaps__free(struct procmaps *m);
-/* file-backed: a path that is neither empty nor a [pseudo] name */
-/* a mapping's path names a file: not "" (anonymous) nor "[heap]", "[vdso]", ... */
-bool path_is_file(const char *path);
 bool procmap__is_file(const struct procmap *m);
 
 #endif /* CULPERT_PROCMAPS_H */

@@ -61,4 +61,13 @@ int elfobj__exec_segment(const struct elfobj *obj, uint64_t *vaddr);
 /* copy up to len bytes of code at vaddr; returns bytes copied or -errno */
 long elfobj__read(const struct elfobj *obj, uint64_t vaddr, void *buf, size_t len);
 
+/*
+ * A mapping's path names a file: not "" (anonymous) nor "[heap]", "[vdso]",
+ * ...  For /proc/PID/maps entries and pprof mapping filenames alike.
+ */
+static inline bool path_is_file(const char *path)
+{
+	return path[0] && path[0] != '[';
+}
+
 #endif /* CULPERT_ELFOBJ_H */

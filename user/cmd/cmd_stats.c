@@ -58,21 +58,10 @@ struct stats_args {
 	uint64_t count;
 };
 
-static int parse_format(const char *s, enum stats_format *out)
-{
-	if (!strcmp(s, "text"))
-		*out = FMT_TEXT;
-	else if (!strcmp(s, "json"))
-		*out = FMT_JSON;
-	else if (!strcmp(s, "prometheus"))
-		*out = FMT_PROMETHEUS;
-	else
-		return -EINVAL;
-	return 0;
-}
-
 static int parse_args(int argc, char **argv, struct stats_args *a)
 {
+	/* in the order of enum stats_format */
+	static const char *const formats[] = { "text", "json", "prometheus", NULL };
 	static const struct option opts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "format", required_argument, NULL, 'f' },
@@ -84,49 +73,36 @@ static int parse_args(int argc, char **argv, struct stats_args *a)
 	};
 	int c;
 
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "p:f:w:n:vh", opts, NULL)) != -1) {
+	while ((c = opt_next(argc, argv, "p:f:w:n:vh", opts)) != -1) {
 		switch (c) {
 		case 'p':
-			if (opt_pid(optarg, &a->pid))
+			if (opt_pid("--pid", optarg, &a->pid))
 				return -EINVAL;
 			break;
 		case 'f':
-			if (parse_format(optarg, &a->format)) {
-				pr_error("invalid --format '%s': use text, json or prometheus\n", optarg);
+			if ((c = opt_choice("--format", optarg, formats)) < 0)
 				return -EINVAL;
-			}
+			a->format = (enum stats_format)c;
 			break;
 		case 'w':
-			if (parse_duration(optarg, &a->watch_ns) || a->watch_ns < 10000000ULL) {
-				pr_error("invalid --watch '%s': use an interval of 10ms or more, such as "
-					 "1s or 500ms\n", optarg);
+			if (opt_duration("--watch", optarg, 10000000ULL, &a->watch_ns))
 				return -EINVAL;
-			}
 			break;
 		case 'n':
-			if (parse_size(optarg, &a->count) || !a->count) {
-				pr_error("invalid --count '%s': use a number of pictures, 1 or more\n",
-					 optarg);
+			if (opt_count("--count", optarg, 1, UINT32_MAX, &a->count))
 				return -EINVAL;
-			}
-			break;
-		case 'v':
-			log_level++;
 			break;
 		case 'h':
 			usage(stdout);
 			exit(0);
 		default:
-			return opt_unknown("stats");
+			return -EINVAL;
 		}
 	}
-	if (opt_finish("stats", argc, argv, a->pid, "the process to read"))
+	if (opt_need_pid(argc, argv, a->pid, "the process to read"))
 		return -EINVAL;
-	if (a->count && !a->watch_ns) {
-		pr_error("--count needs --watch: without it there is one picture\n");
-		return -EINVAL;
-	}
+	if (a->count && !a->watch_ns)
+		return opt_error("--count needs --watch: without it there is one picture");
 	return 0;
 }
 

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "elfobj.h"
 #include "procmaps.h"
 #include "readfile.h"
 #include "vec.h"
@@ -97,11 +98,6 @@ const struct procmap *procmaps__find(const struct procmaps *m, uint64_t addr)
 			return &m->v[mid];
 	}
 	return NULL;
-}
-
-bool path_is_file(const char *path)
-{
-	return path[0] && path[0] != '[';
 }
 
 bool procmap__is_file(const struct procmap *m)

@@ -1,0 +1,51 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "log.h"
+#include "units.h"
+
+int cli_one_file(int argc, char **argv, const char **file)
+{
+	if (opt_operands(argc, argv, 1, 1, "profile"))
+		return -EINVAL;
+	*file = argv[optind];
+	return 0;
+}
+
+struct view *cli_load(const char *path, const struct view_opts *opts)
+{
+	struct view *v;
+	char err[512];
+
+	err[0] = '\0';
+	v = view__load(path, opts, err, sizeof(err));
+	if (!v)
+		pr_error("%s: %s\n", path, err[0] ? err : strerror(errno));
+	return v;
+}
+
+char *format_rate(char *buf, size_t len, int64_t rate)
+{
+	char b[32];
+
+	if (rate == 1)
+		snprintf(buf, len, "1 B/alloc (every allocation)");
+	else if (rate <= 0)
+		snprintf(buf, len, "unknown rate");
+	else
+		snprintf(buf, len, "%s/alloc", format_bytes(b, sizeof(b), (double)rate));
+	return buf;
+}
+
+char *format_pct(char *buf, size_t len, double part, double whole)
+{
+	if (!whole)
+		snprintf(buf, len, "-");
+	else
+		snprintf(buf, len, "%.2f%%", 100.0 * part / whole);
+	return buf;
+}

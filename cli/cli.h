@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * What every culpert command shares beyond the options (opt.h) and exit
+ * codes (cmd.h): the one profile operand, loading a profile with the file
+ * named in the error, and the formats of rates and percentages.
+ */
+#ifndef CULPERT_CLI_H
+#define CULPERT_CLI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cmd.h"
+#include "opt.h"
+#include "view.h"
+
+/* the one FILE operand left after the options; 0, or -EINVAL with the error printed */
+int cli_one_file(int argc, char **argv, const char **file);
+
+/* load a view, or print "error: PATH: reason" and return NULL */
+struct view *cli_load(const char *path, const struct view_opts *opts);
+
+/* "64.00 KB/alloc"; "unknown rate" when the profile has none */
+char *format_rate(char *buf, size_t len, int64_t rate);
+/* "12.34%" of part in whole; "-" when whole is 0 */
+char *format_pct(char *buf, size_t len, double part, double whole);
+
+#endif /* CULPERT_CLI_H */

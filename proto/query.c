@@ -1,0 +1,127 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* Questions the commands ask of a built view: children, spans by name, rankings. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "view.h"
+
+static int cmp_span(const void *a, const void *b, void *ctx)
+{
+	const struct view_span *x = &((const struct view *)ctx)->spans[*(const uint32_t *)a];
+	const struct view_span *y = &((const struct view *)ctx)->spans[*(const uint32_t *)b];
+
+	if (x->total != y->total)
+		return x->total > y->total ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+size_t view__children(const struct view *v, uint32_t span, uint32_t *out)
+{
+	size_t n = 0, i;
+	uint32_t c;
+
+	if (span == VIEW_NONE) {
+		for (i = 0; i < v->n_spans; i++)
+			if (v->spans[i].parent == VIEW_NONE)
+				out[n++] = (uint32_t)i;
+	} else {
+		for (c = v->spans[span].first_child; c != VIEW_NONE; c = v->spans[c].next_sibling)
+			out[n++] = c;
+	}
+	qsort_r(out, n, sizeof(*out), cmp_span, (void *)v);
+	return n;
+}
+
+/* a span is named by its name or its whole path; "(no span)" by neither */
+static bool span_is_named(const struct view_span *s, const char *name)
+{
+	return !s->no_span && (!strcmp(s->name, name) || !strcmp(s->path, name));
+}
+
+bool view__span_within(const struct view *v, uint32_t span, const char *name)
+{
+	for (; span != VIEW_NONE; span = v->spans[span].parent)
+		if (span_is_named(&v->spans[span], name))
+			return true;
+	return false;
+}
+
+/*
+ * Every span is on the path of some record, so this is also "does a record
+ * fall inside a span named `name`", without walking the records.
+ */
+bool view__has_span(const struct view *v, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < v->n_spans; i++)
+		if (span_is_named(&v->spans[i], name))
+			return true;
+	return false;
+}
+
+static int cmp_self(const void *a, const void *b, void *ctx)
+{
+	const struct view_span *x = &((const struct view *)ctx)->spans[*(const uint32_t *)a];
+	const struct view_span *y = &((const struct view *)ctx)->spans[*(const uint32_t *)b];
+
+	if (x->self != y->self)
+		return x->self > y->self ? -1 : 1;
+	return strcmp(x->path, y->path);
+}
+
+size_t view__flat_spans(const struct view *v, uint32_t *out)
+{
+	size_t n = 0, i;
+
+	for (i = 0; i < v->n_spans; i++)
+		if (v->spans[i].self_samples)
+			out[n++] = (uint32_t)i;
+	qsort_r(out, n, sizeof(*out), cmp_self, (void *)v);
+	return n;
+}
+
+static int cmp_cs(const void *a, const void *b, void *ctx)
+{
+	const struct view_cs_row *x = a, *y = b;
+	const struct view *v = ctx;
+
+	if (x->bytes != y->bytes)
+		return x->bytes > y->bytes ? -1 : 1;
+	return strcmp(v->callsites[x->callsite], v->callsites[y->callsite]);
+}
+
+struct view_cs_row *view__callsite_rows(const struct view *v,
+					bool (*select)(const struct view_rec *rec, void *ctx),
+					void *ctx, size_t *n, double *total)
+{
+	struct view_cs_row *rows = calloc(v->n_callsites ?: 1, sizeof(*rows));
+	size_t i, k = 0;
+
+	if (!rows)
+		return NULL;
+	*total = 0;
+	for (i = 0; i < v->n_callsites; i++) {
+		rows[i].callsite = (uint32_t)i;
+		rows[i].oldest_ns = -1;
+	}
+	for (i = 0; i < v->n_recs; i++) {
+		const struct view_rec *rec = &v->recs[i];
+		struct view_cs_row *row = &rows[rec->callsite];
+
+		if (select && !select(rec, ctx))
+			continue;
+		row->bytes += rec->bytes;
+		row->objects += rec->objects;
+		row->samples += rec->samples;
+		if (rec->age_ns > row->oldest_ns)
+			row->oldest_ns = rec->age_ns;
+		*total += rec->bytes;
+	}
+	for (i = 0; i < v->n_callsites; i++)
+		if (rows[i].samples)
+			rows[k++] = rows[i];
+	qsort_r(rows, k, sizeof(*rows), cmp_cs, (void *)v);
+	*n = k;
+	return rows;
+}

@@ -1,0 +1,21 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* Options only the culpert-bpf commands have; the rest is lib/opt.h. */
+#ifndef CULPERT_CMD_COMMON_H
+#define CULPERT_CMD_COMMON_H
+
+#include <sys/types.h>
+
+#include "opt.h"
+
+#define DEFAULT_MAX_SPAN_FNS 64
+
+enum session_unwind;
+/* --unwind fp|dwarf|auto; 0 or -EINVAL with the error printed */
+int opt_unwind(const char *arg, enum session_unwind *out);
+/*
+ * After the options: no operand, and the --pid (what it is for, e.g. "the
+ * process to profile") was given.  0 or -EINVAL with the error printed.
+ */
+int opt_need_pid(int argc, char **argv, pid_t pid, const char *what);
+
+#endif /* CULPERT_CMD_COMMON_H */
