@@ -95,14 +95,7 @@ static __always_inline __u32 copy_dwarf_state(struct pt_regs *ctx, struct culper
 {
 	struct stack_copy c = { .dst = dst, .sp = PT_REGS_SP(ctx) };
 
-	e->regs.ip = PT_REGS_IP(ctx);
-	e->regs.sp = c.sp;
-	e->regs.bp = ctx->bp;
-	e->regs.bx = ctx->bx;
-	e->regs.r12 = ctx->r12;
-	e->regs.r13 = ctx->r13;
-	e->regs.r14 = ctx->r14;
-	e->regs.r15 = ctx->r15;
+	arch_copy_regs(ctx, &e->regs);
 	bpf_loop(CULPERT_MAX_STACK_COPY / PAGE_BYTES + 1, copy_piece, &c, 0);
 	unhijack(dst, c.sp, c.copied);
 	return c.copied;
