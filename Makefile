@@ -285,7 +285,7 @@ $(BIN_CLI): $(CLI_MAIN) $(CLI_OBJS) $(LIBCULPERT)
 	$(Q)$(CC) $(ALL_LDFLAGS) $^ $(LIB_LIBS) -o $@
 
 # not the cross build's dependency files under .output/arm64
--include $(shell find $(OUTPUT) -path '$(OUTPUT)/arm64' -prune -o -name '*.d' -print 2>/dev/null)
+-include $(shell find $(OUTPUT) -path '$(OUTPUT)/arm64' -prune -o -type f -name '*.d' -print 2>/dev/null)
 
 # --- examples, test targets and tests ----------------------------------------
 

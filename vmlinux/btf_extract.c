@@ -111,7 +111,8 @@ int main(int argc, char **argv)
 	}
 	if (count != 1) {
 		fprintf(stderr, "error: %s holds %zu BTF blobs, expected exactly one: is it an "
-			"uncompressed kernel Image built with CONFIG_DEBUG_INFO_BTF?\n", argv[1], count);
+			"uncompressed kernel Image built with CONFIG_DEBUG_INFO_BTF?\n", argv[1],
+			count);
 		free(img);
 		return 1;
 	}
@@ -122,7 +123,8 @@ int main(int argc, char **argv)
 		free(img);
 		return 1;
 	}
-	fprintf(stderr, "  BTF       %zu bytes at offset %#zx of %s\n", found_len, found_at, argv[1]);
+	fprintf(stderr, "  BTF       %zu bytes at offset %#zx of %s\n", found_len, found_at,
+		argv[1]);
 	free(img);
 	return 0;
 }

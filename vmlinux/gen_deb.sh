@@ -19,7 +19,7 @@ arm64) debarch=arm64 ;;
 esac
 
 cache=$output/kernel-$debarch
-sh tests/tools/debfetch.sh --dep linux-image-6 "linux-image-$debarch:$debarch" "$cache"
+sh tests/tools/debfetch.sh --dep linux-image-6 "linux-image-$debarch:$debarch" "$cache" ./boot
 image=$(ls "$cache"/boot/vmlinuz-* | head -1)
 read -r pkg version _ sha <"$cache/deb.info"
 

@@ -6,8 +6,10 @@
 # must not, or cannot, be installed on this machine (another architecture's
 # kernel, busybox-static:arm64 which would replace the host's busybox).
 #
-#   debfetch.sh [--dep PREFIX] PACKAGE[:ARCH] DIR
+#   debfetch.sh [--dep PREFIX] PACKAGE[:ARCH] DIR [PATH...]
 #
+# PATHs (./boot, ./bin/busybox): unpack only those members, not the whole
+# package (a kernel's modules are most of it).
 # --dep PREFIX: PACKAGE is a metapackage (linux-image-arm64:arm64); take the
 # package it depends on whose name starts with PREFIX (linux-image-6.1.0-57-arm64).
 # DIR/deb.info gets "Package Version Architecture SHA256" of what was unpacked.
@@ -19,9 +21,10 @@ if [ "${1:-}" = --dep ]; then
 	dep=$2
 	shift 2
 fi
-[ $# -eq 2 ] || { echo "usage: debfetch.sh [--dep PREFIX] PACKAGE[:ARCH] DIR" >&2; exit 2; }
+[ $# -ge 2 ] || { echo "usage: debfetch.sh [--dep PREFIX] PACKAGE[:ARCH] DIR [PATH...]" >&2; exit 2; }
 want=$1
 dir=$2
+shift 2
 [ -f "$dir/deb.info" ] && exit 0
 
 case "$want" in *:*) arch=${want#*:} ;; *) arch=$(dpkg --print-architecture) ;; esac
@@ -53,7 +56,8 @@ if ! fetch; then
 	}
 fi
 deb=$(ls "$dir"/dl/*.deb)
-dpkg-deb -x "$deb" "$dir" || { echo "error: cannot unpack $deb" >&2; exit 1; }
+dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$dir" "$@" ||
+	{ echo "error: cannot unpack ${*:-everything} of $deb" >&2; exit 1; }
 info="$(dpkg-deb -f "$deb" Package Version Architecture | awk '{printf "%s ", $2}')"
 echo "$info$(sha256sum "$deb" | cut -d' ' -f1)" >"$dir/deb.info.tmp"
 rm -rf "$dir/dl"

@@ -163,9 +163,9 @@ int session_unwind__choose(const struct target *t, const struct procmaps *maps,
 		return 0;
 	}
 	*out = fp_evidence__has_fp(&ev) ? SESSION_UNWIND_FP : SESSION_UNWIND_DWARF;
-	snprintf(why, len, "auto: %s %s frame pointers (%zu of %zu functions examined set up %%rbp)",
+	snprintf(why, len, "auto: %s %s frame pointers (%zu of %zu functions examined set up %s)",
 		 t->exe, *out == SESSION_UNWIND_FP ? "keeps" : "is built without", ev.with_fp,
-		 ev.functions);
+		 ev.functions, ev.fp_reg);
 	return 0;
 }
 
