@@ -28,7 +28,7 @@ DEB_PACKAGES := make gcc g++ clang llvm libbpf-dev bpftool libelf-dev libdw-dev 
 	libjemalloc2 libjemalloc-dev libmimalloc2.0 libmimalloc-dev libtcmalloc-minimal4 \
 	hyperfine valgrind python3 python3-prometheus-client procps sqlite3 libcapstone-dev \
 	rustc dwz libc6-dbg time python3-jsonschema libxml2-utils \
-	qemu-system-x86 busybox cpio
+	qemu-system-x86 busybox cpio nodejs
 
 LIBS_PC := libbpf libelf libdw libdebuginfod zlib libprotobuf-c capstone
 # recursive (=) on purpose: evaluated after `make deps` may have installed them
@@ -166,6 +166,7 @@ $(BIN_CLI): $(CLI_OBJS) $(LIBCULPERT)
 
 include examples/Makefile.inc
 include tests/Makefile.inc
+include deploy/archive/Makefile.inc
 
 # --- top-level flows -----------------------------------------------------------
 
