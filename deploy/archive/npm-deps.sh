@@ -17,7 +17,8 @@ if ! command -v node >/dev/null; then
 fi
 if ! node -e 'const [a, b, c] = process.versions.node.split(".").map(Number);
 	process.exit(a > 20 || (a === 20 && (b > 18 || (b === 18 && c >= 1))) ? 0 : 1)'; then
-	echo "error: node $(node --version) is too old for miniflare 4: it needs 20.18.1 or later" >&2
+	echo "error: node $(node --version) is too old for miniflare 4:" \
+		"it needs 20.18.1 or later" >&2
 	exit 1
 fi
 

@@ -25,9 +25,15 @@ worker_tests() {
 		>"$TMP/worker.tap" 2>&1
 	_rc=$?
 	awk '
-		function flush() { if (name != "") printf "FAIL worker: %s: %s\n", name, why; name = "" }
-		/^ok [0-9]+ - / { flush(); sub(/^ok [0-9]+ - /, ""); print "PASS worker: " $0; next }
-		/^not ok [0-9]+ - / { flush(); sub(/^not ok [0-9]+ - /, ""); name = $0; why = "?"; next }
+		function flush() {
+			if (name != "")
+				printf "FAIL worker: %s: %s\n", name, why
+			name = ""
+		}
+		/^ok [0-9]+ - / {
+			flush(); sub(/^ok [0-9]+ - /, ""); print "PASS worker: " $0; next }
+		/^not ok [0-9]+ - / {
+			flush(); sub(/^not ok [0-9]+ - /, ""); name = $0; why = "?"; next }
 		# YAML: error: '"'"'one line'"'"', or error: |- and the message on the lines below
 		name != "" && why == "|" { sub(/^ +/, ""); why = $0; next }
 		name != "" && why == "?" && /^  error: / {
@@ -103,7 +109,8 @@ test_serve_persist() {
 	_dir=$TMP/persist
 	archive_start persist1 "$TOKEN" --persist "$_dir" || return
 	_code=$(acurl -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $TOKEN" \
-		--data-binary "@$TMP/prof.pb.gz" "$ARCHIVE_URL/v1/profiles/4567def?branch=b&project=p")
+		--data-binary "@$TMP/prof.pb.gz" \
+		"$ARCHIVE_URL/v1/profiles/4567def?branch=b&project=p")
 	[ "$_code" = 201 ] || { fail "POST: status $_code"; return; }
 	archive_stop persist1 || return
 	archive_start persist2 "$TOKEN" --persist "$_dir" || return
@@ -127,7 +134,10 @@ test_serve_sigkill() {
 	_i=0
 	while acurl -o /dev/null "$ARCHIVE_URL/healthz" 2>/dev/null || [ -e "$_work" ]; do
 		_i=$((_i + 1))
-		[ "$_i" -gt 100 ] && { fail "5 s after SIGKILL: port still answers or $_work remains"; return; }
+		if [ "$_i" -gt 100 ]; then
+			fail "5 s after SIGKILL: port still answers or $_work remains"
+			return
+		fi
 		sleep 0.05
 	done
 }

@@ -18,6 +18,7 @@ export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "
 export function parseWranglerToml(text)
 {
 	const top = {};
+	const keyValue = /^([\w-]+)\s*=\s*("(?:[^"\\]|\\.)*"|-?\d+|true|false)\s*(#.*)?$/;
 	let cur = top;
 	text.split("\n").forEach((raw, i) => {
 		const line = raw.replace(/^\s+|\s+$/g, "");
@@ -28,7 +29,7 @@ export function parseWranglerToml(text)
 			(top[m[1]] ??= []).push((cur = {}));
 		} else if ((m = /^\[([\w.-]+)\]$/.exec(line))) {
 			cur = top[m[1]] ??= {};
-		} else if ((m = /^([\w-]+)\s*=\s*("(?:[^"\\]|\\.)*"|-?\d+|true|false)\s*(#.*)?$/.exec(line))) {
+		} else if ((m = keyValue.exec(line))) {
 			cur[m[1]] = JSON.parse(m[2]);
 		} else {
 			throw new Error(`wrangler.toml:${i + 1}: not understood: ${raw}`);
@@ -43,7 +44,8 @@ export function loadConfig()
 	const r2 = toml.r2_buckets?.[0];
 	const d1 = toml.d1_databases?.[0];
 	if (!toml.main || !toml.compatibility_date || !r2?.binding || !d1?.binding)
-		throw new Error("wrangler.toml: want main, compatibility_date, one R2 and one D1 binding");
+		throw new Error("wrangler.toml: want main, compatibility_date, " +
+			"one R2 and one D1 binding");
 	return {
 		main: path.join(ROOT, toml.main),
 		compatibilityDate: toml.compatibility_date,
@@ -134,7 +136,8 @@ export async function migrate(db, dir)
 	for (const f of files) {
 		if (done.has(f))
 			continue;
-		const stmts = splitSql(readFileSync(path.join(dir, f), "utf8")).map((s) => db.prepare(s));
+		const sql = readFileSync(path.join(dir, f), "utf8");
+		const stmts = splitSql(sql).map((s) => db.prepare(s));
 		stmts.push(db.prepare("INSERT INTO d1_migrations (name) VALUES (?1)").bind(f));
 		await db.batch(stmts);
 	}

@@ -18,6 +18,7 @@ const SHA_RE = /^[0-9a-fA-F]{7,64}$/;
  * Projects ("owner/repo") follow the same rule.
  */
 const NAME_RE = /^[^\p{Cc}\p{Z}]{1,255}$/u;
+const NAME_RULE = "want 1 to 255 characters, no spaces or control characters";
 
 const JSON_TYPE = "application/json; charset=utf-8";
 
@@ -114,7 +115,7 @@ function projectOf(url)
 	if (p === null || p === "")
 		return { project: "" };
 	if (!NAME_RE.test(p))
-		return { error: "invalid project: want 1 to 255 characters, no spaces or control characters" };
+		return { error: `invalid project: ${NAME_RULE}` };
 	return { project: p };
 }
 
@@ -124,7 +125,7 @@ function branchOf(url)
 	if (b === null || b === "")
 		return { error: "missing branch: add ?branch=NAME" };
 	if (!NAME_RE.test(b))
-		return { error: "invalid branch: want 1 to 255 characters, no spaces or control characters" };
+		return { error: `invalid branch: ${NAME_RULE}` };
 	return { branch: b };
 }
 
@@ -244,8 +245,8 @@ async function blobResponse(env, row)
 {
 	const obj = await env.PROFILES.get(row.r2_key);
 	if (!obj)
-		return jsonError(500, `the index names ${row.r2_key} but storage has no such blob: ` +
-			"upload the profile again");
+		return jsonError(500, `the index names ${row.r2_key} but storage has no such ` +
+			"blob: upload the profile again");
 	return new Response(obj.body, {
 		status: 200,
 		headers: {
