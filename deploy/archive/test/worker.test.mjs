@@ -251,7 +251,8 @@ test("401 without the right bearer token, before anything else is looked at", as
 			["/v1/profiles/xyz", {}],
 		]) {
 			const res = await req(p_, { ...o, ...opts });
-			const why = missing.includes(what) ? /missing bearer token/ : /token rejected/;
+			const why = missing.includes(what) ? /missing bearer token/
+				: /token rejected/;
 			await expectError(res, 401, why, what);
 			assert.match(res.headers.get("WWW-Authenticate"), /^Bearer/, what);
 		}
