@@ -166,6 +166,7 @@ $(BIN_CLI): $(CLI_OBJS) $(LIBCULPERT)
 
 include examples/Makefile.inc
 include tests/Makefile.inc
+include lib/sampler/Makefile.inc
 
 # --- top-level flows -----------------------------------------------------------
 
