@@ -72,14 +72,14 @@ __asm__(USDT_BASE_SECTION);
 static __attribute__((noinline, noclone)) void fire_alloc(void *p, uint64_t size, uint64_t weight)
 {
 	__asm__ __volatile__(USDT_SITE("otel_memory", "alloc", "otel_memory_alloc_semaphore",
-				       USDT_ARGS3)
+				       USDT_ARGS3, "sampler_alloc_site")
 			     : : "D"(p), "S"(size), "d"(weight) : "memory");
 }
 
 static __attribute__((noinline, noclone)) void fire_free(void *p)
 {
 	__asm__ __volatile__(USDT_SITE("otel_memory", "free", "otel_memory_free_semaphore",
-				       USDT_ARGS1)
+				       USDT_ARGS1, "sampler_free_site")
 			     : : "D"(p) : "memory");
 }
 #elif defined(__aarch64__)
@@ -90,7 +90,7 @@ static __attribute__((noinline, noclone)) void fire_alloc(void *p, uint64_t size
 	register uint64_t x2 __asm__("x2") = weight;
 
 	__asm__ __volatile__(USDT_SITE("otel_memory", "alloc", "otel_memory_alloc_semaphore",
-				       USDT_ARGS3)
+				       USDT_ARGS3, "sampler_alloc_site")
 			     : : "r"(x0), "r"(x1), "r"(x2) : "memory");
 }
 
@@ -99,10 +99,13 @@ static __attribute__((noinline, noclone)) void fire_free(void *p)
 	register uint64_t x0 __asm__("x0") = (uint64_t)p;
 
 	__asm__ __volatile__(USDT_SITE("otel_memory", "free", "otel_memory_free_semaphore",
-				       USDT_ARGS1)
+				       USDT_ARGS1, "sampler_free_site")
 			     : : "r"(x0) : "memory");
 }
 #endif
+
+extern const unsigned char sampler_alloc_site[] SAMPLER_HIDDEN;
+extern const unsigned char sampler_free_site[] SAMPLER_HIDDEN;
 
 static int listening(volatile unsigned short *semaphore)
 {
@@ -441,10 +444,29 @@ void sampler_forget(void *p)
 
 /* --- start, fork, exit --- */
 
+/*
+ * Linux 6.18 turns a uprobe on a 5-byte NOP into a call of a trampoline
+ * page the kernel maps into the process.  A fork child gets the patched
+ * code and the raised semaphore, but not the trampoline: executing the
+ * site there jumps to an unmapped page (seen on 6.18.44).  No profiler
+ * attached to the parent follows the child through that call, so a site
+ * found patched is switched off in the child; a profiler attaching to the
+ * child later raises the semaphore again.
+ */
+static void drop_inherited_site(const unsigned char *site, volatile unsigned short *semaphore)
+{
+#if defined(__x86_64__)
+	if (*semaphore && site[0] == 0xe8)	/* call rel32: an optimized uprobe */
+		*semaphore = 0;
+#endif
+}
+
 void sampler_child_after_fork(void)
 {
 	struct culpert_sampler_page *pg = &culpert_sampler_page;
 
+	drop_inherited_site(sampler_alloc_site, &otel_memory_alloc_semaphore);
+	drop_inherited_site(sampler_free_site, &otel_memory_free_semaphore);
 	/* a new seed at the next allocation; the countdown left is still a fair draw */
 	sampler_thread.rng = 0;
 	sampler_thread.gen = 0;

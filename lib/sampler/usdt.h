@@ -34,8 +34,15 @@
 #error "libculpert-sampler: USDT sites are written for x86-64 and arm64 only"
 #endif
 
-/* one probe site: the NOP here, its note in .note.stapsdt (an asm template: '%' doubled) */
-#define USDT_SITE(provider, name, semaphore, args)					\
+/*
+ * One probe site: the NOP here, behind the hidden symbol `label` (the code
+ * may look at its own site), its note in .note.stapsdt.  An asm template:
+ * '%' doubled.
+ */
+#define USDT_SITE(provider, name, semaphore, args, label)				\
+	"	.globl " label "\n"							\
+	"	.hidden " label "\n"							\
+	label ":\n"									\
 	"990:	" USDT_NOP "\n"								\
 	"	.pushsection .note.stapsdt, \"\", \"note\"\n"				\
 	"	.balign 4\n"								\
