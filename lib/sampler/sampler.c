@@ -68,22 +68,29 @@ __asm__(USDT_BASE_SECTION);
 
 /* --- probes: one site each, arguments in the SysV argument registers --- */
 
+/* a function of its own, never inlined nor cloned: exactly one site and one note per probe */
+#ifdef __clang__
+#define ONE_SITE __attribute__((noinline))
+#else
+#define ONE_SITE __attribute__((noinline, noclone))
+#endif
+
 #if defined(__x86_64__)
-static __attribute__((noinline, noclone)) void fire_alloc(void *p, uint64_t size, uint64_t weight)
+static ONE_SITE void fire_alloc(void *p, uint64_t size, uint64_t weight)
 {
 	__asm__ __volatile__(USDT_SITE("otel_memory", "alloc", "otel_memory_alloc_semaphore",
 				       USDT_ARGS3, "sampler_alloc_site")
 			     : : "D"(p), "S"(size), "d"(weight) : "memory");
 }
 
-static __attribute__((noinline, noclone)) void fire_free(void *p)
+static ONE_SITE void fire_free(void *p)
 {
 	__asm__ __volatile__(USDT_SITE("otel_memory", "free", "otel_memory_free_semaphore",
 				       USDT_ARGS1, "sampler_free_site")
 			     : : "D"(p) : "memory");
 }
 #elif defined(__aarch64__)
-static __attribute__((noinline, noclone)) void fire_alloc(void *p, uint64_t size, uint64_t weight)
+static ONE_SITE void fire_alloc(void *p, uint64_t size, uint64_t weight)
 {
 	register uint64_t x0 __asm__("x0") = (uint64_t)p;
 	register uint64_t x1 __asm__("x1") = size;
@@ -94,7 +101,7 @@ static __attribute__((noinline, noclone)) void fire_alloc(void *p, uint64_t size
 			     : : "r"(x0), "r"(x1), "r"(x2) : "memory");
 }
 
-static __attribute__((noinline, noclone)) void fire_free(void *p)
+static ONE_SITE void fire_free(void *p)
 {
 	register uint64_t x0 __asm__("x0") = (uint64_t)p;
 

@@ -53,13 +53,29 @@ static inline __attribute__((always_inline)) void *do_malloc(size_t size)
 	return p;
 }
 
-static inline __attribute__((always_inline)) void do_free(void *p)
+/* everything but the plain free of a block the sampler never kept */
+static __attribute__((noinline)) void free_slow(void *p)
 {
 	if (unlikely(in_boot_arena(p)))
 		return;
 	if (unlikely(!ready()) && !booted())
 		return;
 	sampler_release(p);
+	sampler_next.free(p);
+}
+
+/*
+ * Both ways out are tail calls, so free needs no frame of its own even
+ * for a frame-pointer walk from the free probe: free_slow's frame holds
+ * the program's return address.
+ */
+static inline __attribute__((always_inline)) void do_free(void *p)
+{
+	if (unlikely(!ready() || in_boot_arena(p) ||
+		     __atomic_load_n(&sampler_live.n, __ATOMIC_RELAXED))) {
+		free_slow(p);
+		return;
+	}
 	sampler_next.free(p);
 }
 
