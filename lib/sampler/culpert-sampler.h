@@ -60,8 +60,8 @@
  * sampler and its counters in a running process (/proc/PID/mem at the
  * symbol's address).  The counters are updated on sampled calls only.
  *
- * Allocator statistics (design, for culpert-bpf's memory picture): the
- * `allocator` part of the page is refreshed, at most once per
+ * Allocator statistics (for culpert-bpf's memory picture): the
+ * `allocator_stats` part of the page is refreshed, at most once per
  * `stats_interval_ns`, on a sampled call made while a reader listens to the
  * probe culpert_sampler:allocator_stats(struct culpert_sampler_page *page,
  * u64 size) ("8@%rdi 8@%rsi", semaphore culpert_sampler_allocator_stats_semaphore),

@@ -264,6 +264,14 @@ static uint32_t allocator_kind(const void *base, const char *path)
 	return CULPERT_SAMPLER_ALLOC_UNKNOWN;
 }
 
+static const void *next_base;
+
+/* a function of the allocator's object, for allocstats.c */
+static void *allocator_sym(const char *name)
+{
+	return next_sym_of(name, next_base);
+}
+
 static void resolve(void)
 {
 	struct sampler_next *n = &sampler_next;
@@ -291,6 +299,8 @@ static void resolve(void)
 	n->pvalloc = (void *(*)(size_t))next_sym_of("pvalloc", base);
 	n->malloc_usable_size = (size_t (*)(void *))next_sym_of("malloc_usable_size", base);
 	culpert_sampler_page.allocator = allocator_kind(base, path);
+	next_base = base;
+	allocstats_init(culpert_sampler_page.allocator, allocator_sym);
 }
 
 void sampler_boot(void)
@@ -433,6 +443,7 @@ void sampler_sampled(void *p, size_t size)
 		fire_alloc(p, size, weight);
 		count(&pg->alloc_fired, 1);
 	}
+	allocstats_maybe_refresh();
 out:
 	__asm__ __volatile__("" ::: "memory");
 	t->busy = 0;

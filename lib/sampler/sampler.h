@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "culpert-sampler.h"
+
 #define SAMPLER_HIDDEN	__attribute__((visibility("hidden")))
 #define SAMPLER_EXPORT	__attribute__((visibility("default")))
 #define likely(x)	__builtin_expect(!!(x), 1)
@@ -108,6 +110,13 @@ static inline void sampler_release(void *p)
 	if (unlikely(__atomic_load_n(&sampler_live.n, __ATOMIC_RELAXED)))
 		sampler_forget(p);
 }
+
+/* the published counters (exported: a reader finds them by name) */
+extern struct culpert_sampler_page culpert_sampler_page;
+
+/* the allocator's own statistics in the published page (allocstats.c) */
+void allocstats_init(uint32_t kind, void *(*sym)(const char *name)) SAMPLER_HIDDEN;
+void allocstats_maybe_refresh(void) SAMPLER_HIDDEN;
 
 /* the live set of sampled pointers (liveset.c) */
 int liveset_init(size_t max_entries) SAMPLER_HIDDEN;

@@ -88,6 +88,8 @@ test_notes() {
 	free_pc=$1 free_sema=$2
 	[ "$(readelf -n "$LIB" | grep -c 'Provider: otel_memory')" -eq 2 ] ||
 		fail "not exactly one site per probe"
+	[ "$(readelf -n "$LIB" | grep -c 'Provider: culpert_sampler')" -eq 1 ] ||
+		fail "not one culpert_sampler:allocator_stats site"
 	for s in "$alloc_sema" "$free_sema"; do
 		[ $(($s)) -ne 0 ] || fail "a probe without a semaphore"
 		[ "$(section_of "$LIB" "$s")" = .probes ] ||
@@ -152,7 +154,7 @@ exact_lines() {
 # building pvalloc on jemalloc's posix_memalign), every check must pass
 same_as_plain() {
 	if grep -q '^checks ' "$3"; then
-		[ "$(grep -v '^fn \|^sampler \|ready$' "$2")" = "$(grep -v '^fn \|^sampler \|ready$' "$3")" ] ||
+		[ "$(grep -v '^fn \|^sampler \|^allocator \|ready$' "$2")" = "$(grep -v '^fn \|^sampler \|^allocator \|ready$' "$3")" ] ||
 			fail "$1: $(grep -v '^fn' "$2" | tr '\n' ' ') vs alone: $(grep -v '^fn' "$3" | tr '\n' ' ')"
 	else
 		grep -q '^checks [0-9]* failed 0$' "$2" ||
@@ -358,6 +360,27 @@ test_probes_signal_fork() {
 	grep -q '^children 40 ok 40$' "$TMP/pfork.out" || fail "sampler_fork: $(cat "$TMP/pfork.out")"
 }
 
+# the allocator's own statistics, refreshed while culpert_sampler:allocator_stats has a listener
+test_allocator_stats() {
+	need_root || return
+	CULPERT_SAMPLER_RATE=4096 under quiet glibc "$TARGETS/sampler_stat" small 1 >"$TMP/as.out" 2>&1
+	grep -q '^allocator refreshed 0 ' "$TMP/as.out" || fail "refreshed with no listener: $(grep allocator "$TMP/as.out")"
+	for a in glibc jemalloc mimalloc; do
+		case $a in
+		glibc) pre=$LIB field=4 ;;
+		jemalloc) pre="$LIB $JEMALLOC" field=4 ;;
+		mimalloc) pre="$LIB $MIMALLOC" field=6 ;;
+		esac
+		"$COUNT" "$LIB" culpert_sampler -- env LD_PRELOAD="$pre" CULPERT_SAMPLER_RATE=4096 \
+			"$TARGETS/sampler_stat" small 1 >"$TMP/as.out" 2>&1 || fail "$a: $(tail -2 "$TMP/as.out")"
+		# one refresh at the first sampled call; the run is shorter than the 1 s interval
+		[ "$(hits_of "$TMP/as.out" allocator_stats)" = 1 ] ||
+			fail "$a: allocator_stats hit $(hits_of "$TMP/as.out" allocator_stats) times"
+		awk -v f=$field '/^allocator/ { exit !($3 > 0 && $f > 0) }' "$TMP/as.out" ||
+			fail "$a: $(grep '^allocator' "$TMP/as.out")"
+	done
+}
+
 run_test sampler_lib_notes test_notes
 run_test sampler_lib_exports test_exports
 run_test sampler_lib_sdt_target test_sdt_target
@@ -376,3 +399,4 @@ run_test sampler_lib_stats_large test_stats_large
 run_test sampler_lib_stats_short_threads test_stats_short_threads
 run_test sampler_lib_probes_sampled_only test_probes_fire_for_sampled_only
 run_test sampler_lib_probes_signal_fork test_probes_signal_fork
+run_test sampler_lib_allocator_stats test_allocator_stats

@@ -16,8 +16,9 @@
  *
  * Every block is checked as alloc_exact checks them (non-NULL, aligned, calloc
  * zeroed, realloc kept the contents).  Prints "truth calls C bytes B", then
- * "sampler events E points P weight W" (or "sampler absent"), then
- * "checks N failed M".  No stdio: it allocates.
+ * "sampler events E points P weight W" (or "sampler absent"), the
+ * allocator statistics of the page ("allocator refreshed NS allocated A
+ * resident R mapped M"), then "checks N failed M".  No stdio: it allocates.
  */
 #include <dlfcn.h>
 #include <stdarg.h>
@@ -283,6 +284,12 @@ int main(int argc, char **argv)
 		    after.points - before.points, after.weight - before.weight);
 	else
 		out("sampler absent\n");
+	if (page)
+		out("allocator refreshed %llu allocated %llu resident %llu mapped %llu\n",
+		    (unsigned long long)page->allocator_stats.refreshed_ns,
+		    (unsigned long long)page->allocator_stats.allocated,
+		    (unsigned long long)page->allocator_stats.resident,
+		    (unsigned long long)page->allocator_stats.mapped);
 	out("checks %llu failed %llu\n", checks, failed);
 	return failed != 0;
 }
