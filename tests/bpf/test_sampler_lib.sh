@@ -185,7 +185,8 @@ behaviour() {
 				CULPERT_SAMPLER_RATE=4096 "$TARGETS/alloc_exact" || return
 		fi
 		kill -USR1 "$target_pid"
-		wait "$target_pid"
+		# plain jemalloc crashes in alloc_exact's pvalloc: no word from the shell about it
+		wait "$target_pid" 2>/dev/null
 	done
 	same_as_plain "alloc_exact over $a" "$TMP/ae.sampled" "$TMP/ae.plain"
 }
