@@ -62,7 +62,7 @@ DEMO_PACKAGES := systemtap-sdt-dev procps
 TEST_PACKAGES := $(DEMO_PACKAGES) g++ systemtap-sdt-dev debuginfod elfutils binutils golang-go \
 	musl-tools libjemalloc2 libjemalloc-dev libmimalloc2.0 libmimalloc-dev libtcmalloc-minimal4 \
 	hyperfine valgrind python3 python3-prometheus-client sqlite3 rustc dwz libc6-dbg time \
-	python3-jsonschema libxml2-utils qemu-system-x86 busybox cpio util-linux
+	python3-jsonschema libxml2-utils qemu-system-x86 busybox cpio util-linux nodejs
 # the arm64 cross build (ARCH=arm64 on x86-64): Debian's cross compilers and the arm64
 # multiarch -dev packages (install-deps.sh adds the dpkg architecture they need)
 ARM64_CLI_PACKAGES := gcc-aarch64-linux-gnu libc6-dev:arm64 libelf-dev:arm64 libdw-dev:arm64 \
@@ -291,6 +291,8 @@ $(BIN_CLI): $(CLI_MAIN) $(CLI_OBJS) $(LIBCULPERT)
 
 include examples/Makefile.inc
 include tests/Makefile.inc
+include deploy/archive/Makefile.inc
+include lib/sampler/Makefile.inc
 
 # --- top-level flows -----------------------------------------------------------
 
