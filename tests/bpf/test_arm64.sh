@@ -23,7 +23,7 @@ test_cross_build() {
 		{ fail "make ARCH=arm64: $(grep -m3 -i 'error' "$TMP/xbuild.log")"; return; }
 	for f in culpert-bpf culpert tests/targets/alloc_exact tests/targets/alloc_nofp \
 		tests/targets/alloc_live tests/targets/alloc_rust tests/targets/alloc_exact_musl \
-		tests/tools/profdump tests/unit/test_pprof; do
+		tests/tools/profdump tests/unit/test_pprof libculpert-sampler.so; do
 		m=$(elf_machine "$XOUT/$f")
 		[ "$m" = AArch64 ] || fail "$f: machine '${m:-not an ELF file}', want AArch64"
 	done
