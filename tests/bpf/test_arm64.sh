@@ -39,7 +39,7 @@ test_vm() {
 		-f tests/lib.sh -f tests/wait_for.sh -f "$XOUT/culpert-bpf" \
 		-f "$XOUT/tests/tools/profdump" -f "$XOUT/tests/targets/alloc_exact" \
 		-f "$XOUT/tests/targets/alloc_live" -f "$XOUT/tests/targets/alloc_nofp" \
-		-f "$XOUT/tests/targets/span_abc_plain" \
+		-f "$XOUT/tests/targets/span_abc_plain" -f "$XOUT/tests/targets/span_cxx" \
 		tests/tools/arm64_guest.sh "$rel" 2>"$TMP/vm.err"
 	rc=$?
 	case $rc in
@@ -50,8 +50,8 @@ test_vm() {
 	# the guest's own verdicts, one line each, as if this file had run them
 	sed -n '/^\(PASS\|FAIL\|SKIP\) /!s/^/  /p' "$log"
 	grep '^\(PASS\|FAIL\|SKIP\) ' "$log"
-	[ "$(grep -c '^PASS ' "$log")" -eq 6 ] ||
-		fail "the guest passed $(grep -c '^PASS ' "$log") of its 6 tests (exit $rc)"
+	[ "$(grep -c '^PASS ' "$log")" -eq 7 ] ||
+		fail "the guest passed $(grep -c '^PASS ' "$log") of its 7 tests (exit $rc)"
 	echo "  the VM ran Linux $(cat "$TMP/vm/out/kernel-release" 2>/dev/null) under qemu-system-aarch64"
 }
 

@@ -93,7 +93,9 @@ arm64_libs() {
 		for _lib in $(readelf -dW "$_f" 2>/dev/null | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'); do
 			case " $_seen " in *" $_lib "*) continue ;; esac
 			_seen="$_seen $_lib"
-			for _d in /lib/aarch64-linux-gnu /usr/lib/aarch64-linux-gnu; do
+			# the cross compiler's own libstdc++ and libgcc_s as a last resort
+			for _d in /lib/aarch64-linux-gnu /usr/lib/aarch64-linux-gnu \
+				/usr/aarch64-linux-gnu/lib; do
 				[ -e "$_d/$_lib" ] || continue
 				echo "$_d/$_lib"
 				_todo="$_todo $_d/$_lib"
@@ -135,7 +137,10 @@ for f in "$busybox" $files; do
 		ldd "$f" 2>/dev/null | awk '$2 == "=>" && $3 ~ /^\// {print $3} $1 ~ /^\// {print $1}'
 	fi
 done | sort -u | while read -r lib; do
-	mkdir -p "$root$(dirname "$lib")" && cp -L "$lib" "$root$lib"
+	# where the guest's loader looks: the cross toolchain's directory is not among them
+	to=$lib
+	case "$lib" in /usr/aarch64-linux-gnu/lib/*) to=/lib/aarch64-linux-gnu/${lib##*/} ;; esac
+	mkdir -p "$root$(dirname "$to")" && cp -L "$lib" "$root$to"
 done
 
 # x86: results on a second serial port; arm64's virt machine has one UART, shared
