@@ -177,6 +177,11 @@ test_refuses_non_profiles() {
 	done
 	CULPERT_TOKEN=$TOKEN expect_error 2 'nosuch.pb.gz: No such file' "$C" upload \
 		"$TMP/nosuch.pb.gz" --endpoint "$STANDIN_URL" --commit-sha "$SHA_A" --branch main
+	# over the 1 GiB bound: refused from its size, not read (a sparse file)
+	truncate -s 1025M "$TMP/huge.pb.gz"
+	CULPERT_TOKEN=$TOKEN expect_error 2 'huge.pb.gz: larger than 1024 MiB' "$C" upload \
+		"$TMP/huge.pb.gz" --endpoint "$STANDIN_URL" --commit-sha "$SHA_A" --branch main
+	rm -f "$TMP/huge.pb.gz"
 	[ "$(requests np)" = 0 ] || fail "$(requests np) requests sent for files that are not profiles"
 }
 run_test archive_client/refuses_non_profiles test_refuses_non_profiles
@@ -197,6 +202,12 @@ test_usage_errors() {
 		--latest-of main
 	expect_error 2 "invalid --sha 'abc'" "$C" pull --sha abc
 	expect_error 2 "invalid --retries '11'" "$C" pull --sha "$SHA_A" --retries 11
+	_nl='t
+t'
+	CULPERT_ARCHIVE=http://127.0.0.1:9 CULPERT_TOKEN=$_nl expect_error 2 \
+		'token holds spaces or control characters' "$C" pull --sha "$SHA_A"
+	CULPERT_ARCHIVE=http://127.0.0.1:9 CULPERT_TOKEN=t expect_error 2 \
+		'token holds spaces or control characters' "$C" pull --sha "$SHA_A" --token 'a b'
 	CULPERT_ARCHIVE=http://127.0.0.1:9 CULPERT_TOKEN=t CF_ACCESS_CLIENT_ID=id expect_error 2 \
 		'needs both the client id and the client secret' "$C" pull --sha "$SHA_A"
 	mkdir -p "$TMP/adir"
@@ -347,6 +358,11 @@ test_retry_5xx() {
 	CULPERT_TOKEN=$TOKEN expect_error 2 'token rejected (HTTP 403: stand-in answer 403)' \
 		"$C" pull --sha "$SHA_A" --endpoint "$STANDIN_URL" -o "$TMP/r"
 	[ "$(requests four)" = 1 ] || fail "403: $(requests four) requests, want 1"
+	# 429 is retried like a 5xx
+	standin_start busy status --status 429 || return
+	CULPERT_TOKEN=$TOKEN expect_error 2 'rate limiting (HTTP 429: stand-in answer 429) after 2' \
+		"$C" pull --sha "$SHA_A" --endpoint "$STANDIN_URL" --retries 1 -o "$TMP/r"
+	[ "$(requests busy)" = 2 ] || fail "429: $(requests busy) requests, want 2"
 }
 run_test archive_client/retry_5xx test_retry_5xx
 
@@ -371,7 +387,7 @@ test_truncated_pull() {
 }
 run_test archive_client/truncated_pull test_truncated_pull
 
-test_server_415_and_redirect() {
+test_server_answers() {
 	standin_start u415 status --status 415 || return
 	_want='refused the body as not gzip (HTTP 415: stand-in answer 415): upload the .pb.gz'
 	CULPERT_TOKEN=$TOKEN expect_error 2 "$_want" \
@@ -381,5 +397,14 @@ test_server_415_and_redirect() {
 	CULPERT_TOKEN=$TOKEN expect_error 2 "$_want" \
 		"$C" pull --sha "$SHA_A" --endpoint "$STANDIN_URL" -o "$TMP/x"
 	[ "$(requests redir)" = 1 ] || fail "the redirect was followed or retried"
+	# a receipt that does not match what was sent
+	standin_start liar liar || return
+	CULPERT_TOKEN=$TOKEN expect_error 2 "the receipt's size differs from the [0-9]* bytes sent" \
+		"$C" upload "$TMP/a.pb.gz" --endpoint "$STANDIN_URL" --commit-sha "$SHA_A" --branch main
+	# TLS to a server that speaks plain HTTP: a TLS error, final
+	CULPERT_TOKEN=$TOKEN expect_error 2 'TLS failed (.*): check the archive.s certificate' \
+		"$C" pull --sha "$SHA_A" --endpoint "https://${STANDIN_URL#http://}" -o "$TMP/x"
+	grep -q 'trying again' "$TMP/err.txt" && fail "a TLS failure was retried"
+	return 0
 }
-run_test archive_client/server_415_and_redirect test_server_415_and_redirect
+run_test archive_client/server_answers test_server_answers

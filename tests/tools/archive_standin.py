@@ -17,6 +17,7 @@ by itself after --lifetime seconds.
     short     a GET sends the first half of --profile, with that as its Content-Length
     redirect  302 to a Cloudflare Access login page
     echo      401 whose error text repeats the Authorization header it got
+    liar      a POST gets 201 and a receipt with a size one byte short
   Succeeding: POST -> 201 and a receipt with the size received; GET -> 200 and --profile.
   Prints "archive-standin: listening on http://127.0.0.1:PORT" once it accepts.
 """
@@ -31,7 +32,8 @@ import time
 def parse_args():
     ap = argparse.ArgumentParser()
     ap.add_argument("--mode", required=True,
-                    choices=["status", "flaky", "slow", "truncate", "short", "redirect", "echo"])
+                    choices=["status", "flaky", "slow", "truncate", "short", "redirect", "echo",
+                             "liar"])
     ap.add_argument("--log", required=True)
     ap.add_argument("--status", type=int, default=500)
     ap.add_argument("--fail", type=int, default=0)
@@ -107,6 +109,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 ("Location", "https://team.cloudflareaccess.com/cdn-cgi/access/login")])
         elif mode == "echo":
             self.error(401, "rejected: " + str(self.headers.get("Authorization")))
+        elif mode == "liar":
+            self.send(201, json.dumps({"sha": "x", "size": len(body) - 1}).encode())
 
     def handle_one_request(self):
         try:
