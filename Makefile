@@ -233,6 +233,7 @@ $(BIN_CLI): $(CLI_MAIN) $(CLI_OBJS) $(LIBCULPERT)
 include examples/Makefile.inc
 include tests/Makefile.inc
 include deploy/archive/Makefile.inc
+include lib/sampler/Makefile.inc
 
 # --- top-level flows -----------------------------------------------------------
 
