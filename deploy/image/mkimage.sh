@@ -21,7 +21,7 @@
 #
 # Cached by their inputs: the extracted base by its package list, archive and
 # architecture; the image by that plus the staged files and this script (a podman
-# label holds the key), so an unchanged build is tagged again, not rebuilt.
+# label holds the key), so an unchanged build of the same version is not rebuilt.
 set -eu
 
 : "${STAGE:?}" "${WORK:?}" "${IMAGE:?}" "${DEB_ARCH:?}" "${MULTIARCH:?}"
@@ -45,29 +45,36 @@ for t in mmdebstrap podman setcap readelf dpkg sha256sum tar; do
 		die "$t is missing: install the image tools with 'sudo make image-deps'"
 done
 
-# the package shipping SONAME for this architecture: "libbpf1"
-package_of() {
-	out=$(dpkg -S "*/$MULTIARCH/$1" 2>/dev/null) ||
-		die "no installed Debian package ships $1 for $MULTIARCH (needed by $2): the image \
-takes runtime libraries from Debian packages only; install its -dev package ('sudo make deps')"
-	printf '%s\n' "$out" | sed 's/:.*//; s/, /\n/g' | sort -u
-}
-
-runtime_packages() {
+# "SONAME FILE" for every DT_NEEDED entry of the staged ELF files
+needed() {
 	find "$STAGE" -type f | sort | while read -r f; do
 		readelf -h "$f" >/dev/null 2>&1 || continue
-		readelf -d "$f" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | while read -r so; do
-			package_of "$so" "${f#"$STAGE"}"
-		done
-	done | sort -u
+		readelf -d "$f" | sed -n "s|.*(NEEDED).*\[\(.*\)\]|\1 ${f#"$STAGE"}|p"
+	done
+}
+
+# the packages shipping those libraries for this architecture ("libbpf1"): one dpkg -S
+# for all of them (each call reads the whole file database)
+runtime_packages() {
+	needed >"$WORK/needed"
+	sonames=$(cut -d' ' -f1 "$WORK/needed" | sort -u)
+	# shellcheck disable=SC2046
+	dpkg -S $(for so in $sonames; do printf '*/%s/%s ' "$MULTIARCH" "$so"; done) \
+		>"$WORK/owners" 2>/dev/null
+	for so in $sonames; do
+		grep -q "/$MULTIARCH/$so\$" "$WORK/owners" || die "no installed Debian package ships \
+$so for $MULTIARCH (needed by $(grep -m1 "^$so " "$WORK/needed" | cut -d' ' -f2)): the image takes \
+runtime libraries from Debian packages only; install its -dev package ('sudo make deps')"
+	done
+	grep -v '^diversion ' "$WORK/owners" | sed 's/: .*//; s/, /\n/g' | sed 's/:.*//' | sort -u
 }
 
 # key of a set of inputs: stdin hashed
 key() { sha256sum | cut -c1-16; }
 
+mkdir -p "$WORK"
 pkgs=$(runtime_packages | tr '\n' ',' | sed 's/,$//')
 [ -n "$pkgs" ] || die "found no libraries needed by the files in $STAGE"
-mkdir -p "$WORK"
 
 sources() {
 	printf 'deb %s %s main\n' "$MIRROR" "$SUITE" "$MIRROR" "$SUITE-updates"
@@ -109,15 +116,13 @@ $(grep -m2 -E '^E:|rror' "$WORK/mmdebstrap.log" | tr '\n' ' ')(log: $WORK/mmdebs
 fi
 
 # --- 3, 4: our files, the user, the capabilities; the image ---------------------------
-image_key=$( { echo "$base_key"; echo "$IMAGE" | sed 's/:.*//'; cat "$0";
+image_key=$( { echo "$base_key"; echo "$IMAGE"; echo "$VERSION $REVISION"; cat "$0";
 	(cd "$STAGE" && find . -type f | sort | xargs sha256sum); } | key)
-if [ "${IMAGE_FORCE:-}" != 1 ]; then
-	id=$(podman images --quiet --filter "label=org.culpert.inputs=$image_key" | head -1)
-	if [ -n "$id" ]; then
-		podman tag "$id" "$IMAGE"
-		echo "  IMAGE     $IMAGE (up to date)"
-		exit 0
-	fi
+if [ "${IMAGE_FORCE:-}" != 1 ] && [ "$(podman image inspect --format \
+	'{{index .Labels "org.culpert.inputs"}} {{.Architecture}}' "$IMAGE" 2>/dev/null)" = \
+	"$image_key $DEB_ARCH" ]; then
+	echo "  IMAGE     $IMAGE (up to date)"
+	exit 0
 fi
 
 root=$WORK/root-$DEB_ARCH
