@@ -116,14 +116,18 @@ test_seccomp_profile() {
 	expect_error 1 '/nonexistent' $PY $K8S/seccomp-profile.py /nonexistent
 }
 
-test_prometheus_config() {
+# promtool check config on CONFIG's checkable copy OUT (scrape_check.py promtool-copy)
+promtool_check() {
 	echo token >"$TMP/token"
-	$CHECK promtool-copy $SCRAPE/prometheus.yml "$TMP/prom.yml" "$TMP/token" >"$TMP/c.out" 2>&1 ||
-		{ fail "$(cat "$TMP/c.out")"; return; }
-	promtool check config "$TMP/prom.yml" >"$TMP/p.out" 2>&1 ||
-		fail "promtool: $(grep -v WARNING "$TMP/p.out" | tr '\n' ' ')"
-	# the static job as written, kubernetes discovery aside
-	grep -q 'SUCCESS' "$TMP/p.out" || fail "promtool said no SUCCESS"
+	$CHECK promtool-copy "$1" "$2" "$TMP/token" >"$TMP/c.out" 2>&1 ||
+		{ fail "$(cat "$TMP/c.out")"; return 1; }
+	promtool check config "$2" >"$TMP/p.out" 2>&1 ||
+		{ fail "promtool on $1: $(grep -v WARNING "$TMP/p.out" | tr '\n' ' ')"; return 1; }
+	grep -q 'SUCCESS' "$TMP/p.out" || fail "promtool said no SUCCESS for $1"
+}
+
+test_prometheus_config() {
+	promtool_check $SCRAPE/prometheus.yml "$TMP/prom.yml" || return
 	# the agent's pod becomes its /metrics at the annotated port
 	cat >"$TMP/agentpod.json" <<-'EOF'
 	{"__address__": "10.244.1.9", "__meta_kubernetes_pod_label_app_kubernetes_io_name": "culpert-bpf",
@@ -158,11 +162,7 @@ write_pods() {
 }
 
 test_parca_config() {
-	echo token >"$TMP/token"
-	$CHECK promtool-copy $SCRAPE/parca.yaml "$TMP/parca-prom.yml" "$TMP/token" >"$TMP/c.out" 2>&1 ||
-		{ fail "$(cat "$TMP/c.out")"; return; }
-	promtool check config "$TMP/parca-prom.yml" >"$TMP/p.out" 2>&1 ||
-		fail "promtool on Parca's scrape configs: $(grep -v WARNING "$TMP/p.out" | tr '\n' ' ')"
+	promtool_check $SCRAPE/parca.yaml "$TMP/parca-prom.yml" || return
 	write_pods
 	got=$($CHECK relabel $SCRAPE/parca.yaml culpert-bpf "$TMP/pod.json")
 	[ "$got" = '{"__address__": "192.168.7.4:7790", "__param_container": "0123abcd", "container": "cart", "namespace": "shop", "node": "node-4", "pod": "cart-7d9f8"}' ] ||
