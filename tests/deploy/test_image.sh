@@ -8,7 +8,8 @@
 # and profiles a process of the host that `go tool pprof` then reads on the host; with
 # the capability set minus BPF or PERFMON it fails naming the one missing.
 #
-# What is this machine's and not the manifest's: `--runtime runc` (crun refuses this
+# Every podman command here uses local images only (--pull=never).  What is this
+# machine's and not the manifest's: `--runtime runc` (crun refuses this
 # host's hybrid cgroup layout), explicit --ulimit values (root here lacks
 # CAP_SYS_RESOURCE, so podman's defaults cannot be set), secret/configMap contents and
 # the kubelet's /var/log/pods given as directories, and for `attach` an output directory.
@@ -25,7 +26,8 @@ MAXMB=80
 
 # podman run as this machine needs it (see above)
 podman_run() {
-	podman run --rm --runtime runc --ulimit nofile=20000:20000 --ulimit nproc=4096:4096 "$@"
+	podman run --rm --pull=never --runtime runc --ulimit nofile=20000:20000 \
+		--ulimit nproc=4096:4096 "$@"
 }
 
 need_podman() {
@@ -78,7 +80,7 @@ test_image_build() {
 		{ fail "$(tr '\n' ';' <"$TMP/i.out")"; return; }
 	grep '^#' "$TMP/i.out"
 	# what is inside: no shell, no package manager state, culpert-bpf's file capabilities
-	cid=$(podman create "$IMG") || { fail "podman create $IMG"; return; }
+	cid=$(podman create --pull=never "$IMG") || { fail "podman create $IMG"; return; }
 	podman export "$cid" >"$TMP/rootfs.tar"
 	podman rm "$cid" >/dev/null
 	$PY - "$TMP/rootfs.tar" <<-'EOF' >"$TMP/t.out" 2>&1 || fail "$(tr '\n' ';' <"$TMP/t.out")"
@@ -129,7 +131,7 @@ test_image_daemonset_attach() {
 	# port is not published (attach serves nothing)
 	cat >"$TMP/in-image" <<-EOF
 	#!/bin/sh
-	exec podman run --rm --runtime runc --ulimit nofile=20000:20000 --ulimit nproc=4096:4096 \
+	exec podman run --rm --pull=never --runtime runc --ulimit nofile=20000:20000 --ulimit nproc=4096:4096 \
 		--name culpert-test-$$ $(grep -v -- '--publish' "$TMP/flags" | tr '\n' ' ') \
 		--volume=$TMP/out:$TMP/out:rw "$IMG" "\$@"
 	EOF
@@ -247,7 +249,7 @@ test_image_agent() {
 	# a target the ConfigMap's --select=usdt picks: it carries culpert span probes
 	start_target "$TMP/t.out" "$TARGETS/span_abc" || return
 	# shellcheck disable=SC2046
-	podman run -d --runtime runc --ulimit nofile=20000:20000 --ulimit nproc=4096:4096 \
+	podman run -d --pull=never --runtime runc --ulimit nofile=20000:20000 --ulimit nproc=4096:4096 \
 		--name culpert-agent-$$ $(flags) "$IMG" $(tr '\n' ' ' <"$TMP/args") >/dev/null \
 		2>"$TMP/run.err" || { fail "podman run: $(cat "$TMP/run.err")"; return; }
 	read -r probe_path _ <<-EOF
@@ -300,7 +302,7 @@ test_image_multiarch() {
 	[ "$arch" = arm64 ] || fail "the arm64 image says $arch"
 	[ "$size" -lt $((MAXMB * 1000000)) ] || fail "arm64 image $size bytes"
 	echo "# arm64 image $((size / 1000000)) MB"
-	cid=$(podman create --arch arm64 "$IMG-arm64" 2>/dev/null) && podman export "$cid" |
+	cid=$(podman create --pull=never --arch arm64 "$IMG-arm64" 2>/dev/null) && podman export "$cid" |
 		tar -xO usr/bin/culpert-bpf >"$TMP/bpf-arm64"
 	[ -n "$cid" ] && podman rm "$cid" >/dev/null
 	readelf -h "$TMP/bpf-arm64" 2>/dev/null | grep -q 'Machine:.*AArch64' ||
