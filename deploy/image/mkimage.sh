@@ -135,7 +135,8 @@ printf 'root:x:0:0:root:/root:/nonexistent\nculpert:x:%s:%s:culpert-bpf:/nonexis
 	"$UID_GID" "$UID_GID" >"$root"/etc/passwd
 printf 'root:x:0:\nculpert:x:%s:\n' "$UID_GID" >"$root"/etc/group
 setcap "$FILE_CAPS" "$root"/usr/bin/culpert-bpf ||
-	die "setcap on the image's culpert-bpf failed: the file system under $WORK needs xattrs"
+	die "setcap on the image's culpert-bpf failed: setting file capabilities needs root \
+('sudo make image') and a file system with xattrs under $WORK"
 for sh in bin/sh usr/bin/sh bin/bash usr/bin/bash bin/dash usr/bin/dash; do
 	[ -e "$root/$sh" ] && die "the image would carry a shell ($sh): it must not"
 done
