@@ -145,6 +145,7 @@ tarball=$WORK/rootfs-$DEB_ARCH.tar
 # the file capabilities travel as a PAX xattr header; names sorted for a stable layer
 tar --create --file "$tarball" --directory "$root" --numeric-owner --sort=name \
 	--xattrs --xattrs-include=security.capability .
+rm -rf "$root"
 
 created=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 podman import --quiet --os linux --arch "$DEB_ARCH" \
