@@ -3,9 +3,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "log.h"
+#include "table.h"
 #include "units.h"
 
 int cli_one_file(int argc, char **argv, const char **file)
@@ -26,6 +29,27 @@ struct view *cli_load(const char *path, const struct view_opts *opts)
 	if (!v)
 		pr_error("%s: %s\n", path, err[0] ? err : strerror(errno));
 	return v;
+}
+
+size_t cli_term_width(void)
+{
+	struct winsize ws;
+
+	if (isatty(STDOUT_FILENO) && !ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws))
+		return ws.ws_col;
+	return 0;
+}
+
+void cli_fit_names(struct table *t, size_t col, bool wide)
+{
+	size_t cols = cli_term_width();
+
+	if (wide)
+		return;
+	if (cols)
+		table__fit(t, col, cols, 0);
+	else
+		table__fit(t, col, 0, CLI_NAME_CAP);
 }
 
 char *format_rate(char *buf, size_t len, int64_t rate)

@@ -50,7 +50,7 @@ static bool rec_eq(uint32_t idx, const void *key, void *ctx)
 	const struct view_rec *a = &((struct builder *)ctx)->v->recs[idx], *k = key;
 
 	return a->span == k->span && a->callsite == k->callsite && a->stack == k->stack &&
-	       a->age_ns == k->age_ns;
+	       a->age_ns == k->age_ns && a->wrapper == k->wrapper;
 }
 
 static int add_rec(struct builder *b, const struct view_rec *k)
@@ -60,7 +60,7 @@ static int add_rec(struct builder *b, const struct view_rec *k)
 	struct view_rec *r;
 	uint32_t idx;
 
-	h = hash_u64(k->span, hash_u64(k->callsite, h));
+	h = hash_u64(k->span, hash_u64(k->callsite, hash_u64(k->wrapper, h)));
 	if (!hashtab__find(&b->rec_ht, h, k, rec_eq, b, &idx)) {
 		if (vec_reserve(&v->recs, &b->cap_recs, v->n_recs + 1, sizeof(*k)) ||
 		    hashtab__insert(&b->rec_ht, h, (uint32_t)v->n_recs))
@@ -141,7 +141,7 @@ static int on_sample(const struct pprof_profile *p, const struct pprof_sample_re
 		v->has_age = true;
 	ret = spantree__intern_raw(b, &r, &k.span);
 	if (!ret)
-		ret = callsite__of_sample(b, s, &k.callsite);
+		ret = callsite__of_sample(b, s, &k.callsite, &k.wrapper);
 	if (!ret && v->opts.stacks)
 		ret = intern_stack(b, s, &k.stack);
 	if (!ret)
@@ -284,8 +284,12 @@ void view__free(struct view *v)
 	}
 	for (i = 0; i < v->n_callsites; i++)
 		free(v->callsites[i]);
+	for (i = 0; i < v->n_wrappers; i++)
+		free(v->wrappers[i]);
 	free(v->spans);
 	free(v->callsites);
+	free(v->callsite_name_len);
+	free(v->wrappers);
 	free(v->recs);
 	free(v->stack_locs);
 	free(v->stack_off);
