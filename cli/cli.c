@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,6 +51,27 @@ void cli_fit_names(struct table *t, size_t col, bool wide)
 		table__fit(t, col, cols, 0);
 	else
 		table__fit(t, col, 0, CLI_NAME_CAP);
+}
+
+char *format_counts(char *buf, size_t len, const struct view *v)
+{
+	if (v->has_sampled)
+		snprintf(buf, len, "%" PRIu64 " allocations in %" PRIu64 " record%s", v->n_sampled,
+			 v->n_value_samples, v->n_value_samples == 1 ? "" : "s");
+	else
+		snprintf(buf, len, "%" PRIu64 " record%s", v->n_value_samples,
+			 v->n_value_samples == 1 ? "" : "s");
+	return buf;
+}
+
+uint64_t cli_count(const struct view *v, uint64_t records, uint64_t sampled)
+{
+	return v->has_sampled ? sampled : records;
+}
+
+const char *cli_count_heading(const struct view *v)
+{
+	return v->has_sampled ? "SAMPLES" : "RECORDS";
 }
 
 char *format_rate(char *buf, size_t len, int64_t rate)

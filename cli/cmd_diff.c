@@ -135,13 +135,13 @@ static void print_summary(const struct diff *d, bool md)
 {
 	const struct diff_result *r = &d->res;
 	static const char *const label[] = { "Before:", "After:" };
-	char b[32], n[32], rate[48], thr[32], mins[32];
+	char b[32], n[32], rate[48], thr[32], mins[32], counts[96];
 	int i;
 
 	for (i = 0; i < 2; i++)
-		printf(md ? "- **%s** %s (`%s`, %llu samples)\n" : "%-8s %s (%s, %llu samples)\n",
+		printf(md ? "- **%s** %s (`%s`, %s)\n" : "%-8s %s (%s, %s)\n",
 		       label[i], format_bytes(b, 32, r->total[i]), d->files[i],
-		       (unsigned long long)d->v[i]->n_value_samples);
+		       format_counts(counts, sizeof(counts), d->v[i]));
 	printf(md ? "- **Net Δ:** %s" : "Net:     %s",
 	       format_bytes_signed(n, 32, r->total[1] - r->total[0]));
 	if (r->total[0] && r->total[1] != r->total[0])
@@ -421,6 +421,11 @@ static void json_side(struct json *j, const char *key, const char *file, const s
 	json_begin(j, '{');
 	json_key(j, "file");
 	json_str(j, file);
+	json_key(j, "sampled_allocs");
+	if (v->has_sampled)
+		json_int(j, (int64_t)v->n_sampled);
+	else
+		json_null(j);
 	json_key(j, "samples");
 	json_int(j, (int64_t)v->n_value_samples);
 	json_key(j, "total_bytes");

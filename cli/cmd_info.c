@@ -19,7 +19,8 @@ static void usage(FILE *f)
 	fprintf(f,
 		"Usage: culpert info FILE\n"
 		"\n"
-		"What a profile holds: target, sample rate, samples, estimated totals, spans,\n"
+		"What a profile holds: target, sample rate, records and sampled allocations,\n"
+		"estimated totals, spans,\n"
 		"duration, unwind mode, lost samples, mappings (build IDs, symbolization) and\n"
 		"every metadata comment (mem.* included).\n"
 		"\n"
@@ -75,7 +76,10 @@ static void print_totals(const struct view *v)
 	size_t i, spans = 0, roots = 0;
 
 	printf("Rate:          %s\n", format_rate(rate, sizeof(rate), v->rate));
-	printf("Samples:       %" PRIu64 "\n", v->n_samples);
+	/* a record aggregates the sampled allocations of one stack, span and labels */
+	printf("Records:       %" PRIu64 "\n", v->n_samples);
+	if (v->has_sampled)
+		printf("Sampled:       %" PRIu64 " allocations\n", v->n_sampled);
 	printf("Sample types: ");
 	for (i = 0; i < p->n_sample_types; i++)
 		printf(" %s/%s", p->strings[p->sample_types[i].type],

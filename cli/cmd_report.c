@@ -98,8 +98,11 @@ static void print_header(const struct report *r, const char *what, double total)
 {
 	char rate[48], b[32];
 
+	char counts[96];
+
 	printf("File:    %s\n", r->file);
-	printf("Samples: %" PRIu64 "  Rate: %s\n", r->v->n_value_samples,
+	printf("%s %s  Rate: %s\n", r->v->has_sampled ? "Samples:" : "Records:",
+	       format_counts(counts, sizeof(counts), r->v),
 	       format_rate(rate, sizeof(rate), r->v->rate));
 	printf("%-8s %s %s\n\n", what, format_bytes(b, sizeof(b), total), value_name(r));
 }
@@ -154,6 +157,12 @@ static int print_tree(const struct report *r, uint32_t *buf)
 	print_header(r, "Total:", r->v->total_bytes);
 	if (!ret)
 		table__print(t, stdout);
+	/* a tree of one row: say where the detail is */
+	if (!ret && !r->v->has_spans && r->v->n_value_samples)
+		printf("\nNo span labels in this profile, so the tree is one row: "
+		       "'culpert report %s --no-span' lists its callsites.\n"
+		       "Spans come from span probes (include/culpert/span.h) or "
+		       "'culpert-bpf attach --span-fn PATTERN'.\n", r->file);
 	table__free(t);
 	return ret;
 }
@@ -161,8 +170,8 @@ static int print_tree(const struct report *r, uint32_t *buf)
 static int print_flat(const struct report *r, uint32_t *buf)
 {
 	const struct view *v = r->v;
-	struct table *t = table__new("lrrr",
-				     (const char *const[]){ "SPAN", "SAMPLES", "BYTES", "BYTES%" });
+	struct table *t = table__new("lrrr", (const char *const[]){ "SPAN", cli_count_heading(v),
+				     "BYTES", "BYTES%" });
 	size_t n = view__flat_spans(v, buf), i;
 	char samples[32], bytes[32], pct[32], more[64];
 	double rest = 0;
@@ -175,7 +184,8 @@ static int print_flat(const struct report *r, uint32_t *buf)
 			rest += s->self;
 			continue;
 		}
-		snprintf(samples, sizeof(samples), "%" PRIu64, s->self_samples);
+		snprintf(samples, sizeof(samples), "%" PRIu64,
+			 cli_count(v, s->self_samples, s->self_sampled));
 		ret = table__add(t, (const char *const[]){ s->path, samples,
 			format_bytes(bytes, 32, s->self),
 			format_pct(pct, 32, s->self, v->total_bytes) });
@@ -293,7 +303,8 @@ static int print_callsites(const struct report *r, const struct view_cs_row *row
 			   double total)
 {
 	static const char *const leak_cols[] = { "CALLSITE", "OBJECTS", "BYTES", "PCT", "OLDEST" };
-	static const char *const cols[] = { "CALLSITE", "SAMPLES", "OBJECTS", "BYTES", "PCT" };
+	const char *const cols[] = { "CALLSITE", cli_count_heading(r->v), "OBJECTS", "BYTES",
+				     "PCT" };
 	struct table *t = table__new("lrrrr", r->leaks ? leak_cols : cols);
 	char sel[512], c1[32], c2[32], bytes[32], pct[32], more[64], label[8192];
 	double rest_b = 0, rest_o = 0;
@@ -314,7 +325,8 @@ static int print_callsites(const struct report *r, const struct view_cs_row *row
 			ret = table__add(t, (const char *const[]){ label, c1, bytes, pct,
 				age_str(c2, sizeof(c2), rows[i].oldest_ns) });
 		else {
-			snprintf(c2, sizeof(c2), "%" PRIu64, rows[i].samples);
+			snprintf(c2, sizeof(c2), "%" PRIu64,
+				 cli_count(r->v, rows[i].samples, rows[i].sampled));
 			ret = table__add(t, (const char *const[]){ label, c2, c1, bytes, pct });
 		}
 	}
@@ -364,6 +376,16 @@ static void json_pct(struct json *j, double part, double whole)
 		json_null(j);
 }
 
+/* "sampled_allocs": the sampled allocations, null where the profile does not count them */
+static void json_sampled(struct report *r, uint64_t sampled)
+{
+	json_key(&r->j, "sampled_allocs");
+	if (r->v->has_sampled)
+		json_int(&r->j, (int64_t)sampled);
+	else
+		json_null(&r->j);
+}
+
 static void json_span(struct report *r, uint32_t i, bool tree, uint32_t *buf);
 
 /* `buf` as for tree_rows() */
@@ -408,8 +430,9 @@ static void json_span(struct report *r, uint32_t i, bool tree, uint32_t *buf)
 	json_str(j, s->path);
 	json_key(j, "pct");
 	json_pct(j, tree ? s->total : s->self, r->v->total_bytes);
-	json_key(j, "samples");
+	json_key(j, "records");
 	json_int(j, (int64_t)(tree ? s->total_samples : s->self_samples));
+	json_sampled(r, tree ? s->total_sampled : s->self_sampled);
 	if (tree) {
 		json_key(j, "self_bytes");
 		json_round(j, s->self);
@@ -465,8 +488,9 @@ static void json_callsites(struct report *r, const struct view_cs_row *rows, siz
 		}
 		json_key(j, "pct");
 		json_pct(j, rows[i].bytes, total);
-		json_key(j, "samples");
+		json_key(j, "records");
 		json_int(j, (int64_t)rows[i].samples);
+		json_sampled(r, rows[i].sampled);
 		json_end(j, '}');
 	}
 	json_end(j, ']');
@@ -529,10 +553,11 @@ static int print_json(struct report *r, uint32_t *buf)
 	json_str(j, modes[r->mode]);
 	json_key(j, "rate");
 	json_int(j, r->v->rate);
+	json_key(j, "records");
+	json_int(j, (int64_t)r->v->n_value_samples);
 	json_key(j, "sample_type");
 	json_str(j, value_name(r));
-	json_key(j, "samples");
-	json_int(j, (int64_t)r->v->n_value_samples);
+	json_sampled(r, r->v->n_sampled);
 	if (r->mode == MODE_CALLSITES) {
 		json_key(j, "selected_bytes");
 		json_round(j, total);

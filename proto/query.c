@@ -116,6 +116,7 @@ struct view_cs_row *view__callsite_rows(const struct view *v,
 		row->bytes += rec->bytes;
 		row->objects += rec->objects;
 		row->samples += rec->samples;
+		row->sampled += rec->sampled;
 		if (rec->age_ns > row->oldest_ns)
 			row->oldest_ns = rec->age_ns;
 		*total += rec->bytes;

@@ -68,24 +68,25 @@ static int add_rec(struct builder *b, const struct view_rec *k)
 		idx = (uint32_t)v->n_recs++;
 		v->recs[idx] = *k;
 		v->recs[idx].bytes = v->recs[idx].objects = 0;
-		v->recs[idx].samples = 0;
+		v->recs[idx].samples = v->recs[idx].sampled = 0;
 	}
 	r = &v->recs[idx];
 	r->bytes += k->bytes;
 	r->objects += k->objects;
 	r->samples += k->samples;
+	r->sampled += k->sampled;
 	return 0;
 }
 
-/* the raw span and age of a sample, from its labels */
+/* the raw span, age and sampled allocations (-1: no label) of a sample, from its labels */
 static void sample_labels(const struct pprof_profile *p, const struct pprof_sample_ref *s,
-			  struct raw_span *r, int64_t *age)
+			  struct raw_span *r, int64_t *age, int64_t *sampled)
 {
 	int64_t name = 0, path = 0, id = 0, parent = 0;
 	bool has_id = false, has_parent = false;
 	size_t i;
 
-	*age = -1;
+	*age = *sampled = -1;
 	for (i = 0; i < s->n_labels; i++) {
 		const struct pprof_label *l = &s->labels[i];
 		const char *k = pprof_profile__str(p, l->key);
@@ -100,6 +101,8 @@ static void sample_labels(const struct pprof_profile *p, const struct pprof_samp
 			parent = l->num, has_parent = true;
 		else if (!strcmp(k, "age_ns") && !l->str)
 			*age = l->num < 0 ? 0 : l->num;
+		else if (!strcmp(k, "sampled_allocs") && !l->str)
+			*sampled = l->num < 0 ? 0 : l->num;
 	}
 	memset(r, 0, sizeof(*r));
 	if (path && p->strings[path][0]) {
@@ -121,6 +124,7 @@ static int on_sample(const struct pprof_profile *p, const struct pprof_sample_re
 	struct view *v = b->v;
 	struct view_rec k = { .stack = VIEW_NONE };
 	struct raw_span r;
+	int64_t sampled;
 	int ret;
 
 	v->n_samples++;
@@ -136,9 +140,13 @@ static int on_sample(const struct pprof_profile *p, const struct pprof_sample_re
 	v->n_value_samples++;
 	v->total_bytes += k.bytes;
 	v->total_objects += k.objects;
-	sample_labels(p, s, &r, &k.age_ns);
+	sample_labels(p, s, &r, &k.age_ns, &sampled);
 	if (k.age_ns >= 0)
 		v->has_age = true;
+	if (sampled < 0)
+		b->unlabelled++;
+	k.sampled = sampled > 0 ? (uint64_t)sampled : 0;
+	v->n_sampled += k.sampled;
 	ret = spantree__intern_raw(b, &r, &k.span);
 	if (!ret)
 		ret = callsite__of_sample(b, s, &k.callsite, &k.wrapper);
@@ -147,6 +155,28 @@ static int on_sample(const struct pprof_profile *p, const struct pprof_sample_re
 	if (!ret)
 		ret = add_rec(b, &k);
 	return ret;
+}
+
+/*
+ * Sampled allocations per span, once the tree is built; they count only when
+ * every record carries them (a culpert-bpf profile; an empty one by its
+ * samples= comment).
+ */
+static void sum_sampled(struct builder *b)
+{
+	struct view *v = b->v;
+	size_t i;
+	uint32_t s;
+
+	v->has_sampled = !b->unlabelled &&
+			 (v->n_value_samples || pprof_profile__comment(v->p, "samples"));
+	for (i = 0; v->has_sampled && i < v->n_recs; i++) {
+		const struct view_rec *rec = &v->recs[i];
+
+		v->spans[rec->span].self_sampled += rec->sampled;
+		for (s = rec->span; s != VIEW_NONE; s = v->spans[s].parent)
+			v->spans[s].total_sampled += rec->sampled;
+	}
 }
 
 /* --- loading ---------------------------------------------------------------------- */
@@ -247,6 +277,8 @@ static struct view *view_read(const char *path, const void *buf, size_t len,
 		ret = spantree__build(&b);
 		if (ret)
 			snprintf(err, errlen, "out of memory");
+		else
+			sum_sampled(&b);
 	} else if (b.err[0]) {
 		/* a reason of ours beats the reader's generic one */
 		snprintf(err, errlen, "%s", b.err);

@@ -42,7 +42,8 @@ struct view_span {
 	bool no_span;
 	double self, total;	/* selected bytes: own samples, and with the descendants' */
 	double self_objects, total_objects;
-	uint64_t self_samples, total_samples;
+	uint64_t self_samples, total_samples;	/* records */
+	uint64_t self_sampled, total_sampled;	/* sampled allocations (view.has_sampled) */
 };
 
 /* samples with equal span, callsite, age (and stack, with opts.stacks), summed */
@@ -53,7 +54,8 @@ struct view_rec {
 	uint32_t stack;		/* index into stacks, VIEW_NONE without opts.stacks */
 	int64_t age_ns;		/* the age_ns label; -1 when absent */
 	double bytes, objects;
-	uint64_t samples;
+	uint64_t samples;	/* sample records of the file summed here */
+	uint64_t sampled;	/* the sampled allocations they stand for (sampled_allocs labels) */
 };
 
 struct view {
@@ -64,6 +66,12 @@ struct view {
 	bool has_inuse, has_age, has_spans;
 	uint64_t n_samples;		/* sample records of the file */
 	uint64_t n_value_samples;	/* ... with a non-zero selected value */
+	/*
+	 * Every such record says how many sampled allocations it aggregates
+	 * (culpert-bpf's sampled_allocs label): n_sampled is their sum.
+	 */
+	bool has_sampled;
+	uint64_t n_sampled;
 	double total_bytes, total_objects;
 	/* inuse_space and inuse_objects summed whatever the value (info shows both) */
 	int inuse_bytes_idx, inuse_objects_idx;
@@ -112,7 +120,8 @@ size_t view__flat_spans(const struct view *v, uint32_t *out);
 struct view_cs_row {
 	uint32_t callsite;
 	double bytes, objects;
-	uint64_t samples;
+	uint64_t samples;	/* records */
+	uint64_t sampled;	/* sampled allocations */
 	int64_t oldest_ns;	/* -1 when no record carries an age */
 };
 

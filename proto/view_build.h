@@ -55,6 +55,7 @@ struct builder {
 	struct hashtab wrap_ht;
 	size_t cap_wrappers;
 	uint8_t *fn_mach;	/* per function index: 0 unknown, 1 machinery, 2 not */
+	uint64_t unlabelled;	/* value records without a sampled_allocs label */
 	char err[256];		/* why prepare() refused the profile */
 };
 

@@ -114,6 +114,9 @@ test_json_contract() {
 # table (no row past 120 columns off a terminal), whole in JSON and with --wide
 test_report_wrappers() {
 	golden report_wrappers 0 report wrappers.pb.gz --no-span
+	# no span labels: the one-row tree says where the callsites are
+	golden report_nospan_hint 0 report wrappers.pb.gz
+	golden report_wrappers_flat 0 report wrappers.pb.gz --flat
 	golden report_wrappers_skip 0 report wrappers.pb.gz --no-span --skip proj_alloc
 	golden report_wrappers_wide 0 report wrappers.pb.gz --no-span --wide
 	golden report_wrappers_json 0 report wrappers.pb.gz --no-span --format json
@@ -153,7 +156,7 @@ test_report_wrappers() {
 
 # diff --by callsite: what --skip looks through changes what is matched
 test_diff_callsites() {
-	sed 's/^sample 1 8MiB stack=proj_alloc/sample 1 24MiB stack=proj_alloc/' \
+	sed 's/^sample 16 8MiB \(stack=proj_alloc.*\)sampled_allocs=#16$/sample 48 24MiB \1sampled_allocs=#48/' \
 		"$OLDPWD_ROOT/$DATA/wrappers.spec" >wrappers_after.spec
 	"$OLDPWD_ROOT/$MKPROF" -o wrappers_after.pb.gz wrappers_after.spec
 	golden diff_callsite 1 diff wrappers.pb.gz wrappers_after.pb.gz --by callsite
