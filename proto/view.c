@@ -275,6 +275,8 @@ static struct view *view_read(const char *path, const void *buf, size_t len,
 	if (!ret) {
 		v->rate = p->period;
 		ret = spantree__build(&b);
+		if (!ret)
+			ret = orphans__mark(&b);
 		if (ret)
 			snprintf(err, errlen, "out of memory");
 		else

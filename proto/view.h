@@ -18,6 +18,8 @@
 
 #define VIEW_NONE	UINT32_MAX
 #define VIEW_NO_SPAN	"(no span)"
+/* the parent of spans whose own parent was entered before culpert-bpf attached (orphans.c) */
+#define VIEW_BEFORE_ATTACH	"(entered before attach)"
 
 enum view_value {
 	VIEW_ALLOC,	/* alloc_objects / alloc_space */

@@ -74,4 +74,7 @@ int spantree__intern_raw(struct builder *b, const struct raw_span *r, uint32_t *
 int spantree__build(struct builder *b);
 void spantree__free(struct builder *b);
 
+/* orphans.c: roots that are children of a span entered before attach, under a marker; 0 or -ENOMEM */
+int orphans__mark(struct builder *b);
+
 #endif /* CULPERT_VIEW_BUILD_H */

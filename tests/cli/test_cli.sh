@@ -82,7 +82,7 @@ test_report_inuse() {
 # every JSON output parses, has sorted keys at every level; diff JSON validates against its schema
 test_json_contract() {
 	for f in report_tree_json report_flat_json report_span_json report_leaks_json diff_json \
-		report_wrappers_json; do
+		report_wrappers_json report_before_attach_json; do
 		[ -f "$f.out" ] || { fail "$f.out missing: its golden test did not run"; continue; }
 		/usr/bin/python3 - "$f.out" <<-'EOF' || fail "$f: keys not sorted or not JSON"
 		import json, sys
@@ -152,6 +152,21 @@ test_report_wrappers() {
 	golden flame_wrappers_skip 0 flamegraph wrappers.pb.gz --skip 'ztry*' --skip zmalloc
 	grep -q ';dictAdd 62914560$' flame_wrappers_skip.out ||
 		fail "--skip did not give zmalloc's bytes to dictAdd: $(cat flame_wrappers_skip.out)"
+}
+
+# children of a span entered before attach: under "(entered before attach)", not roots;
+# a recursive span stays a root
+test_report_before_attach() {
+	golden report_before_attach 0 report before_attach.pb.gz
+	golden report_before_attach_flat 0 report before_attach.pb.gz --flat
+	golden report_before_attach_json 0 report before_attach.pb.gz --format json
+	grep -q '^(entered before attach)  ' report_before_attach.out &&
+		grep -q '^  build_response  .*(3.00 MB)$' report_before_attach.out &&
+		grep -q '^walk  ' report_before_attach.out ||
+		fail "no before-attach marker over build_response: $(cat report_before_attach.out)"
+	"$C" report before_attach.pb.gz --span build_response >ba_span.out &&
+		grep -q '^span build_response: 35.00 MB' ba_span.out ||
+		fail "--span by name no longer finds both: $(cat ba_span.out)"
 }
 
 # diff --by callsite: what --skip looks through changes what is matched
@@ -475,6 +490,7 @@ run_test cli/report_callsites test_report_callsites
 run_test cli/report_inuse_leaks test_report_inuse
 run_test cli/report_span_instances test_report_span_instances
 run_test cli/report_wrappers test_report_wrappers
+run_test cli/report_before_attach test_report_before_attach
 run_test cli/diff_callsites test_diff_callsites
 run_test cli/diff_boundaries test_diff_boundaries
 run_test cli/diff_env test_diff_env
