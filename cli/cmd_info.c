@@ -7,6 +7,7 @@
 
 #include "cli.h"
 #include "commands.h"
+#include "empty.h"
 #include "log.h"
 #include "table.h"
 #include "units.h"
@@ -39,6 +40,23 @@ static const char *comment_or(const struct pprof_profile *p, const char *key, co
 	return c && c[0] ? c : def;
 }
 
+/* argv0, when it names another file than target.exe (a symlink: redis-server -> redis-check-rdb) */
+static void print_started_as(const struct pprof_profile *p, const char *exe)
+{
+	const char *argv0 = pprof_profile__comment(p, "target.argv0");
+	const char *link = pprof_profile__comment(p, "target.argv0_link");
+	const char *a, *e;
+
+	if (!argv0 || !argv0[0] || !exe)
+		return;
+	a = strrchr(argv0, '/');
+	e = strrchr(exe, '/');
+	if (!(link && link[0]) && !strcmp(a ? a + 1 : argv0, e ? e + 1 : exe))
+		return;
+	printf("Started as:    %s%s%s\n", argv0, link && link[0] ? ", a symlink to " : "",
+	       link && link[0] ? link : "");
+}
+
 static void print_target(const struct pprof_profile *p)
 {
 	const char *comm = pprof_profile__comment(p, "target.comm");
@@ -54,6 +72,7 @@ static void print_target(const struct pprof_profile *p)
 	}
 	printf("Target:        %s (pid %s)%s%s\n", comm ? comm : "?", pid ? pid : "?",
 	       exe ? " " : "", exe ? exe : "");
+	print_started_as(p, exe);
 }
 
 static void print_time(const struct pprof_profile *p)
@@ -67,6 +86,19 @@ static void print_time(const struct pprof_profile *p)
 	if (p->duration_nanos > 0)
 		format_duration(dur, sizeof(dur), (uint64_t)p->duration_nanos);
 	printf("Captured:      %s, for %s\n", when, dur);
+}
+
+/* a profile without one record: why (empty.h) */
+static void print_empty(const struct view *v)
+{
+	struct empty_facts f;
+	char why[1024];
+
+	if (v->n_samples)
+		return;
+	empty_facts__from_profile(v->p, 0, &f);
+	if (empty__explain(&f, why, sizeof(why)))
+		printf("Empty:         %s\n", why);
 }
 
 static void print_totals(const struct view *v)
@@ -98,6 +130,7 @@ static void print_totals(const struct view *v)
 		printf("Spans:         %zu (%zu root%s)\n", spans, roots, roots == 1 ? "" : "s");
 	else
 		printf("Spans:         none (no span labels)\n");
+	print_empty(v);
 }
 
 static int print_mappings(const struct pprof_profile *p)

@@ -10,6 +10,7 @@
 
 #include "cli.h"
 #include "commands.h"
+#include "empty.h"
 #include "json.h"
 #include "log.h"
 #include "shorten.h"
@@ -351,6 +352,17 @@ static int print_callsites(const struct report *r, const struct view_cs_row *row
 	return ret;
 }
 
+/* a profile without one record: why, when the profile's comments say (empty.h) */
+static bool empty_reason(const struct report *r, char *buf, size_t len)
+{
+	struct empty_facts f;
+
+	if (r->v->n_samples)
+		return false;
+	empty_facts__from_profile(r->v->p, 0, &f);
+	return empty__explain(&f, buf, len);
+}
+
 /* --- json ------------------------------------------------------------------------ */
 
 /* what --top left out of the list before it: "<list>_more", which sorts right after "<list>" */
@@ -531,6 +543,7 @@ static int print_json(struct report *r, uint32_t *buf)
 	struct json *j = &r->j;
 	struct view_cs_row *rows = NULL;
 	double total = 0;
+	char why[1024];
 	size_t n = 0;
 
 	if (r->mode == MODE_CALLSITES && !(rows = callsite_rows(r, &n, &total)))
@@ -539,6 +552,10 @@ static int print_json(struct report *r, uint32_t *buf)
 	json_begin(j, '{');
 	if (r->mode == MODE_CALLSITES)
 		json_callsites(r, rows, n, total);
+	if (empty_reason(r, why, sizeof(why))) {
+		json_key(j, "empty_reason");
+		json_str(j, why);
+	}
 	json_key(j, "file");
 	json_str(j, r->file);
 	if (r->mode == MODE_CALLSITES) {
@@ -587,6 +604,7 @@ static int print_json(struct report *r, uint32_t *buf)
 }
 
 /* --- command ---------------------------------------------------------------------- */
+
 
 static int parse_args(struct report *r, int argc, char **argv)
 {
@@ -692,6 +710,7 @@ int cmd_report(int argc, char **argv)
 	struct view_cs_row *rows = NULL;
 	uint32_t *buf = NULL;
 	double total = 0;
+	char why[1024];
 	size_t n = 0;
 	int ret;
 
@@ -718,6 +737,8 @@ int cmd_report(int argc, char **argv)
 		ret = -1;
 	else
 		ret = print_callsites(&r, rows, n, total);
+	if (!ret && !r.json && empty_reason(&r, why, sizeof(why)))
+		printf("\nThe profile is empty: %s.\n", why);
 	if (ret)
 		pr_error("out of memory formatting the report\n");
 	free(rows);

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "diff_rows.h"
+#include "empty.h"
 #include "machinery.h"
 #include "shorten.h"
 #include "table.h"
@@ -207,6 +208,38 @@ static void test_table_fit(void)
 	table__free(t);
 }
 
+/* why a profile is empty, from the facts culpert-bpf records */
+static void test_empty(void)
+{
+	struct empty_facts f = { .samples = 0, .have_calls = true, .calls = 0, .bytes = 0,
+				 .rate = 524288, .duration_ns = 5000000000ULL, .pid = 42 };
+	char buf[1024];
+
+	ASSERT_TRUE(empty__explain(&f, buf, sizeof(buf)), "empty");
+	ASSERT_TRUE(strstr(buf, "no allocator call was seen in 5.0s") &&
+		    strstr(buf, "'culpert-bpf probes --pid 42'"), buf);
+	/* 40 KiB at 512 KiB: 0.078 samples expected; 40960 / 100 = 409 -> --rate 256 */
+	f.calls = 640;
+	f.bytes = 40960;
+	empty__explain(&f, buf, sizeof(buf));
+	ASSERT_TRUE(strstr(buf, "640 allocator calls for 40.00 KB in 5.0s: 0.078 samples expected at "
+			   "one per 512.00 KB") && strstr(buf, "try --rate 256 "), buf);
+	f.bytes = 10 << 20;	/* 10 MiB / 100 = 104857 -> 64KiB */
+	empty__explain(&f, buf, sizeof(buf));
+	ASSERT_TRUE(strstr(buf, "try --rate 64KiB "), buf);
+	f.go = true;
+	empty__explain(&f, buf, sizeof(buf));
+	ASSERT_TRUE(strstr(buf, "written in Go") && strstr(buf, "(640 C allocator calls for 10.00 MB"),
+		    buf);
+	f.go = false;
+	f.have_calls = false;
+	empty__explain(&f, buf, sizeof(buf));
+	ASSERT_TRUE(strstr(buf, "does not say how many allocator calls"), buf);
+	f.samples = 1;
+	buf[0] = '\0';
+	ASSERT_TRUE(!empty__explain(&f, buf, sizeof(buf)) && !buf[0], "a sample: nothing to say");
+}
+
 int main(void)
 {
 	test_group = "cli";
@@ -217,5 +250,6 @@ int main(void)
 	RUN_TEST(test_shorten);
 	RUN_TEST(test_table);
 	RUN_TEST(test_table_fit);
+	RUN_TEST(test_empty);
 	return TEST_EXIT();
 }

@@ -14,6 +14,7 @@
 #include "cmd_common.h"
 #include "commands.h"
 #include "culpert.h"
+#include "empty.h"
 #include "heapgap.h"
 #include "kfeatures.h"
 #include "log.h"
@@ -289,7 +290,25 @@ static void install_signals(void)
 	signal(SIGPIPE, SIG_IGN);
 }
 
-static void report_end(struct session *s, enum session_end why, const char *path)
+/* a profile without a sample: why, with the numbers that say so */
+static void explain_empty(struct session *s, uint64_t rate)
+{
+	struct empty_facts f = {
+		.samples = session__samples(s),
+		.rate = rate,
+		.duration_ns = session__duration_ns(s),
+		.go = session__is_go(s),
+		.pid = session__pid(s),
+	};
+	char why[1024];
+
+	f.have_calls = session__calls_seen(s, &f.calls, &f.bytes);
+	if (empty__explain(&f, why, sizeof(why)))
+		fprintf(stderr, "culpert-bpf: the profile is empty: %s\n", why);
+}
+
+static void report_end(struct session *s, enum session_end why, const char *path,
+		       uint64_t rate)
 {
 	if (why == SESSION_END_TARGET_EXIT)
 		fprintf(stderr, "culpert-bpf: pid %d (%s) exited; writing what was collected\n",
@@ -306,6 +325,7 @@ static void report_end(struct session *s, enum session_end why, const char *path
 	fprintf(stderr, "culpert-bpf: wrote %s (%llu samples, %llu lost)\n",
 		strcmp(path, "-") ? path : "profile to stdout",
 		(unsigned long long)session__samples(s), (unsigned long long)session__lost(s));
+	explain_empty(s, rate);
 }
 
 /* capture: the memory picture at the end, the gap to the live heap, as comments and for the summary */
@@ -378,7 +398,7 @@ static int run(struct attach_args *a, bool capture)
 		session__close(s);
 		return 1;
 	}
-	report_end(s, why, out);
+	report_end(s, why, out, a->so.rate);
 	if (capture && strcmp(out, "-") &&
 	    capture_summary__print(stderr, out, session__lost(s), session__untracked(s),
 				   have_gap ? &gap : NULL))

@@ -346,6 +346,11 @@ static int add_comments(struct exporter *x)
 	COMMENT("target.pid=%d", (int)o->t->pid);
 	COMMENT("target.comm=%s", o->t->comm);
 	COMMENT("target.exe=%s", o->t->exe);
+	/* what it was started as: target.exe is where a symlink led */
+	if (o->t->argv0[0])
+		COMMENT("target.argv0=%s", o->t->argv0);
+	if (o->t->argv0_link[0])
+		COMMENT("target.argv0_link=%s", o->t->argv0_link);
 	COMMENT("kernel=%s", o->kernel);
 	COMMENT("rate=%llu", (unsigned long long)o->rate);
 	COMMENT("unwind=%s", o->unwind);
