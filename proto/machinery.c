@@ -76,6 +76,7 @@ static const char *const wrapper_patterns[] = {
 	"std::__cxx11::basic_string<*>::_M_create*", "std::__cxx11::basic_string<*>::_M_mutate*",
 	"std::__cxx11::basic_string<*>::reserve*", "std::__cxx11::basic_string<*>::_M_construct*",
 	"std::__cxx11::basic_string<*>::_M_append*", "std::__cxx11::basic_string<*>::_M_replace*",
+	"std::__cxx11::basic_string<*>::basic_string*",
 	"std::basic_string<*>::_M_create*", "std::basic_string<*>::_M_mutate*",
 	"std::_Hashtable_alloc<*", "std::__detail::_Hashtable_alloc<*",
 	"std::_Hashtable<*>::_M_rehash*", "std::_Hashtable<*>::_M_allocate_buckets*",
@@ -113,15 +114,50 @@ bool machinery__glob_any(const char *name, const char *const *globs, size_t n_gl
 	return false;
 }
 
-enum machinery_kind machinery__classify(const char *name, const char *const *skip, size_t n_skip)
+/*
+ * The name without the return type a demangled function template carries
+ * ("std::string& std::vector<...>::emplace_back<...>(...)"): past the last
+ * blank outside brackets before the parameter list, unless that blank
+ * belongs to an operator ("operator new(unsigned long)").
+ */
+static const char *without_return_type(const char *name)
 {
-	if (!name[0])
-		return MACHINERY_NONE;
+	const char *p, *start = name;
+	int depth = 0;
+
+	for (p = name; *p; p++) {
+		if (*p == '<' || *p == '(' || *p == '[' || *p == '{') {
+			if (*p == '(' && !depth)
+				break;
+			depth++;
+		} else if ((*p == '>' || *p == ')' || *p == ']' || *p == '}') && depth) {
+			depth--;
+		} else if (*p == ' ' && !depth && p - name >= 8 && strncmp(p - 8, "operator", 8)) {
+			start = p + 1;
+		}
+	}
+	return start;
+}
+
+static enum machinery_kind classify(const char *name, const char *const *skip, size_t n_skip)
+{
 	if (match_list(allocator_patterns, name))
 		return MACHINERY_ALLOCATOR;
 	if (match_list(wrapper_patterns, name) || machinery__glob_any(name, skip, n_skip))
 		return MACHINERY_WRAPPER;
 	return MACHINERY_NONE;
+}
+
+enum machinery_kind machinery__classify(const char *name, const char *const *skip, size_t n_skip)
+{
+	enum machinery_kind k;
+	const char *bare;
+
+	if (!name[0])
+		return MACHINERY_NONE;
+	k = classify(name, skip, n_skip);
+	bare = without_return_type(name);
+	return k == MACHINERY_NONE && bare != name ? classify(bare, skip, n_skip) : k;
 }
 
 bool machinery__match(const char *name)

@@ -106,6 +106,9 @@ static void test_machinery_kinds(void)
 		"std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> >::_M_mutate(unsigned long, unsigned long, char const*, unsigned long)",
 		"__gnu_cxx::new_allocator<int>::allocate(unsigned long, void const*)",
 		"std::allocator<char>::allocate(unsigned long)",
+		/* a function template's demangled name begins with its return type */
+		"std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> >& std::vector<std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> >, std::allocator<std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> > > >::emplace_back<std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> > >(std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> >&&)",
+		"std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> >::basic_string<std::allocator<char> >(char const*, std::allocator<char> const&)",
 	};
 	static const char *const allocators[] = {
 		"malloc", "je_mallocx", "operator new(unsigned long)", "__rust_alloc",
@@ -125,6 +128,13 @@ static void test_machinery_kinds(void)
 	ASSERT_EQ(machinery__classify("proj_allocate", skip, 2), MACHINERY_NONE, "whole name");
 	ASSERT_EQ(machinery__classify("malloc", skip, 2), MACHINERY_ALLOCATOR, "the allocator first");
 	ASSERT_EQ(machinery__classify("", skip, 2), MACHINERY_NONE, "no name");
+	/* a parameter or a return type naming an allocator does not make a wrapper */
+	ASSERT_EQ(machinery__classify("parse(std::allocator<char> const&)", NULL, 0), MACHINERY_NONE,
+		  "a parameter");
+	ASSERT_EQ(machinery__classify("std::vector<int>* make_list<int>(int)", NULL, 0),
+		  MACHINERY_NONE, "a return type");
+	ASSERT_EQ(machinery__classify("void fill_index<std::__cxx11::basic_string<char> >(std::unordered_map<int, int>&, int)", NULL, 0),
+		  MACHINERY_NONE, "a template of the program's own");
 }
 
 static void test_shorten(void)
