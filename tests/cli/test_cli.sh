@@ -95,7 +95,8 @@ test_json_contract() {
 	done
 	"$C" diff base.pb.gz new.pb.gz --format json --no-fail >diff_all.json
 	"$C" diff base.pb.gz new.pb.gz --format json --by name --min-confidence 3sigma --no-fail >diff_named.json
-	for f in diff_json.out diff_all.json diff_named.json; do
+	"$C" diff wrappers.pb.gz wrappers_after.pb.gz --by callsite --skip proj_alloc --format json >diff_callsite.json
+	for f in diff_json.out diff_all.json diff_named.json diff_callsite.json; do
 		/usr/bin/python3 - "$OLDPWD_ROOT/docs/diff-schema.json" "$f" <<-'EOF' || fail "$f does not validate against docs/diff-schema.json"
 		import json, sys, jsonschema
 		schema = json.load(open(sys.argv[1]))

@@ -303,8 +303,14 @@ static int attach_usdt(struct sampler *s, const struct sampler_opts *o, char *er
 	size_t i, p;
 	int ret;
 
+	/*
+	 * span_exit first: a span entered while only span_enter listened would
+	 * stay open for good when its exit came before span_exit's probe did,
+	 * and every later span of the thread would nest under it.  An exit of a
+	 * span entered before span_enter listens is unmatched, and ignored.
+	 */
 	for (i = 0; i < o->n_usdt_objects; i++) {
-		for (p = 0; p < 2; p++) {
+		for (p = 2; p-- > 0;) {
 			if (vec_reserve(&s->usdt_links, &s->cap_usdt_links, s->n_usdt_links + 1,
 					sizeof(*s->usdt_links)))
 				return -ENOMEM;
