@@ -135,8 +135,14 @@ void table__print(const struct table *t, FILE *f)
 
 void table__print_sep(const struct table *t, FILE *f, const char *sep)
 {
-	size_t r, i, end, fit_w = print_width(t, t->fit_col, strlen(sep));
-	char *cut = malloc(t->width[t->fit_col] * 4 + 4);
+	size_t r, i, end, fit_w = print_width(t, t->fit_col, strlen(sep)), longest = 0;
+	char *cut;
+
+	/* a cut cell is never longer than its cell, in bytes (widths count code points) */
+	for (r = t->fit_col; r < t->n_cells; r += t->n_cols)
+		if (strlen(t->cells[r]) > longest)
+			longest = strlen(t->cells[r]);
+	cut = malloc(longest + 4);
 
 	for (r = 0; r < t->n_cells; r += t->n_cols) {
 		/* empty trailing cells print nothing, not even their separator */
