@@ -102,9 +102,11 @@ static void print_header(const struct report *r, const char *what, double total)
 	char counts[96];
 
 	printf("File:    %s\n", r->file);
-	printf("%s %s  Rate: %s\n", r->v->has_sampled ? "Samples:" : "Records:",
-	       format_counts(counts, sizeof(counts), r->v),
-	       format_rate(rate, sizeof(rate), r->v->rate));
+	if (r->v->has_sampled)
+		printf("Samples: %s", format_counts(counts, sizeof(counts), r->v));
+	else
+		printf("Records: %" PRIu64, r->v->n_value_samples);
+	printf("  Rate: %s\n", format_rate(rate, sizeof(rate), r->v->rate));
 	printf("%-8s %s %s\n\n", what, format_bytes(b, sizeof(b), total), value_name(r));
 }
 
