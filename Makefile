@@ -62,8 +62,7 @@ DEMO_PACKAGES := systemtap-sdt-dev procps
 TEST_PACKAGES := $(DEMO_PACKAGES) g++ systemtap-sdt-dev debuginfod elfutils binutils golang-go \
 	musl-tools libjemalloc2 libjemalloc-dev libmimalloc2.0 libmimalloc-dev libtcmalloc-minimal4 \
 	hyperfine valgrind python3 python3-prometheus-client sqlite3 rustc dwz libc6-dbg time \
-<<<<<<< HEAD
-	python3-jsonschema libxml2-utils qemu-system-x86 busybox cpio util-linux nodejs
+	python3-jsonschema libxml2-utils qemu-system-x86 busybox cpio util-linux nodejs python3-yaml
 # the arm64 cross build (ARCH=arm64 on x86-64): Debian's cross compilers and the arm64
 # multiarch -dev packages (install-deps.sh adds the dpkg architecture they need)
 ARM64_CLI_PACKAGES := gcc-aarch64-linux-gnu libc6-dev:arm64 libelf-dev:arm64 libdw-dev:arm64 \
@@ -81,9 +80,6 @@ ARM64_TEST_PACKAGES := musl-dev:arm64 libstd-rust-dev:arm64
 ifeq ($(HOST_ARCH),x86)
 TEST_PACKAGES += $(ARM64_PACKAGES) $(ARM64_TEST_PACKAGES) qemu-system-arm
 endif
-=======
-	python3-jsonschema libxml2-utils qemu-system-x86 busybox cpio util-linux nodejs python3-yaml
->>>>>>> ciloop
 DEB_PACKAGES := $(sort $(BUILD_PACKAGES) $(TEST_PACKAGES))
 
 # The layers (SPEC §1): lib/ <- proto/ <- cli/ and user/.  Each part sees only
