@@ -141,7 +141,7 @@ static bool find_die(struct dwlayout *l, die_match_fn match, const char *name, D
 static bool is_var_definition(Dwarf_Die *die, const char *name)
 {
 	return dwarf_tag(die) == DW_TAG_variable && named(die, name) &&
-	       !dwarf_hasattr(die, DW_AT_declaration) && dwarf_hasattr(die, DW_AT_type);
+	       !dwarf_hasattr(die, DW_AT_declaration) && dwarf_hasattr_integrate(die, DW_AT_type);
 }
 
 int dwlayout__var_type(struct dwlayout *l, const char *name, Dwarf_Die *type)
@@ -290,6 +290,9 @@ int dw_type_field(Dwarf_Die *type, const char *path, struct dw_field *f)
 		/* a member of a member: its offset is where the inner struct starts */
 		base = f->offset;
 		err = type_of(&m, &cur);
+		/* of an array, element 0's */
+		if (!err && dwarf_tag(&cur) == DW_TAG_array_type)
+			err = type_of(&cur, &cur);
 		if (err)
 			return err;
 		p += len + 1;

@@ -47,7 +47,8 @@ int dwlayout__type(struct dwlayout *l, const char *name, Dwarf_Die *type);
 int dw_type_size(Dwarf_Die *type, uint64_t *size);
 /*
  * Member `path` of a struct or union type: a name, or names joined by '.'
- * for members of members ("header.self").  Members of anonymous structs
+ * for members of members ("header.self"; of an array member, its element
+ * 0's: "_dl_ns._ns_loaded").  Members of anonymous structs
  * and unions are found as members of the outer type, as C sees them.
  * 0, -ENOENT (no such member), -EINVAL (a member the layout cannot say,
  * such as a bit field).

@@ -110,6 +110,14 @@ for i, a in g['arenas'].items():
         bad.append('arena %s main=%d' % (i, a['main']))
 if g['approximate']:
     bad.append('approximate: ' + g['approximate_reason'])
+# each thread's last 7 frees of each size it freed (two sizes) stay in its tcache: 56 chunks
+# of these sizes at least, which no bin malloc_info counts holds
+t = g.get('tcache')
+if t is None:
+    bad.append('no tcache: %s' % g.get('tcache_absent'))
+elif t['threads'] != 4 or t['free_chunks'] < 56 or t['approximate'] or \
+        t['free_bytes'] < 7 * (208 + 64) + 3 * 7 * (1008 + 112) or t['free_chunks'] > 4 * 64 * 7:
+    bad.append('tcache: %s' % t)
 if g['version'] != '2.36' or not g['debug_file'].endswith('.debug'):
     bad.append('version %s, debug file %s' % (g['version'], g['debug_file']))
 print('; '.join(bad))
@@ -234,6 +242,9 @@ for line in open(sys.argv[1]):
         if free > a['system_bytes'] or a['system_bytes'] > a['max_system_bytes']:
             bad.append('read %d arena %s consistent but free %d > system %d (max %d)'
                        % (n, i, free, a['system_bytes'], a['max_system_bytes']))
+    t = g.get('tcache') or {}
+    if t.get('approximate') and not t.get('approximate_reason'):
+        bad.append('read %d: tcache approximate without a reason' % n)
     if g['arena_count'] != 4:
         bad.append('read %d: %d arenas' % (n, g['arena_count']))
 if n != 1000:
@@ -245,8 +256,162 @@ sys.exit(1 if bad else 0)
 EOF
 }
 
+# jemalloc's own figures through libculpert-sampler.so's page, listened to
+# (the semaphore raised) so they are fresh: stats.allocated holds every block
+# the program keeps ($live: their malloc_usable_size, jemalloc's size
+# classes) plus what jemalloc counts as allocated in its thread caches (at
+# most 200 slots per size class and thread: 200 * (224 + 48) + 3 * 200 *
+# (1024 + 112) bytes, 0.73 MB) and libc's own few blocks: within 1 MiB above.
+test_sampler_jemalloc() {
+	need_root || return
+	start_frag busy env LD_PRELOAD="$SAMPLER $JEMALLOC" CULPERT_SAMPLER_RATE=4096 || return
+	"$BIN_BPF" stats -p "$target_pid" -f json >"$TMP/je.json" 2>"$TMP/je.err" ||
+		{ fail "stats failed: $(cat "$TMP/je.err")"; return; }
+	"$BIN_BPF" stats -p "$target_pid" -f prometheus >"$TMP/je.prom" || fail "prometheus failed"
+	$PY "$PROMCHECK" pid comm container_id <"$TMP/je.prom" >"$TMP/pc" ||
+		fail "prometheus: $(head -3 "$TMP/pc")"
+	$PY - "$TMP/je.json" "$live" "$TMP/je.prom" <<'EOF' >"$TMP/je" || fail "$(cat "$TMP/je")"
+import json, re, sys
+a = json.load(open(sys.argv[1]))['allocator']
+live, prom = int(sys.argv[2]), open(sys.argv[3]).read()
+s, bad = a.get('sampler') or {}, []
+if a['family'] != 'jemalloc' or s.get('allocator') != 'jemalloc' or 'glibc' in a:
+    bad.append('family %s, sampler %s, glibc %s' % (a['family'], s.get('allocator'), 'glibc' in a))
+if not s.get('fresh') or not s.get('listened') or s.get('age_us', 1e9) > 1500000:
+    bad.append('not fresh: %s' % s)
+al = s.get('allocated_bytes', 0)
+if not 0 <= al - live <= 1 << 20:
+    bad.append('allocated %d, the program keeps %d' % (al, live))
+if not al <= s.get('active_bytes', 0) <= s.get('mapped_bytes', 0) or \
+        not s.get('metadata_bytes') or not s.get('resident_bytes'):
+    bad.append('allocated <= active <= mapped, metadata, resident: %s' % s)
+m = re.search(r'^culpert_allocator_allocated_bytes\{.*allocator="jemalloc"\} (\d+)$', prom, re.M)
+if not m or abs(int(m.group(1)) - al) > 1 << 20:
+    bad.append('prometheus allocated: %s' % (m and m.group(1)))
+print('; '.join(bad))
+sys.exit(1 if bad else 0)
+EOF
+}
+
+# mimalloc's process info: its committed memory (which mimalloc 2.0 also
+# gives as its rss) holds at least the blocks the program keeps.
+test_sampler_mimalloc() {
+	need_root || return
+	start_frag busy env LD_PRELOAD="$SAMPLER $MIMALLOC" CULPERT_SAMPLER_RATE=4096 || return
+	"$BIN_BPF" stats -p "$target_pid" -f json >"$TMP/mi.json" 2>"$TMP/mi.err" ||
+		{ fail "stats failed: $(cat "$TMP/mi.err")"; return; }
+	$PY - "$TMP/mi.json" "$live" <<'EOF' >"$TMP/mi" || fail "$(cat "$TMP/mi")"
+import json, sys
+a = json.load(open(sys.argv[1]))['allocator']
+s, live, bad = a.get('sampler') or {}, int(sys.argv[2]), []
+if a['family'] != 'mimalloc' or not s.get('fresh'):
+    bad.append('family %s, sampler %s' % (a['family'], s))
+if s.get('mapped_bytes', 0) < live or not s.get('resident_bytes'):
+    bad.append('mapped %s resident %s, the program keeps %d'
+               % (s.get('mapped_bytes'), s.get('resident_bytes'), live))
+print('; '.join(bad))
+sys.exit(1 if bad else 0)
+EOF
+}
+
+# Over glibc the page carries mallinfo2(), taken in the target under the
+# arenas' locks: the same arenas culpert-bpf walks from outside, so they
+# must agree exactly (the threads allocate through their tcaches only,
+# which both count as in use).
+test_sampler_glibc_agrees() {
+	need_root || return
+	start_frag busy env LD_PRELOAD="$SAMPLER" CULPERT_SAMPLER_RATE=4096 || return
+	"$BIN_BPF" stats -p "$target_pid" -f json >"$TMP/gs.json" 2>"$TMP/gs.err" ||
+		{ fail "stats failed: $(cat "$TMP/gs.err")"; return; }
+	$PY - "$TMP/gs.json" <<'EOF' >"$TMP/gs" || fail "$(cat "$TMP/gs")"
+import json, sys
+a = json.load(open(sys.argv[1]))['allocator']
+s, g, bad = a.get('sampler') or {}, a.get('glibc') or {}, []
+if a['family'] != 'glibc' or not s.get('fresh') or not g:
+    bad.append('family %s, sampler %s, glibc %s' % (a['family'], s, bool(g)))
+else:
+    for what, page, walk in (
+            ('mapped (arena + hblkhd)', s.get('mapped_bytes'), g['system_bytes'] + g['mmapped_bytes']),
+            ('allocated (uordblks + hblkhd)', s.get('allocated_bytes'),
+             g['in_use_bytes'] + g['mmapped_bytes']),
+            ('free (fordblks)', s.get('free_bytes'), g['free_bytes'])):
+        if page != walk:
+            bad.append('%s: mallinfo2 %s, culpert-bpf %d' % (what, page, walk))
+print('; '.join(bad))
+sys.exit(1 if bad else 0)
+EOF
+}
+
+# A target under the sampler that allocates nothing once ready: the page has
+# no figures and stats says why, after waiting --sampler-wait.  Plain
+# jemalloc (no sampler): the figures are absent and stats says what to preload.
+test_sampler_stale_and_absent() {
+	need_root || return
+	start_frag idle env LD_PRELOAD="$SAMPLER" CULPERT_SAMPLER_RATE=4096 || return
+	t0=$(date +%s%N)
+	"$BIN_BPF" stats -p "$target_pid" --sampler-wait 300ms >"$TMP/st.txt" 2>"$TMP/st.err" ||
+		{ fail "stats failed: $(cat "$TMP/st.err")"; return; }
+	t1=$(date +%s%N)
+	grep -q '^  note: no allocator figures yet: .*no sampled allocation came while culpert-bpf listened$' \
+		"$TMP/st.txt" || { fail "idle target: $(grep -A3 '^  from' "$TMP/st.txt")"; return; }
+	[ $(((t1 - t0) / 1000000)) -ge 300 ] || fail "did not wait the 300 ms"
+	start_frag busy env LD_PRELOAD="$JEMALLOC" || return
+	"$BIN_BPF" stats -p "$target_pid" -f json >"$TMP/ab.json" || { fail "stats failed"; return; }
+	$PY -c '
+import json, sys
+a = json.load(open(sys.argv[1]))["allocator"]
+why = a.get("sampler_absent") or ""
+sys.exit(not (a["family"] == "jemalloc" and "sampler" in a and a["sampler"] is None
+              and "preload libculpert-sampler.so" in why))' "$TMP/ab.json" ||
+		fail "plain jemalloc: $(head -c 600 "$TMP/ab.json")"
+}
+
+# attach --stats: the allocator's state in both pictures as mem.*.allocator.*
+# comments, the same figures stats gives; culpert info sums them up.
+test_attach_stats_and_info() {
+	need_root || return
+	start_frag idle || return
+	"$BIN_BPF" stats -p "$target_pid" -f json >"$TMP/as.json" || { fail "stats failed"; return; }
+	"$BIN_BPF" attach -p "$target_pid" --stats --duration 1s -o "$TMP/as.pb.gz" 2>"$TMP/as.err" ||
+		{ fail "attach --stats failed: $(cat "$TMP/as.err")"; return; }
+	"$PROFDUMP" "$TMP/as.pb.gz" | sed -n 's/^# comment //p' >"$TMP/as.comments"
+	"$BIN_CLI" info "$TMP/as.pb.gz" >"$TMP/as.info" || { fail "culpert info failed"; return; }
+	$PY - "$TMP/as.json" "$TMP/as.comments" "$TMP/as.info" <<'EOF' >"$TMP/as" || fail "$(cat "$TMP/as")"
+import json, re, sys
+g = json.load(open(sys.argv[1]))['allocator']['glibc']
+c = dict(l.rstrip('\n').split('=', 1) for l in open(sys.argv[2]) if '=' in l)
+info = open(sys.argv[3]).read()
+bad = []
+for phase in ('start', 'end'):
+    p = 'mem.%s.allocator.' % phase
+    if c.get(p + 'family') != 'glibc':
+        bad.append('no %sfamily=glibc' % p)
+    # the target is idle: every figure as stats read it
+    for k in ('arena_count', 'system_bytes', 'bin_free_bytes', 'fastbin_free_bytes', 'top_bytes',
+              'mmapped_bytes', 'arenas.2.bin_free_chunks', 'tcache.free_chunks'):
+        v = g
+        for part in k.split('.'):
+            v = v[part]
+        if c.get(p + 'glibc.' + k) != str(v):
+            bad.append('%sglibc.%s=%s, stats %s' % (p, k, c.get(p + 'glibc.' + k), v))
+m = re.search(r'^Allocator: +glibc 2\.36 \(mem\.end\)\n +(\d+) arenas, ([0-9.]+ [KMG]B) from the system',
+              info, re.M)
+if not m or m.group(1) != '4':
+    bad.append('culpert info: %s' % re.findall(r'^Allocator:.*\n.*', info, re.M))
+if not re.search(r'^ +6 mmapped blocks, [0-9.]+ MB; [0-9.]+ KB free in the threads. tcaches$', info, re.M):
+    bad.append('culpert info: no mmapped/tcache line')
+print('; '.join(bad))
+sys.exit(1 if bad else 0)
+EOF
+}
+
 run_test allocator/idle_vs_malloc_info test_idle_vs_malloc_info
 run_test allocator/busy_vs_malloc_info test_busy_vs_malloc_info
 run_test allocator/formats test_formats
 run_test allocator/no_debug_info test_no_debug_info
 run_test allocator/storm_1000_reads test_storm_1000_reads
+run_test allocator/sampler_jemalloc test_sampler_jemalloc
+run_test allocator/sampler_mimalloc test_sampler_mimalloc
+run_test allocator/sampler_glibc_agrees test_sampler_glibc_agrees
+run_test allocator/sampler_stale_and_absent test_sampler_stale_and_absent
+run_test allocator/attach_stats_and_info test_attach_stats_and_info

@@ -309,7 +309,7 @@ static void report_end(struct session *s, enum session_end why, const char *path
 }
 
 /* capture: the memory picture at the end, the gap to the live heap, as comments and for the summary */
-static bool add_gap(struct session *s, struct heap_gap *g)
+static bool add_gap(struct memsnap *ms, struct session *s, struct heap_gap *g)
 {
 	struct memstats *m = calloc(1, sizeof(*m));
 	double live, live_err;
@@ -317,7 +317,7 @@ static bool add_gap(struct session *s, struct heap_gap *g)
 
 	if (!m)
 		return false;
-	if (!memsnap__add(s, "mem.end", m) && !session__live_heap(s, &live, &live_err) &&
+	if (!memsnap__add(ms, s, "mem.end", m) && !session__live_heap(s, &live, &live_err) &&
 	    !heap_gap__compute(m, live, live_err, g)) {
 		heap_gap__comments(g, "mem.gap", session__add_comment_cb, s);
 		ok = true;
@@ -331,6 +331,7 @@ static int run(struct attach_args *a, bool capture)
 {
 	char err[1024], out[PATH_MAX], rate[32];
 	struct session *s = NULL;
+	struct memsnap *ms = NULL;
 	enum session_end why;
 	struct heap_gap gap;
 	bool have_gap = false;
@@ -358,8 +359,11 @@ static int run(struct attach_args *a, bool capture)
 		session__close(s);
 		return 1;
 	}
+	/* without it the pictures are still taken, only the allocator's state is left out */
+	if (a->stats && !(ms = memsnap__new()))
+		pr_warn("no allocator state in the memory pictures: out of memory\n");
 	if (a->stats)
-		memsnap__add(s, "mem.start", NULL);
+		memsnap__add(ms, s, "mem.start", NULL);
 	install_signals();
 	fprintf(stderr, "culpert-bpf: profiling pid %d (%s): %zu probe sites, %zu span sites, "
 		"%zu span functions, 1 sample per ~%s; %s\n",
@@ -369,9 +373,10 @@ static int run(struct attach_args *a, bool capture)
 		a->duration_ns ? "stops after --duration or Ctrl-C" : "Ctrl-C to stop");
 	session__run(s, a->duration_ns, &stop_requested, &why);
 	if (capture && why != SESSION_END_TARGET_EXIT && why != SESSION_END_TARGET_EXEC)
-		have_gap = add_gap(s, &gap);
+		have_gap = add_gap(ms, s, &gap);
 	else if (a->stats)
-		memsnap__add(s, "mem.end", NULL);
+		memsnap__add(ms, s, "mem.end", NULL);
+	memsnap__free(ms);
 	ret = session__write(s, out);
 	if (ret) {
 		pr_error("cannot write the profile to %s: %s\n", out, strerror(-ret));

@@ -149,8 +149,14 @@ static int add_tcache(struct mem_items *items, const struct glibc_heap *h)
 	err = add_u64(items, dir, "threads", h->tcache.threads, NULL, NULL, NULL, NULL);
 	err = err ?: add_u64(items, dir, "free_chunks", h->tcache.chunks, "tcache_free_chunks",
 			     NULL, NULL, "Free chunks held in the threads' tcaches.");
-	return err ?: add_u64(items, dir, "free_bytes", h->tcache.bytes, "tcache_free_bytes", NULL,
-			      NULL, "Free bytes held in the threads' tcaches.");
+	err = err ?: add_u64(items, dir, "free_bytes", h->tcache.bytes, "tcache_free_bytes", NULL,
+			     NULL, "Free bytes held in the threads' tcaches.");
+	err = err ?: add_u64(items, dir, "tries", h->tcache.tries, NULL, NULL, NULL, NULL);
+	err = err ?: add_u64(items, dir, "approximate", !h->tcache.consistent, NULL, NULL, NULL,
+			     NULL);
+	if (!err && !h->tcache.consistent)
+		err = add_str(items, dir, "approximate_reason", h->tcache_why);
+	return err;
 }
 
 static int add_glibc_totals(struct mem_items *items, const struct glibc_heap *h)
@@ -211,14 +217,18 @@ static int add_sampler(struct mem_items *items, const struct alloc_state *st)
 		const char *name, *help;
 		size_t off;
 	} figs[] = {
-#define FIG(m, help) { #m "_bytes", help, offsetof(struct culpert_sampler_allocator_stats, m) }
-		FIG(allocated, "Bytes in live blocks, as the allocator counts them."),
-		FIG(active, "Bytes in the allocator's active pages (jemalloc stats.active)."),
-		FIG(metadata, "Bytes of allocator metadata (jemalloc stats.metadata)."),
-		FIG(resident, "Resident bytes the allocator holds, as it counts them."),
-		FIG(mapped, "Bytes the allocator has mapped (glibc: arenas + mmapped blocks)."),
-		FIG(retained, "Bytes the allocator keeps but gave back to the system (jemalloc)."),
-		FIG(free_bytes, "Free bytes in the allocator's own lists (glibc mallinfo2 fordblks)."),
+#define FIG(m, name, help) { name, help, offsetof(struct culpert_sampler_allocator_stats, m) }
+		FIG(allocated, "allocated_bytes", "Bytes in live blocks, as the allocator counts them."),
+		FIG(active, "active_bytes",
+		    "Bytes in the allocator's active pages (jemalloc stats.active)."),
+		FIG(metadata, "metadata_bytes", "Bytes of allocator metadata (jemalloc stats.metadata)."),
+		FIG(resident, "resident_bytes", "Resident bytes the allocator holds, as it counts them."),
+		FIG(mapped, "mapped_bytes",
+		    "Bytes the allocator has mapped (glibc: arenas + mmapped blocks)."),
+		FIG(retained, "retained_bytes",
+		    "Bytes the allocator keeps but gave back to the system (jemalloc)."),
+		FIG(free_bytes, "free_bytes",
+		    "Free bytes in the allocator's own lists (glibc mallinfo2 fordblks)."),
 #undef FIG
 	};
 	const struct sampler_stats *ss = &st->sampler;
@@ -340,8 +350,10 @@ static void text_glibc(FILE *f, const struct alloc_state *st)
 	if (h->arena_max)
 		fprintf(f, "              arena max %" PRIu64 "\n", h->arena_max);
 	if (h->tcache.present)
-		fprintf(f, "  tcache      %" PRIu64 " threads, %" PRIu64 " free chunks, %s\n",
-			h->tcache.threads, h->tcache.chunks, bytes(b[3], sizeof(b[3]), h->tcache.bytes));
+		fprintf(f, "  tcache      %" PRIu64 " threads, %" PRIu64 " free chunks, %s%s%s\n",
+			h->tcache.threads, h->tcache.chunks, bytes(b[3], sizeof(b[3]), h->tcache.bytes),
+			h->tcache.consistent ? "" : "; approximate: ",
+			h->tcache.consistent ? "" : h->tcache_why);
 	else
 		fprintf(f, "  tcache      not counted: %s\n", h->tcache_why);
 	if (!h->consistent)
@@ -350,9 +362,20 @@ static void text_glibc(FILE *f, const struct alloc_state *st)
 
 static void text_sampler(FILE *f, const struct alloc_state *st)
 {
+	static const struct {
+		const char *name;
+		size_t off;
+	} figs[] = {
+#define FIG(m) { #m, offsetof(struct culpert_sampler_allocator_stats, m) }
+		FIG(allocated), FIG(active), FIG(metadata), FIG(resident), FIG(mapped),
+		FIG(retained), { "free", offsetof(struct culpert_sampler_allocator_stats, free_bytes) },
+#undef FIG
+	};
 	const struct sampler_stats *ss = &st->sampler;
-	const struct culpert_sampler_allocator_stats *s = &ss->s;
-	char b[7][32];
+	const char *sep = "  ";
+	char b[32];
+	uint64_t v;
+	size_t i;
 
 	if (!ss->present) {
 		if (ss->note[0] || st->sampler_absent[0])
@@ -361,17 +384,20 @@ static void text_sampler(FILE *f, const struct alloc_state *st)
 		return;
 	}
 	fprintf(f, "  from %s (%s, rate %s)", ss->path, sampler_allocator_name(ss->allocator),
-		bytes(b[0], sizeof(b[0]), ss->rate));
+		bytes(b, sizeof(b), ss->rate));
 	if (ss->has_figures)
 		fprintf(f, ", refreshed %.1f s ago", ss->age_ns / 1e9);
 	fputc('\n', f);
+	/* 0 is what the page holds for a figure the allocator does not have */
+	for (i = 0; ss->has_figures && i < sizeof(figs) / sizeof(figs[0]); i++) {
+		memcpy(&v, (const char *)&ss->s + figs[i].off, sizeof(v));
+		if (v) {
+			fprintf(f, "%s%s %s", sep, figs[i].name, bytes(b, sizeof(b), v));
+			sep = ", ";
+		}
+	}
 	if (ss->has_figures)
-		fprintf(f, "  allocated %s, active %s, metadata %s, resident %s, mapped %s, "
-			"retained %s, free %s (0 B: the allocator has no such figure)\n",
-			bytes(b[0], sizeof(b[0]), s->allocated), bytes(b[1], sizeof(b[1]), s->active),
-			bytes(b[2], sizeof(b[2]), s->metadata), bytes(b[3], sizeof(b[3]), s->resident),
-			bytes(b[4], sizeof(b[4]), s->mapped), bytes(b[5], sizeof(b[5]), s->retained),
-			bytes(b[6], sizeof(b[6]), s->free_bytes));
+		fputc('\n', f);
 	if (ss->note[0])
 		fprintf(f, "  note: %s\n", ss->note);
 }

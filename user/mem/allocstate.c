@@ -12,6 +12,7 @@
 #include "allocstate.h"
 #include "debuginfo.h"
 #include "elfobj.h"
+#include "glibctcache.h"
 #include "log.h"
 #include "objcache.h"
 #include "procmaps.h"
@@ -31,6 +32,11 @@ struct alloc_reader {
 	int layout_err;
 	char layout_why[1024];
 	char layout_debug[256];
+	/* ld.so's, for the threads' tcaches */
+	char ld_bid[129];
+	struct glibc_threads_layout ld_layout;
+	int ld_err;
+	char ld_why[1024];
 	/* a listener on the sampler's allocator_stats probe */
 	int listen_fd;
 	pid_t listen_pid;
@@ -108,15 +114,18 @@ static int object_base(const struct procmaps *maps, const struct procmap *m, str
 
 /* --- glibc ---------------------------------------------------------------------------------- */
 
-/* libc's own DWARF (an unstripped build), else its debug file by build ID, else debuginfod */
+/*
+ * The object's own DWARF (an unstripped build: it has the local symbol
+ * `marker`), else its debug file by build ID, else debuginfod
+ */
 static struct elfobj *find_debug(struct alloc_reader *ar, struct elfobj *bin, const char *path,
-				 struct search_notes *notes)
+				 const char *marker, struct search_notes *notes)
 {
 	const char *bid = elfobj__build_id(bin);
 	struct elf_symbol s;
 	struct elfobj *dbg;
 
-	if (!elfobj__data_sym(bin, "main_arena", &s)) {
+	if (!elfobj__data_sym(bin, marker, &s) && s.bind == STB_LOCAL) {
 		dbg = elfobj__open(elfobj__path(bin));
 		if (dbg)
 			return dbg;
@@ -127,14 +136,12 @@ static struct elfobj *find_debug(struct alloc_reader *ar, struct elfobj *bin, co
 	return dbg;
 }
 
-static void no_debug_info(struct alloc_reader *ar, const char *path, const char *bid,
-			  const struct search_notes *notes)
+static void no_debug_info(char *why, size_t len, const char *what, const char *path,
+			  const char *bid, const struct search_notes *notes, const char *purpose)
 {
-	snprintf(ar->layout_why, sizeof(ar->layout_why),
-		 "no debug info for libc %.200s (build ID %.128s) to find main_arena and mp_ in: "
-		 "%.300s%s; "
-		 "install it: apt install libc6-dbg (or set DEBUGINFOD_URLS)", path,
-		 *bid ? bid : "none", notes->buf,
+	snprintf(why, len, "no debug info for %s %.200s (build ID %.128s) %s: %.300s%s; "
+		 "install it: apt install libc6-dbg (or set DEBUGINFOD_URLS)", what, path,
+		 *bid ? bid : "none", purpose, notes->buf,
 		 debuginfo__urls_set() ? "" : "; DEBUGINFOD_URLS is not set");
 }
 
@@ -149,9 +156,10 @@ static int load_layout(struct alloc_reader *ar, struct elfobj *bin, const char *
 		return ar->layout_err;
 	snprintf(ar->layout_bid, sizeof(ar->layout_bid), "%s", bid);
 	ar->layout_debug[0] = '\0';
-	dbg = find_debug(ar, bin, path, &notes);
+	dbg = find_debug(ar, bin, path, "main_arena", &notes);
 	if (!dbg) {
-		no_debug_info(ar, path, bid, &notes);
+		no_debug_info(ar->layout_why, sizeof(ar->layout_why), "libc", path, bid, &notes,
+			      "to find main_arena and mp_ in");
 		return ar->layout_err = -ENODATA;
 	}
 	snprintf(ar->layout_debug, sizeof(ar->layout_debug), "%s", elfobj__path(dbg));
@@ -164,6 +172,63 @@ static int load_layout(struct alloc_reader *ar, struct elfobj *bin, const char *
 			 (unsigned long long)ar->layout.size[GS_STATE]);
 	elfobj__free(dbg);
 	return ar->layout_err;
+}
+
+/* the layout of this ld.so, loaded once per build ID */
+static int load_ld_layout(struct alloc_reader *ar, struct elfobj *bin, const char *path)
+{
+	struct search_notes notes = { 0 };
+	const char *bid = elfobj__build_id(bin);
+	struct elfobj *dbg;
+
+	if (ar->ld_bid[0] && !strcmp(ar->ld_bid, bid))
+		return ar->ld_err;
+	snprintf(ar->ld_bid, sizeof(ar->ld_bid), "%s", bid);
+	dbg = find_debug(ar, bin, path, "_dl_start", &notes);
+	if (!dbg) {
+		no_debug_info(ar->ld_why, sizeof(ar->ld_why), "ld.so", path, bid, &notes,
+			      "to find the threads in");
+		return ar->ld_err = -ENODATA;
+	}
+	ar->ld_err = glibc_threads_layout__load(dbg, &ar->ld_layout, ar->ld_why,
+						sizeof(ar->ld_why));
+	elfobj__free(dbg);
+	return ar->ld_err;
+}
+
+/* the dynamic linker: where the threads are listed */
+static const struct procmap *find_ldso(const struct procmaps *maps)
+{
+	size_t i;
+
+	for (i = 0; i < maps->n; i++) {
+		const char *b = strrchr(maps->v[i].path, '/');
+
+		if (b && !strncmp(b + 1, "ld-", 3) && strstr(b, ".so") && !maps->v[i].offset)
+			return &maps->v[i];
+	}
+	return NULL;
+}
+
+/* every thread's tcache, through ld.so's thread lists */
+static void read_tcache(struct alloc_reader *ar, struct remotemem *rm, struct objcache *cache,
+			uint64_t libc_base, struct alloc_state *st)
+{
+	struct glibc_heap *h = &st->heap;
+	const struct procmap *m = find_ldso(&rm->maps);
+	struct elfobj *ld = m ? objcache__get(cache, m) : NULL;
+	uint64_t base;
+
+	if (!ld || object_base(&rm->maps, m, ld, &base)) {
+		snprintf(h->tcache_why, sizeof(h->tcache_why), "no dynamic linker (ld.so) in the "
+			 "process: a static program's threads are not found");
+		return;
+	}
+	if (load_ld_layout(ar, ld, m->path)) {
+		snprintf(h->tcache_why, sizeof(h->tcache_why), "%.500s", ar->ld_why);
+		return;
+	}
+	glibc_tcache__read(rm, &ar->layout, &ar->ld_layout, base, libc_base, h);
 }
 
 static void read_glibc(struct alloc_reader *ar, const struct target *t, struct remotemem *rm,
@@ -202,6 +267,7 @@ static void read_glibc(struct alloc_reader *ar, const struct target *t, struct r
 		return;
 	}
 	st->glibc_read = true;
+	read_tcache(ar, rm, cache, base, st);
 }
 
 /* --- the sampler ---------------------------------------------------------------------------- */
@@ -279,16 +345,18 @@ static void wait_fresh(struct alloc_reader *ar, struct remotemem *rm, uint64_t a
 
 static void stale_note(const struct alloc_reader *ar, struct sampler_stats *ss)
 {
+	const char *why = !ss->listened ? "nothing listened to culpert_sampler:allocator_stats" :
+			  !ar->o.wait_ns ? "the read did not wait for a refresh" :
+			  "no sampled allocation came while culpert-bpf listened";
+
 	if (ss->note[0] || ss->fresh)
 		return;
 	if (!ss->has_figures)
 		snprintf(ss->note, sizeof(ss->note), "no allocator figures yet: the sampler refreshes "
-			 "them on a sampled allocation while someone listens, and none came%s",
-			 ss->listened ? " while culpert-bpf listened" : "");
+			 "them on a sampled allocation while someone listens; %s", why);
 	else
-		snprintf(ss->note, sizeof(ss->note), "the figures are %.1f s old: %s", ss->age_ns / 1e9,
-			 ss->listened ? "no sampled allocation since culpert-bpf started to listen"
-				      : "nothing listened to culpert_sampler:allocator_stats");
+		snprintf(ss->note, sizeof(ss->note), "the figures are %.1f s old: %s",
+			 ss->age_ns / 1e9, why);
 }
 
 static void read_sampler(struct alloc_reader *ar, const struct target *t, struct remotemem *rm,

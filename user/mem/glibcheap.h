@@ -51,6 +51,8 @@ struct glibc_tcache_totals {
 	uint64_t chunks;
 	uint64_t bytes;
 	bool present;			/* read at all (see glibc_heap.tcache_why) */
+	bool consistent;		/* the thread list and every cache linked up */
+	uint32_t tries;
 };
 
 struct glibc_heap {
@@ -79,7 +81,7 @@ struct glibc_heap {
 	uint64_t system_mem, max_system_mem, top_bytes;
 	uint64_t fast_chunks, fast_bytes, bin_chunks, bin_bytes;
 	struct glibc_tcache_totals tcache;
-	char tcache_why[160];		/* why the tcaches are not counted */
+	char tcache_why[512];		/* why the tcaches are not counted, or are approximate */
 	uint64_t syscalls;		/* process_vm_readv calls the read took */
 	struct glibc_arena arenas[GLIBC_MAX_ARENAS];	/* n_arenas of them; last: not cleared */
 };
