@@ -7,6 +7,7 @@
 # that allocates and frees at full speed while it is read 1000 times; and
 # jemalloc's and mimalloc's figures through libculpert-sampler.so's page.
 . tests/lib.sh
+. tests/symlib.sh
 
 PY=/usr/bin/python3
 PROMCHECK=tests/tools/promcheck.py
@@ -204,6 +205,54 @@ EOF
 	grep -q '^  glibc arenas: absent: no debug info for libc .*apt install libc6-dbg' "$TMP/nodbg.txt" ||
 		fail "text: $(grep 'glibc arenas' "$TMP/nodbg.txt")"
 	grep -q '^process (/proc/' "$TMP/nodbg.txt" || fail "text lost the process section"
+}
+
+# With /usr/lib/debug hidden: --debug-dir with a .build-id tree of libc's and
+# ld.so's debug files finds them; so does a debuginfod server on loopback,
+# which --no-debuginfod does not ask; --no-allocator leaves the part out.
+test_debug_lookup() {
+	need_root || return
+	start_frag idle || return
+	mkdir -p "$TMP/served"
+	for obj in /lib/"$MULTIARCH"/libc.so.6 /lib64/ld-linux-x86-64.so.2; do
+		b=$(readelf -n "$obj" | awk '/Build ID/ {print $3}')
+		src=$(debug_path /usr/lib/debug "$b")
+		mkdir -p "$(dirname "$(debug_path "$TMP/dbg" "$b")")"
+		cp "$src" "$(debug_path "$TMP/dbg" "$b")" && cp "$src" "$TMP/served/" ||
+			{ fail "no debug file $src"; return; }
+		[ "$obj" = /lib/"$MULTIARCH"/libc.so.6 ] && libc_bid=$b
+	done
+	start_debuginfod "$TMP/served" "$libc_bid" || return
+	# shellcheck disable=SC2016 # $1.. are the inner shell's
+	unshare -m sh -c 'mount -t tmpfs none /usr/lib/debug || exit 9
+		"$1" stats -p "$2" -f json --debug-dir "$3/dbg" >"$3/dd.json" || exit 1
+		DEBUGINFOD_URLS=$4 DEBUGINFOD_CACHE_PATH=$3/dcache "$1" stats -p "$2" -f json \
+			>"$3/dfd.json" || exit 2
+		DEBUGINFOD_URLS=$4 DEBUGINFOD_CACHE_PATH=$3/dcache2 "$1" stats -p "$2" -f json \
+			--no-debuginfod >"$3/nodfd.json" || exit 3
+		exec "$1" stats -p "$2" -f json --no-allocator >"$3/noalloc.json"' \
+		sh "$BIN_BPF" "$target_pid" "$TMP" "$dfd_url" 2>"$TMP/dl.err" ||
+		{ fail "stats exited $?: $(cat "$TMP/dl.err")"; return; }
+	$PY - "$TMP" <<'EOF' >"$TMP/dl" || fail "$(cat "$TMP/dl")"
+import json, sys
+tmp, bad = sys.argv[1], []
+def alloc(name):
+    return json.load(open('%s/%s.json' % (tmp, name))).get('allocator', 'missing')
+for name, where in (('dd', tmp + '/dbg/.build-id/'), ('dfd', tmp + '/dcache/')):
+    g = alloc(name).get('glibc') or {}
+    if not g.get('debug_file', '').startswith(where) or g.get('arena_count') != 4 or \
+            g.get('tcache') is None:
+        bad.append('%s: debug file %s, %s arenas, tcache %s, absent %s' % (
+            name, g.get('debug_file'), g.get('arena_count'), g.get('tcache_absent'),
+            alloc(name).get('glibc_absent')))
+a = alloc('nodfd')
+if a.get('glibc') is not None or 'apt install libc6-dbg' not in (a.get('glibc_absent') or ''):
+    bad.append('--no-debuginfod: %s' % a.get('glibc_absent'))
+if alloc('noalloc') != 'missing':
+    bad.append('--no-allocator still has an allocator section')
+print('; '.join(bad))
+sys.exit(1 if bad else 0)
+EOF
 }
 
 # A target that frees and allocates at full speed in 3 threads, read 1000
@@ -405,13 +454,23 @@ sys.exit(1 if bad else 0)
 EOF
 }
 
+# the allocator options' bad usage: one error line, exit 2
+test_bad_usage() {
+	expect_error 2 "invalid --sampler-wait 'x': use a duration" "$BIN_BPF" stats -p 1 --sampler-wait x
+	set -- stats -p 1
+	for _i in $(seq 17); do set -- "$@" --debug-dir /tmp; done
+	expect_error 2 "--debug-dir given more than 16 times" "$BIN_BPF" "$@"
+}
+
 run_test allocator/idle_vs_malloc_info test_idle_vs_malloc_info
 run_test allocator/busy_vs_malloc_info test_busy_vs_malloc_info
 run_test allocator/formats test_formats
 run_test allocator/no_debug_info test_no_debug_info
+run_test allocator/debug_lookup test_debug_lookup
 run_test allocator/storm_1000_reads test_storm_1000_reads
 run_test allocator/sampler_jemalloc test_sampler_jemalloc
 run_test allocator/sampler_mimalloc test_sampler_mimalloc
 run_test allocator/sampler_glibc_agrees test_sampler_glibc_agrees
 run_test allocator/sampler_stale_and_absent test_sampler_stale_and_absent
 run_test allocator/attach_stats_and_info test_attach_stats_and_info
+run_test allocator/bad_usage test_bad_usage

@@ -61,7 +61,8 @@ static void usage(FILE *f)
 		"  culpert-bpf stats --pid 1234\n"
 		"  culpert-bpf stats -p 1234 --format json | jq .cgroup.memory\n"
 		"  culpert-bpf stats -p 1234 --format prometheus > /var/lib/node_exporter/app.prom\n"
-		"  culpert-bpf stats -p 1234 --watch 2s --format json > memory.jsonl\n");
+		"  culpert-bpf stats -p 1234 --watch 2s --format json > memory.jsonl\n"
+		"  culpert-bpf stats -p 1234 -f json | jq .allocator.glibc.free_bytes\n");
 }
 
 enum stats_format { FMT_TEXT, FMT_JSON, FMT_PROMETHEUS };

@@ -343,12 +343,11 @@ static void text_glibc(FILE *f, const struct alloc_state *st)
 	fprintf(f, "  mmapped     %" PRIu64 " blocks, %s (peak %" PRIu64 ", %s)\n", h->mmapped_chunks,
 		bytes(b[0], sizeof(b[0]), h->mmapped_bytes), h->max_mmapped_chunks,
 		bytes(b[1], sizeof(b[1]), h->max_mmapped_bytes));
+	snprintf(b[3], sizeof(b[3]), "%" PRIu64, h->arena_max);
 	fprintf(f, "  thresholds  mmap %s (%s), trim %s, top pad %s, arena max %s\n",
 		bytes(b[0], sizeof(b[0]), h->mmap_threshold),
 		h->dynamic_threshold ? "dynamic" : "fixed", bytes(b[1], sizeof(b[1]), h->trim_threshold),
-		bytes(b[2], sizeof(b[2]), h->top_pad), h->arena_max ? "" : "default (8 per core)");
-	if (h->arena_max)
-		fprintf(f, "              arena max %" PRIu64 "\n", h->arena_max);
+		bytes(b[2], sizeof(b[2]), h->top_pad), h->arena_max ? b[3] : "default (8 per core)");
 	if (h->tcache.present)
 		fprintf(f, "  tcache      %" PRIu64 " threads, %" PRIu64 " free chunks, %s%s%s\n",
 			h->tcache.threads, h->tcache.chunks, bytes(b[3], sizeof(b[3]), h->tcache.bytes),

@@ -392,18 +392,22 @@ static void read_sampler(struct alloc_reader *ar, const struct target *t, struct
 /* what to say when the allocator in use keeps its figures to itself */
 static void other_allocator(struct alloc_state *st)
 {
+	char *why = st->sampler_absent;
+	size_t len = sizeof(st->sampler_absent);
+
 	if (st->sampler.present || !strcmp(st->family, "glibc"))
 		return;
-	if (!strcmp(st->family, "jemalloc") || !strcmp(st->family, "mimalloc") ||
-	    !strcmp(st->family, "tcmalloc"))
-		snprintf(st->sampler_absent, sizeof(st->sampler_absent),
-			 "%s serves malloc and its statistics are computed in the process: preload "
-			 "libculpert-sampler.so ahead of it to publish them (docs/sampler.md)",
+	if (!strcmp(st->family, "jemalloc") || !strcmp(st->family, "mimalloc"))
+		snprintf(why, len, "%s serves malloc and its statistics are computed in the process: "
+			 "preload libculpert-sampler.so ahead of it to publish them (docs/sampler.md)",
 			 st->family);
+	else if (!strcmp(st->family, "custom"))
+		snprintf(why, len, "the program's own allocator serves malloc (%.200s): its state is not "
+			 "read", st->provider);
 	else
-		snprintf(st->sampler_absent, sizeof(st->sampler_absent),
-			 "the state of %s allocator is not read", !strcmp(st->family, "custom") ?
-			 "the program's own" : st->family[0] ? st->family : "an unknown");
+		snprintf(why, len, "%s serves malloc: its state is not read (only glibc's arenas are, "
+			 "and the figures libculpert-sampler.so publishes for jemalloc and mimalloc)",
+			 st->family[0] ? st->family : "an allocator culpert-bpf does not know");
 }
 
 static void read_all(struct alloc_reader *ar, const struct target *t, struct remotemem *rm,

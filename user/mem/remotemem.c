@@ -1,10 +1,30 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
 
+#include "readfile.h"
 #include "remotemem.h"
+
+/* VmSwap of /proc/PID/status is not 0 (or cannot be read) */
+static bool has_swapped(pid_t pid)
+{
+	char path[64], *text, *p;
+	bool swapped = false;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	if (read_file_at(AT_FDCWD, path, &text, NULL))
+		return true;
+	/* no VmSwap line: a kernel without swap */
+	p = strstr(text, "\nVmSwap:");
+	if (p)
+		swapped = strtoull(p + 8, NULL, 10) != 0;
+	free(text);
+	return swapped;
+}
 
 int remotemem__open(struct remotemem *r, pid_t pid)
 {
@@ -20,6 +40,7 @@ int remotemem__open(struct remotemem *r, pid_t pid)
 		procmaps__free(&r->maps);
 		return -ENOMEM;
 	}
+	r->no_snapshot = has_swapped(pid);
 	return 0;
 }
 
@@ -99,6 +120,8 @@ int remotemem__snapshot(struct remotemem *r, uint64_t addr, size_t len)
 	int err;
 
 	r->snap_len = 0;
+	if (r->no_snapshot)
+		return -EPERM;
 	if (len > REMOTEMEM_SNAPSHOT_MAX)
 		return -E2BIG;
 	if (len > r->snap_cap) {

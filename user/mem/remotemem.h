@@ -36,6 +36,7 @@ struct remotemem {
 	unsigned char *snap;		/* a copy of [snap_addr, snap_addr + snap_len) */
 	uint64_t snap_addr;
 	size_t snap_len, snap_cap;
+	bool no_snapshot;		/* the process has swapped memory: read only what is needed */
 	uint64_t syscalls;		/* process_vm_readv calls made */
 };
 
@@ -50,7 +51,9 @@ void remotemem__drop_cache(struct remotemem *r);
  * Copy [addr, addr + len) (at most REMOTEMEM_SNAPSHOT_MAX, inside one
  * readable mapping) in one syscall: cached reads inside it come from the
  * copy until the cache is dropped.  A region read as it is at nearly one
- * moment, and a walk through it costs no syscall.  0 or -errno.
+ * moment, and a walk through it costs no syscall.  Refused (-EPERM) for a
+ * process with swapped-out memory: reading a page brings it back in, and
+ * only the pages a walk needs should be.  0 or -errno.
  */
 int remotemem__snapshot(struct remotemem *r, uint64_t addr, size_t len);
 
