@@ -167,8 +167,9 @@ static void print_glibc(const struct pprof_profile *p, const char *phase)
 	       alloc_bytes(p, phase, ".glibc.bin_free_bytes", b[3], sizeof(b[3])),
 	       alloc_bytes(p, phase, ".glibc.fastbin_free_bytes", b[4], sizeof(b[4])),
 	       approx && strcmp(approx, "0") ? ", approximate" : "");
-	printf("               %s mmapped blocks, %s", alloc_comment(p, phase, ".glibc.mmapped_chunks") ?:
-	       "?", alloc_bytes(p, phase, ".glibc.mmapped_bytes", b[5], sizeof(b[5])));
+	printf("               %s mmapped blocks, %s",
+	       alloc_comment(p, phase, ".glibc.mmapped_chunks") ?: "?",
+	       alloc_bytes(p, phase, ".glibc.mmapped_bytes", b[5], sizeof(b[5])));
 	if (tc)
 		printf("; %s free in the threads' tcaches",
 		       alloc_bytes(p, phase, ".glibc.tcache.free_bytes", b[6], sizeof(b[6])));

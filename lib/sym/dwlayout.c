@@ -198,7 +198,7 @@ static int array_count(Dwarf_Die *arr, uint64_t *count)
 			continue;
 		if (dwarf_formudata(dwarf_attr_integrate(&sub, DW_AT_count, &attr), &w) == 0)
 			n *= w;
-		else if (dwarf_formudata(dwarf_attr_integrate(&sub, DW_AT_upper_bound, &attr), &w) == 0)
+		else if (!dwarf_formudata(dwarf_attr_integrate(&sub, DW_AT_upper_bound, &attr), &w))
 			n *= w + 1;
 		else
 			return -EINVAL;	/* a flexible array member: no count to give */

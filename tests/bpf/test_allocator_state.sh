@@ -30,6 +30,15 @@ start_frag() {
 	live=$(awk '$1 == "live" {print $2}' "$TMP/frag.$_mode.out")
 }
 
+# stats_json NAME [ARGS...]: the target's picture as JSON in $TMP/NAME.json
+stats_json() {
+	_n=$1
+	shift
+	"$BIN_BPF" stats -p "$target_pid" -f json "$@" >"$TMP/$_n.json" 2>"$TMP/$_n.err" && return 0
+	fail "stats failed: $(cat "$TMP/$_n.err")"
+	return 1
+}
+
 # SIGUSR2: the target prints malloc_info() once more; wait for it
 print_info() {
 	_n=$(grep -c '^printed' "$TMP/frag.$1.out")
@@ -93,8 +102,7 @@ test_idle_vs_malloc_info() {
 	need_root || return
 	start_frag idle || return
 	print_info idle || return
-	"$BIN_BPF" stats -p "$target_pid" -f json >"$TMP/i.json" 2>"$TMP/i.err" ||
-		{ fail "stats failed: $(cat "$TMP/i.err")"; return; }
+	stats_json i || return
 	compare_info "$frag" "$TMP/i.json" 0 >"$TMP/i.cmp" || { fail "$(cat "$TMP/i.cmp")"; return; }
 	$PY - "$TMP/i.json" <<'EOF' >"$TMP/i.known" || fail "$(cat "$TMP/i.known")"
 import json, sys
@@ -132,8 +140,7 @@ test_busy_vs_malloc_info() {
 	need_root || return
 	start_frag busy || return
 	print_info busy || return
-	"$BIN_BPF" stats -p "$target_pid" -f json >"$TMP/b.json" 2>"$TMP/b.err" ||
-		{ fail "stats failed: $(cat "$TMP/b.err")"; return; }
+	stats_json b || return
 	compare_info "$frag" "$TMP/b.json" 0.05 >"$TMP/b.cmp" || fail "$(cat "$TMP/b.cmp")"
 }
 
@@ -314,8 +321,7 @@ EOF
 test_sampler_jemalloc() {
 	need_root || return
 	start_frag busy env LD_PRELOAD="$SAMPLER $JEMALLOC" CULPERT_SAMPLER_RATE=4096 || return
-	"$BIN_BPF" stats -p "$target_pid" -f json >"$TMP/je.json" 2>"$TMP/je.err" ||
-		{ fail "stats failed: $(cat "$TMP/je.err")"; return; }
+	stats_json je || return
 	"$BIN_BPF" stats -p "$target_pid" -f prometheus >"$TMP/je.prom" || fail "prometheus failed"
 	$PY "$PROMCHECK" pid comm container_id <"$TMP/je.prom" >"$TMP/pc" ||
 		fail "prometheus: $(head -3 "$TMP/pc")"
@@ -347,8 +353,7 @@ EOF
 test_sampler_mimalloc() {
 	need_root || return
 	start_frag busy env LD_PRELOAD="$SAMPLER $MIMALLOC" CULPERT_SAMPLER_RATE=4096 || return
-	"$BIN_BPF" stats -p "$target_pid" -f json >"$TMP/mi.json" 2>"$TMP/mi.err" ||
-		{ fail "stats failed: $(cat "$TMP/mi.err")"; return; }
+	stats_json mi || return
 	$PY - "$TMP/mi.json" "$live" <<'EOF' >"$TMP/mi" || fail "$(cat "$TMP/mi")"
 import json, sys
 a = json.load(open(sys.argv[1]))['allocator']
@@ -370,8 +375,7 @@ EOF
 test_sampler_glibc_agrees() {
 	need_root || return
 	start_frag busy env LD_PRELOAD="$SAMPLER" CULPERT_SAMPLER_RATE=4096 || return
-	"$BIN_BPF" stats -p "$target_pid" -f json >"$TMP/gs.json" 2>"$TMP/gs.err" ||
-		{ fail "stats failed: $(cat "$TMP/gs.err")"; return; }
+	stats_json gs || return
 	$PY - "$TMP/gs.json" <<'EOF' >"$TMP/gs" || fail "$(cat "$TMP/gs")"
 import json, sys
 a = json.load(open(sys.argv[1]))['allocator']

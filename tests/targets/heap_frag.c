@@ -166,7 +166,8 @@ int main(int argc, char **argv)
 		nthreads = 3;
 	/* opened and buffered before the heap is shaped: printing later allocates nothing */
 	f = fopen(argv[1], "w");
-	if (!f || setvbuf(f, out_buf, _IOFBF, sizeof(out_buf)) || setvbuf(stdout, stdout_buf, _IOLBF, sizeof(stdout_buf)))
+	if (!f || setvbuf(f, out_buf, _IOFBF, sizeof(out_buf)) ||
+	    setvbuf(stdout, stdout_buf, _IOLBF, sizeof(stdout_buf)))
 		return 1;
 	sigemptyset(&set);
 	sigaddset(&set, SIGUSR2);

@@ -68,23 +68,23 @@ static int add_arena(struct mem_items *items, const struct glibc_arena *a, uint3
 			     "Free bytes in the arena's top chunk, at its end (trimmable).");
 	err = err ?: add_u64(items, dir, "fastbin_free_bytes", a->fast_bytes, "fastbin_free_bytes",
 			     lk, lv, "Free bytes in the arena's fastbins.");
-	err = err ?: add_u64(items, dir, "fastbin_free_chunks", a->fast_chunks, "fastbin_free_chunks",
-			     lk, lv, "Free chunks in the arena's fastbins.");
+	err = err ?: add_u64(items, dir, "fastbin_free_chunks", a->fast_chunks,
+			     "fastbin_free_chunks", lk, lv, "Free chunks in the arena's fastbins.");
 	err = err ?: add_u64(items, dir, "bin_free_bytes", a->bin_bytes, "bin_free_bytes", lk, lv,
 			     "Free bytes in the arena's unsorted, small and large bins.");
-	err = err ?: add_u64(items, dir, "bin_free_chunks", a->bin_chunks, "bin_free_chunks", lk, lv,
-			     "Free chunks in the arena's unsorted, small and large bins.");
+	err = err ?: add_u64(items, dir, "bin_free_chunks", a->bin_chunks, "bin_free_chunks", lk,
+			     lv, "Free chunks in the arena's unsorted, small and large bins.");
 	err = err ?: add_u64(items, dir, "unsorted_free_bytes", a->unsorted_bytes, NULL, NULL, NULL,
 			     NULL);
 	err = err ?: add_u64(items, dir, "unsorted_free_chunks", a->unsorted_chunks, NULL, NULL,
 			     NULL, NULL);
-	err = err ?: add_u64(items, dir, "attached_threads", a->attached_threads, "attached_threads",
-			     lk, lv, "Threads using the glibc arena.");
+	err = err ?: add_u64(items, dir, "attached_threads", a->attached_threads,
+			     "attached_threads", lk, lv, "Threads using the glibc arena.");
 	err = err ?: add_u64(items, dir, "heaps", a->heaps, NULL, NULL, NULL, NULL);
 	err = err ?: add_u64(items, dir, "aspace_bytes", a->aspace_bytes, NULL, NULL, NULL, NULL);
 	err = err ?: add_u64(items, dir, "tries", a->tries, NULL, NULL, NULL, NULL);
 	err = err ?: add_u64(items, dir, "approximate", !a->consistent, "approximate", lk, lv,
-			     "1 when the arena changed while it was read: its figures are approximate.");
+			     "1 when the arena changed while it was read: approximate figures.");
 	if (!err && !a->consistent)
 		err = add_str(items, dir, "approximate_reason", a->why);
 	return err;
@@ -134,8 +134,8 @@ static int add_mp(struct mem_items *items, const struct glibc_heap *h)
 		err = add_u64(items, dir, mp[i].name, v, mp[i].prom, NULL, NULL, mp[i].help);
 	}
 	if (!err && (h->present_mp & (1ULL << GF_MP_NO_DYN_THRESHOLD)))
-		err = add_u64(items, dir, "mmap_threshold_dynamic", h->dynamic_threshold, NULL, NULL,
-			      NULL, NULL);
+		err = add_u64(items, dir, "mmap_threshold_dynamic", h->dynamic_threshold, NULL,
+			      NULL, NULL, NULL);
 	return err;
 }
 
@@ -171,7 +171,8 @@ static int add_glibc_totals(struct mem_items *items, const struct glibc_heap *h)
 	err = err ?: add_u64(items, dir, "max_system_bytes", h->max_system_mem, NULL, NULL, NULL,
 			     NULL);
 	err = err ?: add_u64(items, dir, "top_bytes", h->top_bytes, NULL, NULL, NULL, NULL);
-	err = err ?: add_u64(items, dir, "fastbin_free_bytes", h->fast_bytes, NULL, NULL, NULL, NULL);
+	err = err ?: add_u64(items, dir, "fastbin_free_bytes", h->fast_bytes, NULL, NULL, NULL,
+			     NULL);
 	err = err ?: add_u64(items, dir, "fastbin_free_chunks", h->fast_chunks, NULL, NULL, NULL,
 			     NULL);
 	err = err ?: add_u64(items, dir, "bin_free_bytes", h->bin_bytes, NULL, NULL, NULL, NULL);
@@ -218,11 +219,14 @@ static int add_sampler(struct mem_items *items, const struct alloc_state *st)
 		size_t off;
 	} figs[] = {
 #define FIG(m, name, help) { name, help, offsetof(struct culpert_sampler_allocator_stats, m) }
-		FIG(allocated, "allocated_bytes", "Bytes in live blocks, as the allocator counts them."),
+		FIG(allocated, "allocated_bytes",
+		    "Bytes in live blocks, as the allocator counts them."),
 		FIG(active, "active_bytes",
 		    "Bytes in the allocator's active pages (jemalloc stats.active)."),
-		FIG(metadata, "metadata_bytes", "Bytes of allocator metadata (jemalloc stats.metadata)."),
-		FIG(resident, "resident_bytes", "Resident bytes the allocator holds, as it counts them."),
+		FIG(metadata, "metadata_bytes",
+		    "Bytes of allocator metadata (jemalloc stats.metadata)."),
+		FIG(resident, "resident_bytes",
+		    "Resident bytes the allocator holds, as it counts them."),
 		FIG(mapped, "mapped_bytes",
 		    "Bytes the allocator has mapped (glibc: arenas + mmapped blocks)."),
 		FIG(retained, "retained_bytes",
@@ -297,7 +301,8 @@ static void text_arena_row(FILE *f, const char *name, const struct glibc_arena *
 	snprintf(bc, sizeof(bc), "%s (%" PRIu64 ")", bytes(b[3], sizeof(b[3]), a->bin_bytes),
 		 a->bin_chunks);
 	fprintf(f, "  %-10s %12s %12s %12s %20s %20s %8" PRIu64 "%s\n", name,
-		bytes(b[0], sizeof(b[0]), a->system_mem), bytes(b[1], sizeof(b[1]), a->max_system_mem),
+		bytes(b[0], sizeof(b[0]), a->system_mem),
+		bytes(b[1], sizeof(b[1]), a->max_system_mem),
 		bytes(b[4], sizeof(b[4]), a->top_bytes), fc, bc, a->attached_threads,
 		a->consistent ? "" : "  approximate");
 }
@@ -340,17 +345,19 @@ static void text_glibc(FILE *f, const struct alloc_state *st)
 	fprintf(f, "  read from the target's memory (%" PRIu64 " reads), layout from %s\n",
 		h->syscalls, st->libc_debug);
 	text_arenas(f, h);
-	fprintf(f, "  mmapped     %" PRIu64 " blocks, %s (peak %" PRIu64 ", %s)\n", h->mmapped_chunks,
-		bytes(b[0], sizeof(b[0]), h->mmapped_bytes), h->max_mmapped_chunks,
+	fprintf(f, "  mmapped     %" PRIu64 " blocks, %s (peak %" PRIu64 ", %s)\n",
+		h->mmapped_chunks, bytes(b[0], sizeof(b[0]), h->mmapped_bytes), h->max_mmapped_chunks,
 		bytes(b[1], sizeof(b[1]), h->max_mmapped_bytes));
 	snprintf(b[3], sizeof(b[3]), "%" PRIu64, h->arena_max);
 	fprintf(f, "  thresholds  mmap %s (%s), trim %s, top pad %s, arena max %s\n",
 		bytes(b[0], sizeof(b[0]), h->mmap_threshold),
-		h->dynamic_threshold ? "dynamic" : "fixed", bytes(b[1], sizeof(b[1]), h->trim_threshold),
-		bytes(b[2], sizeof(b[2]), h->top_pad), h->arena_max ? b[3] : "default (8 per core)");
+		h->dynamic_threshold ? "dynamic" : "fixed",
+		bytes(b[1], sizeof(b[1]), h->trim_threshold), bytes(b[2], sizeof(b[2]), h->top_pad),
+		h->arena_max ? b[3] : "default (8 per core)");
 	if (h->tcache.present)
 		fprintf(f, "  tcache      %" PRIu64 " threads, %" PRIu64 " free chunks, %s%s%s\n",
-			h->tcache.threads, h->tcache.chunks, bytes(b[3], sizeof(b[3]), h->tcache.bytes),
+			h->tcache.threads, h->tcache.chunks,
+			bytes(b[3], sizeof(b[3]), h->tcache.bytes),
 			h->tcache.consistent ? "" : "; approximate: ",
 			h->tcache.consistent ? "" : h->tcache_why);
 	else
@@ -367,7 +374,8 @@ static void text_sampler(FILE *f, const struct alloc_state *st)
 	} figs[] = {
 #define FIG(m) { #m, offsetof(struct culpert_sampler_allocator_stats, m) }
 		FIG(allocated), FIG(active), FIG(metadata), FIG(resident), FIG(mapped),
-		FIG(retained), { "free", offsetof(struct culpert_sampler_allocator_stats, free_bytes) },
+		FIG(retained),
+		{ "free", offsetof(struct culpert_sampler_allocator_stats, free_bytes) },
 #undef FIG
 	};
 	const struct sampler_stats *ss = &st->sampler;
@@ -409,9 +417,10 @@ void allocfmt_text(FILE *f, const struct alloc_state *st)
 		fprintf(f, "allocator: absent: %s\n", st->absent);
 		return;
 	}
-	fprintf(f, "allocator: %s%s%s serves malloc%s%s%s\n", st->family[0] ? st->family : "unknown",
-		st->glibc_version[0] ? " " : "", st->glibc_version, st->provider[0] ? " (" : "",
-		st->provider, st->provider[0] ? ")" : "");
+	fprintf(f, "allocator: %s%s%s serves malloc%s%s%s\n",
+		st->family[0] ? st->family : "unknown", st->glibc_version[0] ? " " : "",
+		st->glibc_version, st->provider[0] ? " (" : "", st->provider,
+		st->provider[0] ? ")" : "");
 	if (st->glibc)
 		text_glibc(f, st);
 	text_sampler(f, st);

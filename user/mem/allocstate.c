@@ -23,20 +23,22 @@
 /* how often a wait for the sampler's refresh looks at the page */
 #define SAMPLER_POLL_NS 20000000ULL
 
+/* where a layout came from: the debug file of the object with this build ID, or why none */
+struct layout_src {
+	char bid[129];
+	int err;
+	char why[1024];
+	char debug[256];
+};
+
 struct alloc_reader {
 	struct alloc_reader_opts o;
 	struct debuginfo *di;
-	/* libc's layout, for the libc with this build ID */
-	char layout_bid[129];
+	struct layout_src libc;
 	struct glibc_layout layout;
-	int layout_err;
-	char layout_why[1024];
-	char layout_debug[256];
 	/* ld.so's, for the threads' tcaches */
-	char ld_bid[129];
+	struct layout_src ld;
 	struct glibc_threads_layout ld_layout;
-	int ld_err;
-	char ld_why[1024];
 	/* a listener on the sampler's allocator_stats probe */
 	int listen_fd;
 	pid_t listen_pid;
@@ -145,55 +147,69 @@ static void no_debug_info(char *why, size_t len, const char *what, const char *p
 		 debuginfo__urls_set() ? "" : "; DEBUGINFOD_URLS is not set");
 }
 
-/* the layout of this libc, loaded once per build ID */
-static int load_layout(struct alloc_reader *ar, struct elfobj *bin, const char *path)
+/* the debug file a layout comes from: looked for once per build ID */
+static bool layout_known(const struct layout_src *src, struct elfobj *bin)
+{
+	return src->bid[0] && !strcmp(src->bid, elfobj__build_id(bin));
+}
+
+/* bin's debug file, or NULL with src->err and src->why set */
+static struct elfobj *layout_debug(struct alloc_reader *ar, struct layout_src *src,
+				   struct elfobj *bin, const char *path, const char *what,
+				   const char *marker, const char *purpose)
 {
 	struct search_notes notes = { 0 };
 	const char *bid = elfobj__build_id(bin);
 	struct elfobj *dbg;
 
-	if (ar->layout_bid[0] && !strcmp(ar->layout_bid, bid))
-		return ar->layout_err;
-	snprintf(ar->layout_bid, sizeof(ar->layout_bid), "%s", bid);
-	ar->layout_debug[0] = '\0';
-	dbg = find_debug(ar, bin, path, "main_arena", &notes);
+	snprintf(src->bid, sizeof(src->bid), "%s", bid);
+	src->debug[0] = '\0';
+	dbg = find_debug(ar, bin, path, marker, &notes);
 	if (!dbg) {
-		no_debug_info(ar->layout_why, sizeof(ar->layout_why), "libc", path, bid, &notes,
-			      "to find main_arena and mp_ in");
-		return ar->layout_err = -ENODATA;
+		no_debug_info(src->why, sizeof(src->why), what, path, bid, &notes, purpose);
+		src->err = -ENODATA;
+		return NULL;
 	}
-	snprintf(ar->layout_debug, sizeof(ar->layout_debug), "%s", elfobj__path(dbg));
-	ar->layout_err = glibc_layout__load(dbg, bin, &ar->layout, ar->layout_why,
-					    sizeof(ar->layout_why));
-	if (!ar->layout_err)
-		pr_debug("glibc layout from %s: main_arena %#llx, mp_ %#llx, malloc_state %llu bytes\n",
-			 elfobj__path(dbg), (unsigned long long)ar->layout.main_arena,
+	snprintf(src->debug, sizeof(src->debug), "%s", elfobj__path(dbg));
+	return dbg;
+}
+
+/* the layout of this libc */
+static int load_layout(struct alloc_reader *ar, struct elfobj *bin, const char *path)
+{
+	struct layout_src *src = &ar->libc;
+	struct elfobj *dbg;
+
+	if (layout_known(src, bin))
+		return src->err;
+	dbg = layout_debug(ar, src, bin, path, "libc", "main_arena",
+			   "to find main_arena and mp_ in");
+	if (!dbg)
+		return src->err;
+	src->err = glibc_layout__load(dbg, bin, &ar->layout, src->why, sizeof(src->why));
+	if (!src->err)
+		pr_debug("glibc layout from %s: main_arena %#llx, mp_ %#llx, malloc_state %llu "
+			 "bytes\n", src->debug, (unsigned long long)ar->layout.main_arena,
 			 (unsigned long long)ar->layout.mp,
 			 (unsigned long long)ar->layout.size[GS_STATE]);
 	elfobj__free(dbg);
-	return ar->layout_err;
+	return src->err;
 }
 
-/* the layout of this ld.so, loaded once per build ID */
+/* the layout of this ld.so */
 static int load_ld_layout(struct alloc_reader *ar, struct elfobj *bin, const char *path)
 {
-	struct search_notes notes = { 0 };
-	const char *bid = elfobj__build_id(bin);
+	struct layout_src *src = &ar->ld;
 	struct elfobj *dbg;
 
-	if (ar->ld_bid[0] && !strcmp(ar->ld_bid, bid))
-		return ar->ld_err;
-	snprintf(ar->ld_bid, sizeof(ar->ld_bid), "%s", bid);
-	dbg = find_debug(ar, bin, path, "_dl_start", &notes);
-	if (!dbg) {
-		no_debug_info(ar->ld_why, sizeof(ar->ld_why), "ld.so", path, bid, &notes,
-			      "to find the threads in");
-		return ar->ld_err = -ENODATA;
-	}
-	ar->ld_err = glibc_threads_layout__load(dbg, &ar->ld_layout, ar->ld_why,
-						sizeof(ar->ld_why));
+	if (layout_known(src, bin))
+		return src->err;
+	dbg = layout_debug(ar, src, bin, path, "ld.so", "_dl_start", "to find the threads in");
+	if (!dbg)
+		return src->err;
+	src->err = glibc_threads_layout__load(dbg, &ar->ld_layout, src->why, sizeof(src->why));
 	elfobj__free(dbg);
-	return ar->ld_err;
+	return src->err;
 }
 
 /* the dynamic linker: where the threads are listed */
@@ -225,7 +241,7 @@ static void read_tcache(struct alloc_reader *ar, struct remotemem *rm, struct ob
 		return;
 	}
 	if (load_ld_layout(ar, ld, m->path)) {
-		snprintf(h->tcache_why, sizeof(h->tcache_why), "%.500s", ar->ld_why);
+		snprintf(h->tcache_why, sizeof(h->tcache_why), "%.500s", ar->ld.why);
 		return;
 	}
 	glibc_tcache__read(rm, &ar->layout, &ar->ld_layout, base, libc_base, h);
@@ -252,10 +268,10 @@ static void read_glibc(struct alloc_reader *ar, const struct target *t, struct r
 		return;
 	}
 	if (load_layout(ar, bin, m->path)) {
-		snprintf(st->glibc_absent, sizeof(st->glibc_absent), "%s", ar->layout_why);
+		snprintf(st->glibc_absent, sizeof(st->glibc_absent), "%s", ar->libc.why);
 		return;
 	}
-	snprintf(st->libc_debug, sizeof(st->libc_debug), "%s", ar->layout_debug);
+	snprintf(st->libc_debug, sizeof(st->libc_debug), "%s", ar->libc.debug);
 	if (ar->layout.version_major)
 		snprintf(st->glibc_version, sizeof(st->glibc_version), "%d.%d",
 			 ar->layout.version_major, ar->layout.version_minor);

@@ -20,7 +20,7 @@
 
 struct alloc_state {
 	bool read;			/* looked at; false: no allocator section at all */
-	char family[16];		/* what serves malloc: glibc, jemalloc, ... custom; "" unknown */
+	char family[16];		/* serving malloc: glibc, jemalloc, ... custom; "" unknown */
 	char provider[256];		/* its object, as the target sees it */
 	char absent[320];		/* why the allocator could not be looked at, "" if it was */
 	/* glibc's arenas */

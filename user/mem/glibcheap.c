@@ -327,12 +327,18 @@ static int read_arena(struct walk *w, uint64_t arena, bool main, struct glibc_ar
 	return 0;
 }
 
+static bool same(const struct glibc_layout *l, enum glibc_field f, const void *a, const void *b)
+{
+	return glibc_get(l, f, a, 0) == glibc_get(l, f, b, 0);
+}
+
 /* mp_, read until two reads agree on the mmap counters (they move on every mmapped block) */
 static int read_mp(struct walk *w, uint64_t addr, struct glibc_heap *h)
 {
 	const struct glibc_layout *l = w->l;
 	size_t n = l->size[GS_PAR], i;
 	unsigned char a[1024], b[1024];
+	uint64_t hp;
 	int t, err;
 
 	if (n > sizeof(a))
@@ -340,9 +346,7 @@ static int read_mp(struct walk *w, uint64_t addr, struct glibc_heap *h)
 	err = remotemem__read(w->r, addr, a, n);
 	for (t = 0; !err && t < GLIBC_ARENA_TRIES; t++) {
 		err = remotemem__read(w->r, addr, b, n);
-		if (err || (glibc_get(l, GF_MP_N_MMAPS, a, 0) == glibc_get(l, GF_MP_N_MMAPS, b, 0) &&
-			    glibc_get(l, GF_MP_MMAPPED_MEM, a, 0) ==
-				    glibc_get(l, GF_MP_MMAPPED_MEM, b, 0)))
+		if (err || (same(l, GF_MP_N_MMAPS, a, b) && same(l, GF_MP_MMAPPED_MEM, a, b)))
 			break;
 		memcpy(a, b, n);
 	}
@@ -367,8 +371,8 @@ static int read_mp(struct walk *w, uint64_t addr, struct glibc_heap *h)
 	h->tcache_max_bytes = glibc_get(l, GF_MP_TCACHE_MAX_BYTES, a, 0);
 	for (i = GF_MP_TRIM_THRESHOLD; i <= GF_MP_TCACHE_UNSORTED_LIMIT; i++)
 		h->present_mp |= glibc_has(l, (enum glibc_field)i) ? 1ULL << i : 0;
-	w->heap_max = glibc_get(l, GF_MP_HP_PAGESIZE, a, 0) ? 4 * glibc_get(l, GF_MP_HP_PAGESIZE, a, 0)
-							     : HEAP_MAX_SIZE;
+	hp = glibc_get(l, GF_MP_HP_PAGESIZE, a, 0);
+	w->heap_max = hp ? 4 * hp : HEAP_MAX_SIZE;
 	return 0;
 }
 
@@ -433,7 +437,8 @@ int glibc_heap__read(struct remotemem *r, const struct glibc_layout *l, uint64_t
 
 	memset(h, 0, offsetof(struct glibc_heap, arenas));
 	h->consistent = true;
-	if (l->size[GS_STATE] > MAX_STATE_SIZE || !remotemem__mapped(r, main_arena, l->size[GS_STATE])) {
+	if (l->size[GS_STATE] > MAX_STATE_SIZE ||
+	    !remotemem__mapped(r, main_arena, l->size[GS_STATE])) {
 		snprintf(h->why, sizeof(h->why), "main_arena at %#llx is not mapped in the target",
 			 (unsigned long long)main_arena);
 		return -EFAULT;

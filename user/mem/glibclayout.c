@@ -87,6 +87,7 @@ static void read_version(struct elfobj *obj, struct glibc_layout *l)
 	GElf_Verdef vd;
 	GElf_Verdaux vda;
 	Elf_Data *data;
+	const char *name;
 	size_t off, i;
 	int maj, min;
 
@@ -98,9 +99,10 @@ static void read_version(struct elfobj *obj, struct glibc_layout *l)
 			if (!gelf_getverdef(data, (int)off, &vd) ||
 			    !gelf_getverdaux(data, (int)(off + vd.vd_aux), &vda))
 				break;
-			if (parse_version(elf_strptr(elf, shdr.sh_link, vda.vda_name), &maj, &min) &&
-			    (maj > l->version_major || (maj == l->version_major &&
-							min > l->version_minor))) {
+			name = elf_strptr(elf, shdr.sh_link, vda.vda_name);
+			if (parse_version(name, &maj, &min) &&
+			    (maj > l->version_major ||
+			     (maj == l->version_major && min > l->version_minor))) {
 				l->version_major = maj;
 				l->version_minor = min;
 			}
@@ -123,7 +125,7 @@ static int load_fields(struct glibc_layout *l, enum glibc_struct st, Dwarf_Die *
 		for (k = 0; k < 2 && fields[i].names[k]; k++) {
 			struct dw_field *f = &l->f[i];
 
-			/* a field that does not fit its struct, or of an odd size, is not one we read */
+			/* a field that does not fit its struct, or of an odd size, is not read */
 			if (dw_type_field(type, fields[i].names[k], f) == 0 &&
 			    f->offset + f->size <= l->size[st] &&
 			    (f->elem_size == 1 || f->elem_size == 2 || f->elem_size == 4 ||

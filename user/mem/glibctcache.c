@@ -66,7 +66,8 @@ static int load_ld_types(struct dwlayout *dl, struct glibc_threads_layout *tl, c
 		if (dw_type_field(&t[ld_fields[i].st], ld_fields[i].path, f) ||
 		    (f->size != 8 && !(i == LF_PT_TID && f->size == 4) && i != LF_STACK_USED &&
 		     i != LF_STACK_USER && i != LF_PT_LIST)) {
-			snprintf(err, errlen, "the DWARF of ld.so has no usable %s", ld_fields[i].path);
+			snprintf(err, errlen, "the DWARF of ld.so has no usable %s",
+				 ld_fields[i].path);
 			return -ENODATA;
 		}
 	}

@@ -36,7 +36,7 @@ struct remotemem {
 	unsigned char *snap;		/* a copy of [snap_addr, snap_addr + snap_len) */
 	uint64_t snap_addr;
 	size_t snap_len, snap_cap;
-	bool no_snapshot;		/* the process has swapped memory: read only what is needed */
+	bool no_snapshot;		/* swapped-out memory: read only the pages needed */
 	uint64_t syscalls;		/* process_vm_readv calls made */
 };
 
