@@ -333,7 +333,8 @@ static void report_end(struct session *s, enum session_end why, const char *path
  * since the picture at attach (start, NULL when it could not be read), as
  * comments and for the summary
  */
-static bool add_gap(struct session *s, const struct memstats *start, struct heap_gap *g)
+static bool add_gap(struct memsnap *ms, struct session *s, const struct memstats *start,
+		    struct heap_gap *g)
 {
 	struct memstats *m = calloc(1, sizeof(*m));
 	double live, live_err;
@@ -341,7 +342,7 @@ static bool add_gap(struct session *s, const struct memstats *start, struct heap
 
 	if (!m)
 		return false;
-	if (!memsnap__add(s, "mem.end", m) && !session__live_heap(s, &live, &live_err) &&
+	if (!memsnap__add(ms, s, "mem.end", m) && !session__live_heap(s, &live, &live_err) &&
 	    !heap_gap__compute(start, m, live, live_err, g)) {
 		heap_gap__comments(g, "mem.gap", session__add_comment_cb, s);
 		ok = true;
@@ -355,6 +356,7 @@ static int run(struct attach_args *a, bool capture)
 {
 	char err[1024], out[PATH_MAX], rate[32];
 	struct session *s = NULL;
+	struct memsnap *ms = NULL;
 	enum session_end why;
 	struct memstats *start = NULL;
 	struct heap_gap gap;
@@ -383,10 +385,13 @@ static int run(struct attach_args *a, bool capture)
 		session__close(s);
 		return 1;
 	}
+	/* without it the pictures are still taken, only the allocator's state is left out */
+	if (a->stats && !(ms = memsnap__new()))
+		pr_warn("no allocator state in the memory pictures: out of memory\n");
 	/* capture keeps the picture at attach: the gap is the growth since */
 	if (capture)
 		start = calloc(1, sizeof(*start));
-	if (a->stats && memsnap__add(s, "mem.start", start)) {
+	if (a->stats && memsnap__add(ms, s, "mem.start", start)) {
 		free(start);
 		start = NULL;
 	}
@@ -399,10 +404,11 @@ static int run(struct attach_args *a, bool capture)
 		a->duration_ns ? "stops after --duration or Ctrl-C" : "Ctrl-C to stop");
 	session__run(s, a->duration_ns, &stop_requested, &why);
 	if (capture && why != SESSION_END_TARGET_EXIT && why != SESSION_END_TARGET_EXEC)
-		have_gap = add_gap(s, start, &gap);
+		have_gap = add_gap(ms, s, start, &gap);
 	else if (a->stats)
-		memsnap__add(s, "mem.end", NULL);
+		memsnap__add(ms, s, "mem.end", NULL);
 	free(start);
+	memsnap__free(ms);
 	ret = session__write(s, out);
 	if (ret) {
 		pr_error("cannot write the profile to %s: %s\n", out, strerror(-ret));

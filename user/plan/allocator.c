@@ -621,6 +621,23 @@ int allocator__plan(const struct target *t, const struct procmaps *maps, struct 
 	return 0;
 }
 
+int allocator__find(const struct target *t, const struct procmaps *maps, struct objcache *cache,
+		    const char *family, const struct procmap **map, struct elfobj **obj,
+		    const char **family_out)
+{
+	struct planner pl = { .t = t, .maps = maps, .cache = cache };
+	const struct family *want = NULL, *fam = NULL;
+
+	if (family && !(want = family_by_name(family)))
+		return -EINVAL;
+	pl.n = candidates(t, maps, pl.cands, ARRAY_SIZE(pl.cands));
+	*map = find_provider(&pl, "", want, obj, &fam);
+	if (!*map)
+		return -ENOENT;
+	*family_out = fam->name;
+	return 0;
+}
+
 void alloc_plan__log(const struct alloc_plan *plan)
 {
 	size_t i, o, n;
