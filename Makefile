@@ -29,6 +29,9 @@ DEB_PACKAGES := make gcc g++ clang llvm libbpf-dev bpftool libelf-dev libdw-dev 
 	hyperfine valgrind python3 python3-prometheus-client procps sqlite3 libcapstone-dev \
 	rustc dwz libc6-dbg time python3-jsonschema libxml2-utils \
 	qemu-system-x86 busybox cpio
+# the Rust tracing layer and its example (rust/Makefile.inc); rust-src and lld: the aarch64 check
+DEB_PACKAGES += cargo librust-tracing-dev librust-tracing-subscriber-dev librust-tracing-core-dev \
+	librust-tokio-dev librust-hyper-dev rust-src lld
 
 LIBS_PC := libbpf libelf libdw libdebuginfod zlib libprotobuf-c capstone
 # recursive (=) on purpose: evaluated after `make deps` may have installed them
@@ -166,6 +169,7 @@ $(BIN_CLI): $(CLI_OBJS) $(LIBCULPERT)
 
 include examples/Makefile.inc
 include tests/Makefile.inc
+include rust/Makefile.inc
 
 # --- top-level flows -----------------------------------------------------------
 
