@@ -94,6 +94,7 @@ help:
 	@echo '  demo      deps + build + profile examples/demo_service for a few seconds, print the report'
 	@echo '  test      deps + build + run every test (unit, BPF, CLI); ends with "N passed, N failed"'
 	@echo '  bench     overhead and cost measurements, medians over repeated runs'
+	@echo '  rust      the Rust tracing layer and its example service (demo-rust: profile it under load)'
 	@echo '  fuzz      run the libFuzzer harness of the pprof reader (FUZZ_SECONDS=600)'
 	@echo '  install   install both binaries and the span header under PREFIX=$(PREFIX)'
 	@echo '  vmlinux   regenerate vmlinux/$(ARCH)/vmlinux.h from /sys/kernel/btf/vmlinux'
