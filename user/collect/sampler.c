@@ -6,9 +6,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "allocator.h"
+#include "clock.h"
 #include "culpert.skel.h"
 #include "kfeatures.h"
 #include "log.h"
@@ -27,7 +29,44 @@ struct sampler {
 	enum uprobe_mode mode;
 	enum sampler_inuse inuse;
 	bool fn_session;		/* --span-fn through one session program */
+	sampler_event_fn on_event;	/* the caller's, behind deliver() */
+	void *ctx;
+	bool bounded;			/* in sampler__poll(), not draining */
+	uint64_t poll_deadline_ns;	/* CLOCK_MONOTONIC; 0: set at the first record */
+	unsigned int since_check;	/* records since the clock was last read */
+	bool budget_spent;		/* deliver() stopped the ring at the deadline */
 };
+
+/* how long one sampler__poll() may deliver records, from the first, before it returns */
+#define POLL_BUDGET_NS	(50 * 1000000ULL)
+/* the clock is read once per this many records */
+#define POLL_CHECK_EVERY 64
+
+/*
+ * libbpf 1.1's ring_buffer__poll() and __consume() return only once the
+ * ring is empty, so a producer as fast as the reader (a target whose
+ * allocations our own handling causes, or any busy one at --rate 1 under
+ * DWARF unwinding) keeps them inside for ever: no --duration, no signal.
+ * A negative return from the callback is the one way out it offers (the
+ * record is consumed first); a deadline per poll makes it return.
+ */
+static int deliver(void *ctx, void *data, size_t size)
+{
+	struct sampler *s = ctx;
+	int ret = s->on_event(s->ctx, data, size);
+
+	if (ret || !s->bounded)
+		return ret;
+	if (!s->poll_deadline_ns)
+		s->poll_deadline_ns = clock_ns(CLOCK_MONOTONIC) + POLL_BUDGET_NS;
+	if (++s->since_check < POLL_CHECK_EVERY)
+		return 0;
+	s->since_check = 0;
+	if (clock_ns(CLOCK_MONOTONIC) < s->poll_deadline_ns)
+		return 0;
+	s->budget_spent = true;
+	return -ECANCELED;
+}
 
 void sampler_fill_exp_table(__s64 *table, uint64_t rate)
 {
@@ -355,7 +394,9 @@ int sampler__new(const struct sampler_opts *o, struct sampler **out, char *err, 
 		snprintf(err, errlen, "cannot register --span-fn names: %s", strerror(-ret));
 		goto fail;
 	}
-	s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.events), o->on_event, o->ctx, NULL);
+	s->on_event = o->on_event;
+	s->ctx = o->ctx;
+	s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.events), deliver, s, NULL);
 	s->probes = uprobe_set__new();
 	if (!s->rb || !s->probes) {
 		ret = -ENOMEM;
@@ -393,13 +434,23 @@ fail:
  */
 int sampler__poll(struct sampler *s, int timeout_ms)
 {
-	int n = ring_buffer__poll(s->rb, timeout_ms);
+	int n;
 
-	if (n == 0 || n == -EINTR)
+	s->budget_spent = false;
+	s->since_check = 0;
+	s->poll_deadline_ns = 0;
+	s->bounded = true;
+	n = ring_buffer__poll(s->rb, timeout_ms);
+	if (!s->budget_spent && (n == 0 || n == -EINTR))
 		n = ring_buffer__consume(s->rb);
+	/* what was delivered before the deadline is not counted: the caller needs only >= 0 */
+	if (s->budget_spent && n == -ECANCELED)
+		n = 0;
+	s->bounded = false;
 	return n;
 }
 
+/* after detach: what is queued is finite, deliver all of it */
 int sampler__drain(struct sampler *s)
 {
 	return ring_buffer__consume(s->rb);
