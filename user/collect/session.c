@@ -272,6 +272,13 @@ int session__open(const struct session_opts *o, struct session **out, char *err,
 	s->o = *o;
 	s->t.pidfd = -1;
 	ret = target__open(o->pid, &s->t, err, errlen);
+	/* every sample it handled would allocate and make the next one */
+	if (!ret && s->t.pid == getpid()) {
+		snprintf(err, errlen, "pid %d is this culpert-bpf itself: it cannot profile its own "
+			 "allocations (each sample it handles allocates); give the pid of another "
+			 "process", (int)s->t.pid);
+		ret = -EINVAL;
+	}
 	if (ret) {
 		session__close(s);
 		return ret;

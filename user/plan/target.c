@@ -48,9 +48,8 @@ static int read_status(pid_t pid, struct pid_status *st)
 
 /*
  * Processes there is nothing to profile in, each with its reason: a zombie
- * (its memory is gone, only the exit status waits for the parent), a
- * kernel thread, and culpert-bpf itself, whose every handled sample would
- * allocate and make the next one.  0 or -errno with the reason in err.
+ * (its memory is gone, only the exit status waits for the parent) and a
+ * kernel thread.  0 or -errno with the reason in err.
  */
 static int refuse(const struct target *t, const struct pid_status *st, bool no_exe, char *err,
 		  size_t errlen)
@@ -64,12 +63,6 @@ static int refuse(const struct target *t, const struct pid_status *st, bool no_e
 	if (st->kthread || no_exe) {
 		snprintf(err, errlen, "pid %d (%s) is a kernel thread: it has no user-space heap to profile",
 			 (int)t->pid, t->comm);
-		return -EINVAL;
-	}
-	if (t->pid == getpid()) {
-		snprintf(err, errlen, "pid %d is this culpert-bpf itself: it cannot profile its own "
-			 "allocations (each sample it handles allocates); give the pid of another process",
-			 (int)t->pid);
 		return -EINVAL;
 	}
 	return 0;
