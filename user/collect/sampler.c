@@ -17,13 +17,16 @@
 #include "sampler.h"
 #include "spanfn.h"
 #include "uprobe.h"
+#include "usdt_link.h"
 #include "vec.h"
 
 struct sampler {
 	struct culpert_bpf *skel;
 	struct ring_buffer *rb;
 	struct uprobe_set *probes;
-	struct bpf_link **usdt_links;
+	struct bpf_link **usdt_links;	/* span probes through libbpf's perf-event uprobes */
+	struct uprobe_set *usdt_probes;	/* or through uprobe_multi links (usdt_link.h) */
+	int next_spec;			/* USDT argument specs stored */
 	struct bpf_link *exec_link;	/* notes an exec of the target */
 	size_t n_usdt_links, cap_usdt_links;
 	enum uprobe_mode mode;
@@ -169,6 +172,13 @@ static int configure(struct sampler *s, const struct sampler_opts *o)
 							    uprobe_mode__attach_type(s->mode));
 	if (!err)
 		err = bpf_program__set_expected_attach_type(skel->progs.alloc_exit,
+							    uprobe_mode__attach_type(s->mode));
+	/* span probes go through uprobe_multi too when allocator probes do (usdt_link.h) */
+	if (!err)
+		err = bpf_program__set_expected_attach_type(skel->progs.span_enter,
+							    uprobe_mode__attach_type(s->mode));
+	if (!err)
+		err = bpf_program__set_expected_attach_type(skel->progs.span_exit,
 							    uprobe_mode__attach_type(s->mode));
 	if (!err && s->inuse == SAMPLER_INUSE_SESSION)
 		err = bpf_program__set_expected_attach_type(skel->progs.alloc_session,
@@ -334,6 +344,20 @@ static int attach_plan(struct sampler *s, const struct sampler_opts *o, char *er
 	return ret;
 }
 
+/* one probe of one object through a uprobe_multi link: CAP_BPF + CAP_PERFMON suffice */
+static int attach_usdt_multi(struct sampler *s, const struct sampler_opts *o, const char *path,
+			     const struct bpf_program *prog, const char *name, char *err,
+			     size_t errlen)
+{
+	struct usdt_link_opts uo = { .obj = s->skel->obj, .prog = prog, .path = path,
+				     .provider = "culpert", .name = name, .pid = o->pid,
+				     .next_spec = &s->next_spec };
+
+	if (!s->usdt_probes && !(s->usdt_probes = uprobe_set__new()))
+		return -ENOMEM;
+	return usdt_link__attach(s->usdt_probes, &uo, err, errlen);
+}
+
 static int attach_usdt(struct sampler *s, const struct sampler_opts *o, char *err, size_t errlen)
 {
 	struct bpf_program *progs[] = { s->skel->progs.span_enter, s->skel->progs.span_exit };
@@ -344,6 +368,13 @@ static int attach_usdt(struct sampler *s, const struct sampler_opts *o, char *er
 
 	for (i = 0; i < o->n_usdt_objects; i++) {
 		for (p = 0; p < 2; p++) {
+			if (s->mode == UPROBE_MODE_MULTI) {
+				ret = attach_usdt_multi(s, o, o->usdt_objects[i], progs[p],
+							names[p], err, errlen);
+				if (ret)
+					return ret;
+				continue;
+			}
 			if (vec_reserve(&s->usdt_links, &s->cap_usdt_links, s->n_usdt_links + 1,
 					sizeof(*s->usdt_links)))
 				return -ENOMEM;
@@ -463,6 +494,8 @@ bool sampler__target_execed(const struct sampler *s)
 
 static void detach_usdt(struct sampler *s)
 {
+	uprobe_set__free(s->usdt_probes);
+	s->usdt_probes = NULL;
 	while (s->n_usdt_links)
 		bpf_link__destroy(s->usdt_links[--s->n_usdt_links]);
 }
