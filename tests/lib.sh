@@ -246,3 +246,33 @@ expect_error() {
 		fail "'$*': not one error line: $(cat "$TMP/err.txt")"
 	grep -q -e "$pattern" "$TMP/err.txt" || fail "'$*': no '$pattern' in: $(cat "$TMP/err.txt")"
 }
+
+# "path bytes" per span_path label ("(no-span)" without one), from column COL
+by_span_path() {
+	"$PROFDUMP" "$1" | grep -v '^#' | awk -F'\t' -v col="${2:-2}" '
+		{ split($1, v, " "); p = "(no-span)"; n = split($3, l, ",")
+		  for (i = 1; i <= n; i++) if (l[i] ~ /^span_path=/) p = substr(l[i], 11)
+		  s[p] += v[col] }
+		END { for (k in s) printf "%s %.0f\n", k, s[k] }' | sort
+}
+
+# compare each "total PATH BYTES" line of the target with the profile, within PCT %
+check_paths() {
+	name=$1
+	pct=$2
+	by_span_path "$TMP/$name.pb.gz" >"$TMP/$name.est"
+	grep '^total ' "$TMP/$name.out" | while read -r _ path truth; do
+		case "$path" in
+		deep\*32) path=$(printf 'deep;%.0s' $(seq 32)); path=${path%;} ;;
+		esac
+		est=$(awk -v p="$path" '$1 == p { print $2 }' "$TMP/$name.est")
+		if [ -z "$est" ]; then
+			echo "no samples for span path '$path'"
+		elif ! within_pct "$est" "$truth" "$pct"; then
+			echo "$path: estimated $est, allocated $truth"
+		fi
+	done >"$TMP/$name.bad"
+	[ -s "$TMP/$name.bad" ] && fail "$(tr '\n' ';' <"$TMP/$name.bad")"
+	[ "$(grep -c '^total ' "$TMP/$name.out")" -gt 0 ] || fail "$name: the target reported nothing"
+	return 0
+}

@@ -4,42 +4,12 @@
 # Span attribution through the culpert:span_* USDT probes.
 . tests/lib.sh
 
-# "path bytes" per span_path label ("(no-span)" without one), from column COL
-by_span_path() {
-	"$PROFDUMP" "$1" | grep -v '^#' | awk -F'\t' -v col="${2:-2}" '
-		{ split($1, v, " "); p = "(no-span)"; n = split($3, l, ",")
-		  for (i = 1; i <= n; i++) if (l[i] ~ /^span_path=/) p = substr(l[i], 11)
-		  s[p] += v[col] }
-		END { for (k in s) printf "%s %.0f\n", k, s[k] }' | sort
-}
-
 # profile TARGET with RATE (+ args) until it exits; profile in $TMP/$name.pb.gz
 profile_target() {
 	name=$1
 	rate=$2
 	shift 2
 	profile "$name" "$rate" "-v $*" "$TARGETS/$name"
-}
-
-# compare each "total PATH BYTES" line of the target with the profile, within PCT %
-check_paths() {
-	name=$1
-	pct=$2
-	by_span_path "$TMP/$name.pb.gz" >"$TMP/$name.est"
-	grep '^total ' "$TMP/$name.out" | while read -r _ path truth; do
-		case "$path" in
-		deep\*32) path=$(printf 'deep;%.0s' $(seq 32)); path=${path%;} ;;
-		esac
-		est=$(awk -v p="$path" '$1 == p { print $2 }' "$TMP/$name.est")
-		if [ -z "$est" ]; then
-			echo "no samples for span path '$path'"
-		elif ! within_pct "$est" "$truth" "$pct"; then
-			echo "$path: estimated $est, allocated $truth"
-		fi
-	done >"$TMP/$name.bad"
-	[ -s "$TMP/$name.bad" ] && fail "$(tr '\n' ';' <"$TMP/$name.bad")"
-	[ "$(grep -c '^total ' "$TMP/$name.out")" -gt 0 ] || fail "$name: the target reported nothing"
-	return 0
 }
 
 # Rate 4 KiB; each path allocates >= 32 MiB in 64..1024-byte blocks, so the

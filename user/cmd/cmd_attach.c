@@ -344,6 +344,8 @@ static int run(struct attach_args *a, bool capture)
 	int ret;
 
 	blocker = features__blocker();
+	if (!blocker)
+		blocker = features__perf_uprobe_blocker(a->so.no_multi);
 	if (blocker) {
 		pr_error("%s\n", blocker);
 		return 1;
