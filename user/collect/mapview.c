@@ -141,6 +141,9 @@ static int on_mmap(void *ctx, const struct procmap *m, uint64_t ts_ns)
 	struct procmap c = *m;
 	const struct procmap *in;
 
+	/* another program's mappings now: the capture ends before it (stat()ed per record only) */
+	if (target__execed(v->t))
+		return 1;
 	c.seen_ns = ts_ns;
 	if (procmaps__overlapped(&v->maps, &c) && maphist__changing(v->hist, &v->maps))
 		return 0;
@@ -156,7 +159,7 @@ static int on_mmap(void *ctx, const struct procmap *m, uint64_t ts_ns)
 
 void mapview__update(struct mapview *v)
 {
-	if (v->watch && !target__execed(v->t))
+	if (v->watch)
 		mmapwatch__read(v->watch, on_mmap, v);
 }
 

@@ -155,12 +155,11 @@ static size_t dwarf_stack(struct session *s, const struct culpert_alloc_event *e
  */
 static int add_sample(struct session *s, const struct culpert_alloc_event *e)
 {
+	bool fp = !s->unwinder || !e->stack_len;
 	uint64_t frames[CULPERT_MAX_FRAMES];
 	struct agg_key key = { 0 };
 	size_t n;
 	int ret;
-
-	bool fp = !s->unwinder || !e->stack_len;
 
 	/* every mapping made before this sample is known before its frames are looked up */
 	mapview__update(s->view);
