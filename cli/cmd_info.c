@@ -7,6 +7,7 @@
 
 #include "cli.h"
 #include "commands.h"
+#include "empty.h"
 #include "log.h"
 #include "table.h"
 #include "units.h"
@@ -19,7 +20,8 @@ static void usage(FILE *f)
 	fprintf(f,
 		"Usage: culpert info FILE\n"
 		"\n"
-		"What a profile holds: target, sample rate, samples, estimated totals, spans,\n"
+		"What a profile holds: target, sample rate, records and sampled allocations,\n"
+		"estimated totals, spans,\n"
 		"duration, unwind mode, lost samples, mappings (build IDs, symbolization) and\n"
 		"every metadata comment (mem.* included).\n"
 		"\n"
@@ -38,6 +40,23 @@ static const char *comment_or(const struct pprof_profile *p, const char *key, co
 	return c && c[0] ? c : def;
 }
 
+/* argv0, when it names another file than target.exe (a symlink: redis-server -> redis-check-rdb) */
+static void print_started_as(const struct pprof_profile *p, const char *exe)
+{
+	const char *argv0 = pprof_profile__comment(p, "target.argv0");
+	const char *link = pprof_profile__comment(p, "target.argv0_link");
+	const char *a, *e;
+
+	if (!argv0 || !argv0[0] || !exe)
+		return;
+	a = strrchr(argv0, '/');
+	e = strrchr(exe, '/');
+	if (!(link && link[0]) && !strcmp(a ? a + 1 : argv0, e ? e + 1 : exe))
+		return;
+	printf("Started as:    %s%s%s\n", argv0, link && link[0] ? ", a symlink to " : "",
+	       link && link[0] ? link : "");
+}
+
 static void print_target(const struct pprof_profile *p)
 {
 	const char *comm = pprof_profile__comment(p, "target.comm");
@@ -53,6 +72,7 @@ static void print_target(const struct pprof_profile *p)
 	}
 	printf("Target:        %s (pid %s)%s%s\n", comm ? comm : "?", pid ? pid : "?",
 	       exe ? " " : "", exe ? exe : "");
+	print_started_as(p, exe);
 }
 
 static void print_time(const struct pprof_profile *p)
@@ -68,6 +88,19 @@ static void print_time(const struct pprof_profile *p)
 	printf("Captured:      %s, for %s\n", when, dur);
 }
 
+/* a profile without one record: why (empty.h) */
+static void print_empty(const struct view *v)
+{
+	struct empty_facts f;
+	char why[1024];
+
+	if (v->n_samples)
+		return;
+	empty_facts__from_profile(v->p, 0, &f);
+	if (empty__explain(&f, why, sizeof(why)))
+		printf("Empty:         %s\n", why);
+}
+
 static void print_totals(const struct view *v)
 {
 	const struct pprof_profile *p = v->p;
@@ -75,7 +108,10 @@ static void print_totals(const struct view *v)
 	size_t i, spans = 0, roots = 0;
 
 	printf("Rate:          %s\n", format_rate(rate, sizeof(rate), v->rate));
-	printf("Samples:       %" PRIu64 "\n", v->n_samples);
+	/* a record aggregates the sampled allocations of one stack, span and labels */
+	printf("Records:       %" PRIu64 "\n", v->n_samples);
+	if (v->has_sampled)
+		printf("Sampled:       %" PRIu64 " allocations\n", v->n_sampled);
 	printf("Sample types: ");
 	for (i = 0; i < p->n_sample_types; i++)
 		printf(" %s/%s", p->strings[p->sample_types[i].type],
@@ -94,6 +130,7 @@ static void print_totals(const struct view *v)
 		printf("Spans:         %zu (%zu root%s)\n", spans, roots, roots == 1 ? "" : "s");
 	else
 		printf("Spans:         none (no span labels)\n");
+	print_empty(v);
 }
 
 static int print_mappings(const struct pprof_profile *p)

@@ -228,7 +228,10 @@ int outfile__commit(struct outfile *o, char *err, size_t errlen)
 
 	if (o->t.kind == OUT_STDOUT)
 		ret = fflush(stdout) ? -errno : 0;
-	else if (fclose(o->f))
+	/* on disk before the rename: a crash leaves the old file or the whole new one */
+	else if (o->t.kind == OUT_REPLACE && (fflush(o->f) || fsync(fileno(o->f))))
+		ret = -errno;
+	if (o->t.kind != OUT_STDOUT && fclose(o->f) && !ret)
 		ret = -errno;
 	if (!ret && failed)
 		ret = -EIO;

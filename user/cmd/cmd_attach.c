@@ -14,6 +14,7 @@
 #include "cmd_common.h"
 #include "commands.h"
 #include "culpert.h"
+#include "empty.h"
 #include "heapgap.h"
 #include "kfeatures.h"
 #include "log.h"
@@ -272,7 +273,25 @@ static void install_signals(void)
 	signal(SIGPIPE, SIG_IGN);
 }
 
-static void report_end(struct session *s, enum session_end why, const char *path)
+/* a profile without a sample: why, with the numbers that say so */
+static void explain_empty(struct session *s, uint64_t rate)
+{
+	struct empty_facts f = {
+		.samples = session__samples(s),
+		.rate = rate,
+		.duration_ns = session__duration_ns(s),
+		.go = session__is_go(s),
+		.pid = session__pid(s),
+	};
+	char why[1024];
+
+	f.have_calls = session__calls_seen(s, &f.calls, &f.bytes);
+	if (empty__explain(&f, why, sizeof(why)))
+		fprintf(stderr, "culpert-bpf: the profile is empty: %s\n", why);
+}
+
+static void report_end(struct session *s, enum session_end why, const char *path,
+		       uint64_t rate)
 {
 	if (why == SESSION_END_TARGET_EXIT)
 		fprintf(stderr, "culpert-bpf: pid %d (%s) exited; writing what was collected\n",
@@ -289,10 +308,15 @@ static void report_end(struct session *s, enum session_end why, const char *path
 	fprintf(stderr, "culpert-bpf: wrote %s (%llu samples, %llu lost)\n",
 		strcmp(path, "-") ? path : "profile to stdout",
 		(unsigned long long)session__samples(s), (unsigned long long)session__lost(s));
+	explain_empty(s, rate);
 }
 
-/* capture: the memory picture at the end, the gap to the live heap, as comments and for the summary */
-static bool add_gap(struct session *s, struct heap_gap *g)
+/*
+ * capture: the memory picture at the end, the live heap against the growth
+ * since the picture at attach (start, NULL when it could not be read), as
+ * comments and for the summary
+ */
+static bool add_gap(struct session *s, const struct memstats *start, struct heap_gap *g)
 {
 	struct memstats *m = calloc(1, sizeof(*m));
 	double live, live_err;
@@ -301,7 +325,7 @@ static bool add_gap(struct session *s, struct heap_gap *g)
 	if (!m)
 		return false;
 	if (!memsnap__add(s, "mem.end", m) && !session__live_heap(s, &live, &live_err) &&
-	    !heap_gap__compute(m, live, live_err, g)) {
+	    !heap_gap__compute(start, m, live, live_err, g)) {
 		heap_gap__comments(g, "mem.gap", session__add_comment_cb, s);
 		ok = true;
 	}
@@ -338,6 +362,7 @@ static int run(struct attach_args *a, bool capture)
 	char err[1024], out[PATH_MAX], rate[32];
 	struct session *s = NULL;
 	enum session_end why;
+	struct memstats *start = NULL;
 	struct heap_gap gap;
 	bool have_gap = false;
 	const char *blocker;
@@ -366,8 +391,13 @@ static int run(struct attach_args *a, bool capture)
 		session__close(s);
 		return 1;
 	}
-	if (a->stats)
-		memsnap__add(s, "mem.start", NULL);
+	/* capture keeps the picture at attach: the gap is the growth since */
+	if (capture)
+		start = calloc(1, sizeof(*start));
+	if (a->stats && memsnap__add(s, "mem.start", start)) {
+		free(start);
+		start = NULL;
+	}
 	install_signals();
 	fprintf(stderr, "culpert-bpf: profiling pid %d (%s): %zu probe sites, %zu span sites, "
 		"%zu span functions, 1 sample per ~%s; %s\n",
@@ -377,16 +407,17 @@ static int run(struct attach_args *a, bool capture)
 		a->duration_ns ? "stops after --duration or Ctrl-C" : "Ctrl-C to stop");
 	session__run(s, a->duration_ns, &stop_requested, &why);
 	if (capture && why != SESSION_END_TARGET_EXIT && why != SESSION_END_TARGET_EXEC)
-		have_gap = add_gap(s, &gap);
+		have_gap = add_gap(s, start, &gap);
 	else if (a->stats)
 		memsnap__add(s, "mem.end", NULL);
+	free(start);
 	ret = session__write(s, out);
 	if (ret) {
 		write_fallback(s, out, ret);
 		session__close(s);
 		return 1;
 	}
-	report_end(s, why, out);
+	report_end(s, why, out, a->so.rate);
 	if (capture && strcmp(out, "-") &&
 	    capture_summary__print(stderr, out, session__lost(s), session__untracked(s),
 				   have_gap ? &gap : NULL))

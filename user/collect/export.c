@@ -176,6 +176,7 @@ static int entry_cmp(const void *pa, const void *pb, void *arg)
 /* label keys, interned once */
 struct label_keys {
 	int64_t thread_id, span_name, span_id, span_parent_id, span_path, age_ns, nanoseconds;
+	int64_t sampled_allocs, count;
 };
 
 /* span_name, span_id, span_parent_id, span_path of a sample (docs/profile-format.md) */
@@ -225,7 +226,7 @@ static size_t sample_locations(struct exporter *x, const struct aggregate *a,
 	return n;
 }
 
-/* thread and span labels; room for one more (age_ns) is left by the caller */
+/* thread and span labels; the caller leaves room for sampled_allocs and age_ns */
 static size_t sample_labels(struct exporter *x, const struct agg_entry *e,
 			    const struct label_keys *keys, struct pprof_label *labels)
 {
@@ -261,7 +262,7 @@ static int add_entry(struct exporter *x, const struct aggregate *a, uint32_t idx
 {
 	const struct agg_entry *e = &aggregate__entries(a, &(size_t){ 0 })[idx];
 	uint64_t ids[CULPERT_EXPORT_MAX_FRAMES];
-	struct pprof_label labels[6];
+	struct pprof_label labels[8];
 	int64_t v[4] = { llround(e->alloc_objects), llround(e->alloc_space), 0, 0 };
 	size_t n, n_labels;
 	int err;
@@ -270,22 +271,29 @@ static int add_entry(struct exporter *x, const struct aggregate *a, uint32_t idx
 	if (!n)
 		return -ENOMEM;
 	n_labels = sample_labels(x, e, keys, labels);
-	err = pprof_writer__add_sample(x->w, ids, n, v, labels, n_labels);
+	/* the sampled allocations behind the record: a record is one per distinct key */
+	labels[n_labels] = (struct pprof_label){ .key = keys->sampled_allocs,
+						 .num = (int64_t)e->samples, .num_unit = keys->count };
+	err = pprof_writer__add_sample(x->w, ids, n, v, labels, n_labels + 1);
 	while (!err && c && c->next < c->n && c->v[c->next].entry == idx) {
 		int64_t bucket = age_bucket_ns(c->end_ns - c->v[c->next].ts_ns);
 		double objects = 0, space = 0;
+		int64_t blocks = 0;
 
 		for (; c->next < c->n && c->v[c->next].entry == idx &&
 		       age_bucket_ns(c->end_ns - c->v[c->next].ts_ns) == bucket; c->next++) {
 			objects += c->v[c->next].weight;
 			space += c->v[c->next].weight * (double)c->v[c->next].size;
+			blocks++;
 		}
 		v[0] = v[1] = 0;
 		v[2] = llround(objects);
 		v[3] = llround(space);
-		labels[n_labels] = (struct pprof_label){ .key = keys->age_ns, .num = bucket,
-							 .num_unit = keys->nanoseconds };
-		err = pprof_writer__add_sample(x->w, ids, n, v, labels, n_labels + 1);
+		labels[n_labels] = (struct pprof_label){ .key = keys->sampled_allocs, .num = blocks,
+							 .num_unit = keys->count };
+		labels[n_labels + 1] = (struct pprof_label){ .key = keys->age_ns, .num = bucket,
+							     .num_unit = keys->nanoseconds };
+		err = pprof_writer__add_sample(x->w, ids, n, v, labels, n_labels + 2);
 	}
 	return err;
 }
@@ -341,6 +349,8 @@ static int add_samples(struct exporter *x, const struct aggregate *a)
 	keys.span_path = pprof_writer__str(x->w, "span_path");
 	keys.age_ns = pprof_writer__str(x->w, "age_ns");
 	keys.nanoseconds = pprof_writer__str(x->w, "nanoseconds");
+	keys.sampled_allocs = pprof_writer__str(x->w, "sampled_allocs");
+	keys.count = pprof_writer__str(x->w, "count");
 	for (i = 0; i < n && !err; i++) {
 		/* blocks are sorted by entry: skip to this one's */
 		if (blocks)
@@ -369,6 +379,11 @@ static int add_comments(struct exporter *x)
 	COMMENT("target.pid=%d", (int)o->t->pid);
 	COMMENT("target.comm=%s", o->t->comm);
 	COMMENT("target.exe=%s", o->t->exe);
+	/* what it was started as: target.exe is where a symlink led */
+	if (o->t->argv0[0])
+		COMMENT("target.argv0=%s", o->t->argv0);
+	if (o->t->argv0_link[0])
+		COMMENT("target.argv0_link=%s", o->t->argv0_link);
 	COMMENT("kernel=%s", o->kernel);
 	COMMENT("rate=%llu", (unsigned long long)o->rate);
 	COMMENT("unwind=%s", o->unwind);

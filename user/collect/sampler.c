@@ -366,8 +366,14 @@ static int attach_usdt(struct sampler *s, const struct sampler_opts *o, char *er
 	size_t i, p;
 	int ret;
 
+	/*
+	 * span_exit first: a span entered while only span_enter listened would
+	 * stay open for good when its exit came before span_exit's probe did,
+	 * and every later span of the thread would nest under it.  An exit of a
+	 * span entered before span_enter listens is unmatched, and ignored.
+	 */
 	for (i = 0; i < o->n_usdt_objects; i++) {
-		for (p = 0; p < 2; p++) {
+		for (p = 2; p-- > 0;) {
 			if (s->mode == UPROBE_MODE_MULTI) {
 				ret = attach_usdt_multi(s, o, o->usdt_objects[i], progs[p],
 							names[p], err, errlen);
@@ -529,6 +535,70 @@ int sampler__span_names(const struct sampler *s,
 void sampler__counters(const struct sampler *s, uint64_t out[CULPERT_CNT__MAX])
 {
 	memcpy(out, (const void *)s->skel->bss->counters, CULPERT_CNT__MAX * sizeof(uint64_t));
+}
+
+/* the calls seen of `n` hot-state entries of value_size bytes each, added to *out */
+static void add_seen(const char *values, size_t n, size_t value_size,
+		     struct culpert_calls_seen *out)
+{
+	struct culpert_calls_seen c;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		memcpy(&c, values + i * value_size + value_size - sizeof(c), sizeof(c));
+		out->calls += c.calls;
+		out->bytes += c.bytes;
+	}
+}
+
+/*
+ * One batch read of the whole array where the kernel has it (5.6+); a
+ * lookup per slot otherwise.  Read once, after detaching.
+ */
+int sampler__calls_seen(const struct sampler *s, struct culpert_calls_seen *out)
+{
+	const struct bpf_map *m = s->skel->maps.hot_states;
+	size_t vsz = bpf_map__value_size(m), n = bpf_map__max_entries(m), done = 0, i;
+	__u32 *keys = calloc(n, sizeof(*keys)), count, in_batch, out_batch;
+	char *values = calloc(n, vsz);
+	int fd = bpf_map__fd(m), err = 0, ret;
+	void *in = NULL;
+
+	memset(out, 0, sizeof(*out));
+	if (!keys || !values || vsz < sizeof(*out)) {
+		err = -ENOMEM;
+		goto out;
+	}
+	/* at most n / 1 + 1 batches: each returns at least one entry or ends */
+	while (done < n) {
+		count = (__u32)(n - done);
+		ret = bpf_map_lookup_batch(fd, in, &out_batch, keys, values, &count, NULL);
+		if (ret && errno != ENOENT)
+			break;
+		add_seen(values, count, vsz, out);
+		done += count;
+		if (ret || !count)
+			goto out;
+		in_batch = out_batch;
+		in = &in_batch;
+	}
+	if (done >= n)
+		goto out;
+	/* no batch operations (before 5.6): one lookup per slot */
+	pr_debug("batch read of hot_states: %s; one lookup per slot\n", strerror(errno));
+	memset(out, 0, sizeof(*out));
+	for (i = 0; i < n && !err; i++) {
+		__u32 k = (__u32)i;
+
+		if (bpf_map_lookup_elem(fd, &k, values))
+			err = -errno;
+		else
+			add_seen(values, 1, vsz, out);
+	}
+out:
+	free(keys);
+	free(values);
+	return err;
 }
 
 size_t sampler__n_sites(const struct sampler *s)

@@ -12,6 +12,7 @@
 #include "aggregate.h"
 #include "allocator.h"
 #include "elfobj.h"
+#include "exe_kind.h"
 #include "export.h"
 #include "fpcheck.h"
 #include "kfeatures.h"
@@ -61,6 +62,9 @@ struct session {
 	uint64_t samples;
 	double est_bytes;		/* running estimate, for the status line */
 	uint64_t counters[CULPERT_CNT__MAX];
+	struct culpert_calls_seen seen;	/* allocator calls the probes saw, once detached */
+	bool have_seen;
+	bool go;			/* a Go program: its heap is not malloc's */
 	size_t n_sites;
 	char **comments;		/* extra "key=value" comments */
 	size_t n_comments, cap_comments;
@@ -109,10 +113,18 @@ int session_unwind__choose(const struct target *t, const struct procmaps *maps,
 		return 0;
 	}
 	*out = fp_evidence__has_fp(&ev) ? SESSION_UNWIND_FP : SESSION_UNWIND_DWARF;
-	snprintf(why, len, "auto: %s %s frame pointers (%zu of %zu functions examined set up %%rbp)",
+	snprintf(why, len, "auto: %s %s frame pointers (%zu of %zu functions examined set up %s)",
 		 t->exe, *out == SESSION_UNWIND_FP ? "keeps" : "is built without", ev.with_fp,
-		 ev.functions);
+		 ev.functions, ev.fp_reg);
 	return 0;
+}
+
+/* a Go program allocates without malloc: an empty profile is explained by it */
+static bool target_is_go(struct session *s)
+{
+	const struct procmap *exe = exe_kind__exe_mapping(&s->t, mapview__maps(s->view));
+
+	return exe && exe_kind__is_go(objcache__get(s->objs, exe));
 }
 
 /*
@@ -311,11 +323,13 @@ int session__open(const struct session_opts *o, struct session **out, char *err,
 		}
 	}
 	pr_info("unwinding: %s (%s)\n", s->unwind == SESSION_UNWIND_DWARF ? "dwarf" : "fp", why);
-	ret = allocator__plan(&s->t, mapview__maps(s->view), s->objs, o->allocator, &s->plan, err, errlen);
+	s->go = target_is_go(s);
+	ret = allocator__plan(&s->t, mapview__maps(s->view), s->objs, o->allocator, &s->plan, err,
+			      errlen);
 	if (!ret) {
 		alloc_plan__log(&s->plan);
-		ret = span_fn__plan(&s->t, mapview__maps(s->view), s->objs, o->span_fns, o->n_span_fns,
-				    o->max_span_fns, &s->fns, err, errlen);
+		ret = span_fn__plan(&s->t, mapview__maps(s->view), s->objs, o->span_fns,
+				    o->n_span_fns, o->max_span_fns, &s->fns, err, errlen);
 	}
 	if (ret)
 		goto fail;
@@ -442,6 +456,7 @@ void session__detach(struct session *s)
 	s->end_ns = now_ns(CLOCK_MONOTONIC);
 	sampler__drain(s->sampler);
 	sampler__counters(s->sampler, s->counters);
+	s->have_seen = !sampler__calls_seen(s->sampler, &s->seen);
 	s->detached = true;
 }
 
@@ -516,6 +531,13 @@ static int add_run_comments(struct session *s)
 	err |= add_commentf(s, "span_unmatched_exits=%llu",
 			    (unsigned long long)c[CULPERT_CNT_SPAN_UNMATCHED]);
 	err |= mapview__comments(s->view, session__add_comment_cb, s);
+	/* what an empty profile is explained with (proto/empty.h) */
+	if (s->have_seen) {
+		err |= add_commentf(s, "alloc_calls=%llu", (unsigned long long)s->seen.calls);
+		err |= add_commentf(s, "alloc_bytes=%llu", (unsigned long long)s->seen.bytes);
+	}
+	if (s->go)
+		err |= add_commentf(s, "target.runtime=go");
 	if (s->unwinder) {
 		err |= add_commentf(s, "unwind_errors=%llu",
 				    (unsigned long long)s->unwind_stops[UNWIND_STOP_ERROR]);
@@ -573,6 +595,23 @@ int session__write(struct session *s, const char *path)
 uint64_t session__samples(const struct session *s)
 {
 	return s->samples;
+}
+
+bool session__calls_seen(const struct session *s, uint64_t *calls, uint64_t *bytes)
+{
+	*calls = s->seen.calls;
+	*bytes = s->seen.bytes;
+	return s->have_seen;
+}
+
+bool session__is_go(const struct session *s)
+{
+	return s->go;
+}
+
+uint64_t session__duration_ns(const struct session *s)
+{
+	return s->end_ns > s->start_ns ? s->end_ns - s->start_ns : 0;
 }
 
 int session__live_heap(struct session *s, double *bytes, double *stderr_bytes)

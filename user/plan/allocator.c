@@ -9,6 +9,7 @@
 #include "allocator.h"
 #include "culpert.h"
 #include "elfobj.h"
+#include "exe_kind.h"
 #include "log.h"
 #include "objcache.h"
 #include "procmaps.h"
@@ -519,6 +520,39 @@ static size_t describe_search(const struct planner *pl, char *err, size_t errlen
 	return len < errlen ? len : errlen;
 }
 
+/*
+ * The executable itself says why nothing defines malloc: a Go program (its
+ * runtime has an allocator of its own), or a static executable stripped of
+ * the symbol table malloc would be found in.  false when neither.
+ */
+static bool exe_reason(struct planner *pl, char *err, size_t errlen)
+{
+	const struct procmap *exe = pl->n && !search_rank(pl->t, pl->cands[0]) ? pl->cands[0] : NULL;
+	struct elfobj *obj = exe ? objcache__get(pl->cache, exe) : NULL;
+	size_t i;
+
+	if (!obj)
+		return false;
+	if (exe_kind__is_go(obj)) {
+		snprintf(err, errlen, "allocator not found: pid %d runs a Go program (%s), and Go's "
+			 "runtime allocates without malloc, so there is no C allocator to probe; "
+			 "profile its heap with runtime/pprof or net/http/pprof's /debug/pprof/heap",
+			 (int)pl->t->pid, exe->path);
+		return true;
+	}
+	for (i = 0; i < pl->n; i++)
+		if (is_libc(pl->cands[i]->path))
+			return false;
+	if (elfobj__has_symtab(obj))
+		return false;
+	snprintf(err, errlen, "allocator not found: %s is a static executable without a symbol "
+		 "table (stripped), so the malloc linked into it cannot be found by name; profile a "
+		 "build that keeps its symbols (not stripped), or one linked against the shared "
+		 "libc, whose malloc is always found (e.g. Debian's busybox, not busybox-static)",
+		 exe->path);
+	return true;
+}
+
 static void not_found(struct planner *pl, const char *allocator, const struct family *want,
 		      char *err, size_t errlen)
 {
@@ -543,6 +577,8 @@ static void not_found(struct planner *pl, const char *allocator, const struct fa
 		describe_search(pl, err, errlen, what);
 		return;
 	}
+	if (!*allocator && exe_reason(pl, err, errlen))
+		return;
 	snprintf(what, sizeof(what), "%smalloc", allocator);
 	len = describe_search(pl, err, errlen, what);
 	if (!*allocator) {

@@ -68,6 +68,38 @@ static int refuse(const struct target *t, const struct pid_status *st, bool no_e
 	return 0;
 }
 
+/*
+ * argv0 and, when it is a path to a symlink (Debian's redis-server ->
+ * redis-check-rdb), where the link points, as the target sees its files.
+ * Optional: a process may rewrite its argv, or have none.
+ */
+static void read_argv0(struct target *t)
+{
+	char path[PATH_MAX + 64], *buf;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)t->pid);
+	if (read_file_at(AT_FDCWD, path, &buf, NULL))
+		return;
+	snprintf(t->argv0, sizeof(t->argv0), "%s", buf);
+	free(buf);
+	if (!strchr(t->argv0, '/'))
+		return;
+	snprintf(path, sizeof(path), t->argv0[0] == '/' ? "/proc/%d/root%s" : "/proc/%d/cwd/%s",
+		 (int)t->pid, t->argv0);
+	n = readlink(path, t->argv0_link, sizeof(t->argv0_link) - 1);
+	t->argv0_link[n > 0 ? n : 0] = '\0';
+}
+
+bool target__started_as_other(const struct target *t)
+{
+	const char *a = strrchr(t->argv0, '/'), *e = strrchr(t->exe, '/');
+
+	if (!t->argv0[0])
+		return false;
+	return t->argv0_link[0] || strcmp(a ? a + 1 : t->argv0, e ? e + 1 : t->exe);
+}
+
 int target__open(pid_t pid, struct target *t, char *err, size_t errlen)
 {
 	struct pid_status ps = { 0 };
@@ -106,6 +138,7 @@ int target__open(pid_t pid, struct target *t, char *err, size_t errlen)
 		return -e;
 	}
 	t->exe[n] = 0;
+	read_argv0(t);
 	if (stat(path, &st) == 0) {
 		t->exe_dev = st.st_dev;
 		t->exe_ino = st.st_ino;
