@@ -123,6 +123,12 @@ static size_t pow2_at_least(size_t v)
 	return p;
 }
 
+/* span probes through uprobe_multi links (usdt_link.h), or libbpf's perf-event uprobes */
+static bool usdt_multi(const struct sampler *s)
+{
+	return s->mode == UPROBE_MODE_MULTI && usdt_link__supported();
+}
+
 static int configure(struct sampler *s, const struct sampler_opts *o)
 {
 	struct culpert_bpf *skel = s->skel;
@@ -174,10 +180,10 @@ static int configure(struct sampler *s, const struct sampler_opts *o)
 		err = bpf_program__set_expected_attach_type(skel->progs.alloc_exit,
 							    uprobe_mode__attach_type(s->mode));
 	/* span probes go through uprobe_multi too when allocator probes do (usdt_link.h) */
-	if (!err)
+	if (!err && usdt_multi(s))
 		err = bpf_program__set_expected_attach_type(skel->progs.span_enter,
 							    uprobe_mode__attach_type(s->mode));
-	if (!err)
+	if (!err && usdt_multi(s))
 		err = bpf_program__set_expected_attach_type(skel->progs.span_exit,
 							    uprobe_mode__attach_type(s->mode));
 	if (!err && s->inuse == SAMPLER_INUSE_SESSION)
@@ -374,7 +380,7 @@ static int attach_usdt(struct sampler *s, const struct sampler_opts *o, char *er
 	 */
 	for (i = 0; i < o->n_usdt_objects; i++) {
 		for (p = 2; p-- > 0;) {
-			if (s->mode == UPROBE_MODE_MULTI) {
+			if (usdt_multi(s)) {
 				ret = attach_usdt_multi(s, o, o->usdt_objects[i], progs[p],
 							names[p], err, errlen);
 				if (ret)

@@ -30,6 +30,19 @@ struct usdt_link_opts {
 };
 
 /*
+ * Can this build read the operands of USDT notes?  x86-64 only; elsewhere
+ * span probes take libbpf's perf-event path (CAP_SYS_ADMIN on 6.15+).
+ */
+static inline int usdt_link__supported(void)
+{
+#if defined(__x86_64__)
+	return 1;
+#else
+	return 0;
+#endif
+}
+
+/*
  * Attach prog to every provider:name site of path.  0 (also when there is
  * none) or -errno with a user-facing reason in err.
  */
