@@ -6,7 +6,7 @@
 # deploy/kubernetes/daemonset.yaml implies (tests/tools/manifest_podman.py reads them
 # off the manifest), as the image's non-root user with only the manifest's capabilities,
 # and profiles a process of the host that `go tool pprof` then reads on the host; with
-# the capability set minus BPF or PERFMON it fails naming the one missing.
+# the capability set minus BPF, PERFMON or SYS_PTRACE it fails naming the one missing.
 #
 # Every podman command here uses local images only (--pull=never).  What is this
 # machine's and not the manifest's: `--runtime runc` (crun refuses this
@@ -184,18 +184,21 @@ test_image_daemonset_attach() {
 	go_totals_agree "$TMP/live.pb.gz"
 }
 
-# the capability set minus BPF, or minus PERFMON: a clear error naming it
+# the capability set minus BPF, PERFMON or SYS_PTRACE: a clear error naming it
 test_image_missing_capability() {
 	need_podman || return
 	IMG=$(make -s image-name IMAGE_NAME=$NAME)
 	podman image exists "$IMG" || { fail "no image (image_build failed)"; return; }
 	start_target "$TMP/t.out" "$TARGETS/alloc_live" || return
-	for cap in BPF PERFMON; do
+	# the preflight names what is missing; a root target's /proc/PID says CAP_SYS_PTRACE
+	for cap in BPF PERFMON SYS_PTRACE; do
 		derive_flags --drop-cap $cap || return
 		grep -qx -- "--cap-add=$cap" "$TMP/flags" && { fail "$cap still added"; continue; }
+		want="missing: CAP_$cap"
+		[ $cap = SYS_PTRACE ] && want="Permission denied (run as root, or with CAP_SYS_PTRACE)"
 		# shellcheck disable=SC2046
-		expect_error 1 "CAP_$cap" podman_run $(grep -v -- '--publish' "$TMP/flags") \
-			--network=none "$IMG" probes --pid "$target_pid"
+		expect_error 1 "$want" podman_run $(grep -v -- '--publish' "$TMP/flags") \
+			--network=none "$IMG" attach --pid "$target_pid" --duration 1s -o -
 	done
 	# and with all of them, the same command works: what failed was the capability
 	derive_flags || return
