@@ -168,34 +168,37 @@ static struct mem_decomp_item *set(struct mem_decomp *d, enum mem_decomp_part p,
 	return it;
 }
 
-/* add to the item's note, after what it says already */
+/* append to buf (what it says already, "; ", then the text) */
+static void __attribute__((format(printf, 3, 0))) vappend(char *buf, size_t len, const char *fmt,
+							 va_list ap)
+{
+	size_t n = strlen(buf);
+
+	if (n)
+		n += (size_t)snprintf(buf + n, len - n, "; ");
+	if (n < len)
+		vsnprintf(buf + n, len - n, fmt, ap);
+}
+
+/* add to the item's note */
 static void __attribute__((format(printf, 2, 3))) note(struct mem_decomp_item *it,
 							const char *fmt, ...)
 {
-	size_t n = strlen(it->note);
 	va_list ap;
 
-	if (n)
-		n += (size_t)snprintf(it->note + n, sizeof(it->note) - n, "; ");
-	if (n >= sizeof(it->note))
-		return;
 	va_start(ap, fmt);
-	vsnprintf(it->note + n, sizeof(it->note) - n, fmt, ap);
+	vappend(it->note, sizeof(it->note), fmt, ap);
 	va_end(ap);
 }
 
+/* add to what the whole decomposition must be read with */
 static void __attribute__((format(printf, 2, 3))) caveat(struct mem_decomp *d, const char *fmt,
 							  ...)
 {
-	size_t n = strlen(d->caveat);
 	va_list ap;
 
-	if (n)
-		n += (size_t)snprintf(d->caveat + n, sizeof(d->caveat) - n, "; ");
-	if (n >= sizeof(d->caveat))
-		return;
 	va_start(ap, fmt);
-	vsnprintf(d->caveat + n, sizeof(d->caveat) - n, fmt, ap);
+	vappend(d->caveat, sizeof(d->caveat), fmt, ap);
 	va_end(ap);
 }
 
