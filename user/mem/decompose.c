@@ -230,6 +230,9 @@ static void split_in_use(struct mem_decomp *d, const struct mem_live *lv, double
 	else
 		note(it, "with the overhead of the blocks since attach (the allocator's rounding "
 		     "is not known)");
+	if (in_use - used < -DECOMP_SIGNIFICANT_SIGMA * se)
+		note(it, "below 0 beyond 2 sigma: the allocator's figures are older than the "
+		     "samples, or it rounds otherwise than assumed");
 	if (at_attach < 0) {
 		note(it, "no allocator figures at attach to compare with");
 		return;
