@@ -101,9 +101,11 @@ capture_decomp() {
 	wait_for "$TMP/$_n.out" '^done' 30 || { fail "heap_decomp did not finish"; return 1; }
 	sleep 2
 	stop_profiled "$_n" capture || return 1
-	# After a capture of a process under libculpert-sampler.so, the next attach
-	# (another target, libc's uprobe session link) fails with ENOENT for 1-3 s on
-	# this host, inside run.sh's namespace only (reported, not understood): wait.
+	# Right after a capture of a process under libculpert-sampler.so, the next
+	# attach to another target failed 4 times in 10 here (ENOENT from libc's
+	# uprobe session link: target_exits' 2-second target gone before it was
+	# attached?), never after 3 s, never after other targets: reported, not
+	# understood; let the next test start 3 s later.
 	case "$*" in *"$SAMPLER"*) sleep 3 ;; esac
 	"$PROFDUMP" "$TMP/$_n.pb.gz" | sed -n 's/^# comment mem\.decomp\.//p
 		s/^# comment mem\.start\.allocator\.glibc\.\(bin_free_bytes\|mmapped_bytes\)=/start_\1=/p' \
