@@ -80,6 +80,9 @@ ARM64_TEST_PACKAGES := musl-dev:arm64 libstd-rust-dev:arm64
 ifeq ($(HOST_ARCH),x86)
 TEST_PACKAGES += $(ARM64_PACKAGES) $(ARM64_TEST_PACKAGES) qemu-system-arm
 endif
+# the Rust tracing layer and its example (rust/Makefile.inc); rust-src and lld: the aarch64 check
+TEST_PACKAGES += cargo librust-tracing-dev librust-tracing-subscriber-dev librust-tracing-core-dev \
+	librust-tokio-dev librust-hyper-dev rust-src lld
 DEB_PACKAGES := $(sort $(BUILD_PACKAGES) $(TEST_PACKAGES))
 
 # The layers (SPEC §1): lib/ <- proto/ <- cli/ and user/.  Each part sees only
@@ -174,6 +177,7 @@ help:
 	@echo '  demo         deps + build + profile examples/demo_service for a few seconds, print the report'
 	@echo '  test         deps + build + run every test (unit, BPF, CLI); ends with "N passed, N failed"'
 	@echo '  bench        overhead and cost measurements, medians over repeated runs'
+	@echo '  rust         the Rust tracing layer and its example service (demo-rust: profile it under load)'
 	@echo '  fuzz         run the libFuzzer harness of the pprof reader (FUZZ_SECONDS=600)'
 	@echo '  check-layout fail if a file includes a header from a layer above its own'
 	@echo '  install      install both binaries and the span header under PREFIX=$(PREFIX)'
@@ -297,6 +301,7 @@ include examples/Makefile.inc
 include tests/Makefile.inc
 include deploy/archive/Makefile.inc
 include lib/sampler/Makefile.inc
+include rust/Makefile.inc
 
 # --- top-level flows -----------------------------------------------------------
 

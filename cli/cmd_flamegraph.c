@@ -5,6 +5,7 @@
  * speedscope read) or as a self-contained interactive SVG.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,7 @@
 #include "flame_svg.h"
 #include "flame_tree.h"
 #include "log.h"
+#include "outfile.h"
 #include "view.h"
 
 #define CMD "flamegraph"
@@ -94,14 +96,23 @@ int cmd_flamegraph(int argc, char **argv)
 	struct fg_args a = { 0 };
 	struct view_opts vo = { .value = VIEW_ALLOC, .stacks = true };
 	struct flame_tree *t = NULL;
+	struct outfile *of = NULL;
+	char err[PATH_MAX + 256];
 	struct view *v;
-	FILE *f = stdout;
+	FILE *f;
 	int ret;
 
 	ret = parse_args(&a, argc, argv);
 	if (ret) {
 		free(a.skip);
 		return ret == -1 ? CMD_OK : CMD_ERROR;
+	}
+	if (!a.out)
+		a.out = "-";
+	if (outfile_check(a.out, err, sizeof(err))) {
+		pr_error("cannot write %s: %s\n", *a.out ? a.out : "\"\"", err);
+		free(a.skip);
+		return CMD_ERROR;
 	}
 	if (a.inuse)
 		vo.value = VIEW_INUSE;
@@ -124,17 +135,20 @@ int cmd_flamegraph(int argc, char **argv)
 		ret = CMD_ERROR;
 		goto out;
 	}
-	if (a.out && !(f = fopen(a.out, "w"))) {
-		pr_error("cannot write %s: %s\n", a.out, strerror(errno));
+	of = outfile__open(a.out, err, sizeof(err));
+	if (!of) {
+		pr_error("cannot write %s: %s\n", a.out, err);
 		ret = CMD_ERROR;
 		goto out;
 	}
+	f = outfile__stream(of);
 	if (a.svg)
 		flame_svg__write(t, f, a.file, a.span);
 	else
 		flame_tree__folded(t, f);
-	if ((f != stdout && fclose(f)) || (f == stdout && fflush(f))) {
-		pr_error("writing %s: %s\n", a.out ? a.out : "stdout", strerror(errno));
+	if (outfile__commit(of, err, sizeof(err))) {
+		pr_error("cannot write %s: %s\n", strcmp(a.out, "-") ? a.out : "standard output",
+			 err);
 		ret = CMD_ERROR;
 	}
 out:

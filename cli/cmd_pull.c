@@ -5,16 +5,17 @@
  * anything is written: the announced length, then a full decode.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "archive_client.h"
 #include "cli.h"
 #include "commands.h"
 #include "log.h"
+#include "outfile.h"
 #include "profile_bytes.h"
 
 #define CMD "pull"
@@ -28,7 +29,8 @@ static void usage(FILE *f)
 		"commit (GET {endpoint}/v1/profiles/{sha}), or the last one uploaded on a branch\n"
 		"(GET {endpoint}/v1/profiles/latest?branch=B); --project P adds project=P.\n"
 		"It is written only once it arrived whole and decodes as a profile, to FILE\n"
-		"through a temporary file renamed over it, so FILE is never left half written.\n"
+		"through a temporary file renamed over it, so FILE is never left half written\n"
+		"(a device or FIFO is written through, a symbolic link followed).\n"
 		"\n"
 		"Options:\n"
 		"  --sha SHA               the profile of that commit (7 to 64 hex digits)\n"
@@ -102,7 +104,7 @@ static int parse_args(int argc, char **argv, struct pull_args *a)
 /* before asking the network: a place to write the answer to */
 static int check_output(const struct pull_args *a)
 {
-	struct stat st;
+	char err[PATH_MAX + 256];
 
 	if (!strcmp(a->out, "-")) {
 		if (isatty(STDOUT_FILENO)) {
@@ -112,9 +114,11 @@ static int check_output(const struct pull_args *a)
 		}
 		return 0;
 	}
-	if (!lstat(a->out, &st) && !S_ISREG(st.st_mode)) {
-		pr_error("%s exists and is not a regular file: pass -o a file's path\n", a->out);
-		return -EEXIST;
+	/* lib/outfile: a device or FIFO is written through, a symlink followed, a directory refused */
+	if (outfile_check(a->out, err, sizeof(err))) {
+		pr_error("cannot write %s: %s; nothing asked of the archive\n",
+			 *a->out ? a->out : "\"\"", err);
+		return -EINVAL;
 	}
 	return 0;
 }
@@ -178,10 +182,9 @@ static int fetch(const struct pull_args *a)
 		pr_error("pull of %s from %s failed: %s; nothing written\n", what, a->conn.endpoint,
 			 why);
 	} else {
-		e = profile_bytes_write(a->out, r.body, r.len);
+		e = outfile_write(a->out, r.body, r.len, why, sizeof(why));
 		if (e)
-			pr_error("%s: %s; nothing written\n", a->out, e == -EEXIST ?
-				 "exists and is not a regular file" : strerror(-e));
+			pr_error("cannot write %s: %s\n", a->out, why);
 		else
 			pr_info("culpert: %s%s%s, %zu bytes, into %s\n", what,
 				a->branch && r.sha[0] ? ", sha " : "", a->branch ? r.sha : "", r.len,

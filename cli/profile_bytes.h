@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * A profile as bytes, for the commands that move it without changing it (upload, pull):
- * read whole with a bound, check that it is a complete profile, write it atomically.
+ * read whole with a bound, check that it is a complete profile (lib/outfile writes it).
  */
 #ifndef CULPERT_PROFILE_BYTES_H
 #define CULPERT_PROFILE_BYTES_H
@@ -16,12 +16,5 @@ int profile_bytes_read(const char *path, size_t max, char **buf, size_t *len);
  * not kept): 0, or -EINVAL with the reason in err ("truncated gzip data: ...").
  */
 int profile_bytes_check(const void *buf, size_t len, char *err, size_t errlen);
-
-/*
- * buf to PATH ("-": stdout): a sibling temporary file renamed over PATH, so that a reader
- * sees the old file or the new one, never a part; refused (-EEXIST) when PATH exists and
- * is not a regular file (a directory, a device, a symbolic link).  0 or -errno.
- */
-int profile_bytes_write(const char *path, const void *buf, size_t len);
 
 #endif /* CULPERT_PROFILE_BYTES_H */

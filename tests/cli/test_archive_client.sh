@@ -210,12 +210,15 @@ t'
 		'token holds spaces or control characters' "$C" pull --sha "$SHA_A" --token 'a b'
 	CULPERT_ARCHIVE=http://127.0.0.1:9 CULPERT_TOKEN=t CF_ACCESS_CLIENT_ID=id expect_error 2 \
 		'needs both the client id and the client secret' "$C" pull --sha "$SHA_A"
+	# -o is refused before the archive is asked (lib/outfile: tests/cli/test_outfile.sh)
 	mkdir -p "$TMP/adir"
 	CULPERT_ARCHIVE=http://127.0.0.1:9 CULPERT_TOKEN=t expect_error 2 \
-		'adir exists and is not a regular file' "$C" pull --sha "$SHA_A" -o "$TMP/adir"
-	ln -sf "$TMP/a.pb.gz" "$TMP/alink"
+		'cannot write .*adir: it is a directory.*nothing asked of the archive' \
+		"$C" pull --sha "$SHA_A" -o "$TMP/adir"
+	ln -sf "$TMP/nowhere.pb.gz" "$TMP/alink"
 	CULPERT_ARCHIVE=http://127.0.0.1:9 CULPERT_TOKEN=t expect_error 2 \
-		'alink exists and is not a regular file' "$C" pull --sha "$SHA_A" -o "$TMP/alink"
+		'cannot write .*alink: it is a symbolic link to .*nowhere.pb.gz, which does not exist' \
+		"$C" pull --sha "$SHA_A" -o "$TMP/alink"
 	# a binary profile is not written to a terminal (script(1) gives the command one)
 	CULPERT_ARCHIVE=http://127.0.0.1:9 CULPERT_TOKEN=t script -qec "$C pull --sha $SHA_A" \
 		/dev/null >"$TMP/tty.out" 2>&1

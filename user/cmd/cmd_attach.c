@@ -22,6 +22,7 @@
 #include "log.h"
 #include "memsnap.h"
 #include "memstats.h"
+#include "outfile.h"
 #include "session.h"
 #include "summary.h"
 #include "units.h"
@@ -265,24 +266,6 @@ static void default_output(char *buf, size_t len, const char *comm, pid_t pid)
 	snprintf(buf, len, "culpert-%s-%d-%s.pb.gz", c, (int)pid, ts);
 }
 
-/* fail before attaching, not after a long capture */
-static int check_writable(const char *path)
-{
-	char tmp[PATH_MAX];
-	int fd;
-
-	if (!strcmp(path, "-"))
-		return 0;
-	if (snprintf(tmp, sizeof(tmp), "%s.tmp.XXXXXX", path) >= (int)sizeof(tmp))
-		return -ENAMETOOLONG;
-	fd = mkstemp(tmp);
-	if (fd < 0)
-		return -errno;
-	close(fd);
-	unlink(tmp);
-	return 0;
-}
-
 static void install_signals(void)
 {
 	struct sigaction sa = { .sa_handler = on_signal };
@@ -370,6 +353,29 @@ cleanup:
 	free(m);
 }
 
+/*
+ * The capture is over and cannot be had again: a profile that cannot go
+ * where -o said goes to $TMPDIR (or /tmp) under its default name, and the
+ * one error line says where.
+ */
+static void write_fallback(struct session *s, const char *out, int why)
+{
+	const char *dir = getenv("TMPDIR");
+	char path[PATH_MAX], name[128];
+
+	if (!dir || !*dir)
+		dir = "/tmp";
+	default_output(name, sizeof(name), session__comm(s), session__pid(s));
+	if (snprintf(path, sizeof(path), "%s/%s", dir, name) >= (int)sizeof(path) ||
+	    session__write(s, path)) {
+		pr_error("cannot write the profile to %s: %s, nor to %s: the capture is lost\n",
+			 out, strerror(-why), path);
+		return;
+	}
+	pr_error("cannot write the profile to %s: %s; wrote it to %s instead\n", out,
+		 strerror(-why), path);
+}
+
 /* attach and capture: one flow, capture adds the memory picture and a summary */
 static int run(struct attach_args *a, bool capture)
 {
@@ -383,6 +389,8 @@ static int run(struct attach_args *a, bool capture)
 	int ret;
 
 	blocker = features__blocker();
+	if (!blocker)
+		blocker = features__perf_uprobe_blocker(a->so.no_multi);
 	if (blocker) {
 		pr_error("%s\n", blocker);
 		return 1;
@@ -396,10 +404,10 @@ static int run(struct attach_args *a, bool capture)
 		snprintf(out, sizeof(out), "%s", a->output);
 	else
 		default_output(out, sizeof(out), session__comm(s), session__pid(s));
-	ret = check_writable(out);
-	if (ret) {
-		pr_error("cannot write the profile to %s: %s; choose another path with -o\n", out,
-			 strerror(-ret));
+	/* fail before attaching, not after a long capture */
+	if (outfile_check(out, err, sizeof(err))) {
+		pr_error("cannot write the profile to %s: %s; choose another path with -o\n",
+			 *out ? out : "\"\"", err);
 		session__close(s);
 		return 1;
 	}
@@ -430,7 +438,7 @@ static int run(struct attach_args *a, bool capture)
 	memsnap__free(ms);
 	ret = session__write(s, out);
 	if (ret) {
-		pr_error("cannot write the profile to %s: %s\n", out, strerror(-ret));
+		write_fallback(s, out, ret);
 		free(mr);
 		session__close(s);
 		return 1;

@@ -72,6 +72,24 @@ static void print_kernel(const struct probes_args *a)
 	       multi ? "uprobe_multi links" : "one perf-event uprobe per site");
 }
 
+/* which of the capabilities that matter we have (README, Privileges) */
+static void print_privileges(void)
+{
+	static const struct { int cap; const char *name; } caps[] = {
+		{ CAP_SYS_ADMIN, "CAP_SYS_ADMIN" }, { CAP_BPF, "CAP_BPF" },
+		{ CAP_PERFMON, "CAP_PERFMON" }, { CAP_SYS_PTRACE, "CAP_SYS_PTRACE" },
+	};
+	size_t i, n = 0;
+
+	printf("privileges:");
+	for (i = 0; i < sizeof(caps) / sizeof(caps[0]); i++)
+		if (features__has_cap(caps[i].cap))
+			printf("%s%s", n++ ? ", " : " ", caps[i].name);
+	printf("%s%s\n", n ? "" : " none of CAP_SYS_ADMIN, CAP_BPF, CAP_PERFMON, CAP_SYS_PTRACE",
+	       features__perf_uprobes_need_admin() ?
+	       " (perf-event uprobes, for --no-multi, need CAP_SYS_ADMIN on this kernel)" : "");
+}
+
 static void print_plan(const struct alloc_plan *plan)
 {
 	size_t i, o;
@@ -280,7 +298,10 @@ int cmd_probes(int argc, char **argv)
 		       t.argv0_link[0] ? ", a symlink to " : "", t.argv0_link,
 		       t.argv0_link[0] ? ": the profile names the file it leads to" : "");
 	blocker = features__blocker();
+	if (!blocker)
+		blocker = features__perf_uprobe_blocker(a.no_multi);
 	print_kernel(&a);
+	print_privileges();
 	if (procmaps__read(t.pid, &maps)) {
 		pr_error("cannot read /proc/%d/maps: run as root or with CAP_SYS_PTRACE\n", (int)t.pid);
 		goto out;

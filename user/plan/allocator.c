@@ -509,6 +509,14 @@ static size_t describe_search(const struct planner *pl, char *err, size_t errlen
 					pl->cands[i]->path);
 	if (!pl->n && len < errlen)
 		len += (size_t)snprintf(err + len, errlen - len, " any object");
+	/* an object that could not be read is the likelier cause: say so without -v */
+	for (i = 0; i < pl->n && len < errlen; i++)
+		if (!objcache__get(pl->cache, pl->cands[i]))
+			len += (size_t)snprintf(err + len, errlen - len, "; cannot read %s: %s%s",
+						pl->cands[i]->path, strerror(errno),
+						errno == EPERM && strstr(pl->cands[i]->path, " (deleted)") ?
+						" (a deleted file is read through /proc/PID/map_files, "
+						"which needs CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE)" : "");
 	return len < errlen ? len : errlen;
 }
 

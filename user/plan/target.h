@@ -28,6 +28,12 @@ struct target {
 int target__open(pid_t pid, struct target *t, char *err, size_t errlen);
 void target__close(struct target *t);
 bool target__alive(const struct target *t);
+/*
+ * Has it exited, or begun to?  An exiting process loses /proc/PID/root and
+ * its mappings before it can be waited for, so a failure to read them
+ * during attach is its exit when this says so.
+ */
+bool target__exiting(const struct target *t);
 /* has the process exec'd another program since target__open()? */
 bool target__execed(const struct target *t);
 /*
