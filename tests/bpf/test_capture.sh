@@ -289,8 +289,8 @@ test_capture_usage() {
 
 run_test bpf/capture/gap test_capture_gap
 run_test bpf/capture/gap_truth test_capture_gap_truth
+run_test bpf/capture/target_exits test_capture_target_exits
+run_test bpf/capture/usage test_capture_usage
 run_test bpf/capture/decomposition test_capture_decomposition
 run_test bpf/capture/decomposition_fallback test_capture_decomposition_fallback
 run_test bpf/capture/decomposition_jemalloc test_capture_decomposition_jemalloc
-run_test bpf/capture/target_exits test_capture_target_exits
-run_test bpf/capture/usage test_capture_usage
