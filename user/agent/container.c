@@ -91,15 +91,22 @@ static bool has_prefix_n(const char *c, size_t n, const char *prefix)
 	return n > l && !strncmp(c, prefix, l);
 }
 
+static bool is_monitor(const char *c, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(monitors) / sizeof(monitors[0]); i++)
+		if (has_prefix_n(c, n, monitors[i]))
+			return true;
+	return false;
+}
+
 /* the runtime and id of one component, given its parent component; NULL if it names none */
 static const char *container_component(const char *c, size_t n, const char *parent, size_t pn,
 				       bool in_pod, char *id)
 {
 	size_t i, l;
 
-	for (i = 0; i < sizeof(monitors) / sizeof(monitors[0]); i++)
-		if (has_prefix_n(c, n, monitors[i]))
-			return NULL;
 	for (i = 0; i < sizeof(layouts) / sizeof(layouts[0]); i++) {
 		l = strlen(layouts[i].prefix);
 		if (has_prefix_n(c, n, layouts[i].prefix) &&
@@ -142,7 +149,7 @@ bool container_parse_path(const char *path, struct container_info *ci)
 	const char *c = path, *parent = "", *rt;
 	size_t n, pn = 0;
 	char id[CONTAINER_ID_LEN], uid[POD_UID_LEN];
-	bool found = false;
+	bool found = false, monitor = false;
 
 	memset(ci, 0, sizeof(*ci));
 	snprintf(ci->cgroup, sizeof(ci->cgroup), "%s", path);
@@ -154,7 +161,8 @@ bool container_parse_path(const char *path, struct container_info *ci)
 			break;
 		if (pod_component(c, n, uid))
 			memcpy(ci->pod_uid, uid, sizeof(uid));
-		rt = container_component(c, n, parent, pn, ci->pod_uid[0], id);
+		monitor |= is_monitor(c, n);
+		rt = monitor ? NULL : container_component(c, n, parent, pn, ci->pod_uid[0], id);
 		if (rt) {
 			snprintf(ci->runtime, sizeof(ci->runtime), "%s", rt);
 			memcpy(ci->id, id, sizeof(id));
@@ -163,7 +171,7 @@ bool container_parse_path(const char *path, struct container_info *ci)
 		parent = c;
 		pn = n;
 	}
-	if (!found && generic_id(path, ci->id))
+	if (!found && !monitor && generic_id(path, ci->id))
 		found = true;
 	if (!found)
 		ci->pod_uid[0] = 0;
