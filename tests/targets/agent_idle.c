@@ -3,8 +3,8 @@
  * An idle process for the agent's tests: says "pid N ready" and waits to be
  * killed.  Options, in order:
  *   --forks N     first fork N children (no exec), each printing "child PID"
- *   --rename NAME then set its comm to NAME (prctl): only a /proc rescan can
- *                 notice, no exec happens
+ *   --rename NAME half a second after "ready", set its comm to NAME (prctl):
+ *                 no exec happens, only a /proc rescan can notice
  * Its comm is its file name: the tests run copies with names of their own.
  */
 #include <signal.h>
@@ -33,10 +33,15 @@ int main(int argc, char **argv)
 				pause();
 		}
 	}
-	if (argc > 2 && !strcmp(argv[1], "--rename"))
-		prctl(PR_SET_NAME, argv[2], 0, 0, 0);
 	printf("pid %d ready\n", (int)getpid());
 	fflush(stdout);
+	if (argc > 2 && !strcmp(argv[1], "--rename")) {
+		/* well after the exec, so the agent has looked at the old name */
+		usleep(500000);
+		prctl(PR_SET_NAME, argv[2], 0, 0, 0);
+		printf("renamed\n");
+		fflush(stdout);
+	}
 	/* the children go with the parent: the test kills the process group or each */
 	for (;;)
 		pause();

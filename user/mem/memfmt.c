@@ -66,8 +66,12 @@ static int add_section(struct mem_items *items, const char *dir, const char *pro
 		it->counter = f->unit == MEM_UNIT_EVENTS;
 		it->label_key = label_key;
 		it->label_val = label_val;
-		snprintf(it->prom, sizeof(it->prom), "%s%s%s", prom, f->name,
-			 it->counter ? "_total" : "");
+		/* "_count" names a histogram's count to Prometheus (promtool refuses it elsewhere) */
+		if (f->unit == MEM_UNIT_COUNT && !strcmp(f->name, "count"))
+			snprintf(it->prom, sizeof(it->prom), "%.*ss", (int)strlen(prom) - 1, prom);
+		else
+			snprintf(it->prom, sizeof(it->prom), "%s%s%s", prom, f->name,
+				 it->counter ? "_total" : "");
 	}
 	return 0;
 }
