@@ -383,8 +383,256 @@ print("yes" if any(t["pid"] == int(sys.argv[2]) for t in json.load(open(sys.argv
 	agent_stop sel
 }
 
+# start_kube_standin TOKEN: the stand-in API server with a fresh certificate; sets $kube_url
+start_kube_standin() {
+	mkdir -p "$TMP/sa"
+	openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=127.0.0.1 \
+		-addext subjectAltName=IP:127.0.0.1 -keyout "$TMP/kube.key" -out "$TMP/sa/ca.crt" \
+		>/dev/null 2>&1 || { fail "openssl cannot make a certificate"; return 1; }
+	printf '%s\n' "$1" >"$TMP/sa/token"
+	rm -f "$TMP/kube.port"
+	$PY tests/tools/kube_standin.py "$TMP/kube.port" "$TMP/sa/ca.crt" "$TMP/kube.key" "$1" \
+		node-a "$TMP/podlist.json" "$TMP/kube.log" &
+	track $!
+	wait_for "$TMP/kube.port" . 10 || { fail "the API stand-in did not start"; return 1; }
+	kube_url=https://127.0.0.1:$(cat "$TMP/kube.port")
+}
+
+write_podlist() {
+	cat >"$TMP/podlist.json" <<EOL
+{"kind": "PodList", "apiVersion": "v1", "items": [
+ {"metadata": {"name": "cart-a-api", "namespace": "shop", "uid": "$U1",
+   "annotations": {"pyroscope.io/service_name": "cart"}},
+  "spec": {"nodeName": "node-a"},
+  "status": {"containerStatuses": [{"name": "app", "containerID": "containerd://$I1"}]}},
+ {"metadata": {"name": "cron-f-api", "namespace": "batch", "uid": "$U6"},
+  "spec": {"nodeName": "node-a"},
+  "status": {"containerStatuses": [{"name": "task", "containerID": "cri-o://$I6"}]}}]}
+EOL
+}
+
+# --kube-api: names from the API (the log directories are empty here), the
+# request as the API server wants it, pod= matching once the list is in;
+# and a refused request: a warning, and no names.
+test_kube_api() {
+	need_root || return
+	make_layouts
+	start_layouts || return
+	write_podlist
+	token=tok-$$-$(hex64 | cut -c1-16)
+	start_kube_standin "$token" || return
+	mkdir -p "$TMP/nopods"
+	NODE_NAME=node-a agent_start kube --select "pod=shop/cart-a-api" --kube-api="$kube_url" \
+		--kube-sa-dir "$TMP/sa" --pods-log-dir "$TMP/nopods" || return
+	p=$(pid_of cd-v2)
+	wait_field "$p" pod_name cart-a-api 5 || fail "pod=shop/cart-a-api: not picked up from the API's list"
+	[ "$(field "$p" service_name)" = cart ] || fail "service_name $(field "$p" service_name), want the annotation's"
+	[ "$(field "$p" container_name)" = app ] || fail "container_name $(field "$p" container_name)"
+	[ "$(field "$(pid_of crio-v1)" state)" = - ] || fail "a process of another pod selected"
+	grep -qx "/api/v1/pods?fieldSelector=spec.nodeName%3Dnode-a Bearer $token ok" "$TMP/kube.log" ||
+		fail "the API got: $(head -3 "$TMP/kube.log")"
+	grep -v ' ok$' "$TMP/kube.log" | grep -q . && fail "refused requests: $(grep -v ' ok$' "$TMP/kube.log")"
+	get /metrics | grep -qx 'culpert_agent_kube_api_pods 2' || fail "kube_api_pods is not 2"
+	agent_stop kube
+	NODE_NAME=node-a agent_start kube2 --select "exe=$TMP/attr/*" --kube-api="$kube_url" \
+		--kube-sa-dir "$TMP/sa" --pods-log-dir "$TMP/nopods" || return
+	p=$(pid_of crio-v1)
+	wait_field "$p" pod_name cron-f-api 5 || fail "crio-v1: pod_name $(field "$p" pod_name)"
+	[ "$(field "$p" service_name)" = batch/task ] || fail "service_name $(field "$p" service_name)"
+	[ "$(field "$p" runtime)" = cri-o ] || fail "runtime $(field "$p" runtime)"
+	[ "$(field "$(pid_of docker-v2)" pod_name)" = null ] || fail "docker-v2 has a pod"
+	agent_stop kube2
+	# a token the API server refuses: a warning naming the answer, and no names
+	printf 'wrong\n' >"$TMP/sa/token"
+	NODE_NAME=node-a agent_start kube3 --select "exe=$TMP/attr/*" --kube-api="$kube_url" \
+		--kube-sa-dir "$TMP/sa" --pods-log-dir "$TMP/nopods" || return
+	wait_for "$TMP/kube3.err" "Kubernetes API: cannot list the pods of node node-a" 5 ||
+		fail "no warning for a refused list: $(cat "$TMP/kube3.err")"
+	grep -q "it answered HTTP 403" "$TMP/kube3.err" || fail "the warning does not say 403"
+	[ "$(field "$(pid_of cd-v2)" pod_name)" = null ] || fail "names without an answer"
+	agent_stop kube3
+	expect_error 1 "--kube-api: cannot read $TMP/none/token" env NODE_NAME=node-a \
+		"$BIN_BPF" agent --select comm=x --kube-api="$kube_url" --kube-sa-dir "$TMP/none"
+}
+
+free_port() {
+	$PY -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# prom_query EXPR: the number of series Prometheus's HTTP query API returns for EXPR
+prom_query() {
+	curl -s --get --data-urlencode "query=$1" "http://127.0.0.1:$prom_port/api/v1/query" |
+		$PY -c 'import json, sys
+d = json.load(sys.stdin)
+print(len(d["data"]["result"]) if d.get("status") == "success" else -1)' 2>/dev/null || echo -1
+}
+
+# A real Prometheus (Debian's) scrapes two agents over loopback, one open and
+# one behind a bearer token, and a third job with a wrong token; its query API
+# answers with the culpert_* series of both, and the refused scrapes are
+# counted by the agent.
+test_prometheus() {
+	need_root || return
+	idle "${TAG}p" || return
+	watched=$idle_pid
+	agent_start open --select "comm=${TAG}p" || return
+	open_url=$agent_url
+	open_pid=$agent_pid
+	hex64 >"$TMP/token"
+	chmod 600 "$TMP/token"
+	printf 'not-the-token\n' >"$TMP/wrong"
+	agent_start closed --select "comm=${TAG}p" --token-file "$TMP/token" || return
+	[ "$(status /metrics)" = 401 ] || fail "/metrics without the token: $(status /metrics)"
+	prom_port=$(free_port)
+	cat >"$TMP/prom.yml" <<EOL
+global:
+  scrape_interval: 1s
+scrape_configs:
+  - job_name: open
+    static_configs: [{targets: ['${open_url#http://}']}]
+  - job_name: closed
+    authorization: {credentials_file: '$TMP/token'}
+    static_configs: [{targets: ['${agent_url#http://}']}]
+  - job_name: wrong
+    authorization: {credentials_file: '$TMP/wrong'}
+    static_configs: [{targets: ['${agent_url#http://}']}]
+EOL
+	promtool check config "$TMP/prom.yml" >"$TMP/pcc" 2>&1 || fail "promtool check config: $(cat "$TMP/pcc")"
+	prometheus --config.file="$TMP/prom.yml" --storage.tsdb.path="$TMP/promdata" \
+		--web.listen-address="127.0.0.1:$prom_port" >"$TMP/prom.log" 2>&1 &
+	track $!
+	i=0
+	until [ "$(prom_query "culpert_process_rss_bytes{pid=\"$watched\"}")" = 2 ] &&
+		[ "$(prom_query 'up{job="wrong"} == 0')" = 1 ]; do
+		i=$((i + 1))
+		[ $i -gt 60 ] && { fail "Prometheus has not scraped both agents in 30 s: $(tail -3 "$TMP/prom.log")"; break; }
+		sleep 0.5
+	done
+	for job in open closed; do
+		[ "$(prom_query "up{job=\"$job\"} == 1")" = 1 ] || fail "job $job is not up"
+		[ "$(prom_query "culpert_agent_targets{job=\"$job\",state=\"live\"} == 1")" = 1 ] ||
+			fail "job $job: no culpert_agent_targets series of one live target"
+		[ "$(prom_query "culpert_target_info{job=\"$job\",pid=\"$watched\"}")" = 1 ] ||
+			fail "job $job: no culpert_target_info of pid $watched"
+	done
+	[ "$(prom_query 'culpert_agent_auth_failures_total{job="closed"} > 0')" = 1 ] ||
+		fail "the wrong token's scrapes are not counted as auth failures"
+	AUTH=$(cat "$TMP/token")
+	fails=$(get /metrics | sed -n 's/^culpert_agent_auth_failures_total //p')
+	[ "$(status /targets -H 'Authorization: Bearer wrong')" = 401 ] || fail "a wrong token is let in"
+	grep -q '"error": "missing or wrong bearer token' "$TMP/body" || fail "401 body: $(cat "$TMP/body")"
+	[ "$(status /targets -H "Authorization: bearer $AUTH")" = 200 ] || fail "the scheme is case-insensitive"
+	[ "$(status /healthz)" = 200 ] || fail "/healthz needs no token (the kubelet's probes)"
+	now=$(get /metrics | sed -n 's/^culpert_agent_auth_failures_total //p')
+	# between the two reads Prometheus's wrong job may have been refused too
+	[ "$now" -gt "$fails" ] || fail "auth failures $fails, then $now after a wrong token"
+	get /metrics | promtool check metrics >"$TMP/pt" 2>&1 || fail "promtool: $(head -3 "$TMP/pt")"
+	AUTH=""
+	agent_stop closed
+	agent_pid=$open_pid
+	agent_stop open
+}
+
+# raw REQUEST-FILE: what the agent answers a request written byte for byte; the status line
+raw() {
+	$PY - "${agent_url#http://}" "$1" <<'EOF'
+import socket, sys
+host, port = sys.argv[1].rsplit(':', 1)
+s = socket.create_connection((host, int(port)), timeout=5)
+s.sendall(open(sys.argv[2], 'rb').read())
+data = b''
+try:
+    while b'\r\n' not in data:
+        chunk = s.recv(4096)
+        if not chunk:
+            break
+        data += chunk
+except (socket.timeout, ConnectionResetError):
+    pass
+print(data.split(b'\r\n')[0].decode(errors='replace') or 'closed')
+EOF
+}
+
+# Bad requests get a 4xx and the agent keeps serving; a client that sends
+# half a request holds only its own connection: the profiling thread goes on
+# (a process started meanwhile is picked up) and SIGTERM still ends it at once.
+test_malformed() {
+	need_root || return
+	agent_start bad --select "comm=${TAG}m" || return
+	# a request line libmicrohttpd cannot split into method and URI: it closes the
+	# connection without an answer (docs/agent.md); all the others get a 4xx
+	printf 'GARBAGE\r\n\r\n' >"$TMP/r0"
+	[ "$(raw "$TMP/r0")" = closed ] || fail "a request line without a URI: '$(raw "$TMP/r0")'"
+	printf 'GET / FOO/1.1\r\n\r\n' >"$TMP/r1"
+	printf 'GET /targets HTTP/1.1\r\nHost: x\r\nX-Big: %s\r\n\r\n' "$(head -c 40000 /dev/zero | tr '\0' a)" >"$TMP/r2"
+	printf 'GET /%s HTTP/1.1\r\nHost: x\r\n\r\n' "$(head -c 40000 /dev/zero | tr '\0' a)" >"$TMP/r3"
+	printf 'GET /targets HTTP/1.1\r\nHost: x\r\nBroken header line\r\n\r\n' >"$TMP/r4"
+	for r in r1 r2 r3 r4; do
+		line=$(raw "$TMP/$r")
+		case "$line" in
+		"HTTP/1."[01]" 4"*) ;;
+		*) fail "$r: '$line', want a 4xx" ;;
+		esac
+		[ "$(status /healthz)" = 200 ] || fail "not serving after $r"
+	done
+	[ "$(status /nowhere)" = 404 ] || fail "unknown path: $(status /nowhere)"
+	[ "$(status /targets -X POST -d x=1)" = 405 ] || fail "POST: $(status /targets -X POST)"
+	[ "$(status '/debug/pprof/heap?pid=abc')" = 400 ] || fail "pid=abc: $(cat "$TMP/body")"
+	[ "$(status '/debug/pprof/heap?pid=1&seconds=-5')" = 400 ] || fail "seconds=-5"
+	[ "$(status '/debug/pprof/heap')" = 400 ] || fail "no target named"
+	[ "$(status '/debug/pprof/allocs?pid=999999999')" = 404 ] || fail "unknown pid"
+	grep -q '"candidates"' "$TMP/body" || fail "404 without candidates: $(cat "$TMP/body")"
+	idle "${TAG}m" || return
+	m1=$idle_pid
+	wait_field "$m1" state live 2 || fail "$m1 not picked up"
+	[ "$(status "/debug/pprof/heap?pid=$m1")" = 503 ] || fail "profile of $m1: $(cat "$TMP/body")"
+	grep -q 'profiling is not available' "$TMP/body" || fail "503 body: $(cat "$TMP/body")"
+	[ "$(status "/debug/pprof/allocs?comm=${TAG}m&seconds=5")" = 503 ] || fail "allocs by comm"
+	# slow clients: connections that never finish their request
+	$PY - "${agent_url#http://}" "$TMP/slow.ready" <<'EOF' &
+import socket, sys, time
+host, port = sys.argv[1].rsplit(':', 1)
+socks = []
+for i in range(8):
+    s = socket.create_connection((host, int(port)))
+    s.sendall(b'GET /metrics HTTP/1.1\r\nHost: x\r\n')
+    socks.append(s)
+open(sys.argv[2], 'w').write('ready\n')
+time.sleep(30)
+EOF
+	track $!
+	wait_for "$TMP/slow.ready" ready 5 || fail "the slow clients did not connect"
+	idle "${TAG}m" || return
+	m2=$idle_pid
+	t0=$(date +%s%N)
+	wait_field "$m2" state live 2 || fail "a process started while clients stall is not picked up"
+	[ "$(status /healthz)" = 200 ] || fail "/healthz with slow clients connected"
+	ms=$((($(date +%s%N) - t0) / 1000000))
+	[ "$ms" -lt 2000 ] || fail "answers took ${ms} ms with slow clients connected"
+	get /metrics | grep -q 'culpert_agent_http_requests_total{path="other",code="404"} 1' ||
+		fail "the 404 is not counted under path=\"other\""
+	agent_stop bad
+}
+
+# SIGINT as SIGTERM: exit 0 within 5 s, "stopping" said
+test_signals() {
+	need_root || return
+	agent_start sig --select "comm=${TAG}s" || return
+	t0=$(date +%s%N)
+	kill -INT "$agent_pid"
+	wait "$agent_pid"
+	rc=$?
+	ms=$((($(date +%s%N) - t0) / 1000000))
+	[ "$rc" -eq 0 ] && [ "$ms" -lt 5000 ] || fail "SIGINT: exit $rc after ${ms} ms"
+	grep -q "Interrupt: agent stopping" "$TMP/sig.err" || fail "no stopping line: $(cat "$TMP/sig.err")"
+}
+
 run_test agent/bad_usage test_bad_usage
 run_test agent/pick_up_and_drop test_pick_up_and_drop
 run_test agent/rescan test_rescan
 run_test agent/selectors_process test_selectors_process
 run_test agent/attribution test_attribution
+run_test agent/kube_api test_kube_api
+run_test agent/prometheus test_prometheus
+run_test agent/malformed test_malformed
+run_test agent/signals test_signals
