@@ -145,15 +145,27 @@ test_pick_up_and_drop() {
 	idle "${TAG}a" || return
 	execd=$idle_pid
 	wait_field "$execd" state live 2 || fail "pid $execd (exec'd after the agent) not picked up"
-	idle "${TAG}c" --forks 2 || return
-	parent=$idle_pid
-	wait_for "$TMP/${TAG}c.out" '^child' 2
-	kids=$(sed -n 's/^child //p' "$TMP/${TAG}c.out")
-	for k in $kids; do
-		track "$k"
-		wait_field "$k" state live 2 || fail "forked child $k of target $parent not picked up"
+	# children forked once the parent is a target: fork events; forked before
+	# the agent got to the exec (it is stopped meanwhile, so they surely
+	# are): the children list read at pick-up
+	kids=""
+	for how in --forks-later --forks; do
+		[ "$how" = --forks ] && kill -STOP "$agent_pid"
+		idle "${TAG}c" "$how" 2 || return
+		i=0
+		while [ "$(grep -c '^child' "$TMP/${TAG}c.out")" -lt 2 ] && [ $i -lt 30 ]; do
+			i=$((i + 1))
+			sleep 0.1
+		done
+		kill -CONT "$agent_pid"
+		these=$(sed -n 's/^child //p' "$TMP/${TAG}c.out")
+		[ "$(echo "$these" | wc -w)" -eq 2 ] || fail "$how: the target did not fork 2 children"
+		for k in $these; do
+			track "$k"
+			wait_field "$k" state live 2 || fail "$how: child $k of target $idle_pid not picked up"
+		done
+		kids="$kids $these"
 	done
-	[ "$(echo "$kids" | wc -w)" -eq 2 ] || fail "the target did not fork 2 children: $kids"
 	grep -q "picked up pid $execd (${TAG}a) $TMP/${TAG}a, no container: --select comm=" \
 		"$TMP/pick.err" || fail "-v: no pick-up line for $execd: $(cat "$TMP/pick.err")"
 	kill "$execd"
@@ -167,8 +179,10 @@ test_pick_up_and_drop() {
 		fail "-v: no exit line"
 	grep -q "dropped pid $execd (${TAG}a): exited 2" "$TMP/pick.err" || fail "-v: no drop line"
 	# pids from the kernel carry the process's identity: another process is another target
-	[ "$(get /metrics | sed -n 's/^culpert_agent_targets_picked_up_total //p')" -ge 5 ] ||
-		fail "picked_up_total below the 5 targets"
+	[ "$(get /metrics | sed -n 's/^culpert_agent_targets_picked_up_total //p')" -ge 8 ] ||
+		fail "picked_up_total below the 8 targets"
+	[ "$(get /metrics | sed -n 's/^culpert_agent_discovery_events_total{kind="fork"} //p')" -ge 2 ] ||
+		fail "fewer than 2 fork events counted"
 	for k in $kids; do kill "$k"; done
 	agent_stop pick
 }
@@ -614,7 +628,8 @@ EOF
 	agent_stop bad
 }
 
-# SIGINT as SIGTERM: exit 0 within 5 s, "stopping" said
+# SIGINT as SIGTERM: exit 0 within 5 s, "stopping" said; SIGKILL: the target runs on
+# and the kernel removes the agent's BPF programs
 test_signals() {
 	need_root || return
 	agent_start sig --select "comm=${TAG}s" || return
@@ -625,6 +640,24 @@ test_signals() {
 	ms=$((($(date +%s%N) - t0) / 1000000))
 	[ "$rc" -eq 0 ] && [ "$ms" -lt 5000 ] || fail "SIGINT: exit $rc after ${ms} ms"
 	grep -q "Interrupt: agent stopping" "$TMP/sig.err" || fail "no stopping line: $(cat "$TMP/sig.err")"
+	# SIGKILL: the kernel removes the agent's BPF programs with its last fd; its target runs on
+	idle "${TAG}s" || return
+	agent_start kill --select "comm=${TAG}s" || return
+	[ "$(field "$idle_pid" state)" = live ] || fail "the target is not listed"
+	ids=$(cat /proc/"$agent_pid"/fdinfo/* 2>/dev/null | sed -n 's/^prog_id:[[:space:]]*//p' | sort -u)
+	names=$(for id in $ids; do bpftool prog show id "$id" | sed -n 's/.* name \([^ ]*\) .*/\1/p'; done |
+		sort | tr '\n' ' ')
+	[ "$names" = "discover_exec discover_exit discover_fork " ] ||
+		fail "the agent holds BPF programs '$names', want discover_exec/exit/fork"
+	kill -KILL "$agent_pid"
+	wait "$agent_pid" 2>/dev/null
+	kill -0 "$idle_pid" || fail "the target died with the agent"
+	for id in $ids; do
+		i=0
+		while bpftool prog show id "$id" >/dev/null 2>&1 && [ $i -lt 20 ]; do i=$((i + 1)); sleep 0.1; done
+		bpftool prog show id "$id" >/dev/null 2>&1 && fail "BPF program $id of the killed agent remains"
+	done
+	return 0
 }
 
 run_test agent/bad_usage test_bad_usage

@@ -399,6 +399,10 @@ static void test_podlist(void)
 	ASSERT_EQ(kubeapi__parse(k, podlist, strlen(podlist)), 0, "parse");
 	kubeapi__counts(k, &c);
 	ASSERT_EQ(c.pods, 2, "two pods");
+	ASSERT_EQ(c.generation, 1, "news");
+	ASSERT_EQ(kubeapi__parse(k, podlist, strlen(podlist)), 0, "the same list again");
+	kubeapi__counts(k, &c);
+	ASSERT_EQ(c.generation, 1, "no news: the profiling thread need not look again");
 	container_parse_path("/kubepods/besteffort/pod" UID "/" ID2, &ci);
 	ASSERT_TRUE(kubeapi__lookup(k, &ci), "the pod is known");
 	ASSERT_STREQ(ci.pod_name, "cart-1", "pod");

@@ -32,6 +32,7 @@
 #include "snapshot.h"
 #include "targets.h"
 #include "units.h"
+#include "vec.h"
 
 #define NS_PER_SEC 1000000000LL
 #define LOOP_MS 100
@@ -52,6 +53,9 @@ struct agent {
 	uint64_t kube_gen;
 	int64_t next_rescan;
 	bool warned_full;
+	/* children of new targets, to look at once the current event is handled */
+	pid_t *pending;
+	size_t n_pending, cap_pending;
 };
 
 static int64_t mono_ns(void)
@@ -105,6 +109,14 @@ static void log_pick_up(const struct agent_target *t, const char *sel)
 		t->exe[0] ? t->exe : "(exe unreadable)", where, sel);
 }
 
+static void queue_child(void *ctx, pid_t pid)
+{
+	struct agent *a = ctx;
+
+	if (!vec_reserve(&a->pending, &a->cap_pending, a->n_pending + 1, sizeof(pid_t)))
+		a->pending[a->n_pending++] = pid;
+}
+
 static void add_target(struct agent *a, const struct proc_info *pi,
 		       const struct container_info *ci, const char *sel)
 {
@@ -134,6 +146,11 @@ static void add_target(struct agent *a, const struct proc_info *pi,
 		pr_debug("cannot track pid %d in the kernel: its exit is found by the rescan\n",
 			 (int)t.pid);
 	log_pick_up(&t, sel);
+	/*
+	 * Forks are reported from now on; a child forked between the exec and
+	 * this moment was not, but it is in the children list now.
+	 */
+	proc_children(t.pid, queue_child, a);
 }
 
 static void exited(struct agent *a, pid_t pid, uint64_t start, const char *why)
@@ -205,6 +222,13 @@ out:
 	proc_info__free(&pi);
 }
 
+/* the queued children, and theirs: a loop, not a recursion, whatever the depth of the tree */
+static void drain(struct agent *a)
+{
+	while (a->n_pending)
+		consider(a, a->pending[--a->n_pending], 0, SEEN_FORK);
+}
+
 static void on_discovered(void *ctx, enum discover_what what, pid_t pid, uint64_t start)
 {
 	struct agent *a = ctx;
@@ -213,11 +237,13 @@ static void on_discovered(void *ctx, enum discover_what what, pid_t pid, uint64_
 		exited(a, pid, start, "exited");
 	else
 		consider(a, pid, start, what == DISCOVERED_EXEC ? SEEN_EXEC : SEEN_FORK);
+	drain(a);
 }
 
 static void rescan_one(void *ctx, pid_t pid)
 {
 	consider(ctx, pid, 0, SEEN_RESCAN);
+	drain(ctx);
 }
 
 /* the safety net: exits and starts the ring buffer dropped, processes older than the agent */
@@ -478,6 +504,7 @@ static void stop(struct agent *a)
 	if (a->epfd > 0)
 		close(a->epfd);
 	free(a->token);
+	free(a->pending);
 	agent_opts__free(&a->o);
 }
 

@@ -123,7 +123,8 @@ static const struct num_opt {
 	{ O_RESCAN, NUM_DURATION, NS_PER_SEC / 10, 0, offsetof(struct agent_opts, rescan_ns) },
 	{ O_INTERVAL, NUM_DURATION, NS_PER_SEC, 0, offsetof(struct agent_opts, interval_ns) },
 	{ O_KEEP, NUM_COUNT, 1, 100000, offsetof(struct agent_opts, keep) },
-	{ O_MAX_TARGETS, NUM_COUNT, 1, 65536, offsetof(struct agent_opts, max_targets) },
+	/* the table is allocated whole at start, about 6 KiB a target */
+	{ O_MAX_TARGETS, NUM_COUNT, 1, 4096, offsetof(struct agent_opts, max_targets) },
 	{ O_MAX_STACKS, NUM_COUNT, 1, 1 << 24, offsetof(struct agent_opts, max_stacks) },
 	{ O_RATE, NUM_SIZE, 1, 1ULL << 40, offsetof(struct agent_opts, collect.rate) },
 	{ O_DEPTH, NUM_COUNT, 1, CULPERT_MAX_FRAMES - 1, offsetof(struct agent_opts, collect.max_depth) },

@@ -132,6 +132,48 @@ int proc_scan(void (*cb)(void *ctx, pid_t pid), void *ctx)
 	return 0;
 }
 
+/* "12 34 " */
+static void each_pid(const char *text, void (*cb)(void *ctx, pid_t pid), void *ctx)
+{
+	const char *p = text;
+	char *end;
+	long v;
+
+	for (;;) {
+		p += strspn(p, " \n");
+		v = strtol(p, &end, 10);
+		if (end == p)
+			return;
+		if (v > 0)
+			cb(ctx, (pid_t)v);
+		p = end;
+	}
+}
+
+int proc_children(pid_t pid, void (*cb)(void *ctx, pid_t pid), void *ctx)
+{
+	char path[64], *text;
+	struct dirent *de;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	d = opendir(path);
+	if (!d)
+		return -errno;
+	while ((de = readdir(d))) {
+		if (!isdigit((unsigned char)de->d_name[0]))
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%.16s/children", (int)pid, de->d_name);
+		/* CONFIG_PROC_CHILDREN; without it the rescan finds them */
+		if (read_file_at(AT_FDCWD, path, &text, NULL))
+			continue;
+		each_pid(text, cb, ctx);
+		free(text);
+	}
+	closedir(d);
+	return 0;
+}
+
 static int on_event(void *ctx, void *data, size_t len)
 {
 	struct discover *d = ctx;

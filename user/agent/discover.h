@@ -34,6 +34,8 @@ void proc_info__free(struct proc_info *pi);
 int proc_start_ticks(pid_t pid, bool live_only, uint64_t *out);
 /* cb(ctx, pid) for every process in /proc; 0 or -errno */
 int proc_scan(void (*cb)(void *ctx, pid_t pid), void *ctx);
+/* cb(ctx, child) for the children of every thread of pid (/proc/PID/task/TID/children) */
+int proc_children(pid_t pid, void (*cb)(void *ctx, pid_t pid), void *ctx);
 
 enum discover_what { DISCOVERED_EXEC, DISCOVERED_FORK, DISCOVERED_EXIT };
 

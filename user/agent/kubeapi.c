@@ -10,6 +10,7 @@
 #include <curl/curl.h>
 #include <json-c/json.h>
 
+#include "hashtab.h"
 #include "kubeapi.h"
 #include "log.h"
 #include "readfile.h"
@@ -39,6 +40,9 @@ struct pod_list {
 	size_t n, cap;
 };
 
+/* pods asked about that the last list did not have: each asks for an early list once */
+#define MAX_ASKED 64
+
 struct kubeapi {
 	struct kubeapi_opts o;
 	char url[1024];
@@ -49,7 +53,10 @@ struct kubeapi {
 	pthread_cond_t wake;
 	bool stop, want;
 	struct pod_list pods;			/* under lock */
+	uint64_t pods_hash;			/* of what the agent uses of them */
 	struct kubeapi_counts counts;		/* under lock */
+	char asked[MAX_ASKED][POD_UID_LEN];
+	size_t n_asked;
 	long last_status;
 };
 
@@ -96,6 +103,8 @@ static void add_container(struct kube_pod *p, struct json_object *st)
 		return;
 	p->c = nv;
 	c = &p->c[p->n_c++];
+	/* zeroed: the pod list's hash covers the whole struct */
+	memset(c, 0, sizeof(*c));
 	snprintf(c->name, sizeof(c->name), "%s", name);
 	snprintf(c->id, sizeof(c->id), "%s", sep + 3);
 	snprintf(c->runtime, sizeof(c->runtime), "%.*s", (int)(sep - id), id);
@@ -142,6 +151,22 @@ static int add_pod(struct pod_list *l, struct json_object *pod)
 	return 0;
 }
 
+/* what the agent uses of the list: a list that is the same again changes nothing */
+static uint64_t pods_hash(const struct pod_list *l)
+{
+	uint64_t h = l->n;
+	size_t i;
+
+	for (i = 0; i < l->n; i++) {
+		const struct kube_pod *p = &l->v[i];
+
+		h = hash_bytes(p->uid, sizeof(p->uid) + sizeof(p->ns) + sizeof(p->name) +
+			       sizeof(p->service), h);
+		h = hash_bytes(p->c, p->n_c * sizeof(*p->c), h);
+	}
+	return h;
+}
+
 int kubeapi__parse(struct kubeapi *k, const char *json, size_t len)
 {
 	struct json_tokener *tok = json_tokener_new();
@@ -168,8 +193,13 @@ int kubeapi__parse(struct kubeapi *k, const char *json, size_t len)
 	pthread_mutex_lock(&k->lock);
 	pods_free(&k->pods);
 	k->pods = l;
-	k->counts.generation++;
 	k->counts.pods = l.n;
+	/* the generation tells the profiling thread to look again: only for news */
+	if (pods_hash(&l) != k->pods_hash || !k->counts.generation) {
+		k->pods_hash = pods_hash(&l);
+		k->counts.generation++;
+		k->n_asked = 0;
+	}
 	pthread_mutex_unlock(&k->lock);
 	return 0;
 }
@@ -190,6 +220,20 @@ static void fill(const struct kube_pod *p, struct container_info *ci)
 	container_service_name(ci, p->service);
 }
 
+/* remember uid (under k->lock); true if it was asked about since the last new list */
+static bool asked_before(struct kubeapi *k, const char *uid)
+{
+	size_t i;
+
+	for (i = 0; i < k->n_asked; i++)
+		if (!strcmp(k->asked[i], uid))
+			return true;
+	if (k->n_asked == MAX_ASKED)
+		return true;
+	snprintf(k->asked[k->n_asked++], POD_UID_LEN, "%s", uid);
+	return false;
+}
+
 bool kubeapi__lookup(struct kubeapi *k, struct container_info *ci)
 {
 	bool found = false;
@@ -203,7 +247,7 @@ bool kubeapi__lookup(struct kubeapi *k, struct container_info *ci)
 			fill(&k->pods.v[i], ci);
 			found = true;
 		}
-	if (!found) {
+	if (!found && !asked_before(k, ci->pod_uid)) {
 		k->want = true;
 		pthread_cond_signal(&k->wake);
 	}

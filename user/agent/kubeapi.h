@@ -26,7 +26,7 @@ struct kubeapi_opts {
 
 struct kubeapi_counts {
 	uint64_t requests, failures;
-	uint64_t generation;		/* successful lists so far */
+	uint64_t generation;		/* lists that changed what is known of the pods */
 	uint64_t pods;			/* in the last one */
 };
 
