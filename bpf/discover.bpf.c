@@ -46,6 +46,8 @@ static __always_inline void emit(__u32 kind, struct task_struct *task, __u32 par
 	e->pad = 0;
 	/* the leader's: what /proc/PID/stat reports as the process's start */
 	e->start_boottime = BPF_CORE_READ(task, group_leader, start_boottime);
+	/* an event read late may be older than what /proc shows by then */
+	e->time_boottime = bpf_ktime_get_boot_ns();
 	BPF_CORE_READ_STR_INTO(&e->comm, task, comm);
 	bpf_ringbuf_submit(e, 0);
 }

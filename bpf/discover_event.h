@@ -19,7 +19,8 @@ struct discover_event {
 	__u32 tgid;		/* the process (for DISCOVER_FORK: the child) */
 	__u32 parent_tgid;	/* DISCOVER_FORK: the tracked parent; else 0 */
 	__u32 pad;
-	__u64 start_boottime;	/* the process's start, ns since boot: with tgid its identity */
+	__u64 start_boottime;	/* start, ns since boot: with tgid, the process's identity */
+	__u64 time_boottime;	/* when it happened, ns since boot (CLOCK_BOOTTIME) */
 	char comm[16];		/* TASK_COMM_LEN */
 };
 

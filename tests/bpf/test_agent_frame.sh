@@ -140,7 +140,7 @@ test_pick_up_and_drop() {
 	need_root || return
 	idle "${TAG}b" || return
 	before=$idle_pid
-	agent_start pick -v --select "comm=${TAG}[abc]" --rescan 1h --keep-exited 2s || return
+	agent_start pick -v --select "comm=${TAG}[abcef]" --rescan 1h --keep-exited 2s || return
 	[ "$(field "$before" state)" = live ] || fail "a process older than the agent is not listed"
 	idle "${TAG}a" || return
 	execd=$idle_pid
@@ -166,6 +166,15 @@ test_pick_up_and_drop() {
 		done
 		kids="$kids $these"
 	done
+	# a target that execs another program: the old one exited ("exec'd"), the new one live
+	cp "$IDLE" "$TMP/${TAG}f"
+	idle "${TAG}e" --exec "$TMP/${TAG}f" || return
+	wait_field "$idle_pid" comm "${TAG}f" 3 || fail "the exec'd program is not a live target"
+	get /targets | $PY -c 'import json, sys
+t = [x for x in json.load(sys.stdin)["targets"] if x["pid"] == int(sys.argv[1])]
+sys.exit(0 if sorted((x["comm"], x["state"], x["exit_reason"]) for x in t) ==
+         sorted([(sys.argv[2] + "e", "exited", "exec\x27d"), (sys.argv[2] + "f", "live", None)]) else 1)' \
+		"$idle_pid" "$TAG" || fail "exec: $(get /targets | tr -d ' \n' | head -c 600)"
 	grep -q "picked up pid $execd (${TAG}a) $TMP/${TAG}a, no container: --select comm=" \
 		"$TMP/pick.err" || fail "-v: no pick-up line for $execd: $(cat "$TMP/pick.err")"
 	kill "$execd"
@@ -179,10 +188,13 @@ test_pick_up_and_drop() {
 		fail "-v: no exit line"
 	grep -q "dropped pid $execd (${TAG}a): exited 2" "$TMP/pick.err" || fail "-v: no drop line"
 	# pids from the kernel carry the process's identity: another process is another target
-	[ "$(get /metrics | sed -n 's/^culpert_agent_targets_picked_up_total //p')" -ge 8 ] ||
-		fail "picked_up_total below the 8 targets"
+	[ "$(get /metrics | sed -n 's/^culpert_agent_targets_picked_up_total //p')" -ge 10 ] ||
+		fail "picked_up_total below the 10 targets"
 	[ "$(get /metrics | sed -n 's/^culpert_agent_discovery_events_total{kind="fork"} //p')" -ge 2 ] ||
 		fail "fewer than 2 fork events counted"
+	# live and exited targets of one pid: still one series each
+	get /metrics | $PY tests/tools/promcheck.py pid comm state >"$TMP/pc" ||
+		fail "promcheck with exited targets: $(head -3 "$TMP/pc")"
 	for k in $kids; do kill "$k"; done
 	agent_stop pick
 }
@@ -338,7 +350,7 @@ check_metrics() {
 	while read -r name _ rt id _ ns pod ctr; do
 		p=$(pid_of "$name")
 		[ "$ns" = - ] && ns="" pod="" ctr=""
-		grep -q "^culpert_target_info{pid=\"$p\",comm=\"$name\",container_id=\"$id\",container=\"$ctr\",namespace=\"$ns\",pod=\"$pod\",.*runtime=\"$rt\"," "$TMP/attr.prom" ||
+		grep -q "^culpert_target_info{pid=\"$p\",comm=\"$name\",container_id=\"$id\",container=\"$ctr\",namespace=\"$ns\",pod=\"$pod\",state=\"live\",.*runtime=\"$rt\"," "$TMP/attr.prom" ||
 			fail "/metrics: no culpert_target_info for $name with its container and pod"
 		grep -q "^culpert_process_rss_bytes{pid=\"$p\",comm=\"$name\",container_id=\"$id\",container=\"$ctr\",namespace=\"$ns\",pod=\"$pod\"} [1-9]" "$TMP/attr.prom" ||
 			fail "/metrics: no culpert_process_rss_bytes for $name with its container and pod"

@@ -8,6 +8,7 @@
  *                    children list it reads at pick-up, must show them)
  *   --rename NAME    half a second after "ready", set its comm to NAME
  *                    (prctl): no exec happens, only a /proc rescan can notice
+ *   --exec PATH      half a second after "ready", exec PATH (no arguments)
  * Each child prints "child PID" and waits too.  Its comm is its file name:
  * the tests run copies with names of their own.
  */
@@ -50,6 +51,12 @@ int main(int argc, char **argv)
 		prctl(PR_SET_NAME, argv[2], 0, 0, 0);
 		printf("renamed\n");
 		fflush(stdout);
+	}
+	if (!strcmp(opt, "--exec")) {
+		usleep(500000);
+		execl(argv[2], argv[2], (char *)NULL);
+		perror("exec");
+		return 1;
 	}
 	for (;;)
 		pause();

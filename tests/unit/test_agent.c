@@ -329,7 +329,8 @@ static int count_files(const char *dir, const char *prefix)
 
 static void test_snapshots(void)
 {
-	struct snapshot_target t = { .comm = "a-1", .pid = 2, .time_ns = 1700000000LL * 1000000000 };
+	struct snapshot_target t = { .comm = "a-1", .pid = 2,
+				     .time_ns = 1700000000LL * 1000000000 };
 	struct snapshot_target other = { .comm = "a", .pid = 1, .time_ns = t.time_ns };
 	struct fake_writer w = { .text = "profile one" };
 	char dir[256], path[512], newest[512], err[256], *got;
@@ -441,10 +442,10 @@ static void test_prometheus_many(void)
 	ASSERT_EQ(memfmt_prometheus_many(f, mp, l, 2), 0, "write");
 	fclose(f);
 	ASSERT_TRUE(out && strstr(out, "# TYPE culpert_process_rss_bytes gauge\n"
-				  "culpert_process_rss_bytes{pid=\"10\",comm=\"\",container_id=\"\","
-				  "pod=\"cart-1\"} 4096\n"
-				  "culpert_process_rss_bytes{pid=\"11\",comm=\"\",container_id=\"\","
-				  "pod=\"\"} 8192\n"), "both under one TYPE");
+			   "culpert_process_rss_bytes{pid=\"10\",comm=\"\",container_id=\"\","
+			   "pod=\"cart-1\"} 4096\n"
+			   "culpert_process_rss_bytes{pid=\"11\",comm=\"\",container_id=\"\","
+			   "pod=\"\"} 8192\n"), "both under one TYPE");
 	ASSERT_TRUE(out && strstr(out, "# HELP culpert_process_rss_bytes") &&
 		    !strstr(strstr(out, "# HELP culpert_process_rss_bytes") + 1,
 			    "# HELP culpert_process_rss_bytes"), "one HELP");

@@ -117,10 +117,11 @@ static void queue_child(void *ctx, pid_t pid)
 		a->pending[a->n_pending++] = pid;
 }
 
-static void add_target(struct agent *a, const struct proc_info *pi,
+static void add_target(struct agent *a, const struct proc_info *pi, uint64_t seen_ns,
 		       const struct container_info *ci, const char *sel)
 {
-	struct agent_target t = { .pid = pi->pid, .start_ticks = pi->start_ticks };
+	struct agent_target t = { .pid = pi->pid, .start_ticks = pi->start_ticks,
+				  .seen_ns = seen_ns };
 	struct agent_target evicted;
 	int ret;
 
@@ -131,8 +132,9 @@ static void add_target(struct agent *a, const struct proc_info *pi,
 	ret = targets__add(a->targets, &t, &evicted);
 	if (ret == -ENOSPC) {
 		if (!a->warned_full)
-			pr_warn("pid %d (%s) matches --select %s, but --max-targets %llu targets are "
-				"live already: it is not profiled; raise --max-targets\n",
+			pr_warn("pid %d (%s) matches --select %s, but --max-targets %llu "
+				"targets are live already: it is not profiled; raise "
+				"--max-targets\n",
 				(int)t.pid, t.comm, sel, (unsigned long long)a->o.max_targets);
 		a->warned_full = true;
 		return;
@@ -170,8 +172,9 @@ enum seen_by { SEEN_EXEC, SEEN_FORK, SEEN_RESCAN };
 
 /* a live target seen again: its names may have become known, its cgroup may have changed */
 static void refresh(struct agent *a, struct agent_target *t, const struct proc_info *pi,
-		    const struct container_info *ci)
+		    uint64_t seen_ns, const struct container_info *ci)
 {
+	t->seen_ns = seen_ns;
 	if (!memcmp(&t->ci, ci, sizeof(*ci)) && !strcmp(t->comm, pi->comm) &&
 	    !strcmp(t->exe, pi->exe))
 		return;
@@ -183,10 +186,13 @@ static void refresh(struct agent *a, struct agent_target *t, const struct proc_i
 
 /*
  * A process the kernel or /proc showed: pick it up if it matches.  start is
- * the one the event saw (0 from the rescan): a pid reused since is not it.
+ * the one the event saw (0 from the rescan): a pid reused since is not it;
+ * when is the event's time (0 from the rescan).
  */
-static void consider(struct agent *a, pid_t pid, uint64_t start, enum seen_by by)
+static void consider(struct agent *a, pid_t pid, uint64_t start, uint64_t when,
+		     enum seen_by by)
 {
+	uint64_t seen = boot_ns();
 	struct agent_target live;
 	struct container_info ci;
 	struct select_input in;
@@ -203,21 +209,27 @@ static void consider(struct agent *a, pid_t pid, uint64_t start, enum seen_by by
 		exited(a, pid, live.start_ticks, "gone");
 		have = false;
 	}
-	if (have && by == SEEN_EXEC) {
-		/* another program in the same process: what was collected belongs to the old one */
+	/*
+	 * Another program in the same process: what was collected belongs to the
+	 * old one.  Unless /proc was read for the target after this exec: an
+	 * event read late (the shell's exec before the program's) is old news.
+	 * Another executable than the target's is an exec whose event is not
+	 * read yet (or was lost).
+	 */
+	if (have && ((by == SEEN_EXEC && when > live.seen_ns) || strcmp(live.exe, pi.exe))) {
 		exited(a, pid, live.start_ticks, "exec'd");
 		have = false;
 	}
 	attribute(a, pi.cgroup_text, &ci);
 	if (have) {
-		refresh(a, &live, &pi, &ci);
+		refresh(a, &live, &pi, seen, &ci);
 		goto out;
 	}
 	in = (struct select_input){ .pid = pid, .comm = pi.comm, .exe = pi.exe,
 				    .cgroup_text = pi.cgroup_text, .ci = &ci };
 	sel = selectors__match(a->sel, &in);
 	if (sel)
-		add_target(a, &pi, &ci, sel);
+		add_target(a, &pi, seen, &ci, sel);
 out:
 	proc_info__free(&pi);
 }
@@ -226,23 +238,24 @@ out:
 static void drain(struct agent *a)
 {
 	while (a->n_pending)
-		consider(a, a->pending[--a->n_pending], 0, SEEN_FORK);
+		consider(a, a->pending[--a->n_pending], 0, 0, SEEN_FORK);
 }
 
-static void on_discovered(void *ctx, enum discover_what what, pid_t pid, uint64_t start)
+static void on_discovered(void *ctx, enum discover_what what, pid_t pid, uint64_t start,
+			  uint64_t when)
 {
 	struct agent *a = ctx;
 
 	if (what == DISCOVERED_EXIT)
 		exited(a, pid, start, "exited");
 	else
-		consider(a, pid, start, what == DISCOVERED_EXEC ? SEEN_EXEC : SEEN_FORK);
+		consider(a, pid, start, when, what == DISCOVERED_EXEC ? SEEN_EXEC : SEEN_FORK);
 	drain(a);
 }
 
 static void rescan_one(void *ctx, pid_t pid)
 {
-	consider(ctx, pid, 0, SEEN_RESCAN);
+	consider(ctx, pid, 0, 0, SEEN_RESCAN);
 	drain(ctx);
 }
 
@@ -274,7 +287,8 @@ static void expire(struct agent *a)
 
 	while (targets__expire_one(a->targets, now, a->o.keep_exited_ns, &t))
 		pr_info("culpert-bpf: dropped pid %d (%s): %s %s ago\n", (int)t.pid, t.comm,
-			t.exit_reason, format_duration(ago, sizeof(ago), (uint64_t)(now - t.exited_ns)));
+			t.exit_reason,
+			format_duration(ago, sizeof(ago), (uint64_t)(now - t.exited_ns)));
 }
 
 static void publish(struct agent *a)
@@ -343,8 +357,8 @@ static int load_token(const char *path, char **out)
 	while (n && strchr(" \t\r\n", (*out)[n - 1]))
 		(*out)[--n] = 0;
 	if (!n || strchr(*out, '\n')) {
-		pr_error("--token-file %s must hold one token on one line; write e.g. the output of "
-			 "'openssl rand -hex 32' to it\n", path);
+		pr_error("--token-file %s must hold one token on one line; write e.g. the output "
+			 "of 'openssl rand -hex 32' to it\n", path);
 		return -EINVAL;
 	}
 	if (!stat(path, &st) && (st.st_mode & 0077))
@@ -362,13 +376,14 @@ static int start_kube(struct agent *a)
 	char url[512], err[1024];
 
 	if (!node || !node[0]) {
-		pr_error("--kube-api lists the pods of this node only, and NODE_NAME is not set: set "
-			 "it from the downward API (fieldRef spec.nodeName)\n");
+		pr_error("--kube-api lists the pods of this node only, and NODE_NAME is not set: "
+			 "set it from the downward API (fieldRef spec.nodeName)\n");
 		return -EINVAL;
 	}
 	if (!a->o.kube_api_url && (!host || !port)) {
-		pr_error("--kube-api: KUBERNETES_SERVICE_HOST and _PORT are not set, so this is not "
-			 "a pod: give the API server's address as --kube-api=https://HOST:PORT\n");
+		pr_error("--kube-api: KUBERNETES_SERVICE_HOST and _PORT are not set, so this is "
+			 "not a pod: give the API server's address as "
+			 "--kube-api=https://HOST:PORT\n");
 		return -EINVAL;
 	}
 	snprintf(url, sizeof(url), strchr(host ? host : "", ':') ? "https://[%s]:%s" :

@@ -35,7 +35,7 @@ static const char agent_usage[] =
 	"      --select pod=NS/NAME | namespace=NS | container-name=NAME   Kubernetes names\n"
 	"      --max-targets N          processes kept at once, live and exited (default 64)\n"
 	"      --keep-exited D          keep an exited target's data for D (default 5m)\n"
-	"      --rescan D               walk /proc every D for what the events missed (default 10s)\n"
+	"      --rescan D               walk /proc every D for what events missed (default 10s)\n"
 	"Serving:\n"
 	"      --listen ADDR:PORT       (default 127.0.0.1:7790; [ADDR6]:PORT for IPv6)\n"
 	"      --token-file FILE        clients must send 'Authorization: Bearer <its content>';\n"
@@ -43,16 +43,17 @@ static const char agent_usage[] =
 	"      --labels span|all        labels of served profiles: span_name and span_path, or\n"
 	"                               also span ids and thread ids (default span)\n"
 	"      --snapshot-dir DIR       also write each target's profile to DIR every --interval\n"
-	"      --interval D             (default 60s), keeping the newest --keep N per target (10)\n"
+	"      --interval D             (default 60s), keeping the newest --keep N (10) a target\n"
 	"Attribution:\n"
 	"      --pods-log-dir DIR       the kubelet's pod log directories (default /var/log/pods)\n"
-	"      --kube-api[=URL]         pod names and annotations from the Kubernetes API (default\n"
-	"                               https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT),\n"
+	"      --kube-api[=URL]         pod names and annotations from the Kubernetes API\n"
+	"                               (default https://$KUBERNETES_SERVICE_HOST:\n"
+	"                               $KUBERNETES_SERVICE_PORT),\n"
 	"                               pods of $NODE_NAME only\n"
 	"      --kube-sa-dir DIR        its token and ca.crt (default\n"
 	"                               /var/run/secrets/kubernetes.io/serviceaccount)\n"
 	"Collection (attach's, for every target):\n"
-	"      --max-overhead PCT       budget per target, %% of one CPU (default 1; 0 = no limit)\n"
+	"      --max-overhead PCT       budget per target, %% of one CPU (default 1; 0: no limit)\n"
 	"      --rate BYTES             mean bytes between samples (default 512KiB)\n"
 	"      --inuse, --no-inuse      follow frees for the live heap (default on)\n"
 	"      --unwind fp|dwarf|auto   (default auto)   --max-depth N (default 64)\n"
@@ -65,7 +66,8 @@ static const char agent_usage[] =
 	"\n"
 	"EXAMPLES:\n"
 	"  sudo culpert-bpf agent --select comm=nginx --select 'exe=/opt/app/*'\n"
-	"  sudo culpert-bpf agent --select namespace=shop --listen 0.0.0.0:7790 --token-file /etc/t\n"
+	"  sudo culpert-bpf agent --select namespace=shop --listen 0.0.0.0:7790 \\\n"
+	"        --token-file /etc/culpert/token\n"
 	"  curl -s http://127.0.0.1:7790/targets\n";
 
 enum {
@@ -127,10 +129,12 @@ static const struct num_opt {
 	{ O_MAX_TARGETS, NUM_COUNT, 1, 4096, offsetof(struct agent_opts, max_targets) },
 	{ O_MAX_STACKS, NUM_COUNT, 1, 1 << 24, offsetof(struct agent_opts, max_stacks) },
 	{ O_RATE, NUM_SIZE, 1, 1ULL << 40, offsetof(struct agent_opts, collect.rate) },
-	{ O_DEPTH, NUM_COUNT, 1, CULPERT_MAX_FRAMES - 1, offsetof(struct agent_opts, collect.max_depth) },
+	{ O_DEPTH, NUM_COUNT, 1, CULPERT_MAX_FRAMES - 1,
+	  offsetof(struct agent_opts, collect.max_depth) },
 	{ O_STACK_SIZE, NUM_SIZE, 1024, CULPERT_MAX_STACK_COPY,
 	  offsetof(struct agent_opts, collect.stack_size) },
-	{ O_RINGBUF, NUM_SIZE, 4096, 1ULL << 30, offsetof(struct agent_opts, collect.ringbuf_size) },
+	{ O_RINGBUF, NUM_SIZE, 4096, 1ULL << 30,
+	  offsetof(struct agent_opts, collect.ringbuf_size) },
 	{ O_MAX_LIVE, NUM_COUNT, 1, 1 << 26, offsetof(struct agent_opts, collect.max_live) },
 	{ O_MAX_FNS, NUM_COUNT, 1, 100000, offsetof(struct agent_opts, collect.max_span_fns) },
 };
@@ -215,8 +219,8 @@ static int parse_other(int c, const char *arg, struct agent_opts *o)
 		if (opt_number("--max-overhead", arg, pct, &o->max_overhead_pct))
 			return -EINVAL;
 		if (o->max_overhead_pct > 100)
-			return opt_error("invalid --max-overhead '%s': use a share of one CPU from 0 "
-					 "(no limit) to 100", arg);
+			return opt_error("invalid --max-overhead '%s': use a share of one CPU "
+					 "from 0 (no limit) to 100", arg);
 		return 0;
 	case O_SNAPDIR:
 		o->snapshot_dir = arg;
@@ -273,12 +277,12 @@ static int check(struct agent_opts *o, bool interval_given)
 		return opt_error("no --select given: say which processes to profile, e.g. "
 				 "--select comm=nginx or --select namespace=shop");
 	if (http_parse_listen(o->listen, &l))
-		return opt_error("invalid --listen '%s': use ADDR:PORT with a numeric address, such "
-				 "as 127.0.0.1:7790 or [::1]:7790", o->listen);
+		return opt_error("invalid --listen '%s': use ADDR:PORT with a numeric address, "
+				 "such as 127.0.0.1:7790 or [::1]:7790", o->listen);
 	if (!l.loopback && !o->token_file)
-		return opt_error("--listen %s is not a loopback address: serving profiles to the "
-				 "network needs --token-file FILE, a bearer token every client must "
-				 "send", o->listen);
+		return opt_error("--listen %s is not a loopback address: serving profiles to "
+				 "the network needs --token-file FILE, a bearer token every client "
+				 "must send", o->listen);
 	if ((interval_given || o->keep != 10) && !o->snapshot_dir)
 		return opt_error("--interval and --keep set how snapshots are written: they need "
 				 "--snapshot-dir DIR");

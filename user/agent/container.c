@@ -19,7 +19,7 @@ static const struct layout {
 	{ "cri-containerd-", "containerd" },	/* containerd's CRI plugin, systemd driver */
 	{ "crio-", "cri-o" },			/* both drivers */
 	{ "docker-", "docker" },		/* systemd driver (cgroupfs: /docker/ID) */
-	{ "libpod-", "podman" },		/* both drivers (cgroupfs: /libpod_parent/libpod-ID) */
+	{ "libpod-", "podman" },		/* both (cgroupfs: /libpod_parent/libpod-ID) */
 };
 
 /* the runtimes' monitor processes sit beside the container: they are not in it */
@@ -69,7 +69,7 @@ static bool parse_uid(const char *s, size_t n, char *out)
 	return true;
 }
 
-/* "pod<UID>" (cgroupfs), "kubepods-pod<UID>.slice", "kubepods-burstable-pod<UID>.slice" (systemd) */
+/* "pod<UID>" (cgroupfs); "kubepods-pod<UID>.slice", "kubepods-<qos>-pod<UID>.slice" (systemd) */
 static bool pod_component(const char *c, size_t n, char *uid)
 {
 	const char *p;
@@ -120,7 +120,7 @@ static const char *container_component(const char *c, size_t n, const char *pare
 	snprintf(id, CONTAINER_ID_LEN, "%.64s", c);
 	if (pn == 6 && !strncmp(parent, "docker", 6))
 		return "docker";
-	/* the cgroupfs driver names a pod's containers by id alone: containerd since dockershim went */
+	/* cgroupfs names a pod's containers by id alone: containerd, since dockershim is gone */
 	return in_pod ? "containerd" : "";
 }
 
@@ -308,8 +308,8 @@ static bool name_from_containers_dir(const char *pods_dir, struct container_info
 		return false;
 	while (!found && (de = readdir(d))) {
 		n = strlen(de->d_name);
-		if (n <= wl + tl || strncmp(de->d_name, want, wl) || strcmp(de->d_name + n - tl, tail) ||
-		    n - wl - tl >= sizeof(ci->container_name))
+		if (n <= wl + tl || strncmp(de->d_name, want, wl) ||
+		    strcmp(de->d_name + n - tl, tail) || n - wl - tl >= sizeof(ci->container_name))
 			continue;
 		snprintf(ci->container_name, sizeof(ci->container_name), "%.*s", (int)(n - wl - tl),
 			 de->d_name + wl);
@@ -338,7 +338,8 @@ static void only_container(const char *pods_dir, const char *pod_dir, struct con
 		    fstatat(dirfd(d), de->d_name, &st, 0) || !S_ISDIR(st.st_mode))))
 			continue;
 		/* a name past Kubernetes' 63 bytes is no container directory */
-		if (count++ == 0 && snprintf(name, sizeof(name), "%s", de->d_name) >= (int)sizeof(name))
+		if (count++ == 0 &&
+		    snprintf(name, sizeof(name), "%s", de->d_name) >= (int)sizeof(name))
 			count = 2;
 	}
 	closedir(d);

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <linux/types.h>
 #include <bpf/bpf.h>
@@ -67,6 +68,14 @@ static int read_stat(pid_t pid, struct proc_info *pi)
 	ret = parse_stat(text, pi);
 	free(text);
 	return ret;
+}
+
+uint64_t boot_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_BOOTTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
 int proc_start_ticks(pid_t pid, bool live_only, uint64_t *out)
@@ -199,7 +208,7 @@ static int on_event(void *ctx, void *data, size_t len)
 		return 0;
 	}
 	/* /proc/PID/stat's starttime is nsec_to_clock_t(start_boottime) */
-	d->fn(d->ctx, what, (pid_t)e->tgid, e->start_boottime / d->ns_per_tick);
+	d->fn(d->ctx, what, (pid_t)e->tgid, e->start_boottime / d->ns_per_tick, e->time_boottime);
 	return 0;
 }
 

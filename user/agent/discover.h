@@ -27,6 +27,8 @@ struct proc_info {
 	char *cgroup_text;	/* /proc/PID/cgroup, malloc'd; "" when it cannot be read */
 };
 
+/* now, CLOCK_BOOTTIME: the clock of the events' times */
+uint64_t boot_ns(void);
 /* 0, -ESRCH (gone, or a kernel thread), or -errno */
 int proc_info__read(pid_t pid, struct proc_info *pi);
 void proc_info__free(struct proc_info *pi);
@@ -39,7 +41,9 @@ int proc_children(pid_t pid, void (*cb)(void *ctx, pid_t pid), void *ctx);
 
 enum discover_what { DISCOVERED_EXEC, DISCOVERED_FORK, DISCOVERED_EXIT };
 
-typedef void (*discover_fn)(void *ctx, enum discover_what what, pid_t pid, uint64_t start_ticks);
+/* time_ns: when it happened, CLOCK_BOOTTIME (boot_ns() is the same clock) */
+typedef void (*discover_fn)(void *ctx, enum discover_what what, pid_t pid, uint64_t start_ticks,
+			    uint64_t time_ns);
 
 struct discover_counts {
 	uint64_t execs, forks, exits;

@@ -71,7 +71,8 @@ static int listen_v6(const char *host, long port, struct http_listen *out)
 	in6->sin6_port = htons((uint16_t)port);
 	out->len = sizeof(*in6);
 	out->loopback = IN6_IS_ADDR_LOOPBACK(&in6->sin6_addr) ||
-			(IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr) && in6->sin6_addr.s6_addr[12] == 127);
+			(IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr) &&
+			 in6->sin6_addr.s6_addr[12] == 127);
 	return 0;
 }
 
@@ -212,8 +213,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	} else if (!(route && route->open) && !authorized(s, conn)) {
 		count(&s->counts.auth_failures);
 		challenge = true;
-		http_json_error(&r, MHD_HTTP_UNAUTHORIZED, "missing or wrong bearer token: send "
-				"'Authorization: Bearer' and the content of the agent's --token-file");
+		http_json_error(&r, MHD_HTTP_UNAUTHORIZED, "missing or wrong bearer token: "
+				"send 'Authorization: Bearer' and the content of the agent's "
+				"--token-file");
 	} else if (!route) {
 		http_json_error(&r, MHD_HTTP_NOT_FOUND, "no such path: the agent serves "
 				"/debug/pprof/allocs, /debug/pprof/heap, /metrics, /targets and "

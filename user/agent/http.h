@@ -44,7 +44,7 @@ typedef void (*http_handler)(void *ctx, const struct http_request *r, struct htt
 struct http_route {
 	const char *path;
 	http_handler fn;
-	bool open;		/* answered without the token (/healthz, for the kubelet's probes) */
+	bool open;		/* answered without the token (/healthz: the kubelet's probes) */
 };
 
 struct http_opts {

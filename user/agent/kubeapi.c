@@ -399,7 +399,8 @@ static void *kube_thread(void *arg)
 		k->want = false;
 		while (!k->stop) {
 			t = now_ns();
-			if (t - last >= (int64_t)k->o.refresh_ns || (k->want && t - last >= MIN_EARLY_NS))
+			if (t - last >= (int64_t)k->o.refresh_ns ||
+			    (k->want && t - last >= MIN_EARLY_NS))
 				break;
 			clock_gettime(CLOCK_REALTIME, &ts);
 			ts.tv_nsec += 200000000;

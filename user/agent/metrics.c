@@ -156,6 +156,35 @@ static void target_labels(FILE *f, const struct agent_target *t)
 	memfmt_prom_label(f, "container", t->ci.container_name, true);
 	memfmt_prom_label(f, "namespace", t->ci.pod_namespace, true);
 	memfmt_prom_label(f, "pod", t->ci.pod_name, true);
+	memfmt_prom_label(f, "state", t->exited_ns ? "exited" : "live", true);
+}
+
+static bool same_labels(const struct agent_target *a, const struct agent_target *b, bool info)
+{
+	const struct container_info *x = &a->ci, *y = &b->ci;
+
+	if (!a->exited_ns != !b->exited_ns || strcmp(a->comm, b->comm) || strcmp(x->id, y->id) ||
+	    strcmp(x->container_name, y->container_name) ||
+	    strcmp(x->pod_namespace, y->pod_namespace) || strcmp(x->pod_name, y->pod_name))
+		return false;
+	return !info || (!strcmp(a->exe, b->exe) && !strcmp(x->runtime, y->runtime) &&
+			 !strcmp(x->pod_uid, y->pod_uid) &&
+			 !strcmp(x->service_name, y->service_name));
+}
+
+/*
+ * A process that exec'd the same program twice leaves two exited targets
+ * with one label set: only the newer one (later in v) is exported, a
+ * series must not repeat.
+ */
+static bool shadowed(const struct agent_target *v, size_t n, size_t i, bool info)
+{
+	size_t j;
+
+	for (j = i + 1; j < n && v[j].pid == v[i].pid; j++)
+		if (same_labels(&v[i], &v[j], info))
+			return true;
+	return false;
 }
 
 static void target_info(FILE *f, const struct agent_target *v, size_t n)
@@ -165,18 +194,21 @@ static void target_info(FILE *f, const struct agent_target *v, size_t n)
 	family(f, "culpert_target_info", "gauge",
 	       "One series per target, always 1: its program, container and pod.");
 	for (i = 0; i < n; i++) {
+		if (shadowed(v, n, i, true))
+			continue;
 		fputs("culpert_target_info{", f);
 		target_labels(f, &v[i]);
 		memfmt_prom_label(f, "exe", v[i].exe, true);
 		memfmt_prom_label(f, "runtime", v[i].ci.runtime, true);
 		memfmt_prom_label(f, "pod_uid", v[i].ci.pod_uid, true);
 		memfmt_prom_label(f, "service_name", v[i].ci.service_name, true);
-		memfmt_prom_label(f, "state", v[i].exited_ns ? "exited" : "live", true);
 		fputs("} 1\n", f);
 	}
 	family(f, "culpert_target_picked_up_time_seconds", "gauge",
 	       "When the agent picked the target up, Unix time.");
 	for (i = 0; i < n; i++) {
+		if (shadowed(v, n, i, false))
+			continue;
 		fputs("culpert_target_picked_up_time_seconds{", f);
 		target_labels(f, &v[i]);
 		fprintf(f, "} %.3f\n", (double)v[i].since_ns / 1e9);

@@ -91,7 +91,8 @@ static int parse_arg(struct selector *s)
 		return 0;
 	case SEL_CGROUP:
 		if (s->arg[0] != '/')
-			return bad(s->spec, "a cgroup path starts with '/', as /proc/PID/cgroup shows it");
+			return bad(s->spec, "a cgroup path starts with '/', as /proc/PID/cgroup "
+				   "shows it");
 		return 0;
 	default:
 		return 0;

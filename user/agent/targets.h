@@ -23,12 +23,13 @@
 struct agent_target {
 	pid_t pid;
 	uint64_t start_ticks;		/* /proc/PID/stat starttime: with pid, the identity */
+	uint64_t seen_ns;		/* CLOCK_BOOTTIME before /proc was last read for it */
 	char comm[16];
 	char exe[PATH_MAX];		/* /proc/PID/exe as the kernel reports it */
 	struct container_info ci;	/* container, pod, cgroup path */
 	int64_t since_ns;		/* picked up, Unix ns */
 	int64_t exited_ns;		/* 0 while live */
-	char exit_reason[16];		/* "exited", "exec'd" (another program), "gone" (rescan) */
+	char exit_reason[16];		/* "exited", "exec'd" (another program), "gone" */
 };
 
 struct targets_counters {

@@ -66,7 +66,7 @@ static int add_section(struct mem_items *items, const char *dir, const char *pro
 		it->counter = f->unit == MEM_UNIT_EVENTS;
 		it->label_key = label_key;
 		it->label_val = label_val;
-		/* "_count" names a histogram's count to Prometheus (promtool refuses it elsewhere) */
+		/* "_count" is a histogram's count to Prometheus: promtool refuses it elsewhere */
 		if (f->unit == MEM_UNIT_COUNT && !strcmp(f->name, "count"))
 			snprintf(it->prom, sizeof(it->prom), "%.*ss", (int)strlen(prom) - 1, prom);
 		else
