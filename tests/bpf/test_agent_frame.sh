@@ -640,6 +640,54 @@ EOF
 	agent_stop bad
 }
 
+# The limits: 16 connections per client address (the 17th is closed at once,
+# another address still served), a connection that sends no complete request
+# closed after the 10 s idle timeout.
+test_limits() {
+	need_root || return
+	agent_start lim --select "comm=${TAG}l" || return
+	$PY - "${agent_url#http://}" >"$TMP/lim.out" 2>&1 <<'EOF'
+import socket, sys, time
+host, port = sys.argv[1].rsplit(':', 1)
+port = int(port)
+held = []
+for i in range(16):
+    s = socket.create_connection((host, port))
+    s.sendall(b'GET /metrics HTTP/1.1\r\nHost: x\r\n')
+    held.append(s)
+time.sleep(0.5)
+extra = socket.create_connection((host, port), timeout=3)
+extra.sendall(b'GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n')
+try:
+    got = extra.recv(100)
+except ConnectionResetError:
+    got = b''
+except socket.timeout:
+    got = b'timeout'
+print('17th:', got.split(b'\r\n')[0].decode() or 'closed')
+other = socket.create_connection((host, port), timeout=3, source_address=('127.0.0.2', 0))
+other.sendall(b'GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n')
+print('other address:', other.recv(100).split(b'\r\n')[0].decode())
+t0 = time.time()
+for s in held:
+    s.settimeout(20)
+    try:
+        s.recv(100)
+    except (socket.timeout, ConnectionResetError):
+        pass
+print('idle closed after: %.1f' % (time.time() - t0 + 0.5))
+EOF
+	grep -qx '17th: closed' "$TMP/lim.out" || fail "the 17th connection of one address: $(cat "$TMP/lim.out")"
+	grep -qx 'other address: HTTP/1.1 200 OK' "$TMP/lim.out" ||
+		fail "another address not served: $(cat "$TMP/lim.out")"
+	after=$(sed -n 's/^idle closed after: //p' "$TMP/lim.out")
+	awk -v t="$after" 'BEGIN { exit !(t >= 9 && t <= 13) }' ||
+		fail "idle connections closed after ${after:-?} s, want the 10 s timeout"
+	st=$(status /healthz)
+	[ "$st" = 200 ] || fail "not serving after the limits: $st $(cat "$TMP/body")"
+	agent_stop lim
+}
+
 # SIGINT as SIGTERM: exit 0 within 5 s, "stopping" said; SIGKILL: the target runs on
 # and the kernel removes the agent's BPF programs
 test_signals() {
@@ -680,4 +728,5 @@ run_test agent/attribution test_attribution
 run_test agent/kube_api test_kube_api
 run_test agent/prometheus test_prometheus
 run_test agent/malformed test_malformed
+run_test agent/limits test_limits
 run_test agent/signals test_signals

@@ -53,7 +53,7 @@ static const char agent_usage[] =
 	"      --kube-sa-dir DIR        its token and ca.crt (default\n"
 	"                               /var/run/secrets/kubernetes.io/serviceaccount)\n"
 	"Collection (attach's, for every target):\n"
-	"      --max-overhead PCT       budget per target, %% of one CPU (default 1; 0: no limit)\n"
+	"      --max-overhead PCT       budget per target, % of one CPU (default 1; 0: no limit)\n"
 	"      --rate BYTES             mean bytes between samples (default 512KiB)\n"
 	"      --inuse, --no-inuse      follow frees for the live heap (default on)\n"
 	"      --unwind fp|dwarf|auto   (default auto)   --max-depth N (default 64)\n"

@@ -261,8 +261,14 @@ static int listen_socket(const struct http_listen *l, unsigned int *port)
 struct http_server *http__start(const struct http_opts *o, char *err, size_t errlen)
 {
 	struct http_server *s = calloc(1, sizeof(*s));
+	/*
+	 * ITC: a connection thread that ends wakes the listening thread, which
+	 * then forgets the connection at once; without it a client address's
+	 * count stays up until the next accept, which the per-client limit
+	 * refuses (seen after slow clients timed out).
+	 */
 	unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
-			     MHD_USE_POLL | MHD_USE_ERROR_LOG;
+			     MHD_USE_POLL | MHD_USE_ERROR_LOG | MHD_USE_ITC;
 
 	if (!s) {
 		snprintf(err, errlen, "cannot start the HTTP server: %s", strerror(ENOMEM));
@@ -279,13 +285,14 @@ struct http_server *http__start(const struct http_opts *o, char *err, size_t err
 		free(s);
 		return NULL;
 	}
+	/* the logger first: MHD's own would print what comes before it */
 	s->mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_request, s,
+				  MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
 				  MHD_OPTION_LISTEN_SOCKET, s->fd,
 				  MHD_OPTION_CONNECTION_LIMIT, o->max_connections,
 				  MHD_OPTION_PER_IP_CONNECTION_LIMIT, o->max_per_client,
 				  MHD_OPTION_CONNECTION_TIMEOUT, o->timeout_s,
 				  MHD_OPTION_CONNECTION_MEMORY_LIMIT, o->max_request_bytes,
-				  MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
 				  MHD_OPTION_END);
 	if (!s->mhd) {
 		snprintf(err, errlen, "cannot start the HTTP server (libmicrohttpd): %s; run with "
