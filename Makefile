@@ -53,18 +53,18 @@ VERSION := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
 # Debian 12 packages, by what needs them (`make deps` installs them all).
 # culpert (the CLI) alone: plain `make culpert` needs only these
 CLI_PACKAGES := make gcc pkg-config libelf-dev libdw-dev libdebuginfod-dev zlib1g-dev \
-	protobuf-c-compiler libprotobuf-c-dev libiberty-dev
+	protobuf-c-compiler libprotobuf-c-dev libiberty-dev libcurl4-openssl-dev
 # ... and culpert-bpf: plain `make`
-# (the agent's HTTP server, its Kubernetes API client and that client's JSON reader)
+# (the agent's HTTP server and its Kubernetes API client's JSON reader; libcurl is the CLI's too)
 BUILD_PACKAGES := $(CLI_PACKAGES) clang llvm libbpf-dev bpftool libcapstone-dev \
-	libmicrohttpd-dev libcurl4-openssl-dev libjson-c-dev
+	libmicrohttpd-dev libjson-c-dev
 # make demo: the example service includes the span probes' <sys/sdt.h>
 DEMO_PACKAGES := systemtap-sdt-dev procps
 # make test and make bench: targets, independent readers, the VM, measuring tools
 TEST_PACKAGES := $(DEMO_PACKAGES) g++ systemtap-sdt-dev debuginfod elfutils binutils golang-go \
 	musl-tools libjemalloc2 libjemalloc-dev libmimalloc2.0 libmimalloc-dev libtcmalloc-minimal4 \
 	hyperfine valgrind python3 python3-prometheus-client sqlite3 rustc dwz libc6-dbg time \
-	python3-jsonschema libxml2-utils qemu-system-x86 busybox cpio util-linux nodejs \
+	python3-jsonschema libxml2-utils qemu-system-x86 busybox cpio util-linux nodejs python3-yaml \
 	prometheus openssl curl
 # the arm64 cross build (ARCH=arm64 on x86-64): Debian's cross compilers and the arm64
 # multiarch -dev packages (install-deps.sh adds the dpkg architecture they need)
@@ -84,6 +84,9 @@ ARM64_TEST_PACKAGES := musl-dev:arm64 libstd-rust-dev:arm64
 ifeq ($(HOST_ARCH),x86)
 TEST_PACKAGES += $(ARM64_PACKAGES) $(ARM64_TEST_PACKAGES) qemu-system-arm
 endif
+# the Rust tracing layer and its example (rust/Makefile.inc); rust-src and lld: the aarch64 check
+TEST_PACKAGES += cargo librust-tracing-dev librust-tracing-subscriber-dev librust-tracing-core-dev \
+	librust-tokio-dev librust-hyper-dev rust-src lld
 DEB_PACKAGES := $(sort $(BUILD_PACKAGES) $(TEST_PACKAGES))
 
 # The layers (SPEC §1): lib/ <- proto/ <- cli/ and user/.  Each part sees only
@@ -101,11 +104,17 @@ USER_INC := $(PROTO_INC) $(call iquote,$(USER_DIRS))
 
 # libraries by layer; recursive (=) on purpose: evaluated after `make deps` may have installed them
 LIB_PC := libelf libdw libdebuginfod zlib libprotobuf-c
+# culpert-bpf: the agent's HTTP server (libmicrohttpd), its Kubernetes API client (libcurl,
+# json-c)
 USER_PC := $(LIB_PC) libbpf capstone libmicrohttpd libcurl json-c
+# culpert alone: the archive client (culpert upload / pull)
+CLI_PC := libcurl
 LIB_PC_CFLAGS = $(shell $(PKG_CONFIG) --cflags $(LIB_PC) 2>/dev/null)
 PC_CFLAGS = $(shell $(PKG_CONFIG) --cflags $(USER_PC) 2>/dev/null)
 LIB_LIBS = $(shell $(PKG_CONFIG) --libs $(LIB_PC) 2>/dev/null) -liberty -lm -lpthread
 USER_LIBS = $(shell $(PKG_CONFIG) --libs $(USER_PC) 2>/dev/null) -liberty -lm -lpthread
+CLI_PC_CFLAGS = $(shell $(PKG_CONFIG) --cflags $(CLI_PC) 2>/dev/null)
+CLI_LIBS = $(shell $(PKG_CONFIG) --libs $(CLI_PC) 2>/dev/null)
 
 WARNINGS := -Wall -Wextra -Wshadow -Wmissing-prototypes -Wno-unused-parameter
 ifneq ($(CI),)
@@ -115,9 +124,9 @@ CFLAGS ?= -O2 -g
 BASE_CFLAGS = $(CFLAGS) $(WARNINGS) -std=gnu11 -D_GNU_SOURCE -MMD -MP \
 	-DCULPERT_VERSION='"$(VERSION)"' -Iinclude $(EXTRA_CFLAGS)
 # tests and tools see every layer
-ALL_CFLAGS = $(BASE_CFLAGS) $(PC_CFLAGS) $(USER_INC) $(call iquote,$(CLI_DIRS))
+ALL_CFLAGS = $(BASE_CFLAGS) $(PC_CFLAGS) $(CLI_PC_CFLAGS) $(USER_INC) $(call iquote,$(CLI_DIRS))
 ALL_LDFLAGS = -Wl,--as-needed $(LDFLAGS) $(EXTRA_LDFLAGS)
-LDLIBS_ALL = $(USER_LIBS)
+LDLIBS_ALL = $(USER_LIBS) $(CLI_LIBS)
 
 BPF_CFLAGS := -g -O2 -target bpf -mcpu=v3 -Werror=implicit-function-declaration -D__TARGET_ARCH_$(ARCH) -I$(OUTPUT) -Ibpf \
 	-Ivmlinux/$(ARCH) -idirafter /usr/include/$(MULTIARCH) -Wall -Wno-unused-function
@@ -174,6 +183,7 @@ help:
 	@echo '  demo         deps + build + profile examples/demo_service for a few seconds, print the report'
 	@echo '  test         deps + build + run every test (unit, BPF, CLI); ends with "N passed, N failed"'
 	@echo '  bench        overhead and cost measurements, medians over repeated runs'
+	@echo '  rust         the Rust tracing layer and its example service (demo-rust: profile it under load)'
 	@echo '  fuzz         run the libFuzzer harness of the pprof reader (FUZZ_SECONDS=600)'
 	@echo '  check-layout fail if a file includes a header from a layer above its own'
 	@echo '  install      install both binaries and the span header under PREFIX=$(PREFIX)'
@@ -261,7 +271,7 @@ $(OUTPUT)/proto/%.o: proto/%.c | $(PROTO_H)
 $(OUTPUT)/cli/%.o: cli/%.c | $(PROTO_H)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(BASE_CFLAGS) $(LIB_PC_CFLAGS) $(CLI_INC) -c $< -o $@
+	$(Q)$(CC) $(BASE_CFLAGS) $(LIB_PC_CFLAGS) $(CLI_PC_CFLAGS) $(CLI_INC) -c $< -o $@
 
 $(OUTPUT)/user/%.o: user/%.c | $(PROTO_H) $(SKELS)
 	$(call msg,CC,$@)
@@ -286,7 +296,7 @@ $(BIN_BPF): $(USER_MAIN) $(LIBCOLLECT) $(LIBCULPERT)
 
 $(BIN_CLI): $(CLI_MAIN) $(CLI_OBJS) $(LIBCULPERT)
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(ALL_LDFLAGS) $^ $(LIB_LIBS) -o $@
+	$(Q)$(CC) $(ALL_LDFLAGS) $^ $(LIB_LIBS) $(CLI_LIBS) -o $@
 
 # not the cross build's dependency files under .output/arm64
 -include $(shell find $(OUTPUT) -path '$(OUTPUT)/arm64' -prune -o -type f -name '*.d' -print 2>/dev/null)
@@ -297,6 +307,7 @@ include examples/Makefile.inc
 include tests/Makefile.inc
 include deploy/archive/Makefile.inc
 include lib/sampler/Makefile.inc
+include rust/Makefile.inc
 
 # --- top-level flows -----------------------------------------------------------
 

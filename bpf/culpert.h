@@ -67,6 +67,17 @@ enum culpert_counter {
 };
 
 /*
+ * Allocator calls a slot of the BPF side's per-thread hot state has seen
+ * (nested calls not counted), and the bytes they asked for: the last member
+ * of that state, so userspace finds it at value_size - sizeof() of each
+ * entry.  Plain adds: two threads sharing a slot may lose one now and then.
+ */
+struct culpert_calls_seen {
+	__u64 calls;
+	__u64 bytes;
+};
+
+/*
  * Registers a CFI-driven unwinder needs to start at an allocator's entry:
  * the return-address rule needs ip and sp (and lr on arm64, where the
  * return address is at entry), the callee-saved ones may be what a caller's

@@ -219,6 +219,8 @@ static __always_inline bool handle_alloc(struct pt_regs *ctx, __u32 fn, __u64 fl
 	if (track_inuse && (fn == CULPERT_FN_REALLOC || fn == CULPERT_FN_REALLOCARRAY))
 		inuse_free(PT_REGS_PARM1(ctx));
 	size = alloc_size(ctx, fn);
+	hs->seen.calls++;
+	hs->seen.bytes += size;
 	if (!countdown_expired(hs, size))
 		return false;
 	/* only a sample pays for the rest of the thread's state */

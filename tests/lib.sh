@@ -50,10 +50,12 @@ run_test() {
 	fi
 }
 
-# BPF tests need root (or the capabilities); without, they say so loudly
+# need_root [WHY]: BPF tests need root (README: what culpert-bpf needs, and
+# what the suite needs besides: setpriv, chroot, mknod, mount namespaces);
+# without, they say so loudly
 need_root() {
 	if [ "$(id -u)" != 0 ]; then
-		skip "needs root to load BPF programs (run 'sudo make test')"
+		skip "needs root ${1:-to load BPF programs and attach uprobes} (run 'sudo make test')"
 		return 1
 	fi
 	return 0

@@ -149,6 +149,26 @@ test_span_fn_refused() {
 		fail "--max-span-fns not honoured: $(cat "$TMP/two.err")"
 }
 
+# Spans entered and exited in a tight loop while culpert-bpf attaches
+# (tests/targets/span_loop.c): a span whose exit came before the exit probe
+# listened would stay open, and every later tick would nest under it.  With
+# the exit probes attached before the enter probes none can; before that
+# order, one attach in five or so showed tick;tick...  Four attaches.
+test_span_attach_while_running() {
+	need_root || return
+	"$TARGETS/span_loop" >"$TMP/loop.out" &
+	lp=$!
+	track "$lp"
+	wait_for "$TMP/loop.out" ready 5 || { fail "span_loop did not start"; return; }
+	for i in 1 2 3 4; do
+		"$BIN_BPF" attach --pid "$lp" -d 500ms --rate 64KiB -o "$TMP/loop$i.pb.gz" 2>"$TMP/loop.err" ||
+			{ fail "attach failed: $(cat "$TMP/loop.err")"; return; }
+		"$BIN_CLI" report "$TMP/loop$i.pb.gz" --flat >"$TMP/loop.flat"
+		grep -q '^tick;tick' "$TMP/loop.flat" && { fail "a missed exit nested ticks: $(head -8 "$TMP/loop.flat")"; return; }
+		grep -q '^tick  ' "$TMP/loop.flat" || { fail "no tick span: $(head -8 "$TMP/loop.flat")"; return; }
+	done
+}
+
 run_test bpf/spans/ground_truth test_span_ground_truth
 run_test bpf/spans/span_fn test_span_fn
 run_test bpf/spans/span_fn_recursion test_span_fn_recursion
@@ -157,3 +177,4 @@ run_test bpf/spans/labels test_span_labels
 run_test bpf/spans/misuse test_span_misuse
 run_test bpf/spans/cxx test_span_cxx
 run_test bpf/spans/semaphores test_span_semaphores
+run_test bpf/spans/attach_while_running test_span_attach_while_running

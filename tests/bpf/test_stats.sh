@@ -326,6 +326,8 @@ test_gone_mid_read() {
 	start_mem_known || return
 	"$BIN_BPF" stats -p "$target_pid" --watch 100ms >"$TMP/w.txt" 2>"$TMP/w.err" &
 	w=$!
+	# the first picture also finds libc's debug info for the allocator state: ~0.2 s more
+	wait_for "$TMP/w.txt" "^pid " 5 || fail "watch printed nothing"
 	sleep 0.35
 	kill "$target_pid"
 	wait "$w"

@@ -14,8 +14,8 @@ import sys
 
 from prometheus_client.parser import text_string_to_metric_families
 
-NAME = re.compile(r'^culpert_(process|cgroup|target|agent)_[a-z0-9_]+$')
-PER_PROCESS = re.compile(r'^culpert_(process|cgroup|target)_')
+NAME = re.compile(r'^culpert_(process|cgroup|allocator|target|agent)_[a-z0-9_]+$')
+PER_PROCESS = re.compile(r'^culpert_(process|cgroup|allocator|target)_')
 BASE_UNITS_BAD = re.compile(r'_(kb|kib|mb|mib|gb|percent|milliseconds|microseconds|us|ms)(_|$)')
 
 
@@ -43,7 +43,7 @@ def main():
             if types.get(s.name) != fam.type:
                 problems.append('%s: no TYPE %s line' % (s.name, fam.type))
             if not NAME.match(s.name):
-                problems.append('%s: not culpert_{process,cgroup,target,agent}_*' % s.name)
+                problems.append('%s: not culpert_{process,cgroup,allocator,target,agent}_*' % s.name)
             if fam.type == 'counter' and not s.name.endswith('_total'):
                 problems.append('%s: a counter must end in _total' % s.name)
             if fam.type == 'gauge' and s.name.endswith('_total'):
