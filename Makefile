@@ -55,20 +55,24 @@ VERSION := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
 CLI_PACKAGES := make gcc pkg-config libelf-dev libdw-dev libdebuginfod-dev zlib1g-dev \
 	protobuf-c-compiler libprotobuf-c-dev libiberty-dev libcurl4-openssl-dev
 # ... and culpert-bpf: plain `make`
-BUILD_PACKAGES := $(CLI_PACKAGES) clang llvm libbpf-dev bpftool libcapstone-dev
+# (the agent's HTTP server and its Kubernetes API client's JSON reader; libcurl is the CLI's too)
+BUILD_PACKAGES := $(CLI_PACKAGES) clang llvm libbpf-dev bpftool libcapstone-dev \
+	libmicrohttpd-dev libjson-c-dev
 # make demo: the example service includes the span probes' <sys/sdt.h>
 DEMO_PACKAGES := systemtap-sdt-dev procps
 # make test and make bench: targets, independent readers, the VM, measuring tools
 TEST_PACKAGES := $(DEMO_PACKAGES) g++ systemtap-sdt-dev debuginfod elfutils binutils golang-go \
 	musl-tools libjemalloc2 libjemalloc-dev libmimalloc2.0 libmimalloc-dev libtcmalloc-minimal4 \
 	hyperfine valgrind python3 python3-prometheus-client sqlite3 rustc dwz libc6-dbg time \
-	python3-jsonschema libxml2-utils qemu-system-x86 busybox cpio util-linux nodejs python3-yaml
+	python3-jsonschema libxml2-utils qemu-system-x86 busybox cpio util-linux nodejs python3-yaml \
+	prometheus openssl curl
 # the arm64 cross build (ARCH=arm64 on x86-64): Debian's cross compilers and the arm64
 # multiarch -dev packages (install-deps.sh adds the dpkg architecture they need)
 ARM64_CLI_PACKAGES := gcc-aarch64-linux-gnu libc6-dev:arm64 libelf-dev:arm64 libdw-dev:arm64 \
 	libdebuginfod-dev:arm64 zlib1g-dev:arm64 libprotobuf-c-dev:arm64 libiberty-dev:arm64
 ARM64_PACKAGES := $(ARM64_CLI_PACKAGES) g++-aarch64-linux-gnu libbpf-dev:arm64 \
-	libcapstone-dev:arm64 systemtap-sdt-dev:arm64
+	libcapstone-dev:arm64 systemtap-sdt-dev:arm64 libmicrohttpd-dev:arm64 \
+	libcurl4-openssl-dev:arm64 libjson-c-dev:arm64
 ifneq ($(ARCH),$(HOST_ARCH))
 CLI_PACKAGES += $(ARM64_CLI_PACKAGES)
 BUILD_PACKAGES += $(ARM64_PACKAGES)
@@ -105,8 +109,10 @@ USER_INC := $(PROTO_INC) $(call iquote,$(USER_DIRS))
 
 # libraries by layer; recursive (=) on purpose: evaluated after `make deps` may have installed them
 LIB_PC := libelf libdw libdebuginfod zlib libprotobuf-c
-USER_PC := $(LIB_PC) libbpf capstone
-# culpert alone: the archive client (culpert upload / pull); culpert-bpf does not link it
+# culpert-bpf: the agent's HTTP server (libmicrohttpd), its Kubernetes API client (libcurl,
+# json-c)
+USER_PC := $(LIB_PC) libbpf capstone libmicrohttpd libcurl json-c
+# culpert alone: the archive client (culpert upload / pull)
 CLI_PC := libcurl
 LIB_PC_CFLAGS = $(shell $(PKG_CONFIG) --cflags $(LIB_PC) 2>/dev/null)
 PC_CFLAGS = $(shell $(PKG_CONFIG) --cflags $(USER_PC) 2>/dev/null)

@@ -4,12 +4,14 @@
 #include <stdarg.h>
 #include <stdio.h>
 
+#include "agent.h"
 #include "caps.h"
 #include "cmd.h"
 #include "commands.h"
 #include "log.h"
 
 static const struct cmd commands[] = {
+	{ "agent", cmd_agent, "node daemon: select processes as they start, serve /metrics, /targets" },
 	{ "attach", cmd_attach, "sample a running process's allocations, write a pprof profile" },
 	{ "capture", cmd_capture, "one-shot incident capture: live heap, memory picture, summary" },
 	{ "probes", cmd_probes, "dry run: what attach would probe in a process, and what blocks it" },

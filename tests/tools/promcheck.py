@@ -5,6 +5,8 @@ parser (python3-prometheus-client), then the naming rules of
 https://prometheus.io/docs/practices/naming/ that a parser does not enforce.
 
   promcheck.py [REQUIRED_LABEL...] < metrics.txt
+REQUIRED_LABELs are required on the per-process series (culpert_process_*,
+culpert_cgroup_*, culpert_target_*); the agent's own (culpert_agent_*) have none.
 Prints one line per problem and exits 1 if there is any; prints
 "ok N families N samples" otherwise."""
 import re
@@ -12,7 +14,8 @@ import sys
 
 from prometheus_client.parser import text_string_to_metric_families
 
-NAME = re.compile(r"^culpert_(process|cgroup|allocator)_[a-z0-9_]+$")
+NAME = re.compile(r'^culpert_(process|cgroup|allocator|target|agent)_[a-z0-9_]+$')
+PER_PROCESS = re.compile(r'^culpert_(process|cgroup|allocator|target)_')
 BASE_UNITS_BAD = re.compile(r'_(kb|kib|mb|mib|gb|percent|milliseconds|microseconds|us|ms)(_|$)')
 
 
@@ -40,7 +43,7 @@ def main():
             if types.get(s.name) != fam.type:
                 problems.append('%s: no TYPE %s line' % (s.name, fam.type))
             if not NAME.match(s.name):
-                problems.append('%s: not culpert_process_* or culpert_cgroup_*' % s.name)
+                problems.append('%s: not culpert_{process,cgroup,allocator,target,agent}_*' % s.name)
             if fam.type == 'counter' and not s.name.endswith('_total'):
                 problems.append('%s: a counter must end in _total' % s.name)
             if fam.type == 'gauge' and s.name.endswith('_total'):
@@ -51,7 +54,7 @@ def main():
             if key in seen:
                 problems.append('%s%s: duplicate series' % (s.name, s.labels))
             seen.add(key)
-            for label in required:
+            for label in required if PER_PROCESS.match(s.name) else ():
                 if label not in s.labels:
                     problems.append('%s: no label %s' % (s.name, label))
             if s.value < 0:

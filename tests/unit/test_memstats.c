@@ -176,29 +176,6 @@ static void test_pressure(void)
 	ASSERT_TRUE(memcg_parse_pressure("some avg10=x\n", &p) < 0, "junk refused");
 }
 
-static void test_container_id(void)
-{
-	const char *id = "4f2b8a3c9d1e0f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f90";
-	char path[512], out[72];
-
-	snprintf(path, sizeof(path), "/system.slice/docker-%s.scope", id);
-	memcg_container_id(path, out, sizeof(out));
-	ASSERT_STREQ(out, id, "docker scope");
-	snprintf(path, sizeof(path),
-		 "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod1234_5678.slice/"
-		 "cri-containerd-%s.scope", id);
-	memcg_container_id(path, out, sizeof(out));
-	ASSERT_STREQ(out, id, "containerd under kubepods");
-	snprintf(path, sizeof(path), "/docker/%s", id);
-	memcg_container_id(path, out, sizeof(out));
-	ASSERT_STREQ(out, id, "cgroupfs driver");
-	memcg_container_id("/user.slice/user-1000.slice/session-2.scope", out, sizeof(out));
-	ASSERT_STREQ(out, "", "no container");
-	snprintf(path, sizeof(path), "/x/%sff", id);
-	memcg_container_id(path, out, sizeof(out));
-	ASSERT_STREQ(out, "", "66 hex digits are not an id");
-}
-
 static void write_file(const char *dir, const char *name, const char *text)
 {
 	char path[512];
@@ -496,7 +473,6 @@ int main(void)
 	RUN_TEST(test_proc_cgroup);
 	RUN_TEST(test_mountinfo);
 	RUN_TEST(test_pressure);
-	RUN_TEST(test_container_id);
 	RUN_TEST(test_cgroup_dir);
 	RUN_TEST(test_json);
 	RUN_TEST(test_prometheus);

@@ -10,6 +10,7 @@
 #include <unistd.h>
 #include <sys/stat.h>
 
+#include "container.h"
 #include "memcg.h"
 #include "readfile.h"
 
@@ -203,24 +204,6 @@ int memcg_parse_pressure(const char *text, struct mem_pressure *p)
 	return 0;
 }
 
-void memcg_container_id(const char *path, char *out, size_t len)
-{
-	const char *p;
-	size_t n;
-
-	out[0] = 0;
-	/* ".../docker-<id>.scope", ".../cri-containerd-<id>.scope", "/docker/<id>", "/kubepods/.../<id>" */
-	for (p = path; *p; p++) {
-		if (p != path && isxdigit((unsigned char)p[-1]))
-			continue;
-		n = strspn(p, "0123456789abcdef");
-		if (n == 64 && !isalnum((unsigned char)p[n]))
-			snprintf(out, len, "%.64s", p);
-		if (n)
-			p += n - 1;
-	}
-}
-
 /* one number or "max"; false when the file is missing or holds something else */
 static bool read_value(int dfd, const char *file, uint64_t *out)
 {
@@ -329,7 +312,7 @@ void memcg__read_dir(const char *dir, const char *path, bool v1_memory, struct m
 	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 
 	snprintf(cg->path, sizeof(cg->path), "%s", path);
-	memcg_container_id(path, cg->container_id, sizeof(cg->container_id));
+	container_id_of_path(path, cg->container_id, sizeof(cg->container_id));
 	read_cgroup(dfd, dir, path, v1_memory, cg);
 	if (dfd >= 0)
 		close(dfd);
@@ -364,7 +347,7 @@ void memcg__read(int procfd, struct mem_cgroup *cg)
 		return;
 	}
 	snprintf(cg->path, sizeof(cg->path), "%s", path);
-	memcg_container_id(path, cg->container_id, sizeof(cg->container_id));
+	container_id_of_path(path, cg->container_id, sizeof(cg->container_id));
 	text = NULL;
 	ret = read_file_at(AT_FDCWD, "/proc/self/mountinfo", &text, NULL);
 	if (!ret)

@@ -22,7 +22,7 @@ struct mem_pressure {
 
 struct mem_cgroup {
 	char path[4096];	/* as /proc/PID/cgroup names it; "" without cgroup v2 */
-	char container_id[72];	/* from the path when it names a container, else "" */
+	char container_id[72];	/* from the path when it names a container (container.h), else "" */
 	bool memory;		/* the memory controller's files were read */
 	char absent[256];	/* when !memory: why (cgroup v1, controller off, root cgroup...) */
 	struct mem_values mem;	/* memory.current, .max, ... (max: see MEM_UNLIMITED) */
@@ -54,7 +54,5 @@ int memcg_parse_mountinfo(const char *text, char *mnt, size_t mntlen, char *root
 int memcg_parse_proc_cgroup(const char *text, char *path, size_t len, bool *v1_memory);
 /* memory.pressure; 0 or -EINVAL */
 int memcg_parse_pressure(const char *text, struct mem_pressure *p);
-/* the 64-hex-digit container id in a cgroup path (docker, containerd, cri-o, podman), or "" */
-void memcg_container_id(const char *path, char *out, size_t len);
 
 #endif /* CULPERT_MEMCG_H */

@@ -67,8 +67,12 @@ static int add_section(struct mem_items *items, const char *dir, const char *pro
 		it->counter = f->unit == MEM_UNIT_EVENTS;
 		it->label_key = label_key;
 		it->label_val = label_val;
-		snprintf(it->prom, sizeof(it->prom), "%s%s%s", prom, f->name,
-			 it->counter ? "_total" : "");
+		/* "_count" is a histogram's count to Prometheus: promtool refuses it elsewhere */
+		if (f->unit == MEM_UNIT_COUNT && !strcmp(f->name, "count"))
+			snprintf(it->prom, sizeof(it->prom), "%.*ss", (int)strlen(prom) - 1, prom);
+		else
+			snprintf(it->prom, sizeof(it->prom), "%s%s%s", prom, f->name,
+				 it->counter ? "_total" : "");
 	}
 	return 0;
 }
@@ -261,19 +265,29 @@ static void prom_escape(FILE *f, const char *s, bool quote)
 	}
 }
 
-static void prom_label(FILE *f, const char *key, const char *val, bool comma)
+void memfmt_prom_label(FILE *f, const char *key, const char *val, bool comma)
 {
 	fprintf(f, "%s%s=\"", comma ? "," : "", key);
 	prom_escape(f, val, true);
 	fputc('"', f);
 }
 
+/* one sample of one process: families sort by name, then the processes in the caller's order */
+struct prom_ref {
+	const struct mem_item *it;
+	size_t proc;
+};
+
 static int cmp_prom(const void *a, const void *b)
 {
-	const struct mem_item *x = a, *y = b;
-	int c = strcmp(x->prom, y->prom);
+	const struct prom_ref *x = a, *y = b;
+	int c = strcmp(x->it->prom, y->it->prom);
 
-	return c ?: strcmp(x->label_val ?: "", y->label_val ?: "");
+	if (c)
+		return c;
+	if (x->proc != y->proc)
+		return x->proc < y->proc ? -1 : 1;
+	return strcmp(x->it->label_val ?: "", y->it->label_val ?: "");
 }
 
 static void prom_value(FILE *f, const struct mem_item *it)
@@ -286,43 +300,84 @@ static void prom_value(FILE *f, const struct mem_item *it)
 		fprintf(f, "%" PRIu64, it->u);
 }
 
-int memfmt_prometheus(FILE *f, const struct memstats *m)
+static void prom_sample(FILE *f, const struct mem_item *it, const struct memstats *m,
+			const struct mem_prom_labels *extra)
 {
-	struct mem_items items;
-	const char *prev = "";
 	char pid[16];
-	size_t i;
+	size_t k;
+
+	snprintf(pid, sizeof(pid), "%d", (int)m->pid);
+	fprintf(f, "%s{", it->prom);
+	memfmt_prom_label(f, "pid", pid, false);
+	memfmt_prom_label(f, "comm", m->comm, true);
+	memfmt_prom_label(f, "container_id", m->cg.container_id, true);
+	for (k = 0; extra && k < extra->n; k++)
+		memfmt_prom_label(f, extra->key[k], extra->val[k], true);
+	if (it->label_key)
+		memfmt_prom_label(f, it->label_key, it->label_val, true);
+	fputs("} ", f);
+	prom_value(f, it);
+	fputc('\n', f);
+}
+
+/* the items of every process, and one reference per exported sample */
+static int prom_refs(const struct memstats *const *m, size_t n, struct mem_items *items,
+		     struct prom_ref **refs, size_t *n_refs)
+{
+	size_t p, i, cap = 0;
+	int err = 0;
+
+	*refs = NULL;
+	*n_refs = 0;
+	for (p = 0; p < n && !err; p++) {
+		err = mem_items__build(m[p], &items[p]);
+		for (i = 0; !err && i < items[p].n; i++) {
+			if (!items[p].v[i].prom[0])
+				continue;
+			err = vec_reserve(refs, &cap, *n_refs + 1, sizeof(**refs));
+			if (!err)
+				(*refs)[(*n_refs)++] = (struct prom_ref){ &items[p].v[i], p };
+		}
+	}
+	return err;
+}
+
+int memfmt_prometheus_many(FILE *f, const struct memstats *const *m,
+			   const struct mem_prom_labels *extra, size_t n)
+{
+	struct mem_items *items = calloc(n ? n : 1, sizeof(*items));
+	struct prom_ref *refs;
+	const char *prev = "";
+	size_t i, n_refs;
 	int err;
 
-	err = mem_items__build(m, &items);
-	if (err)
-		return err;
-	snprintf(pid, sizeof(pid), "%d", (int)m->pid);
+	if (!items)
+		return -ENOMEM;
+	err = prom_refs(m, n, items, &refs, &n_refs);
 	/* one family's samples must be together, under one HELP and TYPE */
-	qsort(items.v, items.n, sizeof(*items.v), cmp_prom);
-	for (i = 0; i < items.n; i++) {
-		const struct mem_item *it = &items.v[i];
+	if (!err)
+		qsort(refs, n_refs, sizeof(*refs), cmp_prom);
+	for (i = 0; !err && i < n_refs; i++) {
+		const struct mem_item *it = refs[i].it;
 
-		if (!it->prom[0])
-			continue;
 		if (strcmp(prev, it->prom)) {
 			fprintf(f, "# HELP %s ", it->prom);
 			prom_escape(f, it->help ?: "", false);
 			fprintf(f, "\n# TYPE %s %s\n", it->prom, it->counter ? "counter" : "gauge");
 			prev = it->prom;
 		}
-		fprintf(f, "%s{", it->prom);
-		prom_label(f, "pid", pid, false);
-		prom_label(f, "comm", m->comm, true);
-		prom_label(f, "container_id", m->cg.container_id, true);
-		if (it->label_key)
-			prom_label(f, it->label_key, it->label_val, true);
-		fputs("} ", f);
-		prom_value(f, it);
-		fputc('\n', f);
+		prom_sample(f, it, m[refs[i].proc], extra ? &extra[refs[i].proc] : NULL);
 	}
-	mem_items__free(&items);
-	return ferror(f) ? -EIO : 0;
+	for (i = 0; i < n; i++)
+		mem_items__free(&items[i]);
+	free(items);
+	free(refs);
+	return err ?: ferror(f) ? -EIO : 0;
+}
+
+int memfmt_prometheus(FILE *f, const struct memstats *m)
+{
+	return memfmt_prometheus_many(f, &m, NULL, 1);
 }
 
 static void text_value(FILE *f, const struct mem_field *fd, uint64_t v)

@@ -58,6 +58,24 @@ void mem_items__free(struct mem_items *items);
 int memfmt_json(FILE *f, const struct memstats *m);
 /* Prometheus text exposition format 0.0.4; 0 or -errno */
 int memfmt_prometheus(FILE *f, const struct memstats *m);
+
+/* ',key="value"' (no comma first unless comma), the value escaped as the format wants */
+void memfmt_prom_label(FILE *f, const char *key, const char *val, bool comma);
+
+/* more labels for one process's samples, after pid, comm and container_id */
+#define MEM_PROM_MAX_LABELS 6
+struct mem_prom_labels {
+	const char *key[MEM_PROM_MAX_LABELS];
+	const char *val[MEM_PROM_MAX_LABELS];
+	size_t n;
+};
+
+/*
+ * The pictures of n processes in one exposition: each family once, with
+ * the samples of every process under it; extra (may be NULL) has n entries.
+ */
+int memfmt_prometheus_many(FILE *f, const struct memstats *const *m,
+			   const struct mem_prom_labels *extra, size_t n);
 /* for people: sections with aligned names and human units; 0 or -errno */
 int memfmt_text(FILE *f, const struct memstats *m);
 /*

@@ -1,0 +1,547 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * culpert-bpf agent: set-up, the profiling thread's loop, shutdown.  The
+ * main thread is the profiling thread: it owns discovery, the targets and
+ * (once it exists) the collector; HTTP runs on libmicrohttpd's threads,
+ * the Kubernetes API client on its own.  SIGINT and SIGTERM arrive through
+ * a signalfd in the loop's epoll set, so no thread is interrupted.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+
+#include "agent.h"
+#include "cmd.h"
+#include "container.h"
+#include "discover.h"
+#include "endpoints.h"
+#include "kfeatures.h"
+#include "kubeapi.h"
+#include "log.h"
+#include "readfile.h"
+#include "select.h"
+#include "snapshot.h"
+#include "targets.h"
+#include "units.h"
+#include "vec.h"
+
+#define NS_PER_SEC 1000000000LL
+#define LOOP_MS 100
+#define KUBE_REFRESH_NS (30 * NS_PER_SEC)
+
+struct agent {
+	struct agent_opts o;
+	struct selectors *sel;
+	struct targets *targets;
+	struct discover *disc;
+	struct kubeapi *kube;
+	struct http_server *http;
+	struct endpoints ep;
+	char *token;
+	int sigfd, epfd;
+	pid_t self;
+	uint64_t rescans;
+	uint64_t kube_gen;
+	int64_t next_rescan;
+	bool warned_full;
+	/* children of new targets, to look at once the current event is handled */
+	pid_t *pending;
+	size_t n_pending, cap_pending;
+};
+
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * NS_PER_SEC + ts.tv_nsec;
+}
+
+static int64_t unix_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * NS_PER_SEC + ts.tv_nsec;
+}
+
+/* names of the container and pod: the API when it knows the pod, else the kubelet's logs */
+static void attribute(struct agent *a, const char *cgroup_text, struct container_info *ci)
+{
+	container_parse_proc_cgroup(cgroup_text, ci);
+	if (!ci->pod_uid[0])
+		return;
+	if (a->kube && kubeapi__lookup(a->kube, ci))
+		return;
+	container_names_from_logs(a->o.pods_log_dir, ci);
+	container_service_name(ci, NULL);
+}
+
+static void describe_container(const struct container_info *ci, char *buf, size_t len)
+{
+	if (!ci->id[0]) {
+		snprintf(buf, len, "no container");
+		return;
+	}
+	snprintf(buf, len, "%s container %.12s%s%s%s%s%s%s", ci->runtime[0] ? ci->runtime : "a",
+		 ci->id, ci->container_name[0] ? " (" : "", ci->container_name,
+		 ci->container_name[0] ? ")" : "", ci->pod_name[0] ? " of pod " : "",
+		 ci->pod_namespace, ci->pod_name[0] ? "/" : "");
+	if (ci->pod_name[0])
+		snprintf(buf + strlen(buf), len - strlen(buf), "%s", ci->pod_name);
+}
+
+static void log_pick_up(const struct agent_target *t, const char *sel)
+{
+	char where[512];
+
+	describe_container(&t->ci, where, sizeof(where));
+	pr_info("culpert-bpf: picked up pid %d (%s) %s, %s: --select %s\n", (int)t->pid, t->comm,
+		t->exe[0] ? t->exe : "(exe unreadable)", where, sel);
+}
+
+static void queue_child(void *ctx, pid_t pid)
+{
+	struct agent *a = ctx;
+
+	if (!vec_reserve(&a->pending, &a->cap_pending, a->n_pending + 1, sizeof(pid_t)))
+		a->pending[a->n_pending++] = pid;
+}
+
+static void add_target(struct agent *a, const struct proc_info *pi, uint64_t seen_ns,
+		       const struct container_info *ci, const char *sel)
+{
+	struct agent_target t = { .pid = pi->pid, .start_ticks = pi->start_ticks,
+				  .seen_ns = seen_ns };
+	struct agent_target evicted;
+	int ret;
+
+	memcpy(t.comm, pi->comm, sizeof(t.comm));
+	snprintf(t.exe, sizeof(t.exe), "%s", pi->exe);
+	t.ci = *ci;
+	t.since_ns = unix_ns();
+	ret = targets__add(a->targets, &t, &evicted);
+	if (ret == -ENOSPC) {
+		if (!a->warned_full)
+			pr_warn("pid %d (%s) matches --select %s, but --max-targets %llu "
+				"targets are live already: it is not profiled; raise "
+				"--max-targets\n",
+				(int)t.pid, t.comm, sel, (unsigned long long)a->o.max_targets);
+		a->warned_full = true;
+		return;
+	}
+	if (ret)
+		return;
+	if (evicted.pid)
+		pr_info("culpert-bpf: dropped pid %d (%s), exited, to make room for pid %d\n",
+			(int)evicted.pid, evicted.comm, (int)t.pid);
+	if (discover__track(a->disc, t.pid))
+		pr_debug("cannot track pid %d in the kernel: its exit is found by the rescan\n",
+			 (int)t.pid);
+	log_pick_up(&t, sel);
+	/*
+	 * Forks are reported from now on; a child forked between the exec and
+	 * this moment was not, but it is in the children list now.
+	 */
+	proc_children(t.pid, queue_child, a);
+}
+
+static void exited(struct agent *a, pid_t pid, uint64_t start, const char *why)
+{
+	struct agent_target t;
+	char keep[32];
+
+	if (targets__mark_exited(a->targets, pid, start, why, unix_ns(), &t))
+		return;
+	discover__untrack(a->disc, pid);
+	a->warned_full = false;
+	pr_info("culpert-bpf: pid %d (%s) %s; its data is kept for --keep-exited %s\n", (int)pid,
+		t.comm, why, format_duration(keep, sizeof(keep), a->o.keep_exited_ns));
+}
+
+enum seen_by { SEEN_EXEC, SEEN_FORK, SEEN_RESCAN };
+
+/* a live target seen again: its names may have become known, its cgroup may have changed */
+static void refresh(struct agent *a, struct agent_target *t, const struct proc_info *pi,
+		    uint64_t seen_ns, const struct container_info *ci)
+{
+	t->seen_ns = seen_ns;
+	if (!memcmp(&t->ci, ci, sizeof(*ci)) && !strcmp(t->comm, pi->comm) &&
+	    !strcmp(t->exe, pi->exe))
+		return;
+	t->ci = *ci;
+	memcpy(t->comm, pi->comm, sizeof(t->comm));
+	snprintf(t->exe, sizeof(t->exe), "%s", pi->exe);
+	targets__update(a->targets, t);
+}
+
+/*
+ * A process the kernel or /proc showed: pick it up if it matches.  start is
+ * the one the event saw (0 from the rescan): a pid reused since is not it;
+ * when is the event's time (0 from the rescan).
+ */
+static void consider(struct agent *a, pid_t pid, uint64_t start, uint64_t when,
+		     enum seen_by by)
+{
+	uint64_t seen = boot_ns();
+	struct agent_target live;
+	struct container_info ci;
+	struct select_input in;
+	struct proc_info pi;
+	const char *sel;
+	bool have;
+
+	if (pid == a->self || proc_info__read(pid, &pi))
+		return;
+	if (start && pi.start_ticks != start)
+		goto out;
+	have = targets__get_live(a->targets, pid, &live);
+	if (have && live.start_ticks != pi.start_ticks) {
+		exited(a, pid, live.start_ticks, "gone");
+		have = false;
+	}
+	/*
+	 * Another program in the same process: what was collected belongs to the
+	 * old one.  Unless /proc was read for the target after this exec: an
+	 * event read late (the shell's exec before the program's) is old news.
+	 * Another executable than the target's is an exec whose event is not
+	 * read yet (or was lost).
+	 */
+	if (have && ((by == SEEN_EXEC && when > live.seen_ns) || strcmp(live.exe, pi.exe))) {
+		exited(a, pid, live.start_ticks, "exec'd");
+		have = false;
+	}
+	attribute(a, pi.cgroup_text, &ci);
+	if (have) {
+		refresh(a, &live, &pi, seen, &ci);
+		goto out;
+	}
+	in = (struct select_input){ .pid = pid, .comm = pi.comm, .exe = pi.exe,
+				    .cgroup_text = pi.cgroup_text, .ci = &ci };
+	sel = selectors__match(a->sel, &in);
+	if (sel)
+		add_target(a, &pi, seen, &ci, sel);
+out:
+	proc_info__free(&pi);
+}
+
+/* the queued children, and theirs: a loop, not a recursion, whatever the depth of the tree */
+static void drain(struct agent *a)
+{
+	while (a->n_pending)
+		consider(a, a->pending[--a->n_pending], 0, 0, SEEN_FORK);
+}
+
+static void on_discovered(void *ctx, enum discover_what what, pid_t pid, uint64_t start,
+			  uint64_t when)
+{
+	struct agent *a = ctx;
+
+	if (what == DISCOVERED_EXIT)
+		exited(a, pid, start, "exited");
+	else
+		consider(a, pid, start, when, what == DISCOVERED_EXEC ? SEEN_EXEC : SEEN_FORK);
+	drain(a);
+}
+
+static void rescan_one(void *ctx, pid_t pid)
+{
+	consider(ctx, pid, 0, 0, SEEN_RESCAN);
+	drain(ctx);
+}
+
+/* the safety net: exits and starts the ring buffer dropped, processes older than the agent */
+static void rescan(struct agent *a)
+{
+	uint64_t *starts, now_start;
+	size_t n, i;
+	pid_t *pids;
+
+	if (!targets__live_pids(a->targets, &pids, &starts, &n)) {
+		for (i = 0; i < n; i++)
+			if (proc_start_ticks(pids[i], true, &now_start) || now_start != starts[i])
+				exited(a, pids[i], starts[i], "gone");
+		free(pids);
+		free(starts);
+	}
+	if (proc_scan(rescan_one, a))
+		pr_warn("cannot read /proc: %s; only processes the kernel reports are picked up\n",
+			strerror(errno));
+	a->rescans++;
+}
+
+static void expire(struct agent *a)
+{
+	struct agent_target t;
+	char ago[32];
+	int64_t now = unix_ns();
+
+	while (targets__expire_one(a->targets, now, a->o.keep_exited_ns, &t))
+		pr_info("culpert-bpf: dropped pid %d (%s): %s %s ago\n", (int)t.pid, t.comm,
+			t.exit_reason,
+			format_duration(ago, sizeof(ago), (uint64_t)(now - t.exited_ns)));
+}
+
+static void publish(struct agent *a)
+{
+	pthread_mutex_lock(&a->ep.stats.lock);
+	discover__counts(a->disc, &a->ep.stats.discover);
+	a->ep.stats.rescans = a->rescans;
+	a->ep.stats.loop_mono_ns = mono_ns();
+	pthread_mutex_unlock(&a->ep.stats.lock);
+}
+
+/* a new pod list may name processes a pod=/namespace= selector passed over: look again soon */
+static void kube_changed(struct agent *a, int64_t now)
+{
+	struct kubeapi_counts k;
+
+	if (!a->kube)
+		return;
+	kubeapi__counts(a->kube, &k);
+	if (k.generation != a->kube_gen) {
+		a->kube_gen = k.generation;
+		a->next_rescan = now;
+	}
+}
+
+/* until SIGINT or SIGTERM: events, the rescan, expiry; 0, or the signal's number */
+static int loop(struct agent *a)
+{
+	struct epoll_event ev[4];
+	struct signalfd_siginfo si;
+	int64_t now;
+	int n, i;
+
+	for (;;) {
+		n = epoll_wait(a->epfd, ev, 4, LOOP_MS);
+		if (n < 0 && errno != EINTR)
+			return -errno;
+		for (i = 0; i < n; i++) {
+			if (ev[i].data.fd == a->sigfd && read(a->sigfd, &si, sizeof(si)) > 0)
+				return (int)si.ssi_signo;
+			if (ev[i].data.fd == discover__fd(a->disc))
+				discover__consume(a->disc);
+		}
+		now = mono_ns();
+		kube_changed(a, now);
+		if (now >= a->next_rescan) {
+			rescan(a);
+			a->next_rescan = now + (int64_t)a->o.rescan_ns;
+		}
+		expire(a);
+		publish(a);
+	}
+}
+
+/* the token without trailing blanks; one error line and -errno when unusable */
+static int load_token(const char *path, char **out)
+{
+	struct stat st;
+	size_t n;
+	int ret = read_file_at(AT_FDCWD, path, out, &n);
+
+	if (ret) {
+		pr_error("cannot read --token-file %s: %s\n", path, strerror(-ret));
+		return ret;
+	}
+	while (n && strchr(" \t\r\n", (*out)[n - 1]))
+		(*out)[--n] = 0;
+	if (!n || strchr(*out, '\n')) {
+		pr_error("--token-file %s must hold one token on one line; write e.g. the output "
+			 "of 'openssl rand -hex 32' to it\n", path);
+		return -EINVAL;
+	}
+	if (!stat(path, &st) && (st.st_mode & 0077))
+		pr_warn("--token-file %s can be read by other users (mode %03o): chmod 600 it\n",
+			path, (unsigned int)(st.st_mode & 0777));
+	return 0;
+}
+
+static int start_kube(struct agent *a)
+{
+	const char *host = getenv("KUBERNETES_SERVICE_HOST"),
+		   *port = getenv("KUBERNETES_SERVICE_PORT"), *node = getenv("NODE_NAME");
+	struct kubeapi_opts ko = { .sa_dir = a->o.kube_sa_dir, .node = node,
+				   .refresh_ns = KUBE_REFRESH_NS };
+	char url[512], err[1024];
+
+	if (!node || !node[0]) {
+		pr_error("--kube-api lists the pods of this node only, and NODE_NAME is not set: "
+			 "set it from the downward API (fieldRef spec.nodeName)\n");
+		return -EINVAL;
+	}
+	if (!a->o.kube_api_url && (!host || !port)) {
+		pr_error("--kube-api: KUBERNETES_SERVICE_HOST and _PORT are not set, so this is "
+			 "not a pod: give the API server's address as "
+			 "--kube-api=https://HOST:PORT\n");
+		return -EINVAL;
+	}
+	snprintf(url, sizeof(url), strchr(host ? host : "", ':') ? "https://[%s]:%s" :
+		 "https://%s:%s", host, port);
+	ko.url = a->o.kube_api_url ? a->o.kube_api_url : url;
+	a->kube = kubeapi__start(&ko, err, sizeof(err));
+	if (!a->kube) {
+		pr_error("%s\n", err);
+		return -EINVAL;
+	}
+	a->ep.kube = a->kube;
+	return 0;
+}
+
+/* SIGINT and SIGTERM blocked in every thread (the ones started later inherit it), read here */
+static int setup_loop(struct agent *a, char *err, size_t errlen)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	a->sigfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+	a->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (a->sigfd < 0 || a->epfd < 0) {
+		snprintf(err, errlen, "cannot set up the agent's event loop: %s", strerror(errno));
+		return -errno;
+	}
+	ev.data.fd = a->sigfd;
+	epoll_ctl(a->epfd, EPOLL_CTL_ADD, a->sigfd, &ev);
+	ev.data.fd = discover__fd(a->disc);
+	epoll_ctl(a->epfd, EPOLL_CTL_ADD, ev.data.fd, &ev);
+	return 0;
+}
+
+static int start_http(struct agent *a, char *err, size_t errlen)
+{
+	struct http_opts ho = {
+		.token = a->token,
+		.routes = agent_routes,
+		.ctx = &a->ep,
+		.max_connections = 32,
+		.max_per_client = 16,
+		.timeout_s = 10,
+		.max_request_bytes = 32 * 1024,
+	};
+
+	http_parse_listen(a->o.listen, &ho.listen);
+	a->http = http__start(&ho, err, errlen);
+	if (!a->http)
+		return -EINVAL;
+	a->ep.http = a->http;
+	return 0;
+}
+
+static void announce(struct agent *a)
+{
+	static const char *const unwind[] = { "fp", "dwarf", "auto" };
+	char rate[32], addr[80];
+
+	http__address(a->http, addr, sizeof(addr));
+	fprintf(stderr, "culpert-bpf: agent listening on http://%s (%zu selectors, pid %d); "
+		"profiles are not served yet: this version finds and attributes targets "
+		"(docs/agent.md)\n", addr, a->o.n_selects, (int)a->self);
+	pr_info("culpert-bpf: collection options kept for the collector: --rate %s, %s, "
+		"--unwind %s, --max-depth %llu, %zu --span-fn, --max-overhead %g%%, --labels %s, "
+		"--max-stacks %llu\n", format_bytes(rate, sizeof(rate), (double)a->o.collect.rate),
+		a->o.collect.inuse ? "--inuse" : "--no-inuse", unwind[a->o.collect.unwind],
+		(unsigned long long)a->o.collect.max_depth, a->o.collect.n_span_fns,
+		a->o.max_overhead_pct, a->o.labels == AGENT_LABELS_ALL ? "all" : "span",
+		(unsigned long long)a->o.max_stacks);
+	if (a->o.snapshot_dir)
+		pr_warn("--snapshot-dir %s: this version collects no profile, so no snapshot is "
+			"written yet\n", a->o.snapshot_dir);
+}
+
+static int start(struct agent *a)
+{
+	const char *blocker = features__blocker();
+	char err[1024];
+	int ret;
+
+	if (blocker) {
+		pr_error("%s\n", blocker);
+		return -EPERM;
+	}
+	if (a->o.token_file && load_token(a->o.token_file, &a->token))
+		return -EINVAL;
+	a->targets = targets__new(a->o.max_targets);
+	if (!a->targets) {
+		pr_error("cannot start the agent: %s\n", strerror(ENOMEM));
+		return -ENOMEM;
+	}
+	a->ep.targets = a->targets;
+	a->ep.opts = &a->o;
+	a->ep.start_unix_ns = unix_ns();
+	pthread_mutex_init(&a->ep.stats.lock, NULL);
+	a->disc = discover__open(a->o.max_targets, on_discovered, a, err, sizeof(err));
+	ret = a->disc ? setup_loop(a, err, sizeof(err)) : -EINVAL;
+	if (ret) {
+		pr_error("%s\n", err);
+		return ret;
+	}
+	if (a->o.kube_api && start_kube(a))
+		return -EINVAL;
+	if (a->o.snapshot_dir)
+		snapshot__clean(a->o.snapshot_dir);
+	/* the processes already there, before anyone can ask: events cover what starts meanwhile */
+	rescan(a);
+	a->next_rescan = mono_ns() + (int64_t)a->o.rescan_ns;
+	publish(a);
+	if (start_http(a, err, sizeof(err))) {
+		pr_error("--listen %s: %s\n", a->o.listen, err);
+		return -EINVAL;
+	}
+	announce(a);
+	return 0;
+}
+
+static void stop(struct agent *a)
+{
+	/* HTTP first: no handler may look at what is freed below */
+	http__stop(a->http);
+	kubeapi__stop(a->kube);
+	discover__free(a->disc);
+	targets__free(a->targets);
+	selectors__free(a->sel);
+	if (a->sigfd > 0)
+		close(a->sigfd);
+	if (a->epfd > 0)
+		close(a->epfd);
+	free(a->token);
+	free(a->pending);
+	agent_opts__free(&a->o);
+}
+
+int cmd_agent(int argc, char **argv)
+{
+	struct agent a = { .sigfd = -1, .epfd = -1 };
+	int ret;
+
+	a.self = getpid();
+	if (agent_opts__parse(argc, argv, &a.o) ||
+	    selectors__parse(a.o.selects, a.o.n_selects, &a.sel)) {
+		agent_opts__free(&a.o);
+		return CMD_ERROR;
+	}
+	ret = start(&a);
+	if (!ret) {
+		ret = loop(&a);
+		if (ret > 0)
+			fprintf(stderr, "culpert-bpf: %s: agent stopping\n", strsignal(ret));
+		else
+			pr_error("the agent's event loop failed: %s\n", strerror(-ret));
+	}
+	stop(&a);
+	return ret > 0 ? CMD_OK : CMD_FAIL;
+}

@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * `culpert-bpf agent`: the node daemon.  Its options, parsed by
+ * agent_opts.c, and the command (agent.c): set-up, the profiling thread's
+ * loop, shutdown.  docs/agent.md describes the whole.
+ */
+#ifndef CULPERT_AGENT_H
+#define CULPERT_AGENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* the collection options of attach: every target gets the same (SPEC §7) */
+struct agent_collect_opts {
+	uint64_t rate;			/* --rate: mean bytes between samples */
+	bool inuse;			/* --inuse (default) / --no-inuse */
+	int unwind;			/* --unwind: index into "fp", "dwarf", "auto" */
+	uint64_t max_depth;
+	uint64_t stack_size;		/* 0: the collector's default */
+	uint64_t ringbuf_size;		/* 0: the collector's default */
+	uint64_t max_live;
+	uint64_t max_span_fns;
+	const char *allocator;
+	char **span_fns;
+	size_t n_span_fns;
+	bool symbolize;
+	bool no_multi, no_session;
+};
+
+enum agent_labels { AGENT_LABELS_SPAN, AGENT_LABELS_ALL };
+
+struct agent_opts {
+	char **selects;
+	size_t n_selects;
+	const char *listen;		/* ADDR:PORT, [ADDR6]:PORT */
+	const char *token_file;
+	double max_overhead_pct;	/* of one CPU per target; 0 = no limit */
+	uint64_t keep_exited_ns;
+	uint64_t rescan_ns;
+	const char *snapshot_dir;
+	uint64_t interval_ns;
+	uint64_t keep;
+	enum agent_labels labels;
+	uint64_t max_targets;
+	uint64_t max_stacks;		/* per target */
+	const char *pods_log_dir;
+	bool kube_api;
+	const char *kube_api_url;	/* NULL: https://$KUBERNETES_SERVICE_HOST:$..._PORT */
+	const char *kube_sa_dir;	/* the service account's token and ca.crt */
+	struct agent_collect_opts collect;
+};
+
+/* parse argv into o; 0, or -EINVAL after the one error line; exits 0 after --help */
+int agent_opts__parse(int argc, char **argv, struct agent_opts *o);
+void agent_opts__free(struct agent_opts *o);
+
+int cmd_agent(int argc, char **argv);
+
+#endif /* CULPERT_AGENT_H */

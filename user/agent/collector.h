@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The profiling core of the agent, over one BPF object shared by every
+ * target (docs/agent.md, "The collector").  NOT BUILT YET: this header is
+ * the contract the rest of the agent is written against.  Until
+ * collector.c exists the agent runs without a collector: the profile
+ * routes answer 503 with a JSON error saying so, /targets has null for
+ * the fields only the collector knows, and no snapshot is written.
+ *
+ * Threads: collector__add/__remove/__poll run on the profiling thread;
+ * collector__profile and collector__state run on HTTP threads and must
+ * hold a target's lock only to copy (or serialize) its aggregate.
+ */
+#ifndef CULPERT_COLLECTOR_H
+#define CULPERT_COLLECTOR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct agent_collect_opts;
+struct agent_target;
+
+enum agent_profile {
+	AGENT_PROFILE_ALLOCS,	/* /debug/pprof/allocs: default sample type alloc_space */
+	AGENT_PROFILE_HEAP,	/* /debug/pprof/heap: default sample type inuse_space */
+};
+
+/*
+ * A target's profile as a gzip'd pprof in a malloc'd *buf of *len bytes:
+ * cumulative since pick-up, or with seconds > 0 the difference over the
+ * last `seconds` (the caller's thread sleeps that long, as Go's
+ * net/http/pprof does).  0, or -errno with a reason for the client in err:
+ * -ESRCH the target is gone and its data too, -EAGAIN nothing collected yet.
+ */
+typedef int (*agent_profile_fn)(void *ctx, const struct agent_target *t, enum agent_profile kind,
+				uint64_t seconds, void **buf, size_t *len, char *err,
+				size_t errlen);
+
+/* what /targets shows beside the target's identity; absent (null) without a collector */
+struct collector_state {
+	char allocator[32];	/* "glibc", "jemalloc", ... */
+	char probes[16];	/* "attached", "off" (duty cycle), "failed" */
+	char error[256];	/* why probes failed, "" */
+	double duty;		/* share of time the allocation probes are on, 0..1 */
+	double overhead_pct;	/* estimated CPU the target pays, % of one CPU */
+	uint64_t samples, lost;
+};
+
+struct collector;
+
+struct collector *collector__new(const struct agent_collect_opts *o, size_t max_targets,
+				 size_t max_stacks, char *err, size_t errlen);
+void collector__free(struct collector *c);
+/* plan and attach a new target; a failure is kept in its state, not fatal to the agent */
+int collector__add(struct collector *c, const struct agent_target *t);
+/* the target exited: detach, keep its aggregate until collector__forget() */
+void collector__remove(struct collector *c, pid_t pid, uint64_t start_ticks);
+void collector__forget(struct collector *c, pid_t pid, uint64_t start_ticks);
+/* the fd the profiling thread polls, and the work to do when it is readable or periodically */
+int collector__fd(const struct collector *c);
+int collector__poll(struct collector *c, uint64_t now_ns);
+/* an agent_profile_fn, ctx the collector */
+int collector__profile(void *ctx, const struct agent_target *t, enum agent_profile kind,
+		       uint64_t seconds, void **buf, size_t *len, char *err, size_t errlen);
+/* 0, or -ENOENT when the collector does not know the target */
+int collector__state(struct collector *c, pid_t pid, uint64_t start_ticks,
+		     struct collector_state *out);
+
+#endif /* CULPERT_COLLECTOR_H */

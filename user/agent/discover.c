@@ -1,0 +1,296 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <linux/types.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "discover.h"
+#include "discover.skel.h"
+#include "discover_event.h"
+#include "log.h"
+#include "readfile.h"
+
+/* PF_KTHREAD in /proc/PID/stat's flags: kernel threads have no program to profile */
+#define PF_KTHREAD_FLAG 0x00200000UL
+
+struct discover {
+	struct discover_bpf *skel;
+	struct ring_buffer *rb;
+	discover_fn fn;
+	void *ctx;
+	uint64_t ns_per_tick;
+	struct discover_counts counts;
+};
+
+/* "pid (comm) S ppid ...": comm may hold ')' and blanks, so fields start after the last ')' */
+static int parse_stat(const char *text, struct proc_info *pi)
+{
+	const char *open = strchr(text, '('), *close = strrchr(text, ')'), *p;
+	unsigned long long v;
+	unsigned long flags = 0;
+	int field;
+
+	if (!open || !close || close < open || close[1] != ' ')
+		return -EINVAL;
+	snprintf(pi->comm, sizeof(pi->comm), "%.*s", (int)(close - open - 1), open + 1);
+	pi->state = close[2];
+	/* field 3 is the state; flags is field 9, starttime field 22 */
+	for (p = close + 2, field = 3; *p && field < 22; field++) {
+		p += strcspn(p, " ");
+		p += strspn(p, " ");
+		if (field + 1 == 9)
+			flags = strtoul(p, NULL, 10);
+	}
+	if (field != 22 || sscanf(p, "%llu", &v) != 1)
+		return -EINVAL;
+	pi->start_ticks = v;
+	pi->kernel_thread = flags & PF_KTHREAD_FLAG;
+	return 0;
+}
+
+static int read_stat(pid_t pid, struct proc_info *pi)
+{
+	char path[32], *text;
+	int ret;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	ret = read_file_at(AT_FDCWD, path, &text, NULL);
+	if (ret)
+		return ret == -ENOENT ? -ESRCH : ret;
+	ret = parse_stat(text, pi);
+	free(text);
+	return ret;
+}
+
+uint64_t boot_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_BOOTTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+int proc_start_ticks(pid_t pid, bool live_only, uint64_t *out)
+{
+	struct proc_info pi = { 0 };
+	int ret = read_stat(pid, &pi);
+
+	if (ret)
+		return ret;
+	if (live_only && (pi.state == 'Z' || pi.state == 'X'))
+		return -ESRCH;
+	*out = pi.start_ticks;
+	return 0;
+}
+
+int proc_info__read(pid_t pid, struct proc_info *pi)
+{
+	char path[64];
+	ssize_t n;
+	int ret;
+
+	memset(pi, 0, sizeof(*pi));
+	pi->pid = pid;
+	ret = read_stat(pid, pi);
+	if (ret)
+		return ret;
+	if (pi->kernel_thread || pi->state == 'Z' || pi->state == 'X')
+		return -ESRCH;
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+	n = readlink(path, pi->exe, sizeof(pi->exe) - 1);
+	pi->exe[n > 0 ? n : 0] = 0;
+	snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pid);
+	if (read_file_at(AT_FDCWD, path, &pi->cgroup_text, NULL))
+		pi->cgroup_text = strdup("");
+	if (!pi->cgroup_text)
+		return -ENOMEM;
+	return 0;
+}
+
+void proc_info__free(struct proc_info *pi)
+{
+	free(pi->cgroup_text);
+	pi->cgroup_text = NULL;
+}
+
+int proc_scan(void (*cb)(void *ctx, pid_t pid), void *ctx)
+{
+	struct dirent *de;
+	DIR *d = opendir("/proc");
+	long pid;
+	char *end;
+
+	if (!d)
+		return -errno;
+	while ((de = readdir(d))) {
+		if (!isdigit((unsigned char)de->d_name[0]))
+			continue;
+		pid = strtol(de->d_name, &end, 10);
+		if (!*end && pid > 0)
+			cb(ctx, (pid_t)pid);
+	}
+	closedir(d);
+	return 0;
+}
+
+/* "12 34 " */
+static void each_pid(const char *text, void (*cb)(void *ctx, pid_t pid), void *ctx)
+{
+	const char *p = text;
+	char *end;
+	long v;
+
+	for (;;) {
+		p += strspn(p, " \n");
+		v = strtol(p, &end, 10);
+		if (end == p)
+			return;
+		if (v > 0)
+			cb(ctx, (pid_t)v);
+		p = end;
+	}
+}
+
+int proc_children(pid_t pid, void (*cb)(void *ctx, pid_t pid), void *ctx)
+{
+	char path[64], *text;
+	struct dirent *de;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	d = opendir(path);
+	if (!d)
+		return -errno;
+	while ((de = readdir(d))) {
+		if (!isdigit((unsigned char)de->d_name[0]))
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%.16s/children", (int)pid, de->d_name);
+		/* CONFIG_PROC_CHILDREN; without it the rescan finds them */
+		if (read_file_at(AT_FDCWD, path, &text, NULL))
+			continue;
+		each_pid(text, cb, ctx);
+		free(text);
+	}
+	closedir(d);
+	return 0;
+}
+
+static int on_event(void *ctx, void *data, size_t len)
+{
+	struct discover *d = ctx;
+	const struct discover_event *e = data;
+	enum discover_what what;
+
+	if (len < sizeof(*e))
+		return 0;
+	switch (e->kind) {
+	case DISCOVER_EXEC:
+		what = DISCOVERED_EXEC;
+		d->counts.execs++;
+		break;
+	case DISCOVER_FORK:
+		what = DISCOVERED_FORK;
+		d->counts.forks++;
+		break;
+	case DISCOVER_EXIT:
+		what = DISCOVERED_EXIT;
+		d->counts.exits++;
+		break;
+	default:
+		return 0;
+	}
+	/* /proc/PID/stat's starttime is nsec_to_clock_t(start_boottime) */
+	d->fn(d->ctx, what, (pid_t)e->tgid, e->start_boottime / d->ns_per_tick, e->time_boottime);
+	return 0;
+}
+
+static struct discover *fail_open(struct discover *d, char *err, size_t errlen, const char *what,
+				  int ret)
+{
+	snprintf(err, errlen, "cannot %s the agent's process discovery (BPF tracepoints "
+		 "sched_process_exec/fork/exit): %s; run with -vv for libbpf's reason", what,
+		 strerror(ret < 0 ? -ret : ret));
+	discover__free(d);
+	return NULL;
+}
+
+struct discover *discover__open(size_t max_tracked, discover_fn fn, void *ctx, char *err,
+				size_t errlen)
+{
+	struct discover *d = calloc(1, sizeof(*d));
+	long hz = sysconf(_SC_CLK_TCK);
+	int ret;
+
+	if (!d)
+		return fail_open(d, err, errlen, "allocate", ENOMEM);
+	d->fn = fn;
+	d->ctx = ctx;
+	d->ns_per_tick = 1000000000ULL / (uint64_t)(hz > 0 ? hz : 100);
+	d->skel = discover_bpf__open();
+	if (!d->skel)
+		return fail_open(d, err, errlen, "open", errno);
+	ret = bpf_map__set_max_entries(d->skel->maps.tracked_tgids, (__u32)max_tracked);
+	ret = ret ?: discover_bpf__load(d->skel);
+	if (ret)
+		return fail_open(d, err, errlen, "load", ret);
+	ret = discover_bpf__attach(d->skel);
+	if (ret)
+		return fail_open(d, err, errlen, "attach", ret);
+	d->rb = ring_buffer__new(bpf_map__fd(d->skel->maps.discover_events), on_event, d, NULL);
+	if (!d->rb)
+		return fail_open(d, err, errlen, "read", errno);
+	return d;
+}
+
+void discover__free(struct discover *d)
+{
+	if (!d)
+		return;
+	ring_buffer__free(d->rb);
+	discover_bpf__destroy(d->skel);
+	free(d);
+}
+
+int discover__fd(const struct discover *d)
+{
+	return ring_buffer__epoll_fd(d->rb);
+}
+
+int discover__consume(struct discover *d)
+{
+	int n = ring_buffer__consume(d->rb);
+
+	return n < 0 ? n : 0;
+}
+
+int discover__track(struct discover *d, pid_t pid)
+{
+	__u32 key = (__u32)pid;
+	__u8 one = 1;
+
+	if (bpf_map_update_elem(bpf_map__fd(d->skel->maps.tracked_tgids), &key, &one, BPF_ANY))
+		return -errno;
+	return 0;
+}
+
+void discover__untrack(struct discover *d, pid_t pid)
+{
+	__u32 key = (__u32)pid;
+
+	/* -ENOENT: it was never tracked (the table was full), nothing to undo */
+	bpf_map_delete_elem(bpf_map__fd(d->skel->maps.tracked_tgids), &key);
+}
+
+void discover__counts(const struct discover *d, struct discover_counts *c)
+{
+	*c = d->counts;
+	c->lost = d->skel->bss->lost_events;
+}

@@ -1,0 +1,289 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+
+#include "agent.h"
+#include "endpoints.h"
+#include "kubeapi.h"
+#include "memfmt.h"
+#include "memstats.h"
+#include "metrics.h"
+#include "readfile.h"
+
+static void family(FILE *f, const char *name, const char *type, const char *help)
+{
+	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+static void one(FILE *f, const char *name, const char *type, const char *help, double v)
+{
+	family(f, name, type, help);
+	fprintf(f, "%s %.17g\n", name, v);
+}
+
+/* VmRSS of /proc/self/status, in bytes; 0 when it cannot be read */
+static uint64_t own_rss(void)
+{
+	unsigned long long kb = 0;
+	char *text, *p;
+
+	if (read_file_at(AT_FDCWD, "/proc/self/status", &text, NULL))
+		return 0;
+	p = strstr(text, "\nVmRSS:");
+	if (p)
+		sscanf(p + 7, "%llu", &kb);
+	free(text);
+	return kb * 1024;
+}
+
+static void agent_process(FILE *f, struct endpoints *e)
+{
+	struct rusage ru;
+
+	family(f, "culpert_agent_info", "gauge", "The agent's version; always 1.");
+	fputs("culpert_agent_info{", f);
+	memfmt_prom_label(f, "version", CULPERT_VERSION, false);
+	fputs("} 1\n", f);
+	one(f, "culpert_agent_profiling_available", "gauge",
+	    "1 when the agent serves profiles; 0 in this version, which has no collector yet.",
+	    e->profile ? 1 : 0);
+	one(f, "culpert_agent_start_time_seconds", "gauge", "When the agent started, Unix time.",
+	    (double)e->start_unix_ns / 1e9);
+	one(f, "culpert_agent_resident_memory_bytes", "gauge",
+	    "The agent's resident memory (VmRSS).", (double)own_rss());
+	getrusage(RUSAGE_SELF, &ru);
+	family(f, "culpert_agent_cpu_seconds_total", "counter",
+	       "CPU time the agent used, all its threads.");
+	fprintf(f, "culpert_agent_cpu_seconds_total{mode=\"user\"} %ld.%06ld\n",
+		(long)ru.ru_utime.tv_sec, (long)ru.ru_utime.tv_usec);
+	fprintf(f, "culpert_agent_cpu_seconds_total{mode=\"system\"} %ld.%06ld\n",
+		(long)ru.ru_stime.tv_sec, (long)ru.ru_stime.tv_usec);
+}
+
+static void agent_targets(FILE *f, struct endpoints *e)
+{
+	struct targets_counters c;
+	struct agent_stats st;
+
+	targets__counters(e->targets, &c);
+	family(f, "culpert_agent_targets", "gauge", "Targets now: live, and exited but kept.");
+	fprintf(f, "culpert_agent_targets{state=\"live\"} %zu\n", c.live);
+	fprintf(f, "culpert_agent_targets{state=\"exited\"} %zu\n", c.exited);
+	one(f, "culpert_agent_max_targets", "gauge", "The --max-targets bound.",
+	    (double)e->opts->max_targets);
+	one(f, "culpert_agent_targets_picked_up_total", "counter", "Processes picked up.",
+	    (double)c.picked_up);
+	one(f, "culpert_agent_targets_dropped_total", "counter",
+	    "Exited targets removed after --keep-exited, or to make room for a live one.",
+	    (double)c.dropped);
+	one(f, "culpert_agent_targets_refused_total", "counter",
+	    "Matching processes not picked up because --max-targets live targets were there.",
+	    (double)c.refused);
+	pthread_mutex_lock(&e->stats.lock);
+	st.discover = e->stats.discover;
+	st.rescans = e->stats.rescans;
+	pthread_mutex_unlock(&e->stats.lock);
+	family(f, "culpert_agent_discovery_events_total", "counter",
+	       "Kernel events read: every exec, and forks and exits of targets.");
+	fprintf(f, "culpert_agent_discovery_events_total{kind=\"exec\"} %" PRIu64 "\n",
+		st.discover.execs);
+	fprintf(f, "culpert_agent_discovery_events_total{kind=\"fork\"} %" PRIu64 "\n",
+		st.discover.forks);
+	fprintf(f, "culpert_agent_discovery_events_total{kind=\"exit\"} %" PRIu64 "\n",
+		st.discover.exits);
+	one(f, "culpert_agent_discovery_lost_events_total", "counter",
+	    "Kernel events dropped for a full ring buffer (the /proc rescan finds them).",
+	    (double)st.discover.lost);
+	one(f, "culpert_agent_rescans_total", "counter", "Walks of /proc.", (double)st.rescans);
+}
+
+static void agent_http(FILE *f, struct endpoints *e)
+{
+	struct http_counts c;
+	char code[16];
+	size_t r;
+	int k;
+
+	http__counts(e->http, &c);
+	family(f, "culpert_agent_http_requests_total", "counter",
+	       "HTTP requests answered, by route and status.");
+	for (r = 0; r < 16; r++)
+		for (k = 0; k < HTTP_STATUS_SLOTS; k++) {
+			if (!c.requests[r][k])
+				continue;
+			if (http_status_of_slot(k))
+				snprintf(code, sizeof(code), "%u", http_status_of_slot(k));
+			else
+				snprintf(code, sizeof(code), "other");
+			fputs("culpert_agent_http_requests_total{", f);
+			memfmt_prom_label(f, "path", agent_route_name(r), false);
+			memfmt_prom_label(f, "code", code, true);
+			fprintf(f, "} %" PRIu64 "\n", c.requests[r][k]);
+		}
+	one(f, "culpert_agent_auth_failures_total", "counter",
+	    "Requests refused for a missing or wrong bearer token.", (double)c.auth_failures);
+}
+
+static void agent_kube(FILE *f, struct endpoints *e)
+{
+	struct kubeapi_counts k;
+
+	if (!e->kube)
+		return;
+	kubeapi__counts(e->kube, &k);
+	one(f, "culpert_agent_kube_api_requests_total", "counter",
+	    "Pod lists asked of the Kubernetes API.", (double)k.requests);
+	one(f, "culpert_agent_kube_api_failures_total", "counter",
+	    "Pod lists that failed.", (double)k.failures);
+	one(f, "culpert_agent_kube_api_pods", "gauge", "Pods of this node in the last list.",
+	    (double)k.pods);
+}
+
+/* the labels every per-target series has, after pid and comm */
+static void target_labels(FILE *f, const struct agent_target *t)
+{
+	char pid[16];
+
+	snprintf(pid, sizeof(pid), "%d", (int)t->pid);
+	memfmt_prom_label(f, "pid", pid, false);
+	memfmt_prom_label(f, "comm", t->comm, true);
+	memfmt_prom_label(f, "container_id", t->ci.id, true);
+	memfmt_prom_label(f, "container", t->ci.container_name, true);
+	memfmt_prom_label(f, "namespace", t->ci.pod_namespace, true);
+	memfmt_prom_label(f, "pod", t->ci.pod_name, true);
+	memfmt_prom_label(f, "state", t->exited_ns ? "exited" : "live", true);
+}
+
+static bool same_labels(const struct agent_target *a, const struct agent_target *b, bool info)
+{
+	const struct container_info *x = &a->ci, *y = &b->ci;
+
+	if (!a->exited_ns != !b->exited_ns || strcmp(a->comm, b->comm) || strcmp(x->id, y->id) ||
+	    strcmp(x->container_name, y->container_name) ||
+	    strcmp(x->pod_namespace, y->pod_namespace) || strcmp(x->pod_name, y->pod_name))
+		return false;
+	return !info || (!strcmp(a->exe, b->exe) && !strcmp(x->runtime, y->runtime) &&
+			 !strcmp(x->pod_uid, y->pod_uid) &&
+			 !strcmp(x->service_name, y->service_name));
+}
+
+/*
+ * A process that exec'd the same program twice leaves two exited targets
+ * with one label set: only the newer one (later in v) is exported, a
+ * series must not repeat.
+ */
+static bool shadowed(const struct agent_target *v, size_t n, size_t i, bool info)
+{
+	size_t j;
+
+	for (j = i + 1; j < n && v[j].pid == v[i].pid; j++)
+		if (same_labels(&v[i], &v[j], info))
+			return true;
+	return false;
+}
+
+static void target_info(FILE *f, const struct agent_target *v, size_t n)
+{
+	size_t i;
+
+	family(f, "culpert_target_info", "gauge",
+	       "One series per target, always 1: its program, container and pod.");
+	for (i = 0; i < n; i++) {
+		if (shadowed(v, n, i, true))
+			continue;
+		fputs("culpert_target_info{", f);
+		target_labels(f, &v[i]);
+		memfmt_prom_label(f, "exe", v[i].exe, true);
+		memfmt_prom_label(f, "runtime", v[i].ci.runtime, true);
+		memfmt_prom_label(f, "pod_uid", v[i].ci.pod_uid, true);
+		memfmt_prom_label(f, "service_name", v[i].ci.service_name, true);
+		fputs("} 1\n", f);
+	}
+	family(f, "culpert_target_picked_up_time_seconds", "gauge",
+	       "When the agent picked the target up, Unix time.");
+	for (i = 0; i < n; i++) {
+		if (shadowed(v, n, i, false))
+			continue;
+		fputs("culpert_target_picked_up_time_seconds{", f);
+		target_labels(f, &v[i]);
+		fprintf(f, "} %.3f\n", (double)v[i].since_ns / 1e9);
+	}
+}
+
+/* §6's picture of each live target, read now; a target gone meanwhile has none */
+static int target_memory(FILE *f, const struct agent_target *v, size_t n)
+{
+	struct memstats *m = calloc(n ? n : 1, sizeof(*m));
+	const struct memstats **mp = calloc(n ? n : 1, sizeof(*mp));
+	struct mem_prom_labels *labels = calloc(n ? n : 1, sizeof(*labels));
+	char err[256];
+	size_t i, k = 0;
+	int ret = -ENOMEM;
+
+	if (m && mp && labels) {
+		for (i = 0; i < n; i++) {
+			if (v[i].exited_ns || memstats__read(v[i].pid, &m[k], err, sizeof(err)))
+				continue;
+			/* the target's attribution, which also reads cgroup v1 paths */
+			snprintf(m[k].cg.container_id, sizeof(m[k].cg.container_id), "%s",
+				 v[i].ci.id);
+			labels[k] = (struct mem_prom_labels){
+				.key = { "container", "namespace", "pod" },
+				.val = { v[i].ci.container_name, v[i].ci.pod_namespace,
+					 v[i].ci.pod_name },
+				.n = 3,
+			};
+			mp[k] = &m[k];
+			k++;
+		}
+		ret = memfmt_prometheus_many(f, mp, labels, k);
+	}
+	free(m);
+	free(mp);
+	free(labels);
+	return ret;
+}
+
+int metrics_write(FILE *f, struct endpoints *e)
+{
+	struct agent_target *v;
+	size_t n;
+	int ret;
+
+	agent_process(f, e);
+	agent_targets(f, e);
+	agent_http(f, e);
+	agent_kube(f, e);
+	if (targets__copy(e->targets, &v, &n))
+		return -ENOMEM;
+	target_info(f, v, n);
+	ret = target_memory(f, v, n);
+	free(v);
+	return ret ?: ferror(f) ? -EIO : 0;
+}
+
+void metrics_route(void *ctx, const struct http_request *r, struct http_reply *out)
+{
+	FILE *f = open_memstream(&out->body, &out->len);
+	int ret;
+
+	if (!f) {
+		out->status = 500;
+		return;
+	}
+	ret = metrics_write(f, ctx);
+	fclose(f);
+	if (ret) {
+		free(out->body);
+		out->body = NULL;
+		http_json_error(out, 500, strerror(-ret));
+		return;
+	}
+	out->status = 200;
+	out->content_type = "text/plain; version=0.0.4; charset=utf-8";
+}

@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * --select: which processes the agent profiles.  Selectors are OR'ed; a
+ * process matches when any one does:
+ *   comm=REGEX           POSIX extended regex, anchored: the whole comm (15 bytes) must match
+ *   exe=GLOB             fnmatch(3) on /proc/PID/exe as the kernel reports it; '*' crosses '/'
+ *   cgroup=PREFIX        a cgroup path (v2 or any v1 hierarchy) equal to PREFIX or under it
+ *   container=ID         a prefix of the container id found in the cgroup path
+ *   pid=N                that process
+ *   usdt                 a mapped object carries culpert span probes or otel_memory probes
+ *   pod=NS/NAME          the process's pod, namespace=NS its namespace,
+ *   container-name=NAME  its container's name (container.h says where names come from)
+ */
+#ifndef CULPERT_SELECT_H
+#define CULPERT_SELECT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "container.h"
+
+struct select_input {
+	pid_t pid;
+	const char *comm;
+	const char *exe;
+	const char *cgroup_text;		/* /proc/PID/cgroup */
+	const struct container_info *ci;
+};
+
+struct selectors;
+
+/* parse every --select; the opt_error() line and -EINVAL on a bad one, -ENOMEM */
+int selectors__parse(char *const *specs, size_t n, struct selectors **out);
+void selectors__free(struct selectors *s);
+/* the first selector that matches in (its text in *which), or NULL */
+const char *selectors__match(struct selectors *s, const struct select_input *in);
+
+/* does the process map an object with culpert or otel_memory USDT probes?  Objects cached */
+bool select_has_usdt(struct selectors *s, pid_t pid);
+
+#endif /* CULPERT_SELECT_H */
