@@ -85,6 +85,7 @@ int cmd_flamegraph(int argc, char **argv)
 	struct flame_tree *t = NULL;
 	struct view *v;
 	FILE *f = stdout;
+	char err[512];
 	int ret;
 
 	ret = parse_args(&a, argc, argv);
@@ -95,9 +96,9 @@ int cmd_flamegraph(int argc, char **argv)
 	v = cli_load(a.file, &vo);
 	if (!v)
 		return CMD_ERROR;
-	t = flame_tree__new(v, a.span);
+	t = flame_tree__new(v, a.span, err, sizeof(err));
 	if (!t) {
-		pr_error("out of memory building the flame graph\n");
+		pr_error("%s: %s\n", a.file, err);
 		ret = CMD_ERROR;
 		goto out;
 	}
@@ -113,10 +114,15 @@ int cmd_flamegraph(int argc, char **argv)
 		goto out;
 	}
 	if (a.svg)
-		flame_svg__write(t, f, a.file, a.span);
+		ret = flame_svg__write(t, f, a.file, a.span);
 	else
-		flame_tree__folded(t, f);
-	if ((f != stdout && fclose(f)) || (f == stdout && fflush(f))) {
+		ret = flame_tree__folded(t, f);
+	if (ret) {
+		pr_error("out of memory writing the flame graph\n");
+		ret = CMD_ERROR;
+		if (f != stdout)
+			fclose(f);
+	} else if ((f != stdout && fclose(f)) || (f == stdout && fflush(f))) {
 		pr_error("writing %s: %s\n", a.out ? a.out : "stdout", strerror(errno));
 		ret = CMD_ERROR;
 	}

@@ -164,7 +164,7 @@ static int print_flat(const struct report *r, uint32_t *buf)
 			continue;
 		}
 		snprintf(samples, sizeof(samples), "%" PRIu64, s->self_samples);
-		ret = table__add(t, (const char *const[]){ s->path, samples,
+		ret = table__add(t, (const char *const[]){ view__path(v, buf[i]), samples,
 			format_bytes(bytes, 32, s->self),
 			format_pct(pct, 32, s->self, v->total_bytes) });
 	}
@@ -334,7 +334,7 @@ static void json_span(struct report *r, uint32_t i, bool tree, uint32_t *buf)
 	json_key(j, "objects");
 	json_round(j, tree ? s->total_objects : s->self_objects);
 	json_key(j, "path");
-	json_str(j, s->path);
+	json_str(j, view__path(r->v, i));
 	json_key(j, "pct");
 	json_pct(j, tree ? s->total : s->self, r->v->total_bytes);
 	json_key(j, "samples");

@@ -25,9 +25,10 @@ struct diff_opts {
 };
 
 struct diff_row {
-	char *key;		/* span path or name */
+	uint32_t node;		/* matched by path: the merged tree's node (diff_row__key()) */
+	const char *name;	/* matched by name: the name, borrowed from a view */
 	double before, after, delta;
-	double pct;		/* NaN when before is 0 */
+	double pct;		/* of |before|; NaN when before is 0 */
 	/* standard errors of the estimates: sqrt(rate * bytes) per side, combined for delta */
 	double se_before, se_after, se_delta;
 	enum diff_kind kind;
@@ -40,13 +41,15 @@ struct diff_result {
 	size_t *order;		/* rows by kind group, then |delta| descending, then key */
 	size_t count[KIND__COUNT];
 	double total[2];
+	struct diff_tree *tree;	/* both span trees merged: rows by path are its nodes */
+	bool by_name;
 };
 
 /* classify one span; *reason says why when quiet */
 enum diff_kind diff_classify(double before, double after, const struct diff_opts *o,
 			     const char **reason);
 const char *diff_kind_name(enum diff_kind k);
-/* 100 * (after - before) / before; NaN when before is 0 */
+/* 100 * (after - before) / |before|; NaN when before is 0 */
 double diff_pct(double before, double after);
 /* before and after, with the delta and pct that follow from them */
 void diff_row__set(struct diff_row *r, double before, double after);
@@ -57,13 +60,18 @@ int diff_result__build(struct diff_result *r, const struct view *before, const s
 void diff_result__clear(struct diff_result *r);
 /* a regression or a new span: what fails a CI job */
 bool diff_result__failed(const struct diff_result *r);
+/* a row's key, its span path or name, into buf (VIEW_PATH_MAX bytes hold any); returns buf */
+const char *diff_row__key(const struct diff_result *r, const struct diff_row *row, char *buf,
+			  size_t len);
 
 /* the union of both span trees, matched by path, with inclusive totals per side */
 struct diff_node {
-	const char *name, *path;	/* borrowed from one of the views */
+	const char *name;		/* borrowed from one of the views */
 	uint32_t parent, depth;
 	uint32_t first_child, next_sibling;	/* VIEW_NONE: none */
-	double total[2];
+	bool no_span;
+	bool allocated;			/* a span that allocated itself on either side */
+	double total[2], self[2];
 };
 
 struct diff_tree {
