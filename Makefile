@@ -108,7 +108,7 @@ BIN_CLI := $(OUTPUT)/culpert
 # generated files are not intermediates to throw away
 .SECONDARY:
 .PHONY: all culpert culpert-bpf deps demo test bench install vmlinux clean help check-deps \
-	check-deps-cli check-layout _demo _test _bench test-targets examples fuzz
+	check-deps-cli check-layout _demo _test _bench test-targets examples fuzz fuzz-seeds
 
 all: check-deps $(BIN_BPF) $(BIN_CLI)
 
@@ -124,7 +124,7 @@ help:
 	@echo '  demo         deps + build + profile examples/demo_service for a few seconds, print the report'
 	@echo '  test         deps + build + run every test (unit, BPF, CLI); ends with "N passed, N failed"'
 	@echo '  bench        overhead and cost measurements, medians over repeated runs'
-	@echo '  fuzz         run the libFuzzer harness of the pprof reader (FUZZ_SECONDS=600)'
+	@echo '  fuzz         libFuzzer on the pprof reader and on every printer (FUZZ_SECONDS=600 each)'
 	@echo '  check-layout fail if a file includes a header from a layer above its own'
 	@echo '  install      install both binaries and the span header under PREFIX=$(PREFIX)'
 	@echo '  vmlinux      regenerate vmlinux/$(ARCH)/vmlinux.h from /sys/kernel/btf/vmlinux'

@@ -7,6 +7,7 @@
 
 #include "cli.h"
 #include "commands.h"
+#include "escape.h"
 #include "log.h"
 #include "table.h"
 #include "units.h"
@@ -48,11 +49,19 @@ static void print_target(const struct pprof_profile *p)
 		/* another tool's profile: the main mapping names the program */
 		const char *main_obj = p->n_mappings ? p->strings[p->mappings[0].filename] : "";
 
-		printf("Target:        %s\n", main_obj[0] ? main_obj : "unknown");
+		printf("Target:        ");
+		esc_text_fputs(main_obj[0] ? main_obj : "unknown", stdout);
+		printf("\n");
 		return;
 	}
-	printf("Target:        %s (pid %s)%s%s\n", comm ? comm : "?", pid ? pid : "?",
-	       exe ? " " : "", exe ? exe : "");
+	/* all three are the target's own words: comm and exe are whatever it set */
+	printf("Target:        ");
+	esc_text_fputs(comm ? comm : "?", stdout);
+	printf(" (pid ");
+	esc_text_fputs(pid ? pid : "?", stdout);
+	printf(")%s", exe ? " " : "");
+	esc_text_fputs(exe ? exe : "", stdout);
+	printf("\n");
 }
 
 static void print_time(const struct pprof_profile *p)
@@ -77,12 +86,16 @@ static void print_totals(const struct view *v)
 	printf("Rate:          %s\n", format_rate(rate, sizeof(rate), v->rate));
 	printf("Samples:       %" PRIu64 "\n", v->n_samples);
 	printf("Sample types: ");
-	for (i = 0; i < p->n_sample_types; i++)
-		printf(" %s/%s", p->strings[p->sample_types[i].type],
-		       p->strings[p->sample_types[i].unit]);
+	for (i = 0; i < p->n_sample_types; i++) {
+		printf(" ");
+		esc_text_fputs(p->strings[p->sample_types[i].type], stdout);
+		printf("/");
+		esc_text_fputs(p->strings[p->sample_types[i].unit], stdout);
+	}
 	printf("\n");
-	printf("Total:         %s %s in %.0f objects\n", format_bytes(b, sizeof(b), v->total_bytes),
-	       p->strings[p->sample_types[v->bytes_idx].type], v->total_objects);
+	printf("Total:         %s ", format_bytes(b, sizeof(b), v->total_bytes));
+	esc_text_fputs(p->strings[p->sample_types[v->bytes_idx].type], stdout);
+	printf(" in %.0f objects\n", v->total_objects);
 	if (v->has_inuse)
 		printf("In use:        %s in %.0f objects at the end of the capture\n",
 		       format_bytes(b, sizeof(b), v->inuse_bytes), v->inuse_objects);
@@ -149,16 +162,24 @@ int cmd_info(int argc, char **argv)
 	if (!v)
 		return CMD_ERROR;
 	p = v->p;
-	printf("File:          %s\n", file);
+	printf("File:          ");
+	esc_text_fputs(file, stdout);
+	printf("\n");
 	print_target(p);
 	print_time(p);
 	print_totals(v);
-	printf("Unwind:        %s\n", comment_or(p, "unwind", "unknown"));
-	printf("Lost samples:  %s\n", comment_or(p, "lost_samples", "unknown"));
+	printf("Unwind:        ");
+	esc_text_fputs(comment_or(p, "unwind", "unknown"), stdout);
+	printf("\nLost samples:  ");
+	esc_text_fputs(comment_or(p, "lost_samples", "unknown"), stdout);
+	printf("\n");
 	ret = print_mappings(p);
 	printf("Comments:      %zu\n", p->n_comments);
-	for (i = 0; i < p->n_comments; i++)
-		printf("  %s\n", p->strings[p->comments[i]]);
+	for (i = 0; i < p->n_comments; i++) {
+		printf("  ");
+		esc_text_fputs(p->strings[p->comments[i]], stdout);
+		printf("\n");
+	}
 	view__free(v);
 	if (ret)
 		pr_error("out of memory\n");

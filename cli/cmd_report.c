@@ -10,6 +10,7 @@
 
 #include "cli.h"
 #include "commands.h"
+#include "escape.h"
 #include "json.h"
 #include "log.h"
 #include "table.h"
@@ -86,12 +87,13 @@ static char *age_str(char *buf, size_t len, int64_t ns)
 
 static void print_header(const struct report *r, const char *what, double total)
 {
-	char rate[48], b[32];
+	char rate[48], b[32], name[4096];
 
-	printf("File:    %s\n", r->file);
+	printf("File:    %s\n", esc_text(name, sizeof(name), r->file));
 	printf("Samples: %" PRIu64 "  Rate: %s\n", r->v->n_value_samples,
 	       format_rate(rate, sizeof(rate), r->v->rate));
-	printf("%-8s %s %s\n\n", what, format_bytes(b, sizeof(b), total), value_name(r));
+	printf("%-8s %s %s\n\n", what, format_bytes(b, sizeof(b), total),
+	       esc_text(name, sizeof(name), value_name(r)));
 }
 
 /*
@@ -227,7 +229,7 @@ static int print_callsites(const struct report *r, const struct view_cs_row *row
 	static const char *const leak_cols[] = { "CALLSITE", "OBJECTS", "BYTES", "PCT", "OLDEST" };
 	static const char *const cols[] = { "CALLSITE", "SAMPLES", "OBJECTS", "BYTES", "PCT" };
 	struct table *t = table__new("lrrrr", r->leaks ? leak_cols : cols);
-	char sel[512], c1[32], c2[32], bytes[32], pct[32], more[64];
+	char sel[512], esc[2048], c1[32], c2[32], bytes[32], pct[32], more[64];
 	double rest_b = 0, rest_o = 0;
 	size_t i;
 	int ret = t ? 0 : -1;
@@ -260,7 +262,8 @@ static int print_callsites(const struct report *r, const struct view_cs_row *row
 				 table__add(t, (const char *const[]){ more, "", c1, bytes, pct });
 	}
 	print_header(r, "Total:", r->v->total_bytes);
-	printf("%s: %s in %zu callsites\n\n", selection_name(r, sel, sizeof(sel)),
+	printf("%s: %s in %zu callsites\n\n",
+	       esc_text(esc, sizeof(esc), selection_name(r, sel, sizeof(sel))),
 	       format_bytes(bytes, sizeof(bytes), total), n);
 	if (!ret)
 		table__print(t, stdout);

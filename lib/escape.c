@@ -65,8 +65,7 @@ static void put(struct sink *o, const char *p, size_t n)
 	o->buf[o->n] = '\0';
 }
 
-/* characters that reorder or break the line a terminal or a browser shows */
-static bool is_invisible_control(uint32_t c)
+bool esc_is_control(uint32_t c)
 {
 	return c < 0x20 || c == 0x7f || (c >= 0x80 && c < 0xa0) || c == 0x061c ||
 	       c == 0x200e || c == 0x200f || (c >= 0x2028 && c <= 0x202e) ||
@@ -84,7 +83,7 @@ static size_t text_unit(const char *s, char *out, size_t *used)
 		return (size_t)snprintf(out, 8, "\\x%02x", (unsigned char)*s);
 	}
 	*used = (size_t)n;
-	if (!is_invisible_control(c)) {
+	if (!esc_is_control(c)) {
 		memcpy(out, s, (size_t)n);
 		return (size_t)n;
 	}

@@ -3,7 +3,7 @@
  * Names in a profile come from the profiled program (function and span
  * names, comm, file names) or from whoever wrote the file: any bytes at all.
  * Every printer writes them through the one rule of its format, here (JSON's
- * is lib/json.c):
+ * is lib/json.c, with the same controls as \uXXXX):
  *
  *   text      C0 controls, DEL, C1 controls, the bidirectional and line
  *             separator controls and U+FFFE/U+FFFF become visible escapes
@@ -26,6 +26,13 @@
 
 /* the UTF-8 sequence at s (strict: no overlong forms, surrogates or > U+10FFFF): its length, 0 if invalid */
 int utf8_decode(const char *s, uint32_t *cp);
+
+/*
+ * the characters every rule escapes: C0, DEL, C1, the bidirectional controls,
+ * the line and paragraph separators, U+FFFE and U+FFFF (they reorder or
+ * break the line a terminal or a browser shows, or are not XML)
+ */
+bool esc_is_control(uint32_t cp);
 
 /*
  * s under a rule into buf (always NUL-terminated when len > 0, cut between

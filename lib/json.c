@@ -59,7 +59,9 @@ void json_end(struct json *j, char kind)
 
 /*
  * JSON text is UTF-8: any other byte, an encoded surrogate or an overlong form
- * (names from binaries can be anything) becomes U+FFFD; controls are escaped.
+ * (names from binaries can be anything) becomes U+FFFD.  The controls of
+ * escape.h are escaped, C1 and bidirectional ones too (a terminal may take
+ * U+009B for CSI; an override reorders what a reader of the JSON sees).
  */
 void json_put_str(FILE *f, const char *s)
 {
@@ -81,6 +83,8 @@ void json_put_str(FILE *f, const char *s)
 			fprintf(f, "\\u%04x", c);
 		else if (!n)
 			fputs("\\ufffd", f);
+		else if (esc_is_control(cp))
+			fprintf(f, "\\u%04x", cp);
 		else
 			fwrite(s, 1, (size_t)n, f);
 		s += n ? n : 1;

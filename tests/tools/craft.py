@@ -46,9 +46,11 @@ NAMES = [
     "<img src=x onerror=alert(1)>",
     "amp&lt;entity&#x41;",
     "  leading and trailing  ",
-    "latin1 caf\xe9",                  # a lone 0xE9 byte: invalid UTF-8
-    "surrogate \xed\xa0\x80 half",     # U+D800 encoded: invalid UTF-8
-    "overlong \xc0\xaf slash",
+    # bytes that are not UTF-8, as surrogateescape writes them (raw() below)
+    "latin1 caf\udce9",                # a lone 0xE9 byte
+    "surrogate \udced\udca0\udc80 half",   # U+D800 encoded: not UTF-8
+    "overlong \udcc0\udcaf slash",
+    "truncated \udce2\udc82",
     "bidi \u202egnirts\u202c end",
     "c1 \u0085 next line",
     "del\x7f",
@@ -231,24 +233,23 @@ def names():
 
 
 def bomb(n):
-    # locations of 4 bytes each: id only
+    # n locations of 4 bytes each, all id 1 (the first of equal ids wins): it
+    # compresses a thousandfold and decodes to 32 bytes a location, and more
     p = Profile()
-    loc = bytearray()
-    for i in range(1, n + 1):
-        loc += f_len(4, f_varint(1, i))
-    p.out += loc
+    p.out += f_len(4, f_varint(1, 1)) * n
     p.sample([1], [1, 1])
     return p
 
 
 def sample_bomb(n):
+    # n distinct samples (by age_ns) of a dozen bytes: a record each in the view
     p = Profile()
     simple(p)
     k = p.s("age_ns")
-    body = bytearray()
-    for i in range(n):
-        body += f_len(2, packed(2, [1, 1]) + f_len(3, f_varint(1, k) + f_varint(3, i)))
-    p.out += body
+    head = key(2, 2)
+    p.out += b"".join(head + varint(len(body)) + body for body in
+                      (packed(2, [1, 1]) + f_len(3, f_varint(1, k) + f_varint(3, i))
+                       for i in range(n)))
     return p
 
 
