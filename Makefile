@@ -33,7 +33,7 @@ DEMO_PACKAGES := systemtap-sdt-dev procps
 TEST_PACKAGES := $(DEMO_PACKAGES) g++ systemtap-sdt-dev debuginfod elfutils binutils golang-go \
 	musl-tools libjemalloc2 libjemalloc-dev libmimalloc2.0 libmimalloc-dev libtcmalloc-minimal4 \
 	hyperfine valgrind python3 python3-prometheus-client sqlite3 rustc dwz libc6-dbg time \
-	python3-jsonschema libxml2-utils qemu-system-x86 busybox cpio util-linux
+	python3-jsonschema libxml2-utils cmark-gfm qemu-system-x86 busybox cpio util-linux
 DEB_PACKAGES := $(sort $(BUILD_PACKAGES) $(TEST_PACKAGES))
 
 # The layers (SPEC §1): lib/ <- proto/ <- cli/ and user/.  Each part sees only
@@ -108,7 +108,8 @@ BIN_CLI := $(OUTPUT)/culpert
 # generated files are not intermediates to throw away
 .SECONDARY:
 .PHONY: all culpert culpert-bpf deps demo test bench install vmlinux clean help check-deps \
-	check-deps-cli check-layout _demo _test _bench test-targets examples fuzz fuzz-seeds
+	check-deps-cli check-layout _demo _test _bench test-targets examples fuzz fuzz-seeds \
+	sanitized _sanitized-bins
 
 all: check-deps $(BIN_BPF) $(BIN_CLI)
 
