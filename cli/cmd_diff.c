@@ -112,7 +112,8 @@ static void print_summary(const struct diff *d, bool md)
 	int i;
 
 	for (i = 0; i < 2; i++) {
-		printf(md ? "- **%s** %s (" : "%-8s %s (", label[i], format_bytes(b, 32, r->total[i]));
+		printf(md ? "- **%s** %s (" : "%-8s %s (", label[i],
+		       format_bytes(b, 32, r->total[i]));
 		if (md)
 			esc_md_code(d->files[i], false, stdout);
 		else

@@ -105,8 +105,8 @@ static void frame(const struct flame_node *n, void *ctx)
 	esc_xml_fputs(n->name, f);
 	fprintf(f, " (%s, %.2f%%)</title>", bytes, 100.0 * n->total / g->root_total);
 	fprintf(f, "<rect x=\"%.2f\" y=\"%.0f\" width=\"%.2f\" height=\"%d\" fill=\"%s\" "
-		"rx=\"2\"/>", SVG_PAD + n->x * g->scale, g->height - FOOT_H - (n->depth + 1) * FRAME_H,
-		w, FRAME_H - 1, fill);
+		"rx=\"2\"/>", SVG_PAD + n->x * g->scale,
+		g->height - FOOT_H - (n->depth + 1) * FRAME_H, w, FRAME_H - 1, fill);
 	fprintf(f, "<text x=\"%.2f\" y=\"%.0f\">", SVG_PAD + n->x * g->scale + 3,
 		g->height - FOOT_H - n->depth * FRAME_H - 4);
 	label(f, n->name, w);
@@ -189,7 +189,8 @@ int flame_svg__write(const struct flame_tree *t, FILE *f, const char *title_file
 	g.height = HEAD_H + FOOT_H + (depth + 1) * FRAME_H;
 	fprintf(f, "<?xml version=\"1.0\" standalone=\"no\"?>\n"
 		"<svg version=\"1.1\" width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" "
-		"xmlns=\"http://www.w3.org/2000/svg\">\n", SVG_WIDTH, g.height, SVG_WIDTH, g.height);
+		"xmlns=\"http://www.w3.org/2000/svg\">\n", SVG_WIDTH, g.height, SVG_WIDTH,
+		g.height);
 	fputs("<style>text{font:12px sans-serif;fill:#000;pointer-events:none}"
 	      "g.f rect{stroke:#fff;stroke-width:0.5;cursor:pointer}"
 	      ".b{font:12px sans-serif;cursor:pointer;fill:#00c}</style>\n", f);

@@ -26,7 +26,7 @@ static size_t width_of(const char *s)
 	return w;
 }
 
-/* a cell as the terminal shows it: the text rule of escape.h (an escape is 4 bytes a byte at most) */
+/* a cell as the terminal shows it: the text rule of escape.h (at most 4 bytes a byte) */
 static char *cell_text(const char *s)
 {
 	size_t len = 4 * strlen(s) + 1;

@@ -24,7 +24,10 @@
 #include <stdint.h>
 #include <stdio.h>
 
-/* the UTF-8 sequence at s (strict: no overlong forms, surrogates or > U+10FFFF): its length, 0 if invalid */
+/*
+ * the UTF-8 sequence at s, strict (no overlong forms, no surrogates, nothing
+ * past U+10FFFF): its length, 0 if invalid
+ */
 int utf8_decode(const char *s, uint32_t *cp);
 
 /*

@@ -551,8 +551,8 @@ static int src_fill(struct src *s, size_t need)
 	}
 	if (need > s->max)
 		return malformed(s->d);
-	zr = dec_reserve(s->d, &s->win, &s->cap, need > keep + SRC_WINDOW ? need : keep + SRC_WINDOW,
-			 1);
+	zr = dec_reserve(s->d, &s->win, &s->cap,
+			 need > keep + SRC_WINDOW ? need : keep + SRC_WINDOW, 1);
 	if (zr)
 		return zr;
 	before = s->end;

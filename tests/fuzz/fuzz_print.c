@@ -158,7 +158,8 @@ static void run(int (*fn)(int, char **), const char *cmd, int may_fail, ...)
 	fflush(stderr);
 	dup2(saved_out, STDOUT_FILENO);
 	dup2(saved_err, STDERR_FILENO);
-	check(rc == 0 || rc == 2 || (may_fail && rc == 1), "an exit status outside the contract", cmd);
+	check(rc == 0 || rc == 2 || (may_fail && rc == 1), "an exit status outside the contract",
+	      cmd);
 	out = slurp(out_fd, &out_len);
 	err = slurp(err_fd, &err_len);
 	if (rc == 2 && !keep_stderr) {
@@ -205,11 +206,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	run(cmd_report, "report --span", false, "report", path, "--span", span, NULL);
 	run(cmd_report, "report --no-span", false, "report", path, "--no-span", NULL);
 	run(cmd_report, "report --inuse", false, "report", path, "--inuse", NULL);
-	run(cmd_report, "report --leaks", false, "report", path, "--leaks", "--min-age", "1s", NULL);
-	run(cmd_report, "report json", false, "report", path, "--format", "json", NULL);
-	run(cmd_report, "report --flat json", false, "report", path, "--flat", "--format", "json", NULL);
-	run(cmd_report, "report --span json", false, "report", path, "--span", span, "--format", "json",
+	run(cmd_report, "report --leaks", false, "report", path, "--leaks", "--min-age", "1s",
 	    NULL);
+	run(cmd_report, "report json", false, "report", path, "--format", "json", NULL);
+	run(cmd_report, "report --flat json", false, "report", path, "--flat", "--format", "json",
+	    NULL);
+	run(cmd_report, "report --span json", false, "report", path, "--span", span, "--format",
+	    "json", NULL);
 	run(cmd_report, "report --leaks json", false, "report", path, "--leaks", "--format", "json",
 	    NULL);
 	run(cmd_info, "info", false, "info", path, NULL);

@@ -41,7 +41,8 @@ static void print_live(FILE *f, const struct view *v)
 		return;
 	fprintf(f, "  top live callsites:\n");
 	for (i = 0; i < n && i < TOP && r[i].bytes > 0; i++)
-		fprintf(f, "    %-40s %12s\n", esc_text(name, sizeof(name), v->callsites[r[i].callsite]),
+		fprintf(f, "    %-40s %12s\n",
+			esc_text(name, sizeof(name), v->callsites[r[i].callsite]),
 			format_bytes(b, sizeof(b), r[i].bytes));
 	free(r);
 }
