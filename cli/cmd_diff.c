@@ -83,7 +83,8 @@ static char *pct_str(char *buf, size_t len, const struct diff_row *r)
 	if (r->delta == 0)
 		snprintf(buf, len, "0.00%%");
 	else if (r->before == 0)
-		snprintf(buf, len, "new");
+		/* from nothing to below zero (a -diff_base profile) is no new span */
+		snprintf(buf, len, r->after > 0 ? "new" : "-");
 	else
 		snprintf(buf, len, "%+.2f%%", r->pct);
 	return buf;
