@@ -33,7 +33,7 @@ DEMO_PACKAGES := systemtap-sdt-dev procps
 TEST_PACKAGES := $(DEMO_PACKAGES) g++ systemtap-sdt-dev debuginfod elfutils binutils golang-go \
 	musl-tools libjemalloc2 libjemalloc-dev libmimalloc2.0 libmimalloc-dev libtcmalloc-minimal4 \
 	hyperfine valgrind python3 python3-prometheus-client sqlite3 rustc dwz libc6-dbg time \
-	python3-jsonschema libxml2-utils cmark-gfm qemu-system-x86 busybox cpio util-linux
+	python3-jsonschema libxml2-utils cmark-gfm qemu-system-x86 busybox cpio util-linux nodejs
 DEB_PACKAGES := $(sort $(BUILD_PACKAGES) $(TEST_PACKAGES))
 
 # The layers (SPEC §1): lib/ <- proto/ <- cli/ and user/.  Each part sees only
@@ -229,6 +229,8 @@ $(BIN_CLI): $(CLI_MAIN) $(CLI_OBJS) $(LIBCULPERT)
 
 include examples/Makefile.inc
 include tests/Makefile.inc
+include deploy/archive/Makefile.inc
+include lib/sampler/Makefile.inc
 
 # --- top-level flows -----------------------------------------------------------
 

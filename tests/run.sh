@@ -55,7 +55,7 @@ start=$(date +%s)
 for t in "$OUTPUT"/tests/unit/test_*; do
 	[ -x "$t" ] && run_one "$t" "$t"
 done
-for t in tests/bpf/*.sh tests/cli/*.sh; do
+for t in tests/bpf/*.sh tests/cli/*.sh tests/archive/*.sh; do
 	[ -f "$t" ] && run_one "$t" sh "$t"
 done
 
