@@ -34,6 +34,7 @@
 static int out_fd, err_fd, saved_out, saved_err;
 static bool keep_stderr;
 static char other[64];	/* a small profile with spans, to diff against */
+static int other_fd = -1;
 
 static void check(int cond, const char *what, const char *cmd)
 {
@@ -54,15 +55,15 @@ static int gzip_to_fd(const uint8_t *in, size_t len, int fd)
 	return gzclose(z) == Z_OK && ok ? 0 : -1;
 }
 
-/* a profile of the writer's: two spans, a nested one, a stack */
-static void make_other(void)
+/* a profile of the writer's, at the input's rate (diff refuses others): spans a and a;b */
+static void make_other(int64_t rate)
 {
 	static const char *const names[] = { "alloc_objects", "alloc_space" };
 	static const char *const units[] = { "count", "bytes" };
 	struct pprof_writer_opts o = { .sz = sizeof(o), .n_sample_types = 2,
 				       .sample_type_names = names, .sample_type_units = units,
 				       .period_type = "space", .period_unit = "bytes",
-				       .period = 524288 };
+				       .period = rate };
 	struct pprof_writer *w = pprof_writer__new(&o);
 	struct pprof_mapping_desc m = { .filename = "/bin/x", .memory_start = 0x1000,
 					.memory_limit = 0x9000 };
@@ -70,16 +71,25 @@ static void make_other(void)
 	struct pprof_label lab;
 	int64_t v[2] = { 1, 1 << 20 };
 	uint64_t loc;
-	int fd = memfd_create("other", 0);
+	void *gz = NULL;
+	size_t gz_len = 0;
 
+	if (other_fd < 0)
+		other_fd = memfd_create("other", 0);
+	check(other_fd >= 0 && !ftruncate(other_fd, 0), "memfd", "make_other");
 	pprof_writer__add_mapping(w, &m);
 	l.function_id = pprof_writer__add_function(w, "work", NULL, "w.c", 1);
 	loc = pprof_writer__add_location(w, 1, 0x1010, &l, 1);
 	lab = (struct pprof_label){ .key = pprof_writer__str(w, "span_path"),
 				    .str = pprof_writer__str(w, "a;b") };
 	pprof_writer__add_sample(w, &loc, 1, v, &lab, 1);
-	snprintf(other, sizeof(other), "/proc/self/fd/%d", fd);
-	pprof_writer__write(w, other);
+	lab.str = pprof_writer__str(w, "a");
+	pprof_writer__add_sample(w, &loc, 1, v, &lab, 1);
+	snprintf(other, sizeof(other), "/proc/self/fd/%d", other_fd);
+	/* not pprof_writer__write(): it renames a temporary file into place */
+	check(!pprof_encode_gzip(pprof_writer__profile(w), &gz, &gz_len) &&
+	      pwrite(other_fd, gz, gz_len, 0) == (ssize_t)gz_len, "cannot write it", "make_other");
+	free(gz);
 	pprof_writer__free(w);
 }
 
@@ -96,7 +106,6 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	err_fd = memfd_create("stderr", 0);
 	/* inputs are small; so is what reading one may take */
 	setenv("CULPERT_MAX_MEMORY", "64MiB", 1);
-	make_other();
 	return 0;
 }
 
@@ -171,12 +180,13 @@ static void run(int (*fn)(int, char **), const char *cmd, int may_fail, ...)
 	free(err);
 }
 
-/* a span of the profile, for --span: the first that is not (no span) */
-static void first_span(const char *path, char *name, size_t len)
+/* a span of the profile, for --span: the first that is not (no span); and its rate */
+static int64_t first_span(const char *path, char *name, size_t len)
 {
 	struct view_opts vo = { .value = VIEW_ALLOC, .max_memory = 64 << 20 };
 	char err[256];
 	struct view *v = view__load(path, &vo, err, sizeof(err));
+	int64_t rate = v ? v->rate : 0;
 	size_t i;
 
 	snprintf(name, len, "nosuchspan");
@@ -187,6 +197,7 @@ static void first_span(const char *path, char *name, size_t len)
 		}
 	}
 	view__free(v);
+	return rate;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -198,7 +209,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	check(fd >= 0 && !gzip_to_fd(data, size, fd), "memfd", "setup");
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-	first_span(path, span, sizeof(span));
+	make_other(first_span(path, span, sizeof(span)));
 
 	run(cmd_report, "report", false, "report", path, NULL);
 	run(cmd_report, "report --top 1", false, "report", path, "--top", "1", NULL);
@@ -217,14 +228,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	    NULL);
 	run(cmd_info, "info", false, "info", path, NULL);
 	run(cmd_diff, "diff", true, "diff", path, path, NULL);
-	run(cmd_diff, "diff other", true, "diff", other, path, "--min-confidence", "1", NULL);
-	run(cmd_diff, "diff markdown", true, "diff", other, path, "--format", "markdown", NULL);
-	run(cmd_diff, "diff json", true, "diff", path, other, "--format", "json", NULL);
-	run(cmd_diff, "diff --tree", true, "diff", other, path, "--tree", NULL);
-	run(cmd_diff, "diff --tree markdown", true, "diff", path, other, "--tree", "--format", "md",
+	run(cmd_diff, "diff markdown", true, "diff", path, path, "--format", "markdown", NULL);
+	run(cmd_diff, "diff json", true, "diff", path, path, "--format", "json", NULL);
+	run(cmd_diff, "diff --tree", true, "diff", path, path, "--tree", NULL);
+	run(cmd_diff, "diff --tree markdown", true, "diff", path, path, "--tree", "--format", "md",
 	    NULL);
-	run(cmd_diff, "diff --by name json", true, "diff", path, other, "--by", "name", "--format",
-	    "json", NULL);
+	/* against another profile: regressions, new and gone spans in every table */
+	run(cmd_diff, "diff other", true, "diff", other, path, "--min-confidence", "1", NULL);
+	run(cmd_diff, "diff other markdown", true, "diff", other, path, "--format", "markdown",
+	    "--top", "2", NULL);
+	run(cmd_diff, "diff other json", true, "diff", path, other, "--format", "json", NULL);
+	run(cmd_diff, "diff other --tree", true, "diff", other, path, "--tree", "--top", "1", NULL);
+	run(cmd_diff, "diff other --tree markdown", true, "diff", path, other, "--tree", "--format",
+	    "markdown", NULL);
+	run(cmd_diff, "diff other --by name json", true, "diff", path, other, "--by", "name",
+	    "--format", "json", NULL);
 	run(cmd_flamegraph, "flamegraph", false, "flamegraph", path, NULL);
 	run(cmd_flamegraph, "flamegraph --span", false, "flamegraph", path, "--span", span, NULL);
 	run(cmd_flamegraph, "flamegraph svg", false, "flamegraph", path, "--format", "svg", NULL);
