@@ -29,11 +29,13 @@ CLI_PACKAGES := make gcc pkg-config libelf-dev libdw-dev libdebuginfod-dev zlib1
 BUILD_PACKAGES := $(CLI_PACKAGES) clang llvm libbpf-dev bpftool libcapstone-dev
 # make demo: the example service includes the span probes' <sys/sdt.h>
 DEMO_PACKAGES := systemtap-sdt-dev procps
-# make test and make bench: targets, independent readers, the VM, measuring tools
+# make test and make bench: targets, independent readers (cmark-gfm: GitHub's markdown), the
+# fuzzers' runtime (libclang-rt-dev), the VM, measuring tools
 TEST_PACKAGES := $(DEMO_PACKAGES) g++ systemtap-sdt-dev debuginfod elfutils binutils golang-go \
 	musl-tools libjemalloc2 libjemalloc-dev libmimalloc2.0 libmimalloc-dev libtcmalloc-minimal4 \
 	hyperfine valgrind python3 python3-prometheus-client sqlite3 rustc dwz libc6-dbg time \
-	python3-jsonschema libxml2-utils cmark-gfm qemu-system-x86 busybox cpio util-linux nodejs
+	python3-jsonschema libxml2-utils cmark-gfm libclang-rt-dev qemu-system-x86 busybox cpio \
+	util-linux nodejs
 DEB_PACKAGES := $(sort $(BUILD_PACKAGES) $(TEST_PACKAGES))
 
 # The layers (SPEC §1): lib/ <- proto/ <- cli/ and user/.  Each part sees only
