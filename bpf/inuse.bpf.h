@@ -83,8 +83,8 @@ static __always_inline int handle_alloc_return(struct pt_regs *ctx)
 
 	if (!ts || !ts->pending_id)
 		return 0;
-	/* the return address was popped: sp is one word above the entry's */
-	if (return_every_call && PT_REGS_SP(ctx) != ts->pending_sp + 8)
+	/* x86's ret popped the return address: sp is one word above the entry's */
+	if (return_every_call && PT_REGS_SP(ctx) != ts->pending_sp + ARCH_RET_SP_ADJUST)
 		return 0;
 	ptr = PT_REGS_RC(ctx);
 	if (ts->pending_memptr)

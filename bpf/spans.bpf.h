@@ -277,7 +277,8 @@ static __always_inline void handle_fn_span_enter(struct pt_regs *ctx)
 }
 
 /*
- * --span-fn return probe: the return address has been popped, so the
+ * --span-fn return probe: the return address has been popped (x86; arm64
+ * returns with sp as at entry: frame_top_at_return()), so the
  * function's frame (with recursion's inner frames and spans left open
  * inside it) lies below the stack pointer now.
  */
@@ -287,7 +288,7 @@ static __always_inline int handle_fn_span_return(struct pt_regs *ctx)
 	struct thread_state *ts = thread_state_find();
 
 	if (ts)
-		span_prune(ts, PT_REGS_SP(ctx) - 1, PRUNE_RETURN, 0);
+		span_prune(ts, frame_top_at_return(ctx), PRUNE_RETURN, 0);
 	return 0;
 }
 

@@ -25,6 +25,8 @@ struct hot_state {
 	__u64 guard_sp;		/* stack pointer at entry of an open outer allocator call */
 	__u64 guard_ret;	/* the return address stored there */
 	__u64 guard_ip;		/* the entry point that call went to */
+	/* why a profile is empty: calls and bytes seen (last member, see culpert.h) */
+	struct culpert_calls_seen seen;
 };
 
 struct {

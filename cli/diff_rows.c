@@ -106,16 +106,36 @@ static bool node_eq(uint32_t idx, const void *key, void *ctx)
 	return n->parent == k->parent && n->no_span == k->no_span && !strcmp(n->name, k->name);
 }
 
+/*
+ * v's spans in order of depth, into order: parents before children, which
+ * index order alone does not give (orphans.c adds its marker last, above
+ * nodes made before it).
+ */
+static void by_depth(const struct view *v, uint32_t *order)
+{
+	size_t start[VIEW_MAX_SPAN_DEPTH + 1] = { 0 }, i, d;
+
+	for (i = 0; i < v->n_spans; i++)
+		start[v->spans[i].depth + 1]++;
+	for (d = 1; d <= VIEW_MAX_SPAN_DEPTH; d++)
+		start[d] += start[d - 1];
+	for (i = 0; i < v->n_spans; i++)
+		order[start[v->spans[i].depth]++] = (uint32_t)i;
+}
+
 /* view v's spans into the merged tree: a node per (parent, name), as the views build theirs */
 static int tree_add(struct diff_tree *t, const struct view *v, int side)
 {
-	/* view i's node j sits at merged index map[j]; parents come before their children */
+	/* view i's node j sits at merged index map[j]; spans taken parents first */
 	uint32_t *map = malloc((v->n_spans ?: 1) * sizeof(*map));
-	size_t i;
+	uint32_t *order = malloc((v->n_spans ?: 1) * sizeof(*order));
+	size_t o;
+	int ret = map && order ? 0 : -ENOMEM;
 
-	if (!map)
-		return -ENOMEM;
-	for (i = 0; i < v->n_spans; i++) {
+	if (!ret)
+		by_depth(v, order);
+	for (o = 0; !ret && o < v->n_spans; o++) {
+		uint32_t i = order[o];
 		const struct view_span *s = &v->spans[i];
 		struct node_key k = { s->parent == VIEW_NONE ? VIEW_NONE : map[s->parent], s->name,
 				      s->no_span };
@@ -126,8 +146,8 @@ static int tree_add(struct diff_tree *t, const struct view *v, int side)
 		if (!hashtab__find(&t->ht, h, &k, node_eq, t, &idx)) {
 			if (vec_reserve(&t->nodes, &t->cap_nodes, t->n_nodes + 1, sizeof(*n)) ||
 			    hashtab__insert(&t->ht, h, (uint32_t)t->n_nodes)) {
-				free(map);
-				return -ENOMEM;
+				ret = -ENOMEM;
+				break;
 			}
 			idx = (uint32_t)t->n_nodes++;
 			n = &t->nodes[idx];
@@ -143,7 +163,8 @@ static int tree_add(struct diff_tree *t, const struct view *v, int side)
 		t->nodes[idx].allocated |= s->self_samples != 0;
 	}
 	free(map);
-	return 0;
+	free(order);
+	return ret;
 }
 
 /* each node on its parent's list of children (or the roots'), once both views are in */
@@ -231,7 +252,7 @@ const char *diff_row__key(const struct diff_result *r, const struct diff_row *ro
 {
 	struct treepath_tree t = { r->tree, node_parent, node_name };
 
-	if (r->by_name)
+	if (r->by != DIFF_BY_PATH)
 		snprintf(buf, len, "%s", row->name);
 	else
 		treepath_write(&t, row->node, buf, len);
@@ -303,6 +324,44 @@ static int rows_by_name(struct diff_result *r, const struct view *const v[2])
 	return ret;
 }
 
+/*
+ * by callsite: a row per callsite ("function (file:line)", as found past
+ * the wrappers), its bytes summed over every span
+ */
+static int rows_by_callsite(struct diff_result *r, const struct view *const v[2])
+{
+	struct hashtab ht = { 0 };
+	size_t cap = 0, i;
+	int side, ret = 0;
+
+	for (side = 0; side < 2 && !ret; side++) {
+		for (i = 0; i < v[side]->n_recs && !ret; i++) {
+			const struct view_rec *rec = &v[side]->recs[i];
+			const char *cs = v[side]->callsites[rec->callsite];
+			uint64_t h = hash_bytes(cs, strlen(cs), 0);
+			uint32_t idx;
+
+			if (!hashtab__find(&ht, h, cs, name_eq, r, &idx)) {
+				ret = new_row(r, &cap);
+				if (!ret)
+					ret = hashtab__insert(&ht, h, (uint32_t)(r->n_rows - 1));
+				idx = (uint32_t)(r->n_rows - 1);
+				if (!ret) {
+					r->rows[idx].name = cs;
+					r->rows[idx].name_len =
+						v[side]->callsite_name_len[rec->callsite];
+				}
+			}
+			if (!ret && side)
+				r->rows[idx].after += rec->bytes;
+			else if (!ret)
+				r->rows[idx].before += rec->bytes;
+		}
+	}
+	hashtab__free(&ht);
+	return ret;
+}
+
 static int group_rank(enum diff_kind k)
 {
 	return k == KIND_REGRESSION || k == KIND_NEW ? 0 : k == KIND_QUIET ? 2 : 1;
@@ -319,7 +378,9 @@ static int cmp_rows(const void *a, const void *b, void *ctx)
 		return group_rank(x->kind) - group_rank(y->kind);
 	if (fabs(x->delta) != fabs(y->delta))
 		return fabs(x->delta) > fabs(y->delta) ? -1 : 1;
-	return r->by_name ? strcmp(x->name, y->name) : treepath_cmp(&t, x->node, y->node);
+	if (r->by != DIFF_BY_PATH)
+		return strcmp(x->name, y->name);
+	return treepath_cmp(&t, x->node, y->node);
 }
 
 int diff_result__build(struct diff_result *r, const struct view *before, const struct view *after,
@@ -330,14 +391,15 @@ int diff_result__build(struct diff_result *r, const struct view *before, const s
 	int ret;
 
 	memset(r, 0, sizeof(*r));
-	r->by_name = o->by_name;
+	r->by = o->by;
 	r->total[0] = before->total_bytes;
 	r->total[1] = after->total_bytes;
 	r->tree = diff_tree__new(before, after);
 	if (!r->tree)
 		return -ENOMEM;
-	/* a row is a span's own bytes: spans that allocated themselves */
-	ret = o->by_name ? rows_by_name(r, v) : rows_by_path(r);
+	/* a row is a span's own bytes (spans that allocated themselves), or a callsite's */
+	ret = o->by == DIFF_BY_CALLSITE ? rows_by_callsite(r, v) :
+	      o->by == DIFF_BY_NAME ? rows_by_name(r, v) : rows_by_path(r);
 	if (!ret && !(r->order = malloc((r->n_rows ?: 1) * sizeof(*r->order))))
 		ret = -ENOMEM;
 	if (ret)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * The arithmetic of `culpert diff`, apart from its printing: span matching,
+ * The arithmetic of `culpert diff`, apart from its printing: span (or callsite) matching,
  * the classification of SPEC §8.2 and the sampling noise of each estimate.
  */
 #ifndef CULPERT_CLI_DIFF_ROWS_H
@@ -15,18 +15,23 @@
 /* in the order rows are listed: what fails first */
 enum diff_kind { KIND_REGRESSION, KIND_NEW, KIND_IMPROVEMENT, KIND_GONE, KIND_QUIET, KIND__COUNT };
 
+/* what a row is: a span (by path or innermost name), or a callsite over all spans */
+enum diff_by { DIFF_BY_PATH, DIFF_BY_NAME, DIFF_BY_CALLSITE };
+
 struct diff_opts {
 	uint64_t threshold_bytes;
 	double threshold_pct;
 	uint64_t min_span_bytes;
 	double min_confidence;	/* in standard errors; 0 = off */
-	bool by_name;		/* match by innermost span name instead of span path */
+	enum diff_by by;
 	int64_t rate;		/* sampling rate of both profiles, for the noise */
 };
 
 struct diff_row {
 	uint32_t node;		/* matched by path: the merged tree's node (diff_row__key()) */
-	const char *name;	/* matched by name: the name, borrowed from a view */
+	/* by name or callsite: a span name or "function (file:line)", borrowed from a view */
+	const char *name;
+	size_t name_len;	/* a callsite's: the length of its "function"; 0 for spans */
 	double before, after, delta;
 	double pct;		/* of |before|; NaN when before is 0 */
 	/* standard errors of the estimates: sqrt(rate * bytes) per side, combined for delta */
@@ -42,7 +47,7 @@ struct diff_result {
 	size_t count[KIND__COUNT];
 	double total[2];
 	struct diff_tree *tree;	/* both span trees merged: rows by path are its nodes */
-	bool by_name;
+	enum diff_by by;
 };
 
 /* classify one span; *reason says why when quiet */
@@ -54,13 +59,16 @@ double diff_pct(double before, double after);
 /* before and after, with the delta and pct that follow from them */
 void diff_row__set(struct diff_row *r, double before, double after);
 
-/* rows of every span present on either side; 0 or -ENOMEM */
+/* rows of every span (or callsite) present on either side; 0 or -ENOMEM */
 int diff_result__build(struct diff_result *r, const struct view *before, const struct view *after,
 		       const struct diff_opts *o);
 void diff_result__clear(struct diff_result *r);
 /* a regression or a new span: what fails a CI job */
 bool diff_result__failed(const struct diff_result *r);
-/* a row's key, its span path or name, into buf (VIEW_PATH_MAX bytes hold any); returns buf */
+/*
+ * a row's key, its span path, span name or callsite, into buf (VIEW_PATH_MAX bytes hold any
+ * path; a longer callsite is cut between characters); returns buf
+ */
 const char *diff_row__key(const struct diff_result *r, const struct diff_row *row, char *buf,
 			  size_t len);
 

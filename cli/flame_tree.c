@@ -12,6 +12,8 @@
 #define KEY_END		UINT32_MAX
 /* in loc_key: the location has several lines, look them up (the rest of the bits: nothing) */
 #define KEY_LINES	(UINT32_MAX - 1)
+/* in line_key and loc_key: a frame --skip names (view__frame_skipped()), left out of sequences */
+#define KEY_SKIP	(UINT32_MAX - 2)
 
 struct flame_tree {
 	const struct view *v;
@@ -85,9 +87,14 @@ static int intern_all(struct interner *in)
 		if (!l->n_lines)
 			ret = intern(in, view__frame_name(v, l, 0, false, buf, sizeof(buf)),
 				     &t->loc_key[i]);
-		for (j = 0; j < l->n_lines && !ret; j++)
-			ret = intern(in, view__frame_name(v, l, j, false, buf, sizeof(buf)),
-				     &t->line_key[l->line_off + j]);
+		for (j = 0; j < l->n_lines && !ret; j++) {
+			/* --skip: the frame's bytes go to its caller */
+			if (view__frame_skipped(v, l, j))
+				t->line_key[l->line_off + j] = KEY_SKIP;
+			else
+				ret = intern(in, view__frame_name(v, l, j, false, buf, sizeof(buf)),
+					     &t->line_key[l->line_off + j]);
+		}
 	}
 	for (i = 0; i < v->n_spans && !ret; i++)
 		ret = intern(in, v->spans[i].name, &t->span_key[i]);
@@ -126,7 +133,8 @@ static int rank_names(struct flame_tree *t)
 		sorted[i] = t->names[order[i]];
 	}
 	for (i = 0; i < p->n_lines; i++)
-		t->line_key[i] = rank[t->line_key[i]] * 2;
+		if (t->line_key[i] != KEY_SKIP)
+			t->line_key[i] = rank[t->line_key[i]] * 2;
 	/* one frame per location is the common case: its key without a look at the location */
 	for (i = 0; i < p->n_locations; i++)
 		if (!p->locations[i].n_lines)
@@ -205,7 +213,7 @@ static void cursor_init(struct cursor *c, const struct flame_tree *t, const stru
 }
 
 /* spans root first, then frames from the root, each location's lines outermost first */
-static uint32_t raw_next(struct cursor *c)
+static uint32_t raw_one(struct cursor *c)
 {
 	const struct flame_tree *t = c->t;
 	const struct pprof_profile *p = t->v->p;
@@ -226,6 +234,17 @@ static uint32_t raw_next(struct cursor *c)
 	}
 	c->line--;
 	return t->line_key[c->loc->line_off + c->line];
+}
+
+/* raw_one() past the frames --skip leaves out: each one read consumes a frame */
+static uint32_t raw_next(struct cursor *c)
+{
+	uint32_t k;
+
+	do
+		k = raw_one(c);
+	while (k == KEY_SKIP);
+	return k;
 }
 
 /* the next element, within FLAME_MAX_DEPTH: the last level is FLAME_DEEPER when more follows */

@@ -71,7 +71,7 @@ static bool rec_eq(uint32_t idx, const void *key, void *ctx)
 	const struct view_rec *a = &((struct builder *)ctx)->v->recs[idx], *k = key;
 
 	return a->span == k->span && a->callsite == k->callsite && a->stack == k->stack &&
-	       a->age_ns == k->age_ns;
+	       a->age_ns == k->age_ns && a->wrapper == k->wrapper;
 }
 
 static int add_rec(struct builder *b, const struct view_rec *k)
@@ -82,7 +82,7 @@ static int add_rec(struct builder *b, const struct view_rec *k)
 	uint32_t idx;
 	int ret;
 
-	h = hash_u64(k->span, hash_u64(k->callsite, h));
+	h = hash_u64(k->span, hash_u64(k->callsite, hash_u64(k->wrapper, h)));
 	if (!hashtab__find(&b->rec_ht, h, k, rec_eq, b, &idx)) {
 		if (v->n_recs >= UINT32_MAX - 1)
 			return -E2BIG;
@@ -95,24 +95,25 @@ static int add_rec(struct builder *b, const struct view_rec *k)
 		idx = (uint32_t)v->n_recs++;
 		v->recs[idx] = *k;
 		v->recs[idx].bytes = v->recs[idx].objects = 0;
-		v->recs[idx].samples = 0;
+		v->recs[idx].samples = v->recs[idx].sampled = 0;
 	}
 	r = &v->recs[idx];
 	r->bytes += k->bytes;
 	r->objects += k->objects;
 	r->samples += k->samples;
+	r->sampled += k->sampled;
 	return 0;
 }
 
-/* the raw span and age of a sample, from its labels */
+/* the raw span, age and sampled allocations (-1: no label) of a sample, from its labels */
 static void sample_labels(const struct pprof_profile *p, const struct pprof_sample_ref *s,
-			  struct raw_span *r, int64_t *age)
+			  struct raw_span *r, int64_t *age, int64_t *sampled)
 {
 	int64_t name = 0, path = 0, id = 0, parent = 0;
 	bool has_id = false, has_parent = false;
 	size_t i;
 
-	*age = -1;
+	*age = *sampled = -1;
 	for (i = 0; i < s->n_labels; i++) {
 		const struct pprof_label *l = &s->labels[i];
 		const char *k = pprof_profile__str(p, l->key);
@@ -127,6 +128,8 @@ static void sample_labels(const struct pprof_profile *p, const struct pprof_samp
 			parent = l->num, has_parent = true;
 		else if (!strcmp(k, "age_ns") && !l->str)
 			*age = l->num < 0 ? 0 : l->num;
+		else if (!strcmp(k, "sampled_allocs") && !l->str)
+			*sampled = l->num < 0 ? 0 : l->num;
 	}
 	memset(r, 0, sizeof(*r));
 	if (path && p->strings[path][0]) {
@@ -142,15 +145,20 @@ static void sample_labels(const struct pprof_profile *p, const struct pprof_samp
 	}
 }
 
-/* callsite__of_sample(), with the names of new callsites charged to the budget */
-static int callsite_of(struct builder *b, const struct pprof_sample_ref *s, uint32_t *out)
+/* callsite__of_sample(), with the names of new callsites and wrappers charged to the budget */
+static int callsite_of(struct builder *b, const struct pprof_sample_ref *s, uint32_t *out,
+		       uint32_t *wrapper)
 {
-	size_t before = b->v->n_callsites, i;
-	int ret = callsite__of_sample(b, s, out);
+	size_t cs = b->v->n_callsites, wr = b->v->n_wrappers, i;
+	int ret = callsite__of_sample(b, s, out, wrapper);
 
-	for (i = before; i < b->v->n_callsites && !ret; i++)
+	for (i = cs; i < b->v->n_callsites && !ret; i++)
 		ret = pprof_budget__charge(&b->budget, strlen(b->v->callsites[i]) + 1 +
-					   sizeof(struct cs_key) + sizeof(char *) + 24);
+					   sizeof(struct cs_key) + sizeof(char *) +
+					   sizeof(size_t) + 24);
+	for (i = wr; i < b->v->n_wrappers && !ret; i++)
+		ret = pprof_budget__charge(&b->budget, strlen(b->v->wrappers[i]) + 1 +
+					   sizeof(char *) + 12);
 	return ret;
 }
 
@@ -160,6 +168,7 @@ static int on_sample(const struct pprof_profile *p, const struct pprof_sample_re
 	struct view *v = b->v;
 	struct view_rec k = { .stack = VIEW_NONE };
 	struct raw_span r;
+	int64_t sampled;
 	int ret;
 
 	v->n_samples++;
@@ -175,17 +184,43 @@ static int on_sample(const struct pprof_profile *p, const struct pprof_sample_re
 	v->n_value_samples++;
 	v->total_bytes += k.bytes;
 	v->total_objects += k.objects;
-	sample_labels(p, s, &r, &k.age_ns);
+	sample_labels(p, s, &r, &k.age_ns, &sampled);
 	if (k.age_ns >= 0)
 		v->has_age = true;
+	if (sampled < 0)
+		b->unlabelled++;
+	k.sampled = sampled > 0 ? (uint64_t)sampled : 0;
+	v->n_sampled += k.sampled;
 	ret = spantree__intern_raw(b, &r, &k.span);
 	if (!ret)
-		ret = callsite_of(b, s, &k.callsite);
+		ret = callsite_of(b, s, &k.callsite, &k.wrapper);
 	if (!ret && v->opts.stacks)
 		ret = intern_stack(b, s, &k.stack);
 	if (!ret)
 		ret = add_rec(b, &k);
 	return ret;
+}
+
+/*
+ * Sampled allocations per span, once the tree is built; they count only when
+ * every record carries them (a culpert-bpf profile; an empty one by its
+ * samples= comment).
+ */
+static void sum_sampled(struct builder *b)
+{
+	struct view *v = b->v;
+	size_t i;
+	uint32_t s;
+
+	v->has_sampled = !b->unlabelled &&
+			 (v->n_value_samples || pprof_profile__comment(v->p, "samples"));
+	for (i = 0; v->has_sampled && i < v->n_recs; i++) {
+		const struct view_rec *rec = &v->recs[i];
+
+		v->spans[rec->span].self_sampled += rec->sampled;
+		for (s = rec->span; s != VIEW_NONE; s = v->spans[s].parent)
+			v->spans[s].total_sampled += rec->sampled;
+	}
 }
 
 /* --- loading ---------------------------------------------------------------------- */
@@ -228,6 +263,10 @@ static int prepare(struct builder *b, const struct pprof_profile *p)
 
 	v->p = (struct pprof_profile *)p;
 	ret = pick_columns(v, b->err, sizeof(b->err));
+	/* callsite.c's caches: a callsite and a wrapper per location, a byte per function */
+	if (!ret)
+		ret = pprof_budget__charge(&b->budget, (p->n_locations + 1) * 2 * sizeof(uint32_t) +
+					   p->n_functions + 1);
 	if (ret)
 		return ret;
 	return callsite__prepare(b);
@@ -286,17 +325,21 @@ static struct view *view_read(const char *path, const void *buf, size_t len,
 	if (!ret) {
 		v->rate = p->period;
 		ret = spantree__build(&b);
-		if (ret == -E2BIG && b.budget.exceeded) {
-			char why[256];
-
-			pprof_budget__explain(&b.budget, why, sizeof(why));
-			snprintf(err, errlen, "profile too large: %s", why);
-		} else if (ret) {
-			snprintf(err, errlen, "out of memory");
-		}
-	} else if (b.err[0]) {
+		if (!ret)
+			ret = orphans__mark(&b);
+		if (!ret)
+			sum_sampled(&b);
+	}
+	if (b.err[0]) {
 		/* a reason of ours beats the reader's generic one */
 		snprintf(err, errlen, "%s", b.err);
+	} else if (ret && p && b.budget.exceeded) {
+		char why[256];
+
+		pprof_budget__explain(&b.budget, why, sizeof(why));
+		snprintf(err, errlen, "profile too large: %s", why);
+	} else if (ret && p) {
+		snprintf(err, errlen, "out of memory");
 	}
 	v->budget = b.budget;
 	builder_free(&b);
@@ -331,8 +374,12 @@ void view__free(struct view *v)
 	free(v->path_buf);
 	for (i = 0; i < v->n_callsites; i++)
 		free(v->callsites[i]);
+	for (i = 0; i < v->n_wrappers; i++)
+		free(v->wrappers[i]);
 	free(v->spans);
 	free(v->callsites);
+	free(v->callsite_name_len);
+	free(v->wrappers);
 	free(v->recs);
 	free(v->stack_locs);
 	free(v->stack_off);

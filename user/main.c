@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
-/* culpert-bpf: collection.  Needs root (or CAP_BPF + CAP_PERFMON + CAP_SYS_PTRACE). */
+/* culpert-bpf: collection.  Needs root, or CAP_BPF + CAP_PERFMON (README: Privileges). */
 #include <bpf/libbpf.h>
 #include <stdarg.h>
 #include <stdio.h>

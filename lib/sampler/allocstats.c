@@ -52,6 +52,18 @@ static __attribute__((noinline)) void fire_stats(void *page, uint64_t size)
 }
 #endif
 
+extern const unsigned char sampler_stats_site[] SAMPLER_HIDDEN;
+
+/*
+ * A reader of the page (culpert-bpf stats raises this semaphore with a
+ * counting uprobe on the site) patches the site as the other probes'
+ * profilers do: the fork child must not run it (sampler.c says why).
+ */
+void allocstats_child_after_fork(void)
+{
+	sampler_drop_inherited_site(sampler_stats_site, &culpert_sampler_allocator_stats_semaphore);
+}
+
 void allocstats_init(uint32_t kind, void *(*sym)(const char *name))
 {
 	static const char *const names[] = {

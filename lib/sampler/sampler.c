@@ -471,7 +471,7 @@ void sampler_forget(void *p)
  * found patched is switched off in the child; a profiler attaching to the
  * child later raises the semaphore again.
  */
-static void drop_inherited_site(const unsigned char *site, volatile unsigned short *semaphore)
+void sampler_drop_inherited_site(const unsigned char *site, volatile unsigned short *semaphore)
 {
 #if defined(__x86_64__)
 	if (*semaphore && site[0] == 0xe8)	/* call rel32: an optimized uprobe */
@@ -483,8 +483,9 @@ void sampler_child_after_fork(void)
 {
 	struct culpert_sampler_page *pg = &culpert_sampler_page;
 
-	drop_inherited_site(sampler_alloc_site, &otel_memory_alloc_semaphore);
-	drop_inherited_site(sampler_free_site, &otel_memory_free_semaphore);
+	sampler_drop_inherited_site(sampler_alloc_site, &otel_memory_alloc_semaphore);
+	sampler_drop_inherited_site(sampler_free_site, &otel_memory_free_semaphore);
+	allocstats_child_after_fork();
 	/* a new seed at the next allocation; the countdown left is still a fair draw */
 	sampler_thread.rng = 0;
 	sampler_thread.gen = 0;

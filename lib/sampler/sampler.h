@@ -61,6 +61,9 @@ void sampler_boot(void) SAMPLER_HIDDEN;
 void sampler_sampled(void *p, size_t size) SAMPLER_HIDDEN;
 void sampler_forget(void *p) SAMPLER_HIDDEN;
 void sampler_child_after_fork(void) SAMPLER_HIDDEN;
+/* in a fork child: switch off a site the parent's profiler had patched (sampler.c) */
+void sampler_drop_inherited_site(const unsigned char *site, volatile unsigned short *semaphore)
+	SAMPLER_HIDDEN;
 
 /* the bootstrap arena: what is handed out before the next allocator is known */
 void *boot_alloc(size_t size, size_t align) SAMPLER_HIDDEN;
@@ -117,6 +120,7 @@ extern struct culpert_sampler_page culpert_sampler_page;
 /* the allocator's own statistics in the published page (allocstats.c) */
 void allocstats_init(uint32_t kind, void *(*sym)(const char *name)) SAMPLER_HIDDEN;
 void allocstats_maybe_refresh(void) SAMPLER_HIDDEN;
+void allocstats_child_after_fork(void) SAMPLER_HIDDEN;
 
 /* the live set of sampled pointers (liveset.c) */
 int liveset_init(size_t max_entries) SAMPLER_HIDDEN;

@@ -16,7 +16,7 @@ struct elf_symbol {
 	const char *name;	/* owned by the elfobj */
 	uint64_t value;		/* st_value: virtual address */
 	uint64_t size;
-	uint8_t type;		/* STT_FUNC or STT_GNU_IFUNC */
+	uint8_t type;		/* STT_FUNC or STT_GNU_IFUNC (elfobj__data_sym: STT_OBJECT, STT_TLS) */
 	uint8_t bind;
 	uint32_t order;		/* position in its table, .symtab before .dynsym */
 };
@@ -48,6 +48,13 @@ const struct elf_symbol *elfobj__sym_by_name(struct elfobj *obj, const char *nam
  * then the first in table order.
  */
 const struct elf_symbol *elfobj__sym_by_addr(struct elfobj *obj, uint64_t vaddr);
+/*
+ * The defined data (STT_OBJECT) or thread-local (STT_TLS: value is the
+ * offset in the object's TLS block) symbol named exactly `name`, a global
+ * one before a local one, .symtab or .dynsym; 0 or -ENOENT.  Not cached:
+ * for a few lookups, not for symbolization.
+ */
+int elfobj__data_sym(const struct elfobj *obj, const char *name, struct elf_symbol *out);
 /* every function symbol, sorted by address; count in *n */
 const struct elf_symbol *elfobj__symbols(struct elfobj *obj, size_t *n);
 

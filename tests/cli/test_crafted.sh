@@ -65,8 +65,11 @@ all_commands() {
 	_x=$2
 	while read -r kind cmd; do
 		_n=$(run_name "$_x" "$cmd")
+		# split into words, never globbed (--skip w_*)
+		set -f
 		# shellcheck disable=SC2086
 		bounded "$_n" $(echo "$cmd" | sed "s|@|$_p|g")
+		set +f
 		case "$cmd" in diff*) contract "$_n" "0 1 2" ;; *) contract "$_n" "0 2" ;; esac || continue
 		[ "$rc" = 0 ] || continue
 		$CHECK "$kind" "$TMP/$_n.out" 2>"$TMP/$_n.chk" ||
@@ -76,18 +79,24 @@ all_commands() {
 	text report @ --flat
 	text report @ --no-span
 	text report @ --leaks
+	text report @ --no-span --skip w_* --wide
 	json report @ --format json
 	json report @ --flat --format json
 	json report @ --no-span --format json
+	json report @ --no-span --skip w_* --format json
 	text info @
 	text diff @ @
 	md diff @ @ --format markdown
 	json diff @ @ --format json
 	text diff @ @ --tree
+	text diff @ @ --by callsite --skip w_*
+	md diff @ @ --by callsite --format markdown
+	json diff $TMP/other.pb.gz @ --by callsite --format json
 	md diff @ @ --tree --format markdown
 	json diff $TMP/other.pb.gz @ --format json
 	md diff $TMP/other.pb.gz @ --format markdown
 	folded flamegraph @
+	folded flamegraph @ --skip w_*
 	svg flamegraph @ --format svg
 	EOF
 }
@@ -100,7 +109,8 @@ setup() {
 test_deep_span() {
 	$CRAFT deep-span 20000 -o "$TMP/ds.pb.gz" || { fail "craft"; return; }
 	all_commands "$TMP/ds.pb.gz" ds
-	bounded ds-tree report "$TMP/ds.pb.gz"
+	# --wide: the rows whole (without it the 254 columns of indentation are cut to the cap)
+	bounded ds-tree report "$TMP/ds.pb.gz" --wide
 	[ "$(grep -c '4.00 KB  100.00%' "$TMP/ds-tree.out")" = 128 ] ||
 		fail "report: $(grep -c '4.00 KB  100.00%' "$TMP/ds-tree.out") span rows, want 128"
 	tail -1 "$TMP/ds-tree.out" | grep -q "^ \{254\}…  *4.00 KB" ||
@@ -133,12 +143,58 @@ test_deep_named() {
 }
 
 # one stack of 200 000 frames: flamegraph keeps 512 levels, the last "…"
+# a root also seen nested goes under "(entered before attach)", one level deeper: up to the
+# bound; a subtree already at the last level stays a root (docs/cli.md)
+test_deep_orphan() {
+	for n in 126 300; do
+		$CRAFT deep-orphan $n -o "$TMP/do$n.pb.gz" || { fail "craft"; return; }
+		all_commands "$TMP/do$n.pb.gz" do$n
+		/usr/bin/python3 - "$(out do$n "report @ --format json")" $n <<-'EOF' ||
+		import json, sys
+		spans, n = json.load(open(sys.argv[1]))["spans"], int(sys.argv[2])
+		def deepest(s, d=1):
+		    return max([deepest(c, d + 1) for c in s["children"]] or [(d, s)], key=lambda x: x[0])
+		roots = {s["name"]: deepest(s) for s in spans}
+		want = "(entered before attach)" if n < 127 else "R"
+		assert sorted(roots) == sorted([want, "top"]), sorted(roots)
+		d, leaf = roots[want]
+		assert d == 128 and leaf["path"].count(";") == 127, (d, leaf["path"][:80])
+		assert leaf["path"].startswith(want + ";"), leaf["path"][:80]
+		EOF
+			fail "deep-orphan $n: not under the marker up to 128 levels, or past them"
+	done
+}
+
 test_deep_stack() {
 	$CRAFT deep-stack 200000 -o "$TMP/dk.pb.gz" || { fail "craft"; return; }
 	all_commands "$TMP/dk.pb.gz" dk
 	$CHECK folded "$(out dk "flamegraph @")" 4096 || fail "folded weights"
 	awk '{ sub(/ [0-9]+$/, ""); n = split($0, f, ";") } END { exit !(NR == 1 && n == 512 && f[1] == "deep" && f[2] == "work" && f[512] == "…") }' \
 		"$(out dk "flamegraph @")" || fail "folded: not deep;work;...;… in 512 names"
+}
+
+# --skip in the flame graph of a deep stack: the 512 levels are counted after the skipped
+# frames, and the bound holds past them
+test_deep_wrapped() {
+	$CRAFT deep-wrapped 600 -o "$TMP/dw.pb.gz" || { fail "craft"; return; }
+	all_commands "$TMP/dw.pb.gz" dw
+	# 600 frames: 512 levels cut it; without w_alloc its 300 work frames fit
+	awk '{ sub(/ [0-9]+$/, ""); n = split($0, f, ";") } END { exit !(NR == 1 && n == 512 && f[2] == "work" && f[512] == "…") }' \
+		"$(out dw "flamegraph @")" || fail "folded: not 512 names ending in …"
+	[ "$(cat "$(out dw "flamegraph @ --skip w_*")")" = "deep$(printf ';work%.0s' $(seq 300)) 4096" ] ||
+		fail "--skip w_*: not deep and 300 work frames: $(head -c 200 "$(out dw "flamegraph @ --skip w_*")")"
+	bounded dw-span report "$TMP/dw.pb.gz" --span deep --skip 'w_*'
+	contract dw-span 0 && grep -q '^callsites skip wrappers: w_alloc (100.00% of the bytes)$' "$TMP/dw-span.out" &&
+		grep -q '^work (work.c:10) ' "$TMP/dw-span.out" ||
+		fail "report --skip on the deep stack: $(cat "$TMP/dw-span.out")"
+	$CRAFT deep-wrapped 200000 -o "$TMP/dw2.pb.gz" || { fail "craft"; return; }
+	bounded dw2-fold flamegraph "$TMP/dw2.pb.gz" --skip 'w_*'
+	contract dw2-fold 0 && $CHECK folded "$TMP/dw2-fold.out" 4096 || fail "folded weights"
+	awk '{ sub(/ [0-9]+$/, ""); n = split($0, f, ";") } END { exit !(NR == 1 && n == 512 && f[2] == "work" && f[511] == "work" && f[512] == "…") }' \
+		"$TMP/dw2-fold.out" || fail "--skip on 200 000 frames: not deep, 510 work and …"
+	bounded dw2-svg flamegraph "$TMP/dw2.pb.gz" --skip 'w_*' --format svg
+	contract dw2-svg 0 && $CHECK svg "$TMP/dw2-svg.out" || fail "svg of the skipped deep stack"
+	grep -q 'w_alloc' "$TMP/dw2-svg.out" && fail "the svg still draws w_alloc"
 }
 
 # a location of 3000 inline lines, 3000 times in one stack: 9 M frames, bounded the same
@@ -204,6 +260,25 @@ test_diff_base() {
 	assert abs(k["request;shrink"][2] - (524288 * 20 * M) ** 0.5) <= 1, k
 	EOF
 	grep -q '^Total:   -11.00 MB' "$(out db "report @")" || fail "report total of -diff_base is not -11.00 MB"
+	# --by callsite: the same rules on callsites, summed over the spans (shrink: two spans)
+	bounded db-cs diff "$TMP/base.pb.gz" "$TMP/db.pb.gz" --by callsite --format json --threshold-bytes 1
+	contract db-cs "1" || return
+	/usr/bin/python3 - "$TMP/db-cs.out" <<-'EOF' || fail "diff --by callsite of a -diff_base profile: kinds"
+	import json, sys
+	d = json.load(open(sys.argv[1]))
+	assert d["by"] == "callsite", d["by"]
+	k = {r["key"]: (r["kind"], r["before"], r["after"], r["pct"], r["stderr_delta"]) for r in d["rows"]}
+	M = 1 << 20
+	assert k["grow (work.c:10)"][:3] == ("new", 0, 10 * M), k
+	# from nothing to below zero: no new callsite, an improvement, no pct
+	assert k["shrink (work.c:10)"][:4] == ("improvement", 0, -21 * M, None), k
+	assert k["work (w.c:1)"][:3] == ("gone", M, 0), k
+	# noise of a negative estimate: sqrt(rate * |bytes|), rate 524288
+	assert abs(k["shrink (work.c:10)"][4] - (524288 * 21 * M) ** 0.5) <= 1, k
+	EOF
+	bounded db-cst diff "$TMP/base.pb.gz" "$TMP/db.pb.gz" --by callsite --threshold-bytes 1
+	contract db-cst "1" && grep -q '^improvement  shrink (work.c:10)  *0 B  *-21.00 MB  *-21.00 MB  *- ' \
+		"$TMP/db-cst.out" || fail "diff --by callsite text: $(cat "$TMP/db-cst.out")"
 	[ "$(cat "$(out db "flamegraph @")")" = "request;grow;grow $((10 << 20))" ] ||
 		fail "flamegraph draws other than the positive record: $(head -c 200 "$(out db "flamegraph @")")"
 }
@@ -223,7 +298,7 @@ test_memory_budget() {
 		"$TMP/sb-small.err" || fail "CULPERT_MAX_MEMORY=2MiB: $(cat "$TMP/sb-small.err")"
 	unset CULPERT_MAX_MEMORY
 	bounded sb report "$TMP/sb.pb.gz"
-	contract sb 0 && grep -q '^Samples: 100000 ' "$TMP/sb.out" || fail "100000 samples: $(head -3 "$TMP/sb.out")"
+	contract sb 0 && grep -q '^Records: 100000 ' "$TMP/sb.out" || fail "100000 records: $(head -3 "$TMP/sb.out")"
 	export CULPERT_MAX_MEMORY=lots
 	bounded sb-bad report "$TMP/sb.pb.gz"
 	unset CULPERT_MAX_MEMORY
@@ -246,6 +321,38 @@ test_lengths() {
 		fail "a 1 MB span name is not cut to 255 bytes"
 }
 
+# the hostile-name corpus as allocation wrappers: the report's "callsites skip wrappers" line
+# (the five with the most bytes, all control characters) under the text rule, JSON whole
+test_hostile_wrappers() {
+	$CRAFT wrappers -o "$TMP/hw.pb.gz" || { fail "craft"; return; }
+	all_commands "$TMP/hw.pb.gz" hw
+	for wide in "" --wide; do
+		bounded hw-line$wide report "$TMP/hw.pb.gz" --no-span --skip 'w_*' $wide
+		contract hw-line$wide 0 && $CHECK text "$TMP/hw-line$wide.out" ||
+			fail "report --skip $wide: $(head -c 300 "$TMP/hw-line$wide.out")"
+		grep -q '^callsites skip wrappers: w_ev\\x1b\[2J\\x1b\[31mred (8.00% of the bytes), w_bell\\x07back\\x08space (7.67%), w_carriage\\rreturn (7.33%), w_new\\nline (7.00%), w_tab\\there (6.67%), 19 more (63.33%)$' \
+			"$TMP/hw-line$wide.out" || fail "the wrappers line $wide: $(grep wrappers "$TMP/hw-line$wide.out")"
+		# every row a callsite: no name broke a line
+		[ "$(grep -c '^caller[0-9]* (src[0-9]*.c:[0-9]*) ' "$TMP/hw-line$wide.out")" = 20 ] ||
+			fail "report --skip $wide: not 20 caller rows"
+	done
+	/usr/bin/python3 - "$(out hw "report @ --no-span --skip w_* --format json")" <<-'EOF' || fail "wrappers json: see above"
+	import json, sys
+	sys.path.insert(0, "tests/tools")
+	from craft import NAMES
+	got = [w["name"] for w in json.load(open(sys.argv[1]))["wrappers"]]
+	assert len(got) == len(NAMES), got
+	# JSON keeps every valid name exactly (the invalid ones as U+FFFD), largest first
+	for g, n in zip(got, NAMES):
+	    try:
+	        r = ("w_" + n).encode("utf-8", "surrogateescape").decode("utf-8")
+	    except UnicodeDecodeError:
+	        assert "\ufffd" in g, g
+	        continue
+	    assert g == r, (g, r)
+	EOF
+}
+
 # the hostile-name corpus (craft.py NAMES) as spans, functions, files, comments, comm
 test_hostile_names() {
 	$CRAFT names -o "$TMP/hn.pb.gz" || { fail "craft"; return; }
@@ -260,6 +367,12 @@ test_hostile_names() {
 	grep -q '^root;ev\\x1b\[2J\\x1b\[31mred  ' "$TMP/hn-flat.out" || fail "ESC is not shown as \\x1b"
 	grep -q '^Target:        ev\\x1b\[2J\\x1b\[31mred (pid ?) /usr/bin/new\\nline$' "$(out hn "info @")" ||
 		fail "info: target not escaped: $(grep Target "$(out hn "info @")")"
+	grep -q '^Started as:    carriage\\rreturn, a symlink to bell\\x07back\\x08space$' "$(out hn "info @")" &&
+		grep -q '^Allocator:     glibc ev\\x1b\[2J\\x1b\[31mred (mem.end)$' "$(out hn "info @")" &&
+		grep -q '^               new\\nline arenas, ' "$(out hn "info @")" &&
+		grep -q '^               bidi \\u202egnirts\\u202c end mmapped blocks' "$(out hn "info @")" &&
+		grep -q '^               allocator figures absent: carriage\\rreturn$' "$(out hn "info @")" ||
+		fail "info: argv0 or the allocator section not escaped: $(grep -A4 'Started\|Allocator' "$(out hn "info @")")"
 	/usr/bin/python3 - "$TMP/hn-flatj.out" "$(out hn "flamegraph @")" \
 		"$(out hn "diff $TMP/other.pb.gz @ --format markdown")" <<-'EOF' || fail "hostile names: see above"
 	import json, sys
@@ -288,7 +401,9 @@ test_hostile_names() {
 setup
 run_test cli/crafted_deep_span test_deep_span
 run_test cli/crafted_deep_named test_deep_named
+run_test cli/crafted_deep_orphan test_deep_orphan
 run_test cli/crafted_deep_stack test_deep_stack
+run_test cli/crafted_deep_wrapped test_deep_wrapped
 run_test cli/crafted_inline_flood test_inline_flood
 run_test cli/crafted_loc_flood test_loc_flood
 run_test cli/crafted_span_flood test_span_flood
@@ -297,3 +412,4 @@ run_test cli/crafted_diff_base test_diff_base
 run_test cli/crafted_memory_budget test_memory_budget
 run_test cli/crafted_lengths test_lengths
 run_test cli/crafted_hostile_names test_hostile_names
+run_test cli/crafted_hostile_wrappers test_hostile_wrappers

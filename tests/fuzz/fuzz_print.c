@@ -3,12 +3,13 @@
  * libFuzzer harness of every printer of culpert (`make fuzz`): the input, a
  * raw protobuf gzip'd into a file, goes through the commands themselves as a
  * user runs them -- report in every mode (tree, flat, --span, --no-span,
- * --inuse, --leaks, json), diff in every format (against itself and against a
- * small fixed profile), info, flamegraph folded and SVG.  Beyond "no crash,
- * no leak, no undefined behaviour", each run must keep the CLI's contract:
- * exit 0, 1 (diff) or 2; on 2 exactly one "error: " line on stderr; the
- * output valid UTF-8 without a control byte but the newline, whatever bytes
- * the profile's names hold.
+ * --inuse, --leaks, json, --skip with its wrappers line, --wide), diff in
+ * every format (against itself and against a small fixed profile; by path,
+ * name and callsite), info, flamegraph folded and SVG (--skip too).  Beyond
+ * "no crash, no leak, no undefined behaviour", each run must keep the CLI's
+ * contract: exit 0, 1 (diff) or 2; on 2 exactly one "error: " line on
+ * stderr; the output valid UTF-8 without a control byte but the newline,
+ * whatever bytes the profile's names hold.
  *
  * Reproduce a finding with FUZZ_STDERR=1 (stderr is otherwise captured to
  * check it; sanitizer reports always go to the real stderr).
@@ -219,6 +220,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	run(cmd_report, "report --inuse", false, "report", path, "--inuse", NULL);
 	run(cmd_report, "report --leaks", false, "report", path, "--leaks", "--min-age", "1s",
 	    NULL);
+	/* --skip '*e*': wrappers found among the file's own names; the wrappers line */
+	run(cmd_report, "report --no-span --skip", false, "report", path, "--no-span", "--skip",
+	    "*e*", NULL);
+	run(cmd_report, "report --span --skip --wide", false, "report", path, "--span", span,
+	    "--skip", "*e*", "--wide", NULL);
 	run(cmd_report, "report json", false, "report", path, "--format", "json", NULL);
 	run(cmd_report, "report --flat json", false, "report", path, "--flat", "--format", "json",
 	    NULL);
@@ -226,6 +232,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	    "json", NULL);
 	run(cmd_report, "report --leaks json", false, "report", path, "--leaks", "--format", "json",
 	    NULL);
+	run(cmd_report, "report --no-span --skip json", false, "report", path, "--no-span",
+	    "--skip", "*e*", "--format", "json", NULL);
 	run(cmd_info, "info", false, "info", path, NULL);
 	run(cmd_diff, "diff", true, "diff", path, path, NULL);
 	run(cmd_diff, "diff markdown", true, "diff", path, path, "--format", "markdown", NULL);
@@ -243,9 +251,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	    "markdown", NULL);
 	run(cmd_diff, "diff other --by name json", true, "diff", path, other, "--by", "name",
 	    "--format", "json", NULL);
+	run(cmd_diff, "diff other --by callsite", true, "diff", other, path, "--by", "callsite",
+	    "--skip", "*e*", NULL);
+	run(cmd_diff, "diff --by callsite markdown", true, "diff", path, path, "--by", "callsite",
+	    "--format", "markdown", NULL);
+	run(cmd_diff, "diff other --by callsite json", true, "diff", path, other, "--by",
+	    "callsite", "--wide", "--format", "json", NULL);
 	run(cmd_flamegraph, "flamegraph", false, "flamegraph", path, NULL);
 	run(cmd_flamegraph, "flamegraph --span", false, "flamegraph", path, "--span", span, NULL);
 	run(cmd_flamegraph, "flamegraph svg", false, "flamegraph", path, "--format", "svg", NULL);
+	run(cmd_flamegraph, "flamegraph --skip", false, "flamegraph", path, "--skip", "*e*", NULL);
+	run(cmd_flamegraph, "flamegraph --skip svg", false, "flamegraph", path, "--skip", "*e*",
+	    "--format", "svg", NULL);
 	close(fd);
 	return 0;
 }

@@ -11,13 +11,21 @@ names, length fields that lie).
 KIND (N is the size of the attack):
     deep-span N      one sample whose span_path has N segments
     deep-named N     N spans chained by span_parent_id, each allocating
+    deep-orphan N    a root span R with a path of N more under it, and R nested in top;R:
+                     R looks entered before attach (proto/orphans.c)
     deep-stack N     one sample with N frames (one location N times)
     inline-flood N   a location with N inline lines, in a stack N locations deep
+    deep-wrapped N   one sample with N frames, w_alloc and work alternating (w_alloc the
+                     leaf), in span "deep": N / 2 frames are left after --skip 'w_*'
     loc-flood N      N locations and functions, one sample each
     span-flood N     N distinct span paths 100 segments deep, sharing their first 99
     values           INT64_MAX, INT64_MIN, negative and zero values, summed in one span
     diff-base        a profile like pprof -diff_base writes: negative values
     names            hostile names (see NAMES) as functions, spans, files, comments
+                     (the allocator's and argv0's among them)
+    wrappers         hostile names as allocation wrappers ("w_" + name, for --skip 'w_*'),
+                     each called by caller<i> in src<i>.c, outside any span; the first
+                     names get the most bytes; a culpert-bpf profile (sampled_allocs)
     bomb N           N minimal locations: a small file that decodes to large tables
     sample-bomb N    N distinct minimal samples: a small file, many records
     long-string N    a string table entry whose length field claims N bytes
@@ -163,10 +171,26 @@ def deep_named(n):
     return p
 
 
+def deep_orphan(n):
+    p = Profile()
+    simple(p)
+    p.sample([1], [1, 4096], [("span_path", "top;R")])
+    p.sample([1], [1, 4096], [("span_path", ";".join(["R"] + ["d%d" % i for i in range(n)]))])
+    return p
+
+
 def deep_stack(n):
     p = Profile()
     simple(p)
     p.sample([1] * n, [1, 4096], [("span_path", "deep")])
+    return p
+
+
+def deep_wrapped(n):
+    p = Profile()
+    simple(p)
+    simple(p, "w_alloc", 2)
+    p.sample([2 if i % 2 == 0 else 1 for i in range(n)], [1, 4096], [("span_path", "deep")])
     return p
 
 
@@ -227,8 +251,27 @@ def names():
         p.comment("note.%d=%s" % (i, name))
     p.comment("target.comm=" + NAMES[0])
     p.comment("target.exe=/usr/bin/" + NAMES[3])
+    p.comment("target.argv0=" + NAMES[2])
+    p.comment("target.argv0_link=" + NAMES[1])
+    # culpert info's Allocator section (docs/memory-picture.md)
+    p.comment("mem.end.allocator.family=glibc")
+    p.comment("mem.end.allocator.glibc.version=" + NAMES[0])
+    p.comment("mem.end.allocator.glibc.arena_count=" + NAMES[3])
+    p.comment("mem.end.allocator.glibc.mmapped_chunks=" + NAMES[17])
+    p.comment("mem.end.allocator.sampler_absent=" + NAMES[2])
     p.out += f_len(3, f_varint(1, 2) + f_varint(2, 0x200000) + f_varint(3, 0x300000) +
                    f_varint(5, p.s("/lib/" + NAMES[13])) + f_varint(6, p.s(NAMES[1])))
+    return p
+
+
+def wrappers():
+    p = Profile()
+    for i, name in enumerate(NAMES):
+        p.function(2 * i + 1, "w_" + name, name + ".c")
+        p.function(2 * i + 2, "caller%d" % i, "src%d.c" % i)
+        p.location(2 * i + 1, [(2 * i + 1, 1)])
+        p.location(2 * i + 2, [(2 * i + 2, 10 + i)])
+        p.sample([2 * i + 1, 2 * i + 2], [1, (len(NAMES) - i) << 20], [("sampled_allocs", 2)])
     return p
 
 
@@ -275,11 +318,11 @@ def long_name(n):
 
 
 KINDS = {
-    "deep-span": deep_span, "deep-named": deep_named, "deep-stack": deep_stack,
-    "inline-flood": inline_flood, "loc-flood": loc_flood, "span-flood": span_flood,
+    "deep-span": deep_span, "deep-named": deep_named, "deep-orphan": deep_orphan, "deep-stack": deep_stack,
+    "inline-flood": inline_flood, "deep-wrapped": deep_wrapped, "loc-flood": loc_flood, "span-flood": span_flood,
     "values": values, "diff-base": diff_base, "names": names, "bomb": bomb,
     "sample-bomb": sample_bomb, "long-string": long_string, "many-types": many_types,
-    "long-name": long_name,
+    "long-name": long_name, "wrappers": wrappers,
 }
 
 

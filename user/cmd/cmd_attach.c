@@ -14,11 +14,13 @@
 #include "cmd_common.h"
 #include "commands.h"
 #include "culpert.h"
+#include "empty.h"
 #include "heapgap.h"
 #include "kfeatures.h"
 #include "log.h"
 #include "memsnap.h"
 #include "memstats.h"
+#include "outfile.h"
 #include "session.h"
 #include "summary.h"
 #include "units.h"
@@ -260,24 +262,6 @@ static void default_output(char *buf, size_t len, const char *comm, pid_t pid)
 	snprintf(buf, len, "culpert-%s-%d-%s.pb.gz", c, (int)pid, ts);
 }
 
-/* fail before attaching, not after a long capture */
-static int check_writable(const char *path)
-{
-	char tmp[PATH_MAX];
-	int fd;
-
-	if (!strcmp(path, "-"))
-		return 0;
-	if (snprintf(tmp, sizeof(tmp), "%s.tmp.XXXXXX", path) >= (int)sizeof(tmp))
-		return -ENAMETOOLONG;
-	fd = mkstemp(tmp);
-	if (fd < 0)
-		return -errno;
-	close(fd);
-	unlink(tmp);
-	return 0;
-}
-
 static void install_signals(void)
 {
 	struct sigaction sa = { .sa_handler = on_signal };
@@ -289,7 +273,25 @@ static void install_signals(void)
 	signal(SIGPIPE, SIG_IGN);
 }
 
-static void report_end(struct session *s, enum session_end why, const char *path)
+/* a profile without a sample: why, with the numbers that say so */
+static void explain_empty(struct session *s, uint64_t rate)
+{
+	struct empty_facts f = {
+		.samples = session__samples(s),
+		.rate = rate,
+		.duration_ns = session__duration_ns(s),
+		.go = session__is_go(s),
+		.pid = session__pid(s),
+	};
+	char why[1024];
+
+	f.have_calls = session__calls_seen(s, &f.calls, &f.bytes);
+	if (empty__explain(&f, why, sizeof(why)))
+		fprintf(stderr, "culpert-bpf: the profile is empty: %s\n", why);
+}
+
+static void report_end(struct session *s, enum session_end why, const char *path,
+		       uint64_t rate)
 {
 	if (why == SESSION_END_TARGET_EXIT)
 		fprintf(stderr, "culpert-bpf: pid %d (%s) exited; writing what was collected\n",
@@ -306,10 +308,16 @@ static void report_end(struct session *s, enum session_end why, const char *path
 	fprintf(stderr, "culpert-bpf: wrote %s (%llu samples, %llu lost)\n",
 		strcmp(path, "-") ? path : "profile to stdout",
 		(unsigned long long)session__samples(s), (unsigned long long)session__lost(s));
+	explain_empty(s, rate);
 }
 
-/* capture: the memory picture at the end, the gap to the live heap, as comments and for the summary */
-static bool add_gap(struct session *s, struct heap_gap *g)
+/*
+ * capture: the memory picture at the end, the live heap against the growth
+ * since the picture at attach (start, NULL when it could not be read), as
+ * comments and for the summary
+ */
+static bool add_gap(struct memsnap *ms, struct session *s, const struct memstats *start,
+		    struct heap_gap *g)
 {
 	struct memstats *m = calloc(1, sizeof(*m));
 	double live, live_err;
@@ -317,8 +325,8 @@ static bool add_gap(struct session *s, struct heap_gap *g)
 
 	if (!m)
 		return false;
-	if (!memsnap__add(s, "mem.end", m) && !session__live_heap(s, &live, &live_err) &&
-	    !heap_gap__compute(m, live, live_err, g)) {
+	if (!memsnap__add(ms, s, "mem.end", m) && !session__live_heap(s, &live, &live_err) &&
+	    !heap_gap__compute(start, m, live, live_err, g)) {
 		heap_gap__comments(g, "mem.gap", session__add_comment_cb, s);
 		ok = true;
 	}
@@ -326,18 +334,45 @@ static bool add_gap(struct session *s, struct heap_gap *g)
 	return ok;
 }
 
+/*
+ * The capture is over and cannot be had again: a profile that cannot go
+ * where -o said goes to $TMPDIR (or /tmp) under its default name, and the
+ * one error line says where.
+ */
+static void write_fallback(struct session *s, const char *out, int why)
+{
+	const char *dir = getenv("TMPDIR");
+	char path[PATH_MAX], name[128];
+
+	if (!dir || !*dir)
+		dir = "/tmp";
+	default_output(name, sizeof(name), session__comm(s), session__pid(s));
+	if (snprintf(path, sizeof(path), "%s/%s", dir, name) >= (int)sizeof(path) ||
+	    session__write(s, path)) {
+		pr_error("cannot write the profile to %s: %s, nor to %s: the capture is lost\n",
+			 out, strerror(-why), path);
+		return;
+	}
+	pr_error("cannot write the profile to %s: %s; wrote it to %s instead\n", out,
+		 strerror(-why), path);
+}
+
 /* attach and capture: one flow, capture adds the memory picture and a summary */
 static int run(struct attach_args *a, bool capture)
 {
 	char err[1024], out[PATH_MAX], rate[32];
 	struct session *s = NULL;
+	struct memsnap *ms = NULL;
 	enum session_end why;
+	struct memstats *start = NULL;
 	struct heap_gap gap;
 	bool have_gap = false;
 	const char *blocker;
 	int ret;
 
 	blocker = features__blocker();
+	if (!blocker)
+		blocker = features__perf_uprobe_blocker(a->so.no_multi);
 	if (blocker) {
 		pr_error("%s\n", blocker);
 		return 1;
@@ -351,15 +386,23 @@ static int run(struct attach_args *a, bool capture)
 		snprintf(out, sizeof(out), "%s", a->output);
 	else
 		default_output(out, sizeof(out), session__comm(s), session__pid(s));
-	ret = check_writable(out);
-	if (ret) {
-		pr_error("cannot write the profile to %s: %s; choose another path with -o\n", out,
-			 strerror(-ret));
+	/* fail before attaching, not after a long capture */
+	if (outfile_check(out, err, sizeof(err))) {
+		pr_error("cannot write the profile to %s: %s; choose another path with -o\n",
+			 *out ? out : "\"\"", err);
 		session__close(s);
 		return 1;
 	}
-	if (a->stats)
-		memsnap__add(s, "mem.start", NULL);
+	/* without it the pictures are still taken, only the allocator's state is left out */
+	if (a->stats && !(ms = memsnap__new()))
+		pr_warn("no allocator state in the memory pictures: out of memory\n");
+	/* capture keeps the picture at attach: the gap is the growth since */
+	if (capture)
+		start = calloc(1, sizeof(*start));
+	if (a->stats && memsnap__add(ms, s, "mem.start", start)) {
+		free(start);
+		start = NULL;
+	}
 	install_signals();
 	fprintf(stderr, "culpert-bpf: profiling pid %d (%s): %zu probe sites, %zu span sites, "
 		"%zu span functions, 1 sample per ~%s; %s\n",
@@ -369,16 +412,18 @@ static int run(struct attach_args *a, bool capture)
 		a->duration_ns ? "stops after --duration or Ctrl-C" : "Ctrl-C to stop");
 	session__run(s, a->duration_ns, &stop_requested, &why);
 	if (capture && why != SESSION_END_TARGET_EXIT && why != SESSION_END_TARGET_EXEC)
-		have_gap = add_gap(s, &gap);
+		have_gap = add_gap(ms, s, start, &gap);
 	else if (a->stats)
-		memsnap__add(s, "mem.end", NULL);
+		memsnap__add(ms, s, "mem.end", NULL);
+	free(start);
+	memsnap__free(ms);
 	ret = session__write(s, out);
 	if (ret) {
-		pr_error("cannot write the profile to %s: %s\n", out, strerror(-ret));
+		write_fallback(s, out, ret);
 		session__close(s);
 		return 1;
 	}
-	report_end(s, why, out);
+	report_end(s, why, out, a->so.rate);
 	if (capture && strcmp(out, "-") &&
 	    capture_summary__print(stderr, out, session__lost(s), session__untracked(s),
 				   have_gap ? &gap : NULL))

@@ -34,16 +34,17 @@ static void print_live(FILE *f, const struct view *v)
 	struct view_cs_row *r;
 	double total;
 	size_t n, i;
-	char b[32], name[1024];
+	char b[32], label[8192], name[1024];
 
 	r = view__callsite_rows(v, NULL, NULL, &n, &total);
 	if (!r)
 		return;
 	fprintf(f, "  top live callsites:\n");
-	for (i = 0; i < n && i < TOP && r[i].bytes > 0; i++)
-		fprintf(f, "    %-40s %12s\n",
-			esc_text(name, sizeof(name), v->callsites[r[i].callsite]),
+	for (i = 0; i < n && i < TOP && r[i].bytes > 0; i++) {
+		view__callsite_label(v, r[i].callsite, false, label, sizeof(label));
+		fprintf(f, "    %-40s %12s\n", esc_text(name, sizeof(name), label),
 			format_bytes(b, sizeof(b), r[i].bytes));
+	}
 	free(r);
 }
 
@@ -60,7 +61,7 @@ int capture_summary__print(FILE *f, const char *path, uint64_t lost, uint64_t un
 		view__free(va);
 		return -EIO;
 	}
-	fprintf(f, "capture summary: %s allocated, %s live (estimates)\n",
+	fprintf(f, "capture summary: %s allocated, %s of it live at the end (estimates)\n",
 		format_bytes(b1, sizeof(b1), va->total_bytes),
 		format_bytes(b2, sizeof(b2), vi->total_bytes));
 	print_spans(f, va);

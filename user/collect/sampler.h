@@ -62,6 +62,8 @@ int sampler__drain(struct sampler *s);
 /* the target exec'd another program since the probes went in */
 bool sampler__target_execed(const struct sampler *s);
 void sampler__counters(const struct sampler *s, uint64_t out[CULPERT_CNT__MAX]);
+/* allocator calls the probes saw, and their bytes, summed over every thread; 0 or -errno */
+int sampler__calls_seen(const struct sampler *s, struct culpert_calls_seen *out);
 /* every span name the BPF side interned; cb returns non-zero to stop.  0 or -errno */
 int sampler__span_names(const struct sampler *s,
 			int (*cb)(void *ctx, uint32_t id, const char *name, size_t len), void *ctx);

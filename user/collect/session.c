@@ -12,11 +12,13 @@
 #include "aggregate.h"
 #include "allocator.h"
 #include "elfobj.h"
+#include "exe_kind.h"
 #include "export.h"
 #include "fpcheck.h"
 #include "kfeatures.h"
 #include "live.h"
 #include "log.h"
+#include "mapview.h"
 #include "objcache.h"
 #include "procmaps.h"
 #include "sampler.h"
@@ -38,14 +40,10 @@
 #define DEFAULT_RINGBUF		(2 << 20)
 #define DEFAULT_RINGBUF_DWARF	(8 << 20)
 
-/* re-read /proc/PID/maps at most this often when samples point outside the snapshot */
-#define MAPS_REFRESH_NS 100000000ULL
-
 struct session {
 	struct session_opts o;
 	struct target t;
-	struct procmaps maps;
-	uint64_t maps_read_ns;
+	struct mapview *view;		/* its mappings, kept current */
 	struct objcache *objs;
 	struct alloc_plan plan;
 	struct span_fn_plan fns;
@@ -64,6 +62,9 @@ struct session {
 	uint64_t samples;
 	double est_bytes;		/* running estimate, for the status line */
 	uint64_t counters[CULPERT_CNT__MAX];
+	struct culpert_calls_seen seen;	/* allocator calls the probes saw, once detached */
+	bool have_seen;
+	bool go;			/* a Go program: its heap is not malloc's */
 	size_t n_sites;
 	char **comments;		/* extra "key=value" comments */
 	size_t n_comments, cap_comments;
@@ -79,57 +80,6 @@ static uint64_t now_ns(clockid_t clk)
 
 	clock_gettime(clk, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
-/*
- * Open every mapped object now: once the target exits, /proc/PID/root and
- * map_files are gone, and build IDs and symbols with them.
- */
-static void open_objects(struct session *s)
-{
-	size_t i;
-
-	/* objcache__get() turns away mappings without a file */
-	for (i = 0; i < s->maps.n; i++)
-		if (s->maps.v[i].executable)
-			objcache__get(s->objs, &s->maps.v[i]);
-}
-
-static void refresh_maps(struct session *s)
-{
-	struct procmaps fresh;
-
-	s->maps_read_ns = now_ns(CLOCK_MONOTONIC);
-	/*
-	 * A process that exited keeps its last snapshot: that is all we can
-	 * know.  One that exec'd keeps it too: the samples so far are of the
-	 * old program, and the capture is about to end.
-	 */
-	if (target__execed(&s->t) || procmaps__read(s->t.pid, &fresh))
-		return;
-	procmaps__free(&s->maps);
-	s->maps = fresh;
-	open_objects(s);
-	pr_debug("re-read the mappings of pid %d: %zu entries\n", (int)s->t.pid, s->maps.n);
-}
-
-/*
- * A frame-pointer stack is taken as the BPF side found it: a return address
- * outside the snapshot means a mapping came after it was read.  (DWARF
- * stacks need no such check: the unwinder only keeps frames it found in
- * executable mappings of the same snapshot, refreshed on -EFAULT.)
- */
-static void check_mapped(struct session *s, const uint64_t *frames, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++) {
-		if (procmaps__find(&s->maps, frames[i] - 1))
-			continue;
-		if (now_ns(CLOCK_MONOTONIC) - s->maps_read_ns > MAPS_REFRESH_NS)
-			refresh_maps(s);
-		return;
-	}
 }
 
 static const struct procmap *exe_mapping(const struct target *t, const struct procmaps *maps)
@@ -163,10 +113,18 @@ int session_unwind__choose(const struct target *t, const struct procmaps *maps,
 		return 0;
 	}
 	*out = fp_evidence__has_fp(&ev) ? SESSION_UNWIND_FP : SESSION_UNWIND_DWARF;
-	snprintf(why, len, "auto: %s %s frame pointers (%zu of %zu functions examined set up %%rbp)",
+	snprintf(why, len, "auto: %s %s frame pointers (%zu of %zu functions examined set up %s)",
 		 t->exe, *out == SESSION_UNWIND_FP ? "keeps" : "is built without", ev.with_fp,
-		 ev.functions);
+		 ev.functions, ev.fp_reg);
 	return 0;
+}
+
+/* a Go program allocates without malloc: an empty profile is explained by it */
+static bool target_is_go(struct session *s)
+{
+	const struct procmap *exe = exe_kind__exe_mapping(&s->t, mapview__maps(s->view));
+
+	return exe && exe_kind__is_go(objcache__get(s->objs, exe));
 }
 
 /*
@@ -182,13 +140,13 @@ static size_t dwarf_stack(struct session *s, const struct culpert_alloc_event *e
 	size_t n = 0;
 	int got, i;
 
-	got = unwinder__unwind(s->unwinder, &s->maps, &e->regs, stack, e->stack_len, frames,
-			       max + 1, &stop);
+	got = unwinder__unwind(s->unwinder, mapview__maps(s->view), &e->regs, stack,
+			       e->stack_len, frames, max + 1, &stop);
 	if (got == -EFAULT) {
 		/* a new mapping the snapshot lacks: once more with fresh maps */
-		refresh_maps(s);
-		got = unwinder__unwind(s->unwinder, &s->maps, &e->regs, stack, e->stack_len,
-				       frames, max + 1, &stop);
+		mapview__refresh(s->view);
+		got = unwinder__unwind(s->unwinder, mapview__maps(s->view), &e->regs, stack,
+				       e->stack_len, frames, max + 1, &stop);
 	}
 	if (got < 0) {
 		s->unwind_stops[UNWIND_STOP_ERROR]++;
@@ -209,18 +167,27 @@ static size_t dwarf_stack(struct session *s, const struct culpert_alloc_event *e
  */
 static int add_sample(struct session *s, const struct culpert_alloc_event *e)
 {
+	bool fp = !s->unwinder || !e->stack_len;
 	uint64_t frames[CULPERT_MAX_FRAMES];
 	struct agg_key key = { 0 };
 	size_t n;
 	int ret;
 
-	if (s->unwinder && e->stack_len) {
+	/* every mapping made before this sample is known before its frames are looked up */
+	mapview__update(s->view);
+	if (!fp) {
 		s->stack_copied += e->stack_len;
 		n = dwarf_stack(s, e, frames, s->o.max_depth);
 	} else {
 		n = stack_from_event(e, frames, s->o.max_depth);
-		check_mapped(s, frames, n);
 	}
+	/*
+	 * A frame-pointer stack is taken as the BPF side found it, so its
+	 * frames are checked against the view; DWARF stacks need no check: the
+	 * unwinder keeps only frames in executable mappings of the view,
+	 * refreshed on -EFAULT.
+	 */
+	mapview__frames(s->view, frames, n, e->ts_ns, fp);
 	key.stack = aggregate__stack(s->agg, frames, n);
 	key.tid = e->tid;
 	key.span = spans__chain(s->spans, event_spans(e), e->span_depth, true);
@@ -316,15 +283,26 @@ int session__open(const struct session_opts *o, struct session **out, char *err,
 	s->o = *o;
 	s->t.pidfd = -1;
 	ret = target__open(o->pid, &s->t, err, errlen);
-	if (ret)
-		goto fail;
-	ret = procmaps__read(s->t.pid, &s->maps);
+	/* every sample it handled would allocate and make the next one */
+	if (!ret && s->t.pid == getpid()) {
+		snprintf(err, errlen, "pid %d is this culpert-bpf itself: it cannot profile its own "
+			 "allocations (each sample it handles allocates); give the pid of another "
+			 "process", (int)s->t.pid);
+		ret = -EINVAL;
+	}
 	if (ret) {
-		snprintf(err, errlen, "cannot read /proc/%d/maps: %s", (int)s->t.pid, strerror(-ret));
+		session__close(s);
+		return ret;
+	}
+	s->objs = objcache__new(&s->t);
+	if (!s->objs)
+		snprintf(err, errlen, "out of memory");
+	else
+		s->view = mapview__new(&s->t, s->objs, err, errlen);
+	if (!s->view) {
+		ret = s->objs ? -ESRCH : -ENOMEM;
 		goto fail;
 	}
-	s->maps_read_ns = now_ns(CLOCK_MONOTONIC);
-	s->objs = objcache__new(&s->t);
 	s->agg = aggregate__new(o->max_entries);
 	s->spans = spans__new(o->max_entries);
 	if (o->inuse)
@@ -334,8 +312,7 @@ int session__open(const struct session_opts *o, struct session **out, char *err,
 		snprintf(err, errlen, "out of memory");
 		goto fail;
 	}
-	open_objects(s);
-	ret = session_unwind__choose(&s->t, &s->maps, s->objs, o->unwind, &s->unwind, why,
+	ret = session_unwind__choose(&s->t, mapview__maps(s->view), s->objs, o->unwind, &s->unwind, why,
 				     sizeof(why));
 	if (!ret && s->unwind == SESSION_UNWIND_DWARF) {
 		s->unwinder = unwinder__new(s->t.pid, s->objs);
@@ -346,11 +323,13 @@ int session__open(const struct session_opts *o, struct session **out, char *err,
 		}
 	}
 	pr_info("unwinding: %s (%s)\n", s->unwind == SESSION_UNWIND_DWARF ? "dwarf" : "fp", why);
-	ret = allocator__plan(&s->t, &s->maps, s->objs, o->allocator, &s->plan, err, errlen);
+	s->go = target_is_go(s);
+	ret = allocator__plan(&s->t, mapview__maps(s->view), s->objs, o->allocator, &s->plan, err,
+			      errlen);
 	if (!ret) {
 		alloc_plan__log(&s->plan);
-		ret = span_fn__plan(&s->t, &s->maps, s->objs, o->span_fns, o->n_span_fns,
-				    o->max_span_fns, &s->fns, err, errlen);
+		ret = span_fn__plan(&s->t, mapview__maps(s->view), s->objs, o->span_fns,
+				    o->n_span_fns, o->max_span_fns, &s->fns, err, errlen);
 	}
 	if (ret)
 		goto fail;
@@ -372,7 +351,7 @@ int session__open(const struct session_opts *o, struct session **out, char *err,
 	so.max_live = o->max_live;
 	so.span_fns = &s->fns;
 	so.plan = &s->plan;
-	ret = usdt_objects(&s->maps, s->objs, "culpert", add_usdt_object, s);
+	ret = usdt_objects(mapview__maps(s->view), s->objs, "culpert", add_usdt_object, s);
 	if (ret) {
 		snprintf(err, errlen, "out of memory");
 		goto fail;
@@ -400,6 +379,13 @@ int session__open(const struct session_opts *o, struct session **out, char *err,
 	*out = s;
 	return 0;
 fail:
+	/* whatever step met it first, the cause is the exit: one line that says so */
+	if (target__exiting(&s->t)) {
+		pr_info("attaching ended in: %s\n", err);
+		snprintf(err, errlen, "pid %d (%s) exited while culpert-bpf was attaching to it: "
+			 "nothing was collected", (int)s->t.pid, s->t.comm);
+		ret = -ESRCH;
+	}
 	session__close(s);
 	return ret;
 }
@@ -425,6 +411,8 @@ int session__run(struct session *s, uint64_t duration_ns, volatile sig_atomic_t 
 
 	for (;;) {
 		n = sampler__poll(s->sampler, 100);
+		/* also while no samples come: the kernel's buffers of new mappings must not fill */
+		mapview__update(s->view);
 		if (n < 0) {
 			pr_warn("stopped consuming samples: %s\n", strerror(-n));
 			*why = SESSION_END_SIGNAL;
@@ -468,6 +456,7 @@ void session__detach(struct session *s)
 	s->end_ns = now_ns(CLOCK_MONOTONIC);
 	sampler__drain(s->sampler);
 	sampler__counters(s->sampler, s->counters);
+	s->have_seen = !sampler__calls_seen(s->sampler, &s->seen);
 	s->detached = true;
 }
 
@@ -541,6 +530,14 @@ static int add_run_comments(struct session *s)
 			    (unsigned long long)c[CULPERT_CNT_SPAN_OVERFLOW]);
 	err |= add_commentf(s, "span_unmatched_exits=%llu",
 			    (unsigned long long)c[CULPERT_CNT_SPAN_UNMATCHED]);
+	err |= mapview__comments(s->view, session__add_comment_cb, s);
+	/* what an empty profile is explained with (proto/empty.h) */
+	if (s->have_seen) {
+		err |= add_commentf(s, "alloc_calls=%llu", (unsigned long long)s->seen.calls);
+		err |= add_commentf(s, "alloc_bytes=%llu", (unsigned long long)s->seen.bytes);
+	}
+	if (s->go)
+		err |= add_commentf(s, "target.runtime=go");
 	if (s->unwinder) {
 		err |= add_commentf(s, "unwind_errors=%llu",
 				    (unsigned long long)s->unwind_stops[UNWIND_STOP_ERROR]);
@@ -563,7 +560,8 @@ int session__write(struct session *s, const char *path)
 {
 	struct export_opts eo = {
 		.t = &s->t,
-		.maps = &s->maps,
+		.maps = mapview__maps(s->view),
+		.hist = mapview__hist(s->view),
 		.objs = s->objs,
 		.rate = s->o.rate,
 		.time_nanos = s->start_wall_ns,
@@ -597,6 +595,23 @@ int session__write(struct session *s, const char *path)
 uint64_t session__samples(const struct session *s)
 {
 	return s->samples;
+}
+
+bool session__calls_seen(const struct session *s, uint64_t *calls, uint64_t *bytes)
+{
+	*calls = s->seen.calls;
+	*bytes = s->seen.bytes;
+	return s->have_seen;
+}
+
+bool session__is_go(const struct session *s)
+{
+	return s->go;
+}
+
+uint64_t session__duration_ns(const struct session *s)
+{
+	return s->end_ns > s->start_ns ? s->end_ns - s->start_ns : 0;
 }
 
 int session__live_heap(struct session *s, double *bytes, double *stderr_bytes)
@@ -675,8 +690,8 @@ void session__close(struct session *s)
 	free(s->usdt_objects);
 	alloc_plan__free(&s->plan);
 	span_fn_plan__free(&s->fns);
+	mapview__free(s->view);
 	objcache__free(s->objs);
-	procmaps__free(&s->maps);
 	target__close(&s->t);
 	free(s);
 }

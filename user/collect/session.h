@@ -72,6 +72,12 @@ int session__add_comment_cb(void *session, const char *comment);
 /* write the profile; 0 or -errno */
 int session__write(struct session *s, const char *path);
 uint64_t session__samples(const struct session *s);
+/* once detached: the allocator calls the probes saw and their bytes; false if unknown */
+bool session__calls_seen(const struct session *s, uint64_t *calls, uint64_t *bytes);
+/* the target runs a Go program (exe_kind.h) */
+bool session__is_go(const struct session *s);
+/* from attach to detach */
+uint64_t session__duration_ns(const struct session *s);
 uint64_t session__lost(const struct session *s);
 /*
  * --inuse: the estimated live heap and its standard error.  The variance

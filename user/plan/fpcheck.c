@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <errno.h>
+#include <gelf.h>
 #include <string.h>
 
 #include "elfobj.h"
@@ -41,15 +42,39 @@ static bool sets_up_fp(const unsigned char *c, long n)
 	return false;
 }
 
+/*
+ * arm64: a frame record stored (stp x29, x30, [sp, #N] with or without
+ * writeback), then x29 pointed at it (add x29, sp, #N; mov x29, sp is
+ * #0), within the first instructions: paciasp, bti or a sub sp may come
+ * first.  -fomit-frame-pointer still saves x29 and x30 as a pair, but never
+ * sets x29.
+ */
+static bool a64_sets_up_fp(const unsigned char *c, long n)
+{
+	bool record = false;
+	uint32_t i;
+	long at;
+
+	for (at = 0; at + 4 <= n; at += 4) {
+		i = (uint32_t)c[at] | (uint32_t)c[at + 1] << 8 | (uint32_t)c[at + 2] << 16 |
+		    (uint32_t)c[at + 3] << 24;
+		if ((i & 0xFE407FFF) == 0xA8007BFD && (i & 0x01800000))	/* stp x29, x30, [sp..] */
+			record = true;
+		else if (record && (i & 0xFFC003FF) == 0x910003FD)		/* add x29, sp, #N */
+			return true;
+	}
+	return false;
+}
+
 static void examine(struct elfobj *obj, uint64_t vaddr, struct fp_evidence *ev)
 {
-	unsigned char code[16];
-	long got = elfobj__read(obj, vaddr, code, sizeof(code));
+	unsigned char code[24];
+	long got = elfobj__read(obj, vaddr, code, ev->a64 ? 24 : 16);
 
 	if (got < 4)
 		return;
 	ev->functions++;
-	ev->with_fp += sets_up_fp(code, got);
+	ev->with_fp += ev->a64 ? a64_sets_up_fp(code, got) : sets_up_fp(code, got);
 }
 
 static int32_t le32(const unsigned char *p)
@@ -88,9 +113,12 @@ static void examine_fde_starts(struct elfobj *obj, struct fp_evidence *ev)
 int fpcheck(struct elfobj *obj, struct fp_evidence *ev)
 {
 	const struct elf_symbol *syms;
+	GElf_Ehdr ehdr;
 	size_t n, i;
 
 	memset(ev, 0, sizeof(*ev));
+	ev->a64 = gelf_getehdr(elfobj__elf(obj), &ehdr) && ehdr.e_machine == EM_AARCH64;
+	ev->fp_reg = ev->a64 ? "x29" : "%rbp";
 	/* a stripped object's exported symbols are a few entry points: the unwind table knows all */
 	if (!elfobj__has_symtab(obj)) {
 		examine_fde_starts(obj, ev);
