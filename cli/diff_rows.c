@@ -291,74 +291,57 @@ static bool name_eq(uint32_t idx, const void *key, void *ctx)
 	return !strcmp(((struct diff_result *)ctx)->rows[idx].name, key);
 }
 
-/* by name: a row per innermost name, summed over every path that ends in it */
-static int rows_by_name(struct diff_result *r, const struct view *const v[2])
+/* rows matched by a name: the one of `name` (found or added) gets bytes on its side */
+struct named_rows {
+	struct diff_result *r;
+	struct hashtab ht;
+	size_t cap;
+};
+
+static int add_named(struct named_rows *nr, const char *name, size_t name_len, int side,
+		     double bytes)
 {
-	struct hashtab ht = { 0 };
-	size_t cap = 0, i;
-	int side, ret = 0;
+	struct diff_result *r = nr->r;
+	uint64_t h = hash_bytes(name, strlen(name), 0);
+	uint32_t idx;
 
-	for (side = 0; side < 2 && !ret; side++) {
-		for (i = 0; i < v[side]->n_spans && !ret; i++) {
-			const struct view_span *s = &v[side]->spans[i];
-			uint64_t h = hash_bytes(s->name, strlen(s->name), 0);
-			uint32_t idx;
-
-			if (!s->self_samples)
-				continue;
-			if (!hashtab__find(&ht, h, s->name, name_eq, r, &idx)) {
-				ret = new_row(r, &cap);
-				if (!ret)
-					ret = hashtab__insert(&ht, h, (uint32_t)(r->n_rows - 1));
-				idx = (uint32_t)(r->n_rows - 1);
-				if (!ret)
-					r->rows[idx].name = s->name;
-			}
-			if (!ret && side)
-				r->rows[idx].after += s->self;
-			else if (!ret)
-				r->rows[idx].before += s->self;
-		}
+	if (!hashtab__find(&nr->ht, h, name, name_eq, r, &idx)) {
+		if (new_row(r, &nr->cap) || hashtab__insert(&nr->ht, h, (uint32_t)(r->n_rows - 1)))
+			return -ENOMEM;
+		idx = (uint32_t)(r->n_rows - 1);
+		r->rows[idx].name = name;
+		r->rows[idx].name_len = name_len;
 	}
-	hashtab__free(&ht);
-	return ret;
+	if (side)
+		r->rows[idx].after += bytes;
+	else
+		r->rows[idx].before += bytes;
+	return 0;
 }
 
 /*
- * by callsite: a row per callsite ("function (file:line)", as found past
- * the wrappers), its bytes summed over every span
+ * by name: a row per innermost name, summed over every path that ends in it;
+ * by callsite: a row per callsite ("function (file:line)", as found past the
+ * wrappers), its bytes summed over every span.  Names are borrowed from the views.
  */
-static int rows_by_callsite(struct diff_result *r, const struct view *const v[2])
+static int rows_by_names(struct diff_result *r, const struct view *const v[2], bool callsites)
 {
-	struct hashtab ht = { 0 };
-	size_t cap = 0, i;
+	struct named_rows nr = { .r = r };
+	size_t i;
 	int side, ret = 0;
 
 	for (side = 0; side < 2 && !ret; side++) {
-		for (i = 0; i < v[side]->n_recs && !ret; i++) {
-			const struct view_rec *rec = &v[side]->recs[i];
-			const char *cs = v[side]->callsites[rec->callsite];
-			uint64_t h = hash_bytes(cs, strlen(cs), 0);
-			uint32_t idx;
+		const struct view *w = v[side];
 
-			if (!hashtab__find(&ht, h, cs, name_eq, r, &idx)) {
-				ret = new_row(r, &cap);
-				if (!ret)
-					ret = hashtab__insert(&ht, h, (uint32_t)(r->n_rows - 1));
-				idx = (uint32_t)(r->n_rows - 1);
-				if (!ret) {
-					r->rows[idx].name = cs;
-					r->rows[idx].name_len =
-						v[side]->callsite_name_len[rec->callsite];
-				}
-			}
-			if (!ret && side)
-				r->rows[idx].after += rec->bytes;
-			else if (!ret)
-				r->rows[idx].before += rec->bytes;
-		}
+		for (i = 0; callsites && i < w->n_recs && !ret; i++)
+			ret = add_named(&nr, w->callsites[w->recs[i].callsite],
+					w->callsite_name_len[w->recs[i].callsite], side,
+					w->recs[i].bytes);
+		for (i = 0; !callsites && i < w->n_spans && !ret; i++)
+			if (w->spans[i].self_samples)
+				ret = add_named(&nr, w->spans[i].name, 0, side, w->spans[i].self);
 	}
-	hashtab__free(&ht);
+	hashtab__free(&nr.ht);
 	return ret;
 }
 
@@ -398,8 +381,8 @@ int diff_result__build(struct diff_result *r, const struct view *before, const s
 	if (!r->tree)
 		return -ENOMEM;
 	/* a row is a span's own bytes (spans that allocated themselves), or a callsite's */
-	ret = o->by == DIFF_BY_CALLSITE ? rows_by_callsite(r, v) :
-	      o->by == DIFF_BY_NAME ? rows_by_name(r, v) : rows_by_path(r);
+	ret = o->by == DIFF_BY_PATH ? rows_by_path(r) :
+	      rows_by_names(r, v, o->by == DIFF_BY_CALLSITE);
 	if (!ret && !(r->order = malloc((r->n_rows ?: 1) * sizeof(*r->order))))
 		ret = -ENOMEM;
 	if (ret)
