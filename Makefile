@@ -85,6 +85,11 @@ endif
 # the Rust tracing layer and its example (rust/Makefile.inc); rust-src and lld: the aarch64 check
 TEST_PACKAGES += cargo librust-tracing-dev librust-tracing-subscriber-dev librust-tracing-core-dev \
 	librust-tokio-dev librust-hyper-dev rust-src lld
+# make image (deploy/image/Makefile.inc): the Debian archive to a root file system, podman to
+# import it (runc: Debian's podman would pick crun, which refuses hybrid cgroup hosts), setcap
+IMAGE_PACKAGES := mmdebstrap podman runc uidmap libcap2-bin
+# tests/deploy: the image tools, Kubernetes' API models for the manifests, promtool, YAML
+TEST_PACKAGES += $(IMAGE_PACKAGES) python3-kubernetes python3-yaml prometheus
 DEB_PACKAGES := $(sort $(BUILD_PACKAGES) $(TEST_PACKAGES))
 
 # The layers (SPEC §1): lib/ <- proto/ <- cli/ and user/.  Each part sees only
@@ -184,6 +189,7 @@ help:
 	@echo '  fuzz         libFuzzer on the pprof reader and on every printer (FUZZ_SECONDS=600 each)'
 	@echo '  check-layout fail if a file includes a header from a layer above its own'
 	@echo '  install      install both binaries and the span header under PREFIX=$(PREFIX)'
+	@echo '  image        the container image $(IMAGE_NAME):VERSION from Debian packages (IMAGE_ARCHES="x86 arm64")'
 	@echo '  vmlinux      regenerate vmlinux/$(ARCH)/vmlinux.h from /sys/kernel/btf/vmlinux'
 	@echo '  clean        remove $(OUTPUT)'
 	@echo 'Variables: V=1 (show commands), OUTPUT, ARCH, CLANG, BPFTOOL, PKG_CONFIG, EXTRA_CFLAGS, EXTRA_LDFLAGS'
@@ -305,6 +311,7 @@ include tests/Makefile.inc
 include deploy/archive/Makefile.inc
 include lib/sampler/Makefile.inc
 include rust/Makefile.inc
+include deploy/image/Makefile.inc
 
 # --- top-level flows -----------------------------------------------------------
 

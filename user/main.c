@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 
+#include "caps.h"
 #include "cmd.h"
 #include "commands.h"
 #include "log.h"
@@ -40,5 +41,7 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
 int main(int argc, char **argv)
 {
 	libbpf_set_print(libbpf_print);
+	/* before anything checks them: file capabilities arrive permitted, not effective */
+	caps__raise_permitted();
 	return cmd_main(&culpert_bpf, argc, argv);
 }

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@
 #include "cmd_common.h"
 #include "commands.h"
 #include "culpert.h"
+#include "decompose.h"
 #include "empty.h"
 #include "heapgap.h"
 #include "kfeatures.h"
@@ -73,8 +75,10 @@ static void usage(FILE *f, bool capture)
 			"\n"
 			"One-shot incident capture: attach --inuse --stats for --duration (default 30s),\n"
 			"then one profile with allocations, the live heap with ages, and the process's\n"
-			"memory picture (mem.* comments, the heap-vs-RSS gap), and a summary on stderr:\n"
-			"top spans, top live callsites, lost events, the gap.\n"
+			"memory picture (mem.* comments, the heap-vs-RSS gap, the RSS decomposed), and a\n"
+			"summary on stderr: top spans, top live callsites, lost events, the gap, the\n"
+			"anonymous RSS split into live heap, older blocks, free memory the allocator\n"
+			"holds, its overhead and other memory (docs/memory-picture.md).\n"
 			"\n"
 			"Options (attach's; --inuse and --stats are always on):\n"
 			"%s"
@@ -311,27 +315,42 @@ static void report_end(struct session *s, enum session_end why, const char *path
 	explain_empty(s, rate);
 }
 
+/* what capture says about the memory: the gap, the decomposition of the RSS */
+struct mem_report {
+	struct heap_gap gap;
+	struct mem_decomp decomp;
+	bool have_gap, have_decomp;
+};
+
 /*
  * capture: the memory picture at the end, the live heap against the growth
- * since the picture at attach (start, NULL when it could not be read), as
- * comments and for the summary
+ * since the picture at attach (start, NULL when it could not be read) and
+ * the anonymous RSS decomposed, as comments and for the summary
  */
-static bool add_gap(struct memsnap *ms, struct session *s, const struct memstats *start,
-		    struct heap_gap *g)
+static void add_gap(struct memsnap *ms, struct session *s, const struct memstats *start,
+		    struct mem_report *r)
 {
 	struct memstats *m = calloc(1, sizeof(*m));
-	double live, live_err;
-	bool ok = false;
+	struct mem_live lv;
 
 	if (!m)
-		return false;
-	if (!memsnap__add(ms, s, "mem.end", m) && !session__live_heap(s, &live, &live_err) &&
-	    !heap_gap__compute(start, m, live, live_err, g)) {
-		heap_gap__comments(g, "mem.gap", session__add_comment_cb, s);
-		ok = true;
+		return;
+	if (memsnap__add(ms, s, "mem.end", m))
+		goto cleanup;
+	mem_live__init(&lv, m);
+	lv.untracked = session__untracked(s);
+	if (session__live_each(s, mem_live__add_cb, &lv))
+		goto cleanup;
+	if (!heap_gap__compute(start, m, lv.bytes, sqrt(lv.var), &r->gap)) {
+		heap_gap__comments(&r->gap, "mem.gap", session__add_comment_cb, s);
+		r->have_gap = true;
 	}
+	if (!mem_decomp__compute(start, m, &lv, &r->decomp)) {
+		mem_decomp__comments(&r->decomp, "mem.decomp", session__add_comment_cb, s);
+		r->have_decomp = true;
+	}
+cleanup:
 	free(m);
-	return ok;
 }
 
 /*
@@ -365,8 +384,7 @@ static int run(struct attach_args *a, bool capture)
 	struct memsnap *ms = NULL;
 	enum session_end why;
 	struct memstats *start = NULL;
-	struct heap_gap gap;
-	bool have_gap = false;
+	struct mem_report *mr = NULL;
 	const char *blocker;
 	int ret;
 
@@ -411,8 +429,9 @@ static int run(struct attach_args *a, bool capture)
 		format_bytes(rate, sizeof(rate), (double)a->so.rate),
 		a->duration_ns ? "stops after --duration or Ctrl-C" : "Ctrl-C to stop");
 	session__run(s, a->duration_ns, &stop_requested, &why);
-	if (capture && why != SESSION_END_TARGET_EXIT && why != SESSION_END_TARGET_EXEC)
-		have_gap = add_gap(ms, s, start, &gap);
+	if (capture && why != SESSION_END_TARGET_EXIT && why != SESSION_END_TARGET_EXEC &&
+	    (mr = calloc(1, sizeof(*mr))))
+		add_gap(ms, s, start, mr);
 	else if (a->stats)
 		memsnap__add(ms, s, "mem.end", NULL);
 	free(start);
@@ -420,14 +439,17 @@ static int run(struct attach_args *a, bool capture)
 	ret = session__write(s, out);
 	if (ret) {
 		write_fallback(s, out, ret);
+		free(mr);
 		session__close(s);
 		return 1;
 	}
 	report_end(s, why, out, a->so.rate);
 	if (capture && strcmp(out, "-") &&
 	    capture_summary__print(stderr, out, session__lost(s), session__untracked(s),
-				   have_gap ? &gap : NULL))
+				   mr && mr->have_gap ? &mr->gap : NULL,
+				   mr && mr->have_decomp ? &mr->decomp : NULL))
 		pr_warn("cannot read %s back for the summary\n", out);
+	free(mr);
 	session__close(s);
 	return 0;
 }

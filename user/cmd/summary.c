@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "decompose.h"
 #include "escape.h"
 #include "heapgap.h"
 #include "summary.h"
@@ -49,7 +50,7 @@ static void print_live(FILE *f, const struct view *v)
 }
 
 int capture_summary__print(FILE *f, const char *path, uint64_t lost, uint64_t untracked,
-			   const struct heap_gap *g)
+			   const struct heap_gap *g, const struct mem_decomp *d)
 {
 	struct view_opts alloc = { .value = VIEW_ALLOC }, inuse = { .value = VIEW_INUSE };
 	struct view *va, *vi;
@@ -70,6 +71,8 @@ int capture_summary__print(FILE *f, const char *path, uint64_t lost, uint64_t un
 		(unsigned long long)lost, (unsigned long long)untracked);
 	if (g)
 		heap_gap__print(f, g);
+	if (d)
+		mem_decomp__print(f, d);
 	view__free(va);
 	view__free(vi);
 	return 0;

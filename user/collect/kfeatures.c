@@ -5,6 +5,7 @@
 #include <linux/capability.h>
 #include <linux/perf_event.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
@@ -53,6 +54,46 @@ static bool probe_uprobe_link(__u32 attach_type)
 	return link_fd < 0 && err == EBADF;
 }
 
+/*
+ * Is the bpf() system call refused outright?  A container runtime's default
+ * seccomp profile (CRI-O's and Podman's, from containers/common) answers
+ * EPERM to bpf() without CAP_SYS_ADMIN even when CAP_BPF is granted; every
+ * probe below would then fail and read as a kernel without the feature.  An
+ * array map is what any kernel with bpf() can create.
+ */
+static bool bpf_refused(void)
+{
+	union bpf_attr attr;
+	int fd;
+
+	memset(&attr, 0, sizeof(attr));
+	attr.map_type = BPF_MAP_TYPE_ARRAY;
+	attr.key_size = 4;
+	attr.value_size = 4;
+	attr.max_entries = 1;
+	fd = (int)syscall(__NR_bpf, BPF_MAP_CREATE, &attr, sizeof(attr));
+	if (fd >= 0) {
+		close(fd);
+		return false;
+	}
+	return errno == EPERM;
+}
+
+/* "Seccomp: 2" in /proc/self/status: a filter is installed */
+static bool under_seccomp_filter(void)
+{
+	char line[128];
+	bool filtered = false;
+	FILE *f = fopen("/proc/self/status", "r");
+
+	while (f && fgets(line, sizeof(line), f))
+		if (!strncmp(line, "Seccomp:", 8))
+			filtered = strtol(line + 8, NULL, 10) == 2;
+	if (f)
+		fclose(f);
+	return filtered;
+}
+
 const struct kfeatures *features__get(void)
 {
 	static struct kfeatures f;
@@ -66,6 +107,8 @@ const struct kfeatures *features__get(void)
 		snprintf(f.release, sizeof(f.release), "%s", u.release);
 	f.btf = path_exists("/sys/kernel/btf/vmlinux");
 	f.uprobes = path_exists("/sys/bus/event_source/devices/uprobe/type");
+	f.bpf_refused = bpf_refused();
+	f.seccomp = under_seccomp_filter();
 	f.ringbuf = libbpf_probe_bpf_map_type(BPF_MAP_TYPE_RINGBUF, NULL) == 1;
 	f.uprobe_multi = probe_uprobe_link(CULPERT_BPF_TRACE_UPROBE_MULTI);
 	f.uprobe_session = f.uprobe_multi && probe_uprobe_link(CULPERT_BPF_TRACE_UPROBE_SESSION);
@@ -175,6 +218,15 @@ const char *features__blocker(void)
 		return msg;
 	}
 	f = features__get();
+	if (f->bpf_refused && f->seccomp)
+		return "the bpf() system call is refused (EPERM) although culpert-bpf has the "
+		       "capabilities: its seccomp filter blocks it (a container runtime's default "
+		       "profile may allow bpf() only with CAP_SYS_ADMIN): run it with a profile that "
+		       "allows bpf and perf_event_open (docs/kubernetes.md, Seccomp)";
+	if (f->bpf_refused)
+		return "the bpf() system call is refused (EPERM) although culpert-bpf has the "
+		       "capabilities: a security module (SELinux, AppArmor, lockdown) denies it; "
+		       "allow bpf for culpert-bpf there";
 	if (!f->btf)
 		return "this kernel has no BTF (/sys/kernel/btf/vmlinux is missing): culpert-bpf needs Linux 5.11+ built with CONFIG_DEBUG_INFO_BTF=y";
 	if (!f->uprobes)

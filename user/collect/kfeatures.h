@@ -24,6 +24,8 @@ struct kfeatures {
 	bool ringbuf;		/* BPF ring buffer (5.8+) */
 	bool uprobe_multi;	/* BPF_TRACE_UPROBE_MULTI links (6.6+) */
 	bool uprobe_session;	/* BPF_TRACE_UPROBE_SESSION links (6.13+) */
+	bool bpf_refused;	/* bpf() itself fails with EPERM: seccomp or an LSM, not the kernel */
+	bool seccomp;		/* this process runs under a seccomp filter (/proc/self/status) */
 	char release[65];	/* uname -r */
 };
 

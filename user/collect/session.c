@@ -614,10 +614,10 @@ uint64_t session__duration_ns(const struct session *s)
 	return s->end_ns > s->start_ns ? s->end_ns - s->start_ns : 0;
 }
 
-int session__live_heap(struct session *s, double *bytes, double *stderr_bytes)
+int session__live_each(struct session *s, void (*fn)(void *ctx, uint64_t size, double weight),
+			void *ctx)
 {
 	const struct live_block *b;
-	double sum = 0, var = 0;
 	size_t n, i;
 
 	if (!s->live)
@@ -625,14 +625,33 @@ int session__live_heap(struct session *s, double *bytes, double *stderr_bytes)
 	session__detach(s);
 	live__settle(s->live);
 	b = live__blocks(s->live, &n);
-	for (i = 0; i < n; i++) {
-		double y = (double)b[i].size;
+	for (i = 0; i < n; i++)
+		fn(ctx, b[i].size, b[i].weight);
+	return 0;
+}
 
-		sum += y * b[i].weight;
-		var += y * y * b[i].weight * (b[i].weight - 1);
-	}
-	*bytes = sum;
-	*stderr_bytes = sqrt(var);
+struct live_sum {
+	double sum, var;
+};
+
+static void add_live(void *ctx, uint64_t size, double weight)
+{
+	struct live_sum *t = ctx;
+	double y = (double)size;
+
+	t->sum += y * weight;
+	t->var += y * y * weight * (weight - 1);
+}
+
+int session__live_heap(struct session *s, double *bytes, double *stderr_bytes)
+{
+	struct live_sum t = { 0 };
+	int err = session__live_each(s, add_live, &t);
+
+	if (err)
+		return err;
+	*bytes = t.sum;
+	*stderr_bytes = sqrt(t.var);
 	return 0;
 }
 

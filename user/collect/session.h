@@ -85,6 +85,13 @@ uint64_t session__lost(const struct session *s);
  * (w = 1 / P(sampled)).  Detaches first.  -ENODATA without --inuse.
  */
 int session__live_heap(struct session *s, double *bytes, double *stderr_bytes);
+/*
+ * --inuse: fn(ctx, size, weight) for each sampled block of that estimate
+ * (requested size, w = 1 / P(sampled)), for sums the allocator's rounding
+ * needs (decompose.h).  Detaches first.  -ENODATA without --inuse.
+ */
+int session__live_each(struct session *s, void (*fn)(void *ctx, uint64_t size, double weight),
+		       void *ctx);
 /* --inuse: sampled blocks not tracked (live table full) */
 uint64_t session__untracked(const struct session *s);
 size_t session__n_sites(const struct session *s);

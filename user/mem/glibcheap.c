@@ -222,6 +222,23 @@ static void read_heaps(struct walk *w, uint64_t arena, const void *state, struct
 }
 
 /*
+ * What a thread arena's heaps hold besides chunks: the first starts with its
+ * heap_info and the arena's malloc_state, the top chunk aligned after them
+ * (new_heap(), _int_new_arena()); each later heap with its heap_info.  The
+ * main arena's malloc_state is in libc's data, outside its system_mem.  An
+ * old heap's fenceposts (at most MINSIZE + 16 bytes each) are not counted.
+ */
+static uint64_t header_bytes(const struct glibc_layout *l, const struct glibc_arena *a)
+{
+	uint64_t hi = l->size[GS_HEAP_INFO], first = hi + l->size[GS_STATE];
+
+	if (a->main || !a->heaps || !hi)
+		return 0;
+	first = (first + l->align - 1) / l->align * l->align;
+	return first + (a->heaps - 1) * hi;
+}
+
+/*
  * The arena's chunks lie below its top chunk, in the mapping that holds it
  * (the [heap], or the heap of a thread arena): copied at once, the walk
  * reads a picture of nearly one moment and needs no syscall per chunk.
@@ -273,6 +290,7 @@ static bool read_arena_once(struct walk *w, uint64_t arena, bool main, unsigned 
 		walk_bin(w, arena, s0, i, a);
 	if (!w->bad && !a->main)
 		read_heaps(w, arena, s0, a);
+	a->header_bytes = header_bytes(l, a);
 	if (a->main)
 		a->aspace_bytes = a->system_mem;
 	if (w->bad)
@@ -385,6 +403,7 @@ static void add_totals(struct glibc_heap *h, const struct glibc_arena *a)
 	h->fast_bytes += a->fast_bytes;
 	h->bin_chunks += a->bin_chunks;
 	h->bin_bytes += a->bin_bytes;
+	h->header_bytes += a->header_bytes;
 	if (!a->consistent)
 		set_why(h, "arena %u: %s", h->n_arenas, a->why);
 }
@@ -437,6 +456,8 @@ int glibc_heap__read(struct remotemem *r, const struct glibc_layout *l, uint64_t
 
 	memset(h, 0, offsetof(struct glibc_heap, arenas));
 	h->consistent = true;
+	h->chunk_align = l->align;
+	h->min_chunk = l->min_chunk;
 	if (l->size[GS_STATE] > MAX_STATE_SIZE ||
 	    !remotemem__mapped(r, main_arena, l->size[GS_STATE])) {
 		snprintf(h->why, sizeof(h->why), "main_arena at %#llx is not mapped in the target",

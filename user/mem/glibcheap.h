@@ -39,6 +39,7 @@ struct glibc_arena {
 	uint64_t attached_threads;
 	uint64_t heaps;			/* thread arena: its heaps (mmapped regions), 0 for main */
 	uint64_t aspace_bytes;		/* its heaps' size, main: system_mem (malloc_info aspace) */
+	uint64_t header_bytes;		/* in its system_mem, no chunk's: heap_info, malloc_state */
 	uint32_t tries;			/* reads it took */
 	bool main;
 	bool consistent;		/* the lists linked up and did not change while read */
@@ -76,10 +77,12 @@ struct glibc_heap {
 	uint64_t sbrk_base;
 	bool dynamic_threshold;		/* mmap_threshold still adapts (no_dyn_threshold == 0) */
 	uint64_t tcache_bins, tcache_count, tcache_max_bytes;
+	/* chunk geometry (SIZE_SZ is half the alignment): what a request costs, see decompose.h */
+	uint64_t chunk_align, min_chunk;
 	uint64_t present_mp;		/* bit per enum glibc_field of mp_ that was read */
 	/* totals over the arenas */
 	uint64_t system_mem, max_system_mem, top_bytes;
-	uint64_t fast_chunks, fast_bytes, bin_chunks, bin_bytes;
+	uint64_t fast_chunks, fast_bytes, bin_chunks, bin_bytes, header_bytes;
 	struct glibc_tcache_totals tcache;
 	char tcache_why[512];		/* why the tcaches are not counted, or are approximate */
 	uint64_t syscalls;		/* process_vm_readv calls the read took */
