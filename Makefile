@@ -60,12 +60,13 @@ BUILD_PACKAGES := $(CLI_PACKAGES) clang llvm libbpf-dev bpftool libcapstone-dev 
 	libmicrohttpd-dev libjson-c-dev
 # make demo: the example service includes the span probes' <sys/sdt.h>
 DEMO_PACKAGES := systemtap-sdt-dev procps
-# make test and make bench: targets, independent readers, the VM, measuring tools
+# make test and make bench: targets, independent readers (cmark-gfm: GitHub's markdown), the
+# fuzzers' runtime (libclang-rt-dev), the VM, measuring tools
 TEST_PACKAGES := $(DEMO_PACKAGES) g++ systemtap-sdt-dev debuginfod elfutils binutils golang-go \
 	musl-tools libjemalloc2 libjemalloc-dev libmimalloc2.0 libmimalloc-dev libtcmalloc-minimal4 \
 	hyperfine valgrind python3 python3-prometheus-client sqlite3 rustc dwz libc6-dbg time \
-	python3-jsonschema libxml2-utils qemu-system-x86 busybox cpio util-linux nodejs python3-yaml \
-	prometheus openssl curl
+	python3-jsonschema libxml2-utils cmark-gfm libclang-rt-dev qemu-system-x86 busybox cpio \
+	util-linux nodejs python3-yaml prometheus openssl curl
 # the arm64 cross build (ARCH=arm64 on x86-64): Debian's cross compilers and the arm64
 # multiarch -dev packages (install-deps.sh adds the dpkg architecture they need)
 ARM64_CLI_PACKAGES := gcc-aarch64-linux-gnu libc6-dev:arm64 libelf-dev:arm64 libdw-dev:arm64 \
@@ -172,7 +173,8 @@ BIN_CLI := $(OUTPUT)/culpert
 # generated files are not intermediates to throw away
 .SECONDARY:
 .PHONY: all culpert culpert-bpf deps demo test bench install vmlinux clean help check-deps \
-	check-deps-cli check-layout _demo _test _bench test-targets examples fuzz
+	check-deps-cli check-layout _demo _test _bench test-targets examples fuzz fuzz-seeds \
+	sanitized _sanitized-bins
 
 all: check-deps $(BIN_BPF) $(BIN_CLI)
 
@@ -189,7 +191,7 @@ help:
 	@echo '  test         deps + build + run every test (unit, BPF, CLI); ends with "N passed, N failed"'
 	@echo '  bench        overhead and cost measurements, medians over repeated runs'
 	@echo '  rust         the Rust tracing layer and its example service (demo-rust: profile it under load)'
-	@echo '  fuzz         run the libFuzzer harness of the pprof reader (FUZZ_SECONDS=600)'
+	@echo '  fuzz         libFuzzer on the pprof reader and on every printer (FUZZ_SECONDS=600 each)'
 	@echo '  check-layout fail if a file includes a header from a layer above its own'
 	@echo '  install      install both binaries and the span header under PREFIX=$(PREFIX)'
 	@echo '  image        the container image $(IMAGE_NAME):VERSION from Debian packages (IMAGE_ARCHES="x86 arm64")'

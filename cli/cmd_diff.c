@@ -14,6 +14,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "diff_rows.h"
+#include "escape.h"
 #include "json.h"
 #include "log.h"
 #include "shorten.h"
@@ -37,6 +38,7 @@ struct diff {
 	size_t n_skip;
 	enum diff_format format;
 	struct diff_result res;
+	char *key;		/* a row's key as printed: VIEW_PATH_MAX bytes */
 };
 
 static void usage(FILE *f)
@@ -91,17 +93,17 @@ static const char *noun(const struct diff *d)
 	return d->o.by == DIFF_BY_CALLSITE ? "callsite" : "span";
 }
 
-/* a row's key as printed: a callsite shortened unless --wide */
+/* a row's key as printed, unescaped: a callsite shortened unless --wide; in d->key or buf */
 static const char *row_label(const struct diff *d, const struct diff_row *r, char *buf,
 			     size_t len)
 {
 	size_t at;
 
 	if (!r->name_len || d->wide)
-		return r->key;
-	shorten_name(r->key, r->name_len, buf, len);
+		return diff_row__key(&d->res, r, d->key, VIEW_PATH_MAX);
+	shorten_name(r->name, r->name_len, buf, len);
 	at = strlen(buf);
-	snprintf(buf + at, len - at, "%s", r->key + r->name_len);
+	snprintf(buf + at, len - at, "%s", r->name + r->name_len);
 	return buf;
 }
 
@@ -110,7 +112,8 @@ static char *pct_str(char *buf, size_t len, const struct diff_row *r)
 	if (r->delta == 0)
 		snprintf(buf, len, "0.00%%");
 	else if (r->before == 0)
-		snprintf(buf, len, "new");
+		/* from nothing to below zero (a -diff_base profile) is no new span */
+		snprintf(buf, len, r->after > 0 ? "new" : "-");
 	else
 		snprintf(buf, len, "%+.2f%%", r->pct);
 	return buf;
@@ -138,10 +141,15 @@ static void print_summary(const struct diff *d, bool md)
 	char b[32], n[32], rate[48], thr[32], mins[32], counts[96];
 	int i;
 
-	for (i = 0; i < 2; i++)
-		printf(md ? "- **%s** %s (`%s`, %s)\n" : "%-8s %s (%s, %s)\n",
-		       label[i], format_bytes(b, 32, r->total[i]), d->files[i],
-		       format_counts(counts, sizeof(counts), d->v[i]));
+	for (i = 0; i < 2; i++) {
+		printf(md ? "- **%s** %s (" : "%-8s %s (", label[i],
+		       format_bytes(b, 32, r->total[i]));
+		if (md)
+			esc_md_code(d->files[i], false, stdout);
+		else
+			esc_text_fputs(d->files[i], stdout);
+		printf(", %s)\n", format_counts(counts, sizeof(counts), d->v[i]));
+	}
 	printf(md ? "- **Net Δ:** %s" : "Net:     %s",
 	       format_bytes_signed(n, 32, r->total[1] - r->total[0]));
 	if (r->total[0] && r->total[1] != r->total[0])
@@ -227,38 +235,6 @@ static int print_text(const struct diff *d, const struct diff_row **buf)
 	return 0;
 }
 
-/* character c of a span name in a markdown table cell: '|' escaped, no backticks or newlines */
-static size_t md_char(char c, char out[2])
-{
-	if (c == '|') {
-		out[0] = '\\';
-		out[1] = '|';
-		return 2;
-	}
-	out[0] = c == '`' ? '\'' : c == '\n' ? ' ' : c;
-	return 1;
-}
-
-static void md_escape(char *out, size_t len, const char *s)
-{
-	size_t n = 0;
-
-	for (; *s && n + 3 <= len; s++)
-		n += md_char(*s, out + n);
-	out[n] = '\0';
-}
-
-/* a span name (a path may be long) as a code span in a markdown cell */
-static void md_name(const char *s)
-{
-	char c[2];
-
-	fputc('`', stdout);
-	for (; *s; s++)
-		fwrite(c, 1, md_char(*s, c), stdout);
-	fputc('`', stdout);
-}
-
 static void md_table(const struct diff *d, bool growth, const struct diff_row **buf)
 {
 	size_t n = group_rows(d, growth, buf), i;
@@ -276,7 +252,7 @@ static void md_table(const struct diff *d, bool growth, const struct diff_row **
 		const struct diff_row *r = buf[i];
 
 		printf("| ");
-		md_name(row_label(d, r, label, sizeof(label)));
+		esc_md_code(row_label(d, r, label, sizeof(label)), true, stdout);
 		if (r->kind == KIND_NEW || r->kind == KIND_GONE)
 			printf(" _%s_", diff_kind_name(r->kind));
 		printf(" | %s | %s | %s | %s | %s |\n", format_bytes(b, 32, r->before),
@@ -319,7 +295,7 @@ static int tree_rows(const struct diff *d, const struct diff_tree *t, uint32_t n
 
 	for (i = 0; i < n && !ret; i++) {
 		const struct diff_node *x = &t->nodes[kids[i]];
-		char name[1024], b[32], a[32], dl[32], pc[32];
+		char name[4096], b[32], a[32], dl[32], pc[32];
 		struct diff_row r;
 
 		if (i >= d->top) {
@@ -331,11 +307,15 @@ static int tree_rows(const struct diff *d, const struct diff_tree *t, uint32_t n
 		if (md) {
 			size_t off = 0, k;
 
-			/* markdown collapses leading blanks: indent with non-breaking spaces */
+			/*
+			 * markdown collapses leading blanks: indent with non-breaking
+			 * spaces (12 bytes a level, 128 levels at most), then the name
+			 * as a code span (at most 4x its 255 bytes escaped, and fences)
+			 */
 			for (k = 0; k < x->depth && off + 13 < sizeof(name); k++)
 				off += (size_t)snprintf(name + off, sizeof(name) - off,
 							"&nbsp;&nbsp;");
-			md_escape(name + off, sizeof(name) - off, x->name);
+			esc_md_code_str(name + off, sizeof(name) - off, x->name, true);
 		} else {
 			snprintf(name, sizeof(name), "%*s%s", 2 * x->depth, "", x->name);
 		}
@@ -383,7 +363,7 @@ static void print_md_table(const struct table *t)
 
 static int print_tree(const struct diff *d)
 {
-	struct diff_tree *t = diff_tree__new(d->v[0], d->v[1]);
+	const struct diff_tree *t = d->res.tree;
 	bool md = d->format == FMT_MARKDOWN;
 	struct table *tab = table__new("lrrrr", (const char *const[]){
 		md ? "Span" : "SPAN", md ? "Before" : "BEFORE", md ? "After" : "AFTER",
@@ -408,7 +388,6 @@ static int print_tree(const struct diff *d)
 		printf("Result:  %s\n", verdict(d, v, sizeof(v)));
 	}
 	table__free(tab);
-	diff_tree__free(t);
 	return ret;
 }
 
@@ -433,7 +412,7 @@ static void json_side(struct json *j, const char *key, const char *file, const s
 	json_end(j, '}');
 }
 
-static void json_row(struct json *j, const struct diff_row *r)
+static void json_row(struct json *j, const struct diff *d, const struct diff_row *r)
 {
 	json_begin(j, '{');
 	json_key(j, "after");
@@ -443,7 +422,7 @@ static void json_row(struct json *j, const struct diff_row *r)
 	json_key(j, "delta");
 	json_round(j, r->delta);
 	json_key(j, "key");
-	json_str(j, r->key);
+	json_str(j, diff_row__key(&d->res, r, d->key, VIEW_PATH_MAX));
 	json_key(j, "kind");
 	json_str(j, diff_kind_name(r->kind));
 	json_key(j, "pct");
@@ -485,7 +464,7 @@ static void print_json(const struct diff *d)
 	json_key(&j, "rows");
 	json_begin(&j, '[');
 	for (i = 0; i < r->n_rows; i++)
-		json_row(&j, &r->rows[r->order[i]]);
+		json_row(&j, d, &r->rows[r->order[i]]);
 	json_end(&j, ']');
 	json_key(&j, "sample_type");
 	json_str(&j, d->inuse ? "inuse_space" : "alloc_space");
@@ -661,7 +640,8 @@ int cmd_diff(int argc, char **argv)
 	d.o.rate = d.v[0]->rate;
 	ret = diff_result__build(&d.res, d.v[0], d.v[1], &d.o);
 	buf = calloc(d.res.n_rows ?: 1, sizeof(*buf));
-	if (ret || !buf) {
+	d.key = malloc(VIEW_PATH_MAX);
+	if (ret || !buf || !d.key) {
 		pr_error("out of memory comparing the profiles\n");
 		ret = CMD_ERROR;
 		goto out;
@@ -682,6 +662,7 @@ int cmd_diff(int argc, char **argv)
 	}
 out:
 	free(buf);
+	free(d.key);
 	diff_result__clear(&d.res);
 	view__free(d.v[0]);
 	view__free(d.v[1]);

@@ -123,9 +123,9 @@ int cmd_flamegraph(int argc, char **argv)
 		free(a.skip);
 		return CMD_ERROR;
 	}
-	t = flame_tree__new(v, a.span);
+	t = flame_tree__new(v, a.span, err, sizeof(err));
 	if (!t) {
-		pr_error("out of memory building the flame graph\n");
+		pr_error("%s: %s\n", a.file, err);
 		ret = CMD_ERROR;
 		goto out;
 	}
@@ -143,10 +143,15 @@ int cmd_flamegraph(int argc, char **argv)
 	}
 	f = outfile__stream(of);
 	if (a.svg)
-		flame_svg__write(t, f, a.file, a.span);
+		ret = flame_svg__write(t, f, a.file, a.span);
 	else
-		flame_tree__folded(t, f);
-	if (outfile__commit(of, err, sizeof(err))) {
+		ret = flame_tree__folded(t, f);
+	if (ret) {
+		/* nothing half-written is put in place */
+		outfile__abort(of);
+		pr_error("out of memory writing the flame graph\n");
+		ret = CMD_ERROR;
+	} else if (outfile__commit(of, err, sizeof(err))) {
 		pr_error("cannot write %s: %s\n", strcmp(a.out, "-") ? a.out : "standard output",
 			 err);
 		ret = CMD_ERROR;

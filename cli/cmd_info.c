@@ -9,6 +9,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "empty.h"
+#include "escape.h"
 #include "log.h"
 #include "table.h"
 #include "units.h"
@@ -54,8 +55,13 @@ static void print_started_as(const struct pprof_profile *p, const char *exe)
 	e = strrchr(exe, '/');
 	if (!(link && link[0]) && !strcmp(a ? a + 1 : argv0, e ? e + 1 : exe))
 		return;
-	printf("Started as:    %s%s%s\n", argv0, link && link[0] ? ", a symlink to " : "",
-	       link && link[0] ? link : "");
+	printf("Started as:    ");
+	esc_text_fputs(argv0, stdout);
+	if (link && link[0]) {
+		printf(", a symlink to ");
+		esc_text_fputs(link, stdout);
+	}
+	printf("\n");
 }
 
 static void print_target(const struct pprof_profile *p)
@@ -68,11 +74,19 @@ static void print_target(const struct pprof_profile *p)
 		/* another tool's profile: the main mapping names the program */
 		const char *main_obj = p->n_mappings ? p->strings[p->mappings[0].filename] : "";
 
-		printf("Target:        %s\n", main_obj[0] ? main_obj : "unknown");
+		printf("Target:        ");
+		esc_text_fputs(main_obj[0] ? main_obj : "unknown", stdout);
+		printf("\n");
 		return;
 	}
-	printf("Target:        %s (pid %s)%s%s\n", comm ? comm : "?", pid ? pid : "?",
-	       exe ? " " : "", exe ? exe : "");
+	/* all three are the target's own words: comm and exe are whatever it set */
+	printf("Target:        ");
+	esc_text_fputs(comm ? comm : "?", stdout);
+	printf(" (pid ");
+	esc_text_fputs(pid ? pid : "?", stdout);
+	printf(")%s", exe ? " " : "");
+	esc_text_fputs(exe ? exe : "", stdout);
+	printf("\n");
 	print_started_as(p, exe);
 }
 
@@ -98,8 +112,11 @@ static void print_empty(const struct view *v)
 	if (v->n_samples)
 		return;
 	empty_facts__from_profile(v->p, 0, &f);
-	if (empty__explain(&f, why, sizeof(why)))
-		printf("Empty:         %s\n", why);
+	if (empty__explain(&f, why, sizeof(why))) {
+		printf("Empty:         ");
+		esc_text_fputs(why, stdout);
+		printf("\n");
+	}
 }
 
 static void print_totals(const struct view *v)
@@ -114,12 +131,16 @@ static void print_totals(const struct view *v)
 	if (v->has_sampled)
 		printf("Sampled:       %" PRIu64 " allocations\n", v->n_sampled);
 	printf("Sample types: ");
-	for (i = 0; i < p->n_sample_types; i++)
-		printf(" %s/%s", p->strings[p->sample_types[i].type],
-		       p->strings[p->sample_types[i].unit]);
+	for (i = 0; i < p->n_sample_types; i++) {
+		printf(" ");
+		esc_text_fputs(p->strings[p->sample_types[i].type], stdout);
+		printf("/");
+		esc_text_fputs(p->strings[p->sample_types[i].unit], stdout);
+	}
 	printf("\n");
-	printf("Total:         %s %s in %.0f objects\n", format_bytes(b, sizeof(b), v->total_bytes),
-	       p->strings[p->sample_types[v->bytes_idx].type], v->total_objects);
+	printf("Total:         %s ", format_bytes(b, sizeof(b), v->total_bytes));
+	esc_text_fputs(p->strings[p->sample_types[v->bytes_idx].type], stdout);
+	printf(" in %.0f objects\n", v->total_objects);
 	if (v->has_inuse)
 		printf("In use:        %s in %.0f objects at the end of the capture\n",
 		       format_bytes(b, sizeof(b), v->inuse_bytes), v->inuse_objects);
@@ -173,6 +194,15 @@ static const char *alloc_comment(const struct pprof_profile *p, const char *phas
 	return pprof_profile__comment(p, k);
 }
 
+/* PHASE.allocator.KEY as printed, under the text rule of escape.h; def when absent */
+static const char *alloc_text(const struct pprof_profile *p, const char *phase, const char *key,
+			      const char *def, char *buf, size_t len)
+{
+	const char *v = alloc_comment(p, phase, key);
+
+	return v ? esc_text(buf, len, v) : def;
+}
+
 /* the bytes of PHASE.allocator.KEY for people, "?" when absent */
 static const char *alloc_bytes(const struct pprof_profile *p, const char *phase, const char *key,
 			       char *buf, size_t len)
@@ -189,14 +219,14 @@ static void print_glibc(const struct pprof_profile *p, const char *phase)
 	const char *absent = alloc_comment(p, phase, ".glibc_absent");
 	const char *tc = alloc_comment(p, phase, ".glibc.tcache.free_bytes");
 	const char *approx = alloc_comment(p, phase, ".glibc.approximate");
-	char b[7][32];
+	char b[7][32], t[1024];
 
 	if (absent) {
-		printf("               arenas not read: %s\n", absent);
+		printf("               arenas not read: %s\n", esc_text(t, sizeof(t), absent));
 		return;
 	}
 	printf("               %s arenas, %s from the system; free in them %s (top %s, bins %s, "
-	       "fastbins %s)%s\n", alloc_comment(p, phase, ".glibc.arena_count") ?: "?",
+	       "fastbins %s)%s\n", alloc_text(p, phase, ".glibc.arena_count", "?", t, sizeof(t)),
 	       alloc_bytes(p, phase, ".glibc.system_bytes", b[0], sizeof(b[0])),
 	       alloc_bytes(p, phase, ".glibc.free_bytes", b[1], sizeof(b[1])),
 	       alloc_bytes(p, phase, ".glibc.top_bytes", b[2], sizeof(b[2])),
@@ -204,7 +234,7 @@ static void print_glibc(const struct pprof_profile *p, const char *phase)
 	       alloc_bytes(p, phase, ".glibc.fastbin_free_bytes", b[4], sizeof(b[4])),
 	       approx && strcmp(approx, "0") ? ", approximate" : "");
 	printf("               %s mmapped blocks, %s",
-	       alloc_comment(p, phase, ".glibc.mmapped_chunks") ?: "?",
+	       alloc_text(p, phase, ".glibc.mmapped_chunks", "?", t, sizeof(t)),
 	       alloc_bytes(p, phase, ".glibc.mmapped_bytes", b[5], sizeof(b[5])));
 	if (tc)
 		printf("; %s free in the threads' tcaches",
@@ -219,11 +249,12 @@ static void print_sampler(const struct pprof_profile *p, const char *phase)
 	const char *absent = alloc_comment(p, phase, ".sampler_absent");
 	const char *age = alloc_comment(p, phase, ".sampler.age_us");
 	const char *sep = ": ";
-	char key[64], b[32];
+	char key[64], b[32], t[1024];
 	size_t i;
 
 	if (absent) {
-		printf("               allocator figures absent: %s\n", absent);
+		printf("               allocator figures absent: %s\n",
+		       esc_text(t, sizeof(t), absent));
 		return;
 	}
 	if (!alloc_comment(p, phase, ".sampler.library"))
@@ -247,14 +278,22 @@ static void print_allocator(const struct pprof_profile *p)
 	const char *family = alloc_comment(p, phase, ".family");
 	const char *absent = alloc_comment(p, phase, "_absent");
 	const char *version = alloc_comment(p, phase, ".glibc.version");
+	char t[1024];
 
 	if (absent) {
-		printf("Allocator:     absent (%s): %s\n", phase, absent);
+		printf("Allocator:     absent (%s): %s\n", phase, esc_text(t, sizeof(t), absent));
 		return;
 	}
 	if (!family)
 		return;
-	printf("Allocator:     %s%s%s (%s)\n", family, version ? " " : "", version ?: "", phase);
+	/* the family and version are the file's words */
+	printf("Allocator:     ");
+	esc_text_fputs(family, stdout);
+	if (version) {
+		printf(" ");
+		esc_text_fputs(version, stdout);
+	}
+	printf(" (%s)\n", phase);
 	if (!strcmp(family, "glibc"))
 		print_glibc(p, phase);
 	print_sampler(p, phase);
@@ -285,17 +324,25 @@ int cmd_info(int argc, char **argv)
 	if (!v)
 		return CMD_ERROR;
 	p = v->p;
-	printf("File:          %s\n", file);
+	printf("File:          ");
+	esc_text_fputs(file, stdout);
+	printf("\n");
 	print_target(p);
 	print_time(p);
 	print_totals(v);
-	printf("Unwind:        %s\n", comment_or(p, "unwind", "unknown"));
-	printf("Lost samples:  %s\n", comment_or(p, "lost_samples", "unknown"));
+	printf("Unwind:        ");
+	esc_text_fputs(comment_or(p, "unwind", "unknown"), stdout);
+	printf("\nLost samples:  ");
+	esc_text_fputs(comment_or(p, "lost_samples", "unknown"), stdout);
+	printf("\n");
 	ret = print_mappings(p);
 	print_allocator(p);
 	printf("Comments:      %zu\n", p->n_comments);
-	for (i = 0; i < p->n_comments; i++)
-		printf("  %s\n", p->strings[p->comments[i]]);
+	for (i = 0; i < p->n_comments; i++) {
+		printf("  ");
+		esc_text_fputs(p->strings[p->comments[i]], stdout);
+		printf("\n");
+	}
 	view__free(v);
 	if (ret)
 		pr_error("out of memory\n");

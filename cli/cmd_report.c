@@ -11,6 +11,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "empty.h"
+#include "escape.h"
 #include "json.h"
 #include "log.h"
 #include "shorten.h"
@@ -97,17 +98,16 @@ static char *age_str(char *buf, size_t len, int64_t ns)
 
 static void print_header(const struct report *r, const char *what, double total)
 {
-	char rate[48], b[32];
+	char rate[48], b[32], name[4096], counts[96];
 
-	char counts[96];
-
-	printf("File:    %s\n", r->file);
+	printf("File:    %s\n", esc_text(name, sizeof(name), r->file));
 	if (r->v->has_sampled)
 		printf("Samples: %s", format_counts(counts, sizeof(counts), r->v));
 	else
 		printf("Records: %" PRIu64, r->v->n_value_samples);
 	printf("  Rate: %s\n", format_rate(rate, sizeof(rate), r->v->rate));
-	printf("%-8s %s %s\n\n", what, format_bytes(b, sizeof(b), total), value_name(r));
+	printf("%-8s %s %s\n\n", what, format_bytes(b, sizeof(b), total),
+	       esc_text(name, sizeof(name), value_name(r)));
 }
 
 /*
@@ -154,6 +154,7 @@ static int print_tree(const struct report *r, uint32_t *buf)
 	struct table *t = table__new("lrrl",
 				     (const char *const[]){ "SPAN", "BYTES", "PCT", "(SELF)" });
 	int ret = t ? tree_rows(r, t, VIEW_NONE, buf) : -1;
+	char file[4096];
 
 	if (t)
 		cli_fit_names(t, 0, r->wide);
@@ -165,7 +166,8 @@ static int print_tree(const struct report *r, uint32_t *buf)
 		printf("\nNo span labels in this profile, so the tree is one row: "
 		       "'culpert report %s --no-span' lists its callsites.\n"
 		       "Spans come from span probes (include/culpert/span.h) or "
-		       "'culpert-bpf attach --span-fn PATTERN'.\n", r->file);
+		       "'culpert-bpf attach --span-fn PATTERN'.\n",
+		       esc_text(file, sizeof(file), r->file));
 	table__free(t);
 	return ret;
 }
@@ -189,7 +191,7 @@ static int print_flat(const struct report *r, uint32_t *buf)
 		}
 		snprintf(samples, sizeof(samples), "%" PRIu64,
 			 cli_count(v, s->self_samples, s->self_sampled));
-		ret = table__add(t, (const char *const[]){ s->path, samples,
+		ret = table__add(t, (const char *const[]){ view__path(v, buf[i]), samples,
 			format_bytes(bytes, 32, s->self),
 			format_pct(pct, 32, s->self, v->total_bytes) });
 	}
@@ -268,7 +270,8 @@ static void line_item(const char *item, bool first, size_t *col, size_t width)
 static int print_wrappers(const struct report *r, double total)
 {
 	struct view_wrap_row *w;
-	char name[512], pct[32], item[600];
+	/* the name through the text rule (escape.h), cut between characters: item holds it whole */
+	char name[512], esc[2048], pct[32], item[sizeof(esc) + 64];
 	size_t n, i, col = 0, width = cli_term_width();
 	double rest = 0;
 
@@ -286,8 +289,9 @@ static int print_wrappers(const struct report *r, double total)
 			rest += w[i].bytes;
 			continue;
 		}
-		snprintf(item, sizeof(item), "%s (%s%s)",
-			 r->wide ? full : shorten_name(full, strlen(full), name, sizeof(name)),
+		esc_text(esc, sizeof(esc),
+			 r->wide ? full : shorten_name(full, strlen(full), name, sizeof(name)));
+		snprintf(item, sizeof(item), "%s (%s%s)", esc,
 			 format_pct(pct, sizeof(pct), w[i].bytes, total), i ? "" : " of the bytes");
 		line_item(item, !i, &col, width);
 	}
@@ -309,7 +313,7 @@ static int print_callsites(const struct report *r, const struct view_cs_row *row
 	const char *const cols[] = { "CALLSITE", cli_count_heading(r->v), "OBJECTS", "BYTES",
 				     "PCT" };
 	struct table *t = table__new("lrrrr", r->leaks ? leak_cols : cols);
-	char sel[512], c1[32], c2[32], bytes[32], pct[32], more[64], label[8192];
+	char sel[512], esc[2048], c1[32], c2[32], bytes[32], pct[32], more[64], label[8192];
 	double rest_b = 0, rest_o = 0;
 	size_t i;
 	int ret = t ? 0 : -1;
@@ -344,7 +348,8 @@ static int print_callsites(const struct report *r, const struct view_cs_row *row
 	if (t)
 		cli_fit_names(t, 0, r->wide);
 	print_header(r, "Total:", r->v->total_bytes);
-	printf("%s: %s in %zu callsites\n\n", selection_name(r, sel, sizeof(sel)),
+	printf("%s: %s in %zu callsites\n\n",
+	       esc_text(esc, sizeof(esc), selection_name(r, sel, sizeof(sel))),
 	       format_bytes(bytes, sizeof(bytes), total), n);
 	if (!ret)
 		ret = print_wrappers(r, total);
@@ -441,7 +446,7 @@ static void json_span(struct report *r, uint32_t i, bool tree, uint32_t *buf)
 	json_key(j, "objects");
 	json_round(j, tree ? s->total_objects : s->self_objects);
 	json_key(j, "path");
-	json_str(j, s->path);
+	json_str(j, view__path(r->v, i));
 	json_key(j, "pct");
 	json_pct(j, tree ? s->total : s->self, r->v->total_bytes);
 	json_key(j, "records");
@@ -739,8 +744,11 @@ int cmd_report(int argc, char **argv)
 		ret = -1;
 	else
 		ret = print_callsites(&r, rows, n, total);
-	if (!ret && !r.json && empty_reason(&r, why, sizeof(why)))
-		printf("\nThe profile is empty: %s.\n", why);
+	if (!ret && !r.json && empty_reason(&r, why, sizeof(why))) {
+		fputs("\nThe profile is empty: ", stdout);
+		esc_text_fputs(why, stdout);
+		puts(".");
+	}
 	if (ret)
 		pr_error("out of memory formatting the report\n");
 	free(rows);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,35 +21,47 @@ const char *diff_kind_name(enum diff_kind k)
 	return k < KIND__COUNT ? kind_names[k] : "?";
 }
 
-/* SPEC §8.2, in its order: the first rule that applies decides */
+/*
+ * SPEC §8.2, in its order: the first rule that applies decides.  Values may
+ * be negative (pprof -diff_base writes the base's samples negated, so a span
+ * of such a file holds its net change): sizes are compared by magnitude, a
+ * span is new or gone only when the side it is on is positive, and one that
+ * appears below zero or leaves from below zero is a plain change by the sign
+ * of its delta.
+ */
 static enum diff_kind classify_thresholds(double b, double a, const struct diff_opts *o,
 					  const char **reason)
 {
 	double d = a - b;
 
 	*reason = "threshold";
-	if (fmax(b, a) < (double)o->min_span_bytes) {
+	if (fmax(fabs(b), fabs(a)) < (double)o->min_span_bytes) {
 		*reason = "min_span_bytes";
 		return KIND_QUIET;
 	}
-	if (b == 0)
+	if (b == 0 && a > 0)
 		return a >= (double)o->threshold_bytes ? KIND_NEW : KIND_QUIET;
-	if (a == 0)
+	if (a == 0 && b > 0)
 		return b >= (double)o->threshold_bytes ? KIND_GONE : KIND_QUIET;
-	if (fabs(d) >= (double)o->threshold_bytes && fabs(100.0 * d / b) >= o->threshold_pct)
+	/* b == 0 here is a change from nothing to below zero: |delta%| is infinite */
+	if (fabs(d) >= (double)o->threshold_bytes &&
+	    (b == 0 || fabs(100.0 * d / b) >= o->threshold_pct))
 		return d > 0 ? KIND_REGRESSION : KIND_IMPROVEMENT;
 	return KIND_QUIET;
 }
 
-/* the standard error of a byte estimate from samples taken every rate bytes; 0 without a rate */
+/*
+ * The standard error of a byte estimate from samples taken every rate bytes;
+ * 0 without a rate.  Negative values are estimates too: their size counts.
+ */
 static double noise_se(const struct diff_opts *o, double bytes)
 {
-	return sqrt((o->rate > 0 ? (double)o->rate : 0) * bytes);
+	return sqrt((o->rate > 0 ? (double)o->rate : 0) * fabs(bytes));
 }
 
 double diff_pct(double before, double after)
 {
-	return before ? 100.0 * (after - before) / before : NAN;
+	return before ? 100.0 * (after - before) / fabs(before) : NAN;
 }
 
 void diff_row__set(struct diff_row *r, double before, double after)
@@ -63,7 +76,8 @@ enum diff_kind diff_classify(double before, double after, const struct diff_opts
 			     const char **reason)
 {
 	enum diff_kind k = classify_thresholds(before, after, o, reason);
-	double se = noise_se(o, before + after);
+	double se = sqrt(noise_se(o, before) * noise_se(o, before) +
+			 noise_se(o, after) * noise_se(o, after));
 
 	/* a change sampling alone explains is no change */
 	if (k != KIND_QUIET && o->min_confidence > 0 &&
@@ -76,164 +90,81 @@ enum diff_kind diff_classify(double before, double after, const struct diff_opts
 	return k;
 }
 
-/* --- rows ------------------------------------------------------------------------ */
-
-struct row_builder {
-	struct diff_result *r;
-	size_t cap;
-	struct hashtab ht;
-};
-
-static bool key_eq(uint32_t idx, const void *key, void *ctx)
-{
-	return !strcmp(((struct row_builder *)ctx)->r->rows[idx].key, key);
-}
-
-static int add_bytes(struct row_builder *rb, const char *key, size_t name_len, int side,
-		     double bytes)
-{
-	struct diff_result *r = rb->r;
-	uint64_t h = hash_bytes(key, strlen(key), 0);
-	uint32_t idx;
-
-	if (!hashtab__find(&rb->ht, h, key, key_eq, rb, &idx)) {
-		if (vec_reserve(&r->rows, &rb->cap, r->n_rows + 1, sizeof(*r->rows)) ||
-		    hashtab__insert(&rb->ht, h, (uint32_t)r->n_rows))
-			return -ENOMEM;
-		idx = (uint32_t)r->n_rows++;
-		memset(&r->rows[idx], 0, sizeof(r->rows[idx]));
-		r->rows[idx].key = strdup(key);
-		r->rows[idx].name_len = name_len;
-		if (!r->rows[idx].key)
-			return -ENOMEM;
-	}
-	if (side)
-		r->rows[idx].after += bytes;
-	else
-		r->rows[idx].before += bytes;
-	return 0;
-}
-
-static int group_rank(enum diff_kind k)
-{
-	return k == KIND_REGRESSION || k == KIND_NEW ? 0 : k == KIND_QUIET ? 2 : 1;
-}
-
-static int cmp_rows(const void *a, const void *b, void *ctx)
-{
-	const struct diff_row *x = &((struct diff_row *)ctx)[*(const size_t *)a];
-	const struct diff_row *y = &((struct diff_row *)ctx)[*(const size_t *)b];
-
-	if (group_rank(x->kind) != group_rank(y->kind))
-		return group_rank(x->kind) - group_rank(y->kind);
-	if (fabs(x->delta) != fabs(y->delta))
-		return fabs(x->delta) > fabs(y->delta) ? -1 : 1;
-	return strcmp(x->key, y->key);
-}
-
-int diff_result__build(struct diff_result *r, const struct view *before, const struct view *after,
-		       const struct diff_opts *o)
-{
-	const struct view *v[2] = { before, after };
-	struct row_builder rb = { .r = r };
-	size_t i;
-	int side, ret = 0;
-
-	memset(r, 0, sizeof(*r));
-	for (side = 0; side < 2 && !ret; side++) {
-		const struct view *w = v[side];
-
-		r->total[side] = w->total_bytes;
-		/* a callsite's bytes over every span, matched by its "function (file:line)" */
-		for (i = 0; o->by == DIFF_BY_CALLSITE && i < w->n_recs && !ret; i++)
-			ret = add_bytes(&rb, w->callsites[w->recs[i].callsite],
-					w->callsite_name_len[w->recs[i].callsite], side,
-					w->recs[i].bytes);
-		/* spans that allocated themselves: a row is a span's own bytes */
-		for (i = 0; o->by != DIFF_BY_CALLSITE && i < w->n_spans && !ret; i++) {
-			const struct view_span *s = &w->spans[i];
-
-			if (s->self_samples)
-				ret = add_bytes(&rb, o->by == DIFF_BY_NAME ? s->name : s->path, 0, side,
-						s->self);
-		}
-	}
-	hashtab__free(&rb.ht);
-	if (!ret && !(r->order = malloc((r->n_rows ?: 1) * sizeof(*r->order))))
-		ret = -ENOMEM;
-	if (ret)
-		return ret;
-	for (i = 0; i < r->n_rows; i++) {
-		struct diff_row *row = &r->rows[i];
-
-		diff_row__set(row, row->before, row->after);
-		row->se_before = noise_se(o, row->before);
-		row->se_after = noise_se(o, row->after);
-		row->se_delta = noise_se(o, row->before + row->after);
-		row->kind = diff_classify(row->before, row->after, o, &row->reason);
-		r->count[row->kind]++;
-		r->order[i] = i;
-	}
-	qsort_r(r->order, r->n_rows, sizeof(*r->order), cmp_rows, r->rows);
-	return 0;
-}
-
-bool diff_result__failed(const struct diff_result *r)
-{
-	return r->count[KIND_REGRESSION] || r->count[KIND_NEW];
-}
-
-void diff_result__clear(struct diff_result *r)
-{
-	size_t i;
-
-	for (i = 0; i < r->n_rows; i++)
-		free(r->rows[i].key);
-	free(r->rows);
-	free(r->order);
-	memset(r, 0, sizeof(*r));
-}
-
 /* --- tree ---------------------------------------------------------------------------- */
 
-static bool path_eq(uint32_t idx, const void *key, void *ctx)
+struct node_key {
+	uint32_t parent;
+	const char *name;
+	bool no_span;
+};
+
+static bool node_eq(uint32_t idx, const void *key, void *ctx)
 {
-	return !strcmp(((struct diff_tree *)ctx)->nodes[idx].path, key);
+	const struct diff_node *n = &((struct diff_tree *)ctx)->nodes[idx];
+	const struct node_key *k = key;
+
+	return n->parent == k->parent && n->no_span == k->no_span && !strcmp(n->name, k->name);
 }
 
+/*
+ * v's spans in order of depth, into order: parents before children, which
+ * index order alone does not give (orphans.c adds its marker last, above
+ * nodes made before it).
+ */
+static void by_depth(const struct view *v, uint32_t *order)
+{
+	size_t start[VIEW_MAX_SPAN_DEPTH + 1] = { 0 }, i, d;
+
+	for (i = 0; i < v->n_spans; i++)
+		start[v->spans[i].depth + 1]++;
+	for (d = 1; d <= VIEW_MAX_SPAN_DEPTH; d++)
+		start[d] += start[d - 1];
+	for (i = 0; i < v->n_spans; i++)
+		order[start[v->spans[i].depth]++] = (uint32_t)i;
+}
+
+/* view v's spans into the merged tree: a node per (parent, name), as the views build theirs */
 static int tree_add(struct diff_tree *t, const struct view *v, int side)
 {
-	/* view i's node j sits at merged index map[j]; parents come before their children */
+	/* view i's node j sits at merged index map[j]; spans taken parents first */
 	uint32_t *map = malloc((v->n_spans ?: 1) * sizeof(*map));
-	size_t i;
+	uint32_t *order = malloc((v->n_spans ?: 1) * sizeof(*order));
+	size_t o;
+	int ret = map && order ? 0 : -ENOMEM;
 
-	if (!map)
-		return -ENOMEM;
-	for (i = 0; i < v->n_spans; i++) {
+	if (!ret)
+		by_depth(v, order);
+	for (o = 0; !ret && o < v->n_spans; o++) {
+		uint32_t i = order[o];
 		const struct view_span *s = &v->spans[i];
-		uint64_t h = hash_bytes(s->path, strlen(s->path), s->no_span);
+		struct node_key k = { s->parent == VIEW_NONE ? VIEW_NONE : map[s->parent], s->name,
+				      s->no_span };
+		uint64_t h = hash_bytes(s->name, strlen(s->name), hash_u64(k.parent, s->no_span));
 		struct diff_node *n;
 		uint32_t idx;
 
-		if (!hashtab__find(&t->ht, h, s->path, path_eq, t, &idx)) {
+		if (!hashtab__find(&t->ht, h, &k, node_eq, t, &idx)) {
 			if (vec_reserve(&t->nodes, &t->cap_nodes, t->n_nodes + 1, sizeof(*n)) ||
 			    hashtab__insert(&t->ht, h, (uint32_t)t->n_nodes)) {
-				free(map);
-				return -ENOMEM;
+				ret = -ENOMEM;
+				break;
 			}
 			idx = (uint32_t)t->n_nodes++;
 			n = &t->nodes[idx];
 			memset(n, 0, sizeof(*n));
 			n->name = s->name;
-			n->path = s->path;
 			n->depth = s->depth;
-			n->parent = s->parent == VIEW_NONE ? VIEW_NONE : map[s->parent];
+			n->parent = k.parent;
+			n->no_span = s->no_span;
 		}
 		map[i] = idx;
 		t->nodes[idx].total[side] += s->total;
+		t->nodes[idx].self[side] += s->self;
+		t->nodes[idx].allocated |= s->self_samples != 0;
 	}
 	free(map);
-	return 0;
+	free(order);
+	return ret;
 }
 
 /* each node on its parent's list of children (or the roots'), once both views are in */
@@ -262,6 +193,7 @@ struct diff_tree *diff_tree__new(const struct view *before, const struct view *a
 		diff_tree__free(t);
 		return NULL;
 	}
+	hashtab__free(&t->ht);
 	link_children(t);
 	return t;
 }
@@ -301,4 +233,185 @@ void diff_tree__free(struct diff_tree *t)
 	hashtab__free(&t->ht);
 	free(t->nodes);
 	free(t);
+}
+
+static uint32_t node_parent(const void *ctx, uint32_t i)
+{
+	return ((const struct diff_tree *)ctx)->nodes[i].parent;
+}
+
+static const char *node_name(const void *ctx, uint32_t i)
+{
+	return ((const struct diff_tree *)ctx)->nodes[i].name;
+}
+
+/* --- rows ------------------------------------------------------------------------ */
+
+const char *diff_row__key(const struct diff_result *r, const struct diff_row *row, char *buf,
+			  size_t len)
+{
+	struct treepath_tree t = { r->tree, node_parent, node_name };
+
+	if (r->by != DIFF_BY_PATH)
+		snprintf(buf, len, "%s", row->name);
+	else
+		treepath_write(&t, row->node, buf, len);
+	return buf;
+}
+
+static int new_row(struct diff_result *r, size_t *cap)
+{
+	if (vec_reserve(&r->rows, cap, r->n_rows + 1, sizeof(*r->rows)))
+		return -ENOMEM;
+	memset(&r->rows[r->n_rows++], 0, sizeof(*r->rows));
+	return 0;
+}
+
+/* by path: a row per merged node that allocated itself on either side */
+static int rows_by_path(struct diff_result *r)
+{
+	size_t cap = 0, i;
+
+	for (i = 0; i < r->tree->n_nodes; i++) {
+		const struct diff_node *n = &r->tree->nodes[i];
+
+		if (!n->allocated)
+			continue;
+		if (new_row(r, &cap))
+			return -ENOMEM;
+		r->rows[r->n_rows - 1].node = (uint32_t)i;
+		r->rows[r->n_rows - 1].before = n->self[0];
+		r->rows[r->n_rows - 1].after = n->self[1];
+	}
+	return 0;
+}
+
+static bool name_eq(uint32_t idx, const void *key, void *ctx)
+{
+	return !strcmp(((struct diff_result *)ctx)->rows[idx].name, key);
+}
+
+/* rows matched by a name: the one of `name` (found or added) gets bytes on its side */
+struct named_rows {
+	struct diff_result *r;
+	struct hashtab ht;
+	size_t cap;
+};
+
+static int add_named(struct named_rows *nr, const char *name, size_t name_len, int side,
+		     double bytes)
+{
+	struct diff_result *r = nr->r;
+	uint64_t h = hash_bytes(name, strlen(name), 0);
+	uint32_t idx;
+
+	if (!hashtab__find(&nr->ht, h, name, name_eq, r, &idx)) {
+		if (new_row(r, &nr->cap) || hashtab__insert(&nr->ht, h, (uint32_t)(r->n_rows - 1)))
+			return -ENOMEM;
+		idx = (uint32_t)(r->n_rows - 1);
+		r->rows[idx].name = name;
+		r->rows[idx].name_len = name_len;
+	}
+	if (side)
+		r->rows[idx].after += bytes;
+	else
+		r->rows[idx].before += bytes;
+	return 0;
+}
+
+/*
+ * by name: a row per innermost name, summed over every path that ends in it;
+ * by callsite: a row per callsite ("function (file:line)", as found past the
+ * wrappers), its bytes summed over every span.  Names are borrowed from the views.
+ */
+static int rows_by_names(struct diff_result *r, const struct view *const v[2], bool callsites)
+{
+	struct named_rows nr = { .r = r };
+	size_t i;
+	int side, ret = 0;
+
+	for (side = 0; side < 2 && !ret; side++) {
+		const struct view *w = v[side];
+
+		for (i = 0; callsites && i < w->n_recs && !ret; i++)
+			ret = add_named(&nr, w->callsites[w->recs[i].callsite],
+					w->callsite_name_len[w->recs[i].callsite], side,
+					w->recs[i].bytes);
+		for (i = 0; !callsites && i < w->n_spans && !ret; i++)
+			if (w->spans[i].self_samples)
+				ret = add_named(&nr, w->spans[i].name, 0, side, w->spans[i].self);
+	}
+	hashtab__free(&nr.ht);
+	return ret;
+}
+
+static int group_rank(enum diff_kind k)
+{
+	return k == KIND_REGRESSION || k == KIND_NEW ? 0 : k == KIND_QUIET ? 2 : 1;
+}
+
+static int cmp_rows(const void *a, const void *b, void *ctx)
+{
+	const struct diff_result *r = ctx;
+	const struct diff_row *x = &r->rows[*(const size_t *)a];
+	const struct diff_row *y = &r->rows[*(const size_t *)b];
+	struct treepath_tree t = { r->tree, node_parent, node_name };
+
+	if (group_rank(x->kind) != group_rank(y->kind))
+		return group_rank(x->kind) - group_rank(y->kind);
+	if (fabs(x->delta) != fabs(y->delta))
+		return fabs(x->delta) > fabs(y->delta) ? -1 : 1;
+	if (r->by != DIFF_BY_PATH)
+		return strcmp(x->name, y->name);
+	return treepath_cmp(&t, x->node, y->node);
+}
+
+int diff_result__build(struct diff_result *r, const struct view *before, const struct view *after,
+		       const struct diff_opts *o)
+{
+	const struct view *const v[2] = { before, after };
+	size_t i;
+	int ret;
+
+	memset(r, 0, sizeof(*r));
+	r->by = o->by;
+	r->total[0] = before->total_bytes;
+	r->total[1] = after->total_bytes;
+	r->tree = diff_tree__new(before, after);
+	if (!r->tree)
+		return -ENOMEM;
+	/* a row is a span's own bytes (spans that allocated themselves), or a callsite's */
+	ret = o->by == DIFF_BY_PATH ? rows_by_path(r) :
+	      rows_by_names(r, v, o->by == DIFF_BY_CALLSITE);
+	if (!ret && !(r->order = malloc((r->n_rows ?: 1) * sizeof(*r->order))))
+		ret = -ENOMEM;
+	if (ret)
+		return ret;
+	for (i = 0; i < r->n_rows; i++) {
+		struct diff_row *row = &r->rows[i];
+
+		diff_row__set(row, row->before, row->after);
+		row->se_before = noise_se(o, row->before);
+		row->se_after = noise_se(o, row->after);
+		row->se_delta = sqrt(row->se_before * row->se_before +
+				     row->se_after * row->se_after);
+		row->kind = diff_classify(row->before, row->after, o, &row->reason);
+		r->count[row->kind]++;
+		r->order[i] = i;
+	}
+	qsort_r(r->order, r->n_rows, sizeof(*r->order), cmp_rows, r);
+	return 0;
+}
+
+bool diff_result__failed(const struct diff_result *r)
+{
+	return r->count[KIND_REGRESSION] || r->count[KIND_NEW];
+}
+
+void diff_result__clear(struct diff_result *r)
+{
+	free(r->rows);
+	free(r->order);
+	diff_tree__free(r->tree);
+	memset(r, 0, sizeof(*r));
 }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * The arithmetic of `culpert diff`, apart from its printing: span matching,
+ * The arithmetic of `culpert diff`, apart from its printing: span (or callsite) matching,
  * the classification of SPEC §8.2 and the sampling noise of each estimate.
  */
 #ifndef CULPERT_CLI_DIFF_ROWS_H
@@ -28,10 +28,12 @@ struct diff_opts {
 };
 
 struct diff_row {
-	char *key;		/* span path or name, or callsite "function (file:line)" */
+	uint32_t node;		/* matched by path: the merged tree's node (diff_row__key()) */
+	/* by name or callsite: a span name or "function (file:line)", borrowed from a view */
+	const char *name;
 	size_t name_len;	/* a callsite's: the length of its "function"; 0 for spans */
 	double before, after, delta;
-	double pct;		/* NaN when before is 0 */
+	double pct;		/* of |before|; NaN when before is 0 */
 	/* standard errors of the estimates: sqrt(rate * bytes) per side, combined for delta */
 	double se_before, se_after, se_delta;
 	enum diff_kind kind;
@@ -44,13 +46,15 @@ struct diff_result {
 	size_t *order;		/* rows by kind group, then |delta| descending, then key */
 	size_t count[KIND__COUNT];
 	double total[2];
+	struct diff_tree *tree;	/* both span trees merged: rows by path are its nodes */
+	enum diff_by by;
 };
 
 /* classify one span; *reason says why when quiet */
 enum diff_kind diff_classify(double before, double after, const struct diff_opts *o,
 			     const char **reason);
 const char *diff_kind_name(enum diff_kind k);
-/* 100 * (after - before) / before; NaN when before is 0 */
+/* 100 * (after - before) / |before|; NaN when before is 0 */
 double diff_pct(double before, double after);
 /* before and after, with the delta and pct that follow from them */
 void diff_row__set(struct diff_row *r, double before, double after);
@@ -61,13 +65,21 @@ int diff_result__build(struct diff_result *r, const struct view *before, const s
 void diff_result__clear(struct diff_result *r);
 /* a regression or a new span: what fails a CI job */
 bool diff_result__failed(const struct diff_result *r);
+/*
+ * a row's key, its span path, span name or callsite, into buf (VIEW_PATH_MAX bytes hold any
+ * path; a longer callsite is cut between characters); returns buf
+ */
+const char *diff_row__key(const struct diff_result *r, const struct diff_row *row, char *buf,
+			  size_t len);
 
 /* the union of both span trees, matched by path, with inclusive totals per side */
 struct diff_node {
-	const char *name, *path;	/* borrowed from one of the views */
+	const char *name;		/* borrowed from one of the views */
 	uint32_t parent, depth;
 	uint32_t first_child, next_sibling;	/* VIEW_NONE: none */
-	double total[2];
+	bool no_span;
+	bool allocated;			/* a span that allocated itself on either side */
+	double total[2], self[2];
 };
 
 struct diff_tree {

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
+#include "escape.h"
 #include "flame_svg.h"
 #include "hashtab.h"
 #include "units.h"
@@ -16,22 +18,10 @@
 /* narrower frames are invisible and bloat the file: not drawn */
 #define MIN_W		0.1
 
-static void xml_text(FILE *f, const char *s)
-{
-	for (; *s; s++) {
-		switch (*s) {
-		case '&': fputs("&amp;", f); break;
-		case '<': fputs("&lt;", f); break;
-		case '>': fputs("&gt;", f); break;
-		case '"': fputs("&quot;", f); break;
-		case '\'': fputs("&apos;", f); break;
-		default:
-			/* XML 1.0 forbids most control characters, even escaped */
-			if ((unsigned char)*s >= 0x20 || *s == '\t')
-				fputc(*s, f);
-		}
-	}
-}
+/* at most this many frames are drawn: more is megabytes no browser shows; the narrowest go */
+#define MAX_FRAMES	100000
+/* width classes of frames, by powers of two above MIN_W */
+#define N_CLASSES	64
 
 /* warm colours for code, blue for spans; from the name, so a frame keeps its colour */
 static void color(char *buf, size_t len, const struct flame_node *n)
@@ -45,43 +35,110 @@ static void color(char *buf, size_t len, const struct flame_node *n)
 		snprintf(buf, len, "rgb(%u,%u,%u)", 205 + a % 50, 80 + b % 150, 40 + (a ^ b) % 50);
 }
 
-static void frame(const struct flame_tree *t, FILE *f, uint32_t node, double x, double scale,
-		  double height)
+struct svg {
+	FILE *f;
+	double scale, height, root_total, min_w;
+	/* first walk: frames of each width class, and the deepest of each */
+	size_t count[N_CLASSES];
+	uint32_t depth[N_CLASSES];
+	size_t drawn;
+};
+
+static int width_class(double w)
 {
-	const struct flame_node *n = &t->nodes[node];
-	double w = n->total * scale, cx = x;
-	char fill[32], bytes[32];
-	uint32_t c;
-	size_t fit;
+	int c = (int)floor(log2(w / MIN_W));
+
+	return c < 0 ? 0 : c >= N_CLASSES ? N_CLASSES - 1 : c;
+}
+
+static void measure(const struct flame_node *n, void *ctx)
+{
+	struct svg *g = ctx;
+	double w = n->total * g->scale;
+	int c;
 
 	if (w < MIN_W)
 		return;
+	c = width_class(w);
+	g->count[c]++;
+	if (n->depth > g->depth[c])
+		g->depth[c] = n->depth;
+}
+
+/* the label that fits w pixels: the name, or its first characters and "..", or nothing */
+static void label(FILE *f, const char *name, double w)
+{
+	size_t fit = w > 6 ? (size_t)((w - 6) / CHAR_W) : 0, chars = 0, keep = 0, i;
+	char cut[1024];
+
+	for (i = 0; name[i]; i++) {
+		if (((unsigned char)name[i] & 0xc0) == 0x80)
+			continue;
+		if (chars + 2 == fit)
+			keep = i;
+		chars++;
+	}
+	if (fit >= chars) {
+		esc_xml_fputs(name, f);
+	} else if (fit >= 3) {
+		/* names are valid UTF-8 (the folded rule): cut before a character */
+		snprintf(cut, sizeof(cut), "%.*s..", (int)(keep < sizeof(cut) - 3 ? keep :
+							  sizeof(cut) - 3), name);
+		esc_xml_fputs(cut, f);
+	}
+}
+
+static void frame(const struct flame_node *n, void *ctx)
+{
+	struct svg *g = ctx;
+	FILE *f = g->f;
+	double w = n->total * g->scale;
+	char fill[32], bytes[32];
+
+	if (w < g->min_w && n->depth)
+		return;
+	g->drawn++;
 	color(fill, sizeof(fill), n);
 	format_bytes(bytes, sizeof(bytes), n->total);
-	fprintf(f, "<g class=\"f\" data-x=\"%.6f\" data-w=\"%.6f\" data-d=\"%u\"><title>", x, w,
-		n->depth);
-	xml_text(f, n->name);
-	fprintf(f, " (%s, %.2f%%)</title>", bytes, 100.0 * n->total / t->nodes[0].total);
+	fprintf(f, "<g class=\"f\" data-x=\"%.6f\" data-w=\"%.6f\" data-d=\"%u\"><title>",
+		n->x * g->scale, w, n->depth);
+	esc_xml_fputs(n->name, f);
+	fprintf(f, " (%s, %.2f%%)</title>", bytes, 100.0 * n->total / g->root_total);
 	fprintf(f, "<rect x=\"%.2f\" y=\"%.0f\" width=\"%.2f\" height=\"%d\" fill=\"%s\" "
-		"rx=\"2\"/>", SVG_PAD + x, height - FOOT_H - (n->depth + 1) * FRAME_H, w,
-		FRAME_H - 1, fill);
-	fprintf(f, "<text x=\"%.2f\" y=\"%.0f\">", SVG_PAD + x + 3,
-		height - FOOT_H - n->depth * FRAME_H - 4);
-	fit = (size_t)((w - 6) / CHAR_W);
-	if (fit >= strlen(n->name)) {
-		xml_text(f, n->name);
-	} else if (fit >= 3) {
-		char s[512];
-		size_t keep = fit - 2 < sizeof(s) - 3 ? fit - 2 : sizeof(s) - 3;
-
-		snprintf(s, sizeof(s), "%.*s..", (int)keep, n->name);
-		xml_text(f, s);
-	}
+		"rx=\"2\"/>", SVG_PAD + n->x * g->scale,
+		g->height - FOOT_H - (n->depth + 1) * FRAME_H, w, FRAME_H - 1, fill);
+	fprintf(f, "<text x=\"%.2f\" y=\"%.0f\">", SVG_PAD + n->x * g->scale + 3,
+		g->height - FOOT_H - n->depth * FRAME_H - 4);
+	label(f, n->name, w);
 	fputs("</text></g>\n", f);
-	for (c = n->first_child; c != UINT32_MAX; c = t->nodes[c].next_sibling) {
-		frame(t, f, c, cx, scale, height);
-		cx += t->nodes[c].total * scale;
+}
+
+/*
+ * The narrowest width drawn: MIN_W, or the smallest class boundary that keeps
+ * the frames under MAX_FRAMES; and the depth of the deepest frame drawn.
+ */
+static uint32_t pick_min_width(struct svg *g, size_t *left_out)
+{
+	size_t above = 0;
+	uint32_t depth = 0;
+	int c, lo = 0;
+
+	for (c = N_CLASSES - 1; c >= 0; c--) {
+		if (above + g->count[c] > MAX_FRAMES) {
+			lo = c + 1;
+			break;
+		}
+		above += g->count[c];
 	}
+	*left_out = 0;
+	for (c = 0; c < N_CLASSES; c++) {
+		if (c < lo)
+			*left_out += g->count[c];
+		else if (g->depth[c] > depth)
+			depth = g->depth[c];
+	}
+	g->min_w = lo ? MIN_W * pow(2, lo) : MIN_W;
+	return depth;
 }
 
 /* zoom and search: plain DOM, the data-* attributes hold each frame's unzoomed geometry */
@@ -114,17 +171,26 @@ static const char script[] =
 	"document.addEventListener('keydown',function(e){if((e.ctrlKey||e.metaKey)&&e.key=='f')"
 	"{e.preventDefault();search();}});\n";
 
-void flame_svg__write(const struct flame_tree *t, FILE *f, const char *title_file,
-		      const char *span)
+int flame_svg__write(const struct flame_tree *t, FILE *f, const char *title_file,
+		     const char *span)
 {
-	double width = SVG_WIDTH - 2 * SVG_PAD;
-	double height = HEAD_H + FOOT_H + (t->max_depth + 1) * FRAME_H;
-	double total = t->nodes[0].total;
+	double width = SVG_WIDTH - 2 * SVG_PAD, total = flame_tree__total(t);
+	struct svg g = { .f = f, .root_total = total, .scale = total > 0 ? width / total : 0 };
+	struct flame_walk w = { .leave = measure, .ctx = &g };
+	size_t left = 0;
+	uint32_t depth = 0;
 	char bytes[32];
+	int ret = total > 0 ? flame_tree__walk(t, &w) : 0;
 
+	if (ret)
+		return ret;
+	if (total > 0)
+		depth = pick_min_width(&g, &left);
+	g.height = HEAD_H + FOOT_H + (depth + 1) * FRAME_H;
 	fprintf(f, "<?xml version=\"1.0\" standalone=\"no\"?>\n"
 		"<svg version=\"1.1\" width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" "
-		"xmlns=\"http://www.w3.org/2000/svg\">\n", SVG_WIDTH, height, SVG_WIDTH, height);
+		"xmlns=\"http://www.w3.org/2000/svg\">\n", SVG_WIDTH, g.height, SVG_WIDTH,
+		g.height);
 	fputs("<style>text{font:12px sans-serif;fill:#000;pointer-events:none}"
 	      "g.f rect{stroke:#fff;stroke-width:0.5;cursor:pointer}"
 	      ".b{font:12px sans-serif;cursor:pointer;fill:#00c}</style>\n", f);
@@ -134,11 +200,11 @@ void flame_svg__write(const struct flame_tree *t, FILE *f, const char *title_fil
 	fprintf(f, "<rect width=\"100%%\" height=\"100%%\" fill=\"#f8f8f8\"/>\n");
 	fprintf(f, "<text x=\"%.0f\" y=\"20\" text-anchor=\"middle\" style=\"font-size:16px\">",
 		SVG_WIDTH / 2);
-	xml_text(f, "Allocations: ");
-	xml_text(f, title_file);
+	esc_xml_fputs("Allocations: ", f);
+	esc_xml_fputs(title_file, f);
 	if (span) {
-		xml_text(f, ", span ");
-		xml_text(f, span);
+		esc_xml_fputs(", span ", f);
+		esc_xml_fputs(span, f);
 	}
 	fprintf(f, " (%s)</text>\n", format_bytes(bytes, sizeof(bytes), total));
 	fprintf(f, "<text id=\"reset\" class=\"b\" x=\"%.0f\" y=\"20\" onclick=\"reset()\" "
@@ -146,8 +212,14 @@ void flame_svg__write(const struct flame_tree *t, FILE *f, const char *title_fil
 	fprintf(f, "<text class=\"b\" x=\"%.0f\" y=\"20\" text-anchor=\"end\" onclick=\"search()\" "
 		"style=\"pointer-events:auto\">Search</text>\n", SVG_WIDTH - SVG_PAD);
 	fprintf(f, "<text x=\"%.0f\" y=\"%.0f\" style=\"fill:#555\">blue: spans; "
-		"warm: code, root at the bottom; width: bytes</text>\n", SVG_PAD, height - 6);
+		"warm: code, root at the bottom; width: bytes", SVG_PAD, g.height - 6);
+	if (left)
+		fprintf(f, "; %zu frames narrower than %.2f px not drawn (at most %d are)", left,
+			g.min_w, MAX_FRAMES);
+	fprintf(f, "</text>\n");
+	w.leave = frame;
 	if (total > 0)
-		frame(t, f, 0, 0, width / total, height);
+		ret = flame_tree__walk(t, &w);
 	fprintf(f, "</svg>\n");
+	return ret;
 }

@@ -12,7 +12,12 @@
 
 #include "flame_tree.h"
 
-void flame_svg__write(const struct flame_tree *t, FILE *f, const char *title_file,
-		      const char *span);
+/*
+ * At most 100000 frames are drawn (the narrowest are left out, and the SVG
+ * says how many); frames are in the order the walk leaves them, children
+ * before parents.  0 or -ENOMEM.
+ */
+int flame_svg__write(const struct flame_tree *t, FILE *f, const char *title_file,
+		     const char *span);
 
 #endif /* CULPERT_CLI_FLAME_SVG_H */

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "escape.h"
 #include "table.h"
 #include "vec.h"
 
@@ -30,6 +31,15 @@ static size_t width_of(const char *s)
 	return w;
 }
 
+/* a cell as the terminal shows it: the text rule of escape.h (at most 4 bytes a byte) */
+static char *cell_text(const char *s)
+{
+	size_t len = 4 * strlen(s) + 1;
+	char *c = malloc(len);
+
+	return c ? esc_text(c, len, s) : NULL;
+}
+
 struct table *table__new(const char *align, const char *const *headers)
 {
 	struct table *t = calloc(1, sizeof(*t));
@@ -54,7 +64,7 @@ int table__add(struct table *t, const char *const *cells)
 	if (vec_reserve(&t->cells, &t->cap_cells, t->n_cells + t->n_cols, sizeof(char *)))
 		return -ENOMEM;
 	for (i = 0; i < t->n_cols; i++) {
-		char *c = strdup(cells[i] ? cells[i] : "");
+		char *c = cell_text(cells[i] ? cells[i] : "");
 		size_t w;
 
 		if (!c)

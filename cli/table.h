@@ -3,6 +3,8 @@
  * Aligned text tables: rows of cells collected first, printed once every
  * width is known, so columns line up whatever a cell holds (indented tree
  * names included).  Cells are separated by two spaces, no trailing blanks.
+ * Every cell is escaped with the text rule of escape.h: a name cannot move
+ * the cursor, colour the terminal or break a row.
  */
 #ifndef CULPERT_CLI_TABLE_H
 #define CULPERT_CLI_TABLE_H

@@ -2,6 +2,7 @@
 #include <inttypes.h>
 #include <math.h>
 
+#include "escape.h"
 #include "json.h"
 
 void json_init(struct json *j, FILE *f)
@@ -12,6 +13,16 @@ void json_init(struct json *j, FILE *f)
 	j->after_key = false;
 }
 
+/*
+ * Whether the current container is still empty.  Callers nest less deeply
+ * than JSON_MAX_DEPTH (the span tree is bounded); deeper levels share the
+ * last flag, which can only misplace a comma, never write out of bounds.
+ */
+static bool *first(struct json *j)
+{
+	return &j->first[j->depth < JSON_MAX_DEPTH ? j->depth : JSON_MAX_DEPTH - 1];
+}
+
 /* separator and indentation before a value or a key */
 static void lead(struct json *j)
 {
@@ -20,24 +31,23 @@ static void lead(struct json *j)
 		return;
 	}
 	if (j->depth) {
-		fputs(j->first[j->depth] ? "\n" : ",\n", j->f);
+		fputs(*first(j) ? "\n" : ",\n", j->f);
 		fprintf(j->f, "%*s", 2 * j->depth, "");
 	}
-	j->first[j->depth] = false;
+	*first(j) = false;
 }
 
 void json_begin(struct json *j, char kind)
 {
 	lead(j);
 	fputc(kind, j->f);
-	if (j->depth + 1 < JSON_MAX_DEPTH)
-		j->depth++;
-	j->first[j->depth] = true;
+	j->depth++;
+	*first(j) = true;
 }
 
 void json_end(struct json *j, char kind)
 {
-	bool empty = j->first[j->depth];
+	bool empty = *first(j);
 
 	j->depth--;
 	if (!empty)
@@ -47,49 +57,37 @@ void json_end(struct json *j, char kind)
 		fputc('\n', j->f);
 }
 
-/* length of the valid UTF-8 sequence at c, 0 if it is not one */
-static int utf8_len(const unsigned char *c)
-{
-	int n, i;
-
-	if (*c < 0x80)
-		return 1;
-	if (*c >= 0xc2 && *c <= 0xdf)
-		n = 2;
-	else if (*c >= 0xe0 && *c <= 0xef)
-		n = 3;
-	else if (*c >= 0xf0 && *c <= 0xf4)
-		n = 4;
-	else
-		return 0;
-	for (i = 1; i < n; i++)
-		if ((c[i] & 0xc0) != 0x80)
-			return 0;
-	return n;
-}
-
-/* JSON text is UTF-8: other bytes (names from binaries can be anything) become U+FFFD */
+/*
+ * JSON text is UTF-8: any other byte, an encoded surrogate or an overlong form
+ * (names from binaries can be anything) becomes U+FFFD.  The controls of
+ * escape.h are escaped, C1 and bidirectional ones too (a terminal may take
+ * U+009B for CSI; an override reorders what a reader of the JSON sees).
+ */
 void json_put_str(FILE *f, const char *s)
 {
-	const unsigned char *c = (const unsigned char *)s;
+	uint32_t cp;
 	int n;
 
 	fputc('"', f);
-	while (*c) {
-		n = utf8_len(c);
-		if (*c == '"' || *c == '\\')
-			fprintf(f, "\\%c", *c);
-		else if (*c == '\n')
+	while (*s) {
+		unsigned char c = (unsigned char)*s;
+
+		n = utf8_decode(s, &cp);
+		if (c == '"' || c == '\\')
+			fprintf(f, "\\%c", c);
+		else if (c == '\n')
 			fputs("\\n", f);
-		else if (*c == '\t')
+		else if (c == '\t')
 			fputs("\\t", f);
-		else if (*c < 0x20 || *c == 0x7f)
-			fprintf(f, "\\u%04x", *c);
+		else if (c < 0x20 || c == 0x7f)
+			fprintf(f, "\\u%04x", c);
 		else if (!n)
 			fputs("\\ufffd", f);
+		else if (esc_is_control(cp))
+			fprintf(f, "\\u%04x", cp);
 		else
-			fwrite(c, 1, (size_t)n, f);
-		c += n ? n : 1;
+			fwrite(s, 1, (size_t)n, f);
+		s += n ? n : 1;
 	}
 	fputc('"', f);
 }
@@ -114,11 +112,22 @@ void json_int(struct json *j, int64_t v)
 	fprintf(j->f, "%" PRId64, v);
 }
 
+/*
+ * Sums of int64 sample values can leave the int64 range (two INT64_MAX): a
+ * consumer reading int64 gets the saturated value rather than a number it
+ * cannot hold.  NaN (no value) is null.
+ */
 void json_round(struct json *j, double v)
 {
 	lead(j);
-	/* "-0" is valid JSON but surprising */
-	fprintf(j->f, "%.0f", fabs(v) < 0.5 ? 0.0 : v);
+	if (isnan(v))
+		fputs("null", j->f);
+	else if (v >= 9223372036854775807.0)
+		fprintf(j->f, "%" PRId64, INT64_MAX);
+	else if (v <= -9223372036854775808.0)
+		fprintf(j->f, "%" PRId64, INT64_MIN);
+	else	/* "-0" is valid JSON but surprising */
+		fprintf(j->f, "%.0f", fabs(v) < 0.5 ? 0.0 : v);
 }
 
 void json_num(struct json *j, double v, int decimals)

@@ -11,7 +11,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#define JSON_MAX_DEPTH 64
+/* nesting: a report of the deepest span tree (VIEW_MAX_SPAN_DEPTH) is 2 levels a span */
+#define JSON_MAX_DEPTH 320
 
 struct json {
 	FILE *f;
@@ -26,7 +27,10 @@ void json_end(struct json *j, char kind);	/* '}' or ']'; a newline after the out
 void json_key(struct json *j, const char *key);
 void json_str(struct json *j, const char *s);
 void json_int(struct json *j, int64_t v);
-/* a whole number from a double estimate (values are unbiased estimates, rounded) */
+/*
+ * a whole number from a double estimate (values are unbiased estimates,
+ * rounded), saturated to the int64 range; NaN is null
+ */
 void json_round(struct json *j, double v);
 /* a number with `decimals` digits after the point */
 void json_num(struct json *j, double v, int decimals);

@@ -47,6 +47,8 @@ struct dec {
 	char *block;
 	size_t *str_off;
 	size_t n_strings, string_bytes, cap_block, cap_str_off;
+	/* what the tables and the caller's aggregate may take: opts' or own_budget */
+	struct pprof_budget *budget, own_budget;
 };
 
 static int seterr(struct dec *d, int ret, const char *fmt, ...)
@@ -68,6 +70,30 @@ static int seterr(struct dec *d, int ret, const char *fmt, ...)
 static int malformed(struct dec *d)
 {
 	return seterr(d, -EINVAL, "not a pprof profile: the protobuf data is malformed or truncated");
+}
+
+static int over_budget(struct dec *d)
+{
+	char why[256];
+
+	pprof_budget__explain(d->budget, why, sizeof(why));
+	return seterr(d, -E2BIG, "profile too large: %s", why);
+}
+
+/* every growable array of the decoder: vec_reserve() within the budget */
+static int dec_reserve(struct dec *d, void *ptrp, size_t *cap, size_t need, size_t elem)
+{
+	int ret = pprof_budget__reserve(d->budget, ptrp, cap, need, elem);
+
+	return ret == -E2BIG ? over_budget(d) : ret;
+}
+
+static int too_many(struct dec *d, size_t n, const char *what)
+{
+	if (n < PPROF_MAX_TABLE)
+		return 0;
+	return seterr(d, -E2BIG, "profile too large: more than %u %s; refusing to read it",
+		      PPROF_MAX_TABLE, what);
 }
 
 /* --- wire format -------------------------------------------------------------------- */
@@ -141,16 +167,18 @@ static int pb_skip(struct pb *b, int wt)
 }
 
 /* the values of a packed run, appended to *arr */
-static int pb_packed(struct pb *run, uint64_t **arr, size_t *n, size_t *cap)
+static int pb_packed(struct dec *d, struct pb *run, uint64_t **arr, size_t *n, size_t *cap)
 {
 	uint64_t v;
+	int ret;
 
 	while (run->p < run->end) {
 		if (pb_varint(run, &v))
 			return -EINVAL;
 		/* a run of n bytes holds at most n more values: reserve once */
-		if (vec_reserve(arr, cap, *n + 1 + (size_t)(run->end - run->p), sizeof(v)))
-			return -ENOMEM;
+		ret = dec_reserve(d, arr, cap, *n + 1 + (size_t)(run->end - run->p), sizeof(v));
+		if (ret)
+			return ret;
 		(*arr)[(*n)++] = v;
 	}
 	return 0;
@@ -161,14 +189,18 @@ static int pb_packed(struct pb *run, uint64_t **arr, size_t *n, size_t *cap)
  * (v) or a packed run (body), appended to *arr.  Writers may use either
  * encoding; any other wire type is malformed.
  */
-static int pb_append(int wt, uint64_t v, struct pb *body, uint64_t **arr, size_t *n, size_t *cap)
+static int pb_append(struct dec *d, int wt, uint64_t v, struct pb *body, uint64_t **arr,
+		     size_t *n, size_t *cap)
 {
+	int ret;
+
 	if (wt == WT_LEN)
-		return pb_packed(body, arr, n, cap);
+		return pb_packed(d, body, arr, n, cap);
 	if (wt != WT_VARINT)
 		return -EINVAL;
-	if (vec_reserve(arr, cap, *n + 1, sizeof(v)))
-		return -ENOMEM;
+	ret = dec_reserve(d, arr, cap, *n + 1, sizeof(v));
+	if (ret)
+		return ret;
 	(*arr)[(*n)++] = v;
 	return 0;
 }
@@ -237,10 +269,16 @@ static int dec_mapping(struct dec *d, struct pb *m)
 	struct pprof_profile *p = d->p;
 	uint64_t v[10] = { 0 };
 
+	int ret;
+
 	if (pb_scalars(m, v, 10))
 		return malformed(d);
-	if (vec_reserve(&p->mappings, &d->cap_mappings, p->n_mappings + 1, sizeof(*p->mappings)))
-		return -ENOMEM;
+	ret = too_many(d, p->n_mappings, "mappings");
+	if (!ret)
+		ret = dec_reserve(d, &p->mappings, &d->cap_mappings, p->n_mappings + 1,
+				  sizeof(*p->mappings));
+	if (ret)
+		return ret;
 	p->mappings[p->n_mappings++] = (struct pprof_mapping){
 		.id = v[0], .memory_start = v[1], .memory_limit = v[2], .file_offset = v[3],
 		.filename = (int64_t)v[4], .build_id = (int64_t)v[5],
@@ -255,11 +293,16 @@ static int dec_function(struct dec *d, struct pb *m)
 	struct pprof_profile *p = d->p;
 	uint64_t v[5] = { 0 };
 
+	int ret;
+
 	if (pb_scalars(m, v, 5))
 		return malformed(d);
-	if (vec_reserve(&p->functions, &d->cap_functions, p->n_functions + 1,
-			sizeof(*p->functions)))
-		return -ENOMEM;
+	ret = too_many(d, p->n_functions, "functions");
+	if (!ret)
+		ret = dec_reserve(d, &p->functions, &d->cap_functions, p->n_functions + 1,
+				  sizeof(*p->functions));
+	if (ret)
+		return ret;
 	p->functions[p->n_functions++] = (struct pprof_function){
 		.id = v[0], .name = (int64_t)v[1], .system_name = (int64_t)v[2],
 		.filename = (int64_t)v[3], .start_line = (int64_t)v[4],
@@ -276,8 +319,11 @@ static int dec_location(struct dec *d, struct pb *m)
 	uint64_t v, ln[3];
 	int wt, ret;
 
-	if (p->n_lines >= UINT32_MAX)
-		return seterr(d, -E2BIG, "profile too large: more than 2^32 lines");
+	ret = too_many(d, p->n_lines, "lines");
+	if (!ret)
+		ret = too_many(d, p->n_locations, "locations");
+	if (ret)
+		return ret;
 	while ((ret = pb_next(m, &f, &wt, &v, &body)) > 0) {
 		if (f > 5)
 			continue;
@@ -285,8 +331,12 @@ static int dec_location(struct dec *d, struct pb *m)
 			memset(ln, 0, sizeof(ln));
 			if (wt != WT_LEN || pb_scalars(&body, ln, 3))
 				return malformed(d);
-			if (vec_reserve(&p->lines, &d->cap_lines, p->n_lines + 1, sizeof(*p->lines)))
-				return -ENOMEM;
+			if (p->n_lines + 1 >= PPROF_MAX_TABLE)
+				return too_many(d, p->n_lines + 1, "lines");
+			ret = dec_reserve(d, &p->lines, &d->cap_lines, p->n_lines + 1,
+					  sizeof(*p->lines));
+			if (ret)
+				return ret;
 			p->lines[p->n_lines++] = (struct pprof_line){
 				.function_id = ln[0], .line = (int64_t)ln[1], .column = (int64_t)ln[2],
 			};
@@ -306,8 +356,9 @@ static int dec_location(struct dec *d, struct pb *m)
 	}
 	if (ret)
 		return malformed(d);
-	if (vec_reserve(&p->locations, &d->cap_locations, p->n_locations + 1, sizeof(l)))
-		return -ENOMEM;
+	ret = dec_reserve(d, &p->locations, &d->cap_locations, p->n_locations + 1, sizeof(l));
+	if (ret)
+		return ret;
 	p->locations[p->n_locations++] = l;
 	return 0;
 }
@@ -319,13 +370,17 @@ static int dec_location(struct dec *d, struct pb *m)
 static int dec_string(struct dec *d, const struct pb *s)
 {
 	size_t n = (size_t)(s->end - s->p);
+	int ret;
 
 	if (d->n_strings >= PPROF_MAX_STRINGS)
 		return seterr(d, -E2BIG, "profile has more than %u strings; refusing to read it",
 			      PPROF_MAX_STRINGS);
-	if (vec_reserve(&d->block, &d->cap_block, d->string_bytes + n + 1, 1) ||
-	    vec_reserve(&d->str_off, &d->cap_str_off, d->n_strings + 1, sizeof(size_t)))
-		return -ENOMEM;
+	ret = dec_reserve(d, &d->block, &d->cap_block, d->string_bytes + n + 1, 1);
+	if (!ret)
+		ret = dec_reserve(d, &d->str_off, &d->cap_str_off, d->n_strings + 1,
+				  sizeof(size_t));
+	if (ret)
+		return ret;
 	if (n)
 		memcpy(d->block + d->string_bytes, s->p, n);
 	d->block[d->string_bytes + n] = '\0';
@@ -342,6 +397,8 @@ static int finish_strings(struct dec *d)
 
 	if (!d->n_strings)
 		return seterr(d, -EINVAL, "not a pprof profile: it has no string table");
+	if (pprof_budget__charge(d->budget, d->n_strings * sizeof(char *)))
+		return over_budget(d);
 	p->strings = calloc(d->n_strings, sizeof(char *));
 	if (!p->strings)
 		return -ENOMEM;
@@ -494,8 +551,10 @@ static int src_fill(struct src *s, size_t need)
 	}
 	if (need > s->max)
 		return malformed(s->d);
-	if (vec_reserve(&s->win, &s->cap, need > keep + SRC_WINDOW ? need : keep + SRC_WINDOW, 1))
-		return -ENOMEM;
+	zr = dec_reserve(s->d, &s->win, &s->cap,
+			 need > keep + SRC_WINDOW ? need : keep + SRC_WINDOW, 1);
+	if (zr)
+		return zr;
 	before = s->end;
 	while (!s->z_end && s->end < s->cap && (s->end == before || s->end < need)) {
 		int ret = src_input(s);
@@ -596,7 +655,7 @@ static int dec_header_field(struct dec *d, struct field *fl)
 		struct pb b = fl->body;
 		int ret;
 
-		ret = pb_append(fl->wt, v, &b, (uint64_t **)&p->comments, &p->n_comments,
+		ret = pb_append(d, fl->wt, v, &b, (uint64_t **)&p->comments, &p->n_comments,
 				&d->cap_comments);
 		return ret == -EINVAL ? malformed(d) : ret;
 	}
@@ -619,12 +678,14 @@ static int dec_header_field(struct dec *d, struct field *fl)
 static int dec_table_field(struct dec *d, uint32_t f, struct pb *m)
 {
 	struct pprof_profile *p = d->p;
+	int ret;
 
 	switch (f) {
 	case 1:
-		if (vec_reserve(&p->sample_types, &d->cap_types, p->n_sample_types + 1,
-				sizeof(*p->sample_types)))
-			return -ENOMEM;
+		ret = dec_reserve(d, &p->sample_types, &d->cap_types, p->n_sample_types + 1,
+				  sizeof(*p->sample_types));
+		if (ret)
+			return ret;
 		memset(&p->sample_types[p->n_sample_types], 0, sizeof(*p->sample_types));
 		return dec_value_type(d, m, &p->sample_types[p->n_sample_types++]);
 	case 3:
@@ -752,18 +813,19 @@ static int dec_sample_fields(struct dec *d, struct pb *m, const struct sample_ds
 	while ((ret = pb_next(m, &f, &wt, &v, &body)) > 0) {
 		switch (f) {
 		case 1:
-			ret = pb_append(wt, v, &body, o->locs, o->n_locs, o->cap_locs);
+			ret = pb_append(d, wt, v, &body, o->locs, o->n_locs, o->cap_locs);
 			break;
 		case 2:
-			ret = pb_append(wt, v, &body, (uint64_t **)o->values, o->n_values,
+			ret = pb_append(d, wt, v, &body, (uint64_t **)o->values, o->n_values,
 					o->cap_values);
 			break;
 		case 3:
 			if (wt != WT_LEN)
 				return malformed(d);
-			if (vec_reserve(o->labels, o->cap_labels, *o->n_labels + 1,
-					sizeof(**o->labels)))
-				return -ENOMEM;
+			ret = dec_reserve(d, o->labels, o->cap_labels, *o->n_labels + 1,
+					  sizeof(**o->labels));
+			if (ret)
+				return ret;
 			ret = dec_label(d, &body, &(*o->labels)[(*o->n_labels)++]);
 			break;
 		default:
@@ -771,7 +833,7 @@ static int dec_sample_fields(struct dec *d, struct pb *m, const struct sample_ds
 			ret = 0;
 		}
 		if (ret)
-			return ret == -ENOMEM ? ret : malformed(d);
+			return ret == -ENOMEM || ret == -E2BIG ? ret : malformed(d);
 	}
 	return ret ? malformed(d) : 0;
 }
@@ -818,8 +880,9 @@ static int dec_sample_model(struct dec *d, struct pb *m)
 			   n_values - p->n_samples * p->n_sample_types);
 	if (ret)
 		return ret;
-	if (vec_reserve(&p->samples, &d->cap_samples, p->n_samples + 1, sizeof(s)))
-		return -ENOMEM;
+	ret = dec_reserve(d, &p->samples, &d->cap_samples, p->n_samples + 1, sizeof(s));
+	if (ret)
+		return ret;
 	p->samples[p->n_samples++] = s;
 	return 0;
 }
@@ -846,6 +909,8 @@ static int dec_sample_cb(struct dec *d, struct pb *m, size_t idx)
 	s.labels = d->s_labels;
 	s.n_labels = n_labels;
 	ret = d->o->on_sample(d->p, &s, d->o->ctx);
+	if (ret == -E2BIG && d->budget->exceeded)
+		return over_budget(d);
 	if (ret)
 		return seterr(d, ret, "%s",
 			      ret == -ENOMEM ? "out of memory" : "reading the samples failed");
@@ -891,10 +956,26 @@ static int ensure_arrays(struct pprof_profile *p)
 	return 0;
 }
 
-static struct pprof_profile *decode(struct dec *d, struct src *in)
+/* the id lookups: hash tables of at most 8/3 slots an entry, 12 bytes a slot */
+static int index_tables(struct dec *d)
+{
+	struct pprof_profile *p = d->p;
+
+	if (pprof_budget__charge(d->budget, 32 * (p->n_locations + p->n_functions + p->n_mappings)))
+		return over_budget(d);
+	return pprof_profile__index(p);
+}
+
+/* `input`: the size of what was read (gzip'd or raw), which the default budget is relative to */
+static struct pprof_profile *decode(struct dec *d, struct src *in, size_t input)
 {
 	int ret;
 
+	d->budget = d->o && d->o->budget ? d->o->budget : &d->own_budget;
+	if (!d->budget->max) {
+		d->budget->input = input;
+		d->budget->max = pprof_budget_for(input);
+	}
 	d->p = calloc(1, sizeof(*d->p));
 	ret = d->p ? src_rewind(in) : -ENOMEM;
 	if (!ret)
@@ -902,7 +983,7 @@ static struct pprof_profile *decode(struct dec *d, struct src *in)
 	if (!ret)
 		ret = check_tables(d);
 	if (!ret)
-		ret = pprof_profile__index(d->p);
+		ret = index_tables(d);
 	if (!ret)
 		ret = check_refs(d);
 	if (!ret)
@@ -959,7 +1040,7 @@ struct pprof_profile *pprof_decode_opts(const void *buf, size_t len,
 		errno = EINVAL;
 		return NULL;
 	}
-	return decode(&d, &in);
+	return decode(&d, &in, len);
 }
 
 struct pprof_profile *pprof_decode(const void *buf, size_t len, char *err, size_t errlen)
@@ -994,7 +1075,7 @@ struct pprof_profile *pprof_decode_gzip_opts(const void *buf, size_t len,
 		errno = EINVAL;
 		return NULL;
 	}
-	return decode(&d, &in);
+	return decode(&d, &in, len);
 }
 
 struct pprof_profile *pprof_decode_gzip(const void *buf, size_t len, char *err, size_t errlen)
@@ -1043,12 +1124,13 @@ static int read_all(int fd, size_t max, void **out, size_t *out_len)
 static struct pprof_profile *decode_fd(int fd, const struct pprof_read_opts *opts, char *err,
 				       size_t errlen)
 {
+	struct stat st;
 	struct dec d;
 	struct src in;
 
 	dec_init(&d, opts, err, errlen);
 	in = gzip_src(&d, NULL, 0, fd);
-	return decode(&d, &in);
+	return decode(&d, &in, fstat(fd, &st) ? 0 : (size_t)st.st_size);
 }
 
 static bool is_gzip_file(int fd)

@@ -8,6 +8,11 @@
  * moved under a parent of its own, "(entered before attach)": a root whose
  * name the profile also shows nested under another span (recursion, a span
  * under itself, does not count).
+ *
+ * Nodes keep no path (spantree.c): moving a root is relinking it and one
+ * level more of depth for its subtree.  A subtree that already reaches the
+ * tree's last level (VIEW_MAX_SPAN_DEPTH, a crafted file: culpert-bpf keeps
+ * 32 open spans) stays a root, so the depth bound holds.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -22,32 +27,36 @@ static bool name_eq(uint32_t idx, const void *key, void *ctx)
 	return !strcmp(((const struct view *)ctx)->spans[idx].name, key);
 }
 
-/* is an ancestor of span i named like it? */
-static bool under_itself(const struct view *v, uint32_t i)
+/* is an ancestor of span i named like it?  (hash[]: of each span's name, compared first) */
+static bool under_itself(const struct view *v, const uint64_t *hash, uint32_t i)
 {
 	uint32_t a;
 
 	for (a = v->spans[i].parent; a != VIEW_NONE; a = v->spans[a].parent)
-		if (!strcmp(v->spans[a].name, v->spans[i].name))
+		if (hash[a] == hash[i] && !strcmp(v->spans[a].name, v->spans[i].name))
 			return true;
 	return false;
 }
 
 /* the names of spans seen nested under another span, into ht (values: a node of the name) */
-static int nested_names(const struct view *v, struct hashtab *ht)
+static int nested_names(const struct view *v, struct pprof_budget *budget, uint64_t *hash,
+			struct hashtab *ht)
 {
 	uint32_t idx;
 	size_t i;
+	int ret;
 
+	for (i = 0; i < v->n_spans; i++)
+		hash[i] = hash_bytes(v->spans[i].name, strlen(v->spans[i].name), 13);
 	for (i = 0; i < v->n_spans; i++) {
 		const char *name = v->spans[i].name;
-		uint64_t h = hash_bytes(name, strlen(name), 13);
 
-		if (!v->spans[i].depth || under_itself(v, (uint32_t)i) ||
-		    hashtab__find(ht, h, name, name_eq, (void *)v, &idx))
+		if (!v->spans[i].depth || under_itself(v, hash, (uint32_t)i) ||
+		    hashtab__find(ht, hash[i], name, name_eq, (void *)v, &idx))
 			continue;
-		if (hashtab__insert(ht, h, (uint32_t)i))
-			return -ENOMEM;
+		ret = pprof_budget__insert(budget, ht, hash[i], (uint32_t)i);
+		if (ret)
+			return ret;
 	}
 	return 0;
 }
@@ -60,24 +69,24 @@ static uint32_t root_of(const struct view *v, uint32_t i)
 	return i;
 }
 
-/* every span under a moved root (moved[] by root) one level deeper, its path under `marker` */
-static int reroot_paths(struct view *v, const bool *moved, const char *marker)
+/* roots whose subtree reaches the last level, into full[] (by root) */
+static void full_roots(const struct view *v, bool *full)
 {
 	size_t i;
 
-	for (i = 0; i < v->n_spans; i++) {
-		struct view_span *s = &v->spans[i];
-		char *path;
+	for (i = 0; i < v->n_spans; i++)
+		if (v->spans[i].depth + 1 >= VIEW_MAX_SPAN_DEPTH)
+			full[root_of(v, (uint32_t)i)] = true;
+}
 
-		if (!moved[root_of(v, (uint32_t)i)])
-			continue;
-		if (asprintf(&path, "%s;%s", marker, s->path) < 0)
-			return -ENOMEM;
-		free(s->path);
-		s->path = path;
-		s->depth++;
-	}
-	return 0;
+/* every span under a moved root (moved[] by root) one level deeper */
+static void reroot(struct view *v, const bool *moved)
+{
+	size_t i;
+
+	for (i = 0; i < v->n_spans; i++)
+		if (moved[root_of(v, (uint32_t)i)])
+			v->spans[i].depth++;
 }
 
 /* the marker node, a root; its index in *out */
@@ -85,25 +94,27 @@ static int add_marker(struct builder *b, uint32_t *out)
 {
 	struct view *v = b->v;
 	struct view_span *m;
+	int ret;
 
-	if (vec_reserve(&v->spans, &b->cap_spans, v->n_spans + 1, sizeof(*m)))
-		return -ENOMEM;
+	if (v->n_spans >= UINT32_MAX - 1)
+		return -E2BIG;
+	ret = pprof_budget__reserve(&b->budget, &v->spans, &b->cap_spans, v->n_spans + 1,
+				    sizeof(*m));
+	if (ret)
+		return ret;
 	m = &v->spans[v->n_spans];
 	memset(m, 0, sizeof(*m));
 	m->parent = m->first_child = m->next_sibling = VIEW_NONE;
 	m->name = strdup(VIEW_BEFORE_ATTACH);
-	m->path = strdup(VIEW_BEFORE_ATTACH);
-	if (!m->name || !m->path) {
-		free(m->name);
-		free(m->path);
+	if (!m->name)
 		return -ENOMEM;
-	}
 	*out = (uint32_t)v->n_spans++;
 	return 0;
 }
 
-/* the roots whose names are seen nested, into moved[]; their count */
-static size_t orphan_roots(const struct view *v, const struct hashtab *nested, bool *moved)
+/* the roots whose names are seen nested, into moved[] (full[]: too deep to move); their count */
+static size_t orphan_roots(const struct view *v, const struct hashtab *nested, const bool *full,
+			   bool *moved)
 {
 	size_t i, n = 0;
 	uint32_t idx;
@@ -111,7 +122,7 @@ static size_t orphan_roots(const struct view *v, const struct hashtab *nested, b
 	for (i = 0; i < v->n_spans; i++) {
 		const struct view_span *s = &v->spans[i];
 
-		moved[i] = !s->depth && !s->no_span &&
+		moved[i] = !s->depth && !s->no_span && !full[i] &&
 			   hashtab__find(nested, hash_bytes(s->name, strlen(s->name), 13), s->name,
 					 name_eq, (void *)v, &idx);
 		n += moved[i];
@@ -123,15 +134,23 @@ int orphans__mark(struct builder *b)
 {
 	struct view *v = b->v;
 	struct hashtab nested = { 0 };
-	bool *moved = calloc(v->n_spans ?: 1, sizeof(*moved));
+	size_t n = v->n_spans ?: 1, i;
+	bool *moved = NULL, *full = NULL;
+	uint64_t *hash = NULL;
 	uint32_t m;
-	size_t i;
-	int ret = moved ? nested_names(v, &nested) : -ENOMEM;
+	int ret = pprof_budget__charge(&b->budget, n * (2 * sizeof(bool) + sizeof(*hash)));
 
-	if (!ret && orphan_roots(v, &nested, moved)) {
-		ret = reroot_paths(v, moved, VIEW_BEFORE_ATTACH);
-		if (!ret)
-			ret = add_marker(b, &m);
+	if (!ret) {
+		moved = calloc(n, sizeof(*moved));
+		full = calloc(n, sizeof(*full));
+		hash = calloc(n, sizeof(*hash));
+		ret = moved && full && hash ? nested_names(v, &b->budget, hash, &nested) : -ENOMEM;
+	}
+	if (!ret)
+		full_roots(v, full);
+	if (!ret && orphan_roots(v, &nested, full, moved)) {
+		reroot(v, moved);
+		ret = add_marker(b, &m);
 		/* the marker is the last node, past moved[] */
 		for (i = 0; !ret && i + 1 < v->n_spans; i++) {
 			struct view_span *r = &v->spans[i], *mk = &v->spans[m];
@@ -148,5 +167,7 @@ int orphans__mark(struct builder *b)
 	}
 	hashtab__free(&nested);
 	free(moved);
+	free(full);
+	free(hash);
 	return ret;
 }

@@ -107,6 +107,8 @@ struct pprof_profile {
 	struct hashtab loc_ht;
 	struct hashtab func_ht;
 	struct hashtab map_ht;
+	/* ids are 1..n in order (most writers number them so): the lookup is an index */
+	bool loc_dense, func_dense, map_dense;
 };
 
 /* --- reading ---------------------------------------------------------------- */
@@ -115,6 +117,40 @@ struct pprof_profile {
 #define PPROF_MAX_DECODED	(2ULL << 30)
 /* upper bound of the string table: 8 bytes of index per string, each 2 bytes on the wire */
 #define PPROF_MAX_STRINGS	(1U << 26)
+/* upper bound of each of the location, function, mapping and line tables (indices are 32-bit) */
+#define PPROF_MAX_TABLE		(1U << 28)
+
+/*
+ * Memory that reading a profile may take, the decoder's tables and what the
+ * reader builds from the samples together.  A gzip'd file decompresses up to
+ * ~1000x and its smallest messages become structures several times their
+ * size, so a limit on the decompressed size alone lets a 2 MB file ask for
+ * tens of GB.  The default is relative to the file's own size, with a floor
+ * for small files and an absolute ceiling.  Charges are the capacities of
+ * the large arrays and hash tables, not every small allocation.
+ */
+#define PPROF_MEM_RATIO		32
+#define PPROF_MEM_FLOOR		(256ULL << 20)
+#define PPROF_MEM_CEILING	(4ULL << 30)
+
+struct pprof_budget {
+	size_t used;
+	size_t max;		/* 0: pprof_budget_for() the input's size, set by the reader */
+	size_t input;		/* the size it was derived from, for the message */
+	bool exceeded;
+};
+
+/* the default limit for an input (compressed file) of `input` bytes */
+size_t pprof_budget_for(size_t input);
+/* account `bytes` more; 0, or -E2BIG past the limit */
+int pprof_budget__charge(struct pprof_budget *b, size_t bytes);
+/* vec_reserve() with the growth charged (b may be NULL: nothing charged) */
+int pprof_budget__reserve(struct pprof_budget *b, void *ptrp, size_t *cap, size_t need,
+			  size_t elem);
+/* hashtab__insert() with the growth of the table charged */
+int pprof_budget__insert(struct pprof_budget *b, struct hashtab *h, uint64_t hash, uint32_t idx);
+/* "reading it needs more than 256.00 MB of memory (...)": why a charge failed */
+void pprof_budget__explain(const struct pprof_budget *b, char *buf, size_t len);
 
 /* one sample as read, valid only during the call */
 struct pprof_sample_ref {
@@ -140,6 +176,8 @@ struct pprof_read_opts {
 	pprof_sample_fn on_sample;
 	void *ctx;
 	size_t max_decoded;		/* 0: PPROF_MAX_DECODED */
+	/* shared with on_sample's own allocations; NULL: the reader's own, by the input size */
+	struct pprof_budget *budget;
 };
 
 /*

@@ -48,28 +48,36 @@ static bool id_eq(uint32_t idx, const void *key, void *ctx)
 	return *(const uint64_t *)(base + (size_t)idx * elem) == ((const uint64_t *)key)[1];
 }
 
-static const void *by_id(const struct hashtab *ht, const void *arr, size_t elem, uint64_t id)
+static const void *by_id(const struct hashtab *ht, const void *arr, size_t n, size_t elem,
+			 bool dense, uint64_t id)
 {
 	uint64_t key[2] = { elem, id };
 	uint32_t idx;
 
+	if (dense)
+		return id && id <= n ? (const char *)arr + (size_t)(id - 1) * elem : NULL;
 	if (!id || !hashtab__find(ht, hash_u64(id, 0), key, id_eq, (void *)arr, &idx))
 		return NULL;
 	return (const char *)arr + (size_t)idx * elem;
 }
 
-static int index_ids(struct hashtab *ht, const void *arr, size_t n, size_t elem)
+static int index_ids(struct hashtab *ht, bool *dense, const void *arr, size_t n, size_t elem)
 {
 	const char *base = arr;
 	size_t i;
 	int err;
 
 	hashtab__free(ht);
+	*dense = true;
+	for (i = 0; i < n && *dense; i++)
+		*dense = *(const uint64_t *)(base + i * elem) == i + 1;
+	if (*dense)
+		return 0;
 	for (i = 0; i < n; i++) {
 		uint64_t id = *(const uint64_t *)(base + i * elem);
 
 		/* the first of duplicate ids wins, as in other pprof readers */
-		if (by_id(ht, arr, elem, id))
+		if (by_id(ht, arr, n, elem, false, id))
 			continue;
 		err = hashtab__insert(ht, hash_u64(id, 0), (uint32_t)i);
 		if (err)
@@ -82,27 +90,33 @@ int pprof_profile__index(struct pprof_profile *p)
 {
 	int err;
 
-	err = index_ids(&p->loc_ht, p->locations, p->n_locations, sizeof(*p->locations));
+	err = index_ids(&p->loc_ht, &p->loc_dense, p->locations, p->n_locations,
+			sizeof(*p->locations));
 	if (!err)
-		err = index_ids(&p->func_ht, p->functions, p->n_functions, sizeof(*p->functions));
+		err = index_ids(&p->func_ht, &p->func_dense, p->functions, p->n_functions,
+				sizeof(*p->functions));
 	if (!err)
-		err = index_ids(&p->map_ht, p->mappings, p->n_mappings, sizeof(*p->mappings));
+		err = index_ids(&p->map_ht, &p->map_dense, p->mappings, p->n_mappings,
+				sizeof(*p->mappings));
 	return err;
 }
 
 const struct pprof_location *pprof_profile__location(const struct pprof_profile *p, uint64_t id)
 {
-	return by_id(&p->loc_ht, p->locations, sizeof(*p->locations), id);
+	return by_id(&p->loc_ht, p->locations, p->n_locations, sizeof(*p->locations), p->loc_dense,
+		     id);
 }
 
 const struct pprof_function *pprof_profile__function(const struct pprof_profile *p, uint64_t id)
 {
-	return by_id(&p->func_ht, p->functions, sizeof(*p->functions), id);
+	return by_id(&p->func_ht, p->functions, p->n_functions, sizeof(*p->functions),
+		     p->func_dense, id);
 }
 
 const struct pprof_mapping *pprof_profile__mapping(const struct pprof_profile *p, uint64_t id)
 {
-	return by_id(&p->map_ht, p->mappings, sizeof(*p->mappings), id);
+	return by_id(&p->map_ht, p->mappings, p->n_mappings, sizeof(*p->mappings), p->map_dense,
+		     id);
 }
 
 const char *pprof_profile__str(const struct pprof_profile *p, int64_t i)

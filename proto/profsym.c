@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "elfobj.h"
+#include "escape.h"
 #include "pprof.h"
 #include "profsym.h"
 #include "vec.h"
@@ -503,13 +504,24 @@ void profsym__print(const struct profsym *ps, FILE *f, bool all)
 
 		if (!m->n_locs || (!all && complete(m)))
 			continue;
-		fprintf(f, "  %s%s%s%s: %zu/%zu with functions, %zu/%zu with file:line",
-			m->filename, *m->build_id ? " (build ID " : "", m->build_id,
-			*m->build_id ? ")" : "", m->n_functions, m->n_locs, m->n_lines, m->n_locs);
-		if (*m->source)
-			fprintf(f, " from %s", m->source);
+		/* file names and build IDs are the profile's: the text rule of escape.h */
+		fputs("  ", f);
+		esc_text_fputs(m->filename, f);
+		if (*m->build_id) {
+			fputs(" (build ID ", f);
+			esc_text_fputs(m->build_id, f);
+			fputs(")", f);
+		}
+		fprintf(f, ": %zu/%zu with functions, %zu/%zu with file:line", m->n_functions,
+			m->n_locs, m->n_lines, m->n_locs);
+		if (*m->source) {
+			fputs(" from ", f);
+			esc_text_fputs(m->source, f);
+		}
 		if (m->n_kept)
 			fprintf(f, "; %zu kept as they were", m->n_kept);
-		fprintf(f, "%s%s\n", *m->why ? ": " : "", m->why);
+		fputs(*m->why ? ": " : "", f);
+		esc_text_fputs(m->why, f);
+		fputs("\n", f);
 	}
 }

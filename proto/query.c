@@ -34,16 +34,53 @@ size_t view__children(const struct view *v, uint32_t span, uint32_t *out)
 	return n;
 }
 
-/* a span is named by its name or its whole path; "(no span)" by neither */
-static bool span_is_named(const struct view_span *s, const char *name)
+static uint32_t span_parent(const void *ctx, uint32_t i)
 {
-	return !s->no_span && (!strcmp(s->name, name) || !strcmp(s->path, name));
+	return ((const struct view *)ctx)->spans[i].parent;
+}
+
+static const char *span_name(const void *ctx, uint32_t i)
+{
+	return ((const struct view *)ctx)->spans[i].name;
+}
+
+struct treepath_tree view__span_tree(const struct view *v)
+{
+	return (struct treepath_tree){ v, span_parent, span_name };
+}
+
+const char *view__path(const struct view *v, uint32_t span)
+{
+	struct treepath_tree t = view__span_tree(v);
+	char **buf = (char **)&v->path_buf;
+
+	/* the view is const to its readers; its scratch buffer is not */
+	if (!*buf && !(*buf = malloc(VIEW_PATH_MAX)))
+		return "";
+	treepath_write(&t, span, *buf, VIEW_PATH_MAX);
+	return *buf;
+}
+
+int view__path_cmp(const struct view *v, uint32_t a, uint32_t b)
+{
+	struct treepath_tree t = view__span_tree(v);
+
+	return treepath_cmp(&t, a, b);
+}
+
+/* a span is named by its name or its whole path; "(no span)" by neither */
+static bool span_is_named(const struct view *v, uint32_t i, const char *name)
+{
+	const struct view_span *s = &v->spans[i];
+	struct treepath_tree t = view__span_tree(v);
+
+	return !s->no_span && (!strcmp(s->name, name) || treepath_is(&t, i, name));
 }
 
 bool view__span_within(const struct view *v, uint32_t span, const char *name)
 {
 	for (; span != VIEW_NONE; span = v->spans[span].parent)
-		if (span_is_named(&v->spans[span], name))
+		if (span_is_named(v, span, name))
 			return true;
 	return false;
 }
@@ -57,7 +94,7 @@ bool view__has_span(const struct view *v, const char *name)
 	size_t i;
 
 	for (i = 0; i < v->n_spans; i++)
-		if (span_is_named(&v->spans[i], name))
+		if (span_is_named(v, (uint32_t)i, name))
 			return true;
 	return false;
 }
@@ -69,7 +106,7 @@ static int cmp_self(const void *a, const void *b, void *ctx)
 
 	if (x->self != y->self)
 		return x->self > y->self ? -1 : 1;
-	return strcmp(x->path, y->path);
+	return view__path_cmp(ctx, *(const uint32_t *)a, *(const uint32_t *)b);
 }
 
 size_t view__flat_spans(const struct view *v, uint32_t *out)

@@ -12,33 +12,54 @@
 #include "vec.h"
 #include "view_build.h"
 
+/* a sample's stack as location indices, in b->scratch */
+struct stack_key {
+	const uint32_t *locs;
+	size_t n;
+};
+
 static bool stack_eq(uint32_t idx, const void *key, void *ctx)
 {
 	const struct view *v = ((struct builder *)ctx)->v;
-	const struct pprof_sample_ref *s = key;
+	const struct stack_key *k = key;
 
-	return v->stack_off[idx + 1] - v->stack_off[idx] == s->n_locs &&
-	       (!s->n_locs || !memcmp(&v->stack_locs[v->stack_off[idx]], s->loc_ids,
-				      s->n_locs * sizeof(uint64_t)));
+	return v->stack_off[idx + 1] - v->stack_off[idx] == k->n &&
+	       (!k->n || !memcmp(&v->stack_locs[v->stack_off[idx]], k->locs,
+				 k->n * sizeof(uint32_t)));
 }
 
 static int intern_stack(struct builder *b, const struct pprof_sample_ref *s, uint32_t *out)
 {
 	struct view *v = b->v;
-	uint64_t h = hash_bytes(s->loc_ids, s->n_locs * sizeof(uint64_t), 3);
-	size_t off;
+	struct stack_key k = { b->scratch, s->n_locs };
+	uint64_t h;
+	size_t off, i;
+	int ret;
 
-	if (hashtab__find(&b->stack_ht, h, s, stack_eq, b, out))
+	if (vec_reserve(&b->scratch, &b->cap_scratch, s->n_locs + 1, sizeof(uint32_t)))
+		return -ENOMEM;
+	/* indices take half the memory of ids, and need no lookup to use */
+	k.locs = b->scratch;
+	for (i = 0; i < s->n_locs; i++)
+		b->scratch[i] = (uint32_t)(pprof_profile__location(v->p, s->loc_ids[i]) -
+					   v->p->locations);
+	h = hash_bytes(k.locs, k.n * sizeof(uint32_t), 3);
+	if (hashtab__find(&b->stack_ht, h, &k, stack_eq, b, out))
 		return 0;
 	off = v->n_stacks ? v->stack_off[v->n_stacks] : 0;
-	if (off + s->n_locs > UINT32_MAX)
+	if (off + s->n_locs > UINT32_MAX || v->n_stacks >= UINT32_MAX - 2)
 		return -E2BIG;
-	if (vec_reserve(&v->stack_locs, &b->cap_stack_locs, off + s->n_locs, sizeof(uint64_t)) ||
-	    vec_reserve(&v->stack_off, &b->cap_stack_off, v->n_stacks + 2, sizeof(uint32_t)) ||
-	    hashtab__insert(&b->stack_ht, h, (uint32_t)v->n_stacks))
-		return -ENOMEM;
+	ret = pprof_budget__reserve(&b->budget, &v->stack_locs, &b->cap_stack_locs,
+				    off + s->n_locs, sizeof(uint32_t));
+	if (!ret)
+		ret = pprof_budget__reserve(&b->budget, &v->stack_off, &b->cap_stack_off,
+					    v->n_stacks + 2, sizeof(uint32_t));
+	if (!ret)
+		ret = pprof_budget__insert(&b->budget, &b->stack_ht, h, (uint32_t)v->n_stacks);
+	if (ret)
+		return ret;
 	if (s->n_locs)	/* an empty stack has no array to copy from (or to) */
-		memcpy(&v->stack_locs[off], s->loc_ids, s->n_locs * sizeof(uint64_t));
+		memcpy(&v->stack_locs[off], k.locs, s->n_locs * sizeof(uint32_t));
 	v->stack_off[v->n_stacks] = (uint32_t)off;
 	v->stack_off[v->n_stacks + 1] = (uint32_t)(off + s->n_locs);
 	*out = (uint32_t)v->n_stacks++;
@@ -59,12 +80,18 @@ static int add_rec(struct builder *b, const struct view_rec *k)
 	uint64_t h = hash_u64(k->stack, (uint64_t)k->age_ns);
 	struct view_rec *r;
 	uint32_t idx;
+	int ret;
 
 	h = hash_u64(k->span, hash_u64(k->callsite, hash_u64(k->wrapper, h)));
 	if (!hashtab__find(&b->rec_ht, h, k, rec_eq, b, &idx)) {
-		if (vec_reserve(&v->recs, &b->cap_recs, v->n_recs + 1, sizeof(*k)) ||
-		    hashtab__insert(&b->rec_ht, h, (uint32_t)v->n_recs))
-			return -ENOMEM;
+		if (v->n_recs >= UINT32_MAX - 1)
+			return -E2BIG;
+		ret = pprof_budget__reserve(&b->budget, &v->recs, &b->cap_recs, v->n_recs + 1,
+					    sizeof(*k));
+		if (!ret)
+			ret = pprof_budget__insert(&b->budget, &b->rec_ht, h, (uint32_t)v->n_recs);
+		if (ret)
+			return ret;
 		idx = (uint32_t)v->n_recs++;
 		v->recs[idx] = *k;
 		v->recs[idx].bytes = v->recs[idx].objects = 0;
@@ -118,6 +145,23 @@ static void sample_labels(const struct pprof_profile *p, const struct pprof_samp
 	}
 }
 
+/* callsite__of_sample(), with the names of new callsites and wrappers charged to the budget */
+static int callsite_of(struct builder *b, const struct pprof_sample_ref *s, uint32_t *out,
+		       uint32_t *wrapper)
+{
+	size_t cs = b->v->n_callsites, wr = b->v->n_wrappers, i;
+	int ret = callsite__of_sample(b, s, out, wrapper);
+
+	for (i = cs; i < b->v->n_callsites && !ret; i++)
+		ret = pprof_budget__charge(&b->budget, strlen(b->v->callsites[i]) + 1 +
+					   sizeof(struct cs_key) + sizeof(char *) +
+					   sizeof(size_t) + 24);
+	for (i = wr; i < b->v->n_wrappers && !ret; i++)
+		ret = pprof_budget__charge(&b->budget, strlen(b->v->wrappers[i]) + 1 +
+					   sizeof(char *) + 12);
+	return ret;
+}
+
 static int on_sample(const struct pprof_profile *p, const struct pprof_sample_ref *s, void *ctx)
 {
 	struct builder *b = ctx;
@@ -149,7 +193,7 @@ static int on_sample(const struct pprof_profile *p, const struct pprof_sample_re
 	v->n_sampled += k.sampled;
 	ret = spantree__intern_raw(b, &r, &k.span);
 	if (!ret)
-		ret = callsite__of_sample(b, s, &k.callsite, &k.wrapper);
+		ret = callsite_of(b, s, &k.callsite, &k.wrapper);
 	if (!ret && v->opts.stacks)
 		ret = intern_stack(b, s, &k.stack);
 	if (!ret)
@@ -219,6 +263,10 @@ static int prepare(struct builder *b, const struct pprof_profile *p)
 
 	v->p = (struct pprof_profile *)p;
 	ret = pick_columns(v, b->err, sizeof(b->err));
+	/* callsite.c's caches: a callsite and a wrapper per location, a byte per function */
+	if (!ret)
+		ret = pprof_budget__charge(&b->budget, (p->n_locations + 1) * 2 * sizeof(uint32_t) +
+					   p->n_functions + 1);
 	if (ret)
 		return ret;
 	return callsite__prepare(b);
@@ -243,14 +291,16 @@ static void builder_free(struct builder *b)
 	callsite__free(b);
 	hashtab__free(&b->rec_ht);
 	hashtab__free(&b->stack_ht);
+	free(b->scratch);
 }
 
 /* from a file (path) or from gzip'd bytes in memory (buf, len) */
 static struct view *view_read(const char *path, const void *buf, size_t len,
 			      const struct view_opts *opts, char *err, size_t errlen)
 {
-	struct builder b = { 0 };
-	struct pprof_read_opts ro = { .sz = sizeof(ro), .on_sample = first_sample, .ctx = &b };
+	struct builder b = { .budget.max = opts->max_memory };
+	struct pprof_read_opts ro = { .sz = sizeof(ro), .on_sample = first_sample, .ctx = &b,
+				      .budget = &b.budget };
 	struct pprof_profile *p;
 	struct view *v;
 	int ret = 0;
@@ -277,14 +327,21 @@ static struct view *view_read(const char *path, const void *buf, size_t len,
 		ret = spantree__build(&b);
 		if (!ret)
 			ret = orphans__mark(&b);
-		if (ret)
-			snprintf(err, errlen, "out of memory");
-		else
+		if (!ret)
 			sum_sampled(&b);
-	} else if (b.err[0]) {
+	}
+	if (b.err[0]) {
 		/* a reason of ours beats the reader's generic one */
 		snprintf(err, errlen, "%s", b.err);
+	} else if (ret && p && b.budget.exceeded) {
+		char why[256];
+
+		pprof_budget__explain(&b.budget, why, sizeof(why));
+		snprintf(err, errlen, "profile too large: %s", why);
+	} else if (ret && p) {
+		snprintf(err, errlen, "out of memory");
 	}
+	v->budget = b.budget;
 	builder_free(&b);
 	if (ret) {
 		/* v->p is p or NULL here: view__free() frees the profile */
@@ -312,10 +369,9 @@ void view__free(struct view *v)
 
 	if (!v)
 		return;
-	for (i = 0; i < v->n_spans; i++) {
+	for (i = 0; i < v->n_spans; i++)
 		free(v->spans[i].name);
-		free(v->spans[i].path);
-	}
+	free(v->path_buf);
 	for (i = 0; i < v->n_callsites; i++)
 		free(v->callsites[i]);
 	for (i = 0; i < v->n_wrappers; i++)

@@ -15,9 +15,21 @@
 
 #include "hashtab.h"
 #include "pprof.h"
+#include "treepath.h"
 
 #define VIEW_NONE	UINT32_MAX
 #define VIEW_NO_SPAN	"(no span)"
+/*
+ * Bounds of the span tree, whatever a file holds (culpert-bpf keeps 32 open
+ * spans of 127 bytes): a span path keeps its first VIEW_MAX_SPAN_DEPTH - 1
+ * spans, everything deeper is one span named VIEW_DEEPER at the last level;
+ * names are cut to VIEW_SPAN_NAME_MAX bytes (at a character boundary).  So
+ * every path fits VIEW_PATH_MAX bytes and every printer's recursion is bounded.
+ */
+#define VIEW_MAX_SPAN_DEPTH	TREEPATH_MAX_DEPTH
+#define VIEW_SPAN_NAME_MAX	255
+#define VIEW_PATH_MAX		(VIEW_MAX_SPAN_DEPTH * (VIEW_SPAN_NAME_MAX + 1))
+#define VIEW_DEEPER		"\u2026"
 /* the parent of spans whose own parent was entered before culpert-bpf attached (orphans.c) */
 #define VIEW_BEFORE_ATTACH	"(entered before attach)"
 
@@ -29,15 +41,15 @@ enum view_value {
 struct view_opts {
 	enum view_value value;
 	bool stacks;		/* keep each record's stack (flamegraph) */
+	size_t max_memory;	/* the budget of reading the file; 0: pprof_budget_for() its size */
 	/* --skip: globs of functions looked through as wrappers, beside the default list */
 	const char *const *skip;
 	size_t n_skip;
 };
 
-/* a node of the span tree; (no span) is a root of its own */
+/* a node of the span tree; (no span) is a root of its own; its path is view__path()'s */
 struct view_span {
 	char *name;
-	char *path;		/* names from the root, ';'-joined */
 	uint32_t parent;	/* VIEW_NONE for roots */
 	uint32_t depth;
 	uint32_t first_child, next_sibling;	/* VIEW_NONE terminated, in creation order */
@@ -88,11 +100,14 @@ struct view {
 	size_t n_wrappers;
 	struct view_rec *recs;
 	size_t n_recs;
-	uint64_t *stack_locs;		/* location ids, leaf first, of every stack */
+	uint32_t *stack_locs;		/* indices into p->locations, leaf first, of every stack */
 	uint32_t *stack_off;		/* stack i: stack_locs[stack_off[i]..stack_off[i+1]] */
 	size_t n_stacks;
 
 	void *priv;			/* the builder's state while reading */
+	char *path_buf;			/* view__path()'s, VIEW_PATH_MAX bytes */
+	/* what reading took of the budget: printers that build more charge it too */
+	struct pprof_budget budget;
 };
 
 /*
@@ -105,6 +120,13 @@ struct view *view__load(const char *path, const struct view_opts *opts, char *er
 struct view *view__decode(const void *buf, size_t len, const struct view_opts *opts, char *err,
 			  size_t errlen);
 void view__free(struct view *v);
+
+/* span i's path ("a;b;c"), in a buffer of the view's valid until the next call */
+const char *view__path(const struct view *v, uint32_t span);
+/* strcmp() of two spans' paths */
+int view__path_cmp(const struct view *v, uint32_t a, uint32_t b);
+/* the span tree for lib/treepath.h */
+struct treepath_tree view__span_tree(const struct view *v);
 
 /* children of span i (VIEW_NONE: the roots) sorted by total bytes, largest first, ties by name */
 size_t view__children(const struct view *v, uint32_t span, uint32_t *out);

@@ -22,7 +22,7 @@ struct raw_span {
 	int64_t str;		/* RAW_PATH: the path; RAW_NAMED: the name */
 	int64_t id, parent_id;	/* RAW_NAMED */
 	bool has_parent;
-	uint32_t node;		/* tree node, once resolved */
+	uint32_t node;		/* tree node, once resolved (VIEW_NONE before) */
 };
 
 /* a callsite key: a function line, or an address where there is no line */
@@ -33,10 +33,10 @@ struct cs_key {
 
 #define CS_UNSET	UINT32_MAX
 #define CS_MACHINERY	(UINT32_MAX - 1)
-#define MAX_SPAN_DEPTH	128
 
 struct builder {
 	struct view *v;
+	struct pprof_budget budget;	/* the reader's and ours: pprof_read_opts.budget */
 	struct raw_span *raw;
 	size_t n_raw, cap_raw;
 	struct hashtab raw_ht;
@@ -47,6 +47,8 @@ struct builder {
 	struct hashtab rec_ht;
 	size_t cap_stack_locs, cap_stack_off;
 	struct hashtab stack_ht;
+	uint32_t *scratch;	/* one sample's stack as location indices */
+	size_t cap_scratch;
 	size_t cap_spans;
 	struct hashtab span_ht;
 	struct hashtab id_ht;	/* span_id -> the first RAW_NAMED span with it */

@@ -277,7 +277,8 @@ static int cmp_comment(const void *a, const void *b, void *ctx)
 const struct pprof_profile *pprof_writer__profile(struct pprof_writer *w)
 {
 	/* comments are key=value: sorted, the file does not depend on the order they came in */
-	qsort_r(w->p.comments, w->p.n_comments, sizeof(int64_t), cmp_comment, &w->p);
+	if (w->p.n_comments)	/* no array to sort yet: qsort_r() must not see NULL */
+		qsort_r(w->p.comments, w->p.n_comments, sizeof(int64_t), cmp_comment, &w->p);
 	if (pprof_profile__index(&w->p))
 		return NULL;
 	return &w->p;

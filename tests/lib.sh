@@ -8,7 +8,8 @@
 OUTPUT=${OUTPUT:-.output}
 BIN_BPF=$OUTPUT/culpert-bpf
 BIN_CLI=$OUTPUT/culpert
-TARGETS=$OUTPUT/tests/targets
+# a sanitizer run (tests/run.sh) uses the targets of the plain build
+TARGETS=${TARGETS:-$OUTPUT/tests/targets}
 PROFDUMP=$OUTPUT/tests/tools/profdump
 TMP=$(mktemp -d /tmp/culpert-test.XXXXXX)
 # go tool pprof wants a writable cache even just to read a file
@@ -42,11 +43,11 @@ run_test() {
 	"$2"
 	cleanup_pids
 	if [ -n "$_skipped" ]; then
-		echo "SKIP $1: $_skipped"
+		echo "SKIP ${TEST_PREFIX:-}$1: $_skipped"
 	elif [ -n "$_failed" ]; then
-		echo "FAIL $1: $_failed"
+		echo "FAIL ${TEST_PREFIX:-}$1: $_failed"
 	else
-		echo "PASS $1"
+		echo "PASS ${TEST_PREFIX:-}$1"
 	fi
 }
 

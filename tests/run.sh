@@ -59,6 +59,29 @@ for t in tests/bpf/*.sh tests/cli/*.sh tests/archive/*.sh tests/deploy/*.sh; do
 	[ -f "$t" ] && run_one "$t" sh "$t"
 done
 
+# The sanitizer pass (make test under CI): the unit tests and the CLI test
+# files again, against the ASan/UBSan build in SAN_OUTPUT (targets are the
+# plain build's), named "asan:..."; then each fuzz harness a short while.
+if [ -n "${SAN_OUTPUT:-}" ]; then
+	san="OUTPUT=$SAN_OUTPUT TARGETS=$OUTPUT/tests/targets TEST_PREFIX=asan: CULPERT_SANITIZED=1"
+	san="$san ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1"
+	for t in "$SAN_OUTPUT"/tests/unit/test_*; do
+		# shellcheck disable=SC2086
+		[ -x "$t" ] && run_one "asan:$t" env $san "$t"
+	done
+	for t in tests/cli/*.sh; do
+		# the layout check reads sources, no binary
+		case "$t" in */test_layout.sh) continue ;; esac
+		# shellcheck disable=SC2086
+		[ -f "$t" ] && run_one "asan:$t" env $san sh "$t"
+	done
+fi
+if [ -n "${FUZZ_DIR:-}" ]; then
+	for f in "$FUZZ_DIR"/fuzz_*; do
+		[ -x "$f" ] && run_one "fuzz:$f" sh tests/fuzz/short.sh "$f" "${FUZZ_SHORT:-15}"
+	done
+fi
+
 # CI runs as root with every package installed: nothing may be skipped there
 if [ -n "${CI:-}" ]; then
 	sed -n 's/^SKIP \([^:]*\): \(.*\)/FAIL \1: skipped under CI (\2)/p' "$log" >"$out"

@@ -179,7 +179,8 @@ static void index_unit(struct dwarfsym *d, struct dwarf_unit *u)
 	if (!dwarf_offdie(d->dw, u->die_off, &cudie))
 		return;
 	index_functions(u, &cudie, 0);
-	qsort(u->fns, u->n_fns, sizeof(*u->fns), range_cmp);
+	if (u->n_fns)	/* a unit without functions has no array: qsort() must not see NULL */
+		qsort(u->fns, u->n_fns, sizeof(*u->fns), range_cmp);
 }
 
 /* one entry per unit; a unit without ranges of its own is covered by its functions' */

@@ -170,6 +170,23 @@ test_report_before_attach() {
 		fail "--span by name no longer finds both: $(cat ba_span.out)"
 }
 
+# diff --tree of two captures that began mid-request: the merged tree has the marker over
+# build_response, as each side's tree does (the marker is the last span made, after the
+# spans it holds: merging takes parents first by depth, not by index)
+test_diff_tree_before_attach() {
+	sed 's/^sample 2 2MiB \(.*\)sampled_allocs=#2$/sample 9 9MiB \1sampled_allocs=#9/' \
+		"$OLDPWD_ROOT/$DATA/before_attach.spec" >ba_after.spec
+	"$OLDPWD_ROOT/$MKPROF" -o ba_after.pb.gz ba_after.spec
+	golden diff_tree_before_attach 1 diff before_attach.pb.gz ba_after.pb.gz --tree
+	awk '/^\(entered before attach\) / { m = NR } /^  build_response .*12.00 MB/ { b = NR }
+	     /^    json .*9.00 MB/ { j = NR } END { exit !(m && b == m + 1 && j == b + 1) }' \
+		diff_tree_before_attach.out ||
+		fail "build_response (and json) not under the marker: $(cat diff_tree_before_attach.out)"
+	"$C" diff before_attach.pb.gz ba_after.pb.gz --format json >ba_diff.json
+	grep -q '"key": "(entered before attach);build_response;json"' ba_diff.json ||
+		fail "the json row's key is not under the marker: $(grep '"key"' ba_diff.json)"
+}
+
 # diff --by callsite: what --skip looks through changes what is matched
 test_diff_callsites() {
 	sed 's/^sample 16 8MiB \(stack=proj_alloc.*\)sampled_allocs=#16$/sample 48 24MiB \1sampled_allocs=#48/' \
@@ -493,6 +510,7 @@ run_test cli/report_span_instances test_report_span_instances
 run_test cli/report_wrappers test_report_wrappers
 run_test cli/report_before_attach test_report_before_attach
 run_test cli/diff_callsites test_diff_callsites
+run_test cli/diff_tree_before_attach test_diff_tree_before_attach
 run_test cli/diff_boundaries test_diff_boundaries
 run_test cli/diff_env test_diff_env
 run_test cli/diff_outputs test_diff_outputs

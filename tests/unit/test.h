@@ -11,6 +11,7 @@
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static int test_failures;
@@ -58,10 +59,12 @@ static const char *test_group = "unit";
 
 #define ASSERT_OK_PTR(p, what) ASSERT_TRUE((p) != NULL, what)
 
+/* TEST_PREFIX (e.g. "asan:") names the run of a sanitizer build apart */
 #define RUN_TEST(fn) do {                                                            \
 	test_ok = true;                                                              \
 	fn();                                                                        \
-	printf("%s %s/%s\n", test_ok ? "PASS" : "FAIL", test_group, #fn);            \
+	printf("%s %s%s/%s\n", test_ok ? "PASS" : "FAIL", getenv("TEST_PREFIX") ?: "",  \
+	       test_group, #fn);                                                     \
 	if (!test_ok)                                                                \
 		test_failures++;                                                     \
 } while (0)

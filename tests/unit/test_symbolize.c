@@ -85,6 +85,8 @@ static int source_line(const char *path, const char *text)
 static void test_symbolizer_function_start(void)
 {
 	struct symbolizer_opts so = { .sz = sizeof(so), .no_debuginfod = true };
+	/* the targets are not rebuilt for a sanitizer run: TARGETS says where they are */
+	const char *targets = getenv("TARGETS");
 	const char *out = getenv("OUTPUT") ?: ".output";
 	struct sym_frame f[SYM_MAX_FRAMES];
 	const struct elf_symbol *sym;
@@ -95,7 +97,10 @@ static void test_symbolizer_function_start(void)
 	bool dwarf = false;
 	int n;
 
-	snprintf(path, sizeof(path), "%s/tests/targets/sym_cpp", out);
+	if (targets)
+		snprintf(path, sizeof(path), "%s/sym_cpp", targets);
+	else
+		snprintf(path, sizeof(path), "%s/tests/targets/sym_cpp", out);
 	obj = elfobj__open(path);
 	s = symbolizer__new(&so);
 	if (!ASSERT_OK_PTR(obj, path) || !ASSERT_OK_PTR(s, "symbolizer__new"))

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "decompose.h"
+#include "escape.h"
 #include "heapgap.h"
 #include "summary.h"
 #include "units.h"
@@ -16,14 +17,14 @@ static void print_spans(FILE *f, const struct view *v)
 {
 	uint32_t *idx = malloc((v->n_spans ?: 1) * sizeof(*idx));
 	size_t n, i;
-	char b[32];
+	char b[32], name[1024];
 
 	if (!idx)
 		return;
 	n = view__flat_spans(v, idx);
 	fprintf(f, "  top spans (allocated):\n");
 	for (i = 0; i < n && i < TOP && v->spans[idx[i]].self > 0; i++)
-		fprintf(f, "    %-40s %12s\n", v->spans[idx[i]].path,
+		fprintf(f, "    %-40s %12s\n", esc_text(name, sizeof(name), view__path(v, idx[i])),
 			format_bytes(b, sizeof(b), v->spans[idx[i]].self));
 	free(idx);
 }
@@ -34,16 +35,17 @@ static void print_live(FILE *f, const struct view *v)
 	struct view_cs_row *r;
 	double total;
 	size_t n, i;
-	char b[32], label[8192];
+	char b[32], label[8192], name[1024];
 
 	r = view__callsite_rows(v, NULL, NULL, &n, &total);
 	if (!r)
 		return;
 	fprintf(f, "  top live callsites:\n");
-	for (i = 0; i < n && i < TOP && r[i].bytes > 0; i++)
-		fprintf(f, "    %-40s %12s\n",
-			view__callsite_label(v, r[i].callsite, false, label, sizeof(label)),
+	for (i = 0; i < n && i < TOP && r[i].bytes > 0; i++) {
+		view__callsite_label(v, r[i].callsite, false, label, sizeof(label));
+		fprintf(f, "    %-40s %12s\n", esc_text(name, sizeof(name), label),
 			format_bytes(b, sizeof(b), r[i].bytes));
+	}
 	free(r);
 }
 
