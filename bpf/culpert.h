@@ -50,6 +50,14 @@ enum culpert_fn {
 #define CULPERT_PROBE_FN_MASK		0xffffU
 /* the entry point calls no other probed one, so it need not guard against nested calls */
 #define CULPERT_PROBE_F_LEAF		(1U << 16)
+/*
+ * An exception can unwind through the entry point (operator new): its
+ * return address is never replaced; plain uprobes on its return
+ * instructions (alloc_exit_point) see what it returned.
+ */
+#define CULPERT_PROBE_F_EXITS		(1U << 17)
+/* such an entry point whose return instructions could not all be found: --inuse cannot track it */
+#define CULPERT_PROBE_F_NO_RETURN	(1U << 18)
 
 /* kernel-side counters, one __u64 each in the `counters` array */
 enum culpert_counter {
@@ -63,6 +71,7 @@ enum culpert_counter {
 	CULPERT_CNT_LIVE_FULL,		/* --inuse: live table full, block not tracked */
 	CULPERT_CNT_LOST_FREE,		/* --inuse: free of a tracked block not delivered */
 	CULPERT_CNT_LOST_RET,		/* --inuse: return of a sampled call not delivered */
+	CULPERT_CNT_RET_UNSEEN,		/* --inuse: sampled call that threw, or left where no probe saw it */
 	CULPERT_CNT__MAX,
 };
 

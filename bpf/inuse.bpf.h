@@ -20,9 +20,6 @@ struct {
 	__type(value, struct live_alloc);
 } live_allocs SEC(".maps");
 
-/* kernels without uprobe sessions: a return probe runs for every call */
-const volatile bool return_every_call;
-
 static __always_inline void emit_free(__u64 id)
 {
 	struct culpert_free_event *e;
@@ -68,29 +65,16 @@ static __always_inline void emit_ret(__u64 id, __u64 ptr, bool tracked)
 	bpf_ringbuf_submit(e, ringbuf_wakeup());
 }
 
-/*
- * The return of a sampled call.  With a return probe on every call, only
- * the return from the sampled call's own frame counts (an inner, nested
- * allocator call returns first, deeper in the stack).
- */
-static __always_inline int handle_alloc_return(struct pt_regs *ctx)
+/* the sampled call awaited in hs returned `ret`: track the block it got */
+static __always_inline void inuse_returned(struct hot_state *hs, __u64 ret)
 {
-	/* a thread without state has no sampled call pending: do not make one */
-	struct thread_state *ts = thread_state_find();
-	struct live_alloc val;
-	__u64 ptr;
+	struct live_alloc val = { .id = hs->pending_id };
+	__u64 ptr = ret;
 	bool tracked = false;
 
-	if (!ts || !ts->pending_id)
-		return 0;
-	/* the return address was popped: sp is one word above the entry's */
-	if (return_every_call && PT_REGS_SP(ctx) != ts->pending_sp + 8)
-		return 0;
-	ptr = PT_REGS_RC(ctx);
-	if (ts->pending_memptr)
-		ptr = ptr ? 0 : read_user_word(ts->pending_memptr);
-	val.id = ts->pending_id;
-	ts->pending_id = 0;
+	if (hs->pending_memptr)
+		ptr = ret ? 0 : read_user_word(hs->pending_memptr);
+	hs->pending_id = 0;
 	if (ptr) {
 		/* a block we still hold at this address was freed where we could not see it */
 		inuse_free(ptr);
@@ -99,6 +83,36 @@ static __always_inline int handle_alloc_return(struct pt_regs *ctx)
 			count(CULPERT_CNT_LIVE_FULL);
 	}
 	emit_ret(val.id, ptr, tracked);
+}
+
+/*
+ * A return probe (uprobe session, or uretprobe on every call) of an entry
+ * point no exception can unwind through.  Only the return from the
+ * sampled call's own frame counts: the return address was popped, so the
+ * stack pointer is one slot above the entry's (an inner, nested call
+ * returns first, deeper in the stack).
+ */
+static __always_inline int handle_alloc_return(struct pt_regs *ctx)
+{
+	/* a thread without a slot has no sampled call pending: do not take one */
+	struct hot_state *hs = hot_state_find();
+
+	if (hs && hs->pending_id && PT_REGS_SP(ctx) == hs->pending_sp + CULPERT_RET_SLOT_BYTES)
+		inuse_returned(hs, PT_REGS_RC(ctx));
+	return 0;
+}
+
+/*
+ * A plain uprobe on a return instruction of an entry point an exception
+ * can unwind through (or of code it tail-calls): about to return, the
+ * stack pointer is at the return slot, the value in the return register.
+ */
+static __always_inline int handle_alloc_exit(struct pt_regs *ctx)
+{
+	struct hot_state *hs = hot_state_find();
+
+	if (hs && hs->pending_id && PT_REGS_SP(ctx) == hs->pending_sp)
+		inuse_returned(hs, PT_REGS_RC(ctx));
 	return 0;
 }
 

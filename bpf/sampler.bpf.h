@@ -189,10 +189,38 @@ static __always_inline __u64 alloc_size(struct pt_regs *ctx, __u32 fn)
 }
 
 /*
+ * --inuse: a nested call at the sampled call's own stack pointer is a tail
+ * call out of it, and its return is the sampled call's.  When the sampled
+ * entry point's return is seen by exit probes and this one's by a uprobe
+ * session (a C function reached by `jmp`), the session must ask for it.
+ */
+static __always_inline bool tail_call_returns(struct hot_state *hs, __u64 sp, __u64 flags)
+{
+	return track_inuse && hs->pending_id && hs->pending_sp == sp &&
+	       (hs->pending_flags & CULPERT_PROBE_F_EXITS) && !(flags & CULPERT_PROBE_F_EXITS);
+}
+
+/*
+ * An outer allocator call entered at or below this stack pointer is over:
+ * a sampled call still awaited there threw, or returned where no probe
+ * could see it (its block stays untracked).  Without this, a later call at
+ * the same depth would hand its pointer to that old sample.
+ */
+static __always_inline void pending_expire(struct hot_state *hs, __u64 sp)
+{
+	if (track_inuse && hs->pending_id && sp >= hs->pending_sp) {
+		count(CULPERT_CNT_RET_UNSEEN);
+		hs->pending_id = 0;
+	}
+}
+
+/*
  * An allocator entry of kind `fn`, with the CULPERT_PROBE_F_* `flags` of
- * its probe.  Returns true when the call was sampled and its return must
- * be seen (--inuse): uprobe session programs return 0 then, so the kernel
- * runs them again at the return, and 1 otherwise.
+ * its probe.  Returns true when the call's return must be seen through a
+ * uprobe session (--inuse): session programs return 0 then, so the kernel
+ * runs them again at the return, and 1 otherwise.  Entry points an
+ * exception can unwind through (CULPERT_PROBE_F_EXITS) are never attached
+ * through sessions: their return address stays untouched.
  */
 static __always_inline bool handle_alloc(struct pt_regs *ctx, __u32 fn, __u64 flags)
 {
@@ -211,7 +239,8 @@ static __always_inline bool handle_alloc(struct pt_regs *ctx, __u32 fn, __u64 fl
 		return false;
 	}
 	if (nested_call(hs, sp, ip))
-		return false;
+		return tail_call_returns(hs, sp, flags);
+	pending_expire(hs, sp);
 	if (may_nest(flags))
 		guard_set(hs, sp, ip);
 	if (track_inuse && (fn == CULPERT_FN_REALLOC || fn == CULPERT_FN_REALLOCARRAY))
@@ -228,10 +257,15 @@ static __always_inline bool handle_alloc(struct pt_regs *ctx, __u32 fn, __u64 fl
 	id = emit_sample(ctx, ts, size, fn, sp);
 	if (!track_inuse || !id)
 		return false;
-	ts->pending_id = id;
-	ts->pending_sp = sp;
-	ts->pending_memptr = fn == CULPERT_FN_POSIX_MEMALIGN ? PT_REGS_PARM1(ctx) : 0;
-	return true;
+	if (flags & CULPERT_PROBE_F_NO_RETURN) {
+		count(CULPERT_CNT_RET_UNSEEN);
+		return false;
+	}
+	hs->pending_id = id;
+	hs->pending_sp = sp;
+	hs->pending_memptr = fn == CULPERT_FN_POSIX_MEMALIGN ? PT_REGS_PARM1(ctx) : 0;
+	hs->pending_flags = (__u32)flags;
+	return !(flags & CULPERT_PROBE_F_EXITS);
 }
 
 #endif /* CULPERT_SAMPLER_BPF_H */

@@ -127,7 +127,7 @@ static __always_inline void span_pop_to(struct thread_state *ts, __u64 id)
 enum prune_mode {
 	PRUNE_SAMPLE,	/* a sampled allocation at sp: check every slot */
 	PRUNE_ENTER,	/* a function span opening at sp: see prune_one() */
-	PRUNE_RETURN,	/* a return probe: the stack is above sp now */
+	PRUNE_RETURN,	/* a return instruction at sp: frames at or below sp end */
 };
 
 struct prune_ctx {
@@ -277,17 +277,18 @@ static __always_inline void handle_fn_span_enter(struct pt_regs *ctx)
 }
 
 /*
- * --span-fn return probe: the return address has been popped, so the
- * function's frame (with recursion's inner frames and spans left open
- * inside it) lies below the stack pointer now.
+ * --span-fn: a return instruction of the function (or of code it jumps
+ * to), about to pop the return slot at the stack pointer: the call whose
+ * slot it is ends here, and with it recursion's inner frames and spans
+ * left open inside it.
  */
-static __always_inline int handle_fn_span_return(struct pt_regs *ctx)
+static __always_inline int handle_fn_span_exit(struct pt_regs *ctx)
 {
 	/* a thread without state has no function span open to close */
 	struct thread_state *ts = thread_state_find();
 
 	if (ts)
-		span_prune(ts, PT_REGS_SP(ctx) - 1, PRUNE_RETURN, 0);
+		span_prune(ts, PT_REGS_SP(ctx), PRUNE_RETURN, 0);
 	return 0;
 }
 

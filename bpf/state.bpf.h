@@ -7,6 +7,13 @@
 #define CULPERT_STATE_BPF_H
 
 /*
+ * At a function's entry on x86-64 the return address is the word at the
+ * stack pointer, and a return pops it: a return probe sees the stack
+ * pointer one slot higher.
+ */
+#define CULPERT_RET_SLOT_BYTES 8
+
+/*
  * What every allocator call touches, in a plain array indexed by thread id:
  * its lookup is inlined, where task storage costs two helper calls -- about
  * 30 ns of the ~80 ns a call spends in BPF (measured with bpf_stats).  A
@@ -25,6 +32,17 @@ struct hot_state {
 	__u64 guard_sp;		/* stack pointer at entry of an open outer allocator call */
 	__u64 guard_ret;	/* the return address stored there */
 	__u64 guard_ip;		/* the entry point that call went to */
+	/*
+	 * --inuse: the sampled call whose return is awaited.  Here rather
+	 * than in task storage: every allocator entry checks it (a call at
+	 * or above its stack pointer proves it over) and exit probes on hot
+	 * return instructions look it up.
+	 */
+	__u64 pending_id;
+	__u64 pending_sp;	/* its stack pointer at entry: the return slot */
+	__u64 pending_memptr;	/* posix_memalign: where the pointer will be stored */
+	__u32 pending_flags;	/* its probe's CULPERT_PROBE_F_* */
+	__u32 pad2;
 };
 
 struct {
@@ -36,9 +54,6 @@ struct {
 
 /* the rest of a thread's state, in task storage: freed with the thread */
 struct thread_state {
-	__u64 pending_id;	/* --inuse: sampled call whose return is awaited */
-	__u64 pending_sp;	/* its stack pointer at entry */
-	__u64 pending_memptr;	/* posix_memalign: where the pointer will be stored */
 	__u32 span_depth;	/* spans kept in spans[] */
 	__u32 span_overflow;	/* spans open beyond CULPERT_MAX_SPAN_DEPTH */
 	struct culpert_span_frame spans[CULPERT_MAX_SPAN_DEPTH];
@@ -146,8 +161,21 @@ static __always_inline struct hot_state *hot_state_get(void)
 		hs->tid = tid;
 		hs->countdown = draw_countdown();
 		hs->guard_sp = 0;
+		/* the other thread's awaited return is lost with its slot: counted */
+		if (hs->pending_id)
+			count(CULPERT_CNT_RET_UNSEEN);
+		hs->pending_id = 0;
 	}
 	return hs;
+}
+
+/* this thread's slot only if it holds this thread: for probes that must not take one over */
+static __always_inline struct hot_state *hot_state_find(void)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid(), slot = tid & (CULPERT_HOT_SLOTS - 1);
+	struct hot_state *hs = bpf_map_lookup_elem(&hot_states, &slot);
+
+	return hs && hs->tid == tid ? hs : NULL;
 }
 
 #endif /* CULPERT_STATE_BPF_H */

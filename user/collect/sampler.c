@@ -26,7 +26,6 @@ struct sampler {
 	size_t n_usdt_links, cap_usdt_links;
 	enum uprobe_mode mode;
 	enum sampler_inuse inuse;
-	bool fn_session;		/* --span-fn through one session program */
 };
 
 void sampler_fill_exp_table(__s64 *table, uint64_t rate)
@@ -99,7 +98,6 @@ static int configure(struct sampler *s, const struct sampler_opts *o)
 	skel->rodata->unwind_dwarf = o->unwind_dwarf;
 	if (o->stack_copy_bytes)
 		skel->rodata->stack_copy_bytes = o->stack_copy_bytes;
-	skel->rodata->return_every_call = s->inuse == SAMPLER_INUSE_EVERY_RETURN;
 	if (o->max_live)
 		err = bpf_map__set_max_entries(skel->maps.live_allocs, (__u32)o->max_live);
 	if (err)
@@ -131,18 +129,16 @@ static int configure(struct sampler *s, const struct sampler_opts *o)
 	if (!err)
 		err = bpf_program__set_expected_attach_type(skel->progs.alloc_exit,
 							    uprobe_mode__attach_type(s->mode));
+	if (!err)
+		err = bpf_program__set_expected_attach_type(skel->progs.alloc_exit_point,
+							    uprobe_mode__attach_type(s->mode));
+	/* the session program needs the kfuncs of 6.13+: not even loaded elsewhere */
 	if (!err && s->inuse == SAMPLER_INUSE_SESSION)
 		err = bpf_program__set_expected_attach_type(skel->progs.alloc_session,
 					uprobe_mode__attach_type(UPROBE_MODE_SESSION));
 	if (!err)
 		err = bpf_program__set_autoload(skel->progs.alloc_session,
 						s->inuse == SAMPLER_INUSE_SESSION);
-	/* the session program needs the kfuncs of 6.13+: not even loaded elsewhere */
-	if (!err && s->fn_session)
-		err = bpf_program__set_expected_attach_type(skel->progs.span_fn_session,
-					uprobe_mode__attach_type(UPROBE_MODE_SESSION));
-	if (!err)
-		err = bpf_program__set_autoload(skel->progs.span_fn_session, s->fn_session);
 	return err;
 }
 
@@ -166,62 +162,101 @@ static int register_fn_names(struct sampler *s, const struct span_fn_plan *p)
 	return 0;
 }
 
+/* offsets[] without repeats (two functions may share return code), in place; the new count */
+static size_t dedupe(uint64_t *offs, size_t n)
+{
+	size_t i, j, m = 0;
+
+	for (i = 0; i < n; i++) {
+		for (j = 0; j < m && offs[j] != offs[i]; j++)
+			;
+		if (j == m)
+			offs[m++] = offs[i];
+	}
+	return m;
+}
+
+/* the --span-fn functions of one object: entries, then every return instruction */
+static int attach_span_fn_object(struct sampler *s, const struct sampler_opts *o, size_t obj,
+				 uint64_t *offs, uint64_t *cookies)
+{
+	const struct span_fn_plan *p = o->span_fns;
+	size_t i, n = 0;
+	int ret;
+
+	for (i = 0; i < p->n_fns; i++) {
+		if (p->fns[i].object != obj)
+			continue;
+		offs[n] = p->fns[i].offset;
+		cookies[n++] = p->fns[i].name_id;
+	}
+	ret = uprobe_set__attach(s->probes, s->mode, s->skel->progs.span_fn_enter,
+				 p->objects[obj], offs, cookies, n, o->pid, 0);
+	for (i = 0, n = 0; i < p->n_fns; i++) {
+		if (p->fns[i].object != obj)
+			continue;
+		memcpy(&offs[n], p->fns[i].exits, p->fns[i].n_exits * sizeof(*offs));
+		n += p->fns[i].n_exits;
+	}
+	if (!ret)
+		ret = uprobe_set__attach(s->probes, s->mode, s->skel->progs.span_fn_exit,
+					 p->objects[obj], offs, NULL, dedupe(offs, n), o->pid, 0);
+	return ret;
+}
+
 static int attach_span_fns(struct sampler *s, const struct sampler_opts *o, char *err,
 			   size_t errlen)
 {
 	const struct span_fn_plan *p = o->span_fns;
 	uint64_t *offs, *cookies;
-	size_t obj, i, n;
+	size_t obj, i, n = 0;
 	int ret = 0;
 
 	if (!p || !p->n_fns)
 		return 0;
-	offs = calloc(p->n_fns, sizeof(*offs));
-	cookies = calloc(p->n_fns, sizeof(*cookies));
-	if (!offs || !cookies) {
+	for (i = 0; i < p->n_fns; i++)
+		n += p->fns[i].n_exits + 1;
+	offs = calloc(n, sizeof(*offs));
+	cookies = calloc(n, sizeof(*cookies));
+	if (!offs || !cookies)
 		ret = -ENOMEM;
-		goto out;
-	}
 	for (obj = 0; obj < p->n_objects && !ret; obj++) {
-		for (n = 0, i = 0; i < p->n_fns; i++) {
-			if (p->fns[i].object != obj)
-				continue;
-			offs[n] = p->fns[i].offset;
-			cookies[n++] = p->fns[i].name_id;
-		}
-		if (s->fn_session && !p->entry_only[obj]) {
-			ret = uprobe_set__attach(s->probes, UPROBE_MODE_SESSION,
-						 s->skel->progs.span_fn_session, p->objects[obj],
-						 offs, cookies, n, o->pid, 0);
-		} else {
-			ret = uprobe_set__attach(s->probes, s->mode, s->skel->progs.span_fn_enter,
-						 p->objects[obj], offs, cookies, n, o->pid, 0);
-			if (!ret && !p->entry_only[obj])
-				ret = uprobe_set__attach(s->probes, s->mode,
-							 s->skel->progs.span_fn_exit,
-							 p->objects[obj], offs, cookies, n, o->pid, 1);
-		}
+		ret = attach_span_fn_object(s, o, obj, offs, cookies);
 		if (ret)
 			snprintf(err, errlen, "cannot attach --span-fn probes to %s: %s",
 				 p->display[obj], strerror(-ret));
 	}
-out:
 	free(offs);
 	free(cookies);
 	return ret;
 }
 
-/* offsets (and cookies: the entry kind and flags) of the plan's points in `obj` matching `want` */
-static size_t collect_points(const struct alloc_plan *plan, size_t obj,
-			     bool (*want)(uint32_t fn, uint32_t arg), uint32_t arg,
-			     uint64_t *offs, uint64_t *cookies)
+/* which of the plan's points an attach step takes */
+enum point_set {
+	POINTS_FREE,		/* deallocators */
+	POINTS_RETURNED,	/* allocators whose return a return probe may see */
+	POINTS_EXITS,		/* allocators an exception can unwind through */
+};
+
+static bool point_in(const struct probe_point *p, enum point_set set)
+{
+	if (p->fn == CULPERT_FN_FREE)
+		return set == POINTS_FREE;
+	if (p->flags & CULPERT_PROBE_F_EXITS)
+		return set == POINTS_EXITS;
+	return set == POINTS_RETURNED;
+}
+
+/* offsets (and cookies: the entry kind and flags) of the plan's points in `obj` in `set` of kind fn (0: any) */
+static size_t collect_points(const struct alloc_plan *plan, size_t obj, enum point_set set,
+			     uint32_t fn, uint64_t *offs, uint64_t *cookies)
 {
 	size_t i, n = 0;
 
 	for (i = 0; i < plan->n_points; i++) {
 		const struct probe_point *p = &plan->points[i];
 
-		if (p->object != (int)obj || !want(p->fn, arg))
+		if (p->object != (int)obj || !point_in(p, set) || (fn && p->fn != fn))
 			continue;
 		offs[n] = p->offset;
 		cookies[n++] = p->fn | p->flags;
@@ -229,46 +264,75 @@ static size_t collect_points(const struct alloc_plan *plan, size_t obj,
 	return n;
 }
 
-static bool fn_is(uint32_t fn, uint32_t want)
+/* the return instructions of the points in `obj` that need them and have them all */
+static size_t collect_exits(const struct alloc_plan *plan, size_t obj, uint64_t *offs)
 {
-	return fn == want;
+	size_t i, n = 0;
+
+	for (i = 0; i < plan->n_points; i++) {
+		const struct probe_point *p = &plan->points[i];
+
+		if (p->object != (int)obj || !point_in(p, POINTS_EXITS) ||
+		    (p->flags & CULPERT_PROBE_F_NO_RETURN))
+			continue;
+		memcpy(&offs[n], p->exits, p->n_exits * sizeof(*offs));
+		n += p->n_exits;
+	}
+	return dedupe(offs, n);
 }
 
-static bool fn_allocates(uint32_t fn, uint32_t unused)
+/* entry programs, one per argument layout, for the points of `set` in `obj` */
+static int attach_entries(struct sampler *s, const struct sampler_opts *o, size_t obj,
+			  enum point_set set, uint64_t *offs, uint64_t *cookies)
 {
-	return fn != CULPERT_FN_FREE;
+	const char *path = o->plan->objects[obj].open_path;
+	uint32_t fn;
+	size_t n;
+	int ret = 0;
+
+	for (fn = 1; fn < CULPERT_FN__MAX && !ret; fn++) {
+		if (fn == CULPERT_FN_FREE)
+			continue;
+		n = collect_points(o->plan, obj, set, fn, offs, cookies);
+		ret = uprobe_set__attach(s->probes, s->mode, program_for(s->skel, fn), path, offs,
+					 cookies, n, o->pid, 0);
+	}
+	return ret;
 }
 
-/* one link per (object, program): all of its offsets at once */
+/*
+ * One link per (object, program): all of its offsets at once.  Return
+ * probes go only where no exception can unwind: operator new and the like
+ * get plain uprobes on their return instructions instead.
+ */
 static int attach_object(struct sampler *s, const struct sampler_opts *o, size_t obj,
 			 uint64_t *offs, uint64_t *cookies)
 {
 	const struct alloc_plan *plan = o->plan;
 	const char *path = plan->objects[obj].open_path;
-	uint32_t fn;
 	size_t n;
-	int ret = 0;
+	int ret;
 
-	if (s->inuse == SAMPLER_INUSE_SESSION) {
-		n = collect_points(plan, obj, fn_allocates, 0, offs, cookies);
+	ret = attach_entries(s, o, obj, POINTS_EXITS, offs, cookies);
+	if (!ret && s->inuse == SAMPLER_INUSE_SESSION) {
+		n = collect_points(plan, obj, POINTS_RETURNED, 0, offs, cookies);
 		ret = uprobe_set__attach(s->probes, UPROBE_MODE_SESSION, s->skel->progs.alloc_session,
 					 path, offs, cookies, n, o->pid, 0);
-	} else {
-		for (fn = 1; fn < CULPERT_FN__MAX && !ret; fn++) {
-			if (fn == CULPERT_FN_FREE)
-				continue;
-			n = collect_points(plan, obj, fn_is, fn, offs, cookies);
-			ret = uprobe_set__attach(s->probes, s->mode, program_for(s->skel, fn), path,
-						 offs, cookies, n, o->pid, 0);
-		}
+	} else if (!ret) {
+		ret = attach_entries(s, o, obj, POINTS_RETURNED, offs, cookies);
 		if (!ret && s->inuse == SAMPLER_INUSE_EVERY_RETURN) {
-			n = collect_points(plan, obj, fn_allocates, 0, offs, cookies);
+			n = collect_points(plan, obj, POINTS_RETURNED, 0, offs, cookies);
 			ret = uprobe_set__attach(s->probes, s->mode, s->skel->progs.alloc_exit, path,
 						 offs, NULL, n, o->pid, 1);
 		}
 	}
-	if (!ret && s->inuse != SAMPLER_INUSE_OFF) {
-		n = collect_points(plan, obj, fn_is, CULPERT_FN_FREE, offs, cookies);
+	if (ret || s->inuse == SAMPLER_INUSE_OFF)
+		return ret;
+	n = collect_exits(plan, obj, offs);
+	ret = uprobe_set__attach(s->probes, s->mode, s->skel->progs.alloc_exit_point, path, offs,
+				 NULL, n, o->pid, 0);
+	if (!ret) {
+		n = collect_points(plan, obj, POINTS_FREE, 0, offs, cookies);
 		ret = uprobe_set__attach(s->probes, s->mode, s->skel->progs.free_enter, path, offs,
 					 NULL, n, o->pid, 0);
 	}
@@ -278,10 +342,15 @@ static int attach_object(struct sampler *s, const struct sampler_opts *o, size_t
 static int attach_plan(struct sampler *s, const struct sampler_opts *o, char *err, size_t errlen)
 {
 	const struct alloc_plan *plan = o->plan;
-	uint64_t *offs = calloc(plan->n_points ?: 1, sizeof(*offs));
-	uint64_t *cookies = calloc(plan->n_points ?: 1, sizeof(*cookies));
-	size_t obj;
-	int ret = offs && cookies ? 0 : -ENOMEM;
+	size_t obj, i, n = plan->n_points + 1;
+	uint64_t *offs, *cookies;
+	int ret;
+
+	for (i = 0; i < plan->n_points; i++)
+		n += plan->points[i].n_exits;
+	offs = calloc(n, sizeof(*offs));
+	cookies = calloc(n, sizeof(*cookies));
+	ret = offs && cookies ? 0 : -ENOMEM;
 
 	for (obj = 0; obj < plan->n_objects && !ret; obj++) {
 		ret = attach_object(s, o, obj, offs, cookies);
@@ -331,7 +400,6 @@ int sampler__new(const struct sampler_opts *o, struct sampler **out, char *err, 
 	if (!s)
 		return -ENOMEM;
 	s->mode = sampler_uprobe_mode(o->no_multi);
-	s->fn_session = sampler_sessions(o->no_multi, o->no_session);
 	if (o->track_inuse)
 		s->inuse = sampler_inuse_mode(o->no_multi, o->no_session);
 	s->skel = culpert_bpf__open();
@@ -461,9 +529,9 @@ const char *sampler_inuse__name(enum sampler_inuse m)
 {
 	switch (m) {
 	case SAMPLER_INUSE_SESSION:
-		return "uprobe sessions: return probes for sampled calls only";
+		return "uprobe sessions: return probes for sampled calls only (operator new & co.: uprobes on their return instructions)";
 	case SAMPLER_INUSE_EVERY_RETURN:
-		return "a return probe on every call";
+		return "a return probe on every call (operator new & co.: uprobes on their return instructions)";
 	default:
 		return "off";
 	}
@@ -485,18 +553,6 @@ enum sampler_inuse sampler_inuse_mode(bool no_multi, bool no_session)
 {
 	return sampler_sessions(no_multi, no_session) ? SAMPLER_INUSE_SESSION :
 							 SAMPLER_INUSE_EVERY_RETURN;
-}
-
-const char *span_fn_mode_name(bool sessions, bool entry_only)
-{
-	if (entry_only)
-		return "entry probes only (C++/Rust unwinding: return probes would break it)";
-	return sessions ? "uprobe_session" : "entry+return probes";
-}
-
-const char *sampler__span_fn_mode(const struct sampler *s, bool entry_only)
-{
-	return span_fn_mode_name(s->fn_session, entry_only);
 }
 
 void sampler__free(struct sampler *s)

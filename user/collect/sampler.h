@@ -68,15 +68,12 @@ int sampler__span_names(const struct sampler *s,
 size_t sampler__n_sites(const struct sampler *s);
 enum sampler_inuse sampler__inuse(const struct sampler *s);
 const char *sampler_inuse__name(enum sampler_inuse m);
-/* how --span-fn calls of an object are caught (see span_fn__unwinds_exceptions()) */
-const char *sampler__span_fn_mode(const struct sampler *s, bool entry_only);
 /* will uprobe sessions be used (uprobe_multi and 6.13+, not --no-session/--no-multi)? */
 bool sampler_sessions(bool no_multi, bool no_session);
 /* how the allocator probes attach: uprobe_multi links unless --no-multi or too old a kernel */
 enum uprobe_mode sampler_uprobe_mode(bool no_multi);
 /* how --inuse would see returns, given the same options */
 enum sampler_inuse sampler_inuse_mode(bool no_multi, bool no_session);
-const char *span_fn_mode_name(bool sessions, bool entry_only);
 void sampler__free(struct sampler *s);
 
 /* fill table[CULPERT_EXP_TABLE_SIZE] with exponential variates of mean `rate` */

@@ -387,14 +387,10 @@ int session__open(const struct session_opts *o, struct session **out, char *err,
 	s->n_sites = sampler__n_sites(s->sampler);
 	if (o->inuse)
 		pr_info("in-use tracking through %s\n", sampler_inuse__name(sampler__inuse(s->sampler)));
-	for (i = 0; i < s->fns.n_objects; i++) {
-		size_t j, n = 0;
-
-		for (j = 0; j < s->fns.n_fns; j++)
-			n += s->fns.fns[j].object == i;
-		pr_info("%zu --span-fn functions in %s, caught with %s\n", n, s->fns.display[i],
-			sampler__span_fn_mode(s->sampler, s->fns.entry_only[i]));
-	}
+	for (i = 0; i < s->fns.n_fns; i++)
+		pr_info("--span-fn %s in %s: %s\n", s->fns.fns[i].name,
+			s->fns.display[s->fns.fns[i].object],
+			span_fn__how(&s->fns.fns[i], why, sizeof(why)));
 	s->start_wall_ns = (int64_t)now_ns(CLOCK_REALTIME);
 	s->start_ns = now_ns(CLOCK_MONOTONIC);
 	*out = s;

@@ -9,6 +9,7 @@
 #include "allocator.h"
 #include "culpert.h"
 #include "elfobj.h"
+#include "exits.h"
 #include "log.h"
 #include "objcache.h"
 #include "procmaps.h"
@@ -28,6 +29,12 @@ struct entry_spec {
  * unprefixed names; a prefixed malloc may be a wrapper of another.
  */
 #define ENTRY_LEAF	(1U << 0)
+/*
+ * An exception can unwind through it: operator new throws std::bad_alloc
+ * or whatever the program's new_handler throws.  Its return address must
+ * never be replaced (exits.h); the C API's entry points cannot throw.
+ */
+#define ENTRY_THROWS	(1U << 1)
 
 /* the C allocation API; every malloc replacement defines some of it */
 static const struct entry_spec libc_entries[] = {
@@ -73,17 +80,17 @@ static const struct entry_spec mimalloc_entries[] = {
 	{ "mi_malloc_aligned_at", CULPERT_FN_MALLOC, 0 },	/* (size, align, offset) */
 	{ "mi_zalloc_aligned", CULPERT_FN_MALLOC, 0 },
 	{ "mi_zalloc_aligned_at", CULPERT_FN_MALLOC, 0 },
-	{ "mi_new", CULPERT_FN_MALLOC, 0 },
-	{ "mi_new_nothrow", CULPERT_FN_MALLOC, 0 },
-	{ "mi_new_aligned", CULPERT_FN_MALLOC, 0 },		/* (size, align) */
-	{ "mi_new_aligned_nothrow", CULPERT_FN_MALLOC, 0 },
+	{ "mi_new", CULPERT_FN_MALLOC, ENTRY_THROWS },
+	{ "mi_new_nothrow", CULPERT_FN_MALLOC, ENTRY_THROWS },
+	{ "mi_new_aligned", CULPERT_FN_MALLOC, ENTRY_THROWS },		/* (size, align) */
+	{ "mi_new_aligned_nothrow", CULPERT_FN_MALLOC, ENTRY_THROWS },
 	{ "mi_valloc", CULPERT_FN_MALLOC, 0 },
 	{ "_aligned_malloc", CULPERT_FN_MALLOC, 0 },		/* (size, align) */
 	{ "mi_calloc", CULPERT_FN_CALLOC, 0 },
 	{ "mi_mallocn", CULPERT_FN_CALLOC, 0 },			/* (count, size) */
 	{ "mi_calloc_aligned", CULPERT_FN_CALLOC, 0 },		/* (count, size, align) */
 	{ "mi_calloc_aligned_at", CULPERT_FN_CALLOC, 0 },
-	{ "mi_new_n", CULPERT_FN_CALLOC, 0 },
+	{ "mi_new_n", CULPERT_FN_CALLOC, ENTRY_THROWS },
 	{ "mi_realloc", CULPERT_FN_REALLOC, 0 },
 	{ "mi_reallocf", CULPERT_FN_REALLOC, 0 },
 	{ "reallocf", CULPERT_FN_REALLOC, 0 },
@@ -92,7 +99,7 @@ static const struct entry_spec mimalloc_entries[] = {
 	{ "mi_realloc_aligned_at", CULPERT_FN_REALLOC, 0 },
 	{ "mi_rezalloc_aligned", CULPERT_FN_REALLOC, 0 },
 	{ "mi_rezalloc_aligned_at", CULPERT_FN_REALLOC, 0 },
-	{ "mi_new_realloc", CULPERT_FN_REALLOC, 0 },
+	{ "mi_new_realloc", CULPERT_FN_REALLOC, ENTRY_THROWS },
 	{ "mi_reallocn", CULPERT_FN_REALLOCARRAY, 0 },		/* (ptr, count, size) */
 	{ "mi_reallocarray", CULPERT_FN_REALLOCARRAY, 0 },
 	{ "mi_recalloc", CULPERT_FN_REALLOCARRAY, 0 },
@@ -100,7 +107,7 @@ static const struct entry_spec mimalloc_entries[] = {
 	{ "mi_recalloc_aligned_at", CULPERT_FN_REALLOCARRAY, 0 },
 	{ "mi_aligned_recalloc", CULPERT_FN_REALLOCARRAY, 0 },
 	{ "mi_aligned_offset_recalloc", CULPERT_FN_REALLOCARRAY, 0 },
-	{ "mi_new_reallocn", CULPERT_FN_REALLOCARRAY, 0 },
+	{ "mi_new_reallocn", CULPERT_FN_REALLOCARRAY, ENTRY_THROWS },
 	{ "mi_posix_memalign", CULPERT_FN_POSIX_MEMALIGN, 0 },
 	{ "mi_memalign", CULPERT_FN_MEMALIGN, 0 },
 	{ "mi_aligned_alloc", CULPERT_FN_MEMALIGN, 0 },
@@ -119,14 +126,14 @@ static const struct entry_spec tcmalloc_entries[] = {
 	{ "tc_malloc", CULPERT_FN_MALLOC, 0 },
 	{ "tc_malloc_skip_new_handler", CULPERT_FN_MALLOC, 0 },
 	{ "tc_valloc", CULPERT_FN_MALLOC, 0 },
-	{ "tc_new", CULPERT_FN_MALLOC, 0 },
-	{ "tc_newarray", CULPERT_FN_MALLOC, 0 },
-	{ "tc_new_nothrow", CULPERT_FN_MALLOC, 0 },
-	{ "tc_newarray_nothrow", CULPERT_FN_MALLOC, 0 },
-	{ "tc_new_aligned", CULPERT_FN_MALLOC, 0 },		/* (size, align) */
-	{ "tc_newarray_aligned", CULPERT_FN_MALLOC, 0 },
-	{ "tc_new_aligned_nothrow", CULPERT_FN_MALLOC, 0 },
-	{ "tc_newarray_aligned_nothrow", CULPERT_FN_MALLOC, 0 },
+	{ "tc_new", CULPERT_FN_MALLOC, ENTRY_THROWS },
+	{ "tc_newarray", CULPERT_FN_MALLOC, ENTRY_THROWS },
+	{ "tc_new_nothrow", CULPERT_FN_MALLOC, ENTRY_THROWS },
+	{ "tc_newarray_nothrow", CULPERT_FN_MALLOC, ENTRY_THROWS },
+	{ "tc_new_aligned", CULPERT_FN_MALLOC, ENTRY_THROWS },		/* (size, align) */
+	{ "tc_newarray_aligned", CULPERT_FN_MALLOC, ENTRY_THROWS },
+	{ "tc_new_aligned_nothrow", CULPERT_FN_MALLOC, ENTRY_THROWS },
+	{ "tc_newarray_aligned_nothrow", CULPERT_FN_MALLOC, ENTRY_THROWS },
 	{ "tc_calloc", CULPERT_FN_CALLOC, 0 },
 	{ "tc_realloc", CULPERT_FN_REALLOC, 0 },
 	{ "tc_posix_memalign", CULPERT_FN_POSIX_MEMALIGN, 0 },
@@ -158,14 +165,14 @@ static const struct entry_spec tcmalloc_entries[] = {
  * libstdc++'s own operator new calls malloc and needs no probe.
  */
 static const struct entry_spec cxx_entries[] = {
-	{ "_Znwm", CULPERT_FN_MALLOC, 0 },			/* new(size_t) */
-	{ "_Znam", CULPERT_FN_MALLOC, 0 },			/* new[] */
-	{ "_ZnwmRKSt9nothrow_t", CULPERT_FN_MALLOC, 0 },
-	{ "_ZnamRKSt9nothrow_t", CULPERT_FN_MALLOC, 0 },
-	{ "_ZnwmSt11align_val_t", CULPERT_FN_MALLOC, 0 },
-	{ "_ZnamSt11align_val_t", CULPERT_FN_MALLOC, 0 },
-	{ "_ZnwmSt11align_val_tRKSt9nothrow_t", CULPERT_FN_MALLOC, 0 },
-	{ "_ZnamSt11align_val_tRKSt9nothrow_t", CULPERT_FN_MALLOC, 0 },
+	{ "_Znwm", CULPERT_FN_MALLOC, ENTRY_THROWS },			/* new(size_t) */
+	{ "_Znam", CULPERT_FN_MALLOC, ENTRY_THROWS },			/* new[] */
+	{ "_ZnwmRKSt9nothrow_t", CULPERT_FN_MALLOC, ENTRY_THROWS },
+	{ "_ZnamRKSt9nothrow_t", CULPERT_FN_MALLOC, ENTRY_THROWS },
+	{ "_ZnwmSt11align_val_t", CULPERT_FN_MALLOC, ENTRY_THROWS },
+	{ "_ZnamSt11align_val_t", CULPERT_FN_MALLOC, ENTRY_THROWS },
+	{ "_ZnwmSt11align_val_tRKSt9nothrow_t", CULPERT_FN_MALLOC, ENTRY_THROWS },
+	{ "_ZnamSt11align_val_tRKSt9nothrow_t", CULPERT_FN_MALLOC, ENTRY_THROWS },
 	{ "_ZdlPv", CULPERT_FN_FREE, 0 },			/* delete(void *) */
 	{ "_ZdaPv", CULPERT_FN_FREE, 0 },
 	{ "_ZdlPvm", CULPERT_FN_FREE, 0 },			/* sized */
@@ -332,14 +339,48 @@ static int add_skipped(struct alloc_plan *plan, size_t *cap, const char *name)
 	return 0;
 }
 
-static bool have_offset(const struct alloc_plan *plan, int object, uint64_t off)
+static struct probe_point *point_at(struct alloc_plan *plan, int object, uint64_t off)
 {
 	size_t i;
 
 	for (i = 0; i < plan->n_points; i++)
 		if (plan->points[i].object == object && plan->points[i].sym_offset == off)
-			return true;
-	return false;
+			return &plan->points[i];
+	return NULL;
+}
+
+/*
+ * An entry point an exception can unwind through gets plain uprobes on its
+ * return instructions for --inuse, never a return probe.  Tail calls into
+ * other objects are judged once the whole plan is known (check_tails()).
+ */
+static int find_exits(struct probe_point *pp, struct elfobj *obj, const struct elf_symbol *sym)
+{
+	struct exits e;
+	size_t i;
+	int err;
+
+	pp->flags |= CULPERT_PROBE_F_EXITS;
+	err = exits__find(obj, sym->value, sym->size, &e);
+	if (err)
+		return err;
+	pp->exits = malloc((e.n ?: 1) * sizeof(*pp->exits));
+	if (!pp->exits)
+		return -ENOMEM;
+	memcpy(pp->exits, e.offsets, e.n * sizeof(*pp->exits));
+	pp->n_exits = e.n;
+	if (!e.complete) {
+		pp->flags |= CULPERT_PROBE_F_NO_RETURN;
+		snprintf(pp->exits_missed, sizeof(pp->exits_missed), "%s", e.reason);
+	}
+	for (i = 0; i < e.n_tails && i < ALLOC_MAX_TAILS; i++)
+		snprintf(pp->tails[i], sizeof(pp->tails[i]), "%s", e.tails[i]);
+	pp->n_tails = i;
+	if (e.n_tails > ALLOC_MAX_TAILS) {
+		pp->flags |= CULPERT_PROBE_F_NO_RETURN;
+		snprintf(pp->exits_missed, sizeof(pp->exits_missed), "too many tail calls");
+	}
+	return 0;
 }
 
 /* probe points for every entry of `specs` (with `prefix`) the object defines */
@@ -366,8 +407,15 @@ static int add_entries(struct alloc_plan *plan, int object, struct elfobj *obj, 
 			continue;
 		}
 		/* aliases (memalign = aligned_alloc, tc_new = _Znwm): one probe or two counts */
-		if (have_offset(plan, object, off))
+		pp = point_at(plan, object, off);
+		if (pp) {
+			if ((specs->flags & ENTRY_THROWS) && !(pp->flags & CULPERT_PROBE_F_EXITS)) {
+				err = find_exits(pp, obj, sym);
+				if (err)
+					return err;
+			}
 			continue;
+		}
 		if (vec_reserve(&plan->points, &cap_points, plan->n_points + 1, sizeof(*pp)))
 			return -ENOMEM;
 		pp = &plan->points[plan->n_points];
@@ -385,8 +433,46 @@ static int add_entries(struct alloc_plan *plan, int object, struct elfobj *obj, 
 		pp->fn = specs->fn;
 		pp->flags = trust_leaf && (specs->flags & ENTRY_LEAF) ? CULPERT_PROBE_F_LEAF : 0;
 		plan->n_points++;
+		if (specs->flags & ENTRY_THROWS) {
+			err = find_exits(pp, obj, sym);
+			if (err)
+				return err;
+		}
 	}
 	return 0;
+}
+
+static const struct probe_point *point_named(const struct alloc_plan *plan, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < plan->n_points; i++)
+		if (!strcmp(plan->points[i].symbol, name))
+			return &plan->points[i];
+	return NULL;
+}
+
+/*
+ * A tail call from an entry point into another object's function returns
+ * to the entry point's caller from there: seen if that function is probed
+ * itself (its exits, or its return where no exception can pass, the BPF
+ * side knows it is a tail call), not otherwise.
+ */
+static void check_tails(struct alloc_plan *plan)
+{
+	size_t i, j;
+
+	for (i = 0; i < plan->n_points; i++) {
+		struct probe_point *pp = &plan->points[i];
+
+		for (j = 0; j < pp->n_tails && !(pp->flags & CULPERT_PROBE_F_NO_RETURN); j++) {
+			if (point_named(plan, pp->tails[j]))
+				continue;
+			pp->flags |= CULPERT_PROBE_F_NO_RETURN;
+			snprintf(pp->exits_missed, sizeof(pp->exits_missed),
+				 "tail call to %s, which is not probed", pp->tails[j]);
+		}
+	}
 }
 
 /* the plan's index of the object behind `m`, added if new; -errno */
@@ -582,6 +668,7 @@ int allocator__plan(const struct target *t, const struct procmaps *maps, struct 
 		alloc_plan__free(plan);
 		return ret;
 	}
+	check_tails(plan);
 	return 0;
 }
 
@@ -616,8 +703,10 @@ void alloc_plan__free(struct alloc_plan *plan)
 		free(plan->objects[i].build_id);
 		free(plan->objects[i].prefix);
 	}
-	for (i = 0; i < plan->n_points; i++)
+	for (i = 0; i < plan->n_points; i++) {
 		free(plan->points[i].symbol);
+		free(plan->points[i].exits);
+	}
 	for (i = 0; i < plan->n_skipped; i++)
 		free(plan->skipped[i]);
 	free(plan->points);

@@ -8,7 +8,6 @@
  * that lands on anything else is single-stepped, which is what moving it
  * was meant to avoid.
  */
-#include <capstone/capstone.h>
 #include <errno.h>
 #include <gelf.h>
 #include <stdarg.h>
@@ -20,14 +19,7 @@
 #include "elfobj.h"
 #include "log.h"
 #include "probe_offset.h"
-
-struct decoder {
-	csh cs;
-	cs_insn *insn;
-	const uint8_t *code;
-	size_t len;
-	uint64_t addr;
-};
+#include "x86dec.h"
 
 static int decide(struct probe_offset *po, uint64_t offset, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -41,63 +33,6 @@ static int decide(struct probe_offset *po, uint64_t offset, const char *fmt, ...
 	vsnprintf(po->reason, sizeof(po->reason), fmt, ap);
 	va_end(ap);
 	return 0;
-}
-
-static int decoder_open(struct decoder *d, const uint8_t *code, size_t len, uint64_t addr)
-{
-	memset(d, 0, sizeof(*d));
-	if (cs_open(CS_ARCH_X86, CS_MODE_64, &d->cs) != CS_ERR_OK)
-		return -ENOTSUP;
-	/* AT&T, as objdump prints it: the reasons are compared with objdump -d */
-	if (cs_option(d->cs, CS_OPT_DETAIL, CS_OPT_ON) != CS_ERR_OK ||
-	    cs_option(d->cs, CS_OPT_SYNTAX, CS_OPT_SYNTAX_ATT) != CS_ERR_OK) {
-		cs_close(&d->cs);
-		return -ENOTSUP;
-	}
-	d->insn = cs_malloc(d->cs);
-	if (!d->insn) {
-		cs_close(&d->cs);
-		return -ENOMEM;
-	}
-	d->code = code;
-	d->len = len;
-	d->addr = addr;
-	return 0;
-}
-
-static void decoder_close(struct decoder *d)
-{
-	if (d->insn)
-		cs_free(d->insn, 1);
-	cs_close(&d->cs);
-}
-
-/* the instruction starting `pos` bytes into the function; NULL if it does not decode in full */
-static const cs_insn *decode_at(struct decoder *d, size_t pos)
-{
-	const uint8_t *p = d->code + pos;
-	size_t left = d->len - pos;
-	uint64_t pc = d->addr + pos;
-
-	if (pos >= d->len || !cs_disasm_iter(d->cs, &p, &left, &pc, d->insn))
-		return NULL;
-	return d->insn;
-}
-
-/* "testq %rdi,%rdi": objdump's spacing, so reasons stay short */
-static void insn_text(const cs_insn *in, char *buf, size_t len)
-{
-	size_t n = (size_t)snprintf(buf, len, "%s%s", in->mnemonic, in->op_str[0] ? " " : "");
-	const char *s;
-
-	for (s = in->op_str; *s && n + 1 < len; s++) {
-		if (s[0] == ',' && s[1] == ' ')
-			buf[n++] = *s++;
-		else
-			buf[n++] = *s;
-	}
-	if (n < len)
-		buf[n] = '\0';
 }
 
 /*
@@ -194,22 +129,12 @@ static const char *skippable(const cs_insn *in)
 	return NULL;
 }
 
-static bool in_group(const cs_insn *in, uint8_t group)
-{
-	uint8_t i;
-
-	for (i = 0; i < in->detail->groups_count; i++)
-		if (in->detail->groups[i] == group)
-			return true;
-	return false;
-}
-
 /*
  * The leading instructions the probe may move past and the emulated one
  * after them.  Returns 1 with the candidate in po (still to be checked
  * against the whole function), 0 with the final +0 decision.
  */
-static int find_candidate(struct decoder *d, struct probe_offset *po)
+static int find_candidate(struct x86dec *d, struct probe_offset *po)
 {
 	char text[96], past[PROBE_OFFSET_REASON_LEN] = "";
 	size_t pos = 0, n = 0;
@@ -217,10 +142,10 @@ static int find_candidate(struct decoder *d, struct probe_offset *po)
 	const char *kind;
 
 	for (;;) {
-		in = decode_at(d, pos);
+		in = x86dec__at(d, pos);
 		if (!in)
 			return decide(po, 0, "+0: cannot decode the instruction at +%zu", pos);
-		insn_text(in, text, sizeof(text));
+		x86dec__text(in, text, sizeof(text));
 		if (kernel_emulates(in->bytes, in->size)) {
 			if (!pos)
 				return decide(po, 0, "+0: %s (emulated)", text);
@@ -252,7 +177,7 @@ static int find_candidate(struct decoder *d, struct probe_offset *po)
  * call target; an indirect jump (a jump table) could go anywhere.  Returns
  * true if clear, false with the +0 decision in po.
  */
-static bool entries_clear(struct decoder *d, struct probe_offset *po)
+static bool entries_clear(struct x86dec *d, struct probe_offset *po)
 {
 	uint64_t off = po->offset;
 	const cs_insn *in;
@@ -263,20 +188,20 @@ static bool entries_clear(struct decoder *d, struct probe_offset *po)
 		const cs_x86 *x;
 		uint64_t to;
 
-		in = decode_at(d, pos);
+		in = x86dec__at(d, pos);
 		if (!in) {
 			decide(po, 0, "+0: cannot decode the function at +%zu, cannot prove", pos);
 			return false;
 		}
 		/* xbegin names its abort handler like a branch target */
-		if (!in_group(in, CS_GRP_JUMP) && !in_group(in, CS_GRP_CALL) &&
-		    !in_group(in, CS_GRP_BRANCH_RELATIVE) && in->id != X86_INS_XBEGIN)
+		if (!x86dec__in_group(in, CS_GRP_JUMP) && !x86dec__in_group(in, CS_GRP_CALL) &&
+		    !x86dec__in_group(in, CS_GRP_BRANCH_RELATIVE) && in->id != X86_INS_XBEGIN)
 			continue;
 		x = &in->detail->x86;
-		insn_text(in, text, sizeof(text));
+		x86dec__text(in, text, sizeof(text));
 		if (x->op_count != 1 || x->operands[0].type != X86_OP_IMM) {
 			/* an indirect call returns to the next instruction: only jumps matter */
-			if (in_group(in, CS_GRP_CALL))
+			if (x86dec__in_group(in, CS_GRP_CALL))
 				continue;
 			decide(po, 0, "+0: indirect jump in function (%s at +%zu), cannot prove", text,
 			       pos);
@@ -305,7 +230,7 @@ static bool size_checkable(uint64_t len, struct probe_offset *po)
 
 int probe_offset__choose(const uint8_t *code, size_t len, uint64_t addr, struct probe_offset *po)
 {
-	struct decoder d;
+	struct x86dec d;
 	int err;
 
 	if (!po || (!code && len))
@@ -313,14 +238,14 @@ int probe_offset__choose(const uint8_t *code, size_t len, uint64_t addr, struct 
 	memset(po, 0, sizeof(*po));
 	if (!size_checkable(len, po))
 		return 0;
-	err = decoder_open(&d, code, len, addr);
+	err = x86dec__open(&d, code, len, addr);
 	if (err == -ENOMEM)
 		return err;
 	if (err)
 		return decide(po, 0, "+0: no x86-64 decoder available (capstone)");
 	if (find_candidate(&d, po) > 0)
 		entries_clear(&d, po);
-	decoder_close(&d);
+	x86dec__close(&d);
 	return 0;
 }
 

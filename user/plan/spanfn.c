@@ -10,6 +10,7 @@
 
 #include "demangle.h"
 #include "elfobj.h"
+#include "exits.h"
 #include "objcache.h"
 #include "procmaps.h"
 #include "spanfn.h"
@@ -18,20 +19,9 @@
 
 struct builder {
 	struct span_fn_plan *p;
-	size_t cap_objects, cap_display, cap_entry, cap_fns, cap_names;
+	size_t cap_objects, cap_display, cap_fns, cap_names;
 	bool *pattern_hit;
 };
-
-bool span_fn__unwinds_exceptions(struct elfobj *obj)
-{
-	/* what code with C++ or Rust landing pads, or their runtimes, refers to */
-	static const char *const markers[] = {
-		"_Unwind_Resume", "__gxx_personality_v0", "rust_eh_personality",
-		"_Unwind_RaiseException",
-	};
-
-	return elfobj__mentions_any(obj, markers, sizeof(markers) / sizeof(markers[0]));
-}
 
 static int add_object(struct builder *b, const struct target *t, const struct procmap *m,
 		      struct elfobj *obj, size_t *idx)
@@ -49,10 +39,8 @@ static int add_object(struct builder *b, const struct target *t, const struct pr
 	if (target__object_path(t, m, path, sizeof(path)))
 		return -ENAMETOOLONG;
 	if (vec_reserve(&p->objects, &b->cap_objects, p->n_objects + 1, sizeof(char *)) ||
-	    vec_reserve(&p->display, &b->cap_display, p->n_objects + 1, sizeof(char *)) ||
-	    vec_reserve(&p->entry_only, &b->cap_entry, p->n_objects + 1, sizeof(bool)))
+	    vec_reserve(&p->display, &b->cap_display, p->n_objects + 1, sizeof(char *)))
 		return -ENOMEM;
-	p->entry_only[p->n_objects] = span_fn__unwinds_exceptions(obj);
 	p->objects[p->n_objects] = strdup(path);
 	p->display[p->n_objects] = strdup(m->path);
 	if (!p->objects[p->n_objects] || !p->display[p->n_objects])
@@ -90,8 +78,29 @@ static bool matches(struct builder *b, char *const *patterns, size_t n, const ch
 	return hit;
 }
 
-static int add_match(struct builder *b, size_t object, const struct elf_symbol *sym,
-		     char *name, uint64_t off)
+/* the function's return instructions; a set that misses some leaves those calls to the stack */
+static int find_exits(struct span_fn *f, struct elfobj *obj, const struct elf_symbol *sym)
+{
+	struct exits e;
+	int err = exits__find(obj, sym->value, sym->size, &e);
+
+	if (err)
+		return err;
+	f->n_exits = e.n;
+	f->exits = malloc((e.n ?: 1) * sizeof(*f->exits));
+	if (!f->exits)
+		return -ENOMEM;
+	memcpy(f->exits, e.offsets, e.n * sizeof(*f->exits));
+	if (!e.complete)
+		snprintf(f->exits_missed, sizeof(f->exits_missed), "%s", e.reason);
+	else if (e.n_tails)
+		snprintf(f->exits_missed, sizeof(f->exits_missed), "tail call to %s in another object",
+			 e.tails[0]);
+	return 0;
+}
+
+static int add_match(struct builder *b, size_t object, struct elfobj *obj,
+		     const struct elf_symbol *sym, char *name, uint64_t off)
 {
 	struct span_fn_plan *p = b->p;
 	struct span_fn *f;
@@ -109,13 +118,16 @@ static int add_match(struct builder *b, size_t object, const struct elf_symbol *
 		return -ENOMEM;
 	}
 	f = &p->fns[p->n_fns];
+	memset(f, 0, sizeof(*f));
 	f->object = object;
 	f->symbol = strdup(sym->name);
 	f->name = name;
 	f->offset = off;
 	f->name_id = name_id(b, name);
 	p->n_fns++;
-	return f->symbol && f->name_id ? 0 : -ENOMEM;
+	if (!f->symbol || !f->name_id)
+		return -ENOMEM;
+	return find_exits(f, obj, sym);
 }
 
 static int scan_object(struct builder *b, const struct target *t, const struct procmap *m,
@@ -142,7 +154,7 @@ static int scan_object(struct builder *b, const struct target *t, const struct p
 		}
 		err = add_object(b, t, m, obj, &object);
 		if (!err)
-			err = add_match(b, object, &syms[i], name, off);
+			err = add_match(b, object, obj, &syms[i], name, off);
 		else
 			free(name);
 		if (err)
@@ -222,13 +234,23 @@ void span_fn_plan__free(struct span_fn_plan *plan)
 	for (i = 0; i < plan->n_fns; i++) {
 		free(plan->fns[i].symbol);
 		free(plan->fns[i].name);
+		free(plan->fns[i].exits);
 	}
 	for (i = 0; i < plan->n_names; i++)
 		free(plan->names[i]);
 	free(plan->objects);
 	free(plan->display);
-	free(plan->entry_only);
 	free(plan->fns);
 	free(plan->names);
 	memset(plan, 0, sizeof(*plan));
+}
+
+const char *span_fn__how(const struct span_fn *f, char *buf, size_t len)
+{
+	if (!f->exits_missed[0])
+		snprintf(buf, len, "entry + %zu return instructions", f->n_exits);
+	else
+		snprintf(buf, len, "entry + %zu return instructions, other ends seen from the stack (%s)",
+			 f->n_exits, f->exits_missed);
+	return buf;
 }

@@ -1,0 +1,365 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <errno.h>
+#include <gelf.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "elfobj.h"
+#include "exits.h"
+#include "probe_offset.h"
+#include "x86dec.h"
+
+struct region {
+	uint64_t start, end;
+};
+
+struct finder {
+	struct elfobj *obj;
+	Elf *elf;
+	struct exits *out;
+	struct region todo[EXITS_MAX_REGIONS];	/* regions[0..n_todo): found; [0..done): decoded */
+	size_t n_todo;
+};
+
+static void give_up(struct finder *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void give_up(struct finder *f, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!f->out->complete)
+		return;
+	f->out->complete = false;
+	va_start(ap, fmt);
+	vsnprintf(f->out->reason, sizeof(f->out->reason), fmt, ap);
+	va_end(ap);
+}
+
+static bool visited(const struct finder *f, uint64_t addr)
+{
+	size_t i;
+
+	for (i = 0; i < f->n_todo; i++)
+		if (addr >= f->todo[i].start && addr < f->todo[i].end)
+			return true;
+	return false;
+}
+
+static int32_t le32(const uint8_t *p)
+{
+	return (int32_t)((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+			 (uint32_t)p[3] << 24);
+}
+
+/* entry i of .eh_frame_hdr's table at hdr: the function start and its FDE */
+static bool fde_entry(struct finder *f, uint64_t hdr, size_t i, uint64_t *start, uint64_t *fde)
+{
+	uint8_t pair[8];
+
+	if (elfobj__read(f->obj, hdr + 12 + i * 8, pair, sizeof(pair)) != sizeof(pair))
+		return false;
+	*start = hdr + (uint64_t)(int64_t)le32(pair);
+	*fde = hdr + (uint64_t)(int64_t)le32(pair + 4);
+	return true;
+}
+
+/*
+ * The FDE covering `addr`, through the binary search table of .eh_frame_hdr
+ * in the encoding GNU linkers write (datarel sdata4, as fpcheck reads it):
+ * a .cold part or a local function of a stripped object has no symbol, but
+ * every function has an FDE.  Its end is its pc_range when the FDE's
+ * pc_begin is pcrel sdata4 as GCC and clang emit, else the next FDE's start.
+ */
+static bool fde_range(struct finder *f, uint64_t addr, struct region *r)
+{
+	uint64_t hdr, start, fde, next, fde2;
+	uint8_t h[12], body[16];
+	size_t lo = 0, hi, mid;
+
+	if (elfobj__eh_frame_hdr(f->obj, &hdr) || elfobj__read(f->obj, hdr, h, sizeof(h)) != sizeof(h) ||
+	    h[0] != 1 || h[2] != 0x03 || h[3] != 0x3b)
+		return false;
+	hi = (uint32_t)le32(h + 8);
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		if (!fde_entry(f, hdr, mid, &start, &fde))
+			return false;
+		if (start <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo || !fde_entry(f, hdr, lo - 1, &start, &fde))
+		return false;
+	r->start = start;
+	if (elfobj__read(f->obj, fde, body, sizeof(body)) == sizeof(body) &&
+	    fde + 8 + (uint64_t)(int64_t)le32(body + 8) == start)
+		r->end = start + (uint32_t)le32(body + 12);
+	else if (fde_entry(f, hdr, lo, &next, &fde2))
+		r->end = next;
+	else
+		return false;
+	return addr < r->end;
+}
+
+/*
+ * The code range around `addr`: the function symbol that starts there, or
+ * the FDE covering it, or the symbol covering it.  false if none is known.
+ */
+static bool range_of(struct finder *f, uint64_t addr, struct region *r)
+{
+	const struct elf_symbol *sym = elfobj__sym_by_addr(f->obj, addr);
+
+	if (sym && sym->value == addr && sym->size) {
+		*r = (struct region){ addr, addr + sym->size };
+		return true;
+	}
+	if (fde_range(f, addr, r))
+		return true;
+	if (sym && sym->size && addr < sym->value + sym->size) {
+		*r = (struct region){ sym->value, sym->value + sym->size };
+		return true;
+	}
+	return false;
+}
+
+static void add_region(struct finder *f, uint64_t addr)
+{
+	struct region r;
+
+	if (visited(f, addr))
+		return;
+	if (!range_of(f, addr, &r)) {
+		give_up(f, "no symbol or CFI covers code at %#llx a jump reaches",
+			(unsigned long long)addr);
+		return;
+	}
+	if (f->n_todo >= EXITS_MAX_REGIONS) {
+		give_up(f, "more than %d code ranges reached by jumps", EXITS_MAX_REGIONS);
+		return;
+	}
+	f->todo[f->n_todo++] = r;
+}
+
+static void add_exit(struct finder *f, uint64_t vaddr)
+{
+	uint64_t off;
+	size_t i;
+
+	if (elfobj__vaddr_to_offset(f->obj, vaddr, &off)) {
+		give_up(f, "return at %#llx is in no loadable segment", (unsigned long long)vaddr);
+		return;
+	}
+	for (i = 0; i < f->out->n; i++)
+		if (f->out->offsets[i] == off)
+			return;
+	if (f->out->n >= EXITS_MAX) {
+		give_up(f, "more than %d return instructions", EXITS_MAX);
+		return;
+	}
+	f->out->offsets[f->out->n++] = off;
+}
+
+/* the name of the symbol whose address the dynamic linker stores at `slot` (a GOT entry) */
+static const char *got_symbol(struct finder *f, uint64_t slot)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Shdr shdr;
+	GElf_Rela rela;
+	GElf_Sym sym;
+
+	while ((scn = elf_nextscn(f->elf, scn))) {
+		Elf_Data *data, *syms;
+		size_t i, n;
+
+		if (!gelf_getshdr(scn, &shdr) || shdr.sh_type != SHT_RELA || !shdr.sh_entsize)
+			continue;
+		data = elf_getdata(scn, NULL);
+		syms = elf_getdata(elf_getscn(f->elf, shdr.sh_link), NULL);
+		n = shdr.sh_size / shdr.sh_entsize;
+		for (i = 0; data && syms && i < n; i++) {
+			Elf_Scn *symscn = elf_getscn(f->elf, shdr.sh_link);
+			GElf_Shdr symshdr;
+
+			if (!gelf_getrela(data, (int)i, &rela) || rela.r_offset != slot)
+				continue;
+			if (!GELF_R_SYM(rela.r_info) || !symscn || !gelf_getshdr(symscn, &symshdr) ||
+			    !gelf_getsym(syms, (int)GELF_R_SYM(rela.r_info), &sym))
+				return NULL;
+			return elf_strptr(f->elf, symshdr.sh_link, sym.st_name);
+		}
+	}
+	return NULL;
+}
+
+/* a memory operand `disp(%rip)`: the address it names, for an instruction at `ip` */
+static bool rip_slot(const cs_insn *in, uint64_t *slot)
+{
+	const cs_x86 *x = &in->detail->x86;
+
+	if (x->op_count != 1 || x->operands[0].type != X86_OP_MEM ||
+	    x->operands[0].mem.base != X86_REG_RIP || x->operands[0].mem.index != X86_REG_INVALID)
+		return false;
+	*slot = in->address + in->size + (uint64_t)x->operands[0].mem.disp;
+	return true;
+}
+
+/* the GOT slot a PLT entry at `addr` jumps through (past an endbr64) */
+static bool plt_slot(struct finder *f, uint64_t addr, uint64_t *slot)
+{
+	uint8_t code[32];
+	struct x86dec d;
+	const cs_insn *in;
+	size_t pos = 0;
+	bool ok = false;
+
+	if (elfobj__read(f->obj, addr, code, sizeof(code)) != sizeof(code) ||
+	    x86dec__open(&d, code, sizeof(code), addr))
+		return false;
+	in = x86dec__at(&d, pos);
+	if (in && in->id == X86_INS_ENDBR64) {
+		pos += in->size;
+		in = x86dec__at(&d, pos);
+	}
+	if (in && in->id == X86_INS_JMP)
+		ok = rip_slot(in, slot);
+	x86dec__close(&d);
+	return ok;
+}
+
+static bool in_plt(struct finder *f, uint64_t addr)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Shdr shdr;
+	size_t shstrndx;
+	const char *name;
+
+	if (elf_getshdrstrndx(f->elf, &shstrndx))
+		return false;
+	while ((scn = elf_nextscn(f->elf, scn))) {
+		if (!gelf_getshdr(scn, &shdr) || addr < shdr.sh_addr ||
+		    addr >= shdr.sh_addr + shdr.sh_size)
+			continue;
+		name = elf_strptr(f->elf, shstrndx, shdr.sh_name);
+		return name && !strncmp(name, ".plt", 4);
+	}
+	return false;
+}
+
+/* a tail call through the GOT to `name`: followed if this object defines it, else listed */
+static void tail_to(struct finder *f, const char *name, uint64_t at)
+{
+	const struct elf_symbol *sym = name ? elfobj__sym_by_name(f->obj, name) : NULL;
+	struct exits *o = f->out;
+	size_t i;
+
+	if (!name) {
+		give_up(f, "tail call at %#llx through an unnamed GOT entry", (unsigned long long)at);
+		return;
+	}
+	if (sym) {
+		add_region(f, sym->value);
+		return;
+	}
+	for (i = 0; i < o->n_tails; i++)
+		if (!strcmp(o->tails[i], name))
+			return;
+	if (o->n_tails >= EXITS_MAX_TAILS || strlen(name) >= EXITS_NAME_LEN) {
+		give_up(f, "too many tail calls into other objects (%s)", name);
+		return;
+	}
+	snprintf(o->tails[o->n_tails++], EXITS_NAME_LEN, "%s", name);
+}
+
+static void branch(struct finder *f, const struct region *r, const cs_insn *in)
+{
+	const cs_x86 *x = &in->detail->x86;
+	uint64_t to, slot;
+
+	if (x->op_count == 1 && x->operands[0].type == X86_OP_IMM) {
+		to = (uint64_t)x->operands[0].imm;
+		if (to >= r->start && to < r->end)
+			return;
+		if (in_plt(f, to))
+			tail_to(f, plt_slot(f, to, &slot) ? got_symbol(f, slot) : NULL, in->address);
+		else
+			add_region(f, to);
+		return;
+	}
+	/* jmp *sym@GOTPCREL(%rip): -fno-plt's tail call */
+	if (in->id == X86_INS_JMP && rip_slot(in, &slot))
+		tail_to(f, got_symbol(f, slot), in->address);
+	/* through a register or a table: a switch, whose cases lie in the function */
+}
+
+static int decode_region(struct finder *f, const struct region *r)
+{
+	uint64_t len = r->end - r->start;
+	const cs_insn *in;
+	struct x86dec d;
+	uint8_t *code;
+	size_t pos;
+	int err;
+
+	if (len > PROBE_OFFSET_MAX_FUNC) {
+		give_up(f, "code range of %llu bytes too large to decode", (unsigned long long)len);
+		return 0;
+	}
+	code = malloc(len);
+	if (!code)
+		return -ENOMEM;
+	if (elfobj__read(f->obj, r->start, code, len) != (long)len) {
+		give_up(f, "cannot read the code at %#llx", (unsigned long long)r->start);
+		free(code);
+		return 0;
+	}
+	err = x86dec__open(&d, code, len, r->start);
+	if (err) {
+		free(code);
+		if (err == -ENOMEM)
+			return err;
+		give_up(f, "no x86-64 decoder available (capstone)");
+		return 0;
+	}
+	for (pos = 0; pos < len && f->out->complete; pos += in->size) {
+		in = x86dec__at(&d, pos);
+		if (!in) {
+			give_up(f, "cannot decode the code at %#llx", (unsigned long long)(r->start + pos));
+			break;
+		}
+		if (x86dec__in_group(in, CS_GRP_RET))
+			add_exit(f, in->address);
+		else if (x86dec__in_group(in, CS_GRP_JUMP))
+			branch(f, r, in);
+	}
+	x86dec__close(&d);
+	free(code);
+	return 0;
+}
+
+int exits__find(struct elfobj *obj, uint64_t vaddr, uint64_t size, struct exits *out)
+{
+	struct finder f = { .obj = obj, .elf = elfobj__elf(obj), .out = out };
+	GElf_Ehdr ehdr;
+	size_t done;
+	int err = 0;
+
+	memset(out, 0, sizeof(*out));
+	out->complete = true;
+	if (!gelf_getehdr(f.elf, &ehdr) || ehdr.e_machine != EM_X86_64) {
+		give_up(&f, "not x86-64 code");
+		return 0;
+	}
+	if (size)
+		f.todo[f.n_todo++] = (struct region){ vaddr, vaddr + size };
+	else
+		add_region(&f, vaddr);
+	for (done = 0; done < f.n_todo && out->complete && !err; done++)
+		err = decode_region(&f, &f.todo[done]);
+	out->regions = done;
+	if (!err && out->complete && !out->n && !out->n_tails)
+		give_up(&f, "no return instruction found");
+	return err;
+}
