@@ -75,6 +75,20 @@ enum culpert_counter {
 	CULPERT_CNT__MAX,
 };
 
+/* processes one loaded BPF object serves at once (entries of the procs map) */
+#define CULPERT_MAX_PROCS		64
+
+/*
+ * Per-process state, in the `procs` map keyed by tgid: created by
+ * userspace before the first probe goes in, then written by the BPF side
+ * only (atomically), read when the capture ends.  A process is also in the
+ * `armed_procs` map once every one of its probes is live.
+ * Per process rather than per BPF object, so one object can serve many.
+ */
+struct culpert_proc {
+	__u64 counters[CULPERT_CNT__MAX];	/* enum culpert_counter */
+};
+
 /*
  * Registers a CFI-driven unwinder needs to start at an allocator's entry
  * (x86-64): the return-address rule needs ip and sp, the callee-saved ones

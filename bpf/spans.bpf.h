@@ -239,7 +239,7 @@ static __always_inline int handle_span_enter(struct pt_regs *ctx, __u64 id, __u6
 {
 	struct thread_state *ts;
 
-	if (!id)
+	if (!id || !spans_armed())
 		return 0;
 	ts = thread_state_get();
 	if (!ts)
@@ -254,7 +254,7 @@ static __always_inline int handle_span_exit(__u64 id)
 {
 	struct thread_state *ts;
 
-	if (!id)
+	if (!id || !spans_armed())
 		return 0;
 	ts = thread_state_get();
 	if (ts)
@@ -265,10 +265,13 @@ static __always_inline int handle_span_exit(__u64 id)
 /* --span-fn entry: the function's name id is the probe's cookie */
 static __always_inline void handle_fn_span_enter(struct pt_regs *ctx)
 {
-	struct thread_state *ts = thread_state_get();
 	__u32 name_id = (__u32)bpf_get_attach_cookie(ctx);
 	__u64 sp = PT_REGS_SP(ctx);
+	struct thread_state *ts;
 
+	if (!spans_armed())
+		return;
+	ts = thread_state_get();
 	if (!ts)
 		return;
 	span_prune(ts, sp, PRUNE_ENTER, name_id);

@@ -109,14 +109,51 @@ static __always_inline __u64 ringbuf_wakeup(void)
 		       BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
 }
 
-/* rare events only: a shared atomic add is cheaper than a per-CPU map lookup */
-__u64 counters[CULPERT_CNT__MAX];
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, CULPERT_MAX_PROCS);
+	__type(key, __u32);
+	__type(value, struct culpert_proc);
+} procs SEC(".maps");
+
+/* tgid -> 1 once every probe of the process is live (see spans_armed()) */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, CULPERT_MAX_PROCS);
+	__type(key, __u32);
+	__type(value, __u32);
+} armed_procs SEC(".maps");
+
 __u64 next_sample_id;
 
+/* the calling process's state; NULL for one userspace did not register */
+static __always_inline struct culpert_proc *proc_get(void)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+
+	return bpf_map_lookup_elem(&procs, &tgid);
+}
+
+/* rare events only: a shared atomic add is cheaper than a per-CPU map lookup */
 static __always_inline void count(enum culpert_counter c)
 {
-	if (c < CULPERT_CNT__MAX)
-		__sync_fetch_and_add(&counters[c], 1);
+	struct culpert_proc *p = proc_get();
+
+	if (p && c < CULPERT_CNT__MAX)
+		__sync_fetch_and_add(&p->counters[c], 1);
+}
+
+/*
+ * Spans are tracked once every probe of the process is live: span_enter
+ * sites firing while span_exit sites were still being attached would push
+ * spans never popped (a stack overflowing within seconds, a dead span
+ * becoming the root of everything).
+ */
+static __always_inline bool spans_armed(void)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+
+	return bpf_map_lookup_elem(&armed_procs, &tgid) != NULL;
 }
 
 static __always_inline __u64 read_user_word(__u64 addr)

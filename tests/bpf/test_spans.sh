@@ -91,6 +91,11 @@ test_span_misuse() {
 	profile_target span_misuse 1 || return
 	check_paths span_misuse 0
 	grep -q "outer\|inner" "$TMP/span_misuse.est" && fail "popped spans still attributed"
+	# the 8 spans past the 32 kept are an error said on stderr and in the profile
+	"$PROFDUMP" "$TMP/span_misuse.pb.gz" | grep -q '^# comment span_overflow=8$' ||
+		fail "$("$PROFDUMP" "$TMP/span_misuse.pb.gz" | grep span_overflow)"
+	grep -q '^warning: 8 spans were entered deeper than 32 open spans' "$TMP/span_misuse.err" ||
+		fail "overflow not said: $(tail -3 "$TMP/span_misuse.err")"
 	return 0
 }
 
@@ -179,7 +184,54 @@ test_span_fn_refused() {
 		fail "--max-span-fns not honoured: $(cat "$TMP/two.err")"
 }
 
+# "path pct" of each span path of PROFILE with at least 0.5% of the bytes
+span_shares() {
+	"$BIN_CLI" report --flat "$1" | awk 'f && NF >= 4 && $NF + 0 >= 0.5 { print $1, $NF + 0 }
+		/^SPAN / { f = 1 }' | sort
+}
+
+# Attaching to a service mid-request: span probes go live all at once, so no
+# span is entered without its exit being seen (no overflow of the span
+# stack, no dead span at the root of the tree), and every attach sees the
+# tree of a capture started before the requests.  Rate 16 KiB, 2 s of
+# ~150 MB/s in blocks far below the rate: a path of B bytes has a standard
+# error of sqrt(16384 B), at most 0.6 points of the whole; 3 points is 5 sigma.
+test_span_attach_midrun() {
+	need_root || return
+	"$OUTPUT/examples/demo_service" 300 >/dev/null &
+	svc=$!
+	track "$svc"
+	# the reference: the probes go in while the service is stopped, once it has its libc
+	for _ in $(seq 200); do
+		grep -q 'libc\.so' "/proc/$svc/maps" 2>/dev/null && break
+		sleep 0.005
+	done
+	kill -STOP "$svc"
+	attach_bg "$TMP/ref.err" --pid "$svc" -o "$TMP/ref.pb.gz" --rate 16KiB -d 6s || return
+	kill -CONT "$svc"
+	wait "$attach_pid" || { fail "reference attach: $(tail -2 "$TMP/ref.err")"; return; }
+	span_shares "$TMP/ref.pb.gz" >"$TMP/ref.shares"
+	grep -q '^handle_request;build_response ' "$TMP/ref.shares" ||
+		fail "reference tree: $(tr '\n' ';' <"$TMP/ref.shares")"
+	for i in $(seq 20); do
+		"$BIN_BPF" attach --pid "$svc" -o "$TMP/mid.pb.gz" --rate 16KiB -d 2s 2>"$TMP/mid.err" ||
+			{ fail "attach $i: $(tail -2 "$TMP/mid.err")"; return; }
+		"$PROFDUMP" "$TMP/mid.pb.gz" | grep -q '^# comment span_overflow=0$' ||
+			fail "attach $i: $("$PROFDUMP" "$TMP/mid.pb.gz" | grep span_overflow)"
+		grep -q '^warning: .*span' "$TMP/mid.err" && fail "attach $i warned: $(grep span "$TMP/mid.err")"
+		span_shares "$TMP/mid.pb.gz" >"$TMP/mid.shares"
+		cut -d' ' -f1 "$TMP/mid.shares" | grep -v -e '^handle_request' -e '^(no' |
+			while read -r root; do echo "attach $i: root $root"; done >"$TMP/mid.bad"
+		join -a1 -a2 -e missing -o 0,1.2,2.2 "$TMP/ref.shares" "$TMP/mid.shares" |
+			awk -v i="$i" '$2 == "missing" || $3 == "missing" || $2 - $3 > 3 || $3 - $2 > 3 {
+				print "attach " i ": " $1 " " $2 "% before, " $3 "% mid-run" }' >>"$TMP/mid.bad"
+		[ -s "$TMP/mid.bad" ] && { fail "$(head -3 "$TMP/mid.bad" | tr '\n' ';')"; return; }
+	done
+	kill "$svc"
+}
+
 run_test bpf/spans/ground_truth test_span_ground_truth
+run_test bpf/spans/attach_midrun test_span_attach_midrun
 run_test bpf/spans/span_fn test_span_fn
 run_test bpf/spans/span_fn_recursion test_span_fn_recursion
 run_test bpf/spans/span_fn_refused test_span_fn_refused

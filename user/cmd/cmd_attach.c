@@ -297,12 +297,7 @@ static void report_end(struct session *s, enum session_end why, const char *path
 	if (why == SESSION_END_TARGET_EXEC)
 		fprintf(stderr, "culpert-bpf: pid %d (%s) exec'd another program; writing what was "
 			"collected before\n", (int)session__pid(s), session__comm(s));
-	if (session__untracked(s))
-		pr_warn("%llu sampled blocks were not tracked for --inuse because the live table was full: "
-			"raise --max-live\n", (unsigned long long)session__untracked(s));
-	if (session__lost(s))
-		pr_warn("%llu samples were lost because the ring buffer was full: "
-			"raise --ringbuf-size or --rate\n", (unsigned long long)session__lost(s));
+	session__warn_losses(s);
 	fprintf(stderr, "culpert-bpf: wrote %s (%llu samples, %llu lost)\n",
 		strcmp(path, "-") ? path : "profile to stdout",
 		(unsigned long long)session__samples(s), (unsigned long long)session__lost(s));

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "allocator.h"
@@ -26,7 +27,17 @@ struct sampler {
 	size_t n_usdt_links, cap_usdt_links;
 	enum uprobe_mode mode;
 	enum sampler_inuse inuse;
+	pid_t pid;
+	uint64_t armed_ns, disarmed_ns;	/* the window where every probe was live */
 };
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
 
 void sampler_fill_exp_table(__s64 *table, uint64_t rate)
 {
@@ -176,7 +187,7 @@ static size_t dedupe(uint64_t *offs, size_t n)
 	return m;
 }
 
-/* the --span-fn functions of one object: entries, then every return instruction */
+/* the --span-fn functions of one object: every return instruction, then the entries */
 static int attach_span_fn_object(struct sampler *s, const struct sampler_opts *o, size_t obj,
 				 uint64_t *offs, uint64_t *cookies)
 {
@@ -187,20 +198,20 @@ static int attach_span_fn_object(struct sampler *s, const struct sampler_opts *o
 	for (i = 0; i < p->n_fns; i++) {
 		if (p->fns[i].object != obj)
 			continue;
-		offs[n] = p->fns[i].offset;
-		cookies[n++] = p->fns[i].name_id;
-	}
-	ret = uprobe_set__attach(s->probes, s->mode, s->skel->progs.span_fn_enter,
-				 p->objects[obj], offs, cookies, n, o->pid, 0);
-	for (i = 0, n = 0; i < p->n_fns; i++) {
-		if (p->fns[i].object != obj)
-			continue;
 		memcpy(&offs[n], p->fns[i].exits, p->fns[i].n_exits * sizeof(*offs));
 		n += p->fns[i].n_exits;
 	}
+	ret = uprobe_set__attach(s->probes, s->mode, s->skel->progs.span_fn_exit, p->objects[obj],
+				 offs, NULL, dedupe(offs, n), o->pid, 0);
+	for (i = 0, n = 0; i < p->n_fns; i++) {
+		if (p->fns[i].object != obj)
+			continue;
+		offs[n] = p->fns[i].offset;
+		cookies[n++] = p->fns[i].name_id;
+	}
 	if (!ret)
-		ret = uprobe_set__attach(s->probes, s->mode, s->skel->progs.span_fn_exit,
-					 p->objects[obj], offs, NULL, dedupe(offs, n), o->pid, 0);
+		ret = uprobe_set__attach(s->probes, s->mode, s->skel->progs.span_fn_enter,
+					 p->objects[obj], offs, cookies, n, o->pid, 0);
 	return ret;
 }
 
@@ -366,14 +377,15 @@ static int attach_plan(struct sampler *s, const struct sampler_opts *o, char *er
 
 static int attach_usdt(struct sampler *s, const struct sampler_opts *o, char *err, size_t errlen)
 {
-	struct bpf_program *progs[] = { s->skel->progs.span_enter, s->skel->progs.span_exit };
-	const char *names[] = { "span_enter", "span_exit" };
+	/* exits first: an enter whose exit is not yet probed would never be popped */
+	struct bpf_program *progs[] = { s->skel->progs.span_exit, s->skel->progs.span_enter };
+	const char *names[] = { "span_exit", "span_enter" };
 	struct bpf_link *l;
 	size_t i, p;
 	int ret;
 
-	for (i = 0; i < o->n_usdt_objects; i++) {
-		for (p = 0; p < 2; p++) {
+	for (p = 0; p < 2; p++) {
+		for (i = 0; i < o->n_usdt_objects; i++) {
 			if (vec_reserve(&s->usdt_links, &s->cap_usdt_links, s->n_usdt_links + 1,
 					sizeof(*s->usdt_links)))
 				return -ENOMEM;
@@ -387,6 +399,33 @@ static int attach_usdt(struct sampler *s, const struct sampler_opts *o, char *er
 			}
 			s->usdt_links[s->n_usdt_links++] = l;
 		}
+	}
+	return 0;
+}
+
+/* the process's entry in the procs map, before any of its probes can fire */
+static int proc_register(struct sampler *s, pid_t pid, char *err, size_t errlen)
+{
+	struct culpert_proc p = { 0 };
+	__u32 key = (__u32)pid;
+
+	s->pid = pid;
+	if (bpf_map_update_elem(bpf_map__fd(s->skel->maps.procs), &key, &p, BPF_NOEXIST)) {
+		snprintf(err, errlen, "cannot register pid %d with the BPF programs: %s", (int)pid,
+			 strerror(errno));
+		return -errno;
+	}
+	return 0;
+}
+
+static int proc_arm(struct sampler *s, char *err, size_t errlen)
+{
+	__u32 key = (__u32)s->pid, one = 1;
+
+	s->armed_ns = mono_ns();
+	if (bpf_map_update_elem(bpf_map__fd(s->skel->maps.armed_procs), &key, &one, BPF_ANY)) {
+		snprintf(err, errlen, "cannot start following spans: %s", strerror(errno));
+		return -errno;
 	}
 	return 0;
 }
@@ -438,11 +477,16 @@ int sampler__new(const struct sampler_opts *o, struct sampler **out, char *err, 
 	if (!s->exec_link)
 		pr_warn("cannot watch for an exec of the target (%s); an exec may be reported as an exit\n",
 			strerror(errno));
-	ret = attach_plan(s, o, err, errlen);
+	ret = proc_register(s, o->pid, err, errlen);
+	if (!ret)
+		ret = attach_plan(s, o, err, errlen);
 	if (!ret)
 		ret = attach_usdt(s, o, err, errlen);
 	if (!ret)
 		ret = attach_span_fns(s, o, err, errlen);
+	/* every probe is live: spans can be followed from here on */
+	if (!ret)
+		ret = proc_arm(s, err, errlen);
 	if (ret)
 		goto fail;
 	pr_info("attached %zu probe sites with %s links\n", uprobe_set__count(s->probes),
@@ -473,6 +517,17 @@ int sampler__drain(struct sampler *s)
 	return ring_buffer__consume(s->rb);
 }
 
+bool sampler__in_window(const struct sampler *s, uint64_t ts_ns)
+{
+	return ts_ns >= s->armed_ns && (!s->disarmed_ns || ts_ns < s->disarmed_ns);
+}
+
+void sampler__window(const struct sampler *s, uint64_t *start_ns, uint64_t *end_ns)
+{
+	*start_ns = s->armed_ns;
+	*end_ns = s->disarmed_ns;
+}
+
 bool sampler__target_execed(const struct sampler *s)
 {
 	return __atomic_load_n(&s->skel->bss->target_execed, __ATOMIC_RELAXED);
@@ -486,6 +541,16 @@ static void detach_usdt(struct sampler *s)
 
 void sampler__detach(struct sampler *s)
 {
+	__u32 key = (__u32)s->pid;
+
+	/*
+	 * Spans stop counting before any probe goes: exits still probed after
+	 * their enters are gone would each count as unmatched.
+	 */
+	if (s->skel && !s->disarmed_ns) {
+		s->disarmed_ns = mono_ns();
+		bpf_map_delete_elem(bpf_map__fd(s->skel->maps.armed_procs), &key);
+	}
 	uprobe_set__free(s->probes);
 	s->probes = NULL;
 	detach_usdt(s);
@@ -512,7 +577,12 @@ int sampler__span_names(const struct sampler *s,
 
 void sampler__counters(const struct sampler *s, uint64_t out[CULPERT_CNT__MAX])
 {
-	memcpy(out, (const void *)s->skel->bss->counters, CULPERT_CNT__MAX * sizeof(uint64_t));
+	struct culpert_proc p;
+	__u32 key = (__u32)s->pid;
+
+	if (bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.procs), &key, &p))
+		memset(&p, 0, sizeof(p));
+	memcpy(out, p.counters, CULPERT_CNT__MAX * sizeof(uint64_t));
 }
 
 size_t sampler__n_sites(const struct sampler *s)

@@ -59,6 +59,14 @@ int sampler__poll(struct sampler *s, int timeout_ms);
 void sampler__detach(struct sampler *s);
 /* deliver everything queued; records consumed or -errno */
 int sampler__drain(struct sampler *s);
+/*
+ * The capture's window, CLOCK_MONOTONIC: from the moment every probe was
+ * live to the moment the first one is let go of (0 while attached).
+ * Outside it allocations are seen without their spans: their records are
+ * to be dropped (sampler__in_window()).
+ */
+void sampler__window(const struct sampler *s, uint64_t *start_ns, uint64_t *end_ns);
+bool sampler__in_window(const struct sampler *s, uint64_t ts_ns);
 /* the target exec'd another program since the probes went in */
 bool sampler__target_execed(const struct sampler *s);
 void sampler__counters(const struct sampler *s, uint64_t out[CULPERT_CNT__MAX]);

@@ -62,6 +62,7 @@ struct session {
 	size_t n_usdt_objects, cap_usdt_objects;
 	size_t n_usdt_sites;
 	uint64_t samples;
+	uint64_t outside_window;	/* records of the attach and detach moments, dropped */
 	double est_bytes;		/* running estimate, for the status line */
 	uint64_t counters[CULPERT_CNT__MAX];
 	size_t n_sites;
@@ -240,7 +241,14 @@ static int add_sample(struct session *s, const struct culpert_alloc_event *e)
 static int on_alloc(struct session *s, const struct culpert_alloc_event *e)
 {
 	struct live_block b = { .id = e->id, .size = e->size, .ts_ns = e->ts_ns };
-	int entry = add_sample(s, e);
+	int entry;
+
+	/* before every probe was live or after the first went: its spans are not known */
+	if (!sampler__in_window(s->sampler, e->ts_ns)) {
+		s->outside_window++;
+		return 0;
+	}
+	entry = add_sample(s, e);
 
 	if (entry < 0)
 		return entry;
@@ -392,7 +400,7 @@ int session__open(const struct session_opts *o, struct session **out, char *err,
 			s->fns.display[s->fns.fns[i].object],
 			span_fn__how(&s->fns.fns[i], why, sizeof(why)));
 	s->start_wall_ns = (int64_t)now_ns(CLOCK_REALTIME);
-	s->start_ns = now_ns(CLOCK_MONOTONIC);
+	sampler__window(s->sampler, &s->start_ns, &s->end_ns);
 	*out = s;
 	return 0;
 fail:
@@ -461,8 +469,10 @@ void session__detach(struct session *s)
 		return;
 	/* detach first: the target stops paying for probes while we finish */
 	sampler__detach(s->sampler);
-	s->end_ns = now_ns(CLOCK_MONOTONIC);
+	sampler__window(s->sampler, &s->start_ns, &s->end_ns);
 	sampler__drain(s->sampler);
+	pr_info("%llu records from the moments probes went in or out dropped: their spans are unknown\n",
+		(unsigned long long)s->outside_window);
 	sampler__counters(s->sampler, s->counters);
 	s->detached = true;
 }
@@ -615,6 +625,23 @@ int session__live_heap(struct session *s, double *bytes, double *stderr_bytes)
 	*bytes = sum;
 	*stderr_bytes = sqrt(var);
 	return 0;
+}
+
+void session__warn_losses(const struct session *s)
+{
+	const uint64_t *c = s->counters;
+
+	if (session__untracked(s))
+		pr_warn("%llu sampled blocks were not tracked for --inuse because the live table was full: "
+			"raise --max-live\n", (unsigned long long)session__untracked(s));
+	if (session__lost(s))
+		pr_warn("%llu samples were lost because the ring buffer was full: "
+			"raise --ringbuf-size or --rate\n", (unsigned long long)session__lost(s));
+	if (c[CULPERT_CNT_SPAN_OVERFLOW])
+		pr_warn("%llu spans were entered deeper than %d open spans on their thread: their "
+			"allocations went to the %dth, the span tree below it is incomplete (span_overflow)\n",
+			(unsigned long long)c[CULPERT_CNT_SPAN_OVERFLOW], CULPERT_MAX_SPAN_DEPTH,
+			CULPERT_MAX_SPAN_DEPTH);
 }
 
 uint64_t session__untracked(const struct session *s)

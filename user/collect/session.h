@@ -79,6 +79,8 @@ uint64_t session__lost(const struct session *s);
  * (w = 1 / P(sampled)).  Detaches first.  -ENODATA without --inuse.
  */
 int session__live_heap(struct session *s, double *bytes, double *stderr_bytes);
+/* one warning line on stderr for each way the capture is incomplete, with what to do */
+void session__warn_losses(const struct session *s);
 /* --inuse: sampled blocks not tracked (live table full) */
 uint64_t session__untracked(const struct session *s);
 size_t session__n_sites(const struct session *s);
