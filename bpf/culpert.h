@@ -146,6 +146,8 @@ struct culpert_alloc_event {
 
 /* a stack "frame" standing for the frames a DWARF unwind could not reach: its copy ended */
 #define CULPERT_FRAME_TRUNCATED		1
+/* one standing for the callers of a stack cut to its leaf: more distinct stacks than --max-stacks */
+#define CULPERT_FRAME_FOLDED		2
 
 /* most user stack bytes one sample carries (--stack-size is capped here), and the default */
 #define CULPERT_MAX_STACK_COPY		(32 * 1024)

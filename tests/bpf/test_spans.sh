@@ -230,7 +230,42 @@ test_span_attach_midrun() {
 	kill "$svc"
 }
 
+# --max-stacks bounds distinct stacks, not requests: the demo has one span
+# id per request but a handful of stacks, so with a bound above that count
+# every stack is kept whole and only thread and span ids are dropped, with a
+# warning; below it, stacks keep their leaf under [folded], with a warning.
+# The totals are the same either way (go tool pprof reads them).
+test_max_stacks() {
+	need_root || return
+	"$OUTPUT/examples/demo_service" 300 >/dev/null &
+	svc=$!
+	track "$svc"
+	"$BIN_BPF" attach --pid "$svc" -o "$TMP/ms.pb.gz" --rate 64KiB -d 3s --max-stacks 16 \
+		2>"$TMP/ms.err" || { fail "attach: $(tail -2 "$TMP/ms.err")"; return; }
+	"$PROFDUMP" "$TMP/ms.pb.gz" | grep -v '^#' >"$TMP/ms.samples"
+	n=$(cut -f2 "$TMP/ms.samples" | sort -u | wc -l)
+	[ "$n" -gt 1 ] && [ "$n" -le 16 ] || fail "$n distinct stacks: the bound of 16 tests nothing"
+	grep -q '\[unknown stack\]\|\[folded\]' "$TMP/ms.samples" &&
+		fail "a stack was lost while $n distinct ones fit in 16: $(grep -m1 'unknown\|folded' "$TMP/ms.samples")"
+	"$PROFDUMP" "$TMP/ms.pb.gz" | grep -q '^# comment aggregate_coarsened=[1-9]' ||
+		fail "one span id per request did not fill 16 keys: $("$PROFDUMP" "$TMP/ms.pb.gz" | grep aggregate)"
+	grep -q '^warning: [0-9]* samples lost their thread_id and span_id labels' "$TMP/ms.err" ||
+		fail "coarsening not said: $(cat "$TMP/ms.err")"
+	go_totals_agree "$TMP/ms.pb.gz"
+	"$BIN_BPF" attach --pid "$svc" -o "$TMP/ms2.pb.gz" --rate 64KiB -d 3s --max-stacks 2 \
+		2>"$TMP/ms2.err" || { fail "attach: $(tail -2 "$TMP/ms2.err")"; return; }
+	"$PROFDUMP" "$TMP/ms2.pb.gz" | grep -v '^#' | grep -q '\[folded\]' ||
+		fail "no stack cut to its leaf with --max-stacks 2"
+	grep -q '^warning: [0-9]* samples kept only their leaf under \[folded\]' "$TMP/ms2.err" ||
+		fail "folding not said: $(cat "$TMP/ms2.err")"
+	"$PROFDUMP" "$TMP/ms2.pb.gz" | grep -q '^# comment aggregate_folded=[1-9]' ||
+		fail "folding not counted in the profile"
+	go_totals_agree "$TMP/ms2.pb.gz"
+	kill "$svc"
+}
+
 run_test bpf/spans/ground_truth test_span_ground_truth
+run_test bpf/spans/max_stacks test_max_stacks
 run_test bpf/spans/attach_midrun test_span_attach_midrun
 run_test bpf/spans/span_fn test_span_fn
 run_test bpf/spans/span_fn_recursion test_span_fn_recursion

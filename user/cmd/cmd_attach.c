@@ -55,7 +55,7 @@ static const char attach_options[] =
 	"      --symbolize          resolve function names at capture (default)\n"
 	"      --no-symbolize       keep raw addresses; 'culpert symbolize' can resolve them later\n"
 	"      --ringbuf-size BYTES kernel-to-user buffer (default 2MiB, 8MiB unless --unwind fp)\n"
-	"      --max-stacks N       distinct (stack, thread) keys kept (default 65536)\n"
+	"      --max-stacks N       distinct stacks kept (default 65536); beyond, stacks keep their leaf\n"
 	"      --no-multi           one perf-event uprobe per site instead of uprobe_multi links\n"
 	"      --no-session         entry + return probes even where uprobe sessions exist\n"
 	"      --stats              embed the memory picture (as 'culpert-bpf stats') at start\n"

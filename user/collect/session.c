@@ -204,38 +204,27 @@ static size_t dwarf_stack(struct session *s, const struct culpert_alloc_event *e
 }
 
 /*
- * The full key is (stack, thread, span chain with ids).  When the table is
- * full, coarsen it: no thread and the span path without ids, then no stack
- * either; memory stays bounded and the totals per span path stay right.
+ * The finest key is (stack, thread, span chain with ids); the aggregate
+ * coarsens what does not fit (aggregate.h), keeping the stack as long as
+ * distinct stacks fit in --max-stacks and the totals per span path always.
  */
 static int add_sample(struct session *s, const struct culpert_alloc_event *e)
 {
 	uint64_t frames[CULPERT_MAX_FRAMES];
-	struct agg_key key = { 0 };
-	size_t n;
-	int ret;
+	struct agg_sample a = { .frames = frames, .tid = e->tid, .size = e->size };
 
 	if (s->unwinder && e->stack_len) {
 		s->stack_copied += e->stack_len;
-		n = dwarf_stack(s, e, frames, s->o.max_depth);
+		a.n_frames = dwarf_stack(s, e, frames, s->o.max_depth);
 	} else {
-		n = stack_from_event(e, frames, s->o.max_depth);
-		check_mapped(s, frames, n);
+		a.n_frames = stack_from_event(e, frames, s->o.max_depth);
+		check_mapped(s, frames, a.n_frames);
 	}
-	key.stack = aggregate__stack(s->agg, frames, n);
-	key.tid = e->tid;
-	key.span = spans__chain(s->spans, event_spans(e), e->span_depth, true);
+	a.chain = spans__chain(s->spans, event_spans(e), e->span_depth, true);
+	a.path = spans__chain(s->spans, event_spans(e), e->span_depth, false);
 	s->samples++;
 	s->est_bytes += sample_weight(e->size, s->o.rate) * (double)e->size;
-	ret = key.span == UINT32_MAX ? -ENOSPC : aggregate__add(s->agg, &key, e->size, s->o.rate);
-	if (ret != -ENOSPC)
-		return ret;
-	key.tid = 0;
-	key.span = spans__chain(s->spans, event_spans(e), e->span_depth, false);
-	ret = aggregate__add(s->agg, &key, e->size, s->o.rate);
-	if (ret != -ENOSPC)
-		return ret;
-	return aggregate__add_folded(s->agg, &key, e->size, s->o.rate);
+	return aggregate__add_sample(s->agg, &a, s->o.rate);
 }
 
 static int on_alloc(struct session *s, const struct culpert_alloc_event *e)
@@ -539,6 +528,9 @@ static int add_run_comments(struct session *s)
 	err |= add_commentf(s, "probe_sites=%zu", s->n_sites);
 	/* sampled allocations, where the file's samples are aggregated records */
 	err |= add_commentf(s, "samples=%llu", (unsigned long long)s->samples);
+	err |= add_commentf(s, "max_stacks=%zu", s->o.max_entries);
+	err |= add_commentf(s, "aggregate_coarsened=%llu",
+			    (unsigned long long)aggregate__coarsened(s->agg));
 	err |= add_commentf(s, "aggregate_folded=%llu",
 			    (unsigned long long)aggregate__folded(s->agg));
 	err |= add_commentf(s, "nested_calls=%llu", (unsigned long long)c[CULPERT_CNT_NESTED]);
@@ -637,6 +629,14 @@ void session__warn_losses(const struct session *s)
 	if (session__lost(s))
 		pr_warn("%llu samples were lost because the ring buffer was full: "
 			"raise --ringbuf-size or --rate\n", (unsigned long long)session__lost(s));
+	if (aggregate__coarsened(s->agg))
+		pr_warn("%llu samples lost their thread_id and span_id labels (kept: stack, span path, "
+			"bytes): more (stack, thread, span) keys than --max-stacks %zu\n",
+			(unsigned long long)aggregate__coarsened(s->agg), s->o.max_entries);
+	if (aggregate__folded(s->agg))
+		pr_warn("%llu samples kept only their leaf under [folded] (or [unknown stack]): more "
+			"distinct stacks than --max-stacks %zu; raise it\n",
+			(unsigned long long)aggregate__folded(s->agg), s->o.max_entries);
 	if (c[CULPERT_CNT_SPAN_OVERFLOW])
 		pr_warn("%llu spans were entered deeper than %d open spans on their thread: their "
 			"allocations went to the %dth, the span tree below it is incomplete (span_overflow)\n",
