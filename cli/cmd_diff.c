@@ -16,6 +16,7 @@
 #include "diff_rows.h"
 #include "json.h"
 #include "log.h"
+#include "losses.h"
 #include "table.h"
 #include "units.h"
 #include "view.h"
@@ -388,6 +389,7 @@ static void json_side(struct json *j, const char *key, const char *file, const s
 	json_begin(j, '{');
 	json_key(j, "file");
 	json_str(j, file);
+	losses__json_of(j, v->p);
 	json_key(j, "samples");
 	json_int(j, (int64_t)v->n_value_samples);
 	json_key(j, "total_bytes");
@@ -621,6 +623,8 @@ int cmd_diff(int argc, char **argv)
 		ret = print_markdown(&d, buf);
 	else
 		ret = print_text(&d, buf);
+	for (i = 0; i < 2 && d.format != FMT_JSON; i++)
+		losses__print_of(stdout, d.v[i]->p, d.files[i], d.format == FMT_MARKDOWN);
 	if (ret) {
 		pr_error("out of memory formatting the diff\n");
 		ret = CMD_ERROR;

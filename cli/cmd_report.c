@@ -12,6 +12,7 @@
 #include "commands.h"
 #include "json.h"
 #include "log.h"
+#include "losses.h"
 #include "table.h"
 #include "units.h"
 #include "view.h"
@@ -427,6 +428,7 @@ static int print_json(struct report *r, uint32_t *buf)
 			json_int(j, (int64_t)r->min_age_ns);
 		}
 	}
+	losses__json_of(j, r->v->p);
 	json_key(j, "mode");
 	json_str(j, modes[r->mode]);
 	json_key(j, "rate");
@@ -542,6 +544,10 @@ int cmd_report(int argc, char **argv)
 	r.v = cli_load(r.file, &vo);
 	if (!r.v)
 		return CMD_ERROR;
+	if (r.leaks && losses__refuse_leaks(r.v->p, r.file)) {
+		view__free(r.v);
+		return CMD_ERROR;
+	}
 	if (r.leaks && r.min_age_ns && !r.v->has_age) {
 		pr_error("%s: the profile has in-use data but no age_ns labels, so --min-age cannot "
 			 "select by age; drop --min-age to list every live allocation\n", r.file);
@@ -562,6 +568,8 @@ int cmd_report(int argc, char **argv)
 		view__free(r.v);
 		return CMD_ERROR;
 	}
+	if (!r.json)
+		losses__print_of(stdout, r.v->p, NULL, false);
 	if (!buf)
 		ret = -1;
 	else if (r.json)

@@ -575,6 +575,81 @@ int sampler__span_names(const struct sampler *s,
 	return 0;
 }
 
+/* the ids in the live table, a batch at a time (5.6+), else one key after another */
+static int live_ids_batch(int fd, int (*cb)(void *ctx, uint64_t id), void *ctx, bool *unsupported)
+{
+	enum { BATCH = 4096 };
+	LIBBPF_OPTS(bpf_map_batch_opts, opts);
+	__u64 keys[BATCH], in = 0, out = 0;
+	struct live_value { __u64 id; } vals[BATCH];
+	bool first = true;
+	__u32 n, i;
+	int err, ret;
+
+	for (;;) {
+		n = BATCH;
+		err = bpf_map_lookup_batch(fd, first ? NULL : &in, &out, keys, vals, &n, &opts);
+		err = err ? -errno : 0;
+		/* 524: the kernel's ENOTSUPP, for a map type without batch operations */
+		if (err && err != -ENOENT) {
+			*unsupported = first && (err == -EINVAL || err == -EOPNOTSUPP || err == -524);
+			return err;
+		}
+		for (i = 0; i < n; i++) {
+			ret = cb(ctx, vals[i].id);
+			if (ret)
+				return ret;
+		}
+		if (err == -ENOENT)
+			return 0;
+		in = out;
+		first = false;
+	}
+}
+
+int sampler__live_ids(const struct sampler *s, int (*cb)(void *ctx, uint64_t id), void *ctx)
+{
+	int fd = bpf_map__fd(s->skel->maps.live_allocs), ret;
+	__u64 key, next, *prev = NULL, id;
+	bool unsupported = false;
+
+	ret = live_ids_batch(fd, cb, ctx, &unsupported);
+	if (!unsupported)
+		return ret;
+	while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+		if (bpf_map_lookup_elem(fd, &next, &id) == 0 && (ret = cb(ctx, id)))
+			return ret;
+		key = next;
+		prev = &key;
+	}
+	return 0;
+}
+
+/* probe hits the kernel did not run a program for (another BPF program was running on the CPU) */
+static uint64_t prog_misses(const struct bpf_program *p)
+{
+	struct bpf_prog_info info;
+	__u32 len = sizeof(info);
+	int fd = bpf_program__fd(p);
+
+	memset(&info, 0, sizeof(info));
+	if (fd < 0 || bpf_obj_get_info_by_fd(fd, &info, &len))
+		return 0;
+	return info.recursion_misses;
+}
+
+void sampler__misses(const struct sampler *s, uint64_t *all, uint64_t *frees)
+{
+	struct bpf_program *p;
+
+	*all = 0;
+	bpf_object__for_each_program(p, s->skel->obj)
+		*all += prog_misses(p);
+	/* frees are also seen at realloc's entry */
+	*frees = prog_misses(s->skel->progs.free_enter) + prog_misses(s->skel->progs.realloc_enter) +
+		 prog_misses(s->skel->progs.reallocarray_enter);
+}
+
 void sampler__counters(const struct sampler *s, uint64_t out[CULPERT_CNT__MAX])
 {
 	struct culpert_proc p;

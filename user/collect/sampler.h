@@ -70,6 +70,19 @@ bool sampler__in_window(const struct sampler *s, uint64_t ts_ns);
 /* the target exec'd another program since the probes went in */
 bool sampler__target_execed(const struct sampler *s);
 void sampler__counters(const struct sampler *s, uint64_t out[CULPERT_CNT__MAX]);
+/*
+ * --inuse: the sample id of every block the kernel's live table holds: the
+ * truth about what is live (its records in the ring buffer may be lost, a
+ * free that reached the BPF side is never lost).  cb returns non-zero to
+ * stop; 0 or -errno.
+ */
+int sampler__live_ids(const struct sampler *s, int (*cb)(void *ctx, uint64_t id), void *ctx);
+/*
+ * Probe hits the kernel skipped without running their program (it does
+ * not nest BPF programs on a CPU): over all programs, and over those that
+ * see frees -- a skipped free leaves its block looking live.
+ */
+void sampler__misses(const struct sampler *s, uint64_t *all, uint64_t *frees);
 /* every span name the BPF side interned; cb returns non-zero to stop.  0 or -errno */
 int sampler__span_names(const struct sampler *s,
 			int (*cb)(void *ctx, uint32_t id, const char *name, size_t len), void *ctx);

@@ -57,7 +57,12 @@ struct session {
 	uint64_t unwind_stops[UNWIND_STOP__MAX];
 	uint64_t stack_copied;		/* bytes of stack the DWARF samples carried */
 	struct live *live;		/* --inuse */
-	uint64_t live_full;		/* sampled blocks not tracked: the table was full */
+	uint64_t live_full;		/* blocks this side could not hold, even after a sync */
+	uint64_t live_syncs;		/* reconciliations with the kernel's table while running */
+	uint64_t kernel_only;		/* live in the kernel, unknown here: untracked */
+	uint64_t first_id, last_id;	/* sample ids seen within the capture's window */
+	uint64_t misses, free_misses;	/* probe hits the kernel skipped (sampler__misses()) */
+	bool live_settled;
 	char **usdt_objects;		/* paths of objects with culpert span probes */
 	size_t n_usdt_objects, cap_usdt_objects;
 	size_t n_usdt_sites;
@@ -227,6 +232,62 @@ static int add_sample(struct session *s, const struct culpert_alloc_event *e)
 	return aggregate__add_sample(s->agg, &a, s->o.rate);
 }
 
+struct mark_ctx {
+	struct session *s;
+	uint64_t unknown;
+};
+
+static int mark_live(void *ctx, uint64_t id)
+{
+	struct mark_ctx *m = ctx;
+
+	/* ids outside the window's are blocks allocated while probes went in or out */
+	if (!live__mark(m->s->live, id) && id >= m->s->first_id && id <= m->s->last_id)
+		m->unknown++;
+	return 0;
+}
+
+/*
+ * The kernel's live table is the truth (a free that reached the BPF side
+ * is never lost; its record in the ring buffer may be): keep the blocks it
+ * holds, drop the others.  Returns the ids it holds that this side does
+ * not know, or -errno.
+ */
+static int64_t reconcile_live(struct session *s)
+{
+	struct mark_ctx m = { .s = s };
+	int err;
+
+	live__mark_begin(s->live);
+	err = sampler__live_ids(s->sampler, mark_live, &m);
+	if (err) {
+		pr_warn("cannot read the kernel's live table: %s; the live heap keeps the blocks the "
+			"ring buffer did not say were freed\n", strerror(-err));
+		return err;
+	}
+	live__sweep(s->live);
+	return (int64_t)m.unknown;
+}
+
+static void sync_live(struct session *s)
+{
+	s->live_syncs++;
+	reconcile_live(s);
+}
+
+/* once, after the capture: only what the kernel still tracks is live */
+static void settle_live(struct session *s)
+{
+	int64_t unknown;
+
+	if (s->live_settled)
+		return;
+	s->live_settled = true;
+	unknown = reconcile_live(s);
+	if (unknown > 0)
+		s->kernel_only = (uint64_t)unknown;
+}
+
 static int on_alloc(struct session *s, const struct culpert_alloc_event *e)
 {
 	struct live_block b = { .id = e->id, .size = e->size, .ts_ns = e->ts_ns };
@@ -245,7 +306,14 @@ static int on_alloc(struct session *s, const struct culpert_alloc_event *e)
 		return 0;
 	b.entry = (uint32_t)entry;
 	b.weight = sample_weight(e->size, s->o.rate);
-	/* full: the block counts as allocated, not as live; said at the end */
+	if (!s->first_id || e->id < s->first_id)
+		s->first_id = e->id;
+	if (e->id > s->last_id)
+		s->last_id = e->id;
+	/* full of blocks whose free records were lost: the kernel's table says which */
+	if (live__full(s->live))
+		sync_live(s);
+	/* still full: if the kernel tracks it, it is counted at the end (kernel_only) */
 	if (live__alloc(s->live, &b) == -ENOSPC)
 		s->live_full++;
 	return 0;
@@ -460,6 +528,7 @@ void session__detach(struct session *s)
 	sampler__detach(s->sampler);
 	sampler__window(s->sampler, &s->start_ns, &s->end_ns);
 	sampler__drain(s->sampler);
+	sampler__misses(s->sampler, &s->misses, &s->free_misses);
 	pr_info("%llu records from the moments probes went in or out dropped: their spans are unknown\n",
 		(unsigned long long)s->outside_window);
 	sampler__counters(s->sampler, s->counters);
@@ -534,6 +603,7 @@ static int add_run_comments(struct session *s)
 	err |= add_commentf(s, "aggregate_folded=%llu",
 			    (unsigned long long)aggregate__folded(s->agg));
 	err |= add_commentf(s, "nested_calls=%llu", (unsigned long long)c[CULPERT_CNT_NESTED]);
+	err |= add_commentf(s, "probe_misses=%llu", (unsigned long long)s->misses);
 	err |= add_commentf(s, "stack_errors=%llu", (unsigned long long)c[CULPERT_CNT_STACK_ERR]);
 	err |= add_commentf(s, "span_overflow=%llu",
 			    (unsigned long long)c[CULPERT_CNT_SPAN_OVERFLOW]);
@@ -550,7 +620,13 @@ static int add_run_comments(struct session *s)
 	if (!s->live)
 		return err ? -ENOMEM : 0;
 	err |= add_commentf(s, "inuse=%s", sampler_inuse__name(sampler__inuse(s->sampler)));
+	/* live blocks are what the kernel's table held at the end: lost free records cost nothing */
+	err |= add_commentf(s, "inuse_live=kernel_table");
 	err |= add_commentf(s, "inuse_untracked=%llu", (unsigned long long)session__untracked(s));
+	err |= add_commentf(s, "inuse_returns_unseen=%llu",
+			    (unsigned long long)c[CULPERT_CNT_RET_UNSEEN]);
+	err |= add_commentf(s, "inuse_frees_missed=%llu", (unsigned long long)s->free_misses);
+	/* records of frees and returns lost in the ring buffer: harmless since inuse_live=kernel_table */
 	err |= add_commentf(s, "inuse_lost_frees=%llu", (unsigned long long)c[CULPERT_CNT_LOST_FREE]);
 	err |= add_commentf(s, "inuse_lost_returns=%llu",
 			    (unsigned long long)c[CULPERT_CNT_LOST_RET]);
@@ -576,7 +652,7 @@ int session__write(struct session *s, const char *path)
 	session__detach(s);
 	sampler__span_names(s->sampler, store_name, s->spans);
 	if (s->live)
-		live__settle(s->live);
+		settle_live(s);
 	eo.duration_nanos = (int64_t)(s->end_ns - s->start_ns);
 	eo.end_mono_ns = s->end_ns;
 	eo.lost = s->counters[CULPERT_CNT_LOST_RINGBUF];
@@ -606,7 +682,7 @@ int session__live_heap(struct session *s, double *bytes, double *stderr_bytes)
 	if (!s->live)
 		return -ENODATA;
 	session__detach(s);
-	live__settle(s->live);
+	settle_live(s);
 	b = live__blocks(s->live, &n);
 	for (i = 0; i < n; i++) {
 		double y = (double)b[i].size;
@@ -623,6 +699,17 @@ void session__warn_losses(const struct session *s)
 {
 	const uint64_t *c = s->counters;
 
+	if (s->misses)
+		pr_warn("the kernel skipped %llu probe hits (another BPF program was running on the CPU)%s\n",
+			(unsigned long long)s->misses,
+			s->free_misses ? ", frees among them: blocks still live in the profile may have been "
+					 "freed" : "");
+	if (s->live && c[CULPERT_CNT_RET_UNSEEN])
+		pr_info("%llu sampled calls threw or returned where no probe saw it: their blocks are "
+			"not in the live heap\n", (unsigned long long)c[CULPERT_CNT_RET_UNSEEN]);
+	if (s->live_syncs)
+		pr_info("the live table was reconciled with the kernel's %llu times (records of frees "
+			"were lost)\n", (unsigned long long)s->live_syncs);
 	if (session__untracked(s))
 		pr_warn("%llu sampled blocks were not tracked for --inuse because the live table was full: "
 			"raise --max-live\n", (unsigned long long)session__untracked(s));
@@ -646,7 +733,8 @@ void session__warn_losses(const struct session *s)
 
 uint64_t session__untracked(const struct session *s)
 {
-	return s->counters[CULPERT_CNT_LIVE_FULL] + s->live_full;
+	/* disjoint: refused by the kernel's table, or held by it but not here */
+	return s->counters[CULPERT_CNT_LIVE_FULL] + s->kernel_only;
 }
 
 uint64_t session__lost(const struct session *s)
