@@ -28,6 +28,7 @@ enum culpert_event_kind {
 	CULPERT_EV_ALLOC = 1,		/* a sampled allocation: struct culpert_alloc_event */
 	CULPERT_EV_ALLOC_RET,		/* --inuse: what it returned: struct culpert_ret_event */
 	CULPERT_EV_FREE,		/* --inuse: a tracked block was freed: struct culpert_free_event */
+	CULPERT_EV_SPAN_NAME,		/* a span name the kernel could not read: struct culpert_name_event */
 };
 
 /*
@@ -118,8 +119,25 @@ struct culpert_span_frame {
 /* the key of the span_names map: the name bytes, zero-padded, and their length */
 struct culpert_span_name {
 	__u32 len;
-	__u32 pad;
+	__u32 flags;			/* CULPERT_NAME_F_*; 0: name[] holds the name */
 	char name[CULPERT_SPAN_NAME_MAX + 1];
+};
+
+/*
+ * A name bpf_probe_read_user() could not read (its page not mapped in the
+ * process yet: a string the program never touched): name[0..8) holds its
+ * address, for userspace to read through /proc/PID/mem or the mapped file.
+ */
+#define CULPERT_NAME_F_ADDR		(1U << 0)
+/* ... in writable memory: not shared by address (name[8..16) a sequence number), read at once */
+#define CULPERT_NAME_F_ONCE		(1U << 1)
+
+struct culpert_name_event {
+	__u32 kind;			/* CULPERT_EV_SPAN_NAME */
+	__u32 id;			/* name id of the span_names map */
+	__u64 addr;
+	__u32 len;
+	__u32 flags;			/* CULPERT_NAME_F_* */
 };
 
 /*

@@ -28,6 +28,58 @@ __u32 next_name_id = 1;
 /* ids of function spans, far above what applications hand out */
 __u64 next_fn_span_id = 1ULL << 62;
 
+/* sequence numbers of names read once (CULPERT_NAME_F_ONCE) */
+__u64 next_once_name;
+
+struct vma_ctx {
+	bool immutable;
+};
+
+static long vma_immutable(struct task_struct *task, struct vm_area_struct *vma, void *data)
+{
+	struct vma_ctx *c = data;
+
+	/* VM_WRITE (0x2): a writable mapping, even of a file, may change under the address */
+	c->immutable = BPF_CORE_READ(vma, vm_file) && !(BPF_CORE_READ(vma, vm_flags) & 0x2);
+	return 0;
+}
+
+/*
+ * A name the kernel cannot read now: keyed by its address, which userspace
+ * reads through /proc/PID/mem (faulting the page in) or from the mapped
+ * file.  Only a read-only file mapping cannot change under the address; a
+ * name elsewhere gets a key of its own each time.
+ */
+static __always_inline void name_by_address(struct culpert_span_name *key, const char *name,
+					    __u64 len)
+{
+	struct vma_ctx c = { 0 };
+	__u64 *words = (__u64 *)key->name;
+
+	bpf_find_vma(bpf_get_current_task_btf(), (__u64)name, vma_immutable, &c, 0);
+	key->flags = CULPERT_NAME_F_ADDR;
+	words[0] = (__u64)name;
+	if (!c.immutable) {
+		key->flags |= CULPERT_NAME_F_ONCE;
+		words[1] = __sync_fetch_and_add(&next_once_name, 1);
+	}
+}
+
+static __always_inline void emit_name(__u32 id, const struct culpert_span_name *key)
+{
+	struct culpert_name_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+
+	/* lost: userspace finds the key in the map at the end all the same */
+	if (!e)
+		return;
+	e->kind = CULPERT_EV_SPAN_NAME;
+	e->id = id;
+	e->addr = *(const __u64 *)key->name;
+	e->len = key->len;
+	e->flags = key->flags;
+	bpf_ringbuf_submit(e, ringbuf_wakeup());
+}
+
 /* the name's id, reading at most CULPERT_SPAN_NAME_MAX bytes now: the caller may free it later */
 static __always_inline __u32 intern_name(const char *name, __u64 len)
 {
@@ -40,9 +92,11 @@ static __always_inline __u32 intern_name(const char *name, __u64 len)
 	__builtin_memset(key, 0, sizeof(*key));
 	if (len > CULPERT_SPAN_NAME_MAX)
 		len = CULPERT_SPAN_NAME_MAX;
-	if (bpf_probe_read_user(key->name, len, name))
-		return 0;
 	key->len = (__u32)len;
+	if (bpf_probe_read_user(key->name, len, name)) {
+		__builtin_memset(key->name, 0, sizeof(key->name));
+		name_by_address(key, name, len);
+	}
 	found = bpf_map_lookup_elem(&span_names, key);
 	if (found)
 		return *found;
@@ -55,6 +109,8 @@ static __always_inline __u32 intern_name(const char *name, __u64 len)
 		count(CULPERT_CNT_SPAN_NAMES_FULL);
 		return 0;
 	}
+	if (key->flags)
+		emit_name(id, key);
 	return id;
 }
 

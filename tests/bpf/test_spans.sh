@@ -264,7 +264,30 @@ test_max_stacks() {
 	kill "$svc"
 }
 
+# Span names on a page the program never touched: the kernel cannot read
+# them at enter, culpert-bpf reads them from the process (or, once it is
+# gone, from its file).  Exact at --rate 1; then again with the reader
+# stopped until the target exited, so that only the file is left.
+test_span_cold_names() {
+	need_root || return
+	profile_target span_cold 1 || return
+	check_paths span_cold 0
+	"$PROFDUMP" "$TMP/span_cold.pb.gz" | grep -q '^# comment span_names_late=3$' ||
+		fail "not read late: $("$PROFDUMP" "$TMP/span_cold.pb.gz" | grep span_names)"
+	start_target "$TMP/span_cold.out" "$TARGETS/span_cold" || return
+	attach_bg "$TMP/span_cold.err" --pid "$target_pid" -o "$TMP/span_cold.pb.gz" --rate 1 || return
+	kill -STOP "$attach_pid"
+	kill -USR1 "$target_pid"
+	wait "$target_pid"
+	kill -CONT "$attach_pid"
+	wait "$attach_pid" || { fail "attach: $(tail -2 "$TMP/span_cold.err")"; return; }
+	check_paths span_cold 0
+	"$PROFDUMP" "$TMP/span_cold.pb.gz" | grep -q '^# comment span_names_unresolved=0$' ||
+		fail "unresolved after the exit: $("$PROFDUMP" "$TMP/span_cold.pb.gz" | grep span_names)"
+}
+
 run_test bpf/spans/ground_truth test_span_ground_truth
+run_test bpf/spans/cold_names test_span_cold_names
 run_test bpf/spans/max_stacks test_max_stacks
 run_test bpf/spans/attach_midrun test_span_attach_midrun
 run_test bpf/spans/span_fn test_span_fn

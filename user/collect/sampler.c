@@ -557,7 +557,8 @@ void sampler__detach(struct sampler *s)
 }
 
 int sampler__span_names(const struct sampler *s,
-			int (*cb)(void *ctx, uint32_t id, const char *name, size_t len), void *ctx)
+			int (*cb)(void *ctx, uint32_t id, const struct culpert_span_name *key),
+			void *ctx)
 {
 	struct culpert_span_name key, next;
 	int fd = bpf_map__fd(s->skel->maps.span_names);
@@ -565,9 +566,9 @@ int sampler__span_names(const struct sampler *s,
 	__u32 id;
 
 	while (bpf_map_get_next_key(fd, prev, &next) == 0) {
-		size_t len = next.len > CULPERT_SPAN_NAME_MAX ? CULPERT_SPAN_NAME_MAX : next.len;
-
-		if (bpf_map_lookup_elem(fd, &next, &id) == 0 && cb(ctx, id, next.name, len))
+		if (next.len > CULPERT_SPAN_NAME_MAX)
+			next.len = CULPERT_SPAN_NAME_MAX;
+		if (bpf_map_lookup_elem(fd, &next, &id) == 0 && cb(ctx, id, &next))
 			break;
 		key = next;
 		prev = &key;

@@ -83,9 +83,13 @@ int sampler__live_ids(const struct sampler *s, int (*cb)(void *ctx, uint64_t id)
  * see frees -- a skipped free leaves its block looking live.
  */
 void sampler__misses(const struct sampler *s, uint64_t *all, uint64_t *frees);
-/* every span name the BPF side interned; cb returns non-zero to stop.  0 or -errno */
+/*
+ * Every span name the BPF side interned, as its map key (name bytes, or an
+ * address with CULPERT_NAME_F_ADDR); cb returns non-zero to stop.  0 or -errno
+ */
 int sampler__span_names(const struct sampler *s,
-			int (*cb)(void *ctx, uint32_t id, const char *name, size_t len), void *ctx);
+			int (*cb)(void *ctx, uint32_t id, const struct culpert_span_name *key),
+			void *ctx);
 size_t sampler__n_sites(const struct sampler *s);
 enum sampler_inuse sampler__inuse(const struct sampler *s);
 const char *sampler_inuse__name(enum sampler_inuse m);

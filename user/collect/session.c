@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
@@ -22,6 +23,7 @@
 #include "sampler.h"
 #include "session.h"
 #include "spanfn.h"
+#include "spanname.h"
 #include "spans.h"
 #include "stack.h"
 #include "target.h"
@@ -62,6 +64,9 @@ struct session {
 	uint64_t kernel_only;		/* live in the kernel, unknown here: untracked */
 	uint64_t first_id, last_id;	/* sample ids seen within the capture's window */
 	uint64_t misses, free_misses;	/* probe hits the kernel skipped (sampler__misses()) */
+	int mem_fd;			/* /proc/PID/mem: span names the kernel could not read */
+	uint64_t names_late;		/* such names read here */
+	uint64_t names_unresolved;	/* such names that could not be read at all */
 	bool live_settled;
 	char **usdt_objects;		/* paths of objects with culpert span probes */
 	size_t n_usdt_objects, cap_usdt_objects;
@@ -338,6 +343,22 @@ static int add_usdt_object(void *ctx, const struct procmap *m, struct elfobj *ob
 	return 0;
 }
 
+/* a name the kernel could not read, read here; 0 or -errno (counted at the end) */
+static int read_late_name(struct session *s, uint32_t id, uint64_t addr, uint32_t len)
+{
+	char buf[CULPERT_SPAN_NAME_MAX + 1];
+	int err;
+
+	if (spans__name(s->spans, id))
+		return 0;
+	err = span_name__read(s->mem_fd, &s->maps, s->objs, addr, len, buf);
+	if (!err)
+		err = spans__set_name(s->spans, id, buf, len);
+	if (!err)
+		s->names_late++;
+	return err;
+}
+
 static int on_event(void *ctx, void *data, size_t size)
 {
 	struct session *s = ctx;
@@ -362,9 +383,30 @@ static int on_event(void *ctx, void *data, size_t size)
 		if (s->live && size >= sizeof(struct culpert_free_event))
 			live__release(s->live, ((const struct culpert_free_event *)data)->id);
 		return 0;
+	case CULPERT_EV_SPAN_NAME:
+		if (size >= sizeof(struct culpert_name_event)) {
+			const struct culpert_name_event *n = data;
+
+			/* now: a name in writable memory may change; failing, the end tries again */
+			read_late_name(s, n->id, n->addr, n->len);
+		}
+		return 0;
 	default:
 		return 0;
 	}
+}
+
+static int open_mem(pid_t pid)
+{
+	char path[64];
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/mem", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		pr_debug("cannot open %s: %s; unread span names come from files only\n", path,
+			 strerror(errno));
+	return fd;
 }
 
 int session__open(const struct session_opts *o, struct session **out, char *err, size_t errlen)
@@ -380,6 +422,7 @@ int session__open(const struct session_opts *o, struct session **out, char *err,
 		return -ENOMEM;
 	s->o = *o;
 	s->t.pidfd = -1;
+	s->mem_fd = -1;
 	ret = target__open(o->pid, &s->t, err, errlen);
 	if (ret)
 		goto fail;
@@ -389,6 +432,8 @@ int session__open(const struct session_opts *o, struct session **out, char *err,
 		goto fail;
 	}
 	s->maps_read_ns = now_ns(CLOCK_MONOTONIC);
+	/* optional: names can still be read from their files without it */
+	s->mem_fd = open_mem(s->t.pid);
 	s->objs = objcache__new(&s->t);
 	s->agg = aggregate__new(o->max_entries);
 	s->spans = spans__new(o->max_entries);
@@ -552,9 +597,18 @@ int session__add_comment_cb(void *session, const char *comment)
 	return session__add_comment(session, comment);
 }
 
-static int store_name(void *ctx, uint32_t id, const char *name, size_t len)
+static int store_name(void *ctx, uint32_t id, const struct culpert_span_name *key)
 {
-	return spans__set_name(ctx, id, name, len);
+	struct session *s = ctx;
+	uint64_t addr;
+
+	if (!(key->flags & CULPERT_NAME_F_ADDR))
+		return spans__set_name(s->spans, id, key->name, key->len);
+	memcpy(&addr, key->name, sizeof(addr));
+	if (read_late_name(s, id, addr, key->len) == -ENOMEM)
+		return -ENOMEM;
+	s->names_unresolved += !spans__name(s->spans, id);
+	return 0;
 }
 
 static int add_commentf(struct session *s, const char *fmt, ...)
@@ -609,6 +663,10 @@ static int add_run_comments(struct session *s)
 			    (unsigned long long)c[CULPERT_CNT_SPAN_OVERFLOW]);
 	err |= add_commentf(s, "span_unmatched_exits=%llu",
 			    (unsigned long long)c[CULPERT_CNT_SPAN_UNMATCHED]);
+	/* names the kernel could not read (pages the program had not touched), read here */
+	err |= add_commentf(s, "span_names_late=%llu", (unsigned long long)s->names_late);
+	err |= add_commentf(s, "span_names_unresolved=%llu",
+			    (unsigned long long)s->names_unresolved);
 	if (s->unwinder) {
 		err |= add_commentf(s, "unwind_errors=%llu",
 				    (unsigned long long)s->unwind_stops[UNWIND_STOP_ERROR]);
@@ -650,7 +708,8 @@ int session__write(struct session *s, const char *path)
 	int ret;
 
 	session__detach(s);
-	sampler__span_names(s->sampler, store_name, s->spans);
+	if (!s->run_comments)
+		sampler__span_names(s->sampler, store_name, s);
 	if (s->live)
 		settle_live(s);
 	eo.duration_nanos = (int64_t)(s->end_ns - s->start_ns);
@@ -724,6 +783,13 @@ void session__warn_losses(const struct session *s)
 		pr_warn("%llu samples kept only their leaf under [folded] (or [unknown stack]): more "
 			"distinct stacks than --max-stacks %zu; raise it\n",
 			(unsigned long long)aggregate__folded(s->agg), s->o.max_entries);
+	if (s->names_unresolved)
+		pr_warn("%llu span names could not be read (not in the process's memory nor in a file): "
+			"their spans are '(unnamed span)'\n", (unsigned long long)s->names_unresolved);
+	if (c[CULPERT_CNT_SPAN_NAMES_FULL])
+		pr_warn("%llu spans were entered once the table of %d span names was full: their spans "
+			"are '(unnamed span)'\n", (unsigned long long)c[CULPERT_CNT_SPAN_NAMES_FULL],
+			CULPERT_MAX_SPAN_NAMES);
 	if (c[CULPERT_CNT_SPAN_OVERFLOW])
 		pr_warn("%llu spans were entered deeper than %d open spans on their thread: their "
 			"allocations went to the %dth, the span tree below it is incomplete (span_overflow)\n",
@@ -788,6 +854,8 @@ void session__close(struct session *s)
 	span_fn_plan__free(&s->fns);
 	objcache__free(s->objs);
 	procmaps__free(&s->maps);
+	if (s->mem_fd >= 0)
+		close(s->mem_fd);
 	target__close(&s->t);
 	free(s);
 }
