@@ -58,7 +58,7 @@ static long unhijack_one(__u32 i, void *data)
 	struct return_instance *ri = c->ri;	/* CO-RE reads need the kernel type itself */
 	__u64 at, off, *slot;
 
-	if (!ri)
+	if (!ri || !uprobe_internals_known())
 		return 1;
 	at = BPF_CORE_READ(ri, stack);
 	off = at - c->sp;
@@ -86,6 +86,8 @@ static __always_inline void unhijack(__u8 *dst, __u64 sp, __u32 copied)
 	if (!c.ri)
 		return;
 	c.tramp = uretprobe_trampoline();
+	if (!c.tramp)
+		return;
 	bpf_loop(CULPERT_MAX_RETURN_INSTANCES, unhijack_one, &c, 0);
 }
 
@@ -97,12 +99,17 @@ static __always_inline __u32 copy_dwarf_state(struct pt_regs *ctx, struct culper
 
 	e->regs.ip = PT_REGS_IP(ctx);
 	e->regs.sp = c.sp;
-	e->regs.bp = ctx->bp;
+	e->regs.bp = PT_REGS_FP(ctx);
+#if defined(__TARGET_ARCH_x86)
+	/* the callee-saved registers x86-64 CFI may compute a caller's frame from */
 	e->regs.bx = ctx->bx;
 	e->regs.r12 = ctx->r12;
 	e->regs.r13 = ctx->r13;
 	e->regs.r14 = ctx->r14;
 	e->regs.r15 = ctx->r15;
+#else
+#error "struct culpert_regs holds x86-64 registers: add this architecture's callee-saved ones"
+#endif
 	bpf_loop(CULPERT_MAX_STACK_COPY / PAGE_BYTES + 1, copy_piece, &c, 0);
 	unhijack(dst, c.sp, c.copied);
 	return c.copied;

@@ -201,7 +201,7 @@ static __always_inline bool slot_holds(struct prune_ctx *c, __u32 at, __u64 slot
 {
 	if (!c->tramp)
 		c->tramp = uretprobe_trampoline();
-	return slot == c->ts->span_ret[at] || slot == c->tramp;
+	return slot == c->ts->span_ret[at] || (c->tramp && slot == c->tramp);
 }
 
 static __always_inline bool fn_frame_live(struct prune_ctx *c, __u32 at)

@@ -9,9 +9,15 @@
 /*
  * At a function's entry on x86-64 the return address is the word at the
  * stack pointer, and a return pops it: a return probe sees the stack
- * pointer one slot higher.
+ * pointer one slot higher.  Other architectures keep it in a register
+ * (arm64's lr) and need their own reading of "the caller" and "still in
+ * that call" (the nested-call guard, function spans): not written yet.
  */
+#if defined(__TARGET_ARCH_x86)
 #define CULPERT_RET_SLOT_BYTES 8
+#else
+#error "culpert's BPF programs read the return address at the stack pointer: x86-64 only so far"
+#endif
 
 /*
  * What every allocator call touches, in a plain array indexed by thread id:

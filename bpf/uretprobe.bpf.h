@@ -13,11 +13,31 @@
 /* the kernel's MAX_URETPROBE_DEPTH: no task has more pending */
 #define CULPERT_MAX_RETURN_INSTANCES 64
 
-/* the uretprobe trampoline: where return probes park a hijacked return address */
+/*
+ * Internals of kernel/events/uprobes.c, not an ABI: each read is checked
+ * against the running kernel's BTF when the program loads (CO-RE), and a
+ * kernel that renamed one loses only this repair of parked return
+ * addresses (stacks through other tools' return probes then end at the
+ * trampoline), not the programs.
+ */
+static __always_inline bool uprobe_internals_known(void)
+{
+	return bpf_core_field_exists(struct task_struct, utask) &&
+	       bpf_core_field_exists(struct uprobe_task, return_instances) &&
+	       bpf_core_field_exists(struct return_instance, stack) &&
+	       bpf_core_field_exists(struct return_instance, orig_ret_vaddr) &&
+	       bpf_core_field_exists(struct return_instance, next) &&
+	       bpf_core_field_exists(struct mm_struct, uprobes_state) &&
+	       bpf_core_field_exists(struct xol_area, vaddr);
+}
+
+/* the uretprobe trampoline: where return probes park a hijacked return address; 0 if unknown */
 static __always_inline __u64 uretprobe_trampoline(void)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 
+	if (!uprobe_internals_known())
+		return 0;
 	return BPF_CORE_READ(task, mm, uprobes_state.xol_area, vaddr);
 }
 
@@ -25,6 +45,8 @@ static __always_inline struct return_instance *first_return_instance(void)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 
+	if (!uprobe_internals_known())
+		return NULL;
 	return BPF_CORE_READ(task, utask, return_instances);
 }
 
@@ -39,7 +61,7 @@ static long find_parked(__u32 i, void *data)
 	struct parked_ctx *c = data;
 	struct return_instance *ri = c->ri;	/* CO-RE reads need the kernel type itself */
 
-	if (!ri)
+	if (!ri || !uprobe_internals_known())
 		return 1;
 	if (BPF_CORE_READ(ri, stack) == c->slot) {
 		/* a chained instance (a tail call) holds the real address too */
@@ -64,8 +86,9 @@ static __always_inline __u64 parked_return(__u64 slot)
 static __always_inline __u64 real_return(__u64 slot, __u64 val)
 {
 	__u64 parked;
+	__u64 tramp = uretprobe_trampoline();
 
-	if (!val || val != uretprobe_trampoline())
+	if (!val || !tramp || val != tramp)
 		return val;
 	parked = parked_return(slot);
 	return parked ?: val;
@@ -82,7 +105,7 @@ static __always_inline bool return_slot_holds(__u64 slot, __u64 want)
 
 	if (val == want)
 		return true;
-	return val == uretprobe_trampoline() && parked_return(slot) == want;
+	return val && val == uretprobe_trampoline() && parked_return(slot) == want;
 }
 
 #endif /* CULPERT_URETPROBE_BPF_H */

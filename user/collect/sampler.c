@@ -111,6 +111,12 @@ static int configure(struct sampler *s, const struct sampler_opts *o)
 		skel->rodata->stack_copy_bytes = o->stack_copy_bytes;
 	if (o->max_live)
 		err = bpf_map__set_max_entries(skel->maps.live_allocs, (__u32)o->max_live);
+	/* before 6.1 a tracing program's run-time allocated hash map makes the verifier WARN */
+	if (!err && !features__get()->hash_no_prealloc) {
+		pr_info("live table preallocated (kernel before 6.1): %u entries held from the start\n",
+			bpf_map__max_entries(skel->maps.live_allocs));
+		err = bpf_map__set_map_flags(skel->maps.live_allocs, 0);
+	}
 	if (err)
 		return err;
 	for (i = 0; i < plan->n_objects && i < CULPERT_MAX_ALLOC_OBJS; i++) {
