@@ -19,6 +19,7 @@
 #include "spans.bpf.h"
 #include "inuse.bpf.h"
 #include "dwarf.bpf.h"
+#include "throttle.bpf.h"
 #include "sampler.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";

@@ -73,6 +73,8 @@ enum culpert_counter {
 	CULPERT_CNT_LOST_FREE,		/* --inuse: free of a tracked block not delivered */
 	CULPERT_CNT_LOST_RET,		/* --inuse: return of a sampled call not delivered */
 	CULPERT_CNT_RET_UNSEEN,		/* --inuse: sampled call that threw, or left where no probe saw it */
+	CULPERT_CNT_THROTTLED,		/* sampled past the process's stack rate: counted, no stack */
+	CULPERT_CNT_THROTTLE_FULL,	/* ... with the table of throttled sizes full: in the overflow */
 	CULPERT_CNT__MAX,
 };
 
@@ -88,6 +90,39 @@ enum culpert_counter {
  */
 struct culpert_proc {
 	__u64 counters[CULPERT_CNT__MAX];	/* enum culpert_counter */
+	/*
+	 * The stack captures a process may cost, as a token bucket (the
+	 * generic cell rate algorithm): one capture per tb_interval_ns, up to
+	 * tb_burst_ns worth of them at once; 0: no limit.  Set by userspace.
+	 */
+	__u64 tb_interval_ns;
+	__u64 tb_burst_ns;
+	__u64 tb_tat_ns;		/* when the next capture is due (BPF side) */
+	/* throttled samples the culpert_throttle table had no room for */
+	__u64 over_samples;
+	__u64 over_bytes;
+};
+
+/* distinct (size, span path) keys of throttled samples kept per BPF object */
+#define CULPERT_MAX_THROTTLED		16384
+
+/*
+ * Throttled samples, counted by exact size (their unbiased weight depends
+ * on it) and span path, in the `throttled` map: a culpert_throttle_key ->
+ * __u64 count.  The path is a hash of its name ids, spelled out once in the
+ * `throttle_paths` map.
+ */
+struct culpert_throttle_key {
+	__u32 tgid;
+	__u32 pad;
+	__u64 size;
+	__u64 path;			/* 0: outside any span */
+};
+
+struct culpert_throttle_path {
+	__u32 depth;
+	__u32 pad;
+	__u32 name_ids[CULPERT_MAX_SPAN_DEPTH];	/* outermost first */
 };
 
 /*
@@ -166,6 +201,8 @@ struct culpert_alloc_event {
 #define CULPERT_FRAME_TRUNCATED		1
 /* one standing for the callers of a stack cut to its leaf: more distinct stacks than --max-stacks */
 #define CULPERT_FRAME_FOLDED		2
+/* the stack of samples past the process's stack rate: their bytes without their stacks */
+#define CULPERT_FRAME_THROTTLED		3
 
 /* most user stack bytes one sample carries (--stack-size is capped here), and the default */
 #define CULPERT_MAX_STACK_COPY		(32 * 1024)

@@ -225,6 +225,7 @@ static __always_inline void pending_expire(struct hot_state *hs, __u64 sp)
 static __always_inline bool handle_alloc(struct pt_regs *ctx, __u32 fn, __u64 flags)
 {
 	__u64 sp = PT_REGS_SP(ctx), ip = PT_REGS_IP(ctx), size, id;
+	struct culpert_proc *proc;
 	struct thread_state *ts;
 	struct hot_state *hs;
 
@@ -252,6 +253,11 @@ static __always_inline bool handle_alloc(struct pt_regs *ctx, __u32 fn, __u64 fl
 	ts = thread_state_get();
 	if (!ts) {
 		count(CULPERT_CNT_NO_STATE);
+		return false;
+	}
+	proc = proc_get();
+	if (!stack_token(proc)) {
+		throttle(proc, ts, size, sp);
 		return false;
 	}
 	id = emit_sample(ctx, ts, size, fn, sp);

@@ -28,6 +28,8 @@
 #define MAX_DEPTH		127
 #define DEFAULT_MAX_STACKS	65536
 #define DEFAULT_MAX_LIVE	(1 << 20)
+/* stack captures per second and process: a few % of a core at ~5 us each (DWARF) */
+#define DEFAULT_STACK_RATE	10000
 
 static volatile sig_atomic_t stop_requested;
 
@@ -56,6 +58,8 @@ static const char attach_options[] =
 	"      --no-symbolize       keep raw addresses; 'culpert symbolize' can resolve them later\n"
 	"      --ringbuf-size BYTES kernel-to-user buffer (default 2MiB, 8MiB unless --unwind fp)\n"
 	"      --max-stacks N       distinct stacks kept (default 65536); beyond, stacks keep their leaf\n"
+	"      --max-stack-rate N   stacks captured per second (default 10000, 0 = no limit); past it,\n"
+	"                           samples are counted, unbiased, under a [throttled] frame\n"
 	"      --no-multi           one perf-event uprobe per site instead of uprobe_multi links\n"
 	"      --no-session         entry + return probes even where uprobe sessions exist\n"
 	"      --stats              embed the memory picture (as 'culpert-bpf stats') at start\n"
@@ -112,7 +116,7 @@ static int parse_args(int argc, char **argv, struct attach_args *a, bool capture
 {
 	enum { OPT_RATE = 256, OPT_DEPTH, OPT_ALLOC, OPT_SYM, OPT_NOSYM, OPT_RB, OPT_MAXST,
 	       OPT_NOMULTI, OPT_NOSESSION, OPT_SPANFN, OPT_MAXFNS, OPT_STATS, OPT_INUSE,
-	       OPT_MAXLIVE, OPT_UNWIND, OPT_STACKSIZE };
+	       OPT_MAXLIVE, OPT_UNWIND, OPT_STACKSIZE, OPT_STACKRATE };
 	static const struct option opts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "duration", required_argument, NULL, 'd' },
@@ -133,6 +137,7 @@ static int parse_args(int argc, char **argv, struct attach_args *a, bool capture
 		{ "max-live", required_argument, NULL, OPT_MAXLIVE },
 		{ "unwind", required_argument, NULL, OPT_UNWIND },
 		{ "stack-size", required_argument, NULL, OPT_STACKSIZE },
+		{ "max-stack-rate", required_argument, NULL, OPT_STACKRATE },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -147,6 +152,7 @@ static int parse_args(int argc, char **argv, struct attach_args *a, bool capture
 	a->so.max_entries = DEFAULT_MAX_STACKS;
 	a->so.max_span_fns = DEFAULT_MAX_SPAN_FNS;
 	a->so.max_live = DEFAULT_MAX_LIVE;
+	a->so.stack_rate = DEFAULT_STACK_RATE;
 	if (capture) {
 		a->so.inuse = true;
 		a->stats = true;
@@ -223,6 +229,10 @@ static int parse_args(int argc, char **argv, struct attach_args *a, bool capture
 			if (opt_size("--stack-size", optarg, 1024, CULPERT_MAX_STACK_COPY, &v))
 				return -EINVAL;
 			a->so.stack_size = (unsigned int)v;
+			break;
+		case OPT_STACKRATE:
+			if (opt_count("--max-stack-rate", optarg, 0, 100000000, &a->so.stack_rate))
+				return -EINVAL;
 			break;
 		case OPT_MAXLIVE:
 			if (opt_count("--max-live", optarg, 1, 1 << 26, &v))

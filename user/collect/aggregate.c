@@ -172,11 +172,11 @@ static struct agg_entry *lookup(struct aggregate *a, const struct agg_key *k, bo
 	return e;
 }
 
-static void account(struct agg_entry *e, uint64_t size, uint64_t rate)
+static void account(struct agg_entry *e, uint64_t size, uint64_t rate, uint64_t count)
 {
-	double w = sample_weight(size, rate);
+	double w = sample_weight(size, rate) * (double)count;
 
-	e->samples++;
+	e->samples += count;
 	e->alloc_objects += w;
 	e->alloc_space += w * (double)size;
 }
@@ -215,7 +215,8 @@ int aggregate__add_sample(struct aggregate *a, const struct agg_sample *s, uint6
 	if (!e && !err && !whole) {
 		k.stack = stack;
 		e = entry_at(a, k, LEVEL_PATH, &err);
-		a->coarsened += e != NULL;
+		/* a sample without a thread (throttled ones) had nothing to drop */
+		a->coarsened += e != NULL && s->tid;
 	}
 	if (!e && !err && s->n_frames) {
 		err = leaf_stack(a, s, &k.stack);
@@ -232,7 +233,7 @@ int aggregate__add_sample(struct aggregate *a, const struct agg_sample *s, uint6
 	}
 	if (!e)
 		return -ENOMEM;
-	account(e, s->size, rate);
+	account(e, s->size, rate, s->count ?: 1);
 	return (int)(e - a->entries);
 }
 

@@ -52,6 +52,7 @@ struct agg_sample {
 	uint32_t chain;		/* span chain with the innermost span's ids; UINT32_MAX: none kept */
 	uint32_t path;		/* the same chain without ids (span paths are few: always kept) */
 	uint64_t size;
+	uint64_t count;		/* identical samples this stands for; 0 means 1 */
 };
 
 /*

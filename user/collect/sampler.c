@@ -410,10 +410,17 @@ static int attach_usdt(struct sampler *s, const struct sampler_opts *o, char *er
 }
 
 /* the process's entry in the procs map, before any of its probes can fire */
-static int proc_register(struct sampler *s, pid_t pid, char *err, size_t errlen)
+static int proc_register(struct sampler *s, pid_t pid, uint64_t stack_rate, char *err,
+			 size_t errlen)
 {
 	struct culpert_proc p = { 0 };
 	__u32 key = (__u32)pid;
+
+	if (stack_rate) {
+		p.tb_interval_ns = 1000000000ULL / stack_rate ?: 1;
+		/* a tenth of a second's worth at once, so a short burst keeps its stacks */
+		p.tb_burst_ns = p.tb_interval_ns * (stack_rate / 10 ?: 1);
+	}
 
 	s->pid = pid;
 	if (bpf_map_update_elem(bpf_map__fd(s->skel->maps.procs), &key, &p, BPF_NOEXIST)) {
@@ -483,7 +490,7 @@ int sampler__new(const struct sampler_opts *o, struct sampler **out, char *err, 
 	if (!s->exec_link)
 		pr_warn("cannot watch for an exec of the target (%s); an exec may be reported as an exit\n",
 			strerror(errno));
-	ret = proc_register(s, o->pid, err, errlen);
+	ret = proc_register(s, o->pid, o->stack_rate, err, errlen);
 	if (!ret)
 		ret = attach_plan(s, o, err, errlen);
 	if (!ret)
@@ -655,6 +662,40 @@ void sampler__misses(const struct sampler *s, uint64_t *all, uint64_t *frees)
 	/* frees are also seen at realloc's entry */
 	*frees = prog_misses(s->skel->progs.free_enter) + prog_misses(s->skel->progs.realloc_enter) +
 		 prog_misses(s->skel->progs.reallocarray_enter);
+}
+
+int sampler__throttled(const struct sampler *s,
+		       int (*cb)(void *ctx, uint64_t size, const struct culpert_throttle_path *path,
+				 uint64_t count),
+		       void *ctx, uint64_t *over_samples, uint64_t *over_bytes)
+{
+	int fd = bpf_map__fd(s->skel->maps.throttled);
+	int paths = bpf_map__fd(s->skel->maps.throttle_paths);
+	struct culpert_throttle_key key, next, *prev = NULL;
+	struct culpert_throttle_path path;
+	struct culpert_proc p;
+	__u32 tgid = (__u32)s->pid;
+	__u64 n;
+	int ret;
+
+	while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+		key = next;
+		prev = &key;
+		if (next.tgid != tgid || bpf_map_lookup_elem(fd, &next, &n))
+			continue;
+		/* a path the map could not spell out is counted outside spans */
+		if (!next.path || bpf_map_lookup_elem(paths, &next.path, &path))
+			ret = cb(ctx, next.size, NULL, n);
+		else
+			ret = cb(ctx, next.size, &path, n);
+		if (ret)
+			return ret;
+	}
+	if (bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.procs), &tgid, &p))
+		return -errno;
+	*over_samples = p.over_samples;
+	*over_bytes = p.over_bytes;
+	return 0;
 }
 
 void sampler__counters(const struct sampler *s, uint64_t out[CULPERT_CNT__MAX])

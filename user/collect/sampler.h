@@ -42,6 +42,7 @@ struct sampler_opts {
 	bool unwind_dwarf;		/* copy registers + stack instead of a frame-pointer walk */
 	unsigned int stack_copy_bytes;	/* --stack-size, with unwind_dwarf */
 	size_t max_live;		/* --max-live: live blocks tracked (0: default) */
+	uint64_t stack_rate;		/* --max-stack-rate: captures per second (0: no limit) */
 	const struct alloc_plan *plan;
 	/* objects (paths we can open) carrying culpert:span_* USDT probes */
 	char *const *usdt_objects;
@@ -70,6 +71,15 @@ bool sampler__in_window(const struct sampler *s, uint64_t ts_ns);
 /* the target exec'd another program since the probes went in */
 bool sampler__target_execed(const struct sampler *s);
 void sampler__counters(const struct sampler *s, uint64_t out[CULPERT_CNT__MAX]);
+/*
+ * Samples past the stack rate: cb(ctx, size, path, count) for each size
+ * and span path (path: the name ids outermost first, NULL outside spans);
+ * then the ones the table had no room for, by number and bytes.  0 or -errno.
+ */
+int sampler__throttled(const struct sampler *s,
+		       int (*cb)(void *ctx, uint64_t size, const struct culpert_throttle_path *path,
+				 uint64_t count),
+		       void *ctx, uint64_t *over_samples, uint64_t *over_bytes);
 /*
  * --inuse: the sample id of every block the kernel's live table holds: the
  * truth about what is live (its records in the ring buffer may be lost, a

@@ -67,6 +67,7 @@ struct session {
 	int mem_fd;			/* /proc/PID/mem: span names the kernel could not read */
 	uint64_t names_late;		/* such names read here */
 	uint64_t names_unresolved;	/* such names that could not be read at all */
+	uint64_t throttled, throttled_over;	/* samples past the stack rate; of those, in the overflow */
 	bool live_settled;
 	char **usdt_objects;		/* paths of objects with culpert span probes */
 	size_t n_usdt_objects, cap_usdt_objects;
@@ -480,6 +481,7 @@ int session__open(const struct session_opts *o, struct session **out, char *err,
 	so.unwind_dwarf = s->unwind == SESSION_UNWIND_DWARF;
 	so.stack_copy_bytes = o->stack_size;
 	so.max_live = o->max_live;
+	so.stack_rate = o->stack_rate;
 	so.span_fns = &s->fns;
 	so.plan = &s->plan;
 	ret = usdt_objects(&s->maps, s->objs, "culpert", add_usdt_object, s);
@@ -597,6 +599,47 @@ int session__add_comment_cb(void *session, const char *comment)
 	return session__add_comment(session, comment);
 }
 
+static int add_throttled_path(void *ctx, uint64_t size, const struct culpert_throttle_path *path,
+			      uint64_t count)
+{
+	struct culpert_span_frame frames[CULPERT_MAX_SPAN_DEPTH] = { 0 };
+	static const uint64_t stack[] = { CULPERT_FRAME_THROTTLED };
+	struct agg_sample a = { .frames = stack, .n_frames = 1, .chain = UINT32_MAX,
+				.size = size, .count = count };
+	struct session *s = ctx;
+	uint32_t i, depth = path ? path->depth : 0;
+
+	if (depth > CULPERT_MAX_SPAN_DEPTH)
+		depth = CULPERT_MAX_SPAN_DEPTH;
+	for (i = 0; i < depth; i++)
+		frames[i].name_id = path->name_ids[i];
+	a.path = spans__chain(s->spans, frames, depth, false);
+	s->throttled += count;
+	return aggregate__add_sample(s->agg, &a, s->o.rate) < 0 ? -ENOMEM : 0;
+}
+
+/*
+ * Samples past the stack rate, counted in the kernel by exact size and
+ * span path: unbiased here like any sample, under a [throttled] frame.
+ * Those the kernel's table had no room for are known by number and bytes
+ * only: they are unbiased at their mean size, outside any span.
+ */
+static int add_throttled(struct session *s)
+{
+	static const uint64_t stack[] = { CULPERT_FRAME_THROTTLED };
+	uint64_t over = 0, over_bytes = 0;
+	int err;
+
+	err = sampler__throttled(s->sampler, add_throttled_path, s, &over, &over_bytes);
+	if (err || !over)
+		return err;
+	s->throttled += over;
+	s->throttled_over = over;
+	return aggregate__add_sample(s->agg, &(struct agg_sample){ .frames = stack, .n_frames = 1,
+					.chain = UINT32_MAX, .size = over_bytes / over,
+					.count = over }, s->o.rate) < 0 ? -ENOMEM : 0;
+}
+
 static int store_name(void *ctx, uint32_t id, const struct culpert_span_name *key)
 {
 	struct session *s = ctx;
@@ -658,6 +701,9 @@ static int add_run_comments(struct session *s)
 			    (unsigned long long)aggregate__folded(s->agg));
 	err |= add_commentf(s, "nested_calls=%llu", (unsigned long long)c[CULPERT_CNT_NESTED]);
 	err |= add_commentf(s, "probe_misses=%llu", (unsigned long long)s->misses);
+	err |= add_commentf(s, "stack_rate=%llu", (unsigned long long)s->o.stack_rate);
+	err |= add_commentf(s, "throttled_samples=%llu", (unsigned long long)s->throttled);
+	err |= add_commentf(s, "throttled_overflow=%llu", (unsigned long long)s->throttled_over);
 	err |= add_commentf(s, "stack_errors=%llu", (unsigned long long)c[CULPERT_CNT_STACK_ERR]);
 	err |= add_commentf(s, "span_overflow=%llu",
 			    (unsigned long long)c[CULPERT_CNT_SPAN_OVERFLOW]);
@@ -717,6 +763,9 @@ int session__write(struct session *s, const char *path)
 	eo.lost = s->counters[CULPERT_CNT_LOST_RINGBUF];
 	/* written once: a second write of the same session has them already */
 	if (!s->run_comments) {
+		ret = add_throttled(s);
+		if (ret)
+			return ret;
 		ret = add_run_comments(s);
 		if (ret)
 			return ret;
@@ -783,6 +832,11 @@ void session__warn_losses(const struct session *s)
 		pr_warn("%llu samples kept only their leaf under [folded] (or [unknown stack]): more "
 			"distinct stacks than --max-stacks %zu; raise it\n",
 			(unsigned long long)aggregate__folded(s->agg), s->o.max_entries);
+	if (s->throttled)
+		pr_warn("%llu samples came past the stack rate of %llu/s: their bytes are counted under "
+			"[throttled], without their stacks (--max-stack-rate)%s\n",
+			(unsigned long long)s->throttled, (unsigned long long)s->o.stack_rate,
+			s->live ? "; they are not in the live heap" : "");
 	if (s->names_unresolved)
 		pr_warn("%llu span names could not be read (not in the process's memory nor in a file): "
 			"their spans are '(unnamed span)'\n", (unsigned long long)s->names_unresolved);

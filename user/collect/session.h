@@ -49,6 +49,7 @@ struct session_opts {
 	enum session_unwind unwind;	/* --unwind */
 	unsigned int stack_size;	/* --stack-size: bytes copied per sample for DWARF */
 	size_t max_live;		/* --max-live */
+	uint64_t stack_rate;		/* --max-stack-rate: stack captures per second (0: no limit) */
 };
 
 enum session_end {
