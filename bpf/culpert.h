@@ -59,6 +59,11 @@ enum culpert_fn {
 #define CULPERT_PROBE_F_EXITS		(1U << 17)
 /* such an entry point whose return instructions could not all be found: --inuse cannot track it */
 #define CULPERT_PROBE_F_NO_RETURN	(1U << 18)
+/*
+ * ... whose result is the result of the allocator call it makes (libstdc++'s
+ * operator new calling malloc): that nested call's return probe gives it
+ */
+#define CULPERT_PROBE_F_DELEGATE	(1U << 19)
 
 /* kernel-side counters, one __u64 each in the `counters` array */
 enum culpert_counter {

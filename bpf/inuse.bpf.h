@@ -96,9 +96,18 @@ static __always_inline int handle_alloc_return(struct pt_regs *ctx)
 {
 	/* a thread without a slot has no sampled call pending: do not take one */
 	struct hot_state *hs = hot_state_find();
+	__u64 sp = PT_REGS_SP(ctx), ret = PT_REGS_RC(ctx);
 
-	if (hs && hs->pending_id && PT_REGS_SP(ctx) == hs->pending_sp + CULPERT_RET_SLOT_BYTES)
-		inuse_returned(hs, PT_REGS_RC(ctx));
+	if (!hs || !hs->pending_id)
+		return 0;
+	if (sp == hs->pending_sp + CULPERT_RET_SLOT_BYTES) {
+		inuse_returned(hs, ret);
+	} else if (hs->deleg_sp && sp == hs->deleg_sp + CULPERT_RET_SLOT_BYTES) {
+		/* NULL: operator new calls the new_handler and tries again, or throws */
+		hs->deleg_sp = 0;
+		if (ret)
+			inuse_returned(hs, ret);
+	}
 	return 0;
 }
 

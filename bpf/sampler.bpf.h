@@ -201,6 +201,23 @@ static __always_inline bool tail_call_returns(struct hot_state *hs, __u64 sp, __
 }
 
 /*
+ * --inuse: a nested call from inside a sampled call whose result is its
+ * nested allocator call's (libstdc++'s operator new calling malloc): that
+ * call's return, through a uprobe session or a return probe on every call,
+ * gives the pointer.  The nested function is C, no exception passes it.
+ */
+static __always_inline bool delegated_return(struct hot_state *hs, __u64 sp, __u32 fn,
+					     __u64 flags)
+{
+	if (!track_inuse || !hs->pending_id || !(hs->pending_flags & CULPERT_PROBE_F_DELEGATE) ||
+	    (flags & CULPERT_PROBE_F_EXITS) || fn == CULPERT_FN_POSIX_MEMALIGN ||
+	    sp >= hs->pending_sp)
+		return false;
+	hs->deleg_sp = sp;
+	return true;
+}
+
+/*
  * An outer allocator call entered at or below this stack pointer is over:
  * a sampled call still awaited there threw, or returned where no probe
  * could see it (its block stays untracked).  Without this, a later call at
@@ -240,7 +257,7 @@ static __always_inline bool handle_alloc(struct pt_regs *ctx, __u32 fn, __u64 fl
 		return false;
 	}
 	if (nested_call(hs, sp, ip))
-		return tail_call_returns(hs, sp, flags);
+		return delegated_return(hs, sp, fn, flags) || tail_call_returns(hs, sp, flags);
 	pending_expire(hs, sp);
 	if (may_nest(flags))
 		guard_set(hs, sp, ip);
@@ -271,6 +288,7 @@ static __always_inline bool handle_alloc(struct pt_regs *ctx, __u32 fn, __u64 fl
 	hs->pending_sp = sp;
 	hs->pending_memptr = fn == CULPERT_FN_POSIX_MEMALIGN ? PT_REGS_PARM1(ctx) : 0;
 	hs->pending_flags = (__u32)flags;
+	hs->deleg_sp = 0;
 	return !(flags & CULPERT_PROBE_F_EXITS);
 }
 

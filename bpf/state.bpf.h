@@ -49,6 +49,7 @@ struct hot_state {
 	__u64 pending_memptr;	/* posix_memalign: where the pointer will be stored */
 	__u32 pending_flags;	/* its probe's CULPERT_PROBE_F_* */
 	__u32 pad2;
+	__u64 deleg_sp;		/* CULPERT_PROBE_F_DELEGATE: entry sp of the nested call giving its result */
 };
 
 struct {

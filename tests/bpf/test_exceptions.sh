@@ -55,14 +55,15 @@ by_leaf_span() {
 }
 
 # At --rate 1 every call counts.  Through the uprobes on the return
-# instructions of the operator new jemalloc and tcmalloc define, each
-# function's allocated and live bytes are exact; the bytes
+# instructions of the operator new jemalloc and tcmalloc define, and the
+# return of the malloc libstdc++'s calls (glibc), each function's allocated
+# and live bytes are exact, with the caller of operator new as the leaf; the bytes
 # the callbacks allocate are inside the span of the C function that called
 # them, which ended (return instructions or the stack) when the exception
 # left it: nothing of the program's own functions is attributed to it.
 test_exact() {
 	need_root || return
-	for a in jemalloc:$LIBDIR/libjemalloc.so.2 tcmalloc:$LIBDIR/libtcmalloc_minimal.so.4; do
+	for a in jemalloc:$LIBDIR/libjemalloc.so.2 tcmalloc:$LIBDIR/libtcmalloc_minimal.so.4 glibc:; do
 		for path in "" --no-session; do
 			name=exact-${a%%:*}${path:+-ns}
 			run_throw "$name" attach "--rate 1 --inuse $path" "${a#*:}" || return

@@ -48,7 +48,8 @@ static const char attach_options[] =
 	"      --inuse              also track frees: live heap (inuse_*) and ages of live blocks\n"
 	"      --max-live N         live sampled blocks tracked with --inuse (default 1048576)\n"
 	"      --unwind MODE        fp (frame pointers), dwarf (copy the stack, unwind with CFI),\n"
-	"                           auto (default: fp if the executable keeps frame pointers)\n"
+	"                           auto (default: fp where the code that allocates keeps frame\n"
+	"                           pointers, dwarf otherwise)\n"
 	"      --stack-size BYTES   stack copied per sample with dwarf (default 16KiB, max 32KiB)\n"
 	"      --allocator NAME     auto, glibc, musl, jemalloc, mimalloc, tcmalloc, or a symbol prefix\n"
 	"      --span-fn PATTERN    each call of a function matching PATTERN is a span (repeatable;\n"
@@ -58,8 +59,9 @@ static const char attach_options[] =
 	"      --no-symbolize       keep raw addresses; 'culpert symbolize' can resolve them later\n"
 	"      --ringbuf-size BYTES kernel-to-user buffer (default 2MiB, 8MiB unless --unwind fp)\n"
 	"      --max-stacks N       distinct stacks kept (default 65536); beyond, stacks keep their leaf\n"
-	"      --max-stack-rate N   stacks captured per second (default 10000, 0 = no limit); past it,\n"
-	"                           samples are counted, unbiased, under a [throttled] frame\n"
+	"      --max-stack-rate N   stacks captured per second (default 10000, none with --rate 1;\n"
+	"                           0 = no limit); past it, samples are counted, unbiased, under a\n"
+	"                           [throttled] frame\n"
 	"      --no-multi           one perf-event uprobe per site instead of uprobe_multi links\n"
 	"      --no-session         entry + return probes even where uprobe sessions exist\n"
 	"      --stats              embed the memory picture (as 'culpert-bpf stats') at start\n"
@@ -142,6 +144,7 @@ static int parse_args(int argc, char **argv, struct attach_args *a, bool capture
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
+	bool stack_rate_set = false;
 	uint64_t v;
 	int c;
 
@@ -233,6 +236,7 @@ static int parse_args(int argc, char **argv, struct attach_args *a, bool capture
 		case OPT_STACKRATE:
 			if (opt_count("--max-stack-rate", optarg, 0, 100000000, &a->so.stack_rate))
 				return -EINVAL;
+			stack_rate_set = true;
 			break;
 		case OPT_MAXLIVE:
 			if (opt_count("--max-live", optarg, 1, 1 << 26, &v))
@@ -249,6 +253,9 @@ static int parse_args(int argc, char **argv, struct attach_args *a, bool capture
 	if (opt_need_pid(argc, argv, a->so.pid,
 		       "the process to profile"))
 		return -EINVAL;
+	/* --rate 1 asks for every allocation with its stack */
+	if (a->so.rate == 1 && !stack_rate_set)
+		a->so.stack_rate = 0;
 	return 0;
 }
 

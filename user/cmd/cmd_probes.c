@@ -76,7 +76,9 @@ static void print_exits(const struct probe_point *p)
 {
 	if (!(p->flags & CULPERT_PROBE_F_EXITS))
 		return;
-	if (p->flags & CULPERT_PROBE_F_NO_RETURN)
+	if (p->flags & CULPERT_PROBE_F_DELEGATE)
+		printf("  %-22s   may throw; --inuse: what its malloc returned, no return probe on it\n", "");
+	else if (p->flags & CULPERT_PROBE_F_NO_RETURN)
 		printf("  %-22s   may throw; --inuse cannot track its blocks: %s\n", "", p->exits_missed);
 	else
 		printf("  %-22s   may throw; --inuse: uprobes on %zu return instructions, no return probe\n",

@@ -290,7 +290,7 @@ static size_t collect_exits(const struct alloc_plan *plan, size_t obj, uint64_t 
 		const struct probe_point *p = &plan->points[i];
 
 		if (p->object != (int)obj || !point_in(p, POINTS_EXITS) ||
-		    (p->flags & CULPERT_PROBE_F_NO_RETURN))
+		    (p->flags & (CULPERT_PROBE_F_NO_RETURN | CULPERT_PROBE_F_DELEGATE)))
 			continue;
 		memcpy(&offs[n], p->exits, p->n_exits * sizeof(*offs));
 		n += p->n_exits;

@@ -12,8 +12,10 @@
 
 #include "aggregate.h"
 #include "allocator.h"
+#include "demangle.h"
 #include "elfobj.h"
 #include "export.h"
+#include "fpchain.h"
 #include "fpcheck.h"
 #include "kfeatures.h"
 #include "live.h"
@@ -56,6 +58,9 @@ struct session {
 	struct spans *spans;
 	enum session_unwind unwind;	/* fp or dwarf, after auto */
 	struct unwinder *unwinder;	/* dwarf */
+	struct fpchain *fpchain;	/* fp: stacks checked against the CFI */
+	uint64_t fp_broken;		/* fp stacks through code without a frame pointer */
+	uint64_t fp_broken_at;		/* the first such return address */
 	uint64_t unwind_stops[UNWIND_STOP__MAX];
 	uint64_t stack_copied;		/* bytes of stack the DWARF samples carried */
 	struct live *live;		/* --inuse */
@@ -174,10 +179,16 @@ int session_unwind__choose(const struct target *t, const struct procmaps *maps,
 			 t->exe);
 		return 0;
 	}
-	*out = fp_evidence__has_fp(&ev) ? SESSION_UNWIND_FP : SESSION_UNWIND_DWARF;
-	snprintf(why, len, "auto: %s %s frame pointers (%zu of %zu functions examined set up %%rbp)",
-		 t->exe, *out == SESSION_UNWIND_FP ? "keeps" : "is built without", ev.with_fp,
-		 ev.functions);
+	if (!fp_evidence__has_fp(&ev)) {
+		*out = SESSION_UNWIND_DWARF;
+		snprintf(why, len, "auto: %s is built without frame pointers (%zu of %zu functions "
+			 "examined set up %%rbp)", t->exe, ev.with_fp, ev.functions);
+		return 0;
+	}
+	/* the walk from the allocator goes through what calls it, in every object */
+	len = len > 6 ? len - 6 : len;
+	*out = fp_path_judge(maps, objs, m, why + 6, len) ? SESSION_UNWIND_FP : SESSION_UNWIND_DWARF;
+	memcpy(why, "auto: ", 6);
 	return 0;
 }
 
@@ -214,6 +225,17 @@ static size_t dwarf_stack(struct session *s, const struct culpert_alloc_event *e
 	return n;
 }
 
+/* a frame-pointer stack whose walk went through code without a frame pointer: counted */
+static void check_fp_chain(struct session *s, const uint64_t *frames, size_t n)
+{
+	int at = s->fpchain ? fpchain__check(s->fpchain, &s->maps, frames, n) : -1;
+
+	if (at < 0)
+		return;
+	if (!s->fp_broken++)
+		s->fp_broken_at = frames[at];
+}
+
 /*
  * The finest key is (stack, thread, span chain with ids); the aggregate
  * coarsens what does not fit (aggregate.h), keeping the stack as long as
@@ -230,6 +252,7 @@ static int add_sample(struct session *s, const struct culpert_alloc_event *e)
 	} else {
 		a.n_frames = stack_from_event(e, frames, s->o.max_depth);
 		check_mapped(s, frames, a.n_frames);
+		check_fp_chain(s, frames, a.n_frames);
 	}
 	a.chain = spans__chain(s->spans, event_spans(e), e->span_depth, true);
 	a.path = spans__chain(s->spans, event_spans(e), e->span_depth, false);
@@ -456,6 +479,8 @@ int session__open(const struct session_opts *o, struct session **out, char *err,
 			goto fail;
 		}
 	}
+	if (!ret && s->unwind == SESSION_UNWIND_FP)
+		s->fpchain = fpchain__new(s->objs);
 	pr_info("unwinding: %s (%s)\n", s->unwind == SESSION_UNWIND_DWARF ? "dwarf" : "fp", why);
 	ret = allocator__plan(&s->t, &s->maps, s->objs, o->allocator, &s->plan, err, errlen);
 	if (!ret) {
@@ -713,6 +738,8 @@ static int add_run_comments(struct session *s)
 	err |= add_commentf(s, "span_names_late=%llu", (unsigned long long)s->names_late);
 	err |= add_commentf(s, "span_names_unresolved=%llu",
 			    (unsigned long long)s->names_unresolved);
+	if (s->fpchain)
+		err |= add_commentf(s, "fp_broken_stacks=%llu", (unsigned long long)s->fp_broken);
 	if (s->unwinder) {
 		err |= add_commentf(s, "unwind_errors=%llu",
 				    (unsigned long long)s->unwind_stops[UNWIND_STOP_ERROR]);
@@ -803,6 +830,26 @@ int session__live_heap(struct session *s, double *bytes, double *stderr_bytes)
 	return 0;
 }
 
+static void warn_fp_broken(const struct session *s)
+{
+	const struct procmap *m = procmaps__find(&s->maps, s->fp_broken_at - 1);
+	struct elfobj *obj = m ? objcache__get(s->objs, m) : NULL;
+	const struct elf_symbol *sym = NULL;
+	char *name = NULL;
+	uint64_t vaddr;
+
+	if (obj && !elfobj__offset_to_vaddr(obj, s->fp_broken_at - 1 - m->start + m->offset, &vaddr))
+		sym = elfobj__sym_by_addr(obj, vaddr);
+	if (sym)
+		name = demangle(sym->name, false);
+	pr_warn("%llu of %llu frame-pointer stacks (%.1f%%) go through code without frame pointers "
+		"(first: %s in %s): their frames above it are wrong or missing; --unwind dwarf "
+		"follows the CFI instead\n", (unsigned long long)s->fp_broken,
+		(unsigned long long)s->samples, s->samples ? 100.0 * (double)s->fp_broken / (double)s->samples : 0,
+		name ? name : "?", m ? m->path : "?");
+	free(name);
+}
+
 void session__warn_losses(const struct session *s)
 {
 	const uint64_t *c = s->counters;
@@ -832,6 +879,8 @@ void session__warn_losses(const struct session *s)
 		pr_warn("%llu samples kept only their leaf under [folded] (or [unknown stack]): more "
 			"distinct stacks than --max-stacks %zu; raise it\n",
 			(unsigned long long)aggregate__folded(s->agg), s->o.max_entries);
+	if (s->fp_broken)
+		warn_fp_broken(s);
 	if (s->throttled)
 		pr_warn("%llu samples came past the stack rate of %llu/s: their bytes are counted under "
 			"[throttled], without their stacks (--max-stack-rate)%s\n",
@@ -901,6 +950,7 @@ void session__close(struct session *s)
 	spans__free(s->spans);
 	live__free(s->live);
 	unwinder__free(s->unwinder);
+	fpchain__free(s->fpchain);
 	for (i = 0; i < s->n_usdt_objects; i++)
 		free(s->usdt_objects[i]);
 	free(s->usdt_objects);

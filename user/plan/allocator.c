@@ -35,6 +35,13 @@ struct entry_spec {
  * never be replaced (exits.h); the C API's entry points cannot throw.
  */
 #define ENTRY_THROWS	(1U << 1)
+/*
+ * libstdc++'s operator new: what it returns is what its nested call to
+ * malloc (or aligned_alloc) returned; --inuse takes it from that call's
+ * return probe (safe: malloc cannot throw, and returns before operator new
+ * may throw) instead of single-stepped uprobes on its return instruction.
+ */
+#define ENTRY_DELEGATES	(1U << 2)
 
 /* the C allocation API; every malloc replacement defines some of it */
 static const struct entry_spec libc_entries[] = {
@@ -189,6 +196,27 @@ static const struct entry_spec cxx_entries[] = {
 };
 
 /*
+ * libstdc++'s operator new and new[], each plain, nothrow, aligned and
+ * both: loops on malloc (aligned_alloc) and the new_handler, throws
+ * std::bad_alloc.  Probed when it is the operator new the process binds
+ * to (no allocator before it defines one): at their entry the caller of
+ * `new` is still at the stack pointer, which a frame-pointer walk through
+ * libstdc++ (built without frame pointers) would lose.  Its operator
+ * delete just calls free, which is probed.
+ */
+static const struct entry_spec libstdcxx_entries[] = {
+	{ "_Znwm", CULPERT_FN_MALLOC, ENTRY_THROWS | ENTRY_DELEGATES },
+	{ "_Znam", CULPERT_FN_MALLOC, ENTRY_THROWS | ENTRY_DELEGATES },
+	{ "_ZnwmRKSt9nothrow_t", CULPERT_FN_MALLOC, ENTRY_THROWS | ENTRY_DELEGATES },
+	{ "_ZnamRKSt9nothrow_t", CULPERT_FN_MALLOC, ENTRY_THROWS | ENTRY_DELEGATES },
+	{ "_ZnwmSt11align_val_t", CULPERT_FN_MALLOC, ENTRY_THROWS | ENTRY_DELEGATES },
+	{ "_ZnamSt11align_val_t", CULPERT_FN_MALLOC, ENTRY_THROWS | ENTRY_DELEGATES },
+	{ "_ZnwmSt11align_val_tRKSt9nothrow_t", CULPERT_FN_MALLOC, ENTRY_THROWS | ENTRY_DELEGATES },
+	{ "_ZnamSt11align_val_tRKSt9nothrow_t", CULPERT_FN_MALLOC, ENTRY_THROWS | ENTRY_DELEGATES },
+	{ NULL, 0, 0 },
+};
+
+/*
  * What to probe in each family, and how to tell them apart: a marker is a
  * symbol only that family defines (with the prefix, for prefixed builds).
  * Checked in this order: glibc's marker __libc_malloc is also defined by
@@ -217,6 +245,8 @@ static const struct family families[] = {
 
 /* an object that defines malloc but none of the markers: a program's own allocator */
 static const struct family custom_family = { .name = "custom", .api = { libc_entries } };
+/* the C++ runtime's operator new, probed beside the process's malloc */
+static const struct family libstdcxx_family = { .name = "libstdc++" };
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -433,7 +463,9 @@ static int add_entries(struct alloc_plan *plan, int object, struct elfobj *obj, 
 		pp->fn = specs->fn;
 		pp->flags = trust_leaf && (specs->flags & ENTRY_LEAF) ? CULPERT_PROBE_F_LEAF : 0;
 		plan->n_points++;
-		if (specs->flags & ENTRY_THROWS) {
+		if (specs->flags & ENTRY_DELEGATES) {
+			pp->flags |= CULPERT_PROBE_F_EXITS | CULPERT_PROBE_F_DELEGATE;
+		} else if (specs->flags & ENTRY_THROWS) {
 			err = find_exits(pp, obj, sym);
 			if (err)
 				return err;
@@ -567,6 +599,42 @@ static int plan_provider(struct planner *pl, struct alloc_plan *plan, const char
 }
 
 /* prefixed builds of the families that have them, next to the process's malloc */
+/*
+ * The object defining operator new for the process, when the allocator
+ * the plan probes does not (jemalloc & co. define their own, and the
+ * dynamic linker binds `new` to them ahead of libstdc++: they come first,
+ * preloaded or linked before it): libstdc++, or an executable that links
+ * it statically.
+ */
+static int plan_libstdcxx(struct planner *pl, struct alloc_plan *plan)
+{
+	size_t i;
+	int idx;
+
+	/* an unprefixed allocator of the plan that defines it (tcmalloc's is named tc_new too) */
+	for (i = 0; i < pl->n; i++) {
+		struct elfobj *obj = objcache__get(pl->cache, pl->cands[i]);
+		size_t o;
+
+		for (o = 0; obj && o < plan->n_objects; o++)
+			if (!*plan->objects[o].prefix &&
+			    !strcmp(plan->objects[o].path, pl->cands[i]->path) &&
+			    defines(obj, "", "_Znwm"))
+				return 0;
+	}
+	for (i = 0; i < pl->n; i++) {
+		struct elfobj *obj = objcache__get(pl->cache, pl->cands[i]);
+
+		if (!obj || !defines(obj, "", "_Znwm"))
+			continue;
+		idx = add_object(plan, pl->t, pl->maps, pl->cands[i], obj, &libstdcxx_family, "");
+		if (idx < 0)
+			return idx;
+		return add_entries(plan, idx, obj, "", libstdcxx_entries, false);
+	}
+	return 0;
+}
+
 static int plan_prefixed(struct planner *pl, struct alloc_plan *plan)
 {
 	size_t i, j;
@@ -662,6 +730,9 @@ int allocator__plan(const struct target *t, const struct procmaps *maps, struct 
 	/* auto: also any prefixed jemalloc; a forced prefix: also the process's malloc */
 	if (ret > 0 && !want)
 		ret = *prefix ? plan_provider(&pl, plan, "", NULL) : plan_prefixed(&pl, plan);
+	/* a family forced with --allocator is that family only */
+	if (ret >= 0 && !want)
+		ret = plan_libstdcxx(&pl, plan);
 	if (ret < 0) {
 		snprintf(err, errlen, "cannot build the probe plan for pid %d: %s", (int)t->pid,
 			 strerror(-ret));

@@ -8,6 +8,7 @@
 
 #include "elfobj.h"
 #include "exits.h"
+#include "plt.h"
 #include "probe_offset.h"
 #include "x86dec.h"
 
@@ -162,38 +163,6 @@ static void add_exit(struct finder *f, uint64_t vaddr)
 	f->out->offsets[f->out->n++] = off;
 }
 
-/* the name of the symbol whose address the dynamic linker stores at `slot` (a GOT entry) */
-static const char *got_symbol(struct finder *f, uint64_t slot)
-{
-	Elf_Scn *scn = NULL;
-	GElf_Shdr shdr;
-	GElf_Rela rela;
-	GElf_Sym sym;
-
-	while ((scn = elf_nextscn(f->elf, scn))) {
-		Elf_Data *data, *syms;
-		size_t i, n;
-
-		if (!gelf_getshdr(scn, &shdr) || shdr.sh_type != SHT_RELA || !shdr.sh_entsize)
-			continue;
-		data = elf_getdata(scn, NULL);
-		syms = elf_getdata(elf_getscn(f->elf, shdr.sh_link), NULL);
-		n = shdr.sh_size / shdr.sh_entsize;
-		for (i = 0; data && syms && i < n; i++) {
-			Elf_Scn *symscn = elf_getscn(f->elf, shdr.sh_link);
-			GElf_Shdr symshdr;
-
-			if (!gelf_getrela(data, (int)i, &rela) || rela.r_offset != slot)
-				continue;
-			if (!GELF_R_SYM(rela.r_info) || !symscn || !gelf_getshdr(symscn, &symshdr) ||
-			    !gelf_getsym(syms, (int)GELF_R_SYM(rela.r_info), &sym))
-				return NULL;
-			return elf_strptr(f->elf, symshdr.sh_link, sym.st_name);
-		}
-	}
-	return NULL;
-}
-
 /* a memory operand `disp(%rip)`: the address it names, for an instruction at `ip` */
 static bool rip_slot(const cs_insn *in, uint64_t *slot)
 {
@@ -204,48 +173,6 @@ static bool rip_slot(const cs_insn *in, uint64_t *slot)
 		return false;
 	*slot = in->address + in->size + (uint64_t)x->operands[0].mem.disp;
 	return true;
-}
-
-/* the GOT slot a PLT entry at `addr` jumps through (past an endbr64) */
-static bool plt_slot(struct finder *f, uint64_t addr, uint64_t *slot)
-{
-	uint8_t code[32];
-	struct x86dec d;
-	const cs_insn *in;
-	size_t pos = 0;
-	bool ok = false;
-
-	if (elfobj__read(f->obj, addr, code, sizeof(code)) != sizeof(code) ||
-	    x86dec__open(&d, code, sizeof(code), addr))
-		return false;
-	in = x86dec__at(&d, pos);
-	if (in && in->id == X86_INS_ENDBR64) {
-		pos += in->size;
-		in = x86dec__at(&d, pos);
-	}
-	if (in && in->id == X86_INS_JMP)
-		ok = rip_slot(in, slot);
-	x86dec__close(&d);
-	return ok;
-}
-
-static bool in_plt(struct finder *f, uint64_t addr)
-{
-	Elf_Scn *scn = NULL;
-	GElf_Shdr shdr;
-	size_t shstrndx;
-	const char *name;
-
-	if (elf_getshdrstrndx(f->elf, &shstrndx))
-		return false;
-	while ((scn = elf_nextscn(f->elf, scn))) {
-		if (!gelf_getshdr(scn, &shdr) || addr < shdr.sh_addr ||
-		    addr >= shdr.sh_addr + shdr.sh_size)
-			continue;
-		name = elf_strptr(f->elf, shstrndx, shdr.sh_name);
-		return name && !strncmp(name, ".plt", 4);
-	}
-	return false;
 }
 
 /* a tail call through the GOT to `name`: followed if this object defines it, else listed */
@@ -282,15 +209,15 @@ static void branch(struct finder *f, const struct region *r, const cs_insn *in)
 		to = (uint64_t)x->operands[0].imm;
 		if (to >= r->start && to < r->end)
 			return;
-		if (in_plt(f, to))
-			tail_to(f, plt_slot(f, to, &slot) ? got_symbol(f, slot) : NULL, in->address);
+		if (plt__in_plt(f->obj, to))
+			tail_to(f, plt__entry_slot(f->obj, to, &slot) ? plt__got_symbol(f->obj, slot) : NULL, in->address);
 		else
 			add_region(f, to);
 		return;
 	}
 	/* jmp *sym@GOTPCREL(%rip): -fno-plt's tail call */
 	if (in->id == X86_INS_JMP && rip_slot(in, &slot))
-		tail_to(f, got_symbol(f, slot), in->address);
+		tail_to(f, plt__got_symbol(f->obj, slot), in->address);
 	/* through a register or a table: a switch, whose cases lie in the function */
 }
 

@@ -126,6 +126,14 @@ static const char *skippable(const cs_insn *in)
 		return "no effect";
 	if (flags_only(in))
 		return "flags only";
+	/*
+	 * mov $imm32,%eax (b8) and mov $imm32,%rax (48 c7 c0): the return
+	 * register only, which carries no argument and no entry program reads
+	 * (sampler.bpf.h, dwarf.bpf.h); libstdc++'s operator new starts so.
+	 */
+	if ((in->size == 5 && in->bytes[0] == 0xb8) ||
+	    (in->size == 7 && !memcmp(in->bytes, "\x48\xc7\xc0", 3)))
+		return "return register only";
 	return NULL;
 }
 
