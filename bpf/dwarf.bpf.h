@@ -86,7 +86,7 @@ static __always_inline void unhijack(__u8 *dst, __u64 sp, __u32 copied)
 	if (!c.ri)
 		return;
 	c.tramp = uretprobe_trampoline();
-	if (!c.tramp)
+	if (c.tramp == CULPERT_NO_TRAMPOLINE)
 		return;
 	bpf_loop(CULPERT_MAX_RETURN_INSTANCES, unhijack_one, &c, 0);
 }

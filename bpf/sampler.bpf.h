@@ -110,11 +110,15 @@ static __always_inline bool countdown_expired(struct hot_state *ts, __u64 size)
 	return true;
 }
 
-/* the sample's record; its id, 0 when the ring buffer was full */
-static __always_inline __u64 emit_sample(struct pt_regs *ctx, struct thread_state *ts, __u64 size,
-					 __u32 fn, __u64 sp)
+/*
+ * The sample's record; its id, 0 when the ring buffer was full (or the
+ * thread has no state).  A global function: verified once, on its own,
+ * rather than along every path of every allocator program into it.
+ */
+__noinline __u64 culpert_emit_sample(struct pt_regs *ctx, __u64 size, __u32 fn, __u64 sp)
 {
 	__u32 cpu = bpf_get_smp_processor_id(), depth;
+	struct thread_state *ts = thread_state_find();
 	struct culpert_alloc_event *e;
 	struct event_buf *buf;
 	__u64 id = 0, len;
@@ -122,7 +126,7 @@ static __always_inline __u64 emit_sample(struct pt_regs *ctx, struct thread_stat
 	long n;
 
 	buf = bpf_map_lookup_elem(&event_scratch, &cpu);
-	if (!buf)
+	if (!buf || !ts)
 		return 0;
 	if (__sync_lock_test_and_set(&buf->busy, 1)) {
 		count(CULPERT_CNT_LOST_RINGBUF);
@@ -274,10 +278,10 @@ static __always_inline bool handle_alloc(struct pt_regs *ctx, __u32 fn, __u64 fl
 	}
 	proc = proc_get();
 	if (!stack_token(proc)) {
-		throttle(proc, ts, size, sp);
+		culpert_throttle(size, sp);
 		return false;
 	}
-	id = emit_sample(ctx, ts, size, fn, sp);
+	id = culpert_emit_sample(ctx, size, fn, sp);
 	if (!track_inuse || !id)
 		return false;
 	if (flags & CULPERT_PROBE_F_NO_RETURN) {

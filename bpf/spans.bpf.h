@@ -80,9 +80,14 @@ static __always_inline void emit_name(__u32 id, const struct culpert_span_name *
 	bpf_ringbuf_submit(e, ringbuf_wakeup());
 }
 
-/* the name's id, reading at most CULPERT_SPAN_NAME_MAX bytes now: the caller may free it later */
-static __always_inline __u32 intern_name(const char *name, __u64 len)
+/*
+ * The name's id, reading at most CULPERT_SPAN_NAME_MAX bytes now: the
+ * caller may free it later.  A global function (name as a plain address),
+ * verified once.
+ */
+__noinline __u32 culpert_intern_name(__u64 name_addr, __u64 len)
 {
+	const char *name = (const char *)name_addr;
 	struct culpert_span_name *key;
 	__u32 zero = 0, id, *found;
 
@@ -201,7 +206,7 @@ static __always_inline bool slot_holds(struct prune_ctx *c, __u32 at, __u64 slot
 {
 	if (!c->tramp)
 		c->tramp = uretprobe_trampoline();
-	return slot == c->ts->span_ret[at] || (c->tramp && slot == c->tramp);
+	return slot == c->ts->span_ret[at] || slot == c->tramp;
 }
 
 static __always_inline bool fn_frame_live(struct prune_ctx *c, __u32 at)
@@ -302,7 +307,7 @@ static __always_inline int handle_span_enter(struct pt_regs *ctx, __u64 id, __u6
 		return 0;
 	/* the implied parent must be a span that is still open */
 	span_prune(ts, PT_REGS_SP(ctx), PRUNE_SAMPLE, 0);
-	span_push(ts, id, parent_id, intern_name(name, len), 0, 0);
+	span_push(ts, id, parent_id, culpert_intern_name((__u64)name, len), 0, 0);
 	return 0;
 }
 

@@ -71,19 +71,26 @@ static __always_inline __u64 path_hash(struct thread_state *ts, struct culpert_t
 	return d ? h | 1 : 0;
 }
 
-/* count a throttled sample of `size` bytes under the thread's span path; p is not NULL */
-static __always_inline void throttle(struct culpert_proc *p, struct thread_state *ts, __u64 size,
-				     __u64 sp)
+/*
+ * Count a throttled sample of `size` bytes under the thread's span path.
+ * A global function with scalar arguments: verified once, not inlined
+ * into every allocator program (which quintupled their load time).
+ */
+__noinline int culpert_throttle(__u64 size, __u64 sp)
 {
 	struct culpert_throttle_key key = { .tgid = bpf_get_current_pid_tgid() >> 32, .size = size };
+	struct culpert_proc *p = proc_get();
+	struct thread_state *ts = thread_state_find();
 	struct culpert_throttle_path *path;
 	__u64 one = 1, *n;
 	__u32 zero = 0;
 
+	if (!p)
+		return 0;
 	/* the path of every call of the storm: kept cheap, no second lookup of the process */
 	__sync_fetch_and_add(&p->counters[CULPERT_CNT_THROTTLED], 1);
 	path = ts && ts->span_depth ? bpf_map_lookup_elem(&path_scratch, &zero) : NULL;
-	if (path) {
+	if (path && ts) {
 		span_prune(ts, sp, PRUNE_SAMPLE, 0);
 		key.path = path_hash(ts, path);
 		if (key.path)
@@ -92,19 +99,20 @@ static __always_inline void throttle(struct culpert_proc *p, struct thread_state
 	n = bpf_map_lookup_elem(&throttled, &key);
 	if (n) {
 		__sync_fetch_and_add(n, 1);
-		return;
+		return 0;
 	}
 	if (!bpf_map_update_elem(&throttled, &key, &one, BPF_NOEXIST))
-		return;
+		return 0;
 	/* another CPU added it meanwhile, or the table is full */
 	n = bpf_map_lookup_elem(&throttled, &key);
 	if (n) {
 		__sync_fetch_and_add(n, 1);
-		return;
+		return 0;
 	}
 	__sync_fetch_and_add(&p->counters[CULPERT_CNT_THROTTLE_FULL], 1);
 	__sync_fetch_and_add(&p->over_samples, 1);
 	__sync_fetch_and_add(&p->over_bytes, size);
+	return 0;
 }
 
 #endif /* CULPERT_THROTTLE_BPF_H */

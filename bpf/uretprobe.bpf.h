@@ -31,13 +31,22 @@ static __always_inline bool uprobe_internals_known(void)
 	       bpf_core_field_exists(struct xol_area, vaddr);
 }
 
-/* the uretprobe trampoline: where return probes park a hijacked return address; 0 if unknown */
+/* "no trampoline known": an address no user stack slot holds, so comparing needs no branch */
+#define CULPERT_NO_TRAMPOLINE (~0ULL)
+
+/*
+ * The uretprobe trampoline: where return probes park a hijacked return
+ * address (0 while the task has no [uprobes] page); CULPERT_NO_TRAMPOLINE
+ * on a kernel whose internals are unknown.  Inline on purpose: the guard
+ * is a constant once loaded, and a call here from the span-pruning loop
+ * multiplied the verifier's states.
+ */
 static __always_inline __u64 uretprobe_trampoline(void)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 
 	if (!uprobe_internals_known())
-		return 0;
+		return CULPERT_NO_TRAMPOLINE;
 	return BPF_CORE_READ(task, mm, uprobes_state.xol_area, vaddr);
 }
 
@@ -73,7 +82,7 @@ static long find_parked(__u32 i, void *data)
 }
 
 /* the real return address of the frame whose return slot is at `slot`; 0 if none is parked */
-static __always_inline __u64 parked_return(__u64 slot)
+__noinline __u64 culpert_parked_return(__u64 slot)
 {
 	struct parked_ctx c = { .ri = first_return_instance(), .slot = slot };
 
@@ -82,13 +91,16 @@ static __always_inline __u64 parked_return(__u64 slot)
 	return c.ret;
 }
 
+static __always_inline __u64 parked_return(__u64 slot)
+{
+	return culpert_parked_return(slot);
+}
+
 /* `val`, read from the return slot at `slot`: the real address if a return probe parked it */
 static __always_inline __u64 real_return(__u64 slot, __u64 val)
 {
 	__u64 parked;
-	__u64 tramp = uretprobe_trampoline();
-
-	if (!val || !tramp || val != tramp)
+	if (!val || val != uretprobe_trampoline())
 		return val;
 	parked = parked_return(slot);
 	return parked ?: val;
@@ -105,7 +117,7 @@ static __always_inline bool return_slot_holds(__u64 slot, __u64 want)
 
 	if (val == want)
 		return true;
-	return val && val == uretprobe_trampoline() && parked_return(slot) == want;
+	return val == uretprobe_trampoline() && parked_return(slot) == want;
 }
 
 #endif /* CULPERT_URETPROBE_BPF_H */

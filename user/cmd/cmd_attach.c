@@ -28,8 +28,14 @@
 #define MAX_DEPTH		127
 #define DEFAULT_MAX_STACKS	65536
 #define DEFAULT_MAX_LIVE	(1 << 20)
-/* stack captures per second and process: a few % of a core at ~5 us each (DWARF) */
+/*
+ * Stack captures per second and process at the default rate: a few % of a
+ * core at ~5 us each (DWARF).  A smaller --rate asks for proportionally
+ * more samples and gets a proportionally higher bound, up to MAX_STACK_RATE;
+ * --rate 1 (every allocation) none.
+ */
 #define DEFAULT_STACK_RATE	10000
+#define MAX_STACK_RATE		1000000
 
 static volatile sig_atomic_t stop_requested;
 
@@ -59,7 +65,8 @@ static const char attach_options[] =
 	"      --no-symbolize       keep raw addresses; 'culpert symbolize' can resolve them later\n"
 	"      --ringbuf-size BYTES kernel-to-user buffer (default 2MiB, 8MiB unless --unwind fp)\n"
 	"      --max-stacks N       distinct stacks kept (default 65536); beyond, stacks keep their leaf\n"
-	"      --max-stack-rate N   stacks captured per second (default 10000, none with --rate 1;\n"
+	"      --max-stack-rate N   stacks captured per second (default 10000 at the default rate,\n"
+	"                           more in proportion for a smaller --rate, none with --rate 1;\n"
 	"                           0 = no limit); past it, samples are counted, unbiased, under a\n"
 	"                           [throttled] frame\n"
 	"      --no-multi           one perf-event uprobe per site instead of uprobe_multi links\n"
@@ -112,6 +119,19 @@ struct attach_args {
 	char **span_fns;
 	bool stats;
 };
+
+/* the bound on stack captures the bucket gets unless told: scaled with the sampling rate */
+static uint64_t default_stack_rate(uint64_t rate)
+{
+	double r;
+
+	/* --rate 1 asks for every allocation with its stack */
+	if (rate <= 1)
+		return 0;
+	r = (double)DEFAULT_STACK_RATE * (double)DEFAULT_RATE / (double)rate;
+	return r > MAX_STACK_RATE ? MAX_STACK_RATE : r < DEFAULT_STACK_RATE ? DEFAULT_STACK_RATE :
+									(uint64_t)r;
+}
 
 /* capture: attach with --inuse and --stats, for 30 s unless told otherwise */
 static int parse_args(int argc, char **argv, struct attach_args *a, bool capture)
@@ -253,9 +273,8 @@ static int parse_args(int argc, char **argv, struct attach_args *a, bool capture
 	if (opt_need_pid(argc, argv, a->so.pid,
 		       "the process to profile"))
 		return -EINVAL;
-	/* --rate 1 asks for every allocation with its stack */
-	if (a->so.rate == 1 && !stack_rate_set)
-		a->so.stack_rate = 0;
+	if (!stack_rate_set)
+		a->so.stack_rate = default_stack_rate(a->so.rate);
 	return 0;
 }
 

@@ -163,18 +163,6 @@ static void add_exit(struct finder *f, uint64_t vaddr)
 	f->out->offsets[f->out->n++] = off;
 }
 
-/* a memory operand `disp(%rip)`: the address it names, for an instruction at `ip` */
-static bool rip_slot(const cs_insn *in, uint64_t *slot)
-{
-	const cs_x86 *x = &in->detail->x86;
-
-	if (x->op_count != 1 || x->operands[0].type != X86_OP_MEM ||
-	    x->operands[0].mem.base != X86_REG_RIP || x->operands[0].mem.index != X86_REG_INVALID)
-		return false;
-	*slot = in->address + in->size + (uint64_t)x->operands[0].mem.disp;
-	return true;
-}
-
 /* a tail call through the GOT to `name`: followed if this object defines it, else listed */
 static void tail_to(struct finder *f, const char *name, uint64_t at)
 {
@@ -216,7 +204,7 @@ static void branch(struct finder *f, const struct region *r, const cs_insn *in)
 		return;
 	}
 	/* jmp *sym@GOTPCREL(%rip): -fno-plt's tail call */
-	if (in->id == X86_INS_JMP && rip_slot(in, &slot))
+	if (in->id == X86_INS_JMP && plt__rip_operand(in, &slot))
 		tail_to(f, plt__got_symbol(f->obj, slot), in->address);
 	/* through a register or a table: a switch, whose cases lie in the function */
 }

@@ -9,9 +9,10 @@
 #include "probe_offset.h"
 #include "x86dec.h"
 
-const char *plt__got_symbol(struct elfobj *obj, uint64_t slot)
+/* cb(ctx, r_offset, symbol name) for every relocation with a symbol; stops when cb returns true */
+static void for_each_rela(Elf *elf, bool (*cb)(void *ctx, uint64_t off, const char *name),
+			  void *ctx)
 {
-	Elf *elf = elfobj__elf(obj);
 	Elf_Scn *scn = NULL, *symscn;
 	GElf_Shdr shdr, symshdr;
 	GElf_Rela rela;
@@ -29,16 +30,35 @@ const char *plt__got_symbol(struct elfobj *obj, uint64_t slot)
 		if (!data || !syms || !gelf_getshdr(symscn, &symshdr))
 			continue;
 		n = shdr.sh_size / shdr.sh_entsize;
-		for (i = 0; i < n; i++) {
-			if (!gelf_getrela(data, (int)i, &rela) || rela.r_offset != slot)
-				continue;
-			if (!GELF_R_SYM(rela.r_info) ||
-			    !gelf_getsym(syms, (int)GELF_R_SYM(rela.r_info), &sym))
-				return NULL;
-			return elf_strptr(elf, symshdr.sh_link, sym.st_name);
-		}
+		for (i = 0; i < n; i++)
+			if (gelf_getrela(data, (int)i, &rela) && GELF_R_SYM(rela.r_info) &&
+			    gelf_getsym(syms, (int)GELF_R_SYM(rela.r_info), &sym) &&
+			    cb(ctx, rela.r_offset, elf_strptr(elf, symshdr.sh_link, sym.st_name)))
+				return;
 	}
-	return NULL;
+}
+
+struct slot_query {
+	uint64_t slot;
+	const char *name;
+};
+
+static bool slot_match(void *ctx, uint64_t off, const char *name)
+{
+	struct slot_query *q = ctx;
+
+	if (off != q->slot)
+		return false;
+	q->name = name;
+	return true;
+}
+
+const char *plt__got_symbol(struct elfobj *obj, uint64_t slot)
+{
+	struct slot_query q = { slot, NULL };
+
+	for_each_rela(elfobj__elf(obj), slot_match, &q);
+	return q.name;
 }
 
 bool plt__in_plt(struct elfobj *obj, uint64_t vaddr)
@@ -61,8 +81,7 @@ bool plt__in_plt(struct elfobj *obj, uint64_t vaddr)
 	return false;
 }
 
-/* a memory operand `disp(%rip)`: the address it names */
-static bool rip_operand(const cs_insn *in, uint64_t *addr)
+bool plt__rip_operand(const cs_insn *in, uint64_t *addr)
 {
 	const cs_x86 *x = &in->detail->x86;
 
@@ -90,7 +109,7 @@ bool plt__entry_slot(struct elfobj *obj, uint64_t vaddr, uint64_t *slot)
 		in = x86dec__at(&d, pos);
 	}
 	if (in && in->id == X86_INS_JMP)
-		ok = rip_operand(in, slot);
+		ok = plt__rip_operand(in, slot);
 	x86dec__close(&d);
 	return ok;
 }
@@ -136,37 +155,30 @@ static int push(uint64_t **v, size_t *n, uint64_t x)
 	return 0;
 }
 
+struct slots_ctx {
+	struct plt_index *x;
+	const char *const *names;
+	size_t n;
+	int err;
+};
+
+static bool add_slot(void *ctx, uint64_t off, const char *name)
+{
+	struct slots_ctx *c = ctx;
+
+	if (named(name, c->names, c->n))
+		c->err = push(&c->x->slots, &c->x->n_slots, off);
+	return c->err != 0;
+}
+
 /* every relocation of a GOT slot to one of the names */
 static int index_slots(Elf *elf, struct plt_index *x, const char *const *names, size_t n)
 {
-	Elf_Scn *scn = NULL, *symscn;
-	GElf_Shdr shdr, symshdr;
-	GElf_Rela rela;
-	GElf_Sym sym;
-	size_t i, m;
+	struct slots_ctx c = { x, names, n, 0 };
 
-	while ((scn = elf_nextscn(elf, scn))) {
-		Elf_Data *data, *syms;
-
-		if (!gelf_getshdr(scn, &shdr) || shdr.sh_type != SHT_RELA || !shdr.sh_entsize)
-			continue;
-		symscn = elf_getscn(elf, shdr.sh_link);
-		data = elf_getdata(scn, NULL);
-		syms = symscn ? elf_getdata(symscn, NULL) : NULL;
-		if (!data || !syms || !gelf_getshdr(symscn, &symshdr))
-			continue;
-		m = shdr.sh_size / shdr.sh_entsize;
-		for (i = 0; i < m; i++) {
-			if (!gelf_getrela(data, (int)i, &rela) || !GELF_R_SYM(rela.r_info) ||
-			    !gelf_getsym(syms, (int)GELF_R_SYM(rela.r_info), &sym) ||
-			    !named(elf_strptr(elf, symshdr.sh_link, sym.st_name), names, n))
-				continue;
-			if (push(&x->slots, &x->n_slots, rela.r_offset))
-				return -ENOMEM;
-		}
-	}
+	for_each_rela(elf, add_slot, &c);
 	qsort(x->slots, x->n_slots, sizeof(*x->slots), cmp_u64);
-	return 0;
+	return c.err;
 }
 
 /* the PLT entries that jump through those slots, and the names' own functions */
@@ -209,7 +221,7 @@ static bool calls_named(const struct plt_index *x, const cs_insn *in)
 
 	if (in->id != X86_INS_CALL && in->id != X86_INS_JMP)
 		return false;
-	if (rip_operand(in, &slot))
+	if (plt__rip_operand(in, &slot))
 		return in_sorted(x->slots, x->n_slots, slot);
 	return d->op_count == 1 && d->operands[0].type == X86_OP_IMM &&
 	       in_sorted(x->targets, x->n_targets, (uint64_t)d->operands[0].imm);

@@ -15,6 +15,10 @@ struct elfobj;
 
 /* the symbol the dynamic linker stores at GOT slot `slot`; NULL if none */
 const char *plt__got_symbol(struct elfobj *obj, uint64_t slot);
+#include <capstone/capstone.h>
+
+/* a memory operand `disp(%rip)` of a decoded instruction: the address it names */
+bool plt__rip_operand(const cs_insn *in, uint64_t *addr);
 /* is vaddr in .plt, .plt.sec or .plt.got? */
 bool plt__in_plt(struct elfobj *obj, uint64_t vaddr);
 /* the GOT slot the PLT entry at vaddr jumps through (past an endbr64); false if not one */
