@@ -79,6 +79,13 @@ int alloc_exit_point(struct pt_regs *ctx)
 	return handle_alloc_exit(ctx);
 }
 
+/* ... or the branch before it, where the kernel emulates the probed instruction */
+SEC("uprobe")
+int alloc_exit_hoist(struct pt_regs *ctx)
+{
+	return handle_alloc_exit_hoisted(ctx, bpf_get_attach_cookie(ctx));
+}
+
 SEC("usdt")
 int BPF_USDT(span_enter, __u64 id, __u64 parent_id, const char *name, __u64 name_len)
 {

@@ -83,6 +83,27 @@ enum culpert_counter {
 	CULPERT_CNT__MAX,
 };
 
+/*
+ * An exit "hoisted" to the emulated branch leading into a function's last
+ * straight-line stretch before `ret` (user/plan/exits.c): a uprobe on a
+ * jump costs ~1 us, one on `ret` is single-stepped (~20 us).  The cookie
+ * of such a probe says, for each way the branch can go, where the result
+ * is and how far the stack pointer is from the return slot:
+ *   bits 0-3   the jcc's condition code (the low nibble of its opcode)
+ *   bit 4      conditional: else the jump is always taken
+ *   bits 8-31  taken:     bit 8 valid, 9-13 register, 16-23 slot distance / 8 (signed)
+ *   bits 32-55 not taken: the same, 32 bits higher
+ * Registers by their x86-64 encoding (0 rax, 1 rcx, 2 rdx, 3 rbx, 5 rbp,
+ * 6 rsi, 7 rdi, 8-15 r8-r15); CULPERT_REG_ZERO: the result is NULL.
+ */
+#define CULPERT_REG_ZERO		16
+#define CULPERT_HOIST_CC(c)		((c) & 0xfULL)
+#define CULPERT_HOIST_COND		(1ULL << 4)
+#define CULPERT_HOIST_SPEC(valid, reg, slots)	\
+	((valid ? 1ULL : 0) | ((__u64)(reg) & 0x1f) << 1 | ((__u64)(__u8)(__s8)(slots)) << 8)
+#define CULPERT_HOIST_TAKEN(spec)	((__u64)(spec) << 8)
+#define CULPERT_HOIST_NOT_TAKEN(spec)	((__u64)(spec) << 32)
+
 /* processes one loaded BPF object serves at once (entries of the procs map) */
 #define CULPERT_MAX_PROCS		64
 

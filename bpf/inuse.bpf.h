@@ -125,4 +125,69 @@ static __always_inline int handle_alloc_exit(struct pt_regs *ctx)
 	return 0;
 }
 
+/* would a jcc of condition code cc jump, with these flags?  (x86 EFLAGS) */
+static __always_inline bool jcc_taken(__u64 flags, __u32 cc)
+{
+	bool cf = flags & 0x1, pf = flags & 0x4, zf = flags & 0x40, sf = flags & 0x80;
+	bool of = flags & 0x800, r;
+
+	switch (cc >> 1) {
+	case 0: r = of; break;			/* jo */
+	case 1: r = cf; break;			/* jb */
+	case 2: r = zf; break;			/* je */
+	case 3: r = cf || zf; break;		/* jbe */
+	case 4: r = sf; break;			/* js */
+	case 5: r = pf; break;			/* jp */
+	case 6: r = sf != of; break;		/* jl */
+	default: r = zf || sf != of; break;	/* jle */
+	}
+	/* odd condition codes are the negations */
+	return (cc & 1) ? !r : r;
+}
+
+#if defined(__TARGET_ARCH_x86)
+/*
+ * A general-purpose register by its x86-64 number.  Copied with constant
+ * offsets first: a switch becomes one load at a computed offset into the
+ * context, which the verifier refuses.
+ */
+static __always_inline __u64 reg_value(struct pt_regs *ctx, __u32 reg)
+{
+	__u64 r[16] = {
+		ctx->ax, ctx->cx, ctx->dx, ctx->bx, 0, ctx->bp, ctx->si, ctx->di,
+		ctx->r8, ctx->r9, ctx->r10, ctx->r11, ctx->r12, ctx->r13, ctx->r14, ctx->r15,
+	};
+
+	return r[reg & 15];
+}
+#endif
+
+/*
+ * An exit hoisted to a branch before a return instruction (culpert.h,
+ * CULPERT_HOIST_*): the way the branch goes decides whether the call ends
+ * in the stretch after it, and where the result is and the return slot
+ * are then.
+ */
+static __always_inline int handle_alloc_exit_hoisted(struct pt_regs *ctx, __u64 cookie)
+{
+	struct hot_state *hs = hot_state_find();
+	bool taken = true;
+	__u32 spec, reg;
+	__s64 slots;
+
+	if (!hs || !hs->pending_id)
+		return 0;
+	if (cookie & CULPERT_HOIST_COND)
+		taken = jcc_taken(ctx->flags, (__u32)(cookie & 0xf));
+	spec = (__u32)(taken ? cookie >> 8 : cookie >> 32) & 0xffff;
+	if (!(spec & 1))
+		return 0;
+	reg = (spec >> 1) & 0x1f;
+	slots = (__s8)(spec >> 8);
+	if (PT_REGS_SP(ctx) + slots * 8 != hs->pending_sp)
+		return 0;
+	inuse_returned(hs, reg == CULPERT_REG_ZERO ? 0 : reg_value(ctx, reg));
+	return 0;
+}
+
 #endif /* CULPERT_INUSE_BPF_H */

@@ -12,6 +12,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <linux/types.h>
+
+#include "culpert.h"
 #include "elfobj.h"
 #include "exits.h"
 #include "test.h"
@@ -36,7 +39,13 @@ asm(".text\n"
 	/* a switch: the jump table's cases lie in the function */
 	EX_FN(ex_switch, "	lea 1f(%rip), %rax\n	jmp *%rax\n1:	ret")
 	/* never returns */
-	EX_FN(ex_noret, "	ud2"));
+	EX_FN(ex_noret, "	ud2")
+	/* two stretches behind one je: both exits move to it */
+	EX_FN(ex_hoist, "	push %rbx\n	test %rdi, %rdi\n	je 1f\n	mov %rsi, %rax\n"
+		"	pop %rbx\n	ret\n1:	xor %eax, %eax\n	pop %rbx\n	ret")
+	/* a stretch entered from a call's return, and one whose stack pointer comes from leave */
+	EX_FN(ex_stay, "	push %rbp\n	mov %rsp, %rbp\n	test %rdi, %rdi\n	je 1f\n"
+		"	call ex_one\n	pop %rbp\n	ret\n1:	mov %rdx, %rax\n	leave\n	ret"));
 
 /* at run time ex_plt's PLT entry must exist: refer to free from C too */
 void *volatile keep_free = (void *)free;
@@ -50,7 +59,7 @@ static int find(const char *name, struct exits *e, uint64_t *rel, size_t max)
 	uint64_t vaddr;
 	size_t i;
 
-	if (!ASSERT_OK_PTR(sym, name) || !ASSERT_EQ(exits__find(self, sym->value, sym->size, e), 0,
+	if (!ASSERT_OK_PTR(sym, name) || !ASSERT_EQ(exits__find(self, sym->value, sym->size, false, e), 0,
 						   "exits__find"))
 		return -1;
 	for (i = 0; i < e->n && i < max; i++) {
@@ -162,8 +171,8 @@ static void test_libstdcxx_new(void)
 	nw = elfobj__sym_by_name(obj, "_Znwm");
 	na = elfobj__sym_by_name(obj, "_Znam");
 	if (!ASSERT_OK_PTR(nw, "_Znwm") || !ASSERT_OK_PTR(na, "_Znam") ||
-	    !ASSERT_EQ(exits__find(obj, nw->value, nw->size, &e), 0, "_Znwm") ||
-	    !ASSERT_EQ(exits__find(obj, na->value, na->size, &ea), 0, "_Znam"))
+	    !ASSERT_EQ(exits__find(obj, nw->value, nw->size, false, &e), 0, "_Znwm") ||
+	    !ASSERT_EQ(exits__find(obj, na->value, na->size, false, &ea), 0, "_Znam"))
 		goto out;
 	ASSERT_TRUE(e.complete && ea.complete, e.complete ? ea.reason : e.reason);
 	snprintf(cmd, sizeof(cmd), "objdump -d --no-show-raw-insn --start-address=%#llx "
@@ -180,6 +189,43 @@ static void test_libstdcxx_new(void)
 		ASSERT_EQ(ea.offsets[i], e.offsets[i], "same offset");
 out:
 	elfobj__free(obj);
+}
+
+/* exits moved off ret: the je gets one probe, saying for each way where the result is */
+static void test_hoisted(void)
+{
+	const struct elf_symbol *sym = elfobj__sym_by_name(self, "ex_hoist");
+	uint64_t je_off, want;
+	struct exits e;
+
+	if (!ASSERT_OK_PTR(sym, "ex_hoist") ||
+	    !ASSERT_EQ(exits__find(self, sym->value, sym->size, true, &e), 0, "exits__find"))
+		return;
+	ASSERT_TRUE(e.complete, e.reason);
+	ASSERT_EQ(e.n, 0, "no exit left on a ret");
+	if (!ASSERT_EQ(e.n_hoists, 1, "one probe, on the je"))
+		return;
+	elfobj__vaddr_to_offset(self, sym->value + 4, &je_off);
+	ASSERT_EQ(e.hoists[0].offset, je_off, "at the je (push 1, test 3)");
+	/* taken: xor, pop -> NULL, slot one word up; not taken: mov %rsi,%rax, pop */
+	want = CULPERT_HOIST_CC(4) | CULPERT_HOIST_COND |
+	       CULPERT_HOIST_TAKEN(CULPERT_HOIST_SPEC(1, CULPERT_REG_ZERO, 1)) |
+	       CULPERT_HOIST_NOT_TAKEN(CULPERT_HOIST_SPEC(1, 6, 1));
+	ASSERT_EQ(e.hoists[0].cookie, want, "the cookie of both ways");
+}
+
+/* what cannot be proven stays on the ret: after a call, after leave */
+static void test_not_hoisted(void)
+{
+	const struct elf_symbol *sym = elfobj__sym_by_name(self, "ex_stay");
+	struct exits e;
+
+	if (!ASSERT_OK_PTR(sym, "ex_stay") ||
+	    !ASSERT_EQ(exits__find(self, sym->value, sym->size, true, &e), 0, "exits__find"))
+		return;
+	ASSERT_TRUE(e.complete, e.reason);
+	ASSERT_EQ(e.n, 2, "both exits stay on their rets");
+	ASSERT_EQ(e.n_hoists, 0, "nothing hoisted");
 }
 
 int main(void)
@@ -202,6 +248,8 @@ int main(void)
 	RUN_TEST(test_plt_tail);
 	RUN_TEST(test_switch_and_noreturn);
 	RUN_TEST(test_libstdcxx_new);
+	RUN_TEST(test_hoisted);
+	RUN_TEST(test_not_hoisted);
 	elfobj__free(self);
 	return TEST_EXIT();
 }

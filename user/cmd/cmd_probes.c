@@ -81,8 +81,8 @@ static void print_exits(const struct probe_point *p)
 	else if (p->flags & CULPERT_PROBE_F_NO_RETURN)
 		printf("  %-22s   may throw; --inuse cannot track its blocks: %s\n", "", p->exits_missed);
 	else
-		printf("  %-22s   may throw; --inuse: uprobes on %zu return instructions, no return probe\n",
-		       "", p->n_exits);
+		printf("  %-22s   may throw; --inuse: uprobes on %zu return instructions and on %zu "
+		       "branches before others, no return probe\n", "", p->n_exits, p->n_hoists);
 }
 
 static void print_plan(const struct alloc_plan *plan)

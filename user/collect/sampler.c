@@ -149,6 +149,9 @@ static int configure(struct sampler *s, const struct sampler_opts *o)
 	if (!err)
 		err = bpf_program__set_expected_attach_type(skel->progs.alloc_exit_point,
 							    uprobe_mode__attach_type(s->mode));
+	if (!err)
+		err = bpf_program__set_expected_attach_type(skel->progs.alloc_exit_hoist,
+							    uprobe_mode__attach_type(s->mode));
 	/* the session program needs the kfuncs of 6.13+: not even loaded elsewhere */
 	if (!err && s->inuse == SAMPLER_INUSE_SESSION)
 		err = bpf_program__set_expected_attach_type(skel->progs.alloc_session,
@@ -298,6 +301,32 @@ static size_t collect_exits(const struct alloc_plan *plan, size_t obj, uint64_t 
 	return dedupe(offs, n);
 }
 
+/* the branches exits were moved to, and their cookies, of the points in `obj`, once each */
+static size_t collect_hoists(const struct alloc_plan *plan, size_t obj, uint64_t *offs,
+			     uint64_t *cookies)
+{
+	size_t i, j, k, n = 0;
+
+	for (i = 0; i < plan->n_points; i++) {
+		const struct probe_point *p = &plan->points[i];
+
+		if (p->object != (int)obj || !point_in(p, POINTS_EXITS) ||
+		    (p->flags & (CULPERT_PROBE_F_NO_RETURN | CULPERT_PROBE_F_DELEGATE)))
+			continue;
+		for (j = 0; j < p->n_hoists; j++) {
+			for (k = 0; k < n && offs[k] != p->hoists[j].offset; k++)
+				;
+			/* shared code analysed from two entry points: the same branch, the same ways */
+			if (k == n) {
+				offs[n] = p->hoists[j].offset;
+				cookies[n++] = 0;
+			}
+			cookies[k] |= p->hoists[j].cookie;
+		}
+	}
+	return n;
+}
+
 /* entry programs, one per argument layout, for the points of `set` in `obj` */
 static int attach_entries(struct sampler *s, const struct sampler_opts *o, size_t obj,
 			  enum point_set set, uint64_t *offs, uint64_t *cookies)
@@ -349,6 +378,11 @@ static int attach_object(struct sampler *s, const struct sampler_opts *o, size_t
 	ret = uprobe_set__attach(s->probes, s->mode, s->skel->progs.alloc_exit_point, path, offs,
 				 NULL, n, o->pid, 0);
 	if (!ret) {
+		n = collect_hoists(plan, obj, offs, cookies);
+		ret = uprobe_set__attach(s->probes, s->mode, s->skel->progs.alloc_exit_hoist, path,
+					 offs, cookies, n, o->pid, 0);
+	}
+	if (!ret) {
 		n = collect_points(plan, obj, POINTS_FREE, 0, offs, cookies);
 		ret = uprobe_set__attach(s->probes, s->mode, s->skel->progs.free_enter, path, offs,
 					 NULL, n, o->pid, 0);
@@ -364,7 +398,7 @@ static int attach_plan(struct sampler *s, const struct sampler_opts *o, char *er
 	int ret;
 
 	for (i = 0; i < plan->n_points; i++)
-		n += plan->points[i].n_exits;
+		n += plan->points[i].n_exits + plan->points[i].n_hoists;
 	offs = calloc(n, sizeof(*offs));
 	cookies = calloc(n, sizeof(*cookies));
 	ret = offs && cookies ? 0 : -ENOMEM;

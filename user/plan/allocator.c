@@ -384,21 +384,27 @@ static struct probe_point *point_at(struct alloc_plan *plan, int object, uint64_
  * return instructions for --inuse, never a return probe.  Tail calls into
  * other objects are judged once the whole plan is known (check_tails()).
  */
-static int find_exits(struct probe_point *pp, struct elfobj *obj, const struct elf_symbol *sym)
+static int find_exits(struct probe_point *pp, struct elfobj *obj, const struct elf_symbol *sym,
+		      bool hoist)
 {
 	struct exits e;
 	size_t i;
 	int err;
 
 	pp->flags |= CULPERT_PROBE_F_EXITS;
-	err = exits__find(obj, sym->value, sym->size, &e);
+	err = exits__find(obj, sym->value, sym->size, hoist, &e);
 	if (err)
 		return err;
+	free(pp->exits);
+	free(pp->hoists);
 	pp->exits = malloc((e.n ?: 1) * sizeof(*pp->exits));
-	if (!pp->exits)
+	pp->hoists = malloc((e.n_hoists ?: 1) * sizeof(*pp->hoists));
+	if (!pp->exits || !pp->hoists)
 		return -ENOMEM;
 	memcpy(pp->exits, e.offsets, e.n * sizeof(*pp->exits));
+	memcpy(pp->hoists, e.hoists, e.n_hoists * sizeof(*pp->hoists));
 	pp->n_exits = e.n;
+	pp->n_hoists = e.n_hoists;
 	if (!e.complete) {
 		pp->flags |= CULPERT_PROBE_F_NO_RETURN;
 		snprintf(pp->exits_missed, sizeof(pp->exits_missed), "%s", e.reason);
@@ -440,7 +446,7 @@ static int add_entries(struct alloc_plan *plan, int object, struct elfobj *obj, 
 		pp = point_at(plan, object, off);
 		if (pp) {
 			if ((specs->flags & ENTRY_THROWS) && !(pp->flags & CULPERT_PROBE_F_EXITS)) {
-				err = find_exits(pp, obj, sym);
+				err = find_exits(pp, obj, sym, true);
 				if (err)
 					return err;
 			}
@@ -466,7 +472,7 @@ static int add_entries(struct alloc_plan *plan, int object, struct elfobj *obj, 
 		if (specs->flags & ENTRY_DELEGATES) {
 			pp->flags |= CULPERT_PROBE_F_EXITS | CULPERT_PROBE_F_DELEGATE;
 		} else if (specs->flags & ENTRY_THROWS) {
-			err = find_exits(pp, obj, sym);
+			err = find_exits(pp, obj, sym, true);
 			if (err)
 				return err;
 		}
@@ -490,6 +496,59 @@ static const struct probe_point *point_named(const struct alloc_plan *plan, cons
  * itself (its exits, or its return where no exception can pass, the BPF
  * side knows it is a tail call), not otherwise.
  */
+/* the opened object behind the plan's object `object` */
+static struct elfobj *object_elf(const struct alloc_plan *plan, int object, struct objcache *cache,
+				 const struct procmaps *maps)
+{
+	size_t i;
+
+	for (i = 0; i < maps->n; i++)
+		if (maps->v[i].executable && !strcmp(maps->v[i].path, plan->objects[object].path))
+			return objcache__get(cache, &maps->v[i]);
+	return NULL;
+}
+
+/* is a probe of the plan's entry points at this offset of the object? */
+static bool entry_probe_at(const struct alloc_plan *plan, int object, uint64_t off)
+{
+	size_t i;
+
+	for (i = 0; i < plan->n_points; i++)
+		if (plan->points[i].object == object && plan->points[i].offset == off)
+			return true;
+	return false;
+}
+
+/*
+ * A hoisted exit on the instruction of an entry probe would put two
+ * programs on one uprobe, whose order nothing promises: that entry point's
+ * exits stay on their return instructions.
+ */
+static int unhoist_collisions(struct alloc_plan *plan, struct objcache *cache,
+			      const struct procmaps *maps)
+{
+	size_t i, j;
+
+	for (i = 0; i < plan->n_points; i++) {
+		struct probe_point *pp = &plan->points[i];
+		const struct elf_symbol *sym;
+		struct elfobj *obj;
+		bool hit = false;
+
+		for (j = 0; j < pp->n_hoists && !hit; j++)
+			hit = entry_probe_at(plan, pp->object, pp->hoists[j].offset);
+		if (!hit)
+			continue;
+		obj = object_elf(plan, pp->object, cache, maps);
+		sym = obj ? elfobj__sym_by_name(obj, pp->symbol) : NULL;
+		if (!sym)
+			return -ENOENT;
+		if (find_exits(pp, obj, sym, false))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
 static void check_tails(struct alloc_plan *plan)
 {
 	size_t i, j;
@@ -740,6 +799,13 @@ int allocator__plan(const struct target *t, const struct procmaps *maps, struct 
 		return ret;
 	}
 	check_tails(plan);
+	ret = unhoist_collisions(plan, cache, maps);
+	if (ret) {
+		snprintf(err, errlen, "cannot build the probe plan for pid %d: %s", (int)t->pid,
+			 strerror(-ret));
+		alloc_plan__free(plan);
+		return ret;
+	}
 	return 0;
 }
 
@@ -777,6 +843,7 @@ void alloc_plan__free(struct alloc_plan *plan)
 	for (i = 0; i < plan->n_points; i++) {
 		free(plan->points[i].symbol);
 		free(plan->points[i].exits);
+		free(plan->points[i].hoists);
 	}
 	for (i = 0; i < plan->n_skipped; i++)
 		free(plan->skipped[i]);

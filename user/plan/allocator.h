@@ -19,6 +19,7 @@ struct objcache;
 #include <linux/types.h>
 
 #include "culpert.h"
+#include "exits.h"
 #include "probe_offset.h"
 
 /* at most this many objects carry probes (the BPF side keeps their code ranges) */
@@ -51,6 +52,8 @@ struct probe_point {
 	 */
 	uint64_t *exits;
 	size_t n_exits;
+	struct exit_hoist *hoists;	/* exits moved to the branches before them (hoist.h) */
+	size_t n_hoists;
 	char exits_missed[192];
 	char tails[ALLOC_MAX_TAILS][128];	/* tail calls into other objects, by name */
 	size_t n_tails;

@@ -5,9 +5,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/types.h>
+
+#include "culpert.h"
 
 #include "elfobj.h"
 #include "exits.h"
+#include "hoist.h"
 #include "plt.h"
 #include "probe_offset.h"
 #include "x86dec.h"
@@ -22,6 +26,13 @@ struct finder {
 	struct exits *out;
 	struct region todo[EXITS_MAX_REGIONS];	/* regions[0..n_todo): found; [0..done): decoded */
 	size_t n_todo;
+	/* what moving exits off `ret` needs (hoist.h): the code, its direct branches */
+	struct hoist_code code[EXITS_MAX_REGIONS];
+	size_t n_code;
+	struct hoist_branch *br;
+	size_t n_br;
+	bool indirect;			/* a jump through a register: the code's entries are not all known */
+	uint64_t ret_vaddr[EXITS_MAX];	/* of out->offsets[] */
 };
 
 static void give_up(struct finder *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -160,6 +171,7 @@ static void add_exit(struct finder *f, uint64_t vaddr)
 		give_up(f, "more than %d return instructions", EXITS_MAX);
 		return;
 	}
+	f->ret_vaddr[f->out->n] = vaddr;
 	f->out->offsets[f->out->n++] = off;
 }
 
@@ -194,7 +206,16 @@ static void branch(struct finder *f, const struct region *r, const cs_insn *in)
 	uint64_t to, slot;
 
 	if (x->op_count == 1 && x->operands[0].type == X86_OP_IMM) {
+		struct hoist_branch *nb = realloc(f->br, (f->n_br + 1) * sizeof(*nb));
+
 		to = (uint64_t)x->operands[0].imm;
+		if (nb) {
+			f->br = nb;
+			f->br[f->n_br++] = (struct hoist_branch){ in->address, to };
+		} else {
+			/* without the whole list no exit may move: it stays on its `ret` */
+			f->indirect = true;
+		}
 		if (to >= r->start && to < r->end)
 			return;
 		if (plt__in_plt(f->obj, to))
@@ -204,9 +225,12 @@ static void branch(struct finder *f, const struct region *r, const cs_insn *in)
 		return;
 	}
 	/* jmp *sym@GOTPCREL(%rip): -fno-plt's tail call */
-	if (in->id == X86_INS_JMP && plt__rip_operand(in, &slot))
+	if (in->id == X86_INS_JMP && plt__rip_operand(in, &slot)) {
 		tail_to(f, plt__got_symbol(f->obj, slot), in->address);
+		return;
+	}
 	/* through a register or a table: a switch, whose cases lie in the function */
+	f->indirect = true;
 }
 
 static int decode_region(struct finder *f, const struct region *r)
@@ -250,11 +274,62 @@ static int decode_region(struct finder *f, const struct region *r)
 			branch(f, r, in);
 	}
 	x86dec__close(&d);
-	free(code);
+	/* kept for hoist__exit() */
+	f->code[f->n_code++] = (struct hoist_code){ r->start, r->end, code };
 	return 0;
 }
 
-int exits__find(struct elfobj *obj, uint64_t vaddr, uint64_t size, struct exits *out)
+/* the probes of one hoisted exit, merged into the cookies of their branches */
+static bool add_hoists(struct finder *f, const struct hoist_point *p, size_t n)
+{
+	struct exits *o = f->out;
+	size_t i, j;
+	uint64_t off, bits;
+
+	for (i = 0; i < n; i++) {
+		if (elfobj__vaddr_to_offset(f->obj, p[i].vaddr, &off))
+			return false;
+		bits = p[i].taken ? CULPERT_HOIST_TAKEN(p[i].spec) : CULPERT_HOIST_NOT_TAKEN(p[i].spec);
+		for (j = 0; j < o->n_hoists && o->hoists[j].offset != off; j++)
+			;
+		if (j == o->n_hoists) {
+			if (o->n_hoists >= EXITS_MAX)
+				return false;
+			o->hoists[o->n_hoists++] = (struct exit_hoist){ off, CULPERT_HOIST_CC(p[i].cc) |
+					(p[i].cond ? CULPERT_HOIST_COND : 0) };
+		}
+		o->hoists[j].cookie |= bits;
+	}
+	return true;
+}
+
+/* move every exit that can be moved off its `ret` (hoist.h); the others stay */
+static void hoist_exits(struct finder *f)
+{
+	struct hoist_point p[HOIST_MAX_POINTS];
+	struct exits *o = f->out;
+	size_t i, n, kept = 0;
+
+	for (i = 0; i < o->n; i++) {
+		n = hoist__exit(f->code, f->n_code, f->br, f->n_br, f->indirect, f->ret_vaddr[i], p);
+		if (n && add_hoists(f, p, n))
+			continue;
+		o->offsets[kept] = o->offsets[i];
+		f->ret_vaddr[kept++] = f->ret_vaddr[i];
+	}
+	o->n = kept;
+}
+
+static void hoist_exits_free(struct finder *f)
+{
+	size_t k;
+
+	for (k = 0; k < f->n_code; k++)
+		free((void *)f->code[k].code);
+	free(f->br);
+}
+
+int exits__find(struct elfobj *obj, uint64_t vaddr, uint64_t size, bool hoist, struct exits *out)
 {
 	struct finder f = { .obj = obj, .elf = elfobj__elf(obj), .out = out };
 	GElf_Ehdr ehdr;
@@ -276,5 +351,8 @@ int exits__find(struct elfobj *obj, uint64_t vaddr, uint64_t size, struct exits 
 	out->regions = done;
 	if (!err && out->complete && !out->n && !out->n_tails)
 		give_up(&f, "no return instruction found");
+	if (!err && out->complete && hoist)
+		hoist_exits(&f);
+	hoist_exits_free(&f);
 	return err;
 }

@@ -34,9 +34,17 @@ struct elfobj;
 #define EXITS_NAME_LEN		128
 #define EXITS_REASON_LEN	192
 
+/* an exit moved to a branch before it (hoist.h): the branch, and its BPF cookie */
+struct exit_hoist {
+	uint64_t offset;		/* file offset */
+	uint64_t cookie;		/* CULPERT_HOIST_* */
+};
+
 struct exits {
-	uint64_t offsets[EXITS_MAX];	/* file offsets of the return instructions */
+	uint64_t offsets[EXITS_MAX];	/* file offsets of the return instructions still probed */
 	size_t n;
+	struct exit_hoist hoists[EXITS_MAX];	/* the others' probes, when asked to move them */
+	size_t n_hoists;
 	/* tail calls to functions another object defines (by PLT/GOT symbol name) */
 	char tails[EXITS_MAX_TAILS][EXITS_NAME_LEN];
 	size_t n_tails;
@@ -47,9 +55,10 @@ struct exits {
 
 /*
  * The exits of the function at virtual address `vaddr` of `obj`, `size`
- * bytes long (0: take the range from the CFI).  An incomplete set is a
- * result, not an error.  0, or -ENOMEM.
+ * bytes long (0: take the range from the CFI); with `hoist`, those that
+ * can be are moved to the branches before them (hoist.h).  An incomplete
+ * set is a result, not an error.  0, or -ENOMEM.
  */
-int exits__find(struct elfobj *obj, uint64_t vaddr, uint64_t size, struct exits *out);
+int exits__find(struct elfobj *obj, uint64_t vaddr, uint64_t size, bool hoist, struct exits *out);
 
 #endif /* CULPERT_EXITS_H */

@@ -68,7 +68,7 @@ static bool kernel_nop(const uint8_t *b, size_t n)
  * 66-prefixed branches and cs/ds/es/ss/lock prefixes altogether, and
  * emulates push only with no REX or REX 41.
  */
-static bool kernel_emulates(const uint8_t *b, size_t n)
+bool probe_offset__emulated(const uint8_t *b, size_t n)
 {
 	if (kernel_nop(b, n))
 		return true;
@@ -154,7 +154,7 @@ static int find_candidate(struct x86dec *d, struct probe_offset *po)
 		if (!in)
 			return decide(po, 0, "+0: cannot decode the instruction at +%zu", pos);
 		x86dec__text(in, text, sizeof(text));
-		if (kernel_emulates(in->bytes, in->size)) {
+		if (probe_offset__emulated(in->bytes, in->size)) {
 			if (!pos)
 				return decide(po, 0, "+0: %s (emulated)", text);
 			decide(po, pos, "+%zu: past %s to %s (emulated)", pos, past, text);

@@ -12,6 +12,7 @@
 #ifndef CULPERT_PROBE_OFFSET_H
 #define CULPERT_PROBE_OFFSET_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -37,6 +38,8 @@ struct probe_offset {
  * reason), not an error.  0, or -EINVAL / -ENOMEM.
  */
 int probe_offset__choose(const uint8_t *code, size_t len, uint64_t addr, struct probe_offset *po);
+/* does the kernel emulate the instruction of these n bytes (not single-step it)? */
+bool probe_offset__emulated(const uint8_t *b, size_t n);
 /* the same for a function symbol of an object, reading its code from the file */
 int probe_offset__for_symbol(struct elfobj *obj, const struct elf_symbol *sym,
 			     struct probe_offset *po);

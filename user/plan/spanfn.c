@@ -82,7 +82,7 @@ static bool matches(struct builder *b, char *const *patterns, size_t n, const ch
 static int find_exits(struct span_fn *f, struct elfobj *obj, const struct elf_symbol *sym)
 {
 	struct exits e;
-	int err = exits__find(obj, sym->value, sym->size, &e);
+	int err = exits__find(obj, sym->value, sym->size, false, &e);
 
 	if (err)
 		return err;
