@@ -756,9 +756,9 @@ const char *sampler_inuse__name(enum sampler_inuse m)
 {
 	switch (m) {
 	case SAMPLER_INUSE_SESSION:
-		return "uprobe sessions: return probes for sampled calls only (operator new & co.: uprobes on their return instructions)";
+		return "uprobe sessions: return probes for sampled calls only (operator new & co.: uprobes where they return, no return probe)";
 	case SAMPLER_INUSE_EVERY_RETURN:
-		return "a return probe on every call (operator new & co.: uprobes on their return instructions)";
+		return "a return probe on every call (operator new & co.: uprobes where they return, no return probe)";
 	default:
 		return "off";
 	}
