@@ -34,23 +34,30 @@ struct {
 
 /*
  * May the process have one more stack captured now?  GCRA: the capture is
- * due at tb_tat_ns; up to tb_burst_ns early is allowed.  Two CPUs racing
- * for the last token: the loser's sample is throttled.
+ * due at tb_tat_ns; up to tb_burst_ns early is allowed.  CPUs updating it
+ * at once retry; one that still loses is let through (the bound is on
+ * cost, a capture more is not a harm; a sample throttled while tokens were
+ * left would lose its stack for nothing).
  */
 static __always_inline bool stack_token(struct culpert_proc *p)
 {
 	__u64 now, tat, next;
+	int i;
 
 	if (!p || !p->tb_interval_ns)
 		return true;
 	now = bpf_ktime_get_ns();
-	tat = p->tb_tat_ns;
-	next = tat;
-	if (next + p->tb_burst_ns < now)
-		next = now - p->tb_burst_ns;
-	if (next > now)
-		return false;
-	return __sync_val_compare_and_swap(&p->tb_tat_ns, tat, next + p->tb_interval_ns) == tat;
+	for (i = 0; i < 4; i++) {
+		tat = p->tb_tat_ns;
+		next = tat;
+		if (next + p->tb_burst_ns < now)
+			next = now - p->tb_burst_ns;
+		if (next > now)
+			return false;
+		if (__sync_val_compare_and_swap(&p->tb_tat_ns, tat, next + p->tb_interval_ns) == tat)
+			return true;
+	}
+	return true;
 }
 
 /* FNV-1a over the name ids of the thread's open spans, into `path` as well */
