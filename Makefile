@@ -7,6 +7,34 @@
 #   make test       install what is missing, build, run the whole suite
 #   make help       all targets
 
+HOST_ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
+ARCH ?= $(HOST_ARCH)
+
+# ARCH=arm64 on an x86-64 host: Debian's cross toolchain against the arm64
+# multiarch libraries (`make deps ARCH=arm64` installs both), in a separate
+# OUTPUT so host and cross objects never mix
+ifneq ($(ARCH),$(HOST_ARCH))
+ifneq ($(ARCH),arm64)
+$(error ARCH=$(ARCH): only arm64 can be cross-built (from $(HOST_ARCH)))
+endif
+CROSS_COMPILE ?= aarch64-linux-gnu-
+CROSS_MULTIARCH := aarch64-linux-gnu
+OUTPUT ?= .output/$(ARCH)
+ifeq ($(origin CC),default)
+CC := $(CROSS_COMPILE)gcc
+endif
+CXX := $(CROSS_COMPILE)g++
+AR := $(CROSS_COMPILE)ar
+STRIP := $(CROSS_COMPILE)strip
+# only the target's .pc files: the host's would hand out x86-64 library paths
+PKG_CONFIG ?= PKG_CONFIG_LIBDIR=/usr/lib/$(CROSS_MULTIARCH)/pkgconfig:/usr/share/pkgconfig pkg-config
+# test targets: musl-dev:arm64's specs behind the cross gcc, rustc with libstd-rust-dev:arm64
+MUSL_GCC ?= $(CC) -specs /usr/lib/aarch64-linux-musl/musl-gcc.specs
+RUST_ARCH_FLAGS := --target aarch64-unknown-linux-gnu -C linker=$(CROSS_COMPILE)gcc
+# Debian's rustc: the one libstd-rust-dev:arm64 matches (a rustup toolchain has no arm64 std)
+RUSTC ?= /usr/bin/rustc
+endif
+
 OUTPUT ?= .output
 CLANG ?= clang
 BPFTOOL ?= bpftool
@@ -14,17 +42,18 @@ PKG_CONFIG ?= pkg-config
 PROTOC_C ?= protoc-c
 CC ?= cc
 CXX ?= g++
+STRIP ?= strip
+HOSTCC ?= cc
 GO ?= go
 PREFIX ?= /usr/local
 
-ARCH ?= $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
 MULTIARCH := $(shell $(CC) -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)
 VERSION := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
 
 # Debian 12 packages, by what needs them (`make deps` installs them all).
 # culpert (the CLI) alone: plain `make culpert` needs only these
 CLI_PACKAGES := make gcc pkg-config libelf-dev libdw-dev libdebuginfod-dev zlib1g-dev \
-	protobuf-c-compiler libprotobuf-c-dev libiberty-dev
+	protobuf-c-compiler libprotobuf-c-dev libiberty-dev libcurl4-openssl-dev
 # ... and culpert-bpf: plain `make`
 BUILD_PACKAGES := $(CLI_PACKAGES) clang llvm libbpf-dev bpftool libcapstone-dev
 # make demo: the example service includes the span probes' <sys/sdt.h>
@@ -33,7 +62,32 @@ DEMO_PACKAGES := systemtap-sdt-dev procps
 TEST_PACKAGES := $(DEMO_PACKAGES) g++ systemtap-sdt-dev debuginfod elfutils binutils golang-go \
 	musl-tools libjemalloc2 libjemalloc-dev libmimalloc2.0 libmimalloc-dev libtcmalloc-minimal4 \
 	hyperfine valgrind python3 python3-prometheus-client sqlite3 rustc dwz libc6-dbg time \
-	python3-jsonschema libxml2-utils qemu-system-x86 busybox cpio util-linux
+	python3-jsonschema libxml2-utils qemu-system-x86 busybox cpio util-linux nodejs python3-yaml
+# the arm64 cross build (ARCH=arm64 on x86-64): Debian's cross compilers and the arm64
+# multiarch -dev packages (install-deps.sh adds the dpkg architecture they need)
+ARM64_CLI_PACKAGES := gcc-aarch64-linux-gnu libc6-dev:arm64 libelf-dev:arm64 libdw-dev:arm64 \
+	libdebuginfod-dev:arm64 zlib1g-dev:arm64 libprotobuf-c-dev:arm64 libiberty-dev:arm64
+ARM64_PACKAGES := $(ARM64_CLI_PACKAGES) g++-aarch64-linux-gnu libbpf-dev:arm64 \
+	libcapstone-dev:arm64 systemtap-sdt-dev:arm64
+ifneq ($(ARCH),$(HOST_ARCH))
+CLI_PACKAGES += $(ARM64_CLI_PACKAGES)
+BUILD_PACKAGES += $(ARM64_PACKAGES)
+endif
+# the aarch64 smoke test (tests/bpf/test_arm64.sh) cross-builds, then boots Debian's arm64
+# kernel under qemu-system-aarch64 (its busybox-static:arm64 and kernel are downloaded,
+# not installed: busybox-static would replace the host's busybox)
+ARM64_TEST_PACKAGES := musl-dev:arm64 libstd-rust-dev:arm64
+ifeq ($(HOST_ARCH),x86)
+TEST_PACKAGES += $(ARM64_PACKAGES) $(ARM64_TEST_PACKAGES) qemu-system-arm
+endif
+# the Rust tracing layer and its example (rust/Makefile.inc); rust-src and lld: the aarch64 check
+TEST_PACKAGES += cargo librust-tracing-dev librust-tracing-subscriber-dev librust-tracing-core-dev \
+	librust-tokio-dev librust-hyper-dev rust-src lld
+# make image (deploy/image/Makefile.inc): the Debian archive to a root file system, podman to
+# import it (runc: Debian's podman would pick crun, which refuses hybrid cgroup hosts), setcap
+IMAGE_PACKAGES := mmdebstrap podman runc uidmap libcap2-bin
+# tests/deploy: the image tools, Kubernetes' API models for the manifests, promtool, YAML
+TEST_PACKAGES += $(IMAGE_PACKAGES) python3-kubernetes python3-yaml prometheus
 DEB_PACKAGES := $(sort $(BUILD_PACKAGES) $(TEST_PACKAGES))
 
 # The layers (SPEC §1): lib/ <- proto/ <- cli/ and user/.  Each part sees only
@@ -52,10 +106,14 @@ USER_INC := $(PROTO_INC) $(call iquote,$(USER_DIRS))
 # libraries by layer; recursive (=) on purpose: evaluated after `make deps` may have installed them
 LIB_PC := libelf libdw libdebuginfod zlib libprotobuf-c
 USER_PC := $(LIB_PC) libbpf capstone
+# culpert alone: the archive client (culpert upload / pull); culpert-bpf does not link it
+CLI_PC := libcurl
 LIB_PC_CFLAGS = $(shell $(PKG_CONFIG) --cflags $(LIB_PC) 2>/dev/null)
 PC_CFLAGS = $(shell $(PKG_CONFIG) --cflags $(USER_PC) 2>/dev/null)
 LIB_LIBS = $(shell $(PKG_CONFIG) --libs $(LIB_PC) 2>/dev/null) -liberty -lm -lpthread
 USER_LIBS = $(shell $(PKG_CONFIG) --libs $(USER_PC) 2>/dev/null) -liberty -lm -lpthread
+CLI_PC_CFLAGS = $(shell $(PKG_CONFIG) --cflags $(CLI_PC) 2>/dev/null)
+CLI_LIBS = $(shell $(PKG_CONFIG) --libs $(CLI_PC) 2>/dev/null)
 
 WARNINGS := -Wall -Wextra -Wshadow -Wmissing-prototypes -Wno-unused-parameter
 ifneq ($(CI),)
@@ -65,9 +123,9 @@ CFLAGS ?= -O2 -g
 BASE_CFLAGS = $(CFLAGS) $(WARNINGS) -std=gnu11 -D_GNU_SOURCE -MMD -MP \
 	-DCULPERT_VERSION='"$(VERSION)"' -Iinclude $(EXTRA_CFLAGS)
 # tests and tools see every layer
-ALL_CFLAGS = $(BASE_CFLAGS) $(PC_CFLAGS) $(USER_INC) $(call iquote,$(CLI_DIRS))
+ALL_CFLAGS = $(BASE_CFLAGS) $(PC_CFLAGS) $(CLI_PC_CFLAGS) $(USER_INC) $(call iquote,$(CLI_DIRS))
 ALL_LDFLAGS = -Wl,--as-needed $(LDFLAGS) $(EXTRA_LDFLAGS)
-LDLIBS_ALL = $(USER_LIBS)
+LDLIBS_ALL = $(USER_LIBS) $(CLI_LIBS)
 
 BPF_CFLAGS := -g -O2 -target bpf -mcpu=v3 -Werror=implicit-function-declaration -D__TARGET_ARCH_$(ARCH) -I$(OUTPUT) -Ibpf \
 	-Ivmlinux/$(ARCH) -idirafter /usr/include/$(MULTIARCH) -Wall -Wno-unused-function
@@ -124,9 +182,11 @@ help:
 	@echo '  demo         deps + build + profile examples/demo_service for a few seconds, print the report'
 	@echo '  test         deps + build + run every test (unit, BPF, CLI); ends with "N passed, N failed"'
 	@echo '  bench        overhead and cost measurements, medians over repeated runs'
+	@echo '  rust         the Rust tracing layer and its example service (demo-rust: profile it under load)'
 	@echo '  fuzz         run the libFuzzer harness of the pprof reader (FUZZ_SECONDS=600)'
 	@echo '  check-layout fail if a file includes a header from a layer above its own'
 	@echo '  install      install both binaries and the span header under PREFIX=$(PREFIX)'
+	@echo '  image        the container image $(IMAGE_NAME):VERSION from Debian packages (IMAGE_ARCHES="x86 arm64")'
 	@echo '  vmlinux      regenerate vmlinux/$(ARCH)/vmlinux.h from /sys/kernel/btf/vmlinux'
 	@echo '  clean        remove $(OUTPUT)'
 	@echo 'Variables: V=1 (show commands), OUTPUT, ARCH, CLANG, BPFTOOL, PKG_CONFIG, EXTRA_CFLAGS, EXTRA_LDFLAGS'
@@ -138,6 +198,10 @@ deps:
 
 deps-demo:
 	$(Q)DEB_PACKAGES="$(BUILD_PACKAGES) $(DEMO_PACKAGES)" sh tests/install-deps.sh
+
+# what `make deps` needs to be told to install the same
+DEPS_CMD := make deps$(if $(filter-out $(HOST_ARCH),$(ARCH)), ARCH=$(ARCH))
+export DEPS_CMD
 
 check-deps:
 	$(Q)DEB_PACKAGES="$(BUILD_PACKAGES)" sh tests/install-deps.sh --check
@@ -165,11 +229,23 @@ $(OUTPUT)/%.skel.h: $(OUTPUT)/%.bpf.o
 	$(call msg,GEN-SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< > $@
 
+# The host's from its running kernel; arm64's from the BTF inside the Image of Debian's
+# current arm64 kernel package (vmlinux/gen_deb.sh: the package version goes in the header)
+ifeq ($(ARCH),$(HOST_ARCH))
 vmlinux:
 	$(call msg,GEN,vmlinux/$(ARCH)/vmlinux.h)
 	$(Q)mkdir -p vmlinux/$(ARCH)
 	$(Q)$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > vmlinux/$(ARCH)/vmlinux.h.tmp
 	$(Q)mv vmlinux/$(ARCH)/vmlinux.h.tmp vmlinux/$(ARCH)/vmlinux.h
+else
+vmlinux: $(OUTPUT)/btf_extract
+	$(call msg,GEN,vmlinux/$(ARCH)/vmlinux.h)
+	$(Q)BPFTOOL="$(BPFTOOL)" sh vmlinux/gen_deb.sh $(ARCH) $(OUTPUT) $(OUTPUT)/btf_extract
+
+$(OUTPUT)/btf_extract: vmlinux/btf_extract.c | $(OUTPUT)
+	$(call msg,HOSTCC,$@)
+	$(Q)$(HOSTCC) -O2 $(WARNINGS) -o $@ $<
+endif
 
 # --- protobuf ----------------------------------------------------------------
 
@@ -195,7 +271,7 @@ $(OUTPUT)/proto/%.o: proto/%.c | $(PROTO_H)
 $(OUTPUT)/cli/%.o: cli/%.c | $(PROTO_H)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(BASE_CFLAGS) $(LIB_PC_CFLAGS) $(CLI_INC) -c $< -o $@
+	$(Q)$(CC) $(BASE_CFLAGS) $(LIB_PC_CFLAGS) $(CLI_PC_CFLAGS) $(CLI_INC) -c $< -o $@
 
 $(OUTPUT)/user/%.o: user/%.c | $(PROTO_H) $(SKELS)
 	$(call msg,CC,$@)
@@ -208,11 +284,11 @@ $(OUTPUT)/proto/profile.pb-c.o: $(OUTPUT)/proto/profile.pb-c.c
 
 $(LIBCULPERT): $(LIB_OBJS) $(PROTO_OBJS)
 	$(call msg,AR,$@)
-	$(Q)rm -f $@ && ar rcs $@ $^
+	$(Q)rm -f $@ && $(AR) rcs $@ $^
 
 $(LIBCOLLECT): $(USER_OBJS)
 	$(call msg,AR,$@)
-	$(Q)rm -f $@ && ar rcs $@ $^
+	$(Q)rm -f $@ && $(AR) rcs $@ $^
 
 $(BIN_BPF): $(USER_MAIN) $(LIBCOLLECT) $(LIBCULPERT)
 	$(call msg,LINK,$@)
@@ -220,14 +296,19 @@ $(BIN_BPF): $(USER_MAIN) $(LIBCOLLECT) $(LIBCULPERT)
 
 $(BIN_CLI): $(CLI_MAIN) $(CLI_OBJS) $(LIBCULPERT)
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(ALL_LDFLAGS) $^ $(LIB_LIBS) -o $@
+	$(Q)$(CC) $(ALL_LDFLAGS) $^ $(LIB_LIBS) $(CLI_LIBS) -o $@
 
--include $(shell find $(OUTPUT) -name '*.d' 2>/dev/null)
+# not the cross build's dependency files under .output/arm64
+-include $(shell find $(OUTPUT) -path '$(OUTPUT)/arm64' -prune -o -type f -name '*.d' -print 2>/dev/null)
 
 # --- examples, test targets and tests ----------------------------------------
 
 include examples/Makefile.inc
 include tests/Makefile.inc
+include deploy/archive/Makefile.inc
+include lib/sampler/Makefile.inc
+include rust/Makefile.inc
+include deploy/image/Makefile.inc
 
 # --- top-level flows -----------------------------------------------------------
 

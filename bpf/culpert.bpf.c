@@ -16,6 +16,7 @@
 #include "culpert.h"
 #include "state.bpf.h"
 #include "uretprobe.bpf.h"
+#include "arch.bpf.h"
 #include "spans.bpf.h"
 #include "inuse.bpf.h"
 #include "dwarf.bpf.h"

@@ -86,9 +86,10 @@ enum culpert_counter {
 /*
  * An exit "hoisted" to the emulated branch leading into a function's last
  * straight-line stretch before `ret` (user/plan/exits.c): a uprobe on a
- * jump costs ~1 us, one on `ret` is single-stepped (~20 us).  The cookie
- * of such a probe says, for each way the branch can go, where the result
- * is and how far the stack pointer is from the return slot:
+ * jump costs ~1 us, one on `ret` is single-stepped (~20 us).  x86-64 only:
+ * arm64 simulates `ret`, its exits stay there.  The cookie of such a probe
+ * says, for each way the branch can go, where the result is and how far
+ * the stack pointer is from the return slot:
  *   bits 0-3   the jcc's condition code (the low nibble of its opcode)
  *   bit 4      conditional: else the jump is always taken
  *   bits 8-31  taken:     bit 8 valid, 9-13 register, 16-23 slot distance / 8 (signed)
@@ -152,10 +153,32 @@ struct culpert_throttle_path {
 };
 
 /*
- * Registers a CFI-driven unwinder needs to start at an allocator's entry
- * (x86-64): the return-address rule needs ip and sp, the callee-saved ones
- * may be what a caller's CFA or saved registers are computed from.
+ * Allocator calls a slot of the BPF side's per-thread hot state has seen
+ * (nested calls not counted), and the bytes they asked for: the last member
+ * of that state, so userspace finds it at value_size - sizeof() of each
+ * entry.  Plain adds: two threads sharing a slot may lose one now and then.
  */
+struct culpert_calls_seen {
+	__u64 calls;
+	__u64 bytes;
+};
+
+/*
+ * Registers a CFI-driven unwinder needs to start at an allocator's entry:
+ * the return-address rule needs ip and sp (and lr on arm64, where the
+ * return address is at entry), the callee-saved ones may be what a caller's
+ * CFA or saved registers are computed from.  The BPF object and userspace
+ * are built for one architecture (__TARGET_ARCH_arm64 / __aarch64__).
+ */
+#if defined(__TARGET_ARCH_arm64) || defined(__aarch64__)
+struct culpert_regs {
+	__u64 ip;
+	__u64 sp;
+	__u64 lr;			/* x30 */
+	__u64 fp;			/* x29 */
+	__u64 x19_28[10];
+};
+#else
 struct culpert_regs {
 	__u64 ip;
 	__u64 sp;
@@ -166,6 +189,7 @@ struct culpert_regs {
 	__u64 r14;
 	__u64 r15;
 };
+#endif
 
 /* one open span; a thread's stack of them is outermost first */
 struct culpert_span_frame {
@@ -214,7 +238,7 @@ struct culpert_alloc_event {
 	__u64 id;			/* unique per sample within one run, never 0 */
 	__u64 size;			/* bytes requested */
 	__u64 ts_ns;			/* CLOCK_MONOTONIC (bpf_ktime_get_ns) at entry */
-	__u64 ret_addr;			/* word at the user stack pointer: return address into the caller */
+	__u64 ret_addr;			/* return address into the caller: [sp] on x86-64, lr on arm64 */
 	__u32 fn;			/* enum culpert_fn */
 	__s32 nr_frames;		/* frames in data[]; < 0 is the bpf_get_stack() error */
 	__u32 span_depth;		/* spans in data[] */

@@ -50,7 +50,46 @@ struct unhijack_ctx {
 	__u64 sp;
 	__u64 tramp;
 	__u32 copied;
+	__u32 word;		/* arm64: words searched below the current instance's entry sp */
 };
+
+#if defined(__TARGET_ARCH_arm64)
+/* below an instance's entry sp, how far its function's frame record may lie */
+#define UNHIJACK_SCAN_WORDS	64
+#define UNHIJACK_STEPS		(CULPERT_MAX_RETURN_INSTANCES * UNHIJACK_SCAN_WORDS)
+
+/*
+ * arm64: the parked address was in lr, and the function stored lr in its
+ * frame record, below its entry sp (the instance's `stack`): at the bottom
+ * of a small frame (stp x29, x30, [sp, #-N]!, N <= 504) or at the top of a
+ * large one.  Newest instance first, so the first trampoline below an
+ * instance's sp is its own: those of deeper frames are already restored.
+ */
+static long unhijack_one(__u32 i, void *data)
+{
+	struct unhijack_ctx *c = data;
+	struct return_instance *ri = c->ri;	/* CO-RE reads need the kernel type itself */
+	__u64 at, off, *slot;
+
+	if (!ri || !uprobe_internals_known())
+		return 1;
+	at = BPF_CORE_READ(ri, stack) - 8 * (__u64)(c->word + 1);
+	off = at - c->sp;
+	if (at >= c->sp && off + 8 <= c->copied && off < CULPERT_MAX_STACK_COPY) {
+		slot = (__u64 *)(c->dst + (off & (CULPERT_MAX_STACK_COPY - 1)));
+		if (*slot == c->tramp) {
+			*slot = BPF_CORE_READ(ri, orig_ret_vaddr);
+			c->word = UNHIJACK_SCAN_WORDS;
+		}
+	}
+	if (++c->word < UNHIJACK_SCAN_WORDS && at > c->sp)
+		return 0;
+	c->word = 0;
+	c->ri = BPF_CORE_READ(ri, next);
+	return 0;
+}
+#else
+#define UNHIJACK_STEPS		CULPERT_MAX_RETURN_INSTANCES
 
 static long unhijack_one(__u32 i, void *data)
 {
@@ -71,10 +110,12 @@ static long unhijack_one(__u32 i, void *data)
 	c->ri = BPF_CORE_READ(ri, next);
 	return 0;
 }
+#endif
 
 /*
- * A pending return probe (a --span-fn session, another tool's uretprobe)
- * parks the trampoline's address in its function's return slot, and the
+ * A pending return probe (another tool's uretprobe, culpert's own on an
+ * allocator no exception unwinds through) parks the trampoline's address
+ * in its function's return slot (arm64: its frame record's lr), and the
  * trampoline has no CFI: the unwinder would stop there.  The kernel's
  * return instances say what each slot held, so the copy gets it back.
  */
@@ -88,7 +129,7 @@ static __always_inline void unhijack(__u8 *dst, __u64 sp, __u32 copied)
 	c.tramp = uretprobe_trampoline();
 	if (c.tramp == CULPERT_NO_TRAMPOLINE)
 		return;
-	bpf_loop(CULPERT_MAX_RETURN_INSTANCES, unhijack_one, &c, 0);
+	bpf_loop(UNHIJACK_STEPS, unhijack_one, &c, 0);
 }
 
 /* registers and stack into the record at dst; returns the bytes of stack copied */
@@ -97,19 +138,7 @@ static __always_inline __u32 copy_dwarf_state(struct pt_regs *ctx, struct culper
 {
 	struct stack_copy c = { .dst = dst, .sp = PT_REGS_SP(ctx) };
 
-	e->regs.ip = PT_REGS_IP(ctx);
-	e->regs.sp = c.sp;
-	e->regs.bp = PT_REGS_FP(ctx);
-#if defined(__TARGET_ARCH_x86)
-	/* the callee-saved registers x86-64 CFI may compute a caller's frame from */
-	e->regs.bx = ctx->bx;
-	e->regs.r12 = ctx->r12;
-	e->regs.r13 = ctx->r13;
-	e->regs.r14 = ctx->r14;
-	e->regs.r15 = ctx->r15;
-#else
-#error "struct culpert_regs holds x86-64 registers: add this architecture's callee-saved ones"
-#endif
+	arch_copy_regs(ctx, &e->regs);
 	bpf_loop(CULPERT_MAX_STACK_COPY / PAGE_BYTES + 1, copy_piece, &c, 0);
 	unhijack(dst, c.sp, c.copied);
 	return c.copied;

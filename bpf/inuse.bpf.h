@@ -88,9 +88,9 @@ static __always_inline void inuse_returned(struct hot_state *hs, __u64 ret)
 /*
  * A return probe (uprobe session, or uretprobe on every call) of an entry
  * point no exception can unwind through.  Only the return from the
- * sampled call's own frame counts: the return address was popped, so the
- * stack pointer is one slot above the entry's (an inner, nested call
- * returns first, deeper in the stack).
+ * sampled call's own frame counts: the stack pointer is back at the
+ * entry's, plus the return slot x86's ret popped (ARCH_RET_SP_ADJUST; an
+ * inner, nested call returns first, deeper in the stack).
  */
 static __always_inline int handle_alloc_return(struct pt_regs *ctx)
 {
@@ -100,9 +100,9 @@ static __always_inline int handle_alloc_return(struct pt_regs *ctx)
 
 	if (!hs || !hs->pending_id)
 		return 0;
-	if (sp == hs->pending_sp + CULPERT_RET_SLOT_BYTES) {
+	if (sp == hs->pending_sp + ARCH_RET_SP_ADJUST) {
 		inuse_returned(hs, ret);
-	} else if (hs->deleg_sp && sp == hs->deleg_sp + CULPERT_RET_SLOT_BYTES) {
+	} else if (hs->deleg_sp && sp == hs->deleg_sp + ARCH_RET_SP_ADJUST) {
 		/* NULL: operator new calls the new_handler and tries again, or throws */
 		hs->deleg_sp = 0;
 		if (ret)
@@ -114,7 +114,8 @@ static __always_inline int handle_alloc_return(struct pt_regs *ctx)
 /*
  * A plain uprobe on a return instruction of an entry point an exception
  * can unwind through (or of code it tail-calls): about to return, the
- * stack pointer is at the return slot, the value in the return register.
+ * stack pointer is the entry's (x86: at the return slot; arm64: ret
+ * leaves it alone), the value in the return register.
  */
 static __always_inline int handle_alloc_exit(struct pt_regs *ctx)
 {
@@ -125,6 +126,7 @@ static __always_inline int handle_alloc_exit(struct pt_regs *ctx)
 	return 0;
 }
 
+#if defined(__TARGET_ARCH_x86)
 /* would a jcc of condition code cc jump, with these flags?  (x86 EFLAGS) */
 static __always_inline bool jcc_taken(__u64 flags, __u32 cc)
 {
@@ -145,7 +147,6 @@ static __always_inline bool jcc_taken(__u64 flags, __u32 cc)
 	return (cc & 1) ? !r : r;
 }
 
-#if defined(__TARGET_ARCH_x86)
 /*
  * A general-purpose register by its x86-64 number.  Copied with constant
  * offsets first: a switch becomes one load at a computed offset into the
@@ -160,7 +161,6 @@ static __always_inline __u64 reg_value(struct pt_regs *ctx, __u32 reg)
 
 	return r[reg & 15];
 }
-#endif
 
 /*
  * An exit hoisted to a branch before a return instruction (culpert.h,
@@ -189,5 +189,16 @@ static __always_inline int handle_alloc_exit_hoisted(struct pt_regs *ctx, __u64 
 	inuse_returned(hs, reg == CULPERT_REG_ZERO ? 0 : reg_value(ctx, reg));
 	return 0;
 }
+#else
+/*
+ * arm64 exits stay on their return instructions (user/plan/exits.c): the
+ * kernel simulates ret there, so there is nothing to gain by moving them,
+ * and this program is never attached.
+ */
+static __always_inline int handle_alloc_exit_hoisted(struct pt_regs *ctx, __u64 cookie)
+{
+	return 0;
+}
+#endif
 
 #endif /* CULPERT_INUSE_BPF_H */

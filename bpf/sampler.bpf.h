@@ -59,7 +59,8 @@ static __always_inline bool in_allocator(__u64 addr)
  * Any mismatch proves the outer call returned and clears the guard, so a
  * thread that never nests pays nothing here.
  */
-static __always_inline bool nested_call(struct hot_state *ts, __u64 sp, __u64 ip)
+static __always_inline bool nested_call(struct pt_regs *ctx, struct hot_state *ts, __u64 sp,
+					__u64 ip)
 {
 	if (!ts->guard_sp)
 		return false;
@@ -67,9 +68,9 @@ static __always_inline bool nested_call(struct hot_state *ts, __u64 sp, __u64 ip
 		goto stale;
 	if (sp == ts->guard_sp && ip == ts->guard_ip)
 		goto stale;
-	if (sp < ts->guard_sp && !in_allocator(read_user_word(sp)))
+	if (sp < ts->guard_sp && !in_allocator(entry_return(ctx, sp)))
 		goto stale;
-	if (!return_slot_holds(ts->guard_sp, ts->guard_ret))
+	if (!outer_call_intact(ctx, ts->guard_sp, ts->guard_ret))
 		goto stale;
 	count(CULPERT_CNT_NESTED);
 	return true;
@@ -78,10 +79,11 @@ stale:
 	return false;
 }
 
-static __always_inline void guard_set(struct hot_state *ts, __u64 sp, __u64 ip)
+static __always_inline void guard_set(struct pt_regs *ctx, struct hot_state *ts, __u64 sp,
+				      __u64 ip)
 {
 	ts->guard_sp = sp;
-	ts->guard_ret = read_user_word(sp);
+	ts->guard_ret = entry_return(ctx, sp);
 	ts->guard_ip = ip;
 }
 
@@ -146,8 +148,8 @@ __noinline __u64 culpert_emit_sample(struct pt_regs *ctx, __u64 size, __u32 fn, 
 	if (depth > CULPERT_MAX_SPAN_DEPTH)
 		depth = CULPERT_MAX_SPAN_DEPTH;
 	e->span_depth = depth;
-	/* at entry the allocator has no frame yet: its caller is only at [sp] */
-	e->ret_addr = real_return(sp, read_user_word(sp));
+	/* at entry the allocator has no frame yet: its caller is only at [sp] (x86), in lr (arm64) */
+	e->ret_addr = real_return(sp, entry_return(ctx, sp));
 	data = e->data + depth * sizeof(struct culpert_span_frame);
 	if (unwind_dwarf) {
 		e->nr_frames = 0;
@@ -260,14 +262,16 @@ static __always_inline bool handle_alloc(struct pt_regs *ctx, __u32 fn, __u64 fl
 		count(CULPERT_CNT_NO_STATE);
 		return false;
 	}
-	if (nested_call(hs, sp, ip))
+	if (nested_call(ctx, hs, sp, ip))
 		return delegated_return(hs, sp, fn, flags) || tail_call_returns(hs, sp, flags);
 	pending_expire(hs, sp);
 	if (may_nest(flags))
-		guard_set(hs, sp, ip);
+		guard_set(ctx, hs, sp, ip);
 	if (track_inuse && (fn == CULPERT_FN_REALLOC || fn == CULPERT_FN_REALLOCARRAY))
 		inuse_free(PT_REGS_PARM1(ctx));
 	size = alloc_size(ctx, fn);
+	hs->seen.calls++;
+	hs->seen.bytes += size;
 	if (!countdown_expired(hs, size))
 		return false;
 	/* only a sample pays for the rest of the thread's state */

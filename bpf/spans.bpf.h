@@ -342,9 +342,10 @@ static __always_inline void handle_fn_span_enter(struct pt_regs *ctx)
 
 /*
  * --span-fn: a return instruction of the function (or of code it jumps
- * to), about to pop the return slot at the stack pointer: the call whose
- * slot it is ends here, and with it recursion's inner frames and spans
- * left open inside it.
+ * to), about to return with the stack pointer back at its entry's (the
+ * return slot x86's ret pops; arm64's ret leaves sp alone): the call
+ * entered at that stack pointer ends here, and with it recursion's inner
+ * frames and spans left open inside it.
  */
 static __always_inline int handle_fn_span_exit(struct pt_regs *ctx)
 {

@@ -7,19 +7,6 @@
 #define CULPERT_STATE_BPF_H
 
 /*
- * At a function's entry on x86-64 the return address is the word at the
- * stack pointer, and a return pops it: a return probe sees the stack
- * pointer one slot higher.  Other architectures keep it in a register
- * (arm64's lr) and need their own reading of "the caller" and "still in
- * that call" (the nested-call guard, function spans): not written yet.
- */
-#if defined(__TARGET_ARCH_x86)
-#define CULPERT_RET_SLOT_BYTES 8
-#else
-#error "culpert's BPF programs read the return address at the stack pointer: x86-64 only so far"
-#endif
-
-/*
  * What every allocator call touches, in a plain array indexed by thread id:
  * its lookup is inlined, where task storage costs two helper calls -- about
  * 30 ns of the ~80 ns a call spends in BPF (measured with bpf_stats).  A
@@ -50,6 +37,8 @@ struct hot_state {
 	__u32 pending_flags;	/* its probe's CULPERT_PROBE_F_* */
 	__u32 pad2;
 	__u64 deleg_sp;		/* CULPERT_PROBE_F_DELEGATE: entry sp of the nested call giving its result */
+	/* why a profile is empty: calls and bytes seen (last member, see culpert.h) */
+	struct culpert_calls_seen seen;
 };
 
 struct {

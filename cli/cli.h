@@ -7,6 +7,7 @@
 #ifndef CULPERT_CLI_H
 #define CULPERT_CLI_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -19,6 +20,23 @@ int cli_one_file(int argc, char **argv, const char **file);
 
 /* load a view, or print "error: PATH: reason" and return NULL */
 struct view *cli_load(const char *path, const struct view_opts *opts);
+
+/* widest name column when stdout is no terminal; on one, the row fits the terminal */
+#define CLI_NAME_CAP 120
+struct table;
+/* columns of the terminal stdout is; 0 when it is none */
+size_t cli_term_width(void);
+/* fit column col of t to the terminal, or to CLI_NAME_CAP; --wide (wide) keeps it whole */
+void cli_fit_names(struct table *t, size_t col, bool wide);
+
+/*
+ * What the profile's count is: "159 allocations in 23 records" where the
+ * records say how many sampled allocations they stand for, else "23 records".
+ */
+char *format_counts(char *buf, size_t len, const struct view *v);
+/* a row's count, sampled allocations or records as format_counts() chose, and its heading */
+uint64_t cli_count(const struct view *v, uint64_t records, uint64_t sampled);
+const char *cli_count_heading(const struct view *v);
 
 /* "64.00 KB/alloc"; "unknown rate" when the profile has none */
 char *format_rate(char *buf, size_t len, int64_t rate);

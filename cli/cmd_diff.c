@@ -17,6 +17,7 @@
 #include "json.h"
 #include "log.h"
 #include "losses.h"
+#include "shorten.h"
 #include "table.h"
 #include "units.h"
 #include "view.h"
@@ -32,6 +33,9 @@ struct diff {
 	struct diff_opts o;
 	uint64_t top;
 	bool no_fail, tree, inuse;
+	bool wide;		/* --wide: callsites' full names */
+	char **skip;		/* --skip GLOB: wrappers to look through (--by callsite) */
+	size_t n_skip;
 	enum diff_format format;
 	struct diff_result res;
 };
@@ -60,7 +64,11 @@ static void usage(FILE *f)
 		"                          or $CULPERT_MIN_SPAN_BYTES; the option wins)\n"
 		"  --min-confidence K      changes under K standard errors are quiet\n"
 		"                          (e.g. 3sigma; default 0: off)\n"
-		"  --by path|name          match spans by path (default) or innermost name\n"
+		"  --by path|name|callsite match spans by path (default) or innermost name, or\n"
+		"                          compare callsites over all spans\n"
+		"  --skip GLOB             with --by callsite: look through functions matching\n"
+		"                          GLOB as allocation wrappers (repeatable)\n"
+		"  --wide                  full callsite names, no shortened C++ templates\n"
 		"  --top N                 rows per table, children per node (--tree); default 20\n"
 		"  --tree                  the span tree with before/after/delta per node\n"
 		"  --inuse                 compare live heap (inuse_space) instead of allocations\n"
@@ -72,10 +80,31 @@ static void usage(FILE *f)
 		"  culpert diff base.pb.gz new.pb.gz\n"
 		"  culpert diff base.pb.gz new.pb.gz --min-span-bytes 1MiB --threshold-pct 10\n"
 		"  culpert diff base.pb.gz new.pb.gz --format markdown >>\"$GITHUB_STEP_SUMMARY\"\n"
+		"  culpert diff base.pb.gz new.pb.gz --by callsite --skip 'my_alloc*'\n"
 		"  culpert diff base.pb.gz new.pb.gz --format json --no-fail | jq .summary\n");
 }
 
 /* --- text and markdown ---------------------------------------------------------------- */
+
+/* what a row is, in the words of the output */
+static const char *noun(const struct diff *d)
+{
+	return d->o.by == DIFF_BY_CALLSITE ? "callsite" : "span";
+}
+
+/* a row's key as printed: a callsite shortened unless --wide */
+static const char *row_label(const struct diff *d, const struct diff_row *r, char *buf,
+			     size_t len)
+{
+	size_t at;
+
+	if (!r->name_len || d->wide)
+		return r->key;
+	shorten_name(r->key, r->name_len, buf, len);
+	at = strlen(buf);
+	snprintf(buf + at, len - at, "%s", r->key + r->name_len);
+	return buf;
+}
 
 static char *pct_str(char *buf, size_t len, const struct diff_row *r)
 {
@@ -107,13 +136,13 @@ static void print_summary(const struct diff *d, bool md)
 {
 	const struct diff_result *r = &d->res;
 	static const char *const label[] = { "Before:", "After:" };
-	char b[32], n[32], rate[48], thr[32], mins[32];
+	char b[32], n[32], rate[48], thr[32], mins[32], counts[96];
 	int i;
 
 	for (i = 0; i < 2; i++)
-		printf(md ? "- **%s** %s (`%s`, %llu samples)\n" : "%-8s %s (%s, %llu samples)\n",
+		printf(md ? "- **%s** %s (`%s`, %s)\n" : "%-8s %s (%s, %s)\n",
 		       label[i], format_bytes(b, 32, r->total[i]), d->files[i],
-		       (unsigned long long)d->v[i]->n_value_samples);
+		       format_counts(counts, sizeof(counts), d->v[i]));
 	printf(md ? "- **Net Δ:** %s" : "Net:     %s",
 	       format_bytes_signed(n, 32, r->total[1] - r->total[0]));
 	if (r->total[0] && r->total[1] != r->total[0])
@@ -134,9 +163,9 @@ static const char *verdict(const struct diff *d, char *buf, size_t len)
 	if (!diff_result__failed(&d->res))
 		snprintf(buf, len, "no regression");
 	else
-		snprintf(buf, len, "%zu regression%s, %zu new span%s",
+		snprintf(buf, len, "%zu regression%s, %zu new %s%s",
 			 c[KIND_REGRESSION], c[KIND_REGRESSION] == 1 ? "" : "s",
-			 c[KIND_NEW], c[KIND_NEW] == 1 ? "" : "s");
+			 c[KIND_NEW], noun(d), c[KIND_NEW] == 1 ? "" : "s");
 	return buf;
 }
 
@@ -158,9 +187,10 @@ static size_t group_rows(const struct diff *d, bool growth, const struct diff_ro
 
 static int print_text(const struct diff *d, const struct diff_row **buf)
 {
-	struct table *t = table__new("llrrrrr", (const char *const[]){ "KIND", "SPAN", "BEFORE",
-				     "AFTER", "DELTA", "DELTA%", "NOISE" });
-	char b[32], a[32], dl[32], pc[32], se[48], v[96];
+	struct table *t = table__new("llrrrrr", (const char *const[]){ "KIND",
+		d->o.by == DIFF_BY_CALLSITE ? "CALLSITE" : "SPAN", "BEFORE", "AFTER", "DELTA",
+		"DELTA%", "NOISE" });
+	char b[32], a[32], dl[32], pc[32], se[48], v[96], label[8192];
 	size_t g, i, n, hidden = 0;
 	int ret = t ? 0 : -ENOMEM;
 
@@ -174,7 +204,8 @@ static int print_text(const struct diff *d, const struct diff_row **buf)
 				hidden++;
 				continue;
 			}
-			ret = table__add(t, (const char *const[]){ diff_kind_name(r->kind), r->key,
+			ret = table__add(t, (const char *const[]){ diff_kind_name(r->kind),
+				row_label(d, r, label, sizeof(label)),
 				format_bytes(b, 32, r->before), format_bytes(a, 32, r->after),
 				format_bytes_signed(dl, 32, r->delta), pct_str(pc, 32, r),
 				sigma_str(se, sizeof(se), r->se_delta) });
@@ -182,16 +213,17 @@ static int print_text(const struct diff *d, const struct diff_row **buf)
 	}
 	if (ret)
 		return ret;
+	cli_fit_names(t, 1, d->wide);
 	if (d->res.n_rows - d->res.count[KIND_QUIET])
 		table__print(t, stdout);
 	else
-		printf("No span changed beyond the thresholds.\n");
+		printf("No %s changed beyond the thresholds.\n", noun(d));
 	table__free(t);
 	if (hidden)
 		printf("... %zu more changes not shown (--top %llu)\n", hidden,
 		       (unsigned long long)d->top);
-	printf("%zu quiet span%s (below the thresholds or within sampling noise)\n",
-	       d->res.count[KIND_QUIET], d->res.count[KIND_QUIET] == 1 ? "" : "s");
+	printf("%zu quiet %s%s (below the thresholds or within sampling noise)\n",
+	       d->res.count[KIND_QUIET], noun(d), d->res.count[KIND_QUIET] == 1 ? "" : "s");
 	printf("Result:  %s\n", verdict(d, v, sizeof(v)));
 	return 0;
 }
@@ -231,20 +263,21 @@ static void md_name(const char *s)
 static void md_table(const struct diff *d, bool growth, const struct diff_row **buf)
 {
 	size_t n = group_rows(d, growth, buf), i;
-	char b[32], a[32], dl[32], pc[32], se[48];
+	char b[32], a[32], dl[32], pc[32], se[48], label[8192];
 
 	printf("### %s\n\n", growth ? "Regressions" : "Improvements");
 	if (!n) {
 		printf("_None._\n\n");
 		return;
 	}
-	printf("| Span | Before | After | Δ | Δ%% | Noise (1σ) |\n");
+	printf("| %s | Before | After | Δ | Δ%% | Noise (1σ) |\n",
+	       d->o.by == DIFF_BY_CALLSITE ? "Callsite" : "Span");
 	printf("|:-----|-------:|------:|--:|---:|-----------:|\n");
 	for (i = 0; i < n && i < d->top; i++) {
 		const struct diff_row *r = buf[i];
 
 		printf("| ");
-		md_name(r->key);
+		md_name(row_label(d, r, label, sizeof(label)));
 		if (r->kind == KIND_NEW || r->kind == KIND_GONE)
 			printf(" _%s_", diff_kind_name(r->kind));
 		printf(" | %s | %s | %s | %s | %s |\n", format_bytes(b, 32, r->before),
@@ -270,8 +303,8 @@ static int print_markdown(const struct diff *d, const struct diff_row **buf)
 	print_markdown_head(d);
 	md_table(d, true, buf);
 	md_table(d, false, buf);
-	printf("_%zu quiet span%s suppressed (below the thresholds or within sampling noise)._\n",
-	       d->res.count[KIND_QUIET], d->res.count[KIND_QUIET] == 1 ? "" : "s");
+	printf("_%zu quiet %s%s suppressed (below the thresholds or within sampling noise)._\n",
+	       d->res.count[KIND_QUIET], noun(d), d->res.count[KIND_QUIET] == 1 ? "" : "s");
 	return 0;
 }
 
@@ -390,6 +423,11 @@ static void json_side(struct json *j, const char *key, const char *file, const s
 	json_key(j, "file");
 	json_str(j, file);
 	losses__json_of(j, v->p);
+	json_key(j, "sampled_allocs");
+	if (v->has_sampled)
+		json_int(j, (int64_t)v->n_sampled);
+	else
+		json_null(j);
 	json_key(j, "samples");
 	json_int(j, (int64_t)v->n_value_samples);
 	json_key(j, "total_bytes");
@@ -442,7 +480,8 @@ static void print_json(const struct diff *d)
 	json_side(&j, "after", d->files[1], d->v[1], r->total[1]);
 	json_side(&j, "before", d->files[0], d->v[0], r->total[0]);
 	json_key(&j, "by");
-	json_str(&j, d->o.by_name ? "name" : "path");
+	json_str(&j, d->o.by == DIFF_BY_CALLSITE ? "callsite" : d->o.by == DIFF_BY_NAME ? "name" :
+		     "path");
 	json_key(&j, "rate");
 	json_int(&j, d->v[0]->rate);
 	json_key(&j, "rows");
@@ -492,7 +531,7 @@ static const char *const sigma_suffixes[] = { "sigma", "σ", NULL };
 
 static int parse_opt(struct diff *d, int c, bool *min_span_set)
 {
-	static const char *const bys[] = { "path", "name", NULL };
+	static const char *const bys[] = { "path", "name", "callsite", NULL };
 	static const char *const formats[] = { "text", "markdown", "json", NULL };
 	int i;
 
@@ -513,8 +552,11 @@ static int parse_opt(struct diff *d, int c, bool *min_span_set)
 	case 'y':
 		if ((i = opt_choice("--by", optarg, bys)) < 0)
 			return i;
-		d->o.by_name = i == 1;
+		d->o.by = i == 1 ? DIFF_BY_NAME : i == 2 ? DIFF_BY_CALLSITE : DIFF_BY_PATH;
 		return 0;
+	case 'S':
+		return opt_append(&d->skip, &d->n_skip, optarg);
+	case 'W': d->wide = true; return 0;
 	case 'f':
 		/* "md" is markdown too */
 		if ((i = opt_choice("--format", strcmp(optarg, "md") ? optarg : "markdown",
@@ -542,6 +584,8 @@ static int parse_args(struct diff *d, int argc, char **argv)
 		{ "tree", no_argument, NULL, 'T' },
 		{ "no-fail", no_argument, NULL, 'n' },
 		{ "inuse", no_argument, NULL, 'i' },
+		{ "skip", required_argument, NULL, 'S' },
+		{ "wide", no_argument, NULL, 'W' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -571,6 +615,10 @@ static int parse_args(struct diff *d, int argc, char **argv)
 				       argc - optind);
 	d->files[0] = argv[optind];
 	d->files[1] = argv[optind + 1];
+	if (d->tree && d->o.by == DIFF_BY_CALLSITE)
+		return opt_error("--tree shows the span tree; --by callsite lists callsites");
+	if (d->n_skip && d->o.by != DIFF_BY_CALLSITE)
+		pr_info("--skip changes callsites, which only --by callsite compares\n");
 	if (d->tree && d->format == FMT_JSON)
 		pr_info("--tree shapes text and markdown; JSON always lists every row\n");
 	return CMD_OK;
@@ -585,12 +633,17 @@ int cmd_diff(int argc, char **argv)
 	int ret, i;
 
 	ret = parse_args(&d, argc, argv);
-	if (ret)
+	if (ret) {
+		free(d.skip);
 		return ret == -1 ? CMD_OK : CMD_ERROR;
+	}
 	if (d.inuse)
 		vo.value = VIEW_INUSE;
+	vo.skip = (const char *const *)d.skip;
+	vo.n_skip = d.n_skip;
 	if (!strcmp(d.files[0], "-") && !strcmp(d.files[1], "-")) {
 		opt_error("only one of BEFORE and AFTER can be stdin ('-')");
+		free(d.skip);
 		return CMD_ERROR;
 	}
 	for (i = 0; i < 2; i++) {
@@ -636,5 +689,6 @@ out:
 	diff_result__clear(&d.res);
 	view__free(d.v[0]);
 	view__free(d.v[1]);
+	free(d.skip);
 	return ret;
 }

@@ -5,6 +5,7 @@
  * speedscope read) or as a self-contained interactive SVG.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,7 @@
 #include "flame_svg.h"
 #include "flame_tree.h"
 #include "log.h"
+#include "outfile.h"
 #include "view.h"
 
 #define CMD "flamegraph"
@@ -32,17 +34,23 @@ static void usage(FILE *f)
 		"  --format FMT    folded (default) or svg\n"
 		"  --span NAME     only the stacks inside span NAME (or a ';'-joined span path)\n"
 		"  --inuse         live heap (inuse_space) instead of allocated bytes\n"
+		"  --skip GLOB     leave out frames of functions matching GLOB, their bytes\n"
+		"                  going to the caller (repeatable); by default every frame\n"
+		"                  is kept, allocation wrappers included\n"
 		"  -o, --output F  write to F instead of stdout\n"
 		"  -h, --help      this help\n"
 		"\n"
 		"EXAMPLES:\n"
 		"  culpert flamegraph prof.pb.gz --format svg -o prof.svg\n"
-		"  culpert flamegraph prof.pb.gz --span handle_request > handler.folded\n");
+		"  culpert flamegraph prof.pb.gz --span handle_request > handler.folded\n"
+		"  culpert flamegraph prof.pb.gz --skip zmalloc --skip 'ztry*'\n");
 }
 
 struct fg_args {
 	const char *file, *out, *span;
 	bool svg, inuse;
+	char **skip;
+	size_t n_skip;
 };
 
 static int parse_args(struct fg_args *a, int argc, char **argv)
@@ -53,6 +61,7 @@ static int parse_args(struct fg_args *a, int argc, char **argv)
 		{ "span", required_argument, NULL, 's' },
 		{ "inuse", no_argument, NULL, 'i' },
 		{ "output", required_argument, NULL, 'o' },
+		{ "skip", required_argument, NULL, 'S' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -68,6 +77,10 @@ static int parse_args(struct fg_args *a, int argc, char **argv)
 		case 's': a->span = optarg; break;
 		case 'i': a->inuse = true; break;
 		case 'o': a->out = optarg; break;
+		case 'S':
+			if (opt_append(&a->skip, &a->n_skip, optarg))
+				return CMD_ERROR;
+			break;
 		case 'h':
 			usage(stdout);
 			return -1;
@@ -83,18 +96,33 @@ int cmd_flamegraph(int argc, char **argv)
 	struct fg_args a = { 0 };
 	struct view_opts vo = { .value = VIEW_ALLOC, .stacks = true };
 	struct flame_tree *t = NULL;
+	struct outfile *of = NULL;
+	char err[PATH_MAX + 256];
 	struct view *v;
-	FILE *f = stdout;
+	FILE *f;
 	int ret;
 
 	ret = parse_args(&a, argc, argv);
-	if (ret)
+	if (ret) {
+		free(a.skip);
 		return ret == -1 ? CMD_OK : CMD_ERROR;
+	}
+	if (!a.out)
+		a.out = "-";
+	if (outfile_check(a.out, err, sizeof(err))) {
+		pr_error("cannot write %s: %s\n", *a.out ? a.out : "\"\"", err);
+		free(a.skip);
+		return CMD_ERROR;
+	}
 	if (a.inuse)
 		vo.value = VIEW_INUSE;
+	vo.skip = (const char *const *)a.skip;
+	vo.n_skip = a.n_skip;
 	v = cli_load(a.file, &vo);
-	if (!v)
+	if (!v) {
+		free(a.skip);
 		return CMD_ERROR;
+	}
 	t = flame_tree__new(v, a.span);
 	if (!t) {
 		pr_error("out of memory building the flame graph\n");
@@ -107,21 +135,25 @@ int cmd_flamegraph(int argc, char **argv)
 		ret = CMD_ERROR;
 		goto out;
 	}
-	if (a.out && !(f = fopen(a.out, "w"))) {
-		pr_error("cannot write %s: %s\n", a.out, strerror(errno));
+	of = outfile__open(a.out, err, sizeof(err));
+	if (!of) {
+		pr_error("cannot write %s: %s\n", a.out, err);
 		ret = CMD_ERROR;
 		goto out;
 	}
+	f = outfile__stream(of);
 	if (a.svg)
 		flame_svg__write(t, f, a.file, a.span);
 	else
 		flame_tree__folded(t, f);
-	if ((f != stdout && fclose(f)) || (f == stdout && fflush(f))) {
-		pr_error("writing %s: %s\n", a.out ? a.out : "stdout", strerror(errno));
+	if (outfile__commit(of, err, sizeof(err))) {
+		pr_error("cannot write %s: %s\n", strcmp(a.out, "-") ? a.out : "standard output",
+			 err);
 		ret = CMD_ERROR;
 	}
 out:
 	flame_tree__free(t);
 	view__free(v);
+	free(a.skip);
 	return ret;
 }

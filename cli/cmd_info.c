@@ -2,11 +2,13 @@
 /* culpert info FILE: what a profile holds, before reading it any further. */
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "cli.h"
 #include "commands.h"
+#include "empty.h"
 #include "log.h"
 #include "table.h"
 #include "units.h"
@@ -19,9 +21,10 @@ static void usage(FILE *f)
 	fprintf(f,
 		"Usage: culpert info FILE\n"
 		"\n"
-		"What a profile holds: target, sample rate, samples, estimated totals, spans,\n"
-		"duration, unwind mode, lost samples, mappings (build IDs, symbolization) and\n"
-		"every metadata comment (mem.* included).\n"
+		"What a profile holds: target, sample rate, records and sampled allocations,\n"
+		"estimated totals, spans, duration, unwind mode, lost samples, mappings (build\n"
+		"IDs, symbolization), the allocator's state of the memory picture\n"
+		"(mem.*.allocator.*) and every metadata comment (mem.* included).\n"
 		"\n"
 		"Options:\n"
 		"  -h, --help    this help\n"
@@ -36,6 +39,23 @@ static const char *comment_or(const struct pprof_profile *p, const char *key, co
 	const char *c = pprof_profile__comment(p, key);
 
 	return c && c[0] ? c : def;
+}
+
+/* argv0, when it names another file than target.exe (a symlink: redis-server -> redis-check-rdb) */
+static void print_started_as(const struct pprof_profile *p, const char *exe)
+{
+	const char *argv0 = pprof_profile__comment(p, "target.argv0");
+	const char *link = pprof_profile__comment(p, "target.argv0_link");
+	const char *a, *e;
+
+	if (!argv0 || !argv0[0] || !exe)
+		return;
+	a = strrchr(argv0, '/');
+	e = strrchr(exe, '/');
+	if (!(link && link[0]) && !strcmp(a ? a + 1 : argv0, e ? e + 1 : exe))
+		return;
+	printf("Started as:    %s%s%s\n", argv0, link && link[0] ? ", a symlink to " : "",
+	       link && link[0] ? link : "");
 }
 
 static void print_target(const struct pprof_profile *p)
@@ -53,6 +73,7 @@ static void print_target(const struct pprof_profile *p)
 	}
 	printf("Target:        %s (pid %s)%s%s\n", comm ? comm : "?", pid ? pid : "?",
 	       exe ? " " : "", exe ? exe : "");
+	print_started_as(p, exe);
 }
 
 static void print_time(const struct pprof_profile *p)
@@ -68,6 +89,19 @@ static void print_time(const struct pprof_profile *p)
 	printf("Captured:      %s, for %s\n", when, dur);
 }
 
+/* a profile without one record: why (empty.h) */
+static void print_empty(const struct view *v)
+{
+	struct empty_facts f;
+	char why[1024];
+
+	if (v->n_samples)
+		return;
+	empty_facts__from_profile(v->p, 0, &f);
+	if (empty__explain(&f, why, sizeof(why)))
+		printf("Empty:         %s\n", why);
+}
+
 static void print_totals(const struct view *v)
 {
 	const struct pprof_profile *p = v->p;
@@ -75,7 +109,10 @@ static void print_totals(const struct view *v)
 	size_t i, spans = 0, roots = 0;
 
 	printf("Rate:          %s\n", format_rate(rate, sizeof(rate), v->rate));
-	printf("Samples:       %" PRIu64 "\n", v->n_samples);
+	/* a record aggregates the sampled allocations of one stack, span and labels */
+	printf("Records:       %" PRIu64 "\n", v->n_samples);
+	if (v->has_sampled)
+		printf("Sampled:       %" PRIu64 " allocations\n", v->n_sampled);
 	printf("Sample types: ");
 	for (i = 0; i < p->n_sample_types; i++)
 		printf(" %s/%s", p->strings[p->sample_types[i].type],
@@ -94,6 +131,7 @@ static void print_totals(const struct view *v)
 		printf("Spans:         %zu (%zu root%s)\n", spans, roots, roots == 1 ? "" : "s");
 	else
 		printf("Spans:         none (no span labels)\n");
+	print_empty(v);
 }
 
 static int print_mappings(const struct pprof_profile *p)
@@ -122,6 +160,104 @@ static int print_mappings(const struct pprof_profile *p)
 		table__print(t, stdout);
 	table__free(t);
 	return ret;
+}
+
+/* --- the allocator's state, from the mem.end (else mem.start) picture ---------------- */
+
+/* the comment PHASE.allocator.KEY, or NULL */
+static const char *alloc_comment(const struct pprof_profile *p, const char *phase, const char *key)
+{
+	char k[160];
+
+	snprintf(k, sizeof(k), "%s.allocator%s", phase, key);
+	return pprof_profile__comment(p, k);
+}
+
+/* the bytes of PHASE.allocator.KEY for people, "?" when absent */
+static const char *alloc_bytes(const struct pprof_profile *p, const char *phase, const char *key,
+			       char *buf, size_t len)
+{
+	const char *v = alloc_comment(p, phase, key);
+
+	if (!v)
+		return "?";
+	return format_bytes(buf, len, strtod(v, NULL));
+}
+
+static void print_glibc(const struct pprof_profile *p, const char *phase)
+{
+	const char *absent = alloc_comment(p, phase, ".glibc_absent");
+	const char *tc = alloc_comment(p, phase, ".glibc.tcache.free_bytes");
+	const char *approx = alloc_comment(p, phase, ".glibc.approximate");
+	char b[7][32];
+
+	if (absent) {
+		printf("               arenas not read: %s\n", absent);
+		return;
+	}
+	printf("               %s arenas, %s from the system; free in them %s (top %s, bins %s, "
+	       "fastbins %s)%s\n", alloc_comment(p, phase, ".glibc.arena_count") ?: "?",
+	       alloc_bytes(p, phase, ".glibc.system_bytes", b[0], sizeof(b[0])),
+	       alloc_bytes(p, phase, ".glibc.free_bytes", b[1], sizeof(b[1])),
+	       alloc_bytes(p, phase, ".glibc.top_bytes", b[2], sizeof(b[2])),
+	       alloc_bytes(p, phase, ".glibc.bin_free_bytes", b[3], sizeof(b[3])),
+	       alloc_bytes(p, phase, ".glibc.fastbin_free_bytes", b[4], sizeof(b[4])),
+	       approx && strcmp(approx, "0") ? ", approximate" : "");
+	printf("               %s mmapped blocks, %s",
+	       alloc_comment(p, phase, ".glibc.mmapped_chunks") ?: "?",
+	       alloc_bytes(p, phase, ".glibc.mmapped_bytes", b[5], sizeof(b[5])));
+	if (tc)
+		printf("; %s free in the threads' tcaches",
+		       alloc_bytes(p, phase, ".glibc.tcache.free_bytes", b[6], sizeof(b[6])));
+	printf("\n");
+}
+
+static void print_sampler(const struct pprof_profile *p, const char *phase)
+{
+	static const char *const figs[] = { "allocated", "active", "metadata", "resident", "mapped",
+					    "retained", "free" };
+	const char *absent = alloc_comment(p, phase, ".sampler_absent");
+	const char *age = alloc_comment(p, phase, ".sampler.age_us");
+	const char *sep = ": ";
+	char key[64], b[32];
+	size_t i;
+
+	if (absent) {
+		printf("               allocator figures absent: %s\n", absent);
+		return;
+	}
+	if (!alloc_comment(p, phase, ".sampler.library"))
+		return;
+	printf("               from libculpert-sampler.so");
+	if (age)
+		printf(" (%.1f s old)", strtod(age, NULL) / 1e6);
+	for (i = 0; i < sizeof(figs) / sizeof(figs[0]); i++) {
+		snprintf(key, sizeof(key), ".sampler.%s_bytes", figs[i]);
+		if (!alloc_comment(p, phase, key))
+			continue;
+		printf("%s%s %s", sep, figs[i], alloc_bytes(p, phase, key, b, sizeof(b)));
+		sep = ", ";
+	}
+	printf("\n");
+}
+
+static void print_allocator(const struct pprof_profile *p)
+{
+	const char *phase = alloc_comment(p, "mem.end", ".family") ? "mem.end" : "mem.start";
+	const char *family = alloc_comment(p, phase, ".family");
+	const char *absent = alloc_comment(p, phase, "_absent");
+	const char *version = alloc_comment(p, phase, ".glibc.version");
+
+	if (absent) {
+		printf("Allocator:     absent (%s): %s\n", phase, absent);
+		return;
+	}
+	if (!family)
+		return;
+	printf("Allocator:     %s%s%s (%s)\n", family, version ? " " : "", version ?: "", phase);
+	if (!strcmp(family, "glibc"))
+		print_glibc(p, phase);
+	print_sampler(p, phase);
 }
 
 int cmd_info(int argc, char **argv)
@@ -156,6 +292,7 @@ int cmd_info(int argc, char **argv)
 	printf("Unwind:        %s\n", comment_or(p, "unwind", "unknown"));
 	printf("Lost samples:  %s\n", comment_or(p, "lost_samples", "unknown"));
 	ret = print_mappings(p);
+	print_allocator(p);
 	printf("Comments:      %zu\n", p->n_comments);
 	for (i = 0; i < p->n_comments; i++)
 		printf("  %s\n", p->strings[p->comments[i]]);

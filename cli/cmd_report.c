@@ -10,14 +10,18 @@
 
 #include "cli.h"
 #include "commands.h"
+#include "empty.h"
 #include "json.h"
 #include "log.h"
 #include "losses.h"
+#include "shorten.h"
 #include "table.h"
 #include "units.h"
 #include "view.h"
 
 #define CMD "report"
+/* wrappers named on the "callsites skip wrappers" line; the rest are counted */
+#define WRAPPERS_SHOWN 5
 
 enum report_mode { MODE_TREE, MODE_FLAT, MODE_CALLSITES };
 
@@ -31,6 +35,9 @@ struct report {
 	uint64_t min_age_ns;
 	uint64_t top;
 	bool json;
+	bool wide;		/* --wide: full names, however long */
+	char **skip;		/* --skip GLOB */
+	size_t n_skip;
 	struct view *v;
 	struct json j;
 };
@@ -50,6 +57,9 @@ static void usage(FILE *f)
 		"  --inuse            live heap (inuse_space) instead of allocated bytes\n"
 		"  --leaks            live allocations by callsite, with their age\n"
 		"  --min-age D        with --leaks: only allocations at least D old (e.g. 30s)\n"
+		"  --skip GLOB        look through functions matching GLOB (repeatable) as\n"
+		"                     allocation wrappers, beside the built-in list\n"
+		"  --wide             full names: no shortened C++ templates, no cut rows\n"
 		"  --format FMT       text (default) or json\n"
 		"  -h, --help         this help\n"
 		"\n"
@@ -57,6 +67,7 @@ static void usage(FILE *f)
 		"  culpert report prof.pb.gz\n"
 		"  culpert report prof.pb.gz --flat --top 10\n"
 		"  culpert report prof.pb.gz --span handle_request\n"
+		"  culpert report prof.pb.gz --no-span --skip 'my_alloc*'\n"
 		"  culpert report prof.pb.gz --leaks --min-age 30s\n"
 		"  culpert report prof.pb.gz --format json | jq .total_bytes\n");
 }
@@ -89,9 +100,16 @@ static void print_header(const struct report *r, const char *what, double total)
 {
 	char rate[48], b[32];
 
+	char counts[96];
+
 	printf("File:    %s\n", r->file);
-	printf("Samples: %" PRIu64 "  Rate: %s\n", r->v->n_value_samples,
-	       format_rate(rate, sizeof(rate), r->v->rate));
+	if (r->v->has_sampled)
+		printf("Samples: %s", format_counts(counts, sizeof(counts), r->v));
+	else
+		printf("Records: %" PRIu64, r->v->n_value_samples);
+	printf("  Rate: %s\n", format_rate(rate, sizeof(rate), r->v->rate));
+	/* what the profile says it could not see, before any total is read */
+	losses__print_of(stdout, r->v->p, NULL, false);
 	printf("%-8s %s %s\n\n", what, format_bytes(b, sizeof(b), total), value_name(r));
 }
 
@@ -140,9 +158,17 @@ static int print_tree(const struct report *r, uint32_t *buf)
 				     (const char *const[]){ "SPAN", "BYTES", "PCT", "(SELF)" });
 	int ret = t ? tree_rows(r, t, VIEW_NONE, buf) : -1;
 
+	if (t)
+		cli_fit_names(t, 0, r->wide);
 	print_header(r, "Total:", r->v->total_bytes);
 	if (!ret)
 		table__print(t, stdout);
+	/* a tree of one row: say where the detail is */
+	if (!ret && !r->v->has_spans && r->v->n_value_samples)
+		printf("\nNo span labels in this profile, so the tree is one row: "
+		       "'culpert report %s --no-span' lists its callsites.\n"
+		       "Spans come from span probes (include/culpert/span.h) or "
+		       "'culpert-bpf attach --span-fn PATTERN'.\n", r->file);
 	table__free(t);
 	return ret;
 }
@@ -150,8 +176,8 @@ static int print_tree(const struct report *r, uint32_t *buf)
 static int print_flat(const struct report *r, uint32_t *buf)
 {
 	const struct view *v = r->v;
-	struct table *t = table__new("lrrr",
-				     (const char *const[]){ "SPAN", "SAMPLES", "BYTES", "BYTES%" });
+	struct table *t = table__new("lrrr", (const char *const[]){ "SPAN", cli_count_heading(v),
+				     "BYTES", "BYTES%" });
 	size_t n = view__flat_spans(v, buf), i;
 	char samples[32], bytes[32], pct[32], more[64];
 	double rest = 0;
@@ -164,7 +190,8 @@ static int print_flat(const struct report *r, uint32_t *buf)
 			rest += s->self;
 			continue;
 		}
-		snprintf(samples, sizeof(samples), "%" PRIu64, s->self_samples);
+		snprintf(samples, sizeof(samples), "%" PRIu64,
+			 cli_count(v, s->self_samples, s->self_sampled));
 		ret = table__add(t, (const char *const[]){ s->path, samples,
 			format_bytes(bytes, 32, s->self),
 			format_pct(pct, 32, s->self, v->total_bytes) });
@@ -174,6 +201,8 @@ static int print_flat(const struct report *r, uint32_t *buf)
 		ret = table__add(t, (const char *const[]){ more, "", format_bytes(bytes, 32, rest),
 			format_pct(pct, 32, rest, v->total_bytes) });
 	}
+	if (t)
+		cli_fit_names(t, 0, r->wide);
 	print_header(r, "Total:", v->total_bytes);
 	if (!ret)
 		table__print(t, stdout);
@@ -222,13 +251,68 @@ static const char *selection_name(const struct report *r, char *buf, size_t len)
 	return buf;
 }
 
+/* one item of a comma-separated line; on a terminal, wrapped to its width */
+static void line_item(const char *item, bool first, size_t *col, size_t width)
+{
+	size_t len = strlen(item);
+
+	if (width && *col + 2 + len > width) {
+		printf("%s\n  ", first ? "" : ",");
+		*col = 2;
+	} else {
+		printf("%s", first ? " " : ", ");
+		*col += first ? 1 : 2;
+	}
+	fputs(item, stdout);
+	*col += len;
+}
+
+/* the wrappers the callsites were found past: "callsites skip wrappers: zmalloc (93.10% ...)" */
+static int print_wrappers(const struct report *r, double total)
+{
+	struct view_wrap_row *w;
+	char name[512], pct[32], item[600];
+	size_t n, i, col = 0, width = cli_term_width();
+	double rest = 0;
+
+	w = view__wrapper_rows(r->v, rec_selected, (void *)r, &n);
+	if (!w)
+		return -1;
+	if (n) {
+		fputs("callsites skip wrappers:", stdout);
+		col = strlen("callsites skip wrappers:");
+	}
+	for (i = 0; i < n; i++) {
+		const char *full = r->v->wrappers[w[i].wrapper];
+
+		if (i >= WRAPPERS_SHOWN) {
+			rest += w[i].bytes;
+			continue;
+		}
+		snprintf(item, sizeof(item), "%s (%s%s)",
+			 r->wide ? full : shorten_name(full, strlen(full), name, sizeof(name)),
+			 format_pct(pct, sizeof(pct), w[i].bytes, total), i ? "" : " of the bytes");
+		line_item(item, !i, &col, width);
+	}
+	if (n > WRAPPERS_SHOWN) {
+		snprintf(item, sizeof(item), "%zu more (%s)", n - WRAPPERS_SHOWN,
+			 format_pct(pct, sizeof(pct), rest, total));
+		line_item(item, false, &col, width);
+	}
+	if (n)
+		printf("\n\n");
+	free(w);
+	return 0;
+}
+
 static int print_callsites(const struct report *r, const struct view_cs_row *rows, size_t n,
 			   double total)
 {
 	static const char *const leak_cols[] = { "CALLSITE", "OBJECTS", "BYTES", "PCT", "OLDEST" };
-	static const char *const cols[] = { "CALLSITE", "SAMPLES", "OBJECTS", "BYTES", "PCT" };
+	const char *const cols[] = { "CALLSITE", cli_count_heading(r->v), "OBJECTS", "BYTES",
+				     "PCT" };
 	struct table *t = table__new("lrrrr", r->leaks ? leak_cols : cols);
-	char sel[512], c1[32], c2[32], bytes[32], pct[32], more[64];
+	char sel[512], c1[32], c2[32], bytes[32], pct[32], more[64], label[8192];
 	double rest_b = 0, rest_o = 0;
 	size_t i;
 	int ret = t ? 0 : -1;
@@ -242,14 +326,14 @@ static int print_callsites(const struct report *r, const struct view_cs_row *row
 		format_bytes(bytes, sizeof(bytes), rows[i].bytes);
 		format_pct(pct, sizeof(pct), rows[i].bytes, total);
 		snprintf(c1, sizeof(c1), "%.0f", rows[i].objects);
+		view__callsite_label(r->v, rows[i].callsite, r->wide, label, sizeof(label));
 		if (r->leaks)
-			ret = table__add(t, (const char *const[]){
-				r->v->callsites[rows[i].callsite], c1, bytes, pct,
+			ret = table__add(t, (const char *const[]){ label, c1, bytes, pct,
 				age_str(c2, sizeof(c2), rows[i].oldest_ns) });
 		else {
-			snprintf(c2, sizeof(c2), "%" PRIu64, rows[i].samples);
-			ret = table__add(t, (const char *const[]){
-				r->v->callsites[rows[i].callsite], c2, c1, bytes, pct });
+			snprintf(c2, sizeof(c2), "%" PRIu64,
+				 cli_count(r->v, rows[i].samples, rows[i].sampled));
+			ret = table__add(t, (const char *const[]){ label, c2, c1, bytes, pct });
 		}
 	}
 	if (!ret && n > r->top) {
@@ -260,13 +344,28 @@ static int print_callsites(const struct report *r, const struct view_cs_row *row
 		ret = r->leaks ? table__add(t, (const char *const[]){ more, c1, bytes, pct, "" }) :
 				 table__add(t, (const char *const[]){ more, "", c1, bytes, pct });
 	}
+	if (t)
+		cli_fit_names(t, 0, r->wide);
 	print_header(r, "Total:", r->v->total_bytes);
 	printf("%s: %s in %zu callsites\n\n", selection_name(r, sel, sizeof(sel)),
 	       format_bytes(bytes, sizeof(bytes), total), n);
 	if (!ret)
+		ret = print_wrappers(r, total);
+	if (!ret)
 		table__print(t, stdout);
 	table__free(t);
 	return ret;
+}
+
+/* a profile without one record: why, when the profile's comments say (empty.h) */
+static bool empty_reason(const struct report *r, char *buf, size_t len)
+{
+	struct empty_facts f;
+
+	if (r->v->n_samples)
+		return false;
+	empty_facts__from_profile(r->v->p, 0, &f);
+	return empty__explain(&f, buf, len);
 }
 
 /* --- json ------------------------------------------------------------------------ */
@@ -292,6 +391,16 @@ static void json_pct(struct json *j, double part, double whole)
 		json_num(j, 100.0 * part / whole, 2);
 	else
 		json_null(j);
+}
+
+/* "sampled_allocs": the sampled allocations, null where the profile does not count them */
+static void json_sampled(struct report *r, uint64_t sampled)
+{
+	json_key(&r->j, "sampled_allocs");
+	if (r->v->has_sampled)
+		json_int(&r->j, (int64_t)sampled);
+	else
+		json_null(&r->j);
 }
 
 static void json_span(struct report *r, uint32_t i, bool tree, uint32_t *buf);
@@ -338,8 +447,9 @@ static void json_span(struct report *r, uint32_t i, bool tree, uint32_t *buf)
 	json_str(j, s->path);
 	json_key(j, "pct");
 	json_pct(j, tree ? s->total : s->self, r->v->total_bytes);
-	json_key(j, "samples");
+	json_key(j, "records");
 	json_int(j, (int64_t)(tree ? s->total_samples : s->self_samples));
+	json_sampled(r, tree ? s->total_sampled : s->self_sampled);
 	if (tree) {
 		json_key(j, "self_bytes");
 		json_round(j, s->self);
@@ -395,13 +505,41 @@ static void json_callsites(struct report *r, const struct view_cs_row *rows, siz
 		}
 		json_key(j, "pct");
 		json_pct(j, rows[i].bytes, total);
-		json_key(j, "samples");
+		json_key(j, "records");
 		json_int(j, (int64_t)rows[i].samples);
+		json_sampled(r, rows[i].sampled);
 		json_end(j, '}');
 	}
 	json_end(j, ']');
 	if (n > r->top)
 		json_more(j, "callsites", n - (size_t)r->top, rest);
+}
+
+/* "wrappers": what the callsites were found past, by bytes */
+static int json_wrappers(struct report *r, double total)
+{
+	struct json *j = &r->j;
+	struct view_wrap_row *w;
+	size_t n, i;
+
+	w = view__wrapper_rows(r->v, rec_selected, (void *)r, &n);
+	if (!w)
+		return -1;
+	json_key(j, "wrappers");
+	json_begin(j, '[');
+	for (i = 0; i < n; i++) {
+		json_begin(j, '{');
+		json_key(j, "bytes");
+		json_round(j, w[i].bytes);
+		json_key(j, "name");
+		json_str(j, r->v->wrappers[w[i].wrapper]);
+		json_key(j, "pct");
+		json_pct(j, w[i].bytes, total);
+		json_end(j, '}');
+	}
+	json_end(j, ']');
+	free(w);
+	return 0;
 }
 
 static int print_json(struct report *r, uint32_t *buf)
@@ -410,6 +548,7 @@ static int print_json(struct report *r, uint32_t *buf)
 	struct json *j = &r->j;
 	struct view_cs_row *rows = NULL;
 	double total = 0;
+	char why[1024];
 	size_t n = 0;
 
 	if (r->mode == MODE_CALLSITES && !(rows = callsite_rows(r, &n, &total)))
@@ -418,6 +557,10 @@ static int print_json(struct report *r, uint32_t *buf)
 	json_begin(j, '{');
 	if (r->mode == MODE_CALLSITES)
 		json_callsites(r, rows, n, total);
+	if (empty_reason(r, why, sizeof(why))) {
+		json_key(j, "empty_reason");
+		json_str(j, why);
+	}
 	json_key(j, "file");
 	json_str(j, r->file);
 	if (r->mode == MODE_CALLSITES) {
@@ -433,10 +576,11 @@ static int print_json(struct report *r, uint32_t *buf)
 	json_str(j, modes[r->mode]);
 	json_key(j, "rate");
 	json_int(j, r->v->rate);
+	json_key(j, "records");
+	json_int(j, (int64_t)r->v->n_value_samples);
 	json_key(j, "sample_type");
 	json_str(j, value_name(r));
-	json_key(j, "samples");
-	json_int(j, (int64_t)r->v->n_value_samples);
+	json_sampled(r, r->v->n_sampled);
 	if (r->mode == MODE_CALLSITES) {
 		json_key(j, "selected_bytes");
 		json_round(j, total);
@@ -456,12 +600,17 @@ static int print_json(struct report *r, uint32_t *buf)
 	json_round(j, r->v->total_bytes);
 	json_key(j, "total_objects");
 	json_round(j, r->v->total_objects);
+	if (r->mode == MODE_CALLSITES && json_wrappers(r, total)) {
+		free(rows);
+		return -1;
+	}
 	json_end(j, '}');
 	free(rows);
 	return 0;
 }
 
 /* --- command ---------------------------------------------------------------------- */
+
 
 static int parse_args(struct report *r, int argc, char **argv)
 {
@@ -475,6 +624,8 @@ static int parse_args(struct report *r, int argc, char **argv)
 		{ "leaks", no_argument, NULL, 'l' },
 		{ "min-age", required_argument, NULL, 'a' },
 		{ "format", required_argument, NULL, 'f' },
+		{ "skip", required_argument, NULL, 'S' },
+		{ "wide", no_argument, NULL, 'W' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -489,6 +640,11 @@ static int parse_args(struct report *r, int argc, char **argv)
 		case 'N': r->no_span = true; break;
 		case 'i': r->inuse = true; break;
 		case 'l': r->leaks = true; break;
+		case 'W': r->wide = true; break;
+		case 'S':
+			if (opt_append(&r->skip, &r->n_skip, optarg))
+				return CMD_ERROR;
+			break;
 		case 't':
 			if (opt_count("--top", optarg, 0, INT32_MAX, &r->top))
 				return CMD_ERROR;
@@ -526,50 +682,57 @@ static int parse_args(struct report *r, int argc, char **argv)
 	return CMD_OK;
 }
 
+/* the profile's view, and why the mode asked for cannot be had from it; 0 or CMD_ERROR */
+static int load(struct report *r)
+{
+	struct view_opts vo = { .value = r->inuse ? VIEW_INUSE : VIEW_ALLOC };
+
+	vo.skip = (const char *const *)r->skip;
+	vo.n_skip = r->n_skip;
+	r->v = cli_load(r->file, &vo);
+	if (!r->v)
+		return CMD_ERROR;
+	if (r->leaks && losses__refuse_leaks(r->v->p, r->file))
+		return CMD_ERROR;
+	if (r->leaks && r->min_age_ns && !r->v->has_age) {
+		pr_error("%s: the profile has in-use data but no age_ns labels, so --min-age cannot "
+			 "select by age; drop --min-age to list every live allocation\n", r->file);
+		return CMD_ERROR;
+	}
+	if (r->span && !r->v->has_spans) {
+		pr_error("%s: the profile has no spans; 'culpert report %s --no-span' lists its callsites\n",
+			 r->file, r->file);
+		return CMD_ERROR;
+	}
+	if (r->span && !view__has_span(r->v, r->span)) {
+		pr_error("%s: no span named '%s'; 'culpert report %s --flat' lists the spans\n",
+			 r->file, r->span, r->file);
+		return CMD_ERROR;
+	}
+	return 0;
+}
+
 int cmd_report(int argc, char **argv)
 {
 	struct report r = { 0 };
-	struct view_opts vo = { .value = VIEW_ALLOC };
 	struct view_cs_row *rows = NULL;
 	uint32_t *buf = NULL;
 	double total = 0;
+	char why[1024];
 	size_t n = 0;
 	int ret;
 
 	ret = parse_args(&r, argc, argv);
-	if (ret)
+	if (ret) {
+		free(r.skip);
 		return ret == -1 ? CMD_OK : CMD_ERROR;
-	if (r.inuse)
-		vo.value = VIEW_INUSE;
-	r.v = cli_load(r.file, &vo);
-	if (!r.v)
-		return CMD_ERROR;
-	if (r.leaks && losses__refuse_leaks(r.v->p, r.file)) {
-		view__free(r.v);
-		return CMD_ERROR;
 	}
-	if (r.leaks && r.min_age_ns && !r.v->has_age) {
-		pr_error("%s: the profile has in-use data but no age_ns labels, so --min-age cannot "
-			 "select by age; drop --min-age to list every live allocation\n", r.file);
+	if (load(&r)) {
 		view__free(r.v);
-		return CMD_ERROR;
-	}
-	if (r.span && !r.v->has_spans) {
-		pr_error("%s: the profile has no spans; 'culpert report %s --no-span' lists its callsites\n",
-			 r.file, r.file);
-		view__free(r.v);
+		free(r.skip);
 		return CMD_ERROR;
 	}
 	buf = malloc((r.v->n_spans ?: 1) * sizeof(*buf));
-	if (r.span && buf && !view__has_span(r.v, r.span)) {
-		pr_error("%s: no span named '%s'; 'culpert report %s --flat' lists the spans\n",
-			 r.file, r.span, r.file);
-		free(buf);
-		view__free(r.v);
-		return CMD_ERROR;
-	}
-	if (!r.json)
-		losses__print_of(stdout, r.v->p, NULL, false);
 	if (!buf)
 		ret = -1;
 	else if (r.json)
@@ -582,10 +745,13 @@ int cmd_report(int argc, char **argv)
 		ret = -1;
 	else
 		ret = print_callsites(&r, rows, n, total);
+	if (!ret && !r.json && empty_reason(&r, why, sizeof(why)))
+		printf("\nThe profile is empty: %s.\n", why);
 	if (ret)
 		pr_error("out of memory formatting the report\n");
 	free(rows);
 	free(buf);
 	view__free(r.v);
+	free(r.skip);
 	return ret ? CMD_ERROR : CMD_OK;
 }

@@ -2,6 +2,7 @@
 /* culpert symbolize: fill in functions, file:line and inline frames offline, by build ID. */
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "log.h"
+#include "outfile.h"
 #include "pprof.h"
 #include "profsym.h"
 #include "symbolize.h"
@@ -126,11 +128,16 @@ int cmd_symbolize(int argc, char **argv)
 	struct pprof_writer *out = NULL;
 	struct pprof_profile *in = NULL;
 	struct profsym *ps = NULL;
-	char err[256];
+	char err[PATH_MAX + 256];
 	int ret = CMD_ERROR, e;
 
 	if (parse_args(argc, argv, &a))
 		return CMD_ERROR;
+	/* before the work: symbolizing a large profile takes a while */
+	if (outfile_check(a.out, err, sizeof(err))) {
+		pr_error("cannot write %s: %s\n", *a.out ? a.out : "\"\"", err);
+		return CMD_ERROR;
+	}
 	in = pprof_read_file(a.in, err, sizeof(err));
 	if (!in) {
 		pr_error("cannot read %s: %s\n", a.in, err);

@@ -8,5 +8,7 @@ int cmd_diff(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_flamegraph(int argc, char **argv);
 int cmd_symbolize(int argc, char **argv);
+int cmd_upload(int argc, char **argv);
+int cmd_pull(int argc, char **argv);
 
 #endif /* CULPERT_CLI_COMMANDS_H */

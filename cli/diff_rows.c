@@ -89,7 +89,8 @@ static bool key_eq(uint32_t idx, const void *key, void *ctx)
 	return !strcmp(((struct row_builder *)ctx)->r->rows[idx].key, key);
 }
 
-static int add_bytes(struct row_builder *rb, const char *key, int side, double bytes)
+static int add_bytes(struct row_builder *rb, const char *key, size_t name_len, int side,
+		     double bytes)
 {
 	struct diff_result *r = rb->r;
 	uint64_t h = hash_bytes(key, strlen(key), 0);
@@ -102,6 +103,7 @@ static int add_bytes(struct row_builder *rb, const char *key, int side, double b
 		idx = (uint32_t)r->n_rows++;
 		memset(&r->rows[idx], 0, sizeof(r->rows[idx]));
 		r->rows[idx].key = strdup(key);
+		r->rows[idx].name_len = name_len;
 		if (!r->rows[idx].key)
 			return -ENOMEM;
 	}
@@ -139,13 +141,21 @@ int diff_result__build(struct diff_result *r, const struct view *before, const s
 
 	memset(r, 0, sizeof(*r));
 	for (side = 0; side < 2 && !ret; side++) {
-		r->total[side] = v[side]->total_bytes;
+		const struct view *w = v[side];
+
+		r->total[side] = w->total_bytes;
+		/* a callsite's bytes over every span, matched by its "function (file:line)" */
+		for (i = 0; o->by == DIFF_BY_CALLSITE && i < w->n_recs && !ret; i++)
+			ret = add_bytes(&rb, w->callsites[w->recs[i].callsite],
+					w->callsite_name_len[w->recs[i].callsite], side,
+					w->recs[i].bytes);
 		/* spans that allocated themselves: a row is a span's own bytes */
-		for (i = 0; i < v[side]->n_spans && !ret; i++) {
-			const struct view_span *s = &v[side]->spans[i];
+		for (i = 0; o->by != DIFF_BY_CALLSITE && i < w->n_spans && !ret; i++) {
+			const struct view_span *s = &w->spans[i];
 
 			if (s->self_samples)
-				ret = add_bytes(&rb, o->by_name ? s->name : s->path, side, s->self);
+				ret = add_bytes(&rb, o->by == DIFF_BY_NAME ? s->name : s->path, 0, side,
+						s->self);
 		}
 	}
 	hashtab__free(&rb.ht);

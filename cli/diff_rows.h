@@ -15,17 +15,21 @@
 /* in the order rows are listed: what fails first */
 enum diff_kind { KIND_REGRESSION, KIND_NEW, KIND_IMPROVEMENT, KIND_GONE, KIND_QUIET, KIND__COUNT };
 
+/* what a row is: a span (by path or innermost name), or a callsite over all spans */
+enum diff_by { DIFF_BY_PATH, DIFF_BY_NAME, DIFF_BY_CALLSITE };
+
 struct diff_opts {
 	uint64_t threshold_bytes;
 	double threshold_pct;
 	uint64_t min_span_bytes;
 	double min_confidence;	/* in standard errors; 0 = off */
-	bool by_name;		/* match by innermost span name instead of span path */
+	enum diff_by by;
 	int64_t rate;		/* sampling rate of both profiles, for the noise */
 };
 
 struct diff_row {
-	char *key;		/* span path or name */
+	char *key;		/* span path or name, or callsite "function (file:line)" */
+	size_t name_len;	/* a callsite's: the length of its "function"; 0 for spans */
 	double before, after, delta;
 	double pct;		/* NaN when before is 0 */
 	/* standard errors of the estimates: sqrt(rate * bytes) per side, combined for delta */
@@ -51,7 +55,7 @@ double diff_pct(double before, double after);
 /* before and after, with the delta and pct that follow from them */
 void diff_row__set(struct diff_row *r, double before, double after);
 
-/* rows of every span present on either side; 0 or -ENOMEM */
+/* rows of every span (or callsite) present on either side; 0 or -ENOMEM */
 int diff_result__build(struct diff_result *r, const struct view *before, const struct view *after,
 		       const struct diff_opts *o);
 void diff_result__clear(struct diff_result *r);

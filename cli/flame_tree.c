@@ -75,6 +75,9 @@ static int add_record(struct flame_tree *t, const struct view *v, const struct v
 		uint32_t j = l->n_lines ? l->n_lines : 1;
 
 		while (j-- > 0 && !ret) {
+			/* --skip: the frame's bytes go to its caller */
+			if (view__frame_skipped(v, l, j))
+				continue;
 			view__frame_name(v, l, j, false, buf, sizeof(buf));
 			ret = child(t, node, buf, false, &node);
 		}

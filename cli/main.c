@@ -14,6 +14,8 @@ static const struct cmd commands[] = {
 	{ "info", cmd_info, "what a profile holds: target, rate, totals, mappings, metadata" },
 	{ "flamegraph", cmd_flamegraph, "folded stacks or an interactive SVG flame graph" },
 	{ "symbolize", cmd_symbolize, "resolve functions, file:line and inline frames by build ID" },
+	{ "upload", cmd_upload, "send a profile to the archive under its commit (CI baselines)" },
+	{ "pull", cmd_pull, "fetch a profile from the archive: by commit, or a branch's latest" },
 	{ NULL, NULL, NULL },	/* commands register here, one line each */
 };
 

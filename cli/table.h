@@ -15,6 +15,11 @@ struct table;
 struct table *table__new(const char *align, const char *const *headers);
 /* append a row of as many cells as columns; 0 or -ENOMEM */
 int table__add(struct table *t, const char *const *cells);
+/*
+ * Keep column col within col_max columns and each row within row_max (0:
+ * no limit); a cell that does not fit is cut in the middle with an ellipsis.
+ */
+void table__fit(struct table *t, size_t col, size_t row_max, size_t col_max);
 void table__print(const struct table *t, FILE *f);
 /* the same with another column separator, e.g. " | " for a markdown table */
 void table__print_sep(const struct table *t, FILE *f, const char *sep);

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "argfile.h"
 #include "cmd.h"
 #include "log.h"
 #include "opt.h"
@@ -26,6 +27,8 @@ int cmd_main(const struct cmd_table *t, int argc, char **argv)
 	const struct cmd *c;
 
 	opt_set_command(t->prog, "");
+	if (argfile_expand(&argc, &argv))
+		return CMD_ERROR;
 	if (argc < 2) {
 		pr_error("no command given; '%s --help' lists the commands\n", t->prog);
 		return CMD_ERROR;

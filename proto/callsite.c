@@ -2,7 +2,8 @@
 /*
  * Which frame of a sample is its callsite: the first one from the leaf that
  * is not allocator machinery (machinery.c), cached per location and per
- * function, and the display names of frames.
+ * function; the outermost wrapper it looked through; and the display names
+ * of frames.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -19,8 +20,9 @@ static bool cs_eq(uint32_t idx, const void *key, void *ctx)
 	return !memcmp(&((struct builder *)ctx)->cs[idx], key, sizeof(struct cs_key));
 }
 
+/* display is "function (file:line)"; its first name_len bytes the function */
 static int intern_callsite(struct builder *b, const struct cs_key *k, const char *display,
-			   uint32_t *out)
+			   size_t name_len, uint32_t *out)
 {
 	struct view *v = b->v;
 	uint64_t h = hash_bytes(k, sizeof(*k), 7);
@@ -29,7 +31,9 @@ static int intern_callsite(struct builder *b, const struct cs_key *k, const char
 	if (hashtab__find(&b->cs_ht, h, k, cs_eq, b, out))
 		return 0;
 	if (vec_reserve(&b->cs, &b->cap_cs, v->n_callsites + 1, sizeof(*k)) ||
-	    vec_reserve(&v->callsites, &b->cap_callsites, v->n_callsites + 1, sizeof(char *)))
+	    vec_reserve(&v->callsites, &b->cap_callsites, v->n_callsites + 1, sizeof(char *)) ||
+	    vec_reserve(&v->callsite_name_len, &b->cap_name_len, v->n_callsites + 1,
+			sizeof(size_t)))
 		return -ENOMEM;
 	copy = strdup(display);
 	if (!copy || hashtab__insert(&b->cs_ht, h, (uint32_t)v->n_callsites)) {
@@ -38,6 +42,7 @@ static int intern_callsite(struct builder *b, const struct cs_key *k, const char
 	}
 	b->cs[v->n_callsites] = *k;
 	v->callsites[v->n_callsites] = copy;
+	v->callsite_name_len[v->n_callsites] = name_len;
 	*out = (uint32_t)v->n_callsites++;
 	return 0;
 }
@@ -86,16 +91,37 @@ const char *view__frame_name(const struct view *v, const struct pprof_location *
 	return buf;
 }
 
-static bool fn_is_machinery(struct builder *b, uint64_t function_id)
+bool view__frame_skipped(const struct view *v, const struct pprof_location *l, uint32_t line)
+{
+	const struct pprof_profile *p = v->p;
+	const struct pprof_function *f;
+
+	if (!v->opts.n_skip || !l->n_lines)
+		return false;
+	f = pprof_profile__function(p, p->lines[l->line_off + line].function_id);
+	return machinery__glob_any(pprof_profile__str(p, f->name), v->opts.skip, v->opts.n_skip) ||
+	       machinery__glob_any(pprof_profile__str(p, f->system_name), v->opts.skip,
+				   v->opts.n_skip);
+}
+
+/* what function_id is, cached per function: enum machinery_kind + 1, 0 while unknown */
+static enum machinery_kind fn_kind(struct builder *b, uint64_t function_id)
 {
 	const struct pprof_profile *p = b->v->p;
 	const struct pprof_function *f = pprof_profile__function(p, function_id);
 	size_t i = (size_t)(f - p->functions);
+	const struct view_opts *o = &b->v->opts;
 
-	if (!b->fn_mach[i])
-		b->fn_mach[i] = machinery__match(pprof_profile__str(p, f->name)) ||
-				machinery__match(pprof_profile__str(p, f->system_name)) ? 1 : 2;
-	return b->fn_mach[i] == 1;
+	if (!b->fn_mach[i]) {
+		enum machinery_kind k = machinery__classify(pprof_profile__str(p, f->name), o->skip,
+							    o->n_skip);
+
+		if (k == MACHINERY_NONE)
+			k = machinery__classify(pprof_profile__str(p, f->system_name), o->skip,
+						o->n_skip);
+		b->fn_mach[i] = (uint8_t)(k + 1);
+	}
+	return (enum machinery_kind)(b->fn_mach[i] - 1);
 }
 
 static int frame_callsite(struct builder *b, const struct pprof_location *l, uint32_t line,
@@ -103,7 +129,8 @@ static int frame_callsite(struct builder *b, const struct pprof_location *l, uin
 {
 	const struct pprof_profile *p = b->v->p;
 	struct cs_key k;
-	char buf[1024];
+	/* C++ names run to thousands of bytes; JSON shows them whole */
+	char buf[8192], name[8192];
 
 	memset(&k, 0, sizeof(k));
 	if (l->n_lines) {
@@ -117,35 +144,86 @@ static int frame_callsite(struct builder *b, const struct pprof_location *l, uin
 		k.mapping = l->mapping_id;
 		k.address = l->address;
 	}
-	return intern_callsite(b, &k, view__frame_name(b->v, l, line, true, buf, sizeof(buf)), out);
+	view__frame_name(b->v, l, line, false, name, sizeof(name));
+	return intern_callsite(b, &k, view__frame_name(b->v, l, line, true, buf, sizeof(buf)),
+			       strlen(name), out);
 }
 
-/* the callsite of one location: its innermost line that is not machinery */
-static int loc_callsite(struct builder *b, const struct pprof_location *l, uint32_t *out)
+static bool wrap_eq(uint32_t idx, const void *key, void *ctx)
+{
+	return !strcmp(((struct builder *)ctx)->v->wrappers[idx], key);
+}
+
+/* the index of wrapper `name` in v->wrappers, added if new */
+static int intern_wrapper(struct builder *b, const char *name, uint32_t *out)
+{
+	struct view *v = b->v;
+	uint64_t h = hash_bytes(name, strlen(name), 11);
+	char *copy;
+
+	if (hashtab__find(&b->wrap_ht, h, name, wrap_eq, b, out))
+		return 0;
+	if (vec_reserve(&v->wrappers, &b->cap_wrappers, v->n_wrappers + 1, sizeof(char *)))
+		return -ENOMEM;
+	copy = strdup(name);
+	if (!copy || hashtab__insert(&b->wrap_ht, h, (uint32_t)v->n_wrappers)) {
+		free(copy);
+		return -ENOMEM;
+	}
+	v->wrappers[v->n_wrappers] = copy;
+	*out = (uint32_t)v->n_wrappers++;
+	return 0;
+}
+
+/* a skipped line: if a wrapper, it is the outermost one of the location so far */
+static int note_wrapper(struct builder *b, size_t loc, uint64_t function_id)
+{
+	const struct pprof_profile *p = b->v->p;
+	const struct pprof_function *f;
+	const char *name;
+
+	if (fn_kind(b, function_id) != MACHINERY_WRAPPER)
+		return 0;
+	f = pprof_profile__function(p, function_id);
+	name = pprof_profile__str(p, f->name);
+	return intern_wrapper(b, name[0] ? name : pprof_profile__str(p, f->system_name),
+			      &b->loc_wrap[loc]);
+}
+
+/*
+ * The callsite of one location: its innermost line that is not machinery,
+ * and in loc_wrap the outermost wrapper among the lines skipped before it.
+ */
+static int loc_callsite(struct builder *b, const struct pprof_location *l, uint32_t *out,
+			uint32_t *wrapper)
 {
 	const struct pprof_profile *p = b->v->p;
 	size_t i = (size_t)(l - p->locations);
 	uint32_t j;
 	int ret = 0;
 
-	if (b->loc_cs[i] != CS_UNSET) {
-		*out = b->loc_cs[i];
-		return 0;
-	}
-	b->loc_cs[i] = CS_MACHINERY;
-	for (j = 0; j < l->n_lines; j++) {
-		if (!fn_is_machinery(b, p->lines[l->line_off + j].function_id)) {
-			ret = frame_callsite(b, l, j, &b->loc_cs[i]);
-			break;
+	if (b->loc_cs[i] == CS_UNSET) {
+		b->loc_cs[i] = CS_MACHINERY;
+		for (j = 0; j < l->n_lines && !ret; j++) {
+			uint64_t fn = p->lines[l->line_off + j].function_id;
+
+			if (fn_kind(b, fn) == MACHINERY_NONE) {
+				ret = frame_callsite(b, l, j, &b->loc_cs[i]);
+				break;
+			}
+			ret = note_wrapper(b, i, fn);
 		}
+		if (!l->n_lines && !ret)
+			ret = frame_callsite(b, l, 0, &b->loc_cs[i]);
 	}
-	if (!l->n_lines)
-		ret = frame_callsite(b, l, 0, &b->loc_cs[i]);
 	*out = b->loc_cs[i];
+	if (b->loc_wrap[i] != VIEW_NONE)
+		*wrapper = b->loc_wrap[i];
 	return ret;
 }
 
-int callsite__of_sample(struct builder *b, const struct pprof_sample_ref *s, uint32_t *out)
+int callsite__of_sample(struct builder *b, const struct pprof_sample_ref *s, uint32_t *out,
+			uint32_t *wrapper)
 {
 	const struct pprof_profile *p = b->v->p;
 	const struct pprof_location *l = NULL;
@@ -153,14 +231,17 @@ int callsite__of_sample(struct builder *b, const struct pprof_sample_ref *s, uin
 	size_t i;
 	int ret;
 
+	*wrapper = VIEW_NONE;
 	for (i = 0; i < s->n_locs; i++) {
 		l = pprof_profile__location(p, s->loc_ids[i]);
-		ret = loc_callsite(b, l, out);
+		ret = loc_callsite(b, l, out, wrapper);
 		if (ret || *out != CS_MACHINERY)
 			return ret;
 	}
+	/* no callsite was found past any wrapper */
+	*wrapper = VIEW_NONE;
 	if (!l)
-		return intern_callsite(b, &none, "(no stack)", out);
+		return intern_callsite(b, &none, "(no stack)", strlen("(no stack)"), out);
 	/* machinery all the way up (a truncated stack): the outermost frame is the best left */
 	return frame_callsite(b, l, l->n_lines ? l->n_lines - 1 : 0, out);
 }
@@ -170,10 +251,12 @@ int callsite__prepare(struct builder *b)
 	const struct pprof_profile *p = b->v->p;
 
 	b->loc_cs = malloc((p->n_locations ?: 1) * sizeof(*b->loc_cs));
+	b->loc_wrap = malloc((p->n_locations ?: 1) * sizeof(*b->loc_wrap));
 	b->fn_mach = calloc(p->n_functions ?: 1, 1);
-	if (!b->loc_cs || !b->fn_mach)
+	if (!b->loc_cs || !b->loc_wrap || !b->fn_mach)
 		return -ENOMEM;
 	memset(b->loc_cs, 0xff, (p->n_locations ?: 1) * sizeof(*b->loc_cs));
+	memset(b->loc_wrap, 0xff, (p->n_locations ?: 1) * sizeof(*b->loc_wrap));
 	return 0;
 }
 
@@ -182,5 +265,7 @@ void callsite__free(struct builder *b)
 	free(b->cs);
 	hashtab__free(&b->cs_ht);
 	free(b->loc_cs);
+	free(b->loc_wrap);
+	hashtab__free(&b->wrap_ht);
 	free(b->fn_mach);
 }

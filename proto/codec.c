@@ -8,10 +8,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 #include <zlib.h>
 
+#include "log.h"
+#include "outfile.h"
 #include "profile.pb-c.h"
 #include "pprof.h"
 
@@ -254,58 +254,23 @@ int pprof_encode_gzip(const struct pprof_profile *p, void **out, size_t *out_len
 	return ret;
 }
 
-static int write_all(int fd, const void *buf, size_t len)
-{
-	const char *s = buf;
-
-	while (len) {
-		ssize_t n = write(fd, s, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		s += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
+/*
+ * lib/outfile: a reader never sees half a profile (a regular file is
+ * written aside and renamed over), a device or FIFO is written through.
+ */
 int pprof_profile__write(const struct pprof_profile *p, const char *path)
 {
-	char tmp[PATH_MAX];
+	char err[PATH_MAX + 128];
 	void *buf;
 	size_t len;
-	int fd, ret;
+	int ret;
 
 	ret = pprof_encode_gzip(p, &buf, &len);
 	if (ret)
 		return ret;
-	if (!strcmp(path, "-")) {
-		ret = write_all(STDOUT_FILENO, buf, len);
-		free(buf);
-		return ret;
-	}
-	/* a reader never sees half a profile: write aside, then rename over */
-	if (snprintf(tmp, sizeof(tmp), "%s.tmp.XXXXXX", path) >= (int)sizeof(tmp)) {
-		free(buf);
-		return -ENAMETOOLONG;
-	}
-	fd = mkstemp(tmp);
-	if (fd < 0) {
-		ret = -errno;
-		free(buf);
-		return ret;
-	}
-	ret = write_all(fd, buf, len);
-	if (!ret && fchmod(fd, 0644))
-		ret = -errno;
-	if (close(fd) && !ret)
-		ret = -errno;
-	if (!ret && rename(tmp, path))
-		ret = -errno;
+	ret = outfile_write(path, buf, len, err, sizeof(err));
 	if (ret)
-		unlink(tmp);
+		pr_debug("writing %s: %s\n", path, err);
 	free(buf);
 	return ret;
 }

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* Questions the commands ask of a built view: children, spans by name, rankings. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "shorten.h"
 #include "view.h"
 
 static int cmp_span(const void *a, const void *b, void *ctx)
@@ -114,6 +116,7 @@ struct view_cs_row *view__callsite_rows(const struct view *v,
 		row->bytes += rec->bytes;
 		row->objects += rec->objects;
 		row->samples += rec->samples;
+		row->sampled += rec->sampled;
 		if (rec->age_ns > row->oldest_ns)
 			row->oldest_ns = rec->age_ns;
 		*total += rec->bytes;
@@ -124,4 +127,55 @@ struct view_cs_row *view__callsite_rows(const struct view *v,
 	qsort_r(rows, k, sizeof(*rows), cmp_cs, (void *)v);
 	*n = k;
 	return rows;
+}
+
+static int cmp_wrap(const void *a, const void *b, void *ctx)
+{
+	const struct view_wrap_row *x = a, *y = b;
+	const struct view *v = ctx;
+
+	if (x->bytes != y->bytes)
+		return x->bytes > y->bytes ? -1 : 1;
+	return strcmp(v->wrappers[x->wrapper], v->wrappers[y->wrapper]);
+}
+
+struct view_wrap_row *view__wrapper_rows(const struct view *v,
+					 bool (*select)(const struct view_rec *rec, void *ctx),
+					 void *ctx, size_t *n)
+{
+	struct view_wrap_row *rows = calloc(v->n_wrappers ?: 1, sizeof(*rows));
+	size_t i, k = 0;
+
+	if (!rows)
+		return NULL;
+	for (i = 0; i < v->n_wrappers; i++)
+		rows[i].wrapper = (uint32_t)i;
+	for (i = 0; i < v->n_recs; i++) {
+		const struct view_rec *rec = &v->recs[i];
+
+		if (rec->wrapper != VIEW_NONE && (!select || select(rec, ctx)))
+			rows[rec->wrapper].bytes += rec->bytes;
+	}
+	for (i = 0; i < v->n_wrappers; i++)
+		if (rows[i].bytes > 0)
+			rows[k++] = rows[i];
+	qsort_r(rows, k, sizeof(*rows), cmp_wrap, (void *)v);
+	*n = k;
+	return rows;
+}
+
+const char *view__callsite_label(const struct view *v, uint32_t i, bool full, char *buf,
+				 size_t len)
+{
+	const char *cs = v->callsites[i];
+	size_t n = v->callsite_name_len[i], at;
+
+	if (full) {
+		snprintf(buf, len, "%s", cs);
+		return buf;
+	}
+	shorten_name(cs, n, buf, len);
+	at = strlen(buf);
+	snprintf(buf + at, len - at, "%s", cs + n);
+	return buf;
 }

@@ -50,7 +50,7 @@ static bool rec_eq(uint32_t idx, const void *key, void *ctx)
 	const struct view_rec *a = &((struct builder *)ctx)->v->recs[idx], *k = key;
 
 	return a->span == k->span && a->callsite == k->callsite && a->stack == k->stack &&
-	       a->age_ns == k->age_ns;
+	       a->age_ns == k->age_ns && a->wrapper == k->wrapper;
 }
 
 static int add_rec(struct builder *b, const struct view_rec *k)
@@ -60,7 +60,7 @@ static int add_rec(struct builder *b, const struct view_rec *k)
 	struct view_rec *r;
 	uint32_t idx;
 
-	h = hash_u64(k->span, hash_u64(k->callsite, h));
+	h = hash_u64(k->span, hash_u64(k->callsite, hash_u64(k->wrapper, h)));
 	if (!hashtab__find(&b->rec_ht, h, k, rec_eq, b, &idx)) {
 		if (vec_reserve(&v->recs, &b->cap_recs, v->n_recs + 1, sizeof(*k)) ||
 		    hashtab__insert(&b->rec_ht, h, (uint32_t)v->n_recs))
@@ -68,24 +68,25 @@ static int add_rec(struct builder *b, const struct view_rec *k)
 		idx = (uint32_t)v->n_recs++;
 		v->recs[idx] = *k;
 		v->recs[idx].bytes = v->recs[idx].objects = 0;
-		v->recs[idx].samples = 0;
+		v->recs[idx].samples = v->recs[idx].sampled = 0;
 	}
 	r = &v->recs[idx];
 	r->bytes += k->bytes;
 	r->objects += k->objects;
 	r->samples += k->samples;
+	r->sampled += k->sampled;
 	return 0;
 }
 
-/* the raw span and age of a sample, from its labels */
+/* the raw span, age and sampled allocations (-1: no label) of a sample, from its labels */
 static void sample_labels(const struct pprof_profile *p, const struct pprof_sample_ref *s,
-			  struct raw_span *r, int64_t *age)
+			  struct raw_span *r, int64_t *age, int64_t *sampled)
 {
 	int64_t name = 0, path = 0, id = 0, parent = 0;
 	bool has_id = false, has_parent = false;
 	size_t i;
 
-	*age = -1;
+	*age = *sampled = -1;
 	for (i = 0; i < s->n_labels; i++) {
 		const struct pprof_label *l = &s->labels[i];
 		const char *k = pprof_profile__str(p, l->key);
@@ -100,6 +101,8 @@ static void sample_labels(const struct pprof_profile *p, const struct pprof_samp
 			parent = l->num, has_parent = true;
 		else if (!strcmp(k, "age_ns") && !l->str)
 			*age = l->num < 0 ? 0 : l->num;
+		else if (!strcmp(k, "sampled_allocs") && !l->str)
+			*sampled = l->num < 0 ? 0 : l->num;
 	}
 	memset(r, 0, sizeof(*r));
 	if (path && p->strings[path][0]) {
@@ -121,6 +124,7 @@ static int on_sample(const struct pprof_profile *p, const struct pprof_sample_re
 	struct view *v = b->v;
 	struct view_rec k = { .stack = VIEW_NONE };
 	struct raw_span r;
+	int64_t sampled;
 	int ret;
 
 	v->n_samples++;
@@ -136,17 +140,43 @@ static int on_sample(const struct pprof_profile *p, const struct pprof_sample_re
 	v->n_value_samples++;
 	v->total_bytes += k.bytes;
 	v->total_objects += k.objects;
-	sample_labels(p, s, &r, &k.age_ns);
+	sample_labels(p, s, &r, &k.age_ns, &sampled);
 	if (k.age_ns >= 0)
 		v->has_age = true;
+	if (sampled < 0)
+		b->unlabelled++;
+	k.sampled = sampled > 0 ? (uint64_t)sampled : 0;
+	v->n_sampled += k.sampled;
 	ret = spantree__intern_raw(b, &r, &k.span);
 	if (!ret)
-		ret = callsite__of_sample(b, s, &k.callsite);
+		ret = callsite__of_sample(b, s, &k.callsite, &k.wrapper);
 	if (!ret && v->opts.stacks)
 		ret = intern_stack(b, s, &k.stack);
 	if (!ret)
 		ret = add_rec(b, &k);
 	return ret;
+}
+
+/*
+ * Sampled allocations per span, once the tree is built; they count only when
+ * every record carries them (a culpert-bpf profile; an empty one by its
+ * samples= comment).
+ */
+static void sum_sampled(struct builder *b)
+{
+	struct view *v = b->v;
+	size_t i;
+	uint32_t s;
+
+	v->has_sampled = !b->unlabelled &&
+			 (v->n_value_samples || pprof_profile__comment(v->p, "samples"));
+	for (i = 0; v->has_sampled && i < v->n_recs; i++) {
+		const struct view_rec *rec = &v->recs[i];
+
+		v->spans[rec->span].self_sampled += rec->sampled;
+		for (s = rec->span; s != VIEW_NONE; s = v->spans[s].parent)
+			v->spans[s].total_sampled += rec->sampled;
+	}
 }
 
 /* --- loading ---------------------------------------------------------------------- */
@@ -245,8 +275,12 @@ static struct view *view_read(const char *path, const void *buf, size_t len,
 	if (!ret) {
 		v->rate = p->period;
 		ret = spantree__build(&b);
+		if (!ret)
+			ret = orphans__mark(&b);
 		if (ret)
 			snprintf(err, errlen, "out of memory");
+		else
+			sum_sampled(&b);
 	} else if (b.err[0]) {
 		/* a reason of ours beats the reader's generic one */
 		snprintf(err, errlen, "%s", b.err);
@@ -284,8 +318,12 @@ void view__free(struct view *v)
 	}
 	for (i = 0; i < v->n_callsites; i++)
 		free(v->callsites[i]);
+	for (i = 0; i < v->n_wrappers; i++)
+		free(v->wrappers[i]);
 	free(v->spans);
 	free(v->callsites);
+	free(v->callsite_name_len);
+	free(v->wrappers);
 	free(v->recs);
 	free(v->stack_locs);
 	free(v->stack_off);

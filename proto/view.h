@@ -18,6 +18,8 @@
 
 #define VIEW_NONE	UINT32_MAX
 #define VIEW_NO_SPAN	"(no span)"
+/* the parent of spans whose own parent was entered before culpert-bpf attached (orphans.c) */
+#define VIEW_BEFORE_ATTACH	"(entered before attach)"
 
 enum view_value {
 	VIEW_ALLOC,	/* alloc_objects / alloc_space */
@@ -27,6 +29,9 @@ enum view_value {
 struct view_opts {
 	enum view_value value;
 	bool stacks;		/* keep each record's stack (flamegraph) */
+	/* --skip: globs of functions looked through as wrappers, beside the default list */
+	const char *const *skip;
+	size_t n_skip;
 };
 
 /* a node of the span tree; (no span) is a root of its own */
@@ -39,17 +44,20 @@ struct view_span {
 	bool no_span;
 	double self, total;	/* selected bytes: own samples, and with the descendants' */
 	double self_objects, total_objects;
-	uint64_t self_samples, total_samples;
+	uint64_t self_samples, total_samples;	/* records */
+	uint64_t self_sampled, total_sampled;	/* sampled allocations (view.has_sampled) */
 };
 
 /* samples with equal span, callsite, age (and stack, with opts.stacks), summed */
 struct view_rec {
 	uint32_t span;		/* index into spans */
 	uint32_t callsite;	/* index into callsites */
+	uint32_t wrapper;	/* index into wrappers: the outermost one skipped; VIEW_NONE */
 	uint32_t stack;		/* index into stacks, VIEW_NONE without opts.stacks */
 	int64_t age_ns;		/* the age_ns label; -1 when absent */
 	double bytes, objects;
-	uint64_t samples;
+	uint64_t samples;	/* sample records of the file summed here */
+	uint64_t sampled;	/* the sampled allocations they stand for (sampled_allocs labels) */
 };
 
 struct view {
@@ -60,6 +68,12 @@ struct view {
 	bool has_inuse, has_age, has_spans;
 	uint64_t n_samples;		/* sample records of the file */
 	uint64_t n_value_samples;	/* ... with a non-zero selected value */
+	/*
+	 * Every such record says how many sampled allocations it aggregates
+	 * (culpert-bpf's sampled_allocs label): n_sampled is their sum.
+	 */
+	bool has_sampled;
+	uint64_t n_sampled;
 	double total_bytes, total_objects;
 	/* inuse_space and inuse_objects summed whatever the value (info shows both) */
 	int inuse_bytes_idx, inuse_objects_idx;
@@ -68,7 +82,10 @@ struct view {
 	struct view_span *spans;
 	size_t n_spans;
 	char **callsites;		/* "function (file:line)" */
+	size_t *callsite_name_len;	/* the length of each one's "function" */
 	size_t n_callsites;
+	char **wrappers;		/* functions looked through to find a callsite */
+	size_t n_wrappers;
 	struct view_rec *recs;
 	size_t n_recs;
 	uint64_t *stack_locs;		/* location ids, leaf first, of every stack */
@@ -105,7 +122,8 @@ size_t view__flat_spans(const struct view *v, uint32_t *out);
 struct view_cs_row {
 	uint32_t callsite;
 	double bytes, objects;
-	uint64_t samples;
+	uint64_t samples;	/* records */
+	uint64_t sampled;	/* sampled allocations */
 	int64_t oldest_ns;	/* -1 when no record carries an age */
 };
 
@@ -117,6 +135,32 @@ struct view_cs_row {
 struct view_cs_row *view__callsite_rows(const struct view *v,
 					bool (*select)(const struct view_rec *rec, void *ctx),
 					void *ctx, size_t *n, double *total);
+/* the bytes of the selected records that reached their callsite through one wrapper */
+struct view_wrap_row {
+	uint32_t wrapper;	/* index into wrappers */
+	double bytes;
+};
+
+/*
+ * The records select() keeps (NULL: all) summed by the outermost wrapper
+ * they skipped, by bytes, largest first, ties by name; NULL when out of
+ * memory.  Records that skipped none are left out.
+ */
+struct view_wrap_row *view__wrapper_rows(const struct view *v,
+					 bool (*select)(const struct view_rec *rec, void *ctx),
+					 void *ctx, size_t *n);
+/*
+ * Callsite i for a table row: its function name shortened (shorten.h), the
+ * file and line as they are; or the full name when `full`.  Returns buf.
+ */
+const char *view__callsite_label(const struct view *v, uint32_t i, bool full, char *buf,
+				 size_t len);
+/*
+ * Does line `line` of location l name a function of the view's --skip globs
+ * (opts.skip)?  The default wrapper list does not count: a flame graph keeps
+ * every frame unless the user names it.
+ */
+bool view__frame_skipped(const struct view *v, const struct pprof_location *l, uint32_t line);
 /*
  * The display name of line `line` of location l into buf: "function", or with
  * `where` "function (file:line)"; "lib.so+0x1f0" when l has no lines.

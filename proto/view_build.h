@@ -41,7 +41,7 @@ struct builder {
 	size_t n_raw, cap_raw;
 	struct hashtab raw_ht;
 	struct cs_key *cs;
-	size_t cap_cs, cap_callsites;
+	size_t cap_cs, cap_callsites, cap_name_len;
 	struct hashtab cs_ht;
 	size_t cap_recs;
 	struct hashtab rec_ht;
@@ -51,19 +51,30 @@ struct builder {
 	struct hashtab span_ht;
 	struct hashtab id_ht;	/* span_id -> the first RAW_NAMED span with it */
 	uint32_t *loc_cs;	/* per location index: its callsite, CS_UNSET or CS_MACHINERY */
+	uint32_t *loc_wrap;	/* per location index: outermost wrapper skipped, or VIEW_NONE */
+	struct hashtab wrap_ht;
+	size_t cap_wrappers;
 	uint8_t *fn_mach;	/* per function index: 0 unknown, 1 machinery, 2 not */
+	uint64_t unlabelled;	/* value records without a sampled_allocs label */
 	char err[256];		/* why prepare() refused the profile */
 };
 
 /* callsite.c: per-location caches, once the tables are read; 0 or -ENOMEM */
 int callsite__prepare(struct builder *b);
-/* the callsite of a sample: its first frame from the leaf that is not machinery */
-int callsite__of_sample(struct builder *b, const struct pprof_sample_ref *s, uint32_t *out);
+/*
+ * The callsite of a sample: its first frame from the leaf that is not
+ * machinery; *wrapper the outermost wrapper skipped on the way (VIEW_NONE).
+ */
+int callsite__of_sample(struct builder *b, const struct pprof_sample_ref *s, uint32_t *out,
+			uint32_t *wrapper);
 void callsite__free(struct builder *b);
 
 /* spantree.c: a sample's raw span, interned; the tree once every sample is read */
 int spantree__intern_raw(struct builder *b, const struct raw_span *r, uint32_t *out);
 int spantree__build(struct builder *b);
 void spantree__free(struct builder *b);
+
+/* orphans.c: roots that are children of a span entered before attach, under a marker; 0 or -ENOMEM */
+int orphans__mark(struct builder *b);
 
 #endif /* CULPERT_VIEW_BUILD_H */

@@ -1,11 +1,14 @@
 #!/bin/sh
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #
-# Install the Debian packages of $DEB_PACKAGES that are missing.
+# Install the Debian packages of $DEB_PACKAGES that are missing.  A name
+# with an architecture (libelf-dev:arm64, for the cross build) needs that
+# architecture added to dpkg first, which is done here too.
 #   install-deps.sh           install what is missing (needs root and apt-get)
 #   install-deps.sh --check   only report what is missing; exit 1 if anything is
 set -eu
 
+deps_cmd=${DEPS_CMD:-make deps}
 missing=""
 for p in $DEB_PACKAGES; do
 	status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
@@ -18,18 +21,24 @@ done
 [ -z "$missing" ] && exit 0
 
 if [ "${1:-}" = "--check" ]; then
-	echo "error: missing Debian packages:$missing; run 'sudo make deps' to install them" >&2
+	echo "error: missing Debian packages:$missing; run 'sudo $deps_cmd' to install them" >&2
 	exit 1
 fi
 
 if [ "$(id -u)" != 0 ]; then
-	echo "error: missing Debian packages:$missing; installing them needs root: run 'sudo make deps'" >&2
+	echo "error: missing Debian packages:$missing; installing them needs root: run 'sudo $deps_cmd'" >&2
 	exit 1
 fi
 
 echo "  DEPS      installing:$missing"
 export DEBIAN_FRONTEND=noninteractive
-# a fresh machine may have empty package lists
+# foreign architectures named (pkg:arch) that dpkg does not know yet
+native=$(dpkg --print-architecture)
+for a in $(printf '%s\n' $missing | sed -n 's/^[^:]*:\(.*\)$/\1/p' | sort -u); do
+	[ "$a" = "$native" ] && continue
+	dpkg --print-foreign-architectures | grep -qx "$a" || dpkg --add-architecture "$a"
+done
+# a fresh machine may have empty package lists (or none yet for an added architecture)
 apt-get update -qq >/dev/null
 # shellcheck disable=SC2086
 apt-get install -y -qq --no-install-recommends $missing >/dev/null

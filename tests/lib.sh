@@ -50,10 +50,12 @@ run_test() {
 	fi
 }
 
-# BPF tests need root (or the capabilities); without, they say so loudly
+# need_root [WHY]: BPF tests need root (README: what culpert-bpf needs, and
+# what the suite needs besides: setpriv, chroot, mknod, mount namespaces);
+# without, they say so loudly
 need_root() {
 	if [ "$(id -u)" != 0 ]; then
-		skip "needs root to load BPF programs (run 'sudo make test')"
+		skip "needs root ${1:-to load BPF programs and attach uprobes} (run 'sudo make test')"
 		return 1
 	fi
 	return 0
@@ -187,6 +189,80 @@ by_leaf() {
 				printf "%s", k
 				for (i = 1; i <= nc; i++) printf " %.0f", s[k, i]
 				printf "\n" } }' | sort
+}
+
+# rate_one_exact NAME [ATTACH OPTION...]: --rate 1 records every call with
+# weight 1: each function's calls and bytes exactly, including the entry
+# points glibc forwards to its own malloc.  Profile in $TMP/NAME.pb.gz.
+rate_one_exact() {
+	_n=$1
+	shift
+	profile "$_n" 1 "$*" "$TARGETS/alloc_exact" || return
+	by_leaf "$TMP/$_n.pb.gz" 2 1 | sed 's/^/total /' | sort >"$TMP/$_n.est"
+	grep '^total' "$TMP/$_n.out" | sort >"$TMP/$_n.truth"
+	# every function of the target, exactly, and nothing else: the target
+	# allocates nowhere else once running (its stdout buffer is older), so
+	# any other leaf is a call counted twice or a leaf gone wrong
+	diff "$TMP/$_n.truth" "$TMP/$_n.est" | sed -n 's/^</target:/p; s/^>/profile:/p' >"$TMP/$_n.diff"
+	[ -s "$TMP/$_n.diff" ] && fail "$*: inexact (bytes, calls): $(tr '\n' ';' <"$TMP/$_n.diff")"
+	return 0
+}
+
+# share_pct PROFILE WANT: the fraction (in %) of alloc_space whose stack is what WANT names:
+# chain_leaf (of chain_c's samples: the chain up to main), sqlite (sqlite3_step, then the entry)
+share_pct() {
+	"$PROFDUMP" "$1" | grep -v '^#' | awk -F'\t' -v want="$2" '
+		{ n = split($2, f, ";"); split($1, v, " "); ok = 0
+		  s = ";" $2 ";"
+		  if (want == "chain_leaf") { if (f[1] != "chain_c") next; ok = (s ~ /;chain_c;chain_b;chain_a;main;/) }
+		  if (want == "sqlite") ok = (s ~ /;sqlite3_step;/ && s ~ /;__libc_start_main/)
+		  all += v[2]; good += ok * v[2] }
+		END { if (all) printf "%.2f\n", 100 * good / all; else print 0 }'
+}
+
+# live_exact [ATTACH OPTION...]: alloc_live at --rate 1 --inuse on a small run
+# (units of 17408 bytes, whole cycles of the block sizes: the target's totals
+# are exact): each function's allocated and live bytes exactly.
+live_exact() {
+	profile_until_done live1 60 attach "--rate 1 --inuse $*" "$TARGETS/alloc_live" 17408 || return 1
+	by_leaf "$TMP/live1.pb.gz" 2 4 >"$TMP/est1"
+	grep '^total ' "$TMP/live1.out" | while read -r _ fn alloc live; do
+		got=$(awk -v f="$fn" '$1 == f { print $2 "/" $3 }' "$TMP/est1")
+		[ "$got" = "$alloc/$live" ] || echo "$fn ${*:-sessions}: $alloc/$live, profile ${got:-none}"
+	done >"$TMP/bad1"
+	[ -s "$TMP/bad1" ] && fail "alloc/live inexact: $(tr '\n' ';' <"$TMP/bad1")"
+	[ "$(grep -c '^total ' "$TMP/live1.out")" -eq 5 ] || fail "alloc_live did not report its 5 functions"
+	return 0
+}
+
+# "path bytes" per span_path label ("(no-span)" without one), from column COL
+by_span_path() {
+	"$PROFDUMP" "$1" | grep -v '^#' | awk -F'\t' -v col="${2:-2}" '
+		{ split($1, v, " "); p = "(no-span)"; n = split($3, l, ",")
+		  for (i = 1; i <= n; i++) if (l[i] ~ /^span_path=/) p = substr(l[i], 11)
+		  s[p] += v[col] }
+		END { for (k in s) printf "%s %.0f\n", k, s[k] }' | sort
+}
+
+# compare each "total PATH BYTES" line of the target with the profile, within PCT %
+check_paths() {
+	name=$1
+	pct=$2
+	by_span_path "$TMP/$name.pb.gz" >"$TMP/$name.est"
+	grep '^total ' "$TMP/$name.out" | while read -r _ path truth; do
+		case "$path" in
+		deep\*32) path=$(printf 'deep;%.0s' $(seq 32)); path=${path%;} ;;
+		esac
+		est=$(awk -v p="$path" '$1 == p { print $2 }' "$TMP/$name.est")
+		if [ -z "$est" ]; then
+			echo "no samples for span path '$path'"
+		elif ! within_pct "$est" "$truth" "$pct"; then
+			echo "$path: estimated $est, allocated $truth"
+		fi
+	done >"$TMP/$name.bad"
+	[ -s "$TMP/$name.bad" ] && fail "$(tr '\n' ';' <"$TMP/$name.bad")"
+	[ "$(grep -c '^total ' "$TMP/$name.out")" -gt 0 ] || fail "$name: the target reported nothing"
+	return 0
 }
 
 # build_id FILE: its GNU build ID, as eu-readelf reads it

@@ -74,3 +74,22 @@ addr2line_diff() {
 debug_path() {
 	echo "$1/.build-id/$(echo "$2" | cut -c1-2)/$(echo "$2" | cut -c3-).debug"
 }
+
+# start_debuginfod DIR BUILD_ID: a local server indexing DIR, ready once it serves the
+# debug info of BUILD_ID; sets $dfd_url and $dfd_pid
+start_debuginfod() {
+	port=$((20000 + $$ % 20000))
+	debuginfod -F "$1" -p "$port" -d "$TMP/debuginfod.sqlite" >"$TMP/debuginfod.log" 2>&1 &
+	dfd_pid=$!
+	track "$dfd_pid"
+	dfd_url=http://127.0.0.1:$port
+	# ready once it serves the file (a fresh client cache each try: 404s are cached)
+	for _i in $(seq 50); do
+		rm -rf "$TMP/dfd-probe"
+		DEBUGINFOD_CACHE_PATH=$TMP/dfd-probe DEBUGINFOD_URLS=$dfd_url \
+			debuginfod-find debuginfo "$2" >/dev/null 2>&1 && return 0
+		sleep 0.2
+	done
+	fail "debuginfod did not serve $2: $(tail -n 5 "$TMP/debuginfod.log")"
+	return 1
+}

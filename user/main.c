@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
-/* culpert-bpf: collection.  Needs root (or CAP_BPF + CAP_PERFMON + CAP_SYS_PTRACE). */
+/* culpert-bpf: collection.  Needs root, or CAP_BPF + CAP_PERFMON (README: Privileges). */
 #include <bpf/libbpf.h>
 #include <stdarg.h>
 #include <stdio.h>
 
+#include "caps.h"
 #include "cmd.h"
 #include "commands.h"
 #include "log.h"
@@ -40,5 +41,7 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
 int main(int argc, char **argv)
 {
 	libbpf_set_print(libbpf_print);
+	/* before anything checks them: file capabilities arrive permitted, not effective */
+	caps__raise_permitted();
 	return cmd_main(&culpert_bpf, argc, argv);
 }

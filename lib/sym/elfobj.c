@@ -198,6 +198,13 @@ int elfobj__type(const struct elfobj *obj)
 	return obj->type;
 }
 
+int elfobj__machine(const struct elfobj *obj)
+{
+	GElf_Ehdr ehdr;
+
+	return gelf_getehdr(obj->elf, &ehdr) ? ehdr.e_machine : EM_NONE;
+}
+
 void *elfobj__elf(const struct elfobj *obj)
 {
 	return obj->elf;
@@ -305,6 +312,58 @@ bool elfobj__mentions_any(const struct elfobj *obj, const char *const *names, si
 		}
 	}
 	return false;
+}
+
+/* a defined data or TLS symbol named `name` of one symbol table, or -ENOENT */
+static int data_sym_in(const struct elfobj *obj, Elf_Scn *scn, const GElf_Shdr *shdr,
+		       const char *name, struct elf_symbol *out)
+{
+	Elf_Data *data = elf_getdata(scn, NULL);
+	size_t i, n = shdr->sh_size / shdr->sh_entsize;
+	int found = -ENOENT;
+	GElf_Sym sym;
+
+	for (i = 1; data && i < n; i++) {
+		const char *s;
+		int type;
+
+		if (!gelf_getsym(data, (int)i, &sym) || sym.st_shndx == SHN_UNDEF)
+			continue;
+		type = GELF_ST_TYPE(sym.st_info);
+		if (type != STT_OBJECT && type != STT_TLS)
+			continue;
+		s = elf_strptr(obj->elf, shdr->sh_link, sym.st_name);
+		if (!s || strcmp(s, name))
+			continue;
+		/* a global definition is what the dynamic linker binds to */
+		if (!found && out->bind != STB_LOCAL)
+			continue;
+		*out = (struct elf_symbol){ .name = name, .value = sym.st_value, .size = sym.st_size,
+					    .type = (uint8_t)type,
+					    .bind = (uint8_t)GELF_ST_BIND(sym.st_info),
+					    .order = (uint32_t)i };
+		found = 0;
+	}
+	return found;
+}
+
+int elfobj__data_sym(const struct elfobj *obj, const char *name, struct elf_symbol *out)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Shdr shdr;
+	int ret = -ENOENT;
+
+	while ((scn = elf_nextscn(obj->elf, scn))) {
+		if (!gelf_getshdr(scn, &shdr) || !shdr.sh_entsize ||
+		    (shdr.sh_type != SHT_SYMTAB && shdr.sh_type != SHT_DYNSYM))
+			continue;
+		if (!data_sym_in(obj, scn, &shdr, name, out)) {
+			ret = 0;
+			if (out->bind != STB_LOCAL)
+				break;
+		}
+	}
+	return ret;
 }
 
 bool elfobj__has_symtab(const struct elfobj *obj)

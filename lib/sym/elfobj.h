@@ -16,7 +16,7 @@ struct elf_symbol {
 	const char *name;	/* owned by the elfobj */
 	uint64_t value;		/* st_value: virtual address */
 	uint64_t size;
-	uint8_t type;		/* STT_FUNC or STT_GNU_IFUNC */
+	uint8_t type;		/* STT_FUNC or STT_GNU_IFUNC (elfobj__data_sym: STT_OBJECT, STT_TLS) */
 	uint8_t bind;
 	uint32_t order;		/* position in its table, .symtab before .dynsym */
 };
@@ -32,6 +32,8 @@ const char *elfobj__build_id(const struct elfobj *obj);
 void hex_encode(char *out, const unsigned char *b, size_t n);
 /* ET_EXEC or ET_DYN */
 int elfobj__type(const struct elfobj *obj);
+/* e_machine: EM_X86_64, EM_AARCH64, ...; EM_NONE if the header cannot be read */
+int elfobj__machine(const struct elfobj *obj);
 /* true when the object carries a full .symtab (not stripped) */
 bool elfobj__has_symtab(const struct elfobj *obj);
 /* the libelf handle and fd, for modules that read DWARF or code */
@@ -48,6 +50,13 @@ const struct elf_symbol *elfobj__sym_by_name(struct elfobj *obj, const char *nam
  * then the first in table order.
  */
 const struct elf_symbol *elfobj__sym_by_addr(struct elfobj *obj, uint64_t vaddr);
+/*
+ * The defined data (STT_OBJECT) or thread-local (STT_TLS: value is the
+ * offset in the object's TLS block) symbol named exactly `name`, a global
+ * one before a local one, .symtab or .dynsym; 0 or -ENOENT.  Not cached:
+ * for a few lookups, not for symbolization.
+ */
+int elfobj__data_sym(const struct elfobj *obj, const char *name, struct elf_symbol *out);
 /* every function symbol, sorted by address; count in *n */
 const struct elf_symbol *elfobj__symbols(struct elfobj *obj, size_t *n);
 

@@ -66,23 +66,6 @@ test_leaf_is_caller() {
 		fail "missing caller chains a<-run_a, b<-run_b, c<-main: $a $b $c"
 }
 
-# rate_one_exact NAME [ATTACH OPTION...]: --rate 1 records every call with
-# weight 1: each function's calls and bytes exactly, including the entry
-# points glibc forwards to its own malloc.  Profile in $TMP/NAME.pb.gz.
-rate_one_exact() {
-	_n=$1
-	shift
-	profile "$_n" 1 "$*" "$TARGETS/alloc_exact" || return
-	by_leaf "$TMP/$_n.pb.gz" 2 1 | sed 's/^/total /' | sort >"$TMP/$_n.est"
-	grep '^total' "$TMP/$_n.out" | sort >"$TMP/$_n.truth"
-	# every function of the target, exactly, and nothing else: the target
-	# allocates nowhere else once running (its stdout buffer is older), so
-	# any other leaf is a call counted twice or a leaf gone wrong
-	diff "$TMP/$_n.truth" "$TMP/$_n.est" | sed -n 's/^</target:/p; s/^>/profile:/p' >"$TMP/$_n.diff"
-	[ -s "$TMP/$_n.diff" ] && fail "$*: inexact (bytes, calls): $(tr '\n' ';' <"$TMP/$_n.diff")"
-	return 0
-}
-
 test_rate_one_exact() {
 	need_root || return
 	rate_one_exact ex

@@ -83,21 +83,11 @@ test_leaks_and_age() {
 	return 0
 }
 
-# --rate 1 on a small run (units of 17408 bytes, whole cycles of the block
-# sizes: the target's totals are exact): both return paths see every call,
-# so each function's allocated and live bytes are exact, the same for both.
+# both return paths (sessions, a return probe on every call) see every call
 test_inuse_exact() {
 	need_root || return
 	for path in "" --no-session; do
-		profile_until_done live1 30 attach "--rate 1 --inuse $path" "$TARGETS/alloc_live" 17408 ||
-			return
-		by_leaf "$TMP/live1.pb.gz" 2 4 >"$TMP/est1"
-		grep '^total ' "$TMP/live1.out" | while read -r _ fn alloc live; do
-			got=$(awk -v f="$fn" '$1 == f { print $2 "/" $3 }' "$TMP/est1")
-			[ "$got" = "$alloc/$live" ] || echo "$fn ${path:-sessions}: $alloc/$live, profile ${got:-none}"
-		done >"$TMP/bad1"
-		[ -s "$TMP/bad1" ] && fail "alloc/live inexact: $(tr '\n' ';' <"$TMP/bad1")"
-		[ "$(grep -c '^total ' "$TMP/live1.out")" -eq 5 ] || fail "alloc_live did not report its 5 functions"
+		live_exact "$path" || return
 	done
 	return 0
 }

@@ -211,24 +211,6 @@ test_rebuild_refused() {
 	rm -f "$exe"
 }
 
-# start_debuginfod DIR: a local server indexing DIR; sets $dfd_url
-start_debuginfod() {
-	port=$((20000 + $$ % 20000))
-	debuginfod -F "$1" -p "$port" -d "$TMP/debuginfod.sqlite" >"$TMP/debuginfod.log" 2>&1 &
-	dfd_pid=$!
-	track "$dfd_pid"
-	dfd_url=http://127.0.0.1:$port
-	# ready once it serves the file (a fresh client cache each try: 404s are cached)
-	for _i in $(seq 50); do
-		rm -rf "$TMP/dfd-probe"
-		DEBUGINFOD_CACHE_PATH=$TMP/dfd-probe DEBUGINFOD_URLS=$dfd_url \
-			debuginfod-find debuginfo "$2" >/dev/null 2>&1 && return 0
-		sleep 0.2
-	done
-	fail "debuginfod did not serve $2: $(tail -n 5 "$TMP/debuginfod.log")"
-	return 1
-}
-
 test_debuginfod() {
 	sym_ready || return
 	d=$TMP/cpp

@@ -5,18 +5,6 @@
 # frame pointers, a Debian binary nobody here wrote, truncated copies.
 . tests/lib.sh
 
-# share_pct PROFILE WANT: the fraction (in %) of alloc_space whose stack is what WANT names:
-# chain_leaf (of chain_c's samples: the chain up to main), sqlite (sqlite3_step, then the entry)
-share_pct() {
-	"$PROFDUMP" "$1" | grep -v '^#' | awk -F'\t' -v want="$2" '
-		{ n = split($2, f, ";"); split($1, v, " "); ok = 0
-		  s = ";" $2 ";"
-		  if (want == "chain_leaf") { if (f[1] != "chain_c") next; ok = (s ~ /;chain_c;chain_b;chain_a;main;/) }
-		  if (want == "sqlite") ok = (s ~ /;sqlite3_step;/ && s ~ /;__libc_start_main/)
-		  all += v[2]; good += ok * v[2] }
-		END { if (all) printf "%.2f\n", 100 * good / all; else print 0 }'
-}
-
 # profile_nofp NAME [ATTACH ARGS]: alloc_nofp at 16 KiB until it exits; profile in $TMP/NAME.pb.gz
 profile_nofp() {
 	_n=$1

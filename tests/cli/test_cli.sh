@@ -81,7 +81,8 @@ test_report_inuse() {
 
 # every JSON output parses, has sorted keys at every level; diff JSON validates against its schema
 test_json_contract() {
-	for f in report_tree_json report_flat_json report_span_json report_leaks_json diff_json; do
+	for f in report_tree_json report_flat_json report_span_json report_leaks_json diff_json \
+		report_wrappers_json report_before_attach_json; do
 		[ -f "$f.out" ] || { fail "$f.out missing: its golden test did not run"; continue; }
 		/usr/bin/python3 - "$f.out" <<-'EOF' || fail "$f: keys not sorted or not JSON"
 		import json, sys
@@ -94,7 +95,8 @@ test_json_contract() {
 	done
 	"$C" diff base.pb.gz new.pb.gz --format json --no-fail >diff_all.json
 	"$C" diff base.pb.gz new.pb.gz --format json --by name --min-confidence 3sigma --no-fail >diff_named.json
-	for f in diff_json.out diff_all.json diff_named.json; do
+	"$C" diff wrappers.pb.gz wrappers_after.pb.gz --by callsite --skip proj_alloc --format json >diff_callsite.json
+	for f in diff_json.out diff_all.json diff_named.json diff_callsite.json; do
 		/usr/bin/python3 - "$OLDPWD_ROOT/docs/diff-schema.json" "$f" <<-'EOF' || fail "$f does not validate against docs/diff-schema.json"
 		import json, sys, jsonschema
 		schema = json.load(open(sys.argv[1]))
@@ -106,6 +108,80 @@ test_json_contract() {
 	sed 's/"kind": "regression"/"kind": "worse"/' diff_json.out >bad.json
 	/usr/bin/python3 -c 'import json,sys,jsonschema; jsonschema.validate(json.load(open(sys.argv[2])), json.load(open(sys.argv[1])))' \
 		"$OLDPWD_ROOT/docs/diff-schema.json" bad.json 2>/dev/null && fail "the schema accepts kind 'worse'"
+}
+
+# callsites behind wrappers: the default list (zmalloc, vector growth) and --skip for a
+# project's own; the frames looked through are named; long C++ names shortened in the
+# table (no row past 120 columns off a terminal), whole in JSON and with --wide
+test_report_wrappers() {
+	golden report_wrappers 0 report wrappers.pb.gz --no-span
+	# no span labels: the one-row tree says where the callsites are
+	golden report_nospan_hint 0 report wrappers.pb.gz
+	golden report_wrappers_flat 0 report wrappers.pb.gz --flat
+	golden report_wrappers_skip 0 report wrappers.pb.gz --no-span --skip proj_alloc
+	golden report_wrappers_wide 0 report wrappers.pb.gz --no-span --wide
+	golden report_wrappers_json 0 report wrappers.pb.gz --no-span --format json
+	# the name column: what is left of a row without its four numbers (columns, not bytes)
+	/usr/bin/python3 - report_wrappers.out report_wrappers_skip.out <<-'EOF' || fail "a name is wider than 120 columns"
+	import re, sys
+	for f in sys.argv[1:]:
+	    for line in open(f, encoding="utf-8"):
+	        m = re.match(r"(.*?) +\d+ +\d+ +[\d.]+ [KMG]?B +[\d.]+%$", line.rstrip("\n"))
+	        assert not m or len(m.group(1)) <= 120, (f, line)
+	EOF
+	awk 'length($0) > 200 { found = 1 } END { exit !found }' report_wrappers_wide.out ||
+		fail "--wide does not keep the long names"
+	grep -q '^std::_Hashtable<…>::_M_insert_unique_node(…) (/usr/include' report_wrappers.out ||
+		fail "the hashtable row is not shortened"
+	/usr/bin/python3 - report_wrappers_json.out <<-'EOF' || fail "JSON does not keep the full names"
+	import json, sys
+	r = json.load(open(sys.argv[1]))
+	names = [c["callsite"] for c in r["callsites"]]
+	assert any(n.startswith("std::_Hashtable<std::__cxx11::basic_string<char") and len(n) > 1000 for n in names), names
+	assert [w["name"] for w in r["wrappers"]][:1] == ["zmalloc"], r["wrappers"]
+	EOF
+	# on a terminal, the row fits the terminal
+	script -qec "stty cols 80; $C report wrappers.pb.gz --no-span" /dev/null >tty.out </dev/null ||
+		{ fail "report under script failed"; return; }
+	tr -d '\r' <tty.out >tty.txt
+	/usr/bin/python3 -c 'import sys; sys.exit(any(len(l.rstrip("\n")) > 80 for l in open(sys.argv[1], encoding="utf-8")))' tty.txt ||
+		fail "rows wider than an 80-column terminal: $(head -c 600 tty.txt)"
+	grep -q '^dictAdd (dict.c:330) ' tty.txt || fail "no table on the terminal: $(head -c 300 tty.txt)"
+	# the flame graph keeps every frame unless told: the wrapper is in the folded stacks
+	golden flame_wrappers 0 flamegraph wrappers.pb.gz
+	grep -q ';dictAdd;zmalloc;ztrymalloc_usable ' flame_wrappers.out || fail "zmalloc frame missing"
+	golden flame_wrappers_skip 0 flamegraph wrappers.pb.gz --skip 'ztry*' --skip zmalloc
+	grep -q ';dictAdd 62914560$' flame_wrappers_skip.out ||
+		fail "--skip did not give zmalloc's bytes to dictAdd: $(cat flame_wrappers_skip.out)"
+}
+
+# children of a span entered before attach: under "(entered before attach)", not roots;
+# a recursive span stays a root
+test_report_before_attach() {
+	golden report_before_attach 0 report before_attach.pb.gz
+	golden report_before_attach_flat 0 report before_attach.pb.gz --flat
+	golden report_before_attach_json 0 report before_attach.pb.gz --format json
+	grep -q '^(entered before attach)  ' report_before_attach.out &&
+		grep -q '^  build_response  .*(3.00 MB)$' report_before_attach.out &&
+		grep -q '^walk  ' report_before_attach.out ||
+		fail "no before-attach marker over build_response: $(cat report_before_attach.out)"
+	"$C" report before_attach.pb.gz --span build_response >ba_span.out &&
+		grep -q '^span build_response: 35.00 MB' ba_span.out ||
+		fail "--span by name no longer finds both: $(cat ba_span.out)"
+}
+
+# diff --by callsite: what --skip looks through changes what is matched
+test_diff_callsites() {
+	sed 's/^sample 16 8MiB \(stack=proj_alloc.*\)sampled_allocs=#16$/sample 48 24MiB \1sampled_allocs=#48/' \
+		"$OLDPWD_ROOT/$DATA/wrappers.spec" >wrappers_after.spec
+	"$OLDPWD_ROOT/$MKPROF" -o wrappers_after.pb.gz wrappers_after.spec
+	golden diff_callsite 1 diff wrappers.pb.gz wrappers_after.pb.gz --by callsite
+	golden diff_callsite_skip 1 diff wrappers.pb.gz wrappers_after.pb.gz --by callsite --skip proj_alloc
+	grep -q '^regression  proj_alloc (proj.c:12) ' diff_callsite.out ||
+		fail "without --skip the wrapper is the row"
+	grep -q '^regression  load_users (users.c:40) ' diff_callsite_skip.out ||
+		fail "with --skip proj_alloc, load_users is the row"
+	one_error diff wrappers.pb.gz wrappers_after.pb.gz --by callsite --tree
 }
 
 # span ids per instance (one per request), linked by span_parent_id only: one tree by name
@@ -349,8 +425,9 @@ test_go_rewritten() {
 	"$C" report go.pb.gz | tail -n +2 >go.report && "$C" report basic.pb.gz | tail -n +2 >our.report ||
 		{ fail "report of go's rewrite failed"; return; }
 	diff -u our.report go.report >go.diff || fail "go's rewrite reports differently: $(head -c 500 go.diff)"
-	"$C" report go.pb.gz --span handle_request | tail -n +2 >go.span
-	"$C" report basic.pb.gz --span handle_request | tail -n +2 >our.span
+	# go simplifies C++ names (no template arguments): the wrappers line names them its way
+	"$C" report go.pb.gz --span handle_request | tail -n +2 | grep -v '^callsites skip wrappers:' >go.span
+	"$C" report basic.pb.gz --span handle_request | tail -n +2 | grep -v '^callsites skip wrappers:' >our.span
 	cmp -s go.span our.span || fail "go's rewrite: --span callsites differ"
 	# and go reads ours with the same total
 	go tool pprof -sample_index=alloc_space -top basic.pb.gz 2>/dev/null | grep -q 'of 100MB total' ||
@@ -413,6 +490,9 @@ run_test cli/report_flat test_report_flat
 run_test cli/report_callsites test_report_callsites
 run_test cli/report_inuse_leaks test_report_inuse
 run_test cli/report_span_instances test_report_span_instances
+run_test cli/report_wrappers test_report_wrappers
+run_test cli/report_before_attach test_report_before_attach
+run_test cli/diff_callsites test_diff_callsites
 run_test cli/diff_boundaries test_diff_boundaries
 run_test cli/diff_env test_diff_env
 run_test cli/diff_outputs test_diff_outputs

@@ -30,6 +30,15 @@ test_cli_without_bpf_toolchain() {
 	! ldd "$TMP/out/culpert" | grep -q libbpf || fail "culpert links libbpf"
 }
 
+# libcurl (the archive client) is culpert's alone: culpert-bpf does not name it
+test_curl_in_cli_only() {
+	readelf -d "$BIN_CLI" | grep NEEDED | grep -q 'libcurl\.so' || fail "culpert does not link libcurl"
+	readelf -d "$BIN_BPF" | grep NEEDED | grep 'libcurl' >"$TMP/curl" &&
+		fail "culpert-bpf links $(cat "$TMP/curl")"
+	return 0
+}
+
 run_test layout/layers_hold test_layers_hold
 run_test layout/violation_caught test_violation_caught
 run_test layout/cli_without_bpf_toolchain test_cli_without_bpf_toolchain
+run_test layout/curl_in_cli_only test_curl_in_cli_only

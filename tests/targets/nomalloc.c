@@ -5,6 +5,15 @@
  */
 #include <sys/syscall.h>
 
+#if defined(__aarch64__)
+static long sys2(long nr, long a, long b)
+{
+	register long x8 __asm__("x8") = nr, x0 __asm__("x0") = a, x1 __asm__("x1") = b;
+
+	__asm__ volatile("svc #0" : "+r"(x0) : "r"(x8), "r"(x1) : "memory");
+	return x0;
+}
+#else
 static long sys2(long nr, long a, long b)
 {
 	long ret;
@@ -12,6 +21,7 @@ static long sys2(long nr, long a, long b)
 	__asm__ volatile("syscall" : "=a"(ret) : "a"(nr), "D"(a), "S"(b) : "rcx", "r11", "memory");
 	return ret;
 }
+#endif
 
 void _start(void)
 {

@@ -12,7 +12,7 @@ import sys
 
 from prometheus_client.parser import text_string_to_metric_families
 
-NAME = re.compile(r'^culpert_(process|cgroup)_[a-z0-9_]+$')
+NAME = re.compile(r"^culpert_(process|cgroup|allocator)_[a-z0-9_]+$")
 BASE_UNITS_BAD = re.compile(r'_(kb|kib|mb|mib|gb|percent|milliseconds|microseconds|us|ms)(_|$)')
 
 

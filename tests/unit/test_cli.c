@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
-/* cli/ modules: diff classification, allocator machinery, aligned tables. */
+/* cli/ modules: diff classification, allocator machinery, short names, aligned tables. */
 #include <math.h>
 #include <stdlib.h>
 
 #include "diff_rows.h"
+#include "empty.h"
 #include "machinery.h"
+#include "shorten.h"
 #include "table.h"
 #include "test.h"
 
@@ -88,6 +90,85 @@ static void test_machinery(void)
 		ASSERT_TRUE(!machinery__match(no[i]), no[i]);
 }
 
+/* the documented default list of wrappers (docs/cli.md), looked through and reported */
+static void test_machinery_kinds(void)
+{
+	static const char *const wrappers[] = {
+		"zmalloc", "zmalloc_usable", "ztrymalloc_usable", "ngx_alloc", "ngx_palloc",
+		"ngx_pnalloc", "ngx_pcalloc", "sqlite3Malloc", "sqlite3MemMalloc",
+		"sqlite3DbMallocRawNN", "g_malloc", "g_malloc0", "g_realloc", "g_malloc_n",
+		"xmalloc", "xcalloc", "xrealloc", "xstrdup", "PyMem_Malloc", "PyMem_RawMalloc",
+		"PyObject_Malloc", "_PyObject_Malloc",
+		"alloc::alloc::Global::alloc_impl", "alloc::raw_vec::RawVec<T,A>::grow_one",
+		"<alloc::raw_vec::RawVec<T,A>>::reserve_for_push",
+		"std::vector<int, std::allocator<int> >::_M_realloc_insert<int>(int&&)",
+		"std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> >::_M_create(unsigned long&, unsigned long)",
+		"std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> >::_M_mutate(unsigned long, unsigned long, char const*, unsigned long)",
+		"__gnu_cxx::new_allocator<int>::allocate(unsigned long, void const*)",
+		"std::allocator<char>::allocate(unsigned long)",
+		/* a function template's demangled name begins with its return type */
+		"std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> >& std::vector<std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> >, std::allocator<std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> > > >::emplace_back<std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> > >(std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> >&&)",
+		"std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> >::basic_string<std::allocator<char> >(char const*, std::allocator<char> const&)",
+	};
+	static const char *const allocators[] = {
+		"malloc", "je_mallocx", "operator new(unsigned long)", "__rust_alloc",
+		"__rdl_alloc", "runtime.mallocgc",
+	};
+	static const char *const skip[] = { "proj_*alloc", "arena_push" };
+	size_t i;
+
+	for (i = 0; i < sizeof(wrappers) / sizeof(wrappers[0]); i++)
+		ASSERT_EQ(machinery__classify(wrappers[i], NULL, 0), MACHINERY_WRAPPER, wrappers[i]);
+	for (i = 0; i < sizeof(allocators) / sizeof(allocators[0]); i++)
+		ASSERT_EQ(machinery__classify(allocators[i], NULL, 0), MACHINERY_ALLOCATOR,
+			  allocators[i]);
+	ASSERT_EQ(machinery__classify("proj_alloc", NULL, 0), MACHINERY_NONE, "not by default");
+	ASSERT_EQ(machinery__classify("proj_alloc", skip, 2), MACHINERY_WRAPPER, "--skip glob");
+	ASSERT_EQ(machinery__classify("proj_realloc", skip, 2), MACHINERY_WRAPPER, "--skip glob *");
+	ASSERT_EQ(machinery__classify("proj_allocate", skip, 2), MACHINERY_NONE, "whole name");
+	ASSERT_EQ(machinery__classify("malloc", skip, 2), MACHINERY_ALLOCATOR, "the allocator first");
+	ASSERT_EQ(machinery__classify("", skip, 2), MACHINERY_NONE, "no name");
+	/* a parameter or a return type naming an allocator does not make a wrapper */
+	ASSERT_EQ(machinery__classify("parse(std::allocator<char> const&)", NULL, 0), MACHINERY_NONE,
+		  "a parameter");
+	ASSERT_EQ(machinery__classify("std::vector<int>* make_list<int>(int)", NULL, 0),
+		  MACHINERY_NONE, "a return type");
+	ASSERT_EQ(machinery__classify("void fill_index<std::__cxx11::basic_string<char> >(std::unordered_map<int, int>&, int)", NULL, 0),
+		  MACHINERY_NONE, "a template of the program's own");
+}
+
+static void test_shorten(void)
+{
+	static const struct {
+		const char *in, *out;
+	} cases[] = {
+		{ "std::vector<int, std::allocator<int> >::_M_realloc_insert<int>(int&&)",
+		  "std::vector<…>::_M_realloc_insert<…>(…)" },
+		{ "std::_Hashtable<std::__cxx11::basic_string<char>, std::pair<int const, int> >::_M_insert(std::pair<int const, int> const&, std::integral_constant<bool, true>)",
+		  "std::_Hashtable<…>::_M_insert(…)" },
+		{ "<alloc::alloc::Global as core::alloc::Allocator>::allocate",
+		  "<alloc::alloc::Global as core::alloc::Allocator>::allocate" },
+		{ "hashbrown::raw::RawTable<T,A>::reserve_rehash", "hashbrown::raw::RawTable<…>::reserve_rehash" },
+		{ "(anonymous namespace)::parse(char const*)", "(anonymous namespace)::parse(…)" },
+		{ "bool operator< <int>(foo const&, foo const&)", "bool operator< <…>(…)" },
+		{ "app::{lambda(int)#1}::operator()(int) const", "app::{lambda(…)#1}::operator()(…) const" },
+		{ "std::map<int, int>::operator->() const", "std::map<…>::operator->() const" },
+		{ "operator new[](unsigned long)", "operator new[](…)" },
+		{ "main", "main" },
+		{ "f()", "f()" },
+		{ "unbalanced<int", "unbalanced<int" },
+	};
+	char buf[256];
+	size_t i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		ASSERT_STREQ(shorten_name(cases[i].in, strlen(cases[i].in), buf, sizeof(buf)),
+			     cases[i].out, cases[i].in);
+	ASSERT_STREQ(shorten_name("abc(int) (x.c:1)", 8, buf, sizeof(buf)), "abc(…)",
+		     "only the first n bytes");
+	ASSERT_STREQ(shorten_name("abcdef", 6, buf, 4), "abc", "cut to the buffer");
+}
+
 static void test_table(void)
 {
 	struct table *t = table__new("lr", (const char *const[]){ "NAME", "BYTES" });
@@ -106,12 +187,79 @@ static void test_table(void)
 	table__free(t);
 }
 
+/* a cut column: its cells cut in the middle (start and end kept), widths in columns */
+static void test_table_fit(void)
+{
+	struct table *t = table__new("lr", (const char *const[]){ "NAME", "BYTES" });
+	char *out = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	table__add(t, (const char *const[]){ "abcdefghijklmnopqrstuvwxyz0123456789 (σ.c:1)", "1 B" });
+	table__add(t, (const char *const[]){ "short", "2 B" });
+	table__fit(t, 0, 0, 30);
+	f = open_memstream(&out, &len);
+	table__print(t, f);
+	fclose(f);
+	ASSERT_STREQ(out, "NAME                            BYTES\n"
+			  "abcdefghijklmnopqrs…89 (σ.c:1)    1 B\n"
+			  "short                             2 B\n", "cut to 30 columns");
+	free(out);
+	out = NULL;
+	/* a row limit: 24 columns for the name whatever the others leave */
+	table__fit(t, 0, 20, 0);
+	f = open_memstream(&out, &len);
+	table__print(t, f);
+	fclose(f);
+	ASSERT_STREQ(out, "NAME                      BYTES\n"
+			  "abcdefghijklmno… (σ.c:1)    1 B\n"
+			  "short                       2 B\n", "the minimum width");
+	free(out);
+	table__free(t);
+}
+
+/* why a profile is empty, from the facts culpert-bpf records */
+static void test_empty(void)
+{
+	struct empty_facts f = { .samples = 0, .have_calls = true, .calls = 0, .bytes = 0,
+				 .rate = 524288, .duration_ns = 5000000000ULL, .pid = 42 };
+	char buf[1024];
+
+	ASSERT_TRUE(empty__explain(&f, buf, sizeof(buf)), "empty");
+	ASSERT_TRUE(strstr(buf, "no allocator call was seen in 5.0s") &&
+		    strstr(buf, "'culpert-bpf probes --pid 42'"), buf);
+	/* 40 KiB at 512 KiB: 0.078 samples expected; 40960 / 100 = 409 -> --rate 256 */
+	f.calls = 640;
+	f.bytes = 40960;
+	empty__explain(&f, buf, sizeof(buf));
+	ASSERT_TRUE(strstr(buf, "640 allocator calls for 40.00 KB in 5.0s: 0.078 samples expected at "
+			   "one per 512.00 KB") && strstr(buf, "try --rate 256 "), buf);
+	f.bytes = 10 << 20;	/* 10 MiB / 100 = 104857 -> 64KiB */
+	empty__explain(&f, buf, sizeof(buf));
+	ASSERT_TRUE(strstr(buf, "try --rate 64KiB "), buf);
+	f.go = true;
+	empty__explain(&f, buf, sizeof(buf));
+	ASSERT_TRUE(strstr(buf, "written in Go") && strstr(buf, "(640 C allocator calls for 10.00 MB"),
+		    buf);
+	f.go = false;
+	f.have_calls = false;
+	empty__explain(&f, buf, sizeof(buf));
+	ASSERT_TRUE(strstr(buf, "does not say how many allocator calls"), buf);
+	f.samples = 1;
+	buf[0] = '\0';
+	ASSERT_TRUE(!empty__explain(&f, buf, sizeof(buf)) && !buf[0], "a sample: nothing to say");
+}
+
 int main(void)
 {
 	test_group = "cli";
 	RUN_TEST(test_classify_spec_order);
 	RUN_TEST(test_classify_noise);
 	RUN_TEST(test_machinery);
+	RUN_TEST(test_machinery_kinds);
+	RUN_TEST(test_shorten);
 	RUN_TEST(test_table);
+	RUN_TEST(test_table_fit);
+	RUN_TEST(test_empty);
 	return TEST_EXIT();
 }

@@ -409,47 +409,81 @@ static void test_comments(void)
 	ASSERT_TRUE(sorted, "sorted");
 }
 
-static void test_heap_gap(void)
+/* the gap as a string: heap_gap__print() into memory */
+static char *gap_text(const struct heap_gap *g)
 {
-	struct memstats m;
-	struct heap_gap g;
-	struct collected c = { .n = 0 };
 	char *buf = NULL;
 	size_t len = 0;
-	FILE *f;
+	FILE *f = open_memstream(&buf, &len);
 
-	fill_picture(&m, true);
-	/* [heap] 8 MiB + anonymous 24 MiB resident = 32 MiB; live heap 12 MiB +- 256 KiB */
-	if (!ASSERT_EQ(heap_gap__compute(&m, 12 << 20, 256 << 10, &g), 0, "compute"))
+	if (!f)
+		return NULL;
+	heap_gap__print(f, g);
+	fclose(f);
+	return buf;
+}
+
+static void test_heap_gap(void)
+{
+	struct memstats start, end;
+	struct heap_gap g;
+	struct collected c = { .n = 0 };
+	char *buf;
+
+	/*
+	 * 20 MiB resident at attach ([heap] 4 + anonymous 16), 32 MiB at the end
+	 * ([heap] 8 + anonymous 24): 12 MiB of growth.  The live heap allocated
+	 * since attach is 11 MiB +- 256 KiB: 1 MiB of growth it does not explain.
+	 */
+	fill_picture(&start, true);
+	fill_picture(&end, true);
+	mem_set(&start.kinds[MEM_KIND_HEAP], MEM_KIND_F_RSS, 4 << 20);
+	mem_set(&start.kinds[MEM_KIND_ANON], MEM_KIND_F_RSS, 16 << 20);
+	if (!ASSERT_EQ(heap_gap__compute(&start, &end, 11 << 20, 256 << 10, &g), 0, "compute"))
 		return;
-	ASSERT_EQ(g.heap_rss, 32 << 20, "[heap] + anonymous resident");
+	ASSERT_TRUE(g.have_start, "a picture at attach");
+	ASSERT_EQ(g.start_rss, 20 << 20, "[heap] + anonymous resident at attach");
+	ASSERT_EQ(g.heap_rss, 32 << 20, "[heap] + anonymous resident at the end");
 	ASSERT_EQ(g.anon_rss, 36 << 20, "anonymous RSS of the process");
-	ASSERT_NEAR(g.gap_bytes, 20 << 20, 0, "gap = 32 - 12 MiB");
+	ASSERT_NEAR(g.growth_bytes, 12 << 20, 0, "growth = 32 - 20 MiB");
+	ASSERT_NEAR(g.gap_bytes, 1 << 20, 0, "growth beyond the live heap = 12 - 11 MiB");
 	ASSERT_NEAR(g.gap_stderr, 256 << 10, 0, "the gap's error is the estimate's");
-	ASSERT_NEAR(g.gap_ratio, 0.625, 1e-12, "20 of 32 MiB");
-	f = open_memstream(&buf, &len);
-	heap_gap__print(f, &g);
-	fclose(f);
-	ASSERT_TRUE(strstr(buf, "  estimated live heap              12.00 MB +- 256.00 KB (1 sigma") != NULL,
-		    "live heap with its error");
-	ASSERT_TRUE(strstr(buf, "  gap                             +20.00 MB +- 256.00 KB: allocator overhead "
-			   "and fragmentation, 62% of [heap] + anonymous\n"),
-		    "gap with its error and share");
-	ASSERT_TRUE(!strstr(buf, "sampling alone"), "20 MiB at 256 KiB sigma is significant");
+	buf = gap_text(&g);
+	ASSERT_TRUE(buf && strstr(buf, "(the live heap counts only blocks allocated since attach)"),
+		    "says what the live heap covers");
+	ASSERT_TRUE(buf && strstr(buf, "  [heap] + anonymous resident          20.00 MB -> 32.00 MB: "
+				   "+12.00 MB\n"), "the growth");
+	ASSERT_TRUE(buf && strstr(buf, "  growth beyond the new live blocks    +1.00 MB +- 256.00 KB\n"
+				   "    RSS grew more than the blocks still live"), "a significant gap");
+	ASSERT_TRUE(buf && strstr(buf, "  resident at attach                   20.00 MB\n    memory "
+				   "from before attach"), "what was there before is older memory");
+	/* what was resident at attach is not called fragmentation */
+	ASSERT_TRUE(buf && !strstr(strstr(buf, "resident at attach"), "fragmentation"), "older memory");
 	free(buf);
-	heap_gap__compute(&m, 31.8 * (1 << 20), 256 << 10, &g);
-	buf = NULL;
-	f = open_memstream(&buf, &len);
-	heap_gap__print(f, &g);
-	fclose(f);
-	ASSERT_TRUE(strstr(buf, "sampling alone can explain it") != NULL,
-		    "a 0.2 MiB gap at 0.25 MiB sigma is noise");
+	/* 11.9 MiB live: 0.1 MiB at 0.25 MiB sigma is noise */
+	heap_gap__compute(&start, &end, 11.9 * (1 << 20), 256 << 10, &g);
+	buf = gap_text(&g);
+	ASSERT_TRUE(buf && strstr(buf, "within 2 sigma of 0"), "noise");
+	free(buf);
+	/* 13 MiB live: the new blocks reused memory resident at attach */
+	heap_gap__compute(&start, &end, 13 << 20, 256 << 10, &g);
+	buf = gap_text(&g);
+	ASSERT_TRUE(buf && strstr(buf, "-1.00 MB +- 256.00 KB\n    the new live blocks took less growth"),
+		    "a negative gap");
 	free(buf);
 	heap_gap__comments(&g, "mem.gap", collect, &c);
-	ASSERT_EQ(c.n, 6, "six comments");
-	ASSERT_STREQ(c.c[3], "mem.gap.heap_rss_bytes=33554432", "heap_rss comment");
-	m.kinds[MEM_KIND_HEAP].present = 0;
-	ASSERT_EQ(heap_gap__compute(&m, 1, 1, &g), -ENODATA, "no smaps: no gap");
+	ASSERT_EQ(c.n, 8, "eight comments");
+	ASSERT_STREQ(c.c[1], "mem.gap.growth_bytes=12582912", "growth comment");
+	ASSERT_STREQ(c.c[5], "mem.gap.heap_rss_start_bytes=20971520", "start comment");
+	/* no picture at attach: no growth, nothing called a gap */
+	ASSERT_EQ(heap_gap__compute(NULL, &end, 1 << 20, 1, &g), 0, "no start");
+	ASSERT_TRUE(!g.have_start && g.gap_bytes == 0, "no gap without a start");
+	buf = gap_text(&g);
+	ASSERT_TRUE(buf && !strstr(buf, "growth beyond") && strstr(buf, "cannot be told apart"),
+		    "end only");
+	free(buf);
+	end.kinds[MEM_KIND_HEAP].present = 0;
+	ASSERT_EQ(heap_gap__compute(&start, &end, 1, 1, &g), -ENODATA, "no smaps: no gap");
 }
 
 int main(void)

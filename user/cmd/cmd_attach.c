@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,11 +15,14 @@
 #include "cmd_common.h"
 #include "commands.h"
 #include "culpert.h"
+#include "decompose.h"
+#include "empty.h"
 #include "heapgap.h"
 #include "kfeatures.h"
 #include "log.h"
 #include "memsnap.h"
 #include "memstats.h"
+#include "outfile.h"
 #include "session.h"
 #include "summary.h"
 #include "units.h"
@@ -84,8 +88,10 @@ static void usage(FILE *f, bool capture)
 			"\n"
 			"One-shot incident capture: attach --inuse --stats for --duration (default 30s),\n"
 			"then one profile with allocations, the live heap with ages, and the process's\n"
-			"memory picture (mem.* comments, the heap-vs-RSS gap), and a summary on stderr:\n"
-			"top spans, top live callsites, lost events, the gap.\n"
+			"memory picture (mem.* comments, the heap-vs-RSS gap, the RSS decomposed), and a\n"
+			"summary on stderr: top spans, top live callsites, lost events, the gap, the\n"
+			"anonymous RSS split into live heap, older blocks, free memory the allocator\n"
+			"holds, its overhead and other memory (docs/memory-picture.md).\n"
 			"\n"
 			"Options (attach's; --inuse and --stats are always on):\n"
 			"%s"
@@ -296,24 +302,6 @@ static void default_output(char *buf, size_t len, const char *comm, pid_t pid)
 	snprintf(buf, len, "culpert-%s-%d-%s.pb.gz", c, (int)pid, ts);
 }
 
-/* fail before attaching, not after a long capture */
-static int check_writable(const char *path)
-{
-	char tmp[PATH_MAX];
-	int fd;
-
-	if (!strcmp(path, "-"))
-		return 0;
-	if (snprintf(tmp, sizeof(tmp), "%s.tmp.XXXXXX", path) >= (int)sizeof(tmp))
-		return -ENAMETOOLONG;
-	fd = mkstemp(tmp);
-	if (fd < 0)
-		return -errno;
-	close(fd);
-	unlink(tmp);
-	return 0;
-}
-
 static void install_signals(void)
 {
 	struct sigaction sa = { .sa_handler = on_signal };
@@ -325,7 +313,25 @@ static void install_signals(void)
 	signal(SIGPIPE, SIG_IGN);
 }
 
-static void report_end(struct session *s, enum session_end why, const char *path)
+/* a profile without a sample: why, with the numbers that say so */
+static void explain_empty(struct session *s, uint64_t rate)
+{
+	struct empty_facts f = {
+		.samples = session__samples(s),
+		.rate = rate,
+		.duration_ns = session__duration_ns(s),
+		.go = session__is_go(s),
+		.pid = session__pid(s),
+	};
+	char why[1024];
+
+	f.have_calls = session__calls_seen(s, &f.calls, &f.bytes);
+	if (empty__explain(&f, why, sizeof(why)))
+		fprintf(stderr, "culpert-bpf: the profile is empty: %s\n", why);
+}
+
+static void report_end(struct session *s, enum session_end why, const char *path,
+		       uint64_t rate)
 {
 	if (why == SESSION_END_TARGET_EXIT)
 		fprintf(stderr, "culpert-bpf: pid %d (%s) exited; writing what was collected\n",
@@ -337,24 +343,68 @@ static void report_end(struct session *s, enum session_end why, const char *path
 	fprintf(stderr, "culpert-bpf: wrote %s (%llu samples, %llu lost)\n",
 		strcmp(path, "-") ? path : "profile to stdout",
 		(unsigned long long)session__samples(s), (unsigned long long)session__lost(s));
+	explain_empty(s, rate);
 }
 
-/* capture: the memory picture at the end, the gap to the live heap, as comments and for the summary */
-static bool add_gap(struct session *s, struct heap_gap *g)
+/* what capture says about the memory: the gap, the decomposition of the RSS */
+struct mem_report {
+	struct heap_gap gap;
+	struct mem_decomp decomp;
+	bool have_gap, have_decomp;
+};
+
+/*
+ * capture: the memory picture at the end, the live heap against the growth
+ * since the picture at attach (start, NULL when it could not be read) and
+ * the anonymous RSS decomposed, as comments and for the summary
+ */
+static void add_gap(struct memsnap *ms, struct session *s, const struct memstats *start,
+		    struct mem_report *r)
 {
 	struct memstats *m = calloc(1, sizeof(*m));
-	double live, live_err;
-	bool ok = false;
+	struct mem_live lv;
 
 	if (!m)
-		return false;
-	if (!memsnap__add(s, "mem.end", m) && !session__live_heap(s, &live, &live_err) &&
-	    !heap_gap__compute(m, live, live_err, g)) {
-		heap_gap__comments(g, "mem.gap", session__add_comment_cb, s);
-		ok = true;
+		return;
+	if (memsnap__add(ms, s, "mem.end", m))
+		goto cleanup;
+	mem_live__init(&lv, m);
+	lv.untracked = session__untracked(s);
+	if (session__live_each(s, mem_live__add_cb, &lv))
+		goto cleanup;
+	if (!heap_gap__compute(start, m, lv.bytes, sqrt(lv.var), &r->gap)) {
+		heap_gap__comments(&r->gap, "mem.gap", session__add_comment_cb, s);
+		r->have_gap = true;
 	}
+	if (!mem_decomp__compute(start, m, &lv, &r->decomp)) {
+		mem_decomp__comments(&r->decomp, "mem.decomp", session__add_comment_cb, s);
+		r->have_decomp = true;
+	}
+cleanup:
 	free(m);
-	return ok;
+}
+
+/*
+ * The capture is over and cannot be had again: a profile that cannot go
+ * where -o said goes to $TMPDIR (or /tmp) under its default name, and the
+ * one error line says where.
+ */
+static void write_fallback(struct session *s, const char *out, int why)
+{
+	const char *dir = getenv("TMPDIR");
+	char path[PATH_MAX], name[128];
+
+	if (!dir || !*dir)
+		dir = "/tmp";
+	default_output(name, sizeof(name), session__comm(s), session__pid(s));
+	if (snprintf(path, sizeof(path), "%s/%s", dir, name) >= (int)sizeof(path) ||
+	    session__write(s, path)) {
+		pr_error("cannot write the profile to %s: %s, nor to %s: the capture is lost\n",
+			 out, strerror(-why), path);
+		return;
+	}
+	pr_error("cannot write the profile to %s: %s; wrote it to %s instead\n", out,
+		 strerror(-why), path);
 }
 
 /* attach and capture: one flow, capture adds the memory picture and a summary */
@@ -362,13 +412,16 @@ static int run(struct attach_args *a, bool capture)
 {
 	char err[1024], out[PATH_MAX], rate[32];
 	struct session *s = NULL;
+	struct memsnap *ms = NULL;
 	enum session_end why;
-	struct heap_gap gap;
-	bool have_gap = false;
+	struct memstats *start = NULL;
+	struct mem_report *mr = NULL;
 	const char *blocker;
 	int ret;
 
 	blocker = features__blocker();
+	if (!blocker)
+		blocker = features__perf_uprobe_blocker(a->so.no_multi);
 	if (blocker) {
 		pr_error("%s\n", blocker);
 		return 1;
@@ -382,15 +435,23 @@ static int run(struct attach_args *a, bool capture)
 		snprintf(out, sizeof(out), "%s", a->output);
 	else
 		default_output(out, sizeof(out), session__comm(s), session__pid(s));
-	ret = check_writable(out);
-	if (ret) {
-		pr_error("cannot write the profile to %s: %s; choose another path with -o\n", out,
-			 strerror(-ret));
+	/* fail before attaching, not after a long capture */
+	if (outfile_check(out, err, sizeof(err))) {
+		pr_error("cannot write the profile to %s: %s; choose another path with -o\n",
+			 *out ? out : "\"\"", err);
 		session__close(s);
 		return 1;
 	}
-	if (a->stats)
-		memsnap__add(s, "mem.start", NULL);
+	/* without it the pictures are still taken, only the allocator's state is left out */
+	if (a->stats && !(ms = memsnap__new()))
+		pr_warn("no allocator state in the memory pictures: out of memory\n");
+	/* capture keeps the picture at attach: the gap is the growth since */
+	if (capture)
+		start = calloc(1, sizeof(*start));
+	if (a->stats && memsnap__add(ms, s, "mem.start", start)) {
+		free(start);
+		start = NULL;
+	}
 	install_signals();
 	fprintf(stderr, "culpert-bpf: profiling pid %d (%s): %zu probe sites, %zu span sites, "
 		"%zu span functions, 1 sample per ~%s; %s\n",
@@ -399,21 +460,27 @@ static int run(struct attach_args *a, bool capture)
 		format_bytes(rate, sizeof(rate), (double)a->so.rate),
 		a->duration_ns ? "stops after --duration or Ctrl-C" : "Ctrl-C to stop");
 	session__run(s, a->duration_ns, &stop_requested, &why);
-	if (capture && why != SESSION_END_TARGET_EXIT && why != SESSION_END_TARGET_EXEC)
-		have_gap = add_gap(s, &gap);
+	if (capture && why != SESSION_END_TARGET_EXIT && why != SESSION_END_TARGET_EXEC &&
+	    (mr = calloc(1, sizeof(*mr))))
+		add_gap(ms, s, start, mr);
 	else if (a->stats)
-		memsnap__add(s, "mem.end", NULL);
+		memsnap__add(ms, s, "mem.end", NULL);
+	free(start);
+	memsnap__free(ms);
 	ret = session__write(s, out);
 	if (ret) {
-		pr_error("cannot write the profile to %s: %s\n", out, strerror(-ret));
+		write_fallback(s, out, ret);
+		free(mr);
 		session__close(s);
 		return 1;
 	}
-	report_end(s, why, out);
+	report_end(s, why, out, a->so.rate);
 	if (capture && strcmp(out, "-") &&
 	    capture_summary__print(stderr, out, session__lost(s), session__untracked(s),
-				   have_gap ? &gap : NULL))
+				   mr && mr->have_gap ? &mr->gap : NULL,
+				   mr && mr->have_decomp ? &mr->decomp : NULL))
 		pr_warn("cannot read %s back for the summary\n", out);
+	free(mr);
 	session__close(s);
 	return 0;
 }

@@ -11,6 +11,7 @@
 #include "cmd_common.h"
 #include "commands.h"
 #include "elfobj.h"
+#include "exe_kind.h"
 #include "kfeatures.h"
 #include "log.h"
 #include "objcache.h"
@@ -85,6 +86,24 @@ static void print_exits(const struct probe_point *p)
 		       "branches before others, no return probe\n", "", p->n_exits, p->n_hoists);
 }
 
+/* which of the capabilities that matter we have (README, Privileges) */
+static void print_privileges(void)
+{
+	static const struct { int cap; const char *name; } caps[] = {
+		{ CAP_SYS_ADMIN, "CAP_SYS_ADMIN" }, { CAP_BPF, "CAP_BPF" },
+		{ CAP_PERFMON, "CAP_PERFMON" }, { CAP_SYS_PTRACE, "CAP_SYS_PTRACE" },
+	};
+	size_t i, n = 0;
+
+	printf("privileges:");
+	for (i = 0; i < sizeof(caps) / sizeof(caps[0]); i++)
+		if (features__has_cap(caps[i].cap))
+			printf("%s%s", n++ ? ", " : " ", caps[i].name);
+	printf("%s%s\n", n ? "" : " none of CAP_SYS_ADMIN, CAP_BPF, CAP_PERFMON, CAP_SYS_PTRACE",
+	       features__perf_uprobes_need_admin() ?
+	       " (perf-event uprobes, for --no-multi, need CAP_SYS_ADMIN on this kernel)" : "");
+}
+
 static void print_plan(const struct alloc_plan *plan)
 {
 	size_t i, o;
@@ -115,6 +134,31 @@ static void print_plan(const struct alloc_plan *plan)
 			printf(" %s", plan->skipped[i]);
 		printf("\n");
 	}
+}
+
+/*
+ * What the probes would see: nothing of a Go program's heap, nothing but the
+ * C library's own use when no object calls the allocator.  The count of
+ * warnings.
+ */
+static int print_reach(const struct target *t, const struct procmaps *maps,
+		       struct objcache *objs, const struct alloc_plan *plan)
+{
+	const struct procmap *exe = exe_kind__exe_mapping(t, maps);
+	int n = 0;
+
+	if (exe && exe_kind__is_go(objcache__get(objs, exe))) {
+		printf("warning:    %s is a Go program: Go's runtime allocates its heap without "
+		       "malloc, so attach sees only C allocations (cgo, C libraries); profile Go's "
+		       "heap with runtime/pprof\n", t->exe);
+		n++;
+	} else if (!exe_kind__calls_allocator(maps, objs, plan)) {
+		printf("warning:    no object of pid %d calls the probed entry points (none imports "
+		       "%s or its siblings): attach would see only the allocator library's own "
+		       "use of them\n", (int)t->pid, plan->n_points ? plan->points[0].symbol : "malloc");
+		n++;
+	}
+	return n;
 }
 
 static void print_unwind(const struct target *t, const struct procmaps *maps,
@@ -251,7 +295,7 @@ int cmd_probes(int argc, char **argv)
 	struct objcache *objs = NULL;
 	struct target t;
 	char err[1024];
-	int ret = 1;
+	int ret = 1, warnings = 0;
 
 	if (parse_args(argc, argv, &a)) {
 		free(a.span_fns);
@@ -263,8 +307,15 @@ int cmd_probes(int argc, char **argv)
 		return 1;
 	}
 	printf("target:     pid %d (%s) %s\n", (int)t.pid, t.comm, t.exe);
+	if (target__started_as_other(&t))
+		printf("            started as %s%s%s%s\n", t.argv0,
+		       t.argv0_link[0] ? ", a symlink to " : "", t.argv0_link,
+		       t.argv0_link[0] ? ": the profile names the file it leads to" : "");
 	blocker = features__blocker();
+	if (!blocker)
+		blocker = features__perf_uprobe_blocker(a.no_multi);
 	print_kernel(&a);
+	print_privileges();
 	if (procmaps__read(t.pid, &maps)) {
 		pr_error("cannot read /proc/%d/maps: run as root or with CAP_SYS_PTRACE\n", (int)t.pid);
 		goto out;
@@ -278,6 +329,7 @@ int cmd_probes(int argc, char **argv)
 		goto out;
 	}
 	print_plan(&plan);
+	warnings = print_reach(&t, &maps, objs, &plan);
 	alloc_plan__free(&plan);
 	print_unwind(&t, &maps, objs, a.unwind);
 	print_usdt(&maps, objs);
@@ -289,7 +341,8 @@ int cmd_probes(int argc, char **argv)
 		pr_error("%s\n", blocker);
 		goto out;
 	}
-	printf("status:     ok, attach would work\n");
+	printf("status:     ok, attach would work%s\n",
+	       warnings ? ", but see the warning: it may sample nothing" : "");
 	ret = 0;
 out:
 	free(a.span_fns);

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "allocstate.h"
 #include "cmd_common.h"
 #include "commands.h"
 #include "log.h"
@@ -33,12 +34,26 @@ static void usage(FILE *f)
 		"needs root or CAP_SYS_PTRACE.  Values the kernel does not give (cgroup v1, a\n"
 		"cgroup without the memory controller) are reported absent, never as 0.\n"
 		"\n"
+		"And the allocator's own state: glibc's arenas (system memory, top chunk, free\n"
+		"chunks in fastbins and bins, mmapped blocks, thresholds) read from the target's\n"
+		"memory with the DWARF of its libc (Debian: apt install libc6-dbg; found by build\n"
+		"ID as 'culpert symbolize' finds debug files), never writing it or stopping it;\n"
+		"jemalloc's and mimalloc's figures from libculpert-sampler.so when it is loaded\n"
+		"(docs/memory-picture.md).\n"
+		"\n"
 		"Options:\n"
 		"  -p, --pid PID          process to read\n"
 		"  -f, --format FORMAT    text (default), json (one object per line) or prometheus\n"
 		"  -w, --watch INTERVAL   print a new picture every INTERVAL (1s, 500ms) until\n"
 		"                         Ctrl-C or the process exits\n"
 		"  -n, --count N          with --watch: stop after N pictures\n"
+		"      --debug-dir DIR    look for libc's debug file (.build-id/xx/...debug) in DIR\n"
+		"                         before /usr/lib/debug (repeatable)\n"
+		"      --no-debuginfod    do not ask debuginfod servers even if DEBUGINFOD_URLS is set\n"
+		"      --no-allocator     leave the allocator's state out\n"
+		"      --sampler-wait D   how long to wait for libculpert-sampler.so to refresh its\n"
+		"                         allocator figures once asked to (default 1.5s; 0: read\n"
+		"                         them as they are, with their age)\n"
 		"  -v, --verbose          more diagnostics\n"
 		"  -h, --help             this help\n"
 		"\n"
@@ -46,17 +61,28 @@ static void usage(FILE *f)
 		"  culpert-bpf stats --pid 1234\n"
 		"  culpert-bpf stats -p 1234 --format json | jq .cgroup.memory\n"
 		"  culpert-bpf stats -p 1234 --format prometheus > /var/lib/node_exporter/app.prom\n"
-		"  culpert-bpf stats -p 1234 --watch 2s --format json > memory.jsonl\n");
+		"  culpert-bpf stats -p 1234 --watch 2s --format json > memory.jsonl\n"
+		"  culpert-bpf stats -p 1234 -f json | jq .allocator.glibc.free_bytes\n");
 }
 
 enum stats_format { FMT_TEXT, FMT_JSON, FMT_PROMETHEUS };
+
+/* --debug-dir given at most this many times */
+#define MAX_DEBUG_DIRS 16
 
 struct stats_args {
 	pid_t pid;
 	enum stats_format format;
 	uint64_t watch_ns;
 	uint64_t count;
+	const char *debug_dirs[MAX_DEBUG_DIRS];
+	size_t n_debug_dirs;
+	bool no_debuginfod;
+	bool no_allocator;
+	uint64_t sampler_wait_ns;
 };
+
+enum { OPT_DEBUG_DIR = 256, OPT_NO_DEBUGINFOD, OPT_NO_ALLOCATOR, OPT_SAMPLER_WAIT };
 
 static int parse_args(int argc, char **argv, struct stats_args *a)
 {
@@ -67,6 +93,10 @@ static int parse_args(int argc, char **argv, struct stats_args *a)
 		{ "format", required_argument, NULL, 'f' },
 		{ "watch", required_argument, NULL, 'w' },
 		{ "count", required_argument, NULL, 'n' },
+		{ "debug-dir", required_argument, NULL, OPT_DEBUG_DIR },
+		{ "no-debuginfod", no_argument, NULL, OPT_NO_DEBUGINFOD },
+		{ "no-allocator", no_argument, NULL, OPT_NO_ALLOCATOR },
+		{ "sampler-wait", required_argument, NULL, OPT_SAMPLER_WAIT },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -90,6 +120,21 @@ static int parse_args(int argc, char **argv, struct stats_args *a)
 			break;
 		case 'n':
 			if (opt_count("--count", optarg, 1, UINT32_MAX, &a->count))
+				return -EINVAL;
+			break;
+		case OPT_DEBUG_DIR:
+			if (a->n_debug_dirs == MAX_DEBUG_DIRS)
+				return opt_error("--debug-dir given more than %d times", MAX_DEBUG_DIRS);
+			a->debug_dirs[a->n_debug_dirs++] = optarg;
+			break;
+		case OPT_NO_DEBUGINFOD:
+			a->no_debuginfod = true;
+			break;
+		case OPT_NO_ALLOCATOR:
+			a->no_allocator = true;
+			break;
+		case OPT_SAMPLER_WAIT:
+			if (opt_duration("--sampler-wait", optarg, 0, &a->sampler_wait_ns))
 				return -EINVAL;
 			break;
 		case 'h':
@@ -135,10 +180,40 @@ static void sleep_ns(uint64_t ns)
 	nanosleep(&ts, NULL);
 }
 
+/* the allocator state of the target, unless --no-allocator; NULL when left out */
+static struct alloc_reader *new_reader(const struct stats_args *a)
+{
+	struct alloc_reader_opts o = {
+		.sz = sizeof(o),
+		.debug_dirs = a->debug_dirs,
+		.n_debug_dirs = a->n_debug_dirs,
+		.no_debuginfod = a->no_debuginfod,
+		.wait_ns = a->sampler_wait_ns,
+	};
+
+	return a->no_allocator ? NULL : alloc_reader__new(&o);
+}
+
+/* one picture: the process and its cgroup, then its allocator; 0 or -errno with err set */
+static int read_one(const struct stats_args *a, struct alloc_reader *ar, struct memstats *m,
+		    char *err, size_t errlen)
+{
+	int ret = memstats__read(a->pid, m, err, errlen);
+
+	if (ret || !ar)
+		return ret;
+	ret = alloc_reader__read(ar, a->pid, &m->alloc);
+	if (ret == -ENOMEM)
+		snprintf(err, errlen, "out of memory reading the allocator state");
+	/* a process that exits meanwhile: its picture was read, its allocator says why not */
+	return ret == -ENOMEM ? ret : 0;
+}
+
 int cmd_stats(int argc, char **argv)
 {
-	struct stats_args a = { 0 };
+	struct stats_args a = { .sampler_wait_ns = 1500000000ULL };
 	struct sigaction sa = { .sa_handler = on_signal };
+	struct alloc_reader *ar = NULL;
 	struct memstats *m;
 	uint64_t n = 0;
 	char err[512];
@@ -147,15 +222,16 @@ int cmd_stats(int argc, char **argv)
 	if (parse_args(argc, argv, &a))
 		return 2;
 	m = malloc(sizeof(*m));
-	if (!m) {
+	if (!m || (!a.no_allocator && !(ar = new_reader(&a)))) {
 		pr_error("out of memory\n");
+		free(m);
 		return 1;
 	}
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	while (!stop_requested) {
-		ret = memstats__read(a.pid, m, err, sizeof(err));
+		ret = read_one(&a, ar, m, err, sizeof(err));
 		if (ret == -ESRCH && n) {
 			/* the usual end of a --watch: say so, but it is not an error */
 			fprintf(stderr, "culpert-bpf: pid %d exited\n", (int)a.pid);
@@ -177,6 +253,7 @@ int cmd_stats(int argc, char **argv)
 			break;
 		sleep_ns(a.watch_ns);
 	}
+	alloc_reader__free(ar);
 	free(m);
 	return ret ? 1 : 0;
 }

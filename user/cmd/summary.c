@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "decompose.h"
 #include "heapgap.h"
 #include "summary.h"
 #include "units.h"
@@ -33,20 +34,21 @@ static void print_live(FILE *f, const struct view *v)
 	struct view_cs_row *r;
 	double total;
 	size_t n, i;
-	char b[32];
+	char b[32], label[8192];
 
 	r = view__callsite_rows(v, NULL, NULL, &n, &total);
 	if (!r)
 		return;
 	fprintf(f, "  top live callsites:\n");
 	for (i = 0; i < n && i < TOP && r[i].bytes > 0; i++)
-		fprintf(f, "    %-40s %12s\n", v->callsites[r[i].callsite],
+		fprintf(f, "    %-40s %12s\n",
+			view__callsite_label(v, r[i].callsite, false, label, sizeof(label)),
 			format_bytes(b, sizeof(b), r[i].bytes));
 	free(r);
 }
 
 int capture_summary__print(FILE *f, const char *path, uint64_t lost, uint64_t untracked,
-			   const struct heap_gap *g)
+			   const struct heap_gap *g, const struct mem_decomp *d)
 {
 	struct view_opts alloc = { .value = VIEW_ALLOC }, inuse = { .value = VIEW_INUSE };
 	struct view *va, *vi;
@@ -58,7 +60,7 @@ int capture_summary__print(FILE *f, const char *path, uint64_t lost, uint64_t un
 		view__free(va);
 		return -EIO;
 	}
-	fprintf(f, "capture summary: %s allocated, %s live (estimates)\n",
+	fprintf(f, "capture summary: %s allocated, %s of it live at the end (estimates)\n",
 		format_bytes(b1, sizeof(b1), va->total_bytes),
 		format_bytes(b2, sizeof(b2), vi->total_bytes));
 	print_spans(f, va);
@@ -67,6 +69,8 @@ int capture_summary__print(FILE *f, const char *path, uint64_t lost, uint64_t un
 		(unsigned long long)lost, (unsigned long long)untracked);
 	if (g)
 		heap_gap__print(f, g);
+	if (d)
+		mem_decomp__print(f, d);
 	view__free(va);
 	view__free(vi);
 	return 0;

@@ -15,6 +15,7 @@
 #include "elfobj.h"
 #include "export.h"
 #include "log.h"
+#include "maphist.h"
 #include "objcache.h"
 #include "pprof.h"
 #include "live.h"
@@ -27,11 +28,14 @@ struct exporter {
 	const struct export_opts *o;
 	struct pprof_writer *w;
 	uint64_t *map_ids;		/* pprof mapping id per maps entry, 0 if not exported */
+	const struct procmap *hist;	/* mappings o->hist recorded */
+	size_t n_hist;
+	uint64_t *hist_ids;		/* their pprof mapping ids */
 };
 
-static int add_mapping(struct exporter *x, size_t i)
+/* the pprof mapping of m, added; 0 on ENOMEM */
+static uint64_t add_mapping(struct exporter *x, const struct procmap *m)
 {
-	const struct procmap *m = &x->o->maps->v[i];
 	struct pprof_mapping_desc d = {
 		.memory_start = m->start,
 		.memory_limit = m->end,
@@ -44,8 +48,29 @@ static int add_mapping(struct exporter *x, size_t i)
 
 	if (obj)
 		d.build_id = elfobj__build_id(obj);
-	x->map_ids[i] = pprof_writer__add_mapping(x->w, &d);
-	return x->map_ids[i] ? 0 : -ENOMEM;
+	return pprof_writer__add_mapping(x->w, &d);
+}
+
+/*
+ * Mappings recorded for samples of libraries that came and went: the one
+ * of the last snapshot when it is the same mapping, else their own.
+ */
+static int add_hist_mappings(struct exporter *x)
+{
+	const struct procmaps *maps = x->o->maps;
+	const struct procmap *m;
+	size_t i;
+
+	for (i = 0; i < x->n_hist; i++) {
+		if (!x->hist[i].executable)
+			continue;
+		m = procmaps__find(maps, x->hist[i].start);
+		if (m && procmap__same(m, &x->hist[i]) && x->map_ids[m - maps->v])
+			x->hist_ids[i] = x->map_ids[m - maps->v];
+		else if (!(x->hist_ids[i] = add_mapping(x, &x->hist[i])))
+			return -ENOMEM;
+	}
+	return 0;
 }
 
 /* the main executable first (pprof tools treat mapping 1 as the program), then by address */
@@ -53,7 +78,7 @@ static int add_mappings(struct exporter *x)
 {
 	const struct procmaps *maps = x->o->maps;
 	size_t i;
-	int pass, err;
+	int pass;
 
 	for (pass = 0; pass < 2; pass++) {
 		for (i = 0; i < maps->n; i++) {
@@ -61,27 +86,35 @@ static int add_mappings(struct exporter *x)
 
 			if (!maps->v[i].executable || x->map_ids[i] || is_exe != (pass == 0))
 				continue;
-			err = add_mapping(x, i);
-			if (err)
-				return err;
+			x->map_ids[i] = add_mapping(x, &maps->v[i]);
+			if (!x->map_ids[i])
+				return -ENOMEM;
 		}
 	}
-	return 0;
+	return add_hist_mappings(x);
 }
 
 /*
  * Unsymbolized: the symbolizer fills the lines afterwards, as `culpert
  * symbolize` would.  The writer shares equal (mapping, address, no lines)
- * locations, so a repeated address gets its first id back.
+ * locations, so a repeated address gets its first id back.  A frame is the
+ * return address or, once libraries came and went, what o->hist made of it.
  */
-static uint64_t location_id(struct exporter *x, uint64_t ret_addr)
+static uint64_t location_id(struct exporter *x, uint64_t frame)
 {
 	const struct procmaps *maps = x->o->maps;
-	uint64_t addr = ret_addr - 1;	/* inside the call instruction */
-	const struct procmap *m = procmaps__find(maps, addr);
+	const struct procmap *h = NULL, *m = NULL;
 	struct pprof_line none = { 0 };
+	uint64_t ret_addr = frame, map_id = 0;
 
-	return pprof_writer__add_location(x->w, m ? x->map_ids[m - maps->v] : 0, addr, &none, 0);
+	if (x->o->hist)
+		h = maphist__resolve(x->o->hist, frame, &ret_addr);
+	if (h)
+		map_id = x->hist_ids[h - x->hist];
+	else if ((m = procmaps__find(maps, ret_addr - 1)))
+		map_id = x->map_ids[m - maps->v];
+	/* ret_addr - 1: inside the call instruction */
+	return pprof_writer__add_location(x->w, map_id, ret_addr - 1, &none, 0);
 }
 
 /*
@@ -145,6 +178,7 @@ static int entry_cmp(const void *pa, const void *pb, void *arg)
 /* label keys, interned once */
 struct label_keys {
 	int64_t thread_id, span_name, span_id, span_parent_id, span_path, age_ns, nanoseconds;
+	int64_t sampled_allocs, count;
 };
 
 /* span_name, span_id, span_parent_id, span_path of a sample (docs/profile-format.md) */
@@ -198,7 +232,7 @@ static size_t sample_locations(struct exporter *x, const struct aggregate *a,
 	return n;
 }
 
-/* thread and span labels; room for one more (age_ns) is left by the caller */
+/* thread and span labels; the caller leaves room for sampled_allocs and age_ns */
 static size_t sample_labels(struct exporter *x, const struct agg_entry *e,
 			    const struct label_keys *keys, struct pprof_label *labels)
 {
@@ -234,7 +268,7 @@ static int add_entry(struct exporter *x, const struct aggregate *a, uint32_t idx
 {
 	const struct agg_entry *e = &aggregate__entries(a, &(size_t){ 0 })[idx];
 	uint64_t ids[CULPERT_EXPORT_MAX_FRAMES];
-	struct pprof_label labels[6];
+	struct pprof_label labels[8];
 	int64_t v[4] = { llround(e->alloc_objects), llround(e->alloc_space), 0, 0 };
 	size_t n, n_labels;
 	int err;
@@ -243,22 +277,29 @@ static int add_entry(struct exporter *x, const struct aggregate *a, uint32_t idx
 	if (!n)
 		return -ENOMEM;
 	n_labels = sample_labels(x, e, keys, labels);
-	err = pprof_writer__add_sample(x->w, ids, n, v, labels, n_labels);
+	/* the sampled allocations behind the record: a record is one per distinct key */
+	labels[n_labels] = (struct pprof_label){ .key = keys->sampled_allocs,
+						 .num = (int64_t)e->samples, .num_unit = keys->count };
+	err = pprof_writer__add_sample(x->w, ids, n, v, labels, n_labels + 1);
 	while (!err && c && c->next < c->n && c->v[c->next].entry == idx) {
 		int64_t bucket = age_bucket_ns(c->end_ns - c->v[c->next].ts_ns);
 		double objects = 0, space = 0;
+		int64_t blocks = 0;
 
 		for (; c->next < c->n && c->v[c->next].entry == idx &&
 		       age_bucket_ns(c->end_ns - c->v[c->next].ts_ns) == bucket; c->next++) {
 			objects += c->v[c->next].weight;
 			space += c->v[c->next].weight * (double)c->v[c->next].size;
+			blocks++;
 		}
 		v[0] = v[1] = 0;
 		v[2] = llround(objects);
 		v[3] = llround(space);
-		labels[n_labels] = (struct pprof_label){ .key = keys->age_ns, .num = bucket,
-							 .num_unit = keys->nanoseconds };
-		err = pprof_writer__add_sample(x->w, ids, n, v, labels, n_labels + 1);
+		labels[n_labels] = (struct pprof_label){ .key = keys->sampled_allocs, .num = blocks,
+							 .num_unit = keys->count };
+		labels[n_labels + 1] = (struct pprof_label){ .key = keys->age_ns, .num = bucket,
+							     .num_unit = keys->nanoseconds };
+		err = pprof_writer__add_sample(x->w, ids, n, v, labels, n_labels + 2);
 	}
 	return err;
 }
@@ -314,6 +355,8 @@ static int add_samples(struct exporter *x, const struct aggregate *a)
 	keys.span_path = pprof_writer__str(x->w, "span_path");
 	keys.age_ns = pprof_writer__str(x->w, "age_ns");
 	keys.nanoseconds = pprof_writer__str(x->w, "nanoseconds");
+	keys.sampled_allocs = pprof_writer__str(x->w, "sampled_allocs");
+	keys.count = pprof_writer__str(x->w, "count");
 	for (i = 0; i < n && !err; i++) {
 		/* blocks are sorted by entry: skip to this one's */
 		if (blocks)
@@ -342,6 +385,11 @@ static int add_comments(struct exporter *x)
 	COMMENT("target.pid=%d", (int)o->t->pid);
 	COMMENT("target.comm=%s", o->t->comm);
 	COMMENT("target.exe=%s", o->t->exe);
+	/* what it was started as: target.exe is where a symlink led */
+	if (o->t->argv0[0])
+		COMMENT("target.argv0=%s", o->t->argv0);
+	if (o->t->argv0_link[0])
+		COMMENT("target.argv0_link=%s", o->t->argv0_link);
 	COMMENT("kernel=%s", o->kernel);
 	COMMENT("rate=%llu", (unsigned long long)o->rate);
 	COMMENT("unwind=%s", o->unwind);
@@ -361,6 +409,9 @@ static struct elfobj *local_object(void *ctx, const struct pprof_mapping *m)
 	for (i = 0; i < x->o->maps->n; i++)
 		if (x->map_ids[i] == m->id)
 			return objcache__get(x->o->objs, &x->o->maps->v[i]);
+	for (i = 0; i < x->n_hist; i++)
+		if (x->hist_ids[i] == m->id)
+			return objcache__get(x->o->objs, &x->hist[i]);
 	return NULL;
 }
 
@@ -397,6 +448,7 @@ static void exporter_free(struct exporter *x)
 {
 	pprof_writer__free(x->w);
 	free(x->map_ids);
+	free(x->hist_ids);
 }
 
 int export_profile(const struct aggregate *a, const struct export_opts *o, const char *path)
@@ -422,7 +474,10 @@ int export_profile(const struct aggregate *a, const struct export_opts *o, const
 
 	x.w = pprof_writer__new(&wo);
 	x.map_ids = calloc(o->maps->n ?: 1, sizeof(*x.map_ids));
-	err = x.w && x.map_ids ? 0 : -ENOMEM;
+	if (o->hist)
+		x.hist = maphist__mappings(o->hist, &x.n_hist);
+	x.hist_ids = calloc(x.n_hist ?: 1, sizeof(*x.hist_ids));
+	err = x.w && x.map_ids && x.hist_ids ? 0 : -ENOMEM;
 	if (!err)
 		err = add_mappings(&x);
 	if (!err)

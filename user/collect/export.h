@@ -13,6 +13,7 @@
 
 struct aggregate;
 struct live;
+struct maphist;
 struct objcache;
 struct procmaps;
 struct spans;
@@ -24,6 +25,7 @@ struct target;
 struct export_opts {
 	const struct target *t;
 	const struct procmaps *maps;	/* the target's mappings (last snapshot) */
+	const struct maphist *hist;	/* the mappings frames were in when seen; NULL: maps decides */
 	struct objcache *objs;
 	uint64_t rate;
 	int64_t time_nanos;		/* start, Unix ns */

@@ -6,8 +6,17 @@
 #ifndef CULPERT_KFEATURES_H
 #define CULPERT_KFEATURES_H
 
+#include <linux/capability.h>
 #include <stdbool.h>
 #include <stddef.h>
+
+/* Linux 5.8's; older UAPI headers lack them */
+#ifndef CAP_PERFMON
+#define CAP_PERFMON 38
+#endif
+#ifndef CAP_BPF
+#define CAP_BPF 39
+#endif
 
 struct kfeatures {
 	bool btf;		/* /sys/kernel/btf/vmlinux: CO-RE and task storage (5.11+) */
@@ -25,13 +34,23 @@ struct kfeatures {
 	 * preallocated.
 	 */
 	bool hash_no_prealloc;
+	bool bpf_refused;	/* bpf() itself fails with EPERM: seccomp or an LSM, not the kernel */
+	bool seccomp;		/* this process runs under a seccomp filter (/proc/self/status) */
 	char release[65];	/* uname -r */
 };
 
 const struct kfeatures *features__get(void);
-/* root, or CAP_BPF + CAP_PERFMON + CAP_SYS_PTRACE (CAP_SYS_ADMIN covers the first two) */
+/* CAP_BPF and CAP_PERFMON, or CAP_SYS_ADMIN (root has all) */
 bool features__privileged(void);
+/* is capability cap (CAP_*) in our effective set? */
+bool features__has_cap(int cap);
+/* 0, or 1 with the missing capabilities named in buf ("CAP_BPF and CAP_PERFMON") */
+int features__missing_caps(char *buf, size_t len);
+/* does this kernel allow perf-event uprobes only with CAP_SYS_ADMIN, which we lack? */
+bool features__perf_uprobes_need_admin(void);
 /* a user-facing reason why collection cannot work here, or NULL */
 const char *features__blocker(void);
+/* the same for the perf-event uprobes --no-multi (or a kernel without uprobe_multi) uses */
+const char *features__perf_uprobe_blocker(bool no_multi);
 
 #endif /* CULPERT_KFEATURES_H */

@@ -10,33 +10,66 @@
 #include <unistd.h>
 
 #include "allocator.h"
+#include "clock.h"
 #include "culpert.skel.h"
 #include "kfeatures.h"
 #include "log.h"
 #include "sampler.h"
 #include "spanfn.h"
 #include "uprobe.h"
+#include "usdt_link.h"
 #include "vec.h"
 
 struct sampler {
 	struct culpert_bpf *skel;
 	struct ring_buffer *rb;
 	struct uprobe_set *probes;
-	struct bpf_link **usdt_links;
+	struct bpf_link **usdt_links;	/* span probes through libbpf's perf-event uprobes */
+	struct uprobe_set *usdt_probes;	/* or through uprobe_multi links (usdt_link.h) */
+	int next_spec;			/* USDT argument specs stored */
 	struct bpf_link *exec_link;	/* notes an exec of the target */
 	size_t n_usdt_links, cap_usdt_links;
 	enum uprobe_mode mode;
 	enum sampler_inuse inuse;
 	pid_t pid;
 	uint64_t armed_ns, disarmed_ns;	/* the window where every probe was live */
+	sampler_event_fn on_event;	/* the caller's, behind deliver() */
+	void *ctx;
+	bool bounded;			/* in sampler__poll(), not draining */
+	uint64_t poll_deadline_ns;	/* CLOCK_MONOTONIC; 0: set at the first record */
+	unsigned int since_check;	/* records since the clock was last read */
+	bool budget_spent;		/* deliver() stopped the ring at the deadline */
 };
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
+/* how long one sampler__poll() may deliver records, from the first, before it returns */
+#define POLL_BUDGET_NS	(50 * 1000000ULL)
+/* the clock is read once per this many records */
+#define POLL_CHECK_EVERY 64
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+/*
+ * libbpf 1.1's ring_buffer__poll() and __consume() return only once the
+ * ring is empty, so a producer as fast as the reader (a target whose
+ * allocations our own handling causes, or any busy one at --rate 1 under
+ * DWARF unwinding) keeps them inside for ever: no --duration, no signal.
+ * A negative return from the callback is the one way out it offers (the
+ * record is consumed first); a deadline per poll makes it return.
+ */
+static int deliver(void *ctx, void *data, size_t size)
+{
+	struct sampler *s = ctx;
+	int ret = s->on_event(s->ctx, data, size);
+
+	if (ret || !s->bounded)
+		return ret;
+	if (!s->poll_deadline_ns)
+		s->poll_deadline_ns = clock_ns(CLOCK_MONOTONIC) + POLL_BUDGET_NS;
+	if (++s->since_check < POLL_CHECK_EVERY)
+		return 0;
+	s->since_check = 0;
+	if (clock_ns(CLOCK_MONOTONIC) < s->poll_deadline_ns)
+		return 0;
+	s->budget_spent = true;
+	return -ECANCELED;
 }
 
 void sampler_fill_exp_table(__s64 *table, uint64_t rate)
@@ -91,6 +124,12 @@ static size_t pow2_at_least(size_t v)
 	return p;
 }
 
+/* span probes through uprobe_multi links (usdt_link.h), or libbpf's perf-event uprobes */
+static bool usdt_multi(const struct sampler *s)
+{
+	return s->mode == UPROBE_MODE_MULTI && usdt_link__supported();
+}
+
 static int configure(struct sampler *s, const struct sampler_opts *o)
 {
 	struct culpert_bpf *skel = s->skel;
@@ -131,7 +170,7 @@ static int configure(struct sampler *s, const struct sampler_opts *o)
 					       (__u32)libbpf_num_possible_cpus());
 	if (err)
 		return err;
-	/* allocator entries go through `mode`; USDT probes always through libbpf's perf uprobes */
+	/* allocator entries go through `mode`, USDT probes too where usdt_multi() */
 	for (fn = 1; fn < CULPERT_FN__MAX; fn++) {
 		prog = program_for(skel, fn);
 		err = bpf_program__set_expected_attach_type(prog, uprobe_mode__attach_type(s->mode));
@@ -151,6 +190,13 @@ static int configure(struct sampler *s, const struct sampler_opts *o)
 							    uprobe_mode__attach_type(s->mode));
 	if (!err)
 		err = bpf_program__set_expected_attach_type(skel->progs.alloc_exit_hoist,
+							    uprobe_mode__attach_type(s->mode));
+	/* span probes go through uprobe_multi too when allocator probes do (usdt_link.h) */
+	if (!err && usdt_multi(s))
+		err = bpf_program__set_expected_attach_type(skel->progs.span_enter,
+							    uprobe_mode__attach_type(s->mode));
+	if (!err && usdt_multi(s))
+		err = bpf_program__set_expected_attach_type(skel->progs.span_exit,
 							    uprobe_mode__attach_type(s->mode));
 	/* the session program needs the kfuncs of 6.13+: not even loaded elsewhere */
 	if (!err && s->inuse == SAMPLER_INUSE_SESSION)
@@ -415,17 +461,45 @@ static int attach_plan(struct sampler *s, const struct sampler_opts *o, char *er
 	return ret;
 }
 
+/* one probe of one object through a uprobe_multi link: CAP_BPF + CAP_PERFMON suffice */
+static int attach_usdt_multi(struct sampler *s, const struct sampler_opts *o, const char *path,
+			     const struct bpf_program *prog, const char *name, char *err,
+			     size_t errlen)
+{
+	struct usdt_link_opts uo = { .obj = s->skel->obj, .prog = prog, .path = path,
+				     .provider = "culpert", .name = name, .pid = o->pid,
+				     .next_spec = &s->next_spec };
+
+	if (!s->usdt_probes && !(s->usdt_probes = uprobe_set__new()))
+		return -ENOMEM;
+	return usdt_link__attach(s->usdt_probes, &uo, err, errlen);
+}
+
 static int attach_usdt(struct sampler *s, const struct sampler_opts *o, char *err, size_t errlen)
 {
-	/* exits first: an enter whose exit is not yet probed would never be popped */
 	struct bpf_program *progs[] = { s->skel->progs.span_exit, s->skel->progs.span_enter };
 	const char *names[] = { "span_exit", "span_enter" };
 	struct bpf_link *l;
 	size_t i, p;
 	int ret;
 
+	/*
+	 * span_exit everywhere first: a span entered while only span_enter
+	 * listened would stay open for good when its exit came before
+	 * span_exit's probe did, and every later span of the thread would nest
+	 * under it.  The BPF side follows spans only once the process is armed
+	 * (proc_arm(), after every probe is in), which covers that already;
+	 * the order costs nothing and holds should arming ever come earlier.
+	 */
 	for (p = 0; p < 2; p++) {
 		for (i = 0; i < o->n_usdt_objects; i++) {
+			if (usdt_multi(s)) {
+				ret = attach_usdt_multi(s, o, o->usdt_objects[i], progs[p],
+							names[p], err, errlen);
+				if (ret)
+					return ret;
+				continue;
+			}
 			if (vec_reserve(&s->usdt_links, &s->cap_usdt_links, s->n_usdt_links + 1,
 					sizeof(*s->usdt_links)))
 				return -ENOMEM;
@@ -469,7 +543,7 @@ static int proc_arm(struct sampler *s, char *err, size_t errlen)
 {
 	__u32 key = (__u32)s->pid, one = 1;
 
-	s->armed_ns = mono_ns();
+	s->armed_ns = clock_ns(CLOCK_MONOTONIC);
 	if (bpf_map_update_elem(bpf_map__fd(s->skel->maps.armed_procs), &key, &one, BPF_ANY)) {
 		snprintf(err, errlen, "cannot start following spans: %s", strerror(errno));
 		return -errno;
@@ -509,7 +583,9 @@ int sampler__new(const struct sampler_opts *o, struct sampler **out, char *err, 
 		snprintf(err, errlen, "cannot register --span-fn names: %s", strerror(-ret));
 		goto fail;
 	}
-	s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.events), o->on_event, o->ctx, NULL);
+	s->on_event = o->on_event;
+	s->ctx = o->ctx;
+	s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.events), deliver, s, NULL);
 	s->probes = uprobe_set__new();
 	if (!s->rb || !s->probes) {
 		ret = -ENOMEM;
@@ -552,13 +628,23 @@ fail:
  */
 int sampler__poll(struct sampler *s, int timeout_ms)
 {
-	int n = ring_buffer__poll(s->rb, timeout_ms);
+	int n;
 
-	if (n == 0 || n == -EINTR)
+	s->budget_spent = false;
+	s->since_check = 0;
+	s->poll_deadline_ns = 0;
+	s->bounded = true;
+	n = ring_buffer__poll(s->rb, timeout_ms);
+	if (!s->budget_spent && (n == 0 || n == -EINTR))
 		n = ring_buffer__consume(s->rb);
+	/* what was delivered before the deadline is not counted: the caller needs only >= 0 */
+	if (s->budget_spent && n == -ECANCELED)
+		n = 0;
+	s->bounded = false;
 	return n;
 }
 
+/* after detach: what is queued is finite, deliver all of it */
 int sampler__drain(struct sampler *s)
 {
 	return ring_buffer__consume(s->rb);
@@ -582,6 +668,8 @@ bool sampler__target_execed(const struct sampler *s)
 
 static void detach_usdt(struct sampler *s)
 {
+	uprobe_set__free(s->usdt_probes);
+	s->usdt_probes = NULL;
 	while (s->n_usdt_links)
 		bpf_link__destroy(s->usdt_links[--s->n_usdt_links]);
 }
@@ -595,7 +683,7 @@ void sampler__detach(struct sampler *s)
 	 * their enters are gone would each count as unmatched.
 	 */
 	if (s->skel && !s->disarmed_ns) {
-		s->disarmed_ns = mono_ns();
+		s->disarmed_ns = clock_ns(CLOCK_MONOTONIC);
 		bpf_map_delete_elem(bpf_map__fd(s->skel->maps.armed_procs), &key);
 	}
 	uprobe_set__free(s->probes);
@@ -740,6 +828,70 @@ void sampler__counters(const struct sampler *s, uint64_t out[CULPERT_CNT__MAX])
 	if (bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.procs), &key, &p))
 		memset(&p, 0, sizeof(p));
 	memcpy(out, p.counters, CULPERT_CNT__MAX * sizeof(uint64_t));
+}
+
+/* the calls seen of `n` hot-state entries of value_size bytes each, added to *out */
+static void add_seen(const char *values, size_t n, size_t value_size,
+		     struct culpert_calls_seen *out)
+{
+	struct culpert_calls_seen c;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		memcpy(&c, values + i * value_size + value_size - sizeof(c), sizeof(c));
+		out->calls += c.calls;
+		out->bytes += c.bytes;
+	}
+}
+
+/*
+ * One batch read of the whole array where the kernel has it (5.6+); a
+ * lookup per slot otherwise.  Read once, after detaching.
+ */
+int sampler__calls_seen(const struct sampler *s, struct culpert_calls_seen *out)
+{
+	const struct bpf_map *m = s->skel->maps.hot_states;
+	size_t vsz = bpf_map__value_size(m), n = bpf_map__max_entries(m), done = 0, i;
+	__u32 *keys = calloc(n, sizeof(*keys)), count, in_batch, out_batch;
+	char *values = calloc(n, vsz);
+	int fd = bpf_map__fd(m), err = 0, ret;
+	void *in = NULL;
+
+	memset(out, 0, sizeof(*out));
+	if (!keys || !values || vsz < sizeof(*out)) {
+		err = -ENOMEM;
+		goto out;
+	}
+	/* at most n / 1 + 1 batches: each returns at least one entry or ends */
+	while (done < n) {
+		count = (__u32)(n - done);
+		ret = bpf_map_lookup_batch(fd, in, &out_batch, keys, values, &count, NULL);
+		if (ret && errno != ENOENT)
+			break;
+		add_seen(values, count, vsz, out);
+		done += count;
+		if (ret || !count)
+			goto out;
+		in_batch = out_batch;
+		in = &in_batch;
+	}
+	if (done >= n)
+		goto out;
+	/* no batch operations (before 5.6): one lookup per slot */
+	pr_debug("batch read of hot_states: %s; one lookup per slot\n", strerror(errno));
+	memset(out, 0, sizeof(*out));
+	for (i = 0; i < n && !err; i++) {
+		__u32 k = (__u32)i;
+
+		if (bpf_map_lookup_elem(fd, &k, values))
+			err = -errno;
+		else
+			add_seen(values, 1, vsz, out);
+	}
+out:
+	free(keys);
+	free(values);
+	return err;
 }
 
 size_t sampler__n_sites(const struct sampler *s)

@@ -93,6 +93,8 @@ int sampler__live_ids(const struct sampler *s, int (*cb)(void *ctx, uint64_t id)
  * see frees -- a skipped free leaves its block looking live.
  */
 void sampler__misses(const struct sampler *s, uint64_t *all, uint64_t *frees);
+/* allocator calls the probes saw, and their bytes, summed over every thread; 0 or -errno */
+int sampler__calls_seen(const struct sampler *s, struct culpert_calls_seen *out);
 /*
  * Every span name the BPF side interned, as its map key (name bytes, or an
  * address with CULPERT_NAME_F_ADDR); cb returns non-zero to stop.  0 or -errno

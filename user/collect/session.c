@@ -14,12 +14,14 @@
 #include "allocator.h"
 #include "demangle.h"
 #include "elfobj.h"
+#include "exe_kind.h"
 #include "export.h"
 #include "fpchain.h"
 #include "fpcheck.h"
 #include "kfeatures.h"
 #include "live.h"
 #include "log.h"
+#include "mapview.h"
 #include "objcache.h"
 #include "procmaps.h"
 #include "sampler.h"
@@ -42,14 +44,10 @@
 #define DEFAULT_RINGBUF		(2 << 20)
 #define DEFAULT_RINGBUF_DWARF	(8 << 20)
 
-/* re-read /proc/PID/maps at most this often when samples point outside the snapshot */
-#define MAPS_REFRESH_NS 100000000ULL
-
 struct session {
 	struct session_opts o;
 	struct target t;
-	struct procmaps maps;
-	uint64_t maps_read_ns;
+	struct mapview *view;		/* its mappings, kept current */
 	struct objcache *objs;
 	struct alloc_plan plan;
 	struct span_fn_plan fns;
@@ -81,6 +79,9 @@ struct session {
 	uint64_t outside_window;	/* records of the attach and detach moments, dropped */
 	double est_bytes;		/* running estimate, for the status line */
 	uint64_t counters[CULPERT_CNT__MAX];
+	struct culpert_calls_seen seen;	/* allocator calls the probes saw, once detached */
+	bool have_seen;
+	bool go;			/* a Go program: its heap is not malloc's */
 	size_t n_sites;
 	char **comments;		/* extra "key=value" comments */
 	size_t n_comments, cap_comments;
@@ -96,57 +97,6 @@ static uint64_t now_ns(clockid_t clk)
 
 	clock_gettime(clk, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
-/*
- * Open every mapped object now: once the target exits, /proc/PID/root and
- * map_files are gone, and build IDs and symbols with them.
- */
-static void open_objects(struct session *s)
-{
-	size_t i;
-
-	/* objcache__get() turns away mappings without a file */
-	for (i = 0; i < s->maps.n; i++)
-		if (s->maps.v[i].executable)
-			objcache__get(s->objs, &s->maps.v[i]);
-}
-
-static void refresh_maps(struct session *s)
-{
-	struct procmaps fresh;
-
-	s->maps_read_ns = now_ns(CLOCK_MONOTONIC);
-	/*
-	 * A process that exited keeps its last snapshot: that is all we can
-	 * know.  One that exec'd keeps it too: the samples so far are of the
-	 * old program, and the capture is about to end.
-	 */
-	if (target__execed(&s->t) || procmaps__read(s->t.pid, &fresh))
-		return;
-	procmaps__free(&s->maps);
-	s->maps = fresh;
-	open_objects(s);
-	pr_debug("re-read the mappings of pid %d: %zu entries\n", (int)s->t.pid, s->maps.n);
-}
-
-/*
- * A frame-pointer stack is taken as the BPF side found it: a return address
- * outside the snapshot means a mapping came after it was read.  (DWARF
- * stacks need no such check: the unwinder only keeps frames it found in
- * executable mappings of the same snapshot, refreshed on -EFAULT.)
- */
-static void check_mapped(struct session *s, const uint64_t *frames, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++) {
-		if (procmaps__find(&s->maps, frames[i] - 1))
-			continue;
-		if (now_ns(CLOCK_MONOTONIC) - s->maps_read_ns > MAPS_REFRESH_NS)
-			refresh_maps(s);
-		return;
-	}
 }
 
 static const struct procmap *exe_mapping(const struct target *t, const struct procmaps *maps)
@@ -182,7 +132,7 @@ int session_unwind__choose(const struct target *t, const struct procmaps *maps,
 	if (!fp_evidence__has_fp(&ev)) {
 		*out = SESSION_UNWIND_DWARF;
 		snprintf(why, len, "auto: %s is built without frame pointers (%zu of %zu functions "
-			 "examined set up %%rbp)", t->exe, ev.with_fp, ev.functions);
+			 "examined set up %s)", t->exe, ev.with_fp, ev.functions, ev.fp_reg);
 		return 0;
 	}
 	/* the walk from the allocator goes through what calls it, in every object */
@@ -190,6 +140,14 @@ int session_unwind__choose(const struct target *t, const struct procmaps *maps,
 	*out = fp_path_judge(maps, objs, m, why + 6, len) ? SESSION_UNWIND_FP : SESSION_UNWIND_DWARF;
 	memcpy(why, "auto: ", 6);
 	return 0;
+}
+
+/* a Go program allocates without malloc: an empty profile is explained by it */
+static bool target_is_go(struct session *s)
+{
+	const struct procmap *exe = exe_kind__exe_mapping(&s->t, mapview__maps(s->view));
+
+	return exe && exe_kind__is_go(objcache__get(s->objs, exe));
 }
 
 /*
@@ -205,13 +163,13 @@ static size_t dwarf_stack(struct session *s, const struct culpert_alloc_event *e
 	size_t n = 0;
 	int got, i;
 
-	got = unwinder__unwind(s->unwinder, &s->maps, &e->regs, stack, e->stack_len, frames,
-			       max + 1, &stop);
+	got = unwinder__unwind(s->unwinder, mapview__maps(s->view), &e->regs, stack,
+			       e->stack_len, frames, max + 1, &stop);
 	if (got == -EFAULT) {
 		/* a new mapping the snapshot lacks: once more with fresh maps */
-		refresh_maps(s);
-		got = unwinder__unwind(s->unwinder, &s->maps, &e->regs, stack, e->stack_len,
-				       frames, max + 1, &stop);
+		mapview__refresh(s->view);
+		got = unwinder__unwind(s->unwinder, mapview__maps(s->view), &e->regs, stack,
+				       e->stack_len, frames, max + 1, &stop);
 	}
 	if (got < 0) {
 		s->unwind_stops[UNWIND_STOP_ERROR]++;
@@ -228,7 +186,7 @@ static size_t dwarf_stack(struct session *s, const struct culpert_alloc_event *e
 /* a frame-pointer stack whose walk went through code without a frame pointer: counted */
 static void check_fp_chain(struct session *s, const uint64_t *frames, size_t n)
 {
-	int at = s->fpchain ? fpchain__check(s->fpchain, &s->maps, frames, n) : -1;
+	int at = s->fpchain ? fpchain__check(s->fpchain, mapview__maps(s->view), frames, n) : -1;
 
 	if (at < 0)
 		return;
@@ -243,17 +201,26 @@ static void check_fp_chain(struct session *s, const uint64_t *frames, size_t n)
  */
 static int add_sample(struct session *s, const struct culpert_alloc_event *e)
 {
+	bool fp = !s->unwinder || !e->stack_len;
 	uint64_t frames[CULPERT_MAX_FRAMES];
 	struct agg_sample a = { .frames = frames, .tid = e->tid, .size = e->size };
 
-	if (s->unwinder && e->stack_len) {
+	/* every mapping made before this sample is known before its frames are looked up */
+	mapview__update(s->view);
+	if (!fp) {
 		s->stack_copied += e->stack_len;
 		a.n_frames = dwarf_stack(s, e, frames, s->o.max_depth);
 	} else {
 		a.n_frames = stack_from_event(e, frames, s->o.max_depth);
-		check_mapped(s, frames, a.n_frames);
 		check_fp_chain(s, frames, a.n_frames);
 	}
+	/*
+	 * A frame-pointer stack is taken as the BPF side found it, so its
+	 * frames are checked against the view; DWARF stacks need no check: the
+	 * unwinder keeps only frames in executable mappings of the view,
+	 * refreshed on -EFAULT.
+	 */
+	mapview__frames(s->view, frames, a.n_frames, e->ts_ns, fp);
 	a.chain = spans__chain(s->spans, event_spans(e), e->span_depth, true);
 	a.path = spans__chain(s->spans, event_spans(e), e->span_depth, false);
 	s->samples++;
@@ -375,7 +342,7 @@ static int read_late_name(struct session *s, uint32_t id, uint64_t addr, uint32_
 
 	if (spans__name(s->spans, id))
 		return 0;
-	err = span_name__read(s->mem_fd, &s->maps, s->objs, addr, len, buf);
+	err = span_name__read(s->mem_fd, mapview__maps(s->view), s->objs, addr, len, buf);
 	if (!err)
 		err = spans__set_name(s->spans, id, buf, len);
 	if (!err)
@@ -448,17 +415,28 @@ int session__open(const struct session_opts *o, struct session **out, char *err,
 	s->t.pidfd = -1;
 	s->mem_fd = -1;
 	ret = target__open(o->pid, &s->t, err, errlen);
-	if (ret)
-		goto fail;
-	ret = procmaps__read(s->t.pid, &s->maps);
+	/* every sample it handled would allocate and make the next one */
+	if (!ret && s->t.pid == getpid()) {
+		snprintf(err, errlen, "pid %d is this culpert-bpf itself: it cannot profile its own "
+			 "allocations (each sample it handles allocates); give the pid of another "
+			 "process", (int)s->t.pid);
+		ret = -EINVAL;
+	}
 	if (ret) {
-		snprintf(err, errlen, "cannot read /proc/%d/maps: %s", (int)s->t.pid, strerror(-ret));
+		session__close(s);
+		return ret;
+	}
+	s->objs = objcache__new(&s->t);
+	if (!s->objs)
+		snprintf(err, errlen, "out of memory");
+	else
+		s->view = mapview__new(&s->t, s->objs, err, errlen);
+	if (!s->view) {
+		ret = s->objs ? -ESRCH : -ENOMEM;
 		goto fail;
 	}
-	s->maps_read_ns = now_ns(CLOCK_MONOTONIC);
 	/* optional: names can still be read from their files without it */
 	s->mem_fd = open_mem(s->t.pid);
-	s->objs = objcache__new(&s->t);
 	s->agg = aggregate__new(o->max_entries);
 	s->spans = spans__new(o->max_entries);
 	if (o->inuse)
@@ -468,8 +446,7 @@ int session__open(const struct session_opts *o, struct session **out, char *err,
 		snprintf(err, errlen, "out of memory");
 		goto fail;
 	}
-	open_objects(s);
-	ret = session_unwind__choose(&s->t, &s->maps, s->objs, o->unwind, &s->unwind, why,
+	ret = session_unwind__choose(&s->t, mapview__maps(s->view), s->objs, o->unwind, &s->unwind, why,
 				     sizeof(why));
 	if (!ret && s->unwind == SESSION_UNWIND_DWARF) {
 		s->unwinder = unwinder__new(s->t.pid, s->objs);
@@ -482,11 +459,13 @@ int session__open(const struct session_opts *o, struct session **out, char *err,
 	if (!ret && s->unwind == SESSION_UNWIND_FP)
 		s->fpchain = fpchain__new(s->objs);
 	pr_info("unwinding: %s (%s)\n", s->unwind == SESSION_UNWIND_DWARF ? "dwarf" : "fp", why);
-	ret = allocator__plan(&s->t, &s->maps, s->objs, o->allocator, &s->plan, err, errlen);
+	s->go = target_is_go(s);
+	ret = allocator__plan(&s->t, mapview__maps(s->view), s->objs, o->allocator, &s->plan, err,
+			      errlen);
 	if (!ret) {
 		alloc_plan__log(&s->plan);
-		ret = span_fn__plan(&s->t, &s->maps, s->objs, o->span_fns, o->n_span_fns,
-				    o->max_span_fns, &s->fns, err, errlen);
+		ret = span_fn__plan(&s->t, mapview__maps(s->view), s->objs, o->span_fns,
+				    o->n_span_fns, o->max_span_fns, &s->fns, err, errlen);
 	}
 	if (ret)
 		goto fail;
@@ -509,7 +488,7 @@ int session__open(const struct session_opts *o, struct session **out, char *err,
 	so.stack_rate = o->stack_rate;
 	so.span_fns = &s->fns;
 	so.plan = &s->plan;
-	ret = usdt_objects(&s->maps, s->objs, "culpert", add_usdt_object, s);
+	ret = usdt_objects(mapview__maps(s->view), s->objs, "culpert", add_usdt_object, s);
 	if (ret) {
 		snprintf(err, errlen, "out of memory");
 		goto fail;
@@ -533,6 +512,13 @@ int session__open(const struct session_opts *o, struct session **out, char *err,
 	*out = s;
 	return 0;
 fail:
+	/* whatever step met it first, the cause is the exit: one line that says so */
+	if (target__exiting(&s->t)) {
+		pr_info("attaching ended in: %s\n", err);
+		snprintf(err, errlen, "pid %d (%s) exited while culpert-bpf was attaching to it: "
+			 "nothing was collected", (int)s->t.pid, s->t.comm);
+		ret = -ESRCH;
+	}
 	session__close(s);
 	return ret;
 }
@@ -558,6 +544,8 @@ int session__run(struct session *s, uint64_t duration_ns, volatile sig_atomic_t 
 
 	for (;;) {
 		n = sampler__poll(s->sampler, 100);
+		/* also while no samples come: the kernel's buffers of new mappings must not fill */
+		mapview__update(s->view);
 		if (n < 0) {
 			pr_warn("stopped consuming samples: %s\n", strerror(-n));
 			*why = SESSION_END_SIGNAL;
@@ -604,6 +592,7 @@ void session__detach(struct session *s)
 	pr_info("%llu records from the moments probes went in or out dropped: their spans are unknown\n",
 		(unsigned long long)s->outside_window);
 	sampler__counters(s->sampler, s->counters);
+	s->have_seen = !sampler__calls_seen(s->sampler, &s->seen);
 	s->detached = true;
 }
 
@@ -740,6 +729,14 @@ static int add_run_comments(struct session *s)
 			    (unsigned long long)s->names_unresolved);
 	if (s->fpchain)
 		err |= add_commentf(s, "fp_broken_stacks=%llu", (unsigned long long)s->fp_broken);
+	err |= mapview__comments(s->view, session__add_comment_cb, s);
+	/* what an empty profile is explained with (proto/empty.h) */
+	if (s->have_seen) {
+		err |= add_commentf(s, "alloc_calls=%llu", (unsigned long long)s->seen.calls);
+		err |= add_commentf(s, "alloc_bytes=%llu", (unsigned long long)s->seen.bytes);
+	}
+	if (s->go)
+		err |= add_commentf(s, "target.runtime=go");
 	if (s->unwinder) {
 		err |= add_commentf(s, "unwind_errors=%llu",
 				    (unsigned long long)s->unwind_stops[UNWIND_STOP_ERROR]);
@@ -768,7 +765,8 @@ int session__write(struct session *s, const char *path)
 {
 	struct export_opts eo = {
 		.t = &s->t,
-		.maps = &s->maps,
+		.maps = mapview__maps(s->view),
+		.hist = mapview__hist(s->view),
 		.objs = s->objs,
 		.rate = s->o.rate,
 		.time_nanos = s->start_wall_ns,
@@ -808,10 +806,27 @@ uint64_t session__samples(const struct session *s)
 	return s->samples;
 }
 
-int session__live_heap(struct session *s, double *bytes, double *stderr_bytes)
+bool session__calls_seen(const struct session *s, uint64_t *calls, uint64_t *bytes)
+{
+	*calls = s->seen.calls;
+	*bytes = s->seen.bytes;
+	return s->have_seen;
+}
+
+bool session__is_go(const struct session *s)
+{
+	return s->go;
+}
+
+uint64_t session__duration_ns(const struct session *s)
+{
+	return s->end_ns > s->start_ns ? s->end_ns - s->start_ns : 0;
+}
+
+int session__live_each(struct session *s, void (*fn)(void *ctx, uint64_t size, double weight),
+			void *ctx)
 {
 	const struct live_block *b;
-	double sum = 0, var = 0;
 	size_t n, i;
 
 	if (!s->live)
@@ -819,20 +834,39 @@ int session__live_heap(struct session *s, double *bytes, double *stderr_bytes)
 	session__detach(s);
 	settle_live(s);
 	b = live__blocks(s->live, &n);
-	for (i = 0; i < n; i++) {
-		double y = (double)b[i].size;
+	for (i = 0; i < n; i++)
+		fn(ctx, b[i].size, b[i].weight);
+	return 0;
+}
 
-		sum += y * b[i].weight;
-		var += y * y * b[i].weight * (b[i].weight - 1);
-	}
-	*bytes = sum;
-	*stderr_bytes = sqrt(var);
+struct live_sum {
+	double sum, var;
+};
+
+static void add_live(void *ctx, uint64_t size, double weight)
+{
+	struct live_sum *t = ctx;
+	double y = (double)size;
+
+	t->sum += y * weight;
+	t->var += y * y * weight * (weight - 1);
+}
+
+int session__live_heap(struct session *s, double *bytes, double *stderr_bytes)
+{
+	struct live_sum t = { 0 };
+	int err = session__live_each(s, add_live, &t);
+
+	if (err)
+		return err;
+	*bytes = t.sum;
+	*stderr_bytes = sqrt(t.var);
 	return 0;
 }
 
 static void warn_fp_broken(const struct session *s)
 {
-	const struct procmap *m = procmaps__find(&s->maps, s->fp_broken_at - 1);
+	const struct procmap *m = procmaps__find(mapview__maps(s->view), s->fp_broken_at - 1);
 	struct elfobj *obj = m ? objcache__get(s->objs, m) : NULL;
 	const struct elf_symbol *sym = NULL;
 	char *name = NULL;
@@ -956,8 +990,8 @@ void session__close(struct session *s)
 	free(s->usdt_objects);
 	alloc_plan__free(&s->plan);
 	span_fn_plan__free(&s->fns);
+	mapview__free(s->view);
 	objcache__free(s->objs);
-	procmaps__free(&s->maps);
 	if (s->mem_fd >= 0)
 		close(s->mem_fd);
 	target__close(&s->t);

@@ -73,6 +73,12 @@ int session__add_comment_cb(void *session, const char *comment);
 /* write the profile; 0 or -errno */
 int session__write(struct session *s, const char *path);
 uint64_t session__samples(const struct session *s);
+/* once detached: the allocator calls the probes saw and their bytes; false if unknown */
+bool session__calls_seen(const struct session *s, uint64_t *calls, uint64_t *bytes);
+/* the target runs a Go program (exe_kind.h) */
+bool session__is_go(const struct session *s);
+/* from attach to detach */
+uint64_t session__duration_ns(const struct session *s);
 uint64_t session__lost(const struct session *s);
 /*
  * --inuse: the estimated live heap and its standard error.  The variance
@@ -80,6 +86,13 @@ uint64_t session__lost(const struct session *s);
  * (w = 1 / P(sampled)).  Detaches first.  -ENODATA without --inuse.
  */
 int session__live_heap(struct session *s, double *bytes, double *stderr_bytes);
+/*
+ * --inuse: fn(ctx, size, weight) for each sampled block of that estimate
+ * (requested size, w = 1 / P(sampled)), for sums the allocator's rounding
+ * needs (decompose.h).  Detaches first.  -ENODATA without --inuse.
+ */
+int session__live_each(struct session *s, void (*fn)(void *ctx, uint64_t size, double weight),
+		       void *ctx);
 /* one warning line on stderr for each way the capture is incomplete, with what to do */
 void session__warn_losses(const struct session *s);
 /* --inuse: sampled blocks not tracked (live table full) */

@@ -52,25 +52,34 @@ struct uprobe_set *uprobe_set__new(void)
 }
 
 static int attach_link(struct uprobe_set *s, enum uprobe_mode mode, const struct bpf_program *prog,
-		       const char *path, const uint64_t *offsets, const uint64_t *cookies,
-		       size_t n, pid_t pid, int retprobe)
+		       const char *path, const uint64_t *offsets, const uint64_t *ref_ctrs,
+		       const uint64_t *cookies, size_t n, pid_t pid, int retprobe)
 {
 	struct culpert_uprobe_multi_attr attr;
-	unsigned long *offs;
+	unsigned long *offs, *refs = NULL;
 	size_t i;
 	int fd;
 
 	/* the kernel takes offsets as unsigned long */
 	offs = calloc(n, sizeof(*offs));
-	if (!offs)
+	if (ref_ctrs)
+		refs = calloc(n, sizeof(*refs));
+	if (!offs || (ref_ctrs && !refs)) {
+		free(offs);
+		free(refs);
 		return -ENOMEM;
-	for (i = 0; i < n; i++)
+	}
+	for (i = 0; i < n; i++) {
 		offs[i] = (unsigned long)offsets[i];
+		if (refs)
+			refs[i] = (unsigned long)ref_ctrs[i];
+	}
 	memset(&attr, 0, sizeof(attr));
 	attr.prog_fd = (__u32)bpf_program__fd(prog);
 	attr.attach_type = uprobe_mode__attach_type(mode);
 	attr.path = (__u64)(unsigned long)path;
 	attr.offsets = (__u64)(unsigned long)offs;
+	attr.ref_ctr_offsets = (__u64)(unsigned long)refs;
 	attr.cookies = (__u64)(unsigned long)cookies;
 	attr.cnt = (__u32)n;
 	attr.multi_flags = retprobe ? CULPERT_BPF_F_UPROBE_MULTI_RETURN : 0;
@@ -78,6 +87,7 @@ static int attach_link(struct uprobe_set *s, enum uprobe_mode mode, const struct
 	fd = (int)syscall(__NR_bpf, CULPERT_BPF_LINK_CREATE, &attr, sizeof(attr));
 	fd = fd < 0 ? -errno : fd;
 	free(offs);
+	free(refs);
 	if (fd < 0)
 		return fd;
 	if (vec_reserve(&s->fds, &s->cap_fds, s->n_fds + 1, sizeof(int))) {
@@ -129,7 +139,16 @@ int uprobe_set__attach(struct uprobe_set *s, enum uprobe_mode mode, const struct
 		return 0;
 	if (mode == UPROBE_MODE_PERF)
 		return attach_perf(s, prog, path, offsets, cookies, n, pid, retprobe);
-	return attach_link(s, mode, prog, path, offsets, cookies, n, pid, retprobe);
+	return attach_link(s, mode, prog, path, offsets, NULL, cookies, n, pid, retprobe);
+}
+
+int uprobe_set__attach_refctr(struct uprobe_set *s, const struct bpf_program *prog,
+			      const char *path, const uint64_t *offsets, const uint64_t *ref_ctrs,
+			      const uint64_t *cookies, size_t n, pid_t pid)
+{
+	if (!n)
+		return 0;
+	return attach_link(s, UPROBE_MODE_MULTI, prog, path, offsets, ref_ctrs, cookies, n, pid, 0);
 }
 
 size_t uprobe_set__count(const struct uprobe_set *s)

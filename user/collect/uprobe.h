@@ -34,6 +34,14 @@ struct uprobe_set *uprobe_set__new(void);
 int uprobe_set__attach(struct uprobe_set *s, enum uprobe_mode mode, const struct bpf_program *prog,
 		       const char *path, const uint64_t *offsets, const uint64_t *cookies,
 		       size_t n, pid_t pid, int retprobe);
+/*
+ * The same through one uprobe_multi link, with a USDT semaphore per offset
+ * (ref_ctrs[i], a file offset, 0 for none) that the kernel increments in
+ * the process while the probe is in.  0 or -errno.
+ */
+int uprobe_set__attach_refctr(struct uprobe_set *s, const struct bpf_program *prog,
+			      const char *path, const uint64_t *offsets, const uint64_t *ref_ctrs,
+			      const uint64_t *cookies, size_t n, pid_t pid);
 /* probe sites attached so far */
 size_t uprobe_set__count(const struct uprobe_set *s);
 /* detach everything (the kernel removes the breakpoints) */

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "allocfmt.h"
 #include "json.h"
 #include "memcg.h"
 #include "memfmt.h"
@@ -14,8 +15,7 @@
 /* components of an item path ("cgroup.memory.stat.anon_bytes") */
 #define ITEM_MAX_DEPTH 8
 
-static struct mem_item *item_new(struct mem_items *items, const char *path,
-				 enum mem_item_type type)
+struct mem_item *mem_items__add(struct mem_items *items, const char *path, enum mem_item_type type)
 {
 	struct mem_item *it;
 
@@ -28,10 +28,11 @@ static struct mem_item *item_new(struct mem_items *items, const char *path,
 	return it;
 }
 
-/* a plain value: a string (s), a number (u) or null (neither) */
-static int add_plain(struct mem_items *items, const char *path, const char *s, const uint64_t *u)
+int mem_items__add_plain(struct mem_items *items, const char *path, const char *s,
+			 const uint64_t *u)
 {
-	struct mem_item *it = item_new(items, path, s ? MEM_ITEM_STR : u ? MEM_ITEM_U64 : MEM_ITEM_NULL);
+	struct mem_item *it = mem_items__add(items, path,
+					     s ? MEM_ITEM_STR : u ? MEM_ITEM_U64 : MEM_ITEM_NULL);
 
 	if (!it)
 		return -ENOMEM;
@@ -58,7 +59,7 @@ static int add_section(struct mem_items *items, const char *dir, const char *pro
 		if (!mem_has(v, (int)i))
 			continue;
 		snprintf(path, sizeof(path), "%s.%s", dir, f->name);
-		it = item_new(items, path, MEM_ITEM_U64);
+		it = mem_items__add(items, path, MEM_ITEM_U64);
 		if (!it)
 			return -ENOMEM;
 		it->u = v->v[i];
@@ -85,17 +86,17 @@ static int add_pressure(struct mem_items *items, const struct mem_pressure *p)
 	int w, a;
 
 	if (!p->present)
-		return add_plain(items, "cgroup.pressure", NULL, NULL);
+		return mem_items__add_plain(items, "cgroup.pressure", NULL, NULL);
 	for (w = 0; w < (p->has_full ? 2 : 1); w++) {
 		for (a = 0; a < 3; a++) {
 			snprintf(path, sizeof(path), "cgroup.pressure.%s.%s_pct", which[w], avg[a]);
-			it = item_new(items, path, MEM_ITEM_F64);
+			it = mem_items__add(items, path, MEM_ITEM_F64);
 			if (!it)
 				return -ENOMEM;
 			it->f = p->avg[w][a];
 		}
 		snprintf(path, sizeof(path), "cgroup.pressure.%s.total_us", which[w]);
-		it = item_new(items, path, MEM_ITEM_U64);
+		it = mem_items__add(items, path, MEM_ITEM_U64);
 		if (!it)
 			return -ENOMEM;
 		it->u = p->total_us[w];
@@ -113,14 +114,14 @@ static int add_cgroup(struct mem_items *items, const struct mem_cgroup *cg)
 {
 	int err;
 
-	err = add_plain(items, "cgroup.path", cg->path, NULL);
-	err = err ?: add_plain(items, "cgroup.container_id", cg->container_id, NULL);
+	err = mem_items__add_plain(items, "cgroup.path", cg->path, NULL);
+	err = err ?: mem_items__add_plain(items, "cgroup.container_id", cg->container_id, NULL);
 	err = err ?: add_pressure(items, &cg->pressure);
 	if (err)
 		return err;
 	if (!cg->memory) {
-		err = add_plain(items, "cgroup.memory", NULL, NULL);
-		return err ?: add_plain(items, "cgroup.memory_absent", cg->absent, NULL);
+		err = mem_items__add_plain(items, "cgroup.memory", NULL, NULL);
+		return err ?: mem_items__add_plain(items, "cgroup.memory_absent", cg->absent, NULL);
 	}
 	err = add_section(items, "cgroup.memory", "culpert_cgroup_memory_", NULL, NULL,
 			  &memcg_memory_section, &cg->mem);
@@ -142,10 +143,10 @@ int mem_items__build(const struct memstats *m, struct mem_items *out)
 	int err, k;
 
 	memset(out, 0, sizeof(*out));
-	err = add_plain(out, "pid", NULL, &pid);
-	err = err ?: add_plain(out, "comm", m->comm, NULL);
-	err = err ?: add_plain(out, "schema_version", NULL, &schema);
-	err = err ?: add_plain(out, "time_unix_ns", NULL, &t);
+	err = mem_items__add_plain(out, "pid", NULL, &pid);
+	err = err ?: mem_items__add_plain(out, "comm", m->comm, NULL);
+	err = err ?: mem_items__add_plain(out, "schema_version", NULL, &schema);
+	err = err ?: mem_items__add_plain(out, "time_unix_ns", NULL, &t);
 	err = err ?: add_section(out, "rollup", "culpert_process_", NULL, NULL, &mem_rollup_section,
 				 &m->rollup);
 	err = err ?: add_section(out, "status", "culpert_process_", NULL, NULL, &mem_status_section,
@@ -156,6 +157,7 @@ int mem_items__build(const struct memstats *m, struct mem_items *out)
 				  &mem_kind_section, &m->kinds[k]);
 	}
 	err = err ?: add_cgroup(out, &m->cg);
+	err = err ?: allocfmt_items(out, &m->alloc);
 	if (err) {
 		mem_items__free(out);
 		return err;
@@ -432,6 +434,7 @@ int memfmt_text(FILE *f, const struct memstats *m)
 	text_section(f, title, &mem_status_section, &m->status);
 	text_kinds(f, m);
 	text_cgroup(f, &m->cg);
+	allocfmt_text(f, &m->alloc);
 	return ferror(f) ? -EIO : 0;
 }
 

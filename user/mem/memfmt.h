@@ -44,6 +44,12 @@ struct mem_items {
 	size_t n, cap;
 };
 
+/* a new item of `path` (other fields zero) at the end of items; NULL when out of memory */
+struct mem_item *mem_items__add(struct mem_items *items, const char *path, enum mem_item_type type);
+/* a plain value: a string (s), a number (*u) or null (neither); 0 or -ENOMEM */
+int mem_items__add_plain(struct mem_items *items, const char *path, const char *s,
+			 const uint64_t *u);
+
 /* every value of m as items sorted by path; 0 or -ENOMEM */
 int mem_items__build(const struct memstats *m, struct mem_items *out);
 void mem_items__free(struct mem_items *items);

@@ -15,6 +15,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "allocstate.h"
 #include "memcg.h"
 #include "memvalues.h"
 
@@ -52,6 +53,7 @@ struct memstats {
 	struct mem_values status;
 	struct mem_values kinds[MEM_KIND__MAX];
 	struct mem_cgroup cg;
+	struct alloc_state alloc;	/* filled by alloc_reader__read(), not memstats__read() */
 };
 
 extern const struct mem_section mem_rollup_section;

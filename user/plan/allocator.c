@@ -10,6 +10,7 @@
 #include "culpert.h"
 #include "elfobj.h"
 #include "exits.h"
+#include "exe_kind.h"
 #include "log.h"
 #include "objcache.h"
 #include "procmaps.h"
@@ -721,7 +722,48 @@ static size_t describe_search(const struct planner *pl, char *err, size_t errlen
 					pl->cands[i]->path);
 	if (!pl->n && len < errlen)
 		len += (size_t)snprintf(err + len, errlen - len, " any object");
+	/* an object that could not be read is the likelier cause: say so without -v */
+	for (i = 0; i < pl->n && len < errlen; i++)
+		if (!objcache__get(pl->cache, pl->cands[i]))
+			len += (size_t)snprintf(err + len, errlen - len, "; cannot read %s: %s%s",
+						pl->cands[i]->path, strerror(errno),
+						errno == EPERM && strstr(pl->cands[i]->path, " (deleted)") ?
+						" (a deleted file is read through /proc/PID/map_files, "
+						"which needs CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE)" : "");
 	return len < errlen ? len : errlen;
+}
+
+/*
+ * The executable itself says why nothing defines malloc: a Go program (its
+ * runtime has an allocator of its own), or a static executable stripped of
+ * the symbol table malloc would be found in.  false when neither.
+ */
+static bool exe_reason(struct planner *pl, char *err, size_t errlen)
+{
+	const struct procmap *exe = pl->n && !search_rank(pl->t, pl->cands[0]) ? pl->cands[0] : NULL;
+	struct elfobj *obj = exe ? objcache__get(pl->cache, exe) : NULL;
+	size_t i;
+
+	if (!obj)
+		return false;
+	if (exe_kind__is_go(obj)) {
+		snprintf(err, errlen, "allocator not found: pid %d runs a Go program (%s), and Go's "
+			 "runtime allocates without malloc, so there is no C allocator to probe; "
+			 "profile its heap with runtime/pprof or net/http/pprof's /debug/pprof/heap",
+			 (int)pl->t->pid, exe->path);
+		return true;
+	}
+	for (i = 0; i < pl->n; i++)
+		if (is_libc(pl->cands[i]->path))
+			return false;
+	if (elfobj__has_symtab(obj))
+		return false;
+	snprintf(err, errlen, "allocator not found: %s is a static executable without a symbol "
+		 "table (stripped), so the malloc linked into it cannot be found by name; profile a "
+		 "build that keeps its symbols (not stripped), or one linked against the shared "
+		 "libc, whose malloc is always found (e.g. Debian's busybox, not busybox-static)",
+		 exe->path);
+	return true;
 }
 
 static void not_found(struct planner *pl, const char *allocator, const struct family *want,
@@ -748,6 +790,8 @@ static void not_found(struct planner *pl, const char *allocator, const struct fa
 		describe_search(pl, err, errlen, what);
 		return;
 	}
+	if (!*allocator && exe_reason(pl, err, errlen))
+		return;
 	snprintf(what, sizeof(what), "%smalloc", allocator);
 	len = describe_search(pl, err, errlen, what);
 	if (!*allocator) {
@@ -806,6 +850,23 @@ int allocator__plan(const struct target *t, const struct procmaps *maps, struct 
 		alloc_plan__free(plan);
 		return ret;
 	}
+	return 0;
+}
+
+int allocator__find(const struct target *t, const struct procmaps *maps, struct objcache *cache,
+		    const char *family, const struct procmap **map, struct elfobj **obj,
+		    const char **family_out)
+{
+	struct planner pl = { .t = t, .maps = maps, .cache = cache };
+	const struct family *want = NULL, *fam = NULL;
+
+	if (family && !(want = family_by_name(family)))
+		return -EINVAL;
+	pl.n = candidates(t, maps, pl.cands, ARRAY_SIZE(pl.cands));
+	*map = find_provider(&pl, "", want, obj, &fam);
+	if (!*map)
+		return -ENOENT;
+	*family_out = fam->name;
 	return 0;
 }
 

@@ -15,6 +15,8 @@
 struct target;
 struct procmaps;
 struct objcache;
+struct elfobj;
+struct procmap;
 
 #include <linux/types.h>
 
@@ -78,6 +80,15 @@ struct alloc_plan {
  */
 int allocator__plan(const struct target *t, const struct procmaps *maps, struct objcache *cache,
 		    const char *allocator, struct alloc_plan *plan, char *err, size_t errlen);
+/*
+ * The first object, in the dynamic linker's order, that defines malloc and
+ * belongs to `family` ("glibc", ...), or whichever serves malloc when
+ * family is NULL; its family's name in *family_out ("custom": none of the
+ * known ones).  0, -ENOENT (none), -EINVAL (no such family).
+ */
+int allocator__find(const struct target *t, const struct procmaps *maps, struct objcache *cache,
+		    const char *family, const struct procmap **map, struct elfobj **obj,
+		    const char **family_out);
 /* at -v: each object's family and probe count, and the entry points it lacks */
 void alloc_plan__log(const struct alloc_plan *plan);
 void alloc_plan__free(struct alloc_plan *plan);

@@ -9,6 +9,7 @@
 
 #include "culpert.h"
 
+#include "a64insn.h"
 #include "elfobj.h"
 #include "exits.h"
 #include "hoist.h"
@@ -32,6 +33,7 @@ struct finder {
 	struct hoist_branch *br;
 	size_t n_br;
 	bool indirect;			/* a jump through a register: the code's entries are not all known */
+	bool a64;			/* arm64 code: decoded word by word, no exit hoisted */
 	uint64_t ret_vaddr[EXITS_MAX];	/* of out->offsets[] */
 };
 
@@ -200,6 +202,20 @@ static void tail_to(struct finder *f, const char *name, uint64_t at)
 	snprintf(o->tails[o->n_tails++], EXITS_NAME_LEN, "%s", name);
 }
 
+/* a direct jump at `from` to `to`: a tail call through the PLT, or code to decode as well */
+static void jump_out(struct finder *f, const struct region *r, uint64_t from, uint64_t to)
+{
+	uint64_t slot;
+
+	if (to >= r->start && to < r->end)
+		return;
+	if (plt__in_plt(f->obj, to))
+		tail_to(f, plt__entry_slot(f->obj, to, &slot) ? plt__got_symbol(f->obj, slot) : NULL,
+			from);
+	else
+		add_region(f, to);
+}
+
 static void branch(struct finder *f, const struct region *r, const cs_insn *in)
 {
 	const cs_x86 *x = &in->detail->x86;
@@ -216,12 +232,7 @@ static void branch(struct finder *f, const struct region *r, const cs_insn *in)
 			/* without the whole list no exit may move: it stays on its `ret` */
 			f->indirect = true;
 		}
-		if (to >= r->start && to < r->end)
-			return;
-		if (plt__in_plt(f->obj, to))
-			tail_to(f, plt__entry_slot(f->obj, to, &slot) ? plt__got_symbol(f->obj, slot) : NULL, in->address);
-		else
-			add_region(f, to);
+		jump_out(f, r, in->address, to);
 		return;
 	}
 	/* jmp *sym@GOTPCREL(%rip): -fno-plt's tail call */
@@ -233,27 +244,14 @@ static void branch(struct finder *f, const struct region *r, const cs_insn *in)
 	f->indirect = true;
 }
 
-static int decode_region(struct finder *f, const struct region *r)
+/* x86-64 under capstone; code is kept for hoist__exit() (freed with the finder) or freed here */
+static int x86_decode(struct finder *f, const struct region *r, uint8_t *code, uint64_t len)
 {
-	uint64_t len = r->end - r->start;
 	const cs_insn *in;
 	struct x86dec d;
-	uint8_t *code;
 	size_t pos;
 	int err;
 
-	if (len > PROBE_OFFSET_MAX_FUNC) {
-		give_up(f, "code range of %llu bytes too large to decode", (unsigned long long)len);
-		return 0;
-	}
-	code = malloc(len);
-	if (!code)
-		return -ENOMEM;
-	if (elfobj__read(f->obj, r->start, code, len) != (long)len) {
-		give_up(f, "cannot read the code at %#llx", (unsigned long long)r->start);
-		free(code);
-		return 0;
-	}
 	err = x86dec__open(&d, code, len, r->start);
 	if (err) {
 		free(code);
@@ -274,8 +272,64 @@ static int decode_region(struct finder *f, const struct region *r)
 			branch(f, r, in);
 	}
 	x86dec__close(&d);
-	/* kept for hoist__exit() */
 	f->code[f->n_code++] = (struct hoist_code){ r->start, r->end, code };
+	return 0;
+}
+
+/*
+ * arm64, word by word: ret (ret x30, ret xN) is an exit; b and the
+ * conditional branches are jumps (a b into the PLT a tail call); adrp, ldr
+ * then br is -fno-plt's tail call through the GOT; any other br a jump
+ * table.  retaa and retab cannot carry a uprobe at all (the kernel rejects
+ * them): such a function's exits are not all known.
+ */
+static void a64_decode(struct finder *f, const struct region *r, const uint8_t *code,
+		       uint64_t len)
+{
+	uint64_t pos, pc, to, slot;
+	unsigned int reg;
+	uint32_t i;
+
+	for (pos = 0; pos + A64_INSN <= len && f->out->complete; pos += A64_INSN) {
+		i = a64_word(code + pos);
+		pc = r->start + pos;
+		if (a64_ret(i))
+			add_exit(f, pc);
+		else if (a64_ret_auth(i))
+			give_up(f, "retaa/retab at %#llx, which the kernel cannot probe",
+				(unsigned long long)pc);
+		else if (!a64_bl(i) && a64_branch_target(i, pc, &to))
+			jump_out(f, r, pc, to);
+		else if ((a64_br(i) || a64_br_auth(i)) && pos >= 2 * A64_INSN &&
+			 a64_got_load(a64_word(code + pos - 8), a64_word(code + pos - 4), pc - 8,
+				      &slot, &reg) && reg == a64_rn(i))
+			tail_to(f, plt__got_symbol(f->obj, slot), pc);
+		else if (a64_br(i) || a64_br_auth(i))
+			f->indirect = true;
+	}
+}
+
+static int decode_region(struct finder *f, const struct region *r)
+{
+	uint64_t len = r->end - r->start;
+	uint8_t *code;
+
+	if (len > PROBE_OFFSET_MAX_FUNC) {
+		give_up(f, "code range of %llu bytes too large to decode", (unsigned long long)len);
+		return 0;
+	}
+	code = malloc(len);
+	if (!code)
+		return -ENOMEM;
+	if (elfobj__read(f->obj, r->start, code, len) != (long)len) {
+		give_up(f, "cannot read the code at %#llx", (unsigned long long)r->start);
+		free(code);
+		return 0;
+	}
+	if (!f->a64)
+		return x86_decode(f, r, code, len);
+	a64_decode(f, r, code, len);
+	free(code);
 	return 0;
 }
 
@@ -332,16 +386,17 @@ static void hoist_exits_free(struct finder *f)
 int exits__find(struct elfobj *obj, uint64_t vaddr, uint64_t size, bool hoist, struct exits *out)
 {
 	struct finder f = { .obj = obj, .elf = elfobj__elf(obj), .out = out };
-	GElf_Ehdr ehdr;
+	int machine = elfobj__machine(obj);
 	size_t done;
 	int err = 0;
 
 	memset(out, 0, sizeof(*out));
 	out->complete = true;
-	if (!gelf_getehdr(f.elf, &ehdr) || ehdr.e_machine != EM_X86_64) {
-		give_up(&f, "not x86-64 code");
+	if (machine != EM_X86_64 && machine != EM_AARCH64) {
+		give_up(&f, "neither x86-64 nor arm64 code");
 		return 0;
 	}
+	f.a64 = machine == EM_AARCH64;
 	if (size)
 		f.todo[f.n_todo++] = (struct region){ vaddr, vaddr + size };
 	else
@@ -351,7 +406,8 @@ int exits__find(struct elfobj *obj, uint64_t vaddr, uint64_t size, bool hoist, s
 	out->regions = done;
 	if (!err && out->complete && !out->n && !out->n_tails)
 		give_up(&f, "no return instruction found");
-	if (!err && out->complete && hoist)
+	/* arm64's kernel simulates ret: a probe there costs no more than one on a branch */
+	if (!err && out->complete && hoist && !f.a64)
 		hoist_exits(&f);
 	hoist_exits_free(&f);
 	return err;

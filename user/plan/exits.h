@@ -15,6 +15,8 @@
  * or the GOT to a function this object defines as well; tail calls to
  * functions of other objects are listed by name for the caller to judge.
  * Jumps through a register (jump tables) are taken to stay in the function.
+ * x86-64 is decoded with capstone; arm64 word by word (a64insn.h: ret, b,
+ * the conditional branches, br), and its exits are never hoisted.
  */
 #ifndef CULPERT_EXITS_H
 #define CULPERT_EXITS_H

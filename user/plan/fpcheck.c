@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <errno.h>
-#include <string.h>
-
+#include <gelf.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "elfobj.h"
 #include "fpcheck.h"
@@ -46,15 +46,39 @@ static bool sets_up_fp(const unsigned char *c, long n)
 	return false;
 }
 
+/*
+ * arm64: a frame record stored (stp x29, x30, [sp, #N] with or without
+ * writeback), then x29 pointed at it (add x29, sp, #N; mov x29, sp is
+ * #0), within the first instructions: paciasp, bti or a sub sp may come
+ * first.  -fomit-frame-pointer still saves x29 and x30 as a pair, but never
+ * sets x29.
+ */
+static bool a64_sets_up_fp(const unsigned char *c, long n)
+{
+	bool record = false;
+	uint32_t i;
+	long at;
+
+	for (at = 0; at + 4 <= n; at += 4) {
+		i = (uint32_t)c[at] | (uint32_t)c[at + 1] << 8 | (uint32_t)c[at + 2] << 16 |
+		    (uint32_t)c[at + 3] << 24;
+		if ((i & 0xFE407FFF) == 0xA8007BFD && (i & 0x01800000))	/* stp x29, x30, [sp..] */
+			record = true;
+		else if (record && (i & 0xFFC003FF) == 0x910003FD)		/* add x29, sp, #N */
+			return true;
+	}
+	return false;
+}
+
 static void examine(struct elfobj *obj, uint64_t vaddr, struct fp_evidence *ev)
 {
-	unsigned char code[16];
-	long got = elfobj__read(obj, vaddr, code, sizeof(code));
+	unsigned char code[24];
+	long got = elfobj__read(obj, vaddr, code, ev->a64 ? 24 : 16);
 
 	if (got < 4)
 		return;
 	ev->functions++;
-	ev->with_fp += sets_up_fp(code, got);
+	ev->with_fp += ev->a64 ? a64_sets_up_fp(code, got) : sets_up_fp(code, got);
 }
 
 static int32_t le32(const unsigned char *p)
@@ -90,12 +114,20 @@ static void examine_fde_starts(struct elfobj *obj, struct fp_evidence *ev)
 	}
 }
 
+/* no evidence yet, for the object's architecture */
+static void evidence_init(struct elfobj *obj, struct fp_evidence *ev)
+{
+	memset(ev, 0, sizeof(*ev));
+	ev->a64 = elfobj__machine(obj) == EM_AARCH64;
+	ev->fp_reg = ev->a64 ? "x29" : "%rbp";
+}
+
 int fpcheck(struct elfobj *obj, struct fp_evidence *ev)
 {
 	const struct elf_symbol *syms;
 	size_t n, i;
 
-	memset(ev, 0, sizeof(*ev));
+	evidence_init(obj, ev);
 	/* a stripped object's exported symbols are a few entry points: the unwind table knows all */
 	if (!elfobj__has_symtab(obj)) {
 		examine_fde_starts(obj, ev);
@@ -146,7 +178,7 @@ int fpcheck_allocating(struct elfobj *obj, struct fp_evidence *ev)
 	struct examine_ctx c = { obj, ev };
 	int n;
 
-	memset(ev, 0, sizeof(*ev));
+	evidence_init(obj, ev);
 	n = plt__callers(obj, alloc_names, sizeof(alloc_names) / sizeof(alloc_names[0]),
 			 FPCHECK_MAX_FUNCS, examine_caller, &c);
 	return n < 0 ? n : 0;
@@ -173,6 +205,8 @@ int fp_path_judge(const struct procmaps *maps, struct objcache *objs, const stru
 {
 	struct fp_evidence ev;
 	size_t i, j, libs = 0, fns = 0, with = 0;
+	struct elfobj *exe_obj = objcache__get(objs, exe);
+	const char *reg = exe_obj && elfobj__machine(exe_obj) == EM_AARCH64 ? "x29" : "%rbp";
 
 	for (i = 0; i < maps->n; i++) {
 		const struct procmap *m = &maps->v[i];
@@ -189,8 +223,8 @@ int fp_path_judge(const struct procmaps *maps, struct objcache *objs, const stru
 			continue;
 		if (!fp_evidence__all_fp(&ev)) {
 			snprintf(why, len, "%s calls the allocator from code built without frame pointers "
-				 "(%zu of %zu such functions set up %%rbp)", m->path, ev.with_fp,
-				 ev.functions);
+				 "(%zu of %zu such functions set up %s)", m->path, ev.with_fp,
+				 ev.functions, ev.fp_reg);
 			return 0;
 		}
 		libs += strcmp(m->path, exe->path) != 0;
@@ -198,6 +232,6 @@ int fp_path_judge(const struct procmaps *maps, struct objcache *objs, const stru
 		with += ev.with_fp;
 	}
 	snprintf(why, len, "%s and %zu libraries keep frame pointers where they call the allocator "
-		 "(%zu of %zu such functions set up %%rbp)", exe->path, libs, with, fns);
+		 "(%zu of %zu such functions set up %s)", exe->path, libs, with, fns, reg);
 	return 1;
 }

@@ -2,7 +2,8 @@
 /*
  * Was an object built with frame pointers?  There is no ELF marker for it,
  * so look at the code: with -fno-omit-frame-pointer nearly every function
- * opens with push %rbp; mov %rsp,%rbp, without it nearly none does.
+ * opens with push %rbp; mov %rsp,%rbp (arm64: stp x29, x30, [sp, #-N]!;
+ * mov x29, sp), without it nearly none does.
  */
 #ifndef CULPERT_FPCHECK_H
 #define CULPERT_FPCHECK_H
@@ -14,7 +15,9 @@ struct elfobj;
 
 struct fp_evidence {
 	size_t functions;	/* function prologues examined */
-	size_t with_fp;		/* of those, setting up %rbp as frame pointer */
+	size_t with_fp;		/* of those, setting up fp_reg as frame pointer */
+	const char *fp_reg;	/* "%rbp", "x29" */
+	bool a64;		/* arm64 code */
 };
 
 /* 0 or -errno (-ENOENT: no function symbols to examine) */

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "a64insn.h"
 #include "elfobj.h"
 #include "plt.h"
 #include "probe_offset.h"
@@ -92,7 +93,8 @@ bool plt__rip_operand(const cs_insn *in, uint64_t *addr)
 	return true;
 }
 
-bool plt__entry_slot(struct elfobj *obj, uint64_t vaddr, uint64_t *slot)
+/* x86-64: [endbr64;] jmp *disp(%rip), in .plt, .plt.sec or .plt.got */
+static bool x86_entry_slot(struct elfobj *obj, uint64_t vaddr, uint64_t *slot)
 {
 	uint8_t code[32];
 	struct x86dec d;
@@ -112,6 +114,26 @@ bool plt__entry_slot(struct elfobj *obj, uint64_t vaddr, uint64_t *slot)
 		ok = plt__rip_operand(in, slot);
 	x86dec__close(&d);
 	return ok;
+}
+
+/* arm64: [bti c;] adrp x16, PAGE; ldr x17, [x16, #OFF]; add x16, x16, #OFF; br x17 */
+static bool a64_entry_slot(struct elfobj *obj, uint64_t vaddr, uint64_t *slot)
+{
+	uint8_t code[3 * A64_INSN];
+	unsigned int reg;
+	size_t k;
+
+	if (elfobj__read(obj, vaddr, code, sizeof(code)) != sizeof(code))
+		return false;
+	k = a64_bti(a64_word(code)) ? A64_INSN : 0;
+	return a64_got_load(a64_word(code + k), a64_word(code + k + A64_INSN), vaddr + k, slot,
+			    &reg) && reg == 17;
+}
+
+bool plt__entry_slot(struct elfobj *obj, uint64_t vaddr, uint64_t *slot)
+{
+	return elfobj__machine(obj) == EM_AARCH64 ? a64_entry_slot(obj, vaddr, slot) :
+						    x86_entry_slot(obj, vaddr, slot);
 }
 
 static bool named(const char *s, const char *const *names, size_t n)
@@ -189,7 +211,8 @@ static int index_targets(struct elfobj *obj, struct plt_index *x, const char *co
 	Elf_Scn *scn = NULL;
 	GElf_Shdr shdr;
 	size_t shstrndx, i;
-	uint64_t at, slot;
+	/* x86-64 PLT entries are 16 bytes; arm64's 16 or, with BTI, 24: every word is tried */
+	uint64_t step = elfobj__machine(obj) == EM_AARCH64 ? A64_INSN : 16, at, slot;
 	const char *name;
 
 	if (elf_getshdrstrndx(elf, &shstrndx))
@@ -198,7 +221,7 @@ static int index_targets(struct elfobj *obj, struct plt_index *x, const char *co
 		if (!gelf_getshdr(scn, &shdr) || !(name = elf_strptr(elf, shstrndx, shdr.sh_name)) ||
 		    strncmp(name, ".plt", 4) || shdr.sh_size > (1U << 24))
 			continue;
-		for (at = shdr.sh_addr; at + 16 <= shdr.sh_addr + shdr.sh_size; at += 16)
+		for (at = shdr.sh_addr; at + 16 <= shdr.sh_addr + shdr.sh_size; at += step)
 			if (plt__entry_slot(obj, at, &slot) && in_sorted(x->slots, x->n_slots, slot) &&
 			    push(&x->targets, &x->n_targets, at))
 				return -ENOMEM;
@@ -227,9 +250,9 @@ static bool calls_named(const struct plt_index *x, const cs_insn *in)
 	       in_sorted(x->targets, x->n_targets, (uint64_t)d->operands[0].imm);
 }
 
-/* does the function at sym call one of the targets?  Only its first 4 KiB are decoded */
-static bool function_calls(struct elfobj *obj, const struct elf_symbol *sym,
-			   const struct plt_index *x)
+/* x86-64: does the function at sym call one of the targets?  Its first 4 KiB are decoded */
+static bool x86_function_calls(struct elfobj *obj, const struct elf_symbol *sym,
+			       const struct plt_index *x)
 {
 	uint8_t code[4096];
 	size_t len = sym->size < sizeof(code) ? sym->size : sizeof(code), pos;
@@ -244,6 +267,42 @@ static bool function_calls(struct elfobj *obj, const struct elf_symbol *sym,
 		hit = calls_named(x, in);
 	x86dec__close(&d);
 	return hit;
+}
+
+/*
+ * arm64: bl or b to a target, or blr / br through one of the slots just
+ * loaded (adrp; ldr; blr: -fno-plt).  The first 4 KiB, word by word.
+ */
+static bool a64_function_calls(struct elfobj *obj, const struct elf_symbol *sym,
+			       const struct plt_index *x)
+{
+	uint8_t code[4096];
+	size_t len = (sym->size < sizeof(code) ? sym->size : sizeof(code)) & ~(size_t)3, pos;
+	uint64_t to, slot, pc;
+	unsigned int reg;
+	uint32_t i;
+
+	if (elfobj__read(obj, sym->value, code, len) != (long)len)
+		return false;
+	for (pos = 0; pos + A64_INSN <= len; pos += A64_INSN) {
+		i = a64_word(code + pos);
+		pc = sym->value + pos;
+		if ((a64_bl(i) || a64_b(i)) && a64_branch_target(i, pc, &to) &&
+		    in_sorted(x->targets, x->n_targets, to))
+			return true;
+		if ((a64_blr(i) || a64_br(i)) && pos >= 2 * A64_INSN &&
+		    a64_got_load(a64_word(code + pos - 8), a64_word(code + pos - 4), pc - 8, &slot,
+				 &reg) && reg == a64_rn(i) && in_sorted(x->slots, x->n_slots, slot))
+			return true;
+	}
+	return false;
+}
+
+static bool function_calls(struct elfobj *obj, const struct elf_symbol *sym,
+			   const struct plt_index *x)
+{
+	return elfobj__machine(obj) == EM_AARCH64 ? a64_function_calls(obj, sym, x) :
+						    x86_function_calls(obj, sym, x);
 }
 
 int plt__callers(struct elfobj *obj, const char *const *names, size_t n_names, size_t max,

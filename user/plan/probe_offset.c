@@ -21,10 +21,11 @@
 #include "probe_offset.h"
 #include "x86dec.h"
 
-static int decide(struct probe_offset *po, uint64_t offset, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+/* shared with probe_offset_arm64.c; the short names below are this file's */
+#define decide probe_offset__decide
+#define size_checkable probe_offset__size_checkable
 
-static int decide(struct probe_offset *po, uint64_t offset, const char *fmt, ...)
+int probe_offset__decide(struct probe_offset *po, uint64_t offset, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -225,8 +226,7 @@ static bool entries_clear(struct x86dec *d, struct probe_offset *po)
 	return true;
 }
 
-/* true if a function of `len` bytes can be decoded whole; else false with the decision */
-static bool size_checkable(uint64_t len, struct probe_offset *po)
+bool probe_offset__size_checkable(uint64_t len, struct probe_offset *po)
 {
 	if (!len)
 		decide(po, 0, "+0: function size unknown (symbol size 0), cannot prove");
@@ -260,14 +260,14 @@ int probe_offset__choose(const uint8_t *code, size_t len, uint64_t addr, struct 
 int probe_offset__for_symbol(struct elfobj *obj, const struct elf_symbol *sym,
 			     struct probe_offset *po)
 {
-	GElf_Ehdr ehdr;
+	int machine = elfobj__machine(obj);
 	uint8_t *code;
 	long n;
 	int err;
 
 	memset(po, 0, sizeof(*po));
-	if (!gelf_getehdr(elfobj__elf(obj), &ehdr) || ehdr.e_machine != EM_X86_64)
-		return decide(po, 0, "+0: not x86-64 code");
+	if (machine != EM_X86_64 && machine != EM_AARCH64)
+		return decide(po, 0, "+0: neither x86-64 nor arm64 code");
 	if (!size_checkable(sym->size, po))
 		return 0;
 	code = malloc(sym->size);
@@ -278,7 +278,9 @@ int probe_offset__for_symbol(struct elfobj *obj, const struct elf_symbol *sym,
 		err = decide(po, 0, "+0: cannot read the function's %llu bytes of code",
 			     (unsigned long long)sym->size);
 	else
-		err = probe_offset__choose(code, sym->size, sym->value, po);
+		err = machine == EM_AARCH64 ?
+			      probe_offset__choose_arm64(code, sym->size, sym->value, po) :
+			      probe_offset__choose(code, sym->size, sym->value, po);
 	free(code);
 	if (!err)
 		pr_debug("probe offset of %s: %s\n", sym->name, po->reason);

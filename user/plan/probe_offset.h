@@ -38,10 +38,19 @@ struct probe_offset {
  * reason), not an error.  0, or -EINVAL / -ENOMEM.
  */
 int probe_offset__choose(const uint8_t *code, size_t len, uint64_t addr, struct probe_offset *po);
-/* does the kernel emulate the instruction of these n bytes (not single-step it)? */
+/* does the kernel emulate the x86-64 instruction of these n bytes (not single-step it)? */
 bool probe_offset__emulated(const uint8_t *b, size_t n);
-/* the same for a function symbol of an object, reading its code from the file */
+/* the same for an arm64 function (probe_offset_arm64.c: simulated, single-stepped, rejected) */
+int probe_offset__choose_arm64(const uint8_t *code, size_t len, uint64_t addr,
+			       struct probe_offset *po);
+/* the same for a function symbol of an object (x86-64 or arm64), reading its code from the file */
 int probe_offset__for_symbol(struct elfobj *obj, const struct elf_symbol *sym,
 			     struct probe_offset *po);
+
+/* for the per-architecture choosers: the decision and its reason; returns 0 */
+int probe_offset__decide(struct probe_offset *po, uint64_t offset, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* true if a function of `len` bytes can be decoded whole; else false with the decision */
+bool probe_offset__size_checkable(uint64_t len, struct probe_offset *po);
 
 #endif /* CULPERT_PROBE_OFFSET_H */

@@ -100,9 +100,132 @@ const struct procmap *procmaps__find(const struct procmaps *m, uint64_t addr)
 	return NULL;
 }
 
+/* does [start, end) overlap any of the n mappings v, sorted by start? */
+static bool overlaps(const struct procmap *v, size_t n, uint64_t start, uint64_t end)
+{
+	size_t lo = 0, hi = n;
+
+	/* the first mapping that ends after start: the only one that can overlap first */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (v[mid].end <= start)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && v[lo].start < end;
+}
+
+static int by_start(const void *a, const void *b)
+{
+	const struct procmap *x = a, *y = b;
+
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* the entry of v that is the same mapping as m, NULL if none */
+static const struct procmap *same_in(const struct procmaps *v, const struct procmap *m)
+{
+	const struct procmap *f = procmaps__find(v, m->start);
+
+	return f && procmap__same(f, m) ? f : NULL;
+}
+
+int procmaps__carry(struct procmaps *fresh, const struct procmaps *old, uint64_t now_ns,
+		    size_t max_gone, uint64_t *dropped)
+{
+	size_t i, n_live = fresh->n, n_gone = 0, cap = fresh->n;
+	const struct procmap *same;
+
+	for (i = 0; i < n_live; i++) {
+		same = same_in(old, &fresh->v[i]);
+		fresh->v[i].seen_ns = same ? same->seen_ns : now_ns;
+	}
+	for (i = 0; i < old->n; i++) {
+		const struct procmap *o = &old->v[i];
+		struct procmap *c;
+
+		if (!o->executable || !procmap__is_file(o) ||
+		    overlaps(fresh->v, n_live, o->start, o->end))
+			continue;
+		if (n_gone == max_gone) {
+			(*dropped)++;
+			continue;
+		}
+		if (vec_reserve(&fresh->v, &cap, fresh->n + 1, sizeof(*fresh->v)))
+			return -ENOMEM;
+		c = &fresh->v[fresh->n];
+		*c = *o;
+		c->gone = true;
+		c->path = strdup(o->path);
+		if (!c->path)
+			return -ENOMEM;
+		fresh->n++;
+		n_gone++;
+	}
+	qsort(fresh->v, fresh->n, sizeof(*fresh->v), by_start);
+	return 0;
+}
+
+bool procmaps__overlapped(const struct procmaps *v, const struct procmap *m)
+{
+	size_t i;
+
+	for (i = 0; i < v->n && v->v[i].start < m->end; i++)
+		if (v->v[i].end > m->start && !procmap__same(&v->v[i], m))
+			return true;
+	return false;
+}
+
+bool procmaps__newer(const struct procmaps *v, const struct procmap *m)
+{
+	size_t i;
+
+	for (i = 0; i < v->n && v->v[i].start < m->end; i++)
+		if (v->v[i].end > m->start && v->v[i].seen_ns > m->seen_ns)
+			return true;
+	return false;
+}
+
+int procmaps__insert(struct procmaps *v, const struct procmap *m)
+{
+	char *path = strdup(m->path);
+	size_t i, j, cap = v->n;
+
+	if (!path || vec_reserve(&v->v, &cap, v->n + 1, sizeof(*v->v))) {
+		free(path);
+		return -ENOMEM;
+	}
+	/* drop what the new mapping covers, keep the rest in order */
+	for (i = 0, j = 0; i < v->n; i++) {
+		if (v->v[i].start < m->end && v->v[i].end > m->start) {
+			free(v->v[i].path);
+			continue;
+		}
+		v->v[j++] = v->v[i];
+	}
+	v->n = j;
+	for (i = 0; i < v->n && v->v[i].start < m->start; i++)
+		;
+	memmove(&v->v[i + 1], &v->v[i], (v->n - i) * sizeof(*v->v));
+	v->v[i] = *m;
+	v->v[i].path = path;
+	v->v[i].gone = false;
+	v->n++;
+	return 0;
+}
+
 bool procmap__is_file(const struct procmap *m)
 {
 	return path_is_file(m->path);
+}
+
+bool procmap__same(const struct procmap *a, const struct procmap *b)
+{
+	return a->start == b->start && a->end == b->end && a->offset == b->offset &&
+	       a->inode == b->inode && a->dev_major == b->dev_major &&
+	       a->dev_minor == b->dev_minor;
 }
 
 void procmaps__free(struct procmaps *m)

@@ -16,6 +16,8 @@ struct procmap {
 	uint32_t dev_major;
 	uint32_t dev_minor;
 	bool readable, writable, executable;
+	bool gone;		/* unmapped since: kept for samples taken while it was there */
+	uint64_t seen_ns;	/* CLOCK_MONOTONIC when mapped or first seen; 0: at the start */
 	char *path;		/* "" for anonymous; "[heap]", "[vdso]", or the file as the target sees it */
 };
 
@@ -35,7 +37,33 @@ int procmaps__parse(const char *text, struct procmaps *out);
  */
 int procmaps__parse_line(const char *line, size_t len, struct procmap *m);
 const struct procmap *procmaps__find(const struct procmaps *m, uint64_t addr);
+/*
+ * A library unloaded (dlclose) before its samples are read leaves them
+ * pointing nowhere; keep what was seen.  fresh, a newer read of the same
+ * process, takes the seen_ns of the mappings of old it still has (now_ns
+ * for those it adds) and, flagged gone, the executable file mappings of
+ * old it lacks and that overlap nothing in it, at most max_gone of them
+ * (the others are counted in *dropped).  fresh stays sorted and without
+ * overlaps.  0 or -ENOMEM.
+ */
+int procmaps__carry(struct procmaps *fresh, const struct procmaps *old, uint64_t now_ns,
+		    size_t max_gone, uint64_t *dropped);
+/*
+ * A mapping made since the last read (a copy goes in, path included): what
+ * it overlaps is no longer mapped there.  0 or -ENOMEM.
+ */
+int procmaps__insert(struct procmaps *v, const struct procmap *m);
+/* does a mapping of v overlapping m have a later seen_ns? */
+bool procmaps__newer(const struct procmaps *v, const struct procmap *m);
+/* is [start, end) of m covered, wholly or in part, by a mapping of v other than m itself? */
+bool procmaps__overlapped(const struct procmaps *v, const struct procmap *m);
 void procmaps__free(struct procmaps *m);
 bool procmap__is_file(const struct procmap *m);
+/*
+ * The same mapping of the same file: range, offset, device and inode (not
+ * the path: /proc/PID/maps names it from our root, perf records from the
+ * target's)
+ */
+bool procmap__same(const struct procmap *a, const struct procmap *b);
 
 #endif /* CULPERT_PROCMAPS_H */

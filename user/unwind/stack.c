@@ -6,8 +6,8 @@
 
 /*
  * frames[0] is the probed instruction inside the allocator; the caller's
- * return address is the word at the stack pointer (ret_addr), because at
- * entry the allocator has not pushed a frame.  Kernels that recognise a
+ * return address is the word at the stack pointer (x86-64) or in lr
+ * (arm64) (ret_addr), because at entry the allocator has not pushed a frame.  Kernels that recognise a
  * probe at a function's entry (6.x, "push %rbp" or endbr64 first) already
  * put it at frames[1]; older ones, and probes at other instructions, do not.
  */

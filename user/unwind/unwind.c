@@ -17,14 +17,32 @@
 #include "unwind.h"
 #include "vec.h"
 
+#if defined(__aarch64__)
+/* DWARF register numbers of AArch64 (AADWARF64 4.1): x19..x30 and sp, as struct culpert_regs */
+enum {
+	DWARF_X19 = 19,
+	DWARF_FP = 29,		/* x29 */
+	DWARF_SP = 31,
+};
+
+/*
+ * A function's first instruction has no frame on arm64 (the return address
+ * is in lr): the caller's CFA is the entry's sp, so the first step up may
+ * keep sp.  Any later one must raise it.
+ */
+#define ENTRY_STEP_KEEPS_SP	true
+#else
 /* DWARF register numbers of x86-64 (psABI, figure 3.36): the ones struct culpert_regs carries */
 enum {
 	DWARF_RBX = 3,
-	DWARF_RBP = 6,
-	DWARF_RSP = 7,
+	DWARF_FP = 6,		/* rbp */
+	DWARF_SP = 7,		/* rsp */
 	DWARF_R12 = 12,
 	DWARF_RA = 16,		/* the return address column, i.e. rip */
 };
+
+#define ENTRY_STEP_KEEPS_SP	false
+#endif
 
 /* an object reported to libdwfl; the module's userdata is its index + 1 */
 struct unwind_mod {
@@ -119,6 +137,23 @@ static bool get_thread(Dwfl *dwfl, pid_t tid, void *arg, void **thread_argp)
  * Only the registers the sample carries: libdwfl tracks which ones are set,
  * so a CFI rule that needs another one fails instead of reading garbage.
  */
+#if defined(__aarch64__)
+static bool set_initial_registers(Dwfl_Thread *thread, void *arg)
+{
+	const struct culpert_regs *r = ((struct unwinder *)arg)->req->regs;
+	Dwarf_Word x19_sp[13];
+
+	/* x19..x28, x29 (fp), x30 (lr: the return address at entry), sp: consecutive numbers */
+	memcpy(x19_sp, r->x19_28, sizeof(r->x19_28));
+	x19_sp[10] = r->fp;
+	x19_sp[11] = r->lr;
+	x19_sp[12] = r->sp;
+	if (!dwfl_thread_state_registers(thread, DWARF_X19, 13, x19_sp))
+		return false;
+	dwfl_thread_state_register_pc(thread, r->ip);
+	return true;
+}
+#else
 static bool set_initial_registers(Dwfl_Thread *thread, void *arg)
 {
 	const struct culpert_regs *r = ((struct unwinder *)arg)->req->regs;
@@ -127,16 +162,17 @@ static bool set_initial_registers(Dwfl_Thread *thread, void *arg)
 
 	/* rip as a register too: PLT stubs compute their CFA from it */
 	if (!dwfl_thread_state_registers(thread, DWARF_RBX, 1, &bx) ||
-	    !dwfl_thread_state_registers(thread, DWARF_RBP, 2, bp_sp) ||
+	    !dwfl_thread_state_registers(thread, DWARF_FP, 2, bp_sp) ||
 	    !dwfl_thread_state_registers(thread, DWARF_R12, 4, r12_15) ||
 	    !dwfl_thread_state_registers(thread, DWARF_RA, 1, &ip))
 		return false;
 	dwfl_thread_state_register_pc(thread, r->ip);
 	return true;
 }
+#endif
 
 /*
- * Only the copy is readable: x86-64 CFI dereferences nothing but stack slots
+ * Only the copy is readable: x86-64 and arm64 CFI dereference nothing but stack slots
  * (saved registers, signal frames), and the live process may be gone.
  */
 static bool memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void *arg)
@@ -282,7 +318,8 @@ static int frame_cb(Dwfl_Frame *state, void *arg)
 		return stop_walk(q, UNWIND_STOP_ERROR);
 	if (!initial) {
 		/* each caller's frame lies above its callee's; anything else is a loop */
-		if (dwfl_frame_reg(state, DWARF_RSP, &sp) || sp <= q->last_sp)
+		if (dwfl_frame_reg(state, DWARF_SP, &sp) || sp < q->last_sp ||
+		    (sp == q->last_sp && !(ENTRY_STEP_KEEPS_SP && q->n == 1)))
 			return stop_walk(q, UNWIND_STOP_ERROR);
 		/* a return address points just past a call instruction */
 		m = procmaps__find(q->maps, pc - 1);
@@ -294,7 +331,7 @@ static int frame_cb(Dwfl_Frame *state, void *arg)
 		return stop_walk(q, UNWIND_STOP_DEPTH);
 	q->frames[q->n++] = pc;
 	q->last_sp = sp;
-	q->last_bp_known = dwfl_frame_reg(state, DWARF_RBP, &bp) == 0;
+	q->last_bp_known = dwfl_frame_reg(state, DWARF_FP, &bp) == 0;
 	q->last_bp = q->last_bp_known ? bp : 0;
 	/* the probed object was loaded before the walk started */
 	if (initial)
@@ -344,7 +381,7 @@ static enum ra_rule ra_rule(struct unwinder *u, uint64_t pc)
 /*
  * libdwfl ends a walk the same way whether the return address is undefined
  * or could not be read, so look at the last frame again: its CFI (or, for
- * code without CFI, the psABI's rbp = 0 in the outermost frame) tells a
+ * code without CFI, the psABI's rbp = 0 / AAPCS64's x29 = 0 in the outermost frame) tells a
  * real end from a stack cut short by the copy or a failure.
  */
 static enum unwind_stop classify_end(struct unwinder *u, struct unwind_req *q)
@@ -449,8 +486,8 @@ struct unwinder *unwinder__new(pid_t pid, struct objcache *objs)
 {
 	struct unwinder *u;
 
-#ifndef __x86_64__
-	/* struct culpert_regs and the register numbers above are x86-64's */
+#if !defined(__x86_64__) && !defined(__aarch64__)
+	/* struct culpert_regs and the register numbers above are x86-64's and arm64's */
 	errno = EOPNOTSUPP;
 	return NULL;
 #endif

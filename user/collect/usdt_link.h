@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * USDT probes through uprobe_multi links instead of libbpf's perf-event
+ * uprobes: the kernel lets CAP_BPF + CAP_PERFMON create uprobe_multi
+ * links, while perf-event uprobes need CAP_SYS_ADMIN since Linux 6.15
+ * (commit ba677dbe77af, also in the stable kernels).  The BPF side is the
+ * same BPF_USDT() program: this fills the __bpf_usdt_specs map of
+ * <bpf/usdt.bpf.h> with each site's argument specification and gives the
+ * spec id as the link's cookie, as libbpf's USDT manager does; the
+ * semaphores go in the link's ref_ctr_offsets.
+ */
+#ifndef CULPERT_USDT_LINK_H
+#define CULPERT_USDT_LINK_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct bpf_object;
+struct bpf_program;
+struct uprobe_set;
+
+struct usdt_link_opts {
+	struct bpf_object *obj;		/* holds __bpf_usdt_specs */
+	const struct bpf_program *prog;	/* a BPF_USDT() program, loaded for uprobe_multi */
+	const char *path;		/* the object, as the kernel should open it */
+	const char *provider, *name;
+	pid_t pid;
+	int *next_spec;			/* spec ids handed out so far, for every call */
+};
+
+/*
+ * Can this build read the operands of USDT notes?  x86-64 only; elsewhere
+ * span probes take libbpf's perf-event path (CAP_SYS_ADMIN on 6.15+).
+ */
+static inline int usdt_link__supported(void)
+{
+#if defined(__x86_64__)
+	return 1;
+#else
+	return 0;
+#endif
+}
+
+/*
+ * Attach prog to every provider:name site of path.  0 (also when there is
+ * none) or -errno with a user-facing reason in err.
+ */
+int usdt_link__attach(struct uprobe_set *set, const struct usdt_link_opts *o, char *err,
+		      size_t errlen);
+
+/* one argument "SIZE@OPERAND" of a note, as <bpf/usdt.bpf.h> reads it; 0 or -EINVAL */
+struct usdt_arg_spec {
+	uint64_t val_off;
+	int arg_type;		/* enum __bpf_usdt_arg_type */
+	short reg_off;
+	_Bool arg_signed;
+	char arg_bitshift;
+};
+int usdt_parse_arg(const char *s, size_t len, struct usdt_arg_spec *out);
+
+#endif /* CULPERT_USDT_LINK_H */
