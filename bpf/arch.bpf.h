@@ -14,15 +14,6 @@
 /* `ret` leaves sp where it was at entry: the return address never was on the stack */
 #define ARCH_RET_SP_ADJUST	0
 
-/*
- * At a return probe: spans entered at or below this stack pointer have
- * returned.  ret leaves sp as it was at the function's entry.
- */
-static __always_inline __u64 frame_top_at_return(struct pt_regs *ctx)
-{
-	return PT_REGS_SP(ctx);
-}
-
 /* bl put the return address in lr (x30); nothing is on the stack yet */
 static __always_inline __u64 entry_return(struct pt_regs *ctx, __u64 sp)
 {
@@ -82,12 +73,6 @@ static __always_inline bool outer_call_intact(struct pt_regs *ctx, __u64 outer_s
 
 /* `ret` pops the return address: sp is one word above the entry's */
 #define ARCH_RET_SP_ADJUST	8
-
-/* ret popped the return address: the returned frame lies below sp */
-static __always_inline __u64 frame_top_at_return(struct pt_regs *ctx)
-{
-	return PT_REGS_SP(ctx) - 1;
-}
 
 /* call pushed the return address: the word at sp */
 static __always_inline __u64 entry_return(struct pt_regs *ctx, __u64 sp)

@@ -20,6 +20,7 @@
 #include "spans.bpf.h"
 #include "inuse.bpf.h"
 #include "dwarf.bpf.h"
+#include "throttle.bpf.h"
 #include "sampler.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
@@ -72,6 +73,20 @@ int alloc_exit(struct pt_regs *ctx)
 	return handle_alloc_return(ctx);
 }
 
+/* --inuse: a return instruction of an entry point exceptions unwind through (operator new) */
+SEC("uprobe")
+int alloc_exit_point(struct pt_regs *ctx)
+{
+	return handle_alloc_exit(ctx);
+}
+
+/* ... or the branch before it, where the kernel emulates the probed instruction */
+SEC("uprobe")
+int alloc_exit_hoist(struct pt_regs *ctx)
+{
+	return handle_alloc_exit_hoisted(ctx, bpf_get_attach_cookie(ctx));
+}
+
 SEC("usdt")
 int BPF_USDT(span_enter, __u64 id, __u64 parent_id, const char *name, __u64 name_len)
 {
@@ -84,18 +99,12 @@ int BPF_USDT(span_exit, __u64 id)
 	return handle_span_exit(id);
 }
 
-/* --span-fn on kernels with uprobe sessions: one program sees both entry and return */
-SEC("uprobe")
-int span_fn_session(struct pt_regs *ctx)
-{
-	if (bpf_session_is_return())
-		return handle_fn_span_return(ctx);
-	handle_fn_span_enter(ctx);
-	/* 0: run this program again when the function returns */
-	return 0;
-}
-
-/* --span-fn elsewhere: an entry probe and a return probe */
+/*
+ * --span-fn: an entry probe, and plain uprobes on the function's return
+ * instructions.  Never a return probe: the function may call back into
+ * code that throws (qsort's comparator, an event loop's handler), and an
+ * exception cannot unwind through a replaced return address.
+ */
 SEC("uprobe")
 int span_fn_enter(struct pt_regs *ctx)
 {
@@ -103,10 +112,10 @@ int span_fn_enter(struct pt_regs *ctx)
 	return 0;
 }
 
-SEC("uretprobe")
+SEC("uprobe")
 int span_fn_exit(struct pt_regs *ctx)
 {
-	return handle_fn_span_return(ctx);
+	return handle_fn_span_exit(ctx);
 }
 
 /* the target process, and whether it has exec'd another program since */

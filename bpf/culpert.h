@@ -28,6 +28,7 @@ enum culpert_event_kind {
 	CULPERT_EV_ALLOC = 1,		/* a sampled allocation: struct culpert_alloc_event */
 	CULPERT_EV_ALLOC_RET,		/* --inuse: what it returned: struct culpert_ret_event */
 	CULPERT_EV_FREE,		/* --inuse: a tracked block was freed: struct culpert_free_event */
+	CULPERT_EV_SPAN_NAME,		/* a span name the kernel could not read: struct culpert_name_event */
 };
 
 /*
@@ -50,6 +51,19 @@ enum culpert_fn {
 #define CULPERT_PROBE_FN_MASK		0xffffU
 /* the entry point calls no other probed one, so it need not guard against nested calls */
 #define CULPERT_PROBE_F_LEAF		(1U << 16)
+/*
+ * An exception can unwind through the entry point (operator new): its
+ * return address is never replaced; plain uprobes on its return
+ * instructions (alloc_exit_point) see what it returned.
+ */
+#define CULPERT_PROBE_F_EXITS		(1U << 17)
+/* such an entry point whose return instructions could not all be found: --inuse cannot track it */
+#define CULPERT_PROBE_F_NO_RETURN	(1U << 18)
+/*
+ * ... whose result is the result of the allocator call it makes (libstdc++'s
+ * operator new calling malloc): that nested call's return probe gives it
+ */
+#define CULPERT_PROBE_F_DELEGATE	(1U << 19)
 
 /* kernel-side counters, one __u64 each in the `counters` array */
 enum culpert_counter {
@@ -63,7 +77,79 @@ enum culpert_counter {
 	CULPERT_CNT_LIVE_FULL,		/* --inuse: live table full, block not tracked */
 	CULPERT_CNT_LOST_FREE,		/* --inuse: free of a tracked block not delivered */
 	CULPERT_CNT_LOST_RET,		/* --inuse: return of a sampled call not delivered */
+	CULPERT_CNT_RET_UNSEEN,		/* --inuse: sampled call that threw, or left where no probe saw it */
+	CULPERT_CNT_THROTTLED,		/* sampled past the process's stack rate: counted, no stack */
+	CULPERT_CNT_THROTTLE_FULL,	/* ... with the table of throttled sizes full: in the overflow */
 	CULPERT_CNT__MAX,
+};
+
+/*
+ * An exit "hoisted" to the emulated branch leading into a function's last
+ * straight-line stretch before `ret` (user/plan/exits.c): a uprobe on a
+ * jump costs ~1 us, one on `ret` is single-stepped (~20 us).  x86-64 only:
+ * arm64 simulates `ret`, its exits stay there.  The cookie of such a probe
+ * says, for each way the branch can go, where the result is and how far
+ * the stack pointer is from the return slot:
+ *   bits 0-3   the jcc's condition code (the low nibble of its opcode)
+ *   bit 4      conditional: else the jump is always taken
+ *   bits 8-31  taken:     bit 8 valid, 9-13 register, 16-23 slot distance / 8 (signed)
+ *   bits 32-55 not taken: the same, 32 bits higher
+ * Registers by their x86-64 encoding (0 rax, 1 rcx, 2 rdx, 3 rbx, 5 rbp,
+ * 6 rsi, 7 rdi, 8-15 r8-r15); CULPERT_REG_ZERO: the result is NULL.
+ */
+#define CULPERT_REG_ZERO		16
+#define CULPERT_HOIST_CC(c)		((c) & 0xfULL)
+#define CULPERT_HOIST_COND		(1ULL << 4)
+#define CULPERT_HOIST_SPEC(valid, reg, slots)	\
+	((valid ? 1ULL : 0) | ((__u64)(reg) & 0x1f) << 1 | ((__u64)(__u8)(__s8)(slots)) << 8)
+#define CULPERT_HOIST_TAKEN(spec)	((__u64)(spec) << 8)
+#define CULPERT_HOIST_NOT_TAKEN(spec)	((__u64)(spec) << 32)
+
+/* processes one loaded BPF object serves at once (entries of the procs map) */
+#define CULPERT_MAX_PROCS		64
+
+/*
+ * Per-process state, in the `procs` map keyed by tgid: created by
+ * userspace before the first probe goes in, then written by the BPF side
+ * only (atomically), read when the capture ends.  A process is also in the
+ * `armed_procs` map once every one of its probes is live.
+ * Per process rather than per BPF object, so one object can serve many.
+ */
+struct culpert_proc {
+	__u64 counters[CULPERT_CNT__MAX];	/* enum culpert_counter */
+	/*
+	 * The stack captures a process may cost, as a token bucket (the
+	 * generic cell rate algorithm): one capture per tb_interval_ns, up to
+	 * tb_burst_ns worth of them at once; 0: no limit.  Set by userspace.
+	 */
+	__u64 tb_interval_ns;
+	__u64 tb_burst_ns;
+	__u64 tb_tat_ns;		/* when the next capture is due (BPF side) */
+	/* throttled samples the culpert_throttle table had no room for */
+	__u64 over_samples;
+	__u64 over_bytes;
+};
+
+/* distinct (size, span path) keys of throttled samples kept per BPF object */
+#define CULPERT_MAX_THROTTLED		16384
+
+/*
+ * Throttled samples, counted by exact size (their unbiased weight depends
+ * on it) and span path, in the `throttled` map: a culpert_throttle_key ->
+ * __u64 count.  The path is a hash of its name ids, spelled out once in the
+ * `throttle_paths` map.
+ */
+struct culpert_throttle_key {
+	__u32 tgid;
+	__u32 pad;
+	__u64 size;
+	__u64 path;			/* 0: outside any span */
+};
+
+struct culpert_throttle_path {
+	__u32 depth;
+	__u32 pad;
+	__u32 name_ids[CULPERT_MAX_SPAN_DEPTH];	/* outermost first */
 };
 
 /*
@@ -118,8 +204,25 @@ struct culpert_span_frame {
 /* the key of the span_names map: the name bytes, zero-padded, and their length */
 struct culpert_span_name {
 	__u32 len;
-	__u32 pad;
+	__u32 flags;			/* CULPERT_NAME_F_*; 0: name[] holds the name */
 	char name[CULPERT_SPAN_NAME_MAX + 1];
+};
+
+/*
+ * A name bpf_probe_read_user() could not read (its page not mapped in the
+ * process yet: a string the program never touched): name[0..8) holds its
+ * address, for userspace to read through /proc/PID/mem or the mapped file.
+ */
+#define CULPERT_NAME_F_ADDR		(1U << 0)
+/* ... in writable memory: not shared by address (name[8..16) a sequence number), read at once */
+#define CULPERT_NAME_F_ONCE		(1U << 1)
+
+struct culpert_name_event {
+	__u32 kind;			/* CULPERT_EV_SPAN_NAME */
+	__u32 id;			/* name id of the span_names map */
+	__u64 addr;
+	__u32 len;
+	__u32 flags;			/* CULPERT_NAME_F_* */
 };
 
 /*
@@ -146,6 +249,10 @@ struct culpert_alloc_event {
 
 /* a stack "frame" standing for the frames a DWARF unwind could not reach: its copy ended */
 #define CULPERT_FRAME_TRUNCATED		1
+/* one standing for the callers of a stack cut to its leaf: more distinct stacks than --max-stacks */
+#define CULPERT_FRAME_FOLDED		2
+/* the stack of samples past the process's stack rate: their bytes without their stacks */
+#define CULPERT_FRAME_THROTTLED		3
 
 /* most user stack bytes one sample carries (--stack-size is capped here), and the default */
 #define CULPERT_MAX_STACK_COPY		(32 * 1024)

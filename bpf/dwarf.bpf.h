@@ -68,10 +68,10 @@ struct unhijack_ctx {
 static long unhijack_one(__u32 i, void *data)
 {
 	struct unhijack_ctx *c = data;
-	struct return_instance *ri = c->ri;
+	struct return_instance *ri = c->ri;	/* CO-RE reads need the kernel type itself */
 	__u64 at, off, *slot;
 
-	if (!ri)
+	if (!ri || !uprobe_internals_known())
 		return 1;
 	at = BPF_CORE_READ(ri, stack) - 8 * (__u64)(c->word + 1);
 	off = at - c->sp;
@@ -97,7 +97,7 @@ static long unhijack_one(__u32 i, void *data)
 	struct return_instance *ri = c->ri;	/* CO-RE reads need the kernel type itself */
 	__u64 at, off, *slot;
 
-	if (!ri)
+	if (!ri || !uprobe_internals_known())
 		return 1;
 	at = BPF_CORE_READ(ri, stack);
 	off = at - c->sp;
@@ -113,8 +113,9 @@ static long unhijack_one(__u32 i, void *data)
 #endif
 
 /*
- * A pending return probe (a --span-fn session, another tool's uretprobe)
- * parks the trampoline's address in its function's return slot, and the
+ * A pending return probe (another tool's uretprobe, culpert's own on an
+ * allocator no exception unwinds through) parks the trampoline's address
+ * in its function's return slot (arm64: its frame record's lr), and the
  * trampoline has no CFI: the unwinder would stop there.  The kernel's
  * return instances say what each slot held, so the copy gets it back.
  */
@@ -126,6 +127,8 @@ static __always_inline void unhijack(__u8 *dst, __u64 sp, __u32 copied)
 	if (!c.ri)
 		return;
 	c.tramp = uretprobe_trampoline();
+	if (c.tramp == CULPERT_NO_TRAMPOLINE)
+		return;
 	bpf_loop(UNHIJACK_STEPS, unhijack_one, &c, 0);
 }
 

@@ -20,9 +20,6 @@ struct {
 	__type(value, struct live_alloc);
 } live_allocs SEC(".maps");
 
-/* kernels without uprobe sessions: a return probe runs for every call */
-const volatile bool return_every_call;
-
 static __always_inline void emit_free(__u64 id)
 {
 	struct culpert_free_event *e;
@@ -68,29 +65,16 @@ static __always_inline void emit_ret(__u64 id, __u64 ptr, bool tracked)
 	bpf_ringbuf_submit(e, ringbuf_wakeup());
 }
 
-/*
- * The return of a sampled call.  With a return probe on every call, only
- * the return from the sampled call's own frame counts (an inner, nested
- * allocator call returns first, deeper in the stack).
- */
-static __always_inline int handle_alloc_return(struct pt_regs *ctx)
+/* the sampled call awaited in hs returned `ret`: track the block it got */
+static __always_inline void inuse_returned(struct hot_state *hs, __u64 ret)
 {
-	/* a thread without state has no sampled call pending: do not make one */
-	struct thread_state *ts = thread_state_find();
-	struct live_alloc val;
-	__u64 ptr;
+	struct live_alloc val = { .id = hs->pending_id };
+	__u64 ptr = ret;
 	bool tracked = false;
 
-	if (!ts || !ts->pending_id)
-		return 0;
-	/* x86's ret popped the return address: sp is one word above the entry's */
-	if (return_every_call && PT_REGS_SP(ctx) != ts->pending_sp + ARCH_RET_SP_ADJUST)
-		return 0;
-	ptr = PT_REGS_RC(ctx);
-	if (ts->pending_memptr)
-		ptr = ptr ? 0 : read_user_word(ts->pending_memptr);
-	val.id = ts->pending_id;
-	ts->pending_id = 0;
+	if (hs->pending_memptr)
+		ptr = ret ? 0 : read_user_word(hs->pending_memptr);
+	hs->pending_id = 0;
 	if (ptr) {
 		/* a block we still hold at this address was freed where we could not see it */
 		inuse_free(ptr);
@@ -99,7 +83,122 @@ static __always_inline int handle_alloc_return(struct pt_regs *ctx)
 			count(CULPERT_CNT_LIVE_FULL);
 	}
 	emit_ret(val.id, ptr, tracked);
+}
+
+/*
+ * A return probe (uprobe session, or uretprobe on every call) of an entry
+ * point no exception can unwind through.  Only the return from the
+ * sampled call's own frame counts: the stack pointer is back at the
+ * entry's, plus the return slot x86's ret popped (ARCH_RET_SP_ADJUST; an
+ * inner, nested call returns first, deeper in the stack).
+ */
+static __always_inline int handle_alloc_return(struct pt_regs *ctx)
+{
+	/* a thread without a slot has no sampled call pending: do not take one */
+	struct hot_state *hs = hot_state_find();
+	__u64 sp = PT_REGS_SP(ctx), ret = PT_REGS_RC(ctx);
+
+	if (!hs || !hs->pending_id)
+		return 0;
+	if (sp == hs->pending_sp + ARCH_RET_SP_ADJUST) {
+		inuse_returned(hs, ret);
+	} else if (hs->deleg_sp && sp == hs->deleg_sp + ARCH_RET_SP_ADJUST) {
+		/* NULL: operator new calls the new_handler and tries again, or throws */
+		hs->deleg_sp = 0;
+		if (ret)
+			inuse_returned(hs, ret);
+	}
 	return 0;
 }
+
+/*
+ * A plain uprobe on a return instruction of an entry point an exception
+ * can unwind through (or of code it tail-calls): about to return, the
+ * stack pointer is the entry's (x86: at the return slot; arm64: ret
+ * leaves it alone), the value in the return register.
+ */
+static __always_inline int handle_alloc_exit(struct pt_regs *ctx)
+{
+	struct hot_state *hs = hot_state_find();
+
+	if (hs && hs->pending_id && PT_REGS_SP(ctx) == hs->pending_sp)
+		inuse_returned(hs, PT_REGS_RC(ctx));
+	return 0;
+}
+
+#if defined(__TARGET_ARCH_x86)
+/* would a jcc of condition code cc jump, with these flags?  (x86 EFLAGS) */
+static __always_inline bool jcc_taken(__u64 flags, __u32 cc)
+{
+	bool cf = flags & 0x1, pf = flags & 0x4, zf = flags & 0x40, sf = flags & 0x80;
+	bool of = flags & 0x800, r;
+
+	switch (cc >> 1) {
+	case 0: r = of; break;			/* jo */
+	case 1: r = cf; break;			/* jb */
+	case 2: r = zf; break;			/* je */
+	case 3: r = cf || zf; break;		/* jbe */
+	case 4: r = sf; break;			/* js */
+	case 5: r = pf; break;			/* jp */
+	case 6: r = sf != of; break;		/* jl */
+	default: r = zf || sf != of; break;	/* jle */
+	}
+	/* odd condition codes are the negations */
+	return (cc & 1) ? !r : r;
+}
+
+/*
+ * A general-purpose register by its x86-64 number.  Copied with constant
+ * offsets first: a switch becomes one load at a computed offset into the
+ * context, which the verifier refuses.
+ */
+static __always_inline __u64 reg_value(struct pt_regs *ctx, __u32 reg)
+{
+	__u64 r[16] = {
+		ctx->ax, ctx->cx, ctx->dx, ctx->bx, 0, ctx->bp, ctx->si, ctx->di,
+		ctx->r8, ctx->r9, ctx->r10, ctx->r11, ctx->r12, ctx->r13, ctx->r14, ctx->r15,
+	};
+
+	return r[reg & 15];
+}
+
+/*
+ * An exit hoisted to a branch before a return instruction (culpert.h,
+ * CULPERT_HOIST_*): the way the branch goes decides whether the call ends
+ * in the stretch after it, and where the result is and the return slot
+ * are then.
+ */
+static __always_inline int handle_alloc_exit_hoisted(struct pt_regs *ctx, __u64 cookie)
+{
+	struct hot_state *hs = hot_state_find();
+	bool taken = true;
+	__u32 spec, reg;
+	__s64 slots;
+
+	if (!hs || !hs->pending_id)
+		return 0;
+	if (cookie & CULPERT_HOIST_COND)
+		taken = jcc_taken(ctx->flags, (__u32)(cookie & 0xf));
+	spec = (__u32)(taken ? cookie >> 8 : cookie >> 32) & 0xffff;
+	if (!(spec & 1))
+		return 0;
+	reg = (spec >> 1) & 0x1f;
+	slots = (__s8)(spec >> 8);
+	if (PT_REGS_SP(ctx) + slots * 8 != hs->pending_sp)
+		return 0;
+	inuse_returned(hs, reg == CULPERT_REG_ZERO ? 0 : reg_value(ctx, reg));
+	return 0;
+}
+#else
+/*
+ * arm64 exits stay on their return instructions (user/plan/exits.c): the
+ * kernel simulates ret there, so there is nothing to gain by moving them,
+ * and this program is never attached.
+ */
+static __always_inline int handle_alloc_exit_hoisted(struct pt_regs *ctx, __u64 cookie)
+{
+	return 0;
+}
+#endif
 
 #endif /* CULPERT_INUSE_BPF_H */

@@ -112,11 +112,15 @@ static __always_inline bool countdown_expired(struct hot_state *ts, __u64 size)
 	return true;
 }
 
-/* the sample's record; its id, 0 when the ring buffer was full */
-static __always_inline __u64 emit_sample(struct pt_regs *ctx, struct thread_state *ts, __u64 size,
-					 __u32 fn, __u64 sp)
+/*
+ * The sample's record; its id, 0 when the ring buffer was full (or the
+ * thread has no state).  A global function: verified once, on its own,
+ * rather than along every path of every allocator program into it.
+ */
+__noinline __u64 culpert_emit_sample(struct pt_regs *ctx, __u64 size, __u32 fn, __u64 sp)
 {
 	__u32 cpu = bpf_get_smp_processor_id(), depth;
+	struct thread_state *ts = thread_state_find();
 	struct culpert_alloc_event *e;
 	struct event_buf *buf;
 	__u64 id = 0, len;
@@ -124,7 +128,7 @@ static __always_inline __u64 emit_sample(struct pt_regs *ctx, struct thread_stat
 	long n;
 
 	buf = bpf_map_lookup_elem(&event_scratch, &cpu);
-	if (!buf)
+	if (!buf || !ts)
 		return 0;
 	if (__sync_lock_test_and_set(&buf->busy, 1)) {
 		count(CULPERT_CNT_LOST_RINGBUF);
@@ -191,14 +195,60 @@ static __always_inline __u64 alloc_size(struct pt_regs *ctx, __u32 fn)
 }
 
 /*
+ * --inuse: a nested call at the sampled call's own stack pointer is a tail
+ * call out of it, and its return is the sampled call's.  When the sampled
+ * entry point's return is seen by exit probes and this one's by a uprobe
+ * session (a C function reached by `jmp`), the session must ask for it.
+ */
+static __always_inline bool tail_call_returns(struct hot_state *hs, __u64 sp, __u64 flags)
+{
+	return track_inuse && hs->pending_id && hs->pending_sp == sp &&
+	       (hs->pending_flags & CULPERT_PROBE_F_EXITS) && !(flags & CULPERT_PROBE_F_EXITS);
+}
+
+/*
+ * --inuse: a nested call from inside a sampled call whose result is its
+ * nested allocator call's (libstdc++'s operator new calling malloc): that
+ * call's return, through a uprobe session or a return probe on every call,
+ * gives the pointer.  The nested function is C, no exception passes it.
+ */
+static __always_inline bool delegated_return(struct hot_state *hs, __u64 sp, __u32 fn,
+					     __u64 flags)
+{
+	if (!track_inuse || !hs->pending_id || !(hs->pending_flags & CULPERT_PROBE_F_DELEGATE) ||
+	    (flags & CULPERT_PROBE_F_EXITS) || fn == CULPERT_FN_POSIX_MEMALIGN ||
+	    sp >= hs->pending_sp)
+		return false;
+	hs->deleg_sp = sp;
+	return true;
+}
+
+/*
+ * An outer allocator call entered at or below this stack pointer is over:
+ * a sampled call still awaited there threw, or returned where no probe
+ * could see it (its block stays untracked).  Without this, a later call at
+ * the same depth would hand its pointer to that old sample.
+ */
+static __always_inline void pending_expire(struct hot_state *hs, __u64 sp)
+{
+	if (track_inuse && hs->pending_id && sp >= hs->pending_sp) {
+		count(CULPERT_CNT_RET_UNSEEN);
+		hs->pending_id = 0;
+	}
+}
+
+/*
  * An allocator entry of kind `fn`, with the CULPERT_PROBE_F_* `flags` of
- * its probe.  Returns true when the call was sampled and its return must
- * be seen (--inuse): uprobe session programs return 0 then, so the kernel
- * runs them again at the return, and 1 otherwise.
+ * its probe.  Returns true when the call's return must be seen through a
+ * uprobe session (--inuse): session programs return 0 then, so the kernel
+ * runs them again at the return, and 1 otherwise.  Entry points an
+ * exception can unwind through (CULPERT_PROBE_F_EXITS) are never attached
+ * through sessions: their return address stays untouched.
  */
 static __always_inline bool handle_alloc(struct pt_regs *ctx, __u32 fn, __u64 flags)
 {
 	__u64 sp = PT_REGS_SP(ctx), ip = PT_REGS_IP(ctx), size, id;
+	struct culpert_proc *proc;
 	struct thread_state *ts;
 	struct hot_state *hs;
 
@@ -213,7 +263,8 @@ static __always_inline bool handle_alloc(struct pt_regs *ctx, __u32 fn, __u64 fl
 		return false;
 	}
 	if (nested_call(ctx, hs, sp, ip))
-		return false;
+		return delegated_return(hs, sp, fn, flags) || tail_call_returns(hs, sp, flags);
+	pending_expire(hs, sp);
 	if (may_nest(flags))
 		guard_set(ctx, hs, sp, ip);
 	if (track_inuse && (fn == CULPERT_FN_REALLOC || fn == CULPERT_FN_REALLOCARRAY))
@@ -229,13 +280,24 @@ static __always_inline bool handle_alloc(struct pt_regs *ctx, __u32 fn, __u64 fl
 		count(CULPERT_CNT_NO_STATE);
 		return false;
 	}
-	id = emit_sample(ctx, ts, size, fn, sp);
+	proc = proc_get();
+	if (!stack_token(proc)) {
+		culpert_throttle(size, sp);
+		return false;
+	}
+	id = culpert_emit_sample(ctx, size, fn, sp);
 	if (!track_inuse || !id)
 		return false;
-	ts->pending_id = id;
-	ts->pending_sp = sp;
-	ts->pending_memptr = fn == CULPERT_FN_POSIX_MEMALIGN ? PT_REGS_PARM1(ctx) : 0;
-	return true;
+	if (flags & CULPERT_PROBE_F_NO_RETURN) {
+		count(CULPERT_CNT_RET_UNSEEN);
+		return false;
+	}
+	hs->pending_id = id;
+	hs->pending_sp = sp;
+	hs->pending_memptr = fn == CULPERT_FN_POSIX_MEMALIGN ? PT_REGS_PARM1(ctx) : 0;
+	hs->pending_flags = (__u32)flags;
+	hs->deleg_sp = 0;
+	return !(flags & CULPERT_PROBE_F_EXITS);
 }
 
 #endif /* CULPERT_SAMPLER_BPF_H */

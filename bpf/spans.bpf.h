@@ -28,9 +28,66 @@ __u32 next_name_id = 1;
 /* ids of function spans, far above what applications hand out */
 __u64 next_fn_span_id = 1ULL << 62;
 
-/* the name's id, reading at most CULPERT_SPAN_NAME_MAX bytes now: the caller may free it later */
-static __always_inline __u32 intern_name(const char *name, __u64 len)
+/* sequence numbers of names read once (CULPERT_NAME_F_ONCE) */
+__u64 next_once_name;
+
+struct vma_ctx {
+	bool immutable;
+};
+
+static long vma_immutable(struct task_struct *task, struct vm_area_struct *vma, void *data)
 {
+	struct vma_ctx *c = data;
+
+	/* VM_WRITE (0x2): a writable mapping, even of a file, may change under the address */
+	c->immutable = BPF_CORE_READ(vma, vm_file) && !(BPF_CORE_READ(vma, vm_flags) & 0x2);
+	return 0;
+}
+
+/*
+ * A name the kernel cannot read now: keyed by its address, which userspace
+ * reads through /proc/PID/mem (faulting the page in) or from the mapped
+ * file.  Only a read-only file mapping cannot change under the address; a
+ * name elsewhere gets a key of its own each time.
+ */
+static __always_inline void name_by_address(struct culpert_span_name *key, const char *name,
+					    __u64 len)
+{
+	struct vma_ctx c = { 0 };
+	__u64 *words = (__u64 *)key->name;
+
+	bpf_find_vma(bpf_get_current_task_btf(), (__u64)name, vma_immutable, &c, 0);
+	key->flags = CULPERT_NAME_F_ADDR;
+	words[0] = (__u64)name;
+	if (!c.immutable) {
+		key->flags |= CULPERT_NAME_F_ONCE;
+		words[1] = __sync_fetch_and_add(&next_once_name, 1);
+	}
+}
+
+static __always_inline void emit_name(__u32 id, const struct culpert_span_name *key)
+{
+	struct culpert_name_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+
+	/* lost: userspace finds the key in the map at the end all the same */
+	if (!e)
+		return;
+	e->kind = CULPERT_EV_SPAN_NAME;
+	e->id = id;
+	e->addr = *(const __u64 *)key->name;
+	e->len = key->len;
+	e->flags = key->flags;
+	bpf_ringbuf_submit(e, ringbuf_wakeup());
+}
+
+/*
+ * The name's id, reading at most CULPERT_SPAN_NAME_MAX bytes now: the
+ * caller may free it later.  A global function (name as a plain address),
+ * verified once.
+ */
+__noinline __u32 culpert_intern_name(__u64 name_addr, __u64 len)
+{
+	const char *name = (const char *)name_addr;
 	struct culpert_span_name *key;
 	__u32 zero = 0, id, *found;
 
@@ -40,9 +97,11 @@ static __always_inline __u32 intern_name(const char *name, __u64 len)
 	__builtin_memset(key, 0, sizeof(*key));
 	if (len > CULPERT_SPAN_NAME_MAX)
 		len = CULPERT_SPAN_NAME_MAX;
-	if (bpf_probe_read_user(key->name, len, name))
-		return 0;
 	key->len = (__u32)len;
+	if (bpf_probe_read_user(key->name, len, name)) {
+		__builtin_memset(key->name, 0, sizeof(key->name));
+		name_by_address(key, name, len);
+	}
 	found = bpf_map_lookup_elem(&span_names, key);
 	if (found)
 		return *found;
@@ -55,6 +114,8 @@ static __always_inline __u32 intern_name(const char *name, __u64 len)
 		count(CULPERT_CNT_SPAN_NAMES_FULL);
 		return 0;
 	}
+	if (key->flags)
+		emit_name(id, key);
 	return id;
 }
 
@@ -127,7 +188,7 @@ static __always_inline void span_pop_to(struct thread_state *ts, __u64 id)
 enum prune_mode {
 	PRUNE_SAMPLE,	/* a sampled allocation at sp: check every slot */
 	PRUNE_ENTER,	/* a function span opening at sp: see prune_one() */
-	PRUNE_RETURN,	/* a return probe: the stack is above sp now */
+	PRUNE_RETURN,	/* a return instruction at sp: frames at or below sp end */
 };
 
 struct prune_ctx {
@@ -239,14 +300,14 @@ static __always_inline int handle_span_enter(struct pt_regs *ctx, __u64 id, __u6
 {
 	struct thread_state *ts;
 
-	if (!id)
+	if (!id || !spans_armed())
 		return 0;
 	ts = thread_state_get();
 	if (!ts)
 		return 0;
 	/* the implied parent must be a span that is still open */
 	span_prune(ts, PT_REGS_SP(ctx), PRUNE_SAMPLE, 0);
-	span_push(ts, id, parent_id, intern_name(name, len), 0, 0);
+	span_push(ts, id, parent_id, culpert_intern_name((__u64)name, len), 0, 0);
 	return 0;
 }
 
@@ -254,7 +315,7 @@ static __always_inline int handle_span_exit(__u64 id)
 {
 	struct thread_state *ts;
 
-	if (!id)
+	if (!id || !spans_armed())
 		return 0;
 	ts = thread_state_get();
 	if (ts)
@@ -265,10 +326,13 @@ static __always_inline int handle_span_exit(__u64 id)
 /* --span-fn entry: the function's name id is the probe's cookie */
 static __always_inline void handle_fn_span_enter(struct pt_regs *ctx)
 {
-	struct thread_state *ts = thread_state_get();
 	__u32 name_id = (__u32)bpf_get_attach_cookie(ctx);
 	__u64 sp = PT_REGS_SP(ctx);
+	struct thread_state *ts;
 
+	if (!spans_armed())
+		return;
+	ts = thread_state_get();
 	if (!ts)
 		return;
 	span_prune(ts, sp, PRUNE_ENTER, name_id);
@@ -277,18 +341,19 @@ static __always_inline void handle_fn_span_enter(struct pt_regs *ctx)
 }
 
 /*
- * --span-fn return probe: the return address has been popped (x86; arm64
- * returns with sp as at entry: frame_top_at_return()), so the
- * function's frame (with recursion's inner frames and spans left open
- * inside it) lies below the stack pointer now.
+ * --span-fn: a return instruction of the function (or of code it jumps
+ * to), about to return with the stack pointer back at its entry's (the
+ * return slot x86's ret pops; arm64's ret leaves sp alone): the call
+ * entered at that stack pointer ends here, and with it recursion's inner
+ * frames and spans left open inside it.
  */
-static __always_inline int handle_fn_span_return(struct pt_regs *ctx)
+static __always_inline int handle_fn_span_exit(struct pt_regs *ctx)
 {
 	/* a thread without state has no function span open to close */
 	struct thread_state *ts = thread_state_find();
 
 	if (ts)
-		span_prune(ts, frame_top_at_return(ctx), PRUNE_RETURN, 0);
+		span_prune(ts, PT_REGS_SP(ctx), PRUNE_RETURN, 0);
 	return 0;
 }
 

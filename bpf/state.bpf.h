@@ -25,6 +25,18 @@ struct hot_state {
 	__u64 guard_sp;		/* stack pointer at entry of an open outer allocator call */
 	__u64 guard_ret;	/* the return address stored there */
 	__u64 guard_ip;		/* the entry point that call went to */
+	/*
+	 * --inuse: the sampled call whose return is awaited.  Here rather
+	 * than in task storage: every allocator entry checks it (a call at
+	 * or above its stack pointer proves it over) and exit probes on hot
+	 * return instructions look it up.
+	 */
+	__u64 pending_id;
+	__u64 pending_sp;	/* its stack pointer at entry: the return slot */
+	__u64 pending_memptr;	/* posix_memalign: where the pointer will be stored */
+	__u32 pending_flags;	/* its probe's CULPERT_PROBE_F_* */
+	__u32 pad2;
+	__u64 deleg_sp;		/* CULPERT_PROBE_F_DELEGATE: entry sp of the nested call giving its result */
 	/* why a profile is empty: calls and bytes seen (last member, see culpert.h) */
 	struct culpert_calls_seen seen;
 };
@@ -38,9 +50,6 @@ struct {
 
 /* the rest of a thread's state, in task storage: freed with the thread */
 struct thread_state {
-	__u64 pending_id;	/* --inuse: sampled call whose return is awaited */
-	__u64 pending_sp;	/* its stack pointer at entry */
-	__u64 pending_memptr;	/* posix_memalign: where the pointer will be stored */
 	__u32 span_depth;	/* spans kept in spans[] */
 	__u32 span_overflow;	/* spans open beyond CULPERT_MAX_SPAN_DEPTH */
 	struct culpert_span_frame spans[CULPERT_MAX_SPAN_DEPTH];
@@ -96,14 +105,61 @@ static __always_inline __u64 ringbuf_wakeup(void)
 		       BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
 }
 
-/* rare events only: a shared atomic add is cheaper than a per-CPU map lookup */
-__u64 counters[CULPERT_CNT__MAX];
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, CULPERT_MAX_PROCS);
+	__type(key, __u32);
+	__type(value, struct culpert_proc);
+} procs SEC(".maps");
+
+/* tgid -> 1 once every probe of the process is live (see spans_armed()) */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, CULPERT_MAX_PROCS);
+	__type(key, __u32);
+	__type(value, __u32);
+} armed_procs SEC(".maps");
+
 __u64 next_sample_id;
+
+/* the calling process's state; NULL for one userspace did not register */
+static __always_inline struct culpert_proc *proc_get(void)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+
+	return bpf_map_lookup_elem(&procs, &tgid);
+}
+
+/*
+ * Rare events only: a shared atomic add is cheaper than a per-CPU map
+ * lookup.  A global function, so the verifier checks it once rather than
+ * at each of its call sites in every program (which doubled load times).
+ */
+__noinline int culpert_count(__u32 c)
+{
+	struct culpert_proc *p = proc_get();
+
+	if (p && c < CULPERT_CNT__MAX)
+		__sync_fetch_and_add(&p->counters[c], 1);
+	return 0;
+}
 
 static __always_inline void count(enum culpert_counter c)
 {
-	if (c < CULPERT_CNT__MAX)
-		__sync_fetch_and_add(&counters[c], 1);
+	culpert_count(c);
+}
+
+/*
+ * Spans are tracked once every probe of the process is live: span_enter
+ * sites firing while span_exit sites were still being attached would push
+ * spans never popped (a stack overflowing within seconds, a dead span
+ * becoming the root of everything).
+ */
+static __always_inline bool spans_armed(void)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+
+	return bpf_map_lookup_elem(&armed_procs, &tgid) != NULL;
 }
 
 static __always_inline __u64 read_user_word(__u64 addr)
@@ -148,8 +204,21 @@ static __always_inline struct hot_state *hot_state_get(void)
 		hs->tid = tid;
 		hs->countdown = draw_countdown();
 		hs->guard_sp = 0;
+		/* the other thread's awaited return is lost with its slot: counted */
+		if (hs->pending_id)
+			count(CULPERT_CNT_RET_UNSEEN);
+		hs->pending_id = 0;
 	}
 	return hs;
+}
+
+/* this thread's slot only if it holds this thread: for probes that must not take one over */
+static __always_inline struct hot_state *hot_state_find(void)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid(), slot = tid & (CULPERT_HOT_SLOTS - 1);
+	struct hot_state *hs = bpf_map_lookup_elem(&hot_states, &slot);
+
+	return hs && hs->tid == tid ? hs : NULL;
 }
 
 #endif /* CULPERT_STATE_BPF_H */

@@ -17,6 +17,7 @@
 #include "escape.h"
 #include "json.h"
 #include "log.h"
+#include "losses.h"
 #include "shorten.h"
 #include "table.h"
 #include "units.h"
@@ -400,6 +401,7 @@ static void json_side(struct json *j, const char *key, const char *file, const s
 	json_begin(j, '{');
 	json_key(j, "file");
 	json_str(j, file);
+	losses__json_of(j, v->p);
 	json_key(j, "sampled_allocs");
 	if (v->has_sampled)
 		json_int(j, (int64_t)v->n_sampled);
@@ -654,6 +656,8 @@ int cmd_diff(int argc, char **argv)
 		ret = print_markdown(&d, buf);
 	else
 		ret = print_text(&d, buf);
+	for (i = 0; i < 2 && d.format != FMT_JSON; i++)
+		losses__print_of(stdout, d.v[i]->p, d.files[i], d.format == FMT_MARKDOWN);
 	if (ret) {
 		pr_error("out of memory formatting the diff\n");
 		ret = CMD_ERROR;

@@ -14,6 +14,7 @@
 #include "escape.h"
 #include "json.h"
 #include "log.h"
+#include "losses.h"
 #include "shorten.h"
 #include "table.h"
 #include "units.h"
@@ -106,6 +107,8 @@ static void print_header(const struct report *r, const char *what, double total)
 	else
 		printf("Records: %" PRIu64, r->v->n_value_samples);
 	printf("  Rate: %s\n", format_rate(rate, sizeof(rate), r->v->rate));
+	/* what the profile says it could not see, before any total is read */
+	losses__print_of(stdout, r->v->p, NULL, false);
 	printf("%-8s %s %s\n\n", what, format_bytes(b, sizeof(b), total),
 	       esc_text(name, sizeof(name), value_name(r)));
 }
@@ -573,6 +576,7 @@ static int print_json(struct report *r, uint32_t *buf)
 			json_int(j, (int64_t)r->min_age_ns);
 		}
 	}
+	losses__json_of(j, r->v->p);
 	json_key(j, "mode");
 	json_str(j, modes[r->mode]);
 	json_key(j, "rate");
@@ -692,6 +696,8 @@ static int load(struct report *r)
 	vo.n_skip = r->n_skip;
 	r->v = cli_load(r->file, &vo);
 	if (!r->v)
+		return CMD_ERROR;
+	if (r->leaks && losses__refuse_leaks(r->v->p, r->file))
 		return CMD_ERROR;
 	if (r->leaks && r->min_age_ns && !r->v->has_age) {
 		pr_error("%s: the profile has in-use data but no age_ns labels, so --min-age cannot "

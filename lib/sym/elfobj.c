@@ -198,6 +198,13 @@ int elfobj__type(const struct elfobj *obj)
 	return obj->type;
 }
 
+int elfobj__machine(const struct elfobj *obj)
+{
+	GElf_Ehdr ehdr;
+
+	return gelf_getehdr(obj->elf, &ehdr) ? ehdr.e_machine : EM_NONE;
+}
+
 void *elfobj__elf(const struct elfobj *obj)
 {
 	return obj->elf;

@@ -32,6 +32,8 @@ const char *elfobj__build_id(const struct elfobj *obj);
 void hex_encode(char *out, const unsigned char *b, size_t n);
 /* ET_EXEC or ET_DYN */
 int elfobj__type(const struct elfobj *obj);
+/* e_machine: EM_X86_64, EM_AARCH64, ...; EM_NONE if the header cannot be read */
+int elfobj__machine(const struct elfobj *obj);
 /* true when the object carries a full .symtab (not stripped) */
 bool elfobj__has_symtab(const struct elfobj *obj);
 /* the libelf handle and fd, for modules that read DWARF or code */

@@ -61,6 +61,11 @@ test_span_misuse() {
 	profile_target span_misuse 1 || return
 	check_paths span_misuse 0
 	grep -q "outer\|inner" "$TMP/span_misuse.est" && fail "popped spans still attributed"
+	# the 8 spans past the 32 kept are an error said on stderr and in the profile
+	"$PROFDUMP" "$TMP/span_misuse.pb.gz" | grep -q '^# comment span_overflow=8$' ||
+		fail "$("$PROFDUMP" "$TMP/span_misuse.pb.gz" | grep span_overflow)"
+	grep -q '^warning: 8 spans were entered deeper than 32 open spans' "$TMP/span_misuse.err" ||
+		fail "overflow not said: $(tail -3 "$TMP/span_misuse.err")"
 	return 0
 }
 
@@ -103,17 +108,17 @@ test_span_semaphores() {
 }
 
 # The same program without the header, spans from --span-fn: the same tree and totals
-# (same statistics as test_span_ground_truth), through uprobe sessions and without.
+# (same statistics as test_span_ground_truth), with and without uprobe_multi links.
+# Each function's end is seen at its return instructions: no return probe.
 test_span_fn() {
 	need_root || return
 	fns="--span-fn request --span-fn parse --span-fn js?n --span-fn validate --span-fn worker"
-	for mode in "" --no-session; do
+	for mode in "" --no-multi; do
 		# its own name: labels reads ground_truth's span_abc profile
 		profile span_plain 4KiB "-v $mode $fns" "$TARGETS/span_abc_plain" || return
-		want=uprobe_session
-		[ -n "$mode" ] && want="entry+return"
-		grep -q "5 --span-fn functions in .*span_abc_plain, caught with $want" "$TMP/span_plain.err" ||
-			fail "$mode: $(grep span-fn "$TMP/span_plain.err")"
+		n=$(grep -c "^--span-fn [a-z]* in .*span_abc_plain: entry + [1-9][0-9]* return instructions$" \
+			"$TMP/span_plain.err")
+		[ "$n" -eq 5 ] || fail "$mode: $(grep span-fn "$TMP/span_plain.err")"
 		check_paths span_plain 5
 	done
 }
@@ -121,7 +126,7 @@ test_span_fn() {
 # Recursion nests a span per level; a longjmp out of five levels closes them all.
 test_span_fn_recursion() {
 	need_root || return
-	for mode in "" --no-session; do
+	for mode in "" --no-multi; do
 		profile_target span_recursive 1 --span-fn descend $mode || return
 		check_paths span_recursive 0
 	done
@@ -149,6 +154,108 @@ test_span_fn_refused() {
 		fail "--max-span-fns not honoured: $(cat "$TMP/two.err")"
 }
 
+# "path pct" of each span path of PROFILE with at least 0.5% of the bytes
+span_shares() {
+	"$BIN_CLI" report --flat "$1" | awk 'f && NF >= 4 && $NF + 0 >= 0.5 { print $1, $NF + 0 }
+		/^SPAN / { f = 1 }' | sort
+}
+
+# Attaching to a service mid-request: span probes go live all at once, so no
+# span is entered without its exit being seen (no overflow of the span
+# stack, no dead span at the root of the tree), and every attach sees the
+# tree of a capture started before the requests.  Rate 16 KiB, 2 s of
+# ~150 MB/s in blocks far below the rate: a path of B bytes has a standard
+# error of sqrt(16384 B), at most 0.6 points of the whole; 3 points is 5 sigma.
+test_span_attach_midrun() {
+	need_root || return
+	"$OUTPUT/examples/demo_service" 300 >/dev/null &
+	svc=$!
+	track "$svc"
+	# the reference: the probes go in while the service is stopped, once it has its libc
+	for _ in $(seq 200); do
+		grep -q 'libc\.so' "/proc/$svc/maps" 2>/dev/null && break
+		sleep 0.005
+	done
+	kill -STOP "$svc"
+	attach_bg "$TMP/ref.err" --pid "$svc" -o "$TMP/ref.pb.gz" --rate 16KiB -d 6s || return
+	kill -CONT "$svc"
+	wait "$attach_pid" || { fail "reference attach: $(tail -2 "$TMP/ref.err")"; return; }
+	span_shares "$TMP/ref.pb.gz" >"$TMP/ref.shares"
+	grep -q '^handle_request;build_response ' "$TMP/ref.shares" ||
+		fail "reference tree: $(tr '\n' ';' <"$TMP/ref.shares")"
+	for i in $(seq 20); do
+		"$BIN_BPF" attach --pid "$svc" -o "$TMP/mid.pb.gz" --rate 16KiB -d 2s 2>"$TMP/mid.err" ||
+			{ fail "attach $i: $(tail -2 "$TMP/mid.err")"; return; }
+		"$PROFDUMP" "$TMP/mid.pb.gz" | grep -q '^# comment span_overflow=0$' ||
+			fail "attach $i: $("$PROFDUMP" "$TMP/mid.pb.gz" | grep span_overflow)"
+		grep -q '^warning: .*span' "$TMP/mid.err" && fail "attach $i warned: $(grep span "$TMP/mid.err")"
+		span_shares "$TMP/mid.pb.gz" >"$TMP/mid.shares"
+		cut -d' ' -f1 "$TMP/mid.shares" | grep -v -e '^handle_request' -e '^(no' |
+			while read -r root; do echo "attach $i: root $root"; done >"$TMP/mid.bad"
+		join -a1 -a2 -e missing -o 0,1.2,2.2 "$TMP/ref.shares" "$TMP/mid.shares" |
+			awk -v i="$i" '$2 == "missing" || $3 == "missing" || $2 - $3 > 3 || $3 - $2 > 3 {
+				print "attach " i ": " $1 " " $2 "% before, " $3 "% mid-run" }' >>"$TMP/mid.bad"
+		[ -s "$TMP/mid.bad" ] && { fail "$(head -3 "$TMP/mid.bad" | tr '\n' ';')"; return; }
+	done
+	kill "$svc"
+}
+
+# --max-stacks bounds distinct stacks, not requests: the demo has one span
+# id per request but a handful of stacks, so with a bound above that count
+# every stack is kept whole and only thread and span ids are dropped, with a
+# warning; below it, stacks keep their leaf under [folded], with a warning.
+# The totals are the same either way (go tool pprof reads them).
+test_max_stacks() {
+	need_root || return
+	"$OUTPUT/examples/demo_service" 300 >/dev/null &
+	svc=$!
+	track "$svc"
+	"$BIN_BPF" attach --pid "$svc" -o "$TMP/ms.pb.gz" --rate 64KiB -d 3s --max-stacks 16 \
+		2>"$TMP/ms.err" || { fail "attach: $(tail -2 "$TMP/ms.err")"; return; }
+	"$PROFDUMP" "$TMP/ms.pb.gz" | grep -v '^#' >"$TMP/ms.samples"
+	n=$(cut -f2 "$TMP/ms.samples" | sort -u | wc -l)
+	[ "$n" -gt 1 ] && [ "$n" -le 16 ] || fail "$n distinct stacks: the bound of 16 tests nothing"
+	grep -q '\[unknown stack\]\|\[folded\]' "$TMP/ms.samples" &&
+		fail "a stack was lost while $n distinct ones fit in 16: $(grep -m1 'unknown\|folded' "$TMP/ms.samples")"
+	"$PROFDUMP" "$TMP/ms.pb.gz" | grep -q '^# comment aggregate_coarsened=[1-9]' ||
+		fail "one span id per request did not fill 16 keys: $("$PROFDUMP" "$TMP/ms.pb.gz" | grep aggregate)"
+	grep -q '^warning: [0-9]* samples lost their thread_id and span_id labels' "$TMP/ms.err" ||
+		fail "coarsening not said: $(cat "$TMP/ms.err")"
+	go_totals_agree "$TMP/ms.pb.gz"
+	"$BIN_BPF" attach --pid "$svc" -o "$TMP/ms2.pb.gz" --rate 64KiB -d 3s --max-stacks 2 \
+		2>"$TMP/ms2.err" || { fail "attach: $(tail -2 "$TMP/ms2.err")"; return; }
+	"$PROFDUMP" "$TMP/ms2.pb.gz" | grep -v '^#' | grep -q '\[folded\]' ||
+		fail "no stack cut to its leaf with --max-stacks 2"
+	grep -q '^warning: [0-9]* samples kept only their leaf under \[folded\]' "$TMP/ms2.err" ||
+		fail "folding not said: $(cat "$TMP/ms2.err")"
+	"$PROFDUMP" "$TMP/ms2.pb.gz" | grep -q '^# comment aggregate_folded=[1-9]' ||
+		fail "folding not counted in the profile"
+	go_totals_agree "$TMP/ms2.pb.gz"
+	kill "$svc"
+}
+
+# Span names on a page the program never touched: the kernel cannot read
+# them at enter, culpert-bpf reads them from the process (or, once it is
+# gone, from its file).  Exact at --rate 1; then again with the reader
+# stopped until the target exited, so that only the file is left.
+test_span_cold_names() {
+	need_root || return
+	profile_target span_cold 1 || return
+	check_paths span_cold 0
+	"$PROFDUMP" "$TMP/span_cold.pb.gz" | grep -q '^# comment span_names_late=3$' ||
+		fail "not read late: $("$PROFDUMP" "$TMP/span_cold.pb.gz" | grep span_names)"
+	start_target "$TMP/span_cold.out" "$TARGETS/span_cold" || return
+	attach_bg "$TMP/span_cold.err" --pid "$target_pid" -o "$TMP/span_cold.pb.gz" --rate 1 || return
+	kill -STOP "$attach_pid"
+	kill -USR1 "$target_pid"
+	wait "$target_pid"
+	kill -CONT "$attach_pid"
+	wait "$attach_pid" || { fail "attach: $(tail -2 "$TMP/span_cold.err")"; return; }
+	check_paths span_cold 0
+	"$PROFDUMP" "$TMP/span_cold.pb.gz" | grep -q '^# comment span_names_unresolved=0$' ||
+		fail "unresolved after the exit: $("$PROFDUMP" "$TMP/span_cold.pb.gz" | grep span_names)"
+}
+
 # Spans entered and exited in a tight loop while culpert-bpf attaches
 # (tests/targets/span_loop.c): a span whose exit came before the exit probe
 # listened would stay open, and every later tick would nest under it.  With
@@ -170,6 +277,9 @@ test_span_attach_while_running() {
 }
 
 run_test bpf/spans/ground_truth test_span_ground_truth
+run_test bpf/spans/cold_names test_span_cold_names
+run_test bpf/spans/max_stacks test_max_stacks
+run_test bpf/spans/attach_midrun test_span_attach_midrun
 run_test bpf/spans/span_fn test_span_fn
 run_test bpf/spans/span_fn_recursion test_span_fn_recursion
 run_test bpf/spans/span_fn_refused test_span_fn_refused

@@ -89,6 +89,56 @@ SQL
 		fail "only $pct% of samples reach the entry through sqlite3_step"
 }
 
+# "leaf bytes calls to_main" of a --rate 1 profile, leaf by its outermost name
+leaves() {
+	"$PROFDUMP" "$1" | grep -v '^#' | awk -F'\t' '
+		{ split($1, v, " "); split($2, f, ";"); n = split(f[1], fr, "|"); k = fr[n]
+		  sub(/^.* index_by/, "index_by", k); sub(/\(.*$/, "", k)
+		  b[k] += v[2]; c[k] += v[1]; if ($2 ~ /;main(;|$)/) m[k] += v[2] }
+		END { for (k in b) printf "%s %.0f %.0f %.0f\n", k, b[k], c[k], m[k] }' | sort
+}
+
+# A C++17 program with frame pointers whose operator new is Debian's
+# libstdc++ (without them): libstdc++'s operator new is an allocator entry
+# point, so each allocation's caller -- template or not -- is its leaf, and
+# the stack goes on to main; with fp, and with auto, which chooses dwarf
+# because libstdc++'s own allocating code has no frame pointers.
+test_cxx_through_libstdcxx() {
+	need_root || return
+	for mode in fp auto; do
+		profile cxx_$mode 1 "--unwind $mode -v" "$TARGETS/cxx_index" || return
+		leaves "$TMP/cxx_$mode.pb.gz" >"$TMP/cxx_$mode.leaves"
+		grep '^total ' "$TMP/cxx_$mode.out" | while read -r _ fn bytes calls; do
+			got=$(awk -v f="$fn" '$1 == f { print $2 "/" $3 "/" $4 }' "$TMP/cxx_$mode.leaves")
+			[ "$got" = "$bytes/$calls/$bytes" ] || echo "$mode $fn: $bytes/$calls/$bytes (bytes/calls/to main), profile ${got:-none}"
+		done >"$TMP/cxx.bad"
+		[ -s "$TMP/cxx.bad" ] && fail "$(tr '\n' ';' <"$TMP/cxx.bad") leaves: $(tr '\n' ';' <"$TMP/cxx_$mode.leaves")"
+	done
+	grep -q 'unwinding: dwarf (auto: .*libstdc++.* calls the allocator from code built without frame pointers' \
+		"$TMP/cxx_auto.err" || fail "auto: $(grep unwinding "$TMP/cxx_auto.err")"
+}
+
+# A Rust binary whose own code has no frame pointers, std's has: auto judges
+# the functions that call the allocator, picks dwarf, and the stacks reach
+# main; a forced frame-pointer walk breaks, and says so.
+test_rust_without_fp() {
+	need_root || return
+	profile rnofp 4KiB "-v" "$TARGETS/alloc_rust_nofp" 64 || return
+	grep -q 'unwinding: dwarf (auto: .*alloc_rust_nofp calls the allocator from code built without frame pointers' \
+		"$TMP/rnofp.err" || fail "auto: $(grep unwinding "$TMP/rnofp.err")"
+	"$PROFDUMP" "$TMP/rnofp.pb.gz" | grep -v '^#' | awk -F'\t' '{ split($1, v, " "); all += v[2]
+		if ($2 ~ /;main(;|$)/) m += v[2] } END { exit !(all && m >= 0.95 * all) }' ||
+		fail "dwarf: less than 95% of the bytes reach main"
+	profile rnofp_fp 4KiB "--unwind fp" "$TARGETS/alloc_rust_nofp" 64 || return
+	grep -q '^warning: [0-9]* of [0-9]* frame-pointer stacks ([0-9.]*%) go through code without frame pointers (first: alloc_rust::' \
+		"$TMP/rnofp_fp.err" || fail "broken fp stacks not said: $(grep warning "$TMP/rnofp_fp.err")"
+	"$PROFDUMP" "$TMP/rnofp_fp.pb.gz" | grep -q '^# comment fp_broken_stacks=[1-9]' ||
+		fail "broken fp stacks not counted"
+}
+
 run_test bpf/unwind/dwarf_vs_fp test_dwarf_vs_fp
 run_test bpf/unwind/truncated_marked test_truncated_marked
 run_test bpf/unwind/debian_sqlite3 test_debian_sqlite3
+
+run_test bpf/unwind/cxx_through_libstdcxx test_cxx_through_libstdcxx
+run_test bpf/unwind/rust_without_fp test_rust_without_fp

@@ -55,6 +55,19 @@ static void test_past_test_to_jcc(void)
 	ASSERT_EQ(po.offset, 3, "jcc rel32 too");
 }
 
+/* libstdc++'s operator new: endbr64; test %rdi,%rdi; mov $1,%eax; push %rbx */
+static void test_past_return_register(void)
+{
+	struct probe_offset po;
+
+	ASSERT_EQ(CHOOSE(&po, ENDBR64, TEST_RDI, 0xb8, 0x01, 0x00, 0x00, 0x00, 0x53, RET), 0, "choose");
+	ASSERT_EQ(po.offset, 12, "probe at the push");
+	ASSERT_TRUE(reason_has(&po, "movl $1,%eax (return register only)"), "reason");
+	/* into another register it is an argument (or callee-saved): stays */
+	ASSERT_EQ(CHOOSE(&po, 0xbf, 0x01, 0x00, 0x00, 0x00, 0x53, RET), 0, "choose");
+	ASSERT_EQ(po.offset, 0, "mov $1,%edi writes an argument");
+}
+
 /* glibc posix_memalign: cmpb $0,...(%rip); push %r12 */
 static void test_past_rip_relative_cmp(void)
 {
@@ -389,6 +402,11 @@ static bool od_skippable(const struct od_insn *i)
 	for (k = 0; k < sizeof(ok) / sizeof(ok[0]); k++)
 		if (!strcmp(i->mnem, ok[k]))
 			return !strstr(i->ops, "lock");
+	/* an immediate into the return register: mov $1,%eax */
+	if ((!strcmp(i->mnem, "mov") || !strcmp(i->mnem, "movl") || !strcmp(i->mnem, "movq")) &&
+	    i->ops[0] == '$' && (strstr(i->ops, ",%eax") || strstr(i->ops, ",%rax")))
+		return (i->len == 5 && i->b[0] == 0xb8) ||
+		       (i->len == 7 && i->b[0] == 0x48 && i->b[1] == 0xc7 && i->b[2] == 0xc0);
 	return false;
 }
 
@@ -498,8 +516,9 @@ static void test_other_allocators(void)
 		"rallocx", "xallocx", "sdallocx", "dallocx", "mi_malloc", "mi_calloc", "mi_realloc",
 		"mi_free", "mi_malloc_aligned", "mi_zalloc", "tc_malloc", "tc_free", "tc_calloc",
 		"tc_realloc", "tc_memalign", "tc_posix_memalign", "_Znwm", "_ZdlPv", "_ZdlPvm",
-		NULL };
+		"_Znam", "_ZnwmRKSt9nothrow_t", "_ZnwmSt11align_val_t", NULL };
 	static const char *const libs[] = {
+		"/usr/lib/x86_64-linux-gnu/libstdc++.so.6",
 		"/usr/lib/x86_64-linux-gnu/libjemalloc.so.2",
 		"/usr/lib/x86_64-linux-gnu/libmimalloc.so.2",
 		"/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4",
@@ -516,6 +535,7 @@ int main(void)
 	test_group = "unit/probe_offset";
 	RUN_TEST(test_past_test_to_jcc);
 	RUN_TEST(test_past_rip_relative_cmp);
+	RUN_TEST(test_past_return_register);
 	RUN_TEST(test_chain_of_skippable);
 	RUN_TEST(test_first_instruction_emulated);
 	RUN_TEST(test_kernel_nops);

@@ -29,13 +29,15 @@ static void test_weight_formula(void)
 static void test_unbias_then_sum(void)
 {
 	struct aggregate *a = aggregate__new(16);
-	struct agg_key k = { .stack = 0, .tid = 1 };
+	struct agg_sample s = { .tid = 1 };
 	const struct agg_entry *e;
 	size_t n;
 	double want;
 
-	aggregate__add(a, &k, 100, 4096);
-	aggregate__add(a, &k, 100000, 4096);
+	s.size = 100;
+	aggregate__add_sample(a, &s, 4096);
+	s.size = 100000;
+	aggregate__add_sample(a, &s, 4096);
 	e = aggregate__entries(a, &n);
 	want = 100 * sample_weight(100, 4096) + 100000 * sample_weight(100000, 4096);
 	ASSERT_EQ(n, 1, "one key");
@@ -70,35 +72,30 @@ static void test_exp_table(void)
 	free(t);
 }
 
+/* past the bound of thread keys, samples go on without their thread: the totals stay */
 static void test_aggregate_bounds(void)
 {
 	struct aggregate *a = aggregate__new(4);
 	uint64_t frames[2] = { 0x1000, 0x2000 };
-	struct agg_key k = { 0 };
+	struct agg_sample s = { .frames = frames, .n_frames = 2, .size = 4096 };
 	const struct agg_entry *e;
 	double total = 0;
 	size_t n, i;
 	uint32_t tid;
-	int full = 0;
 
-	k.stack = aggregate__stack(a, frames, 2);
-	ASSERT_TRUE(k.stack != 0, "stack interned");
-	ASSERT_EQ(aggregate__stack(a, frames, 2), k.stack, "same stack, same id");
 	for (tid = 1; tid <= 100; tid++) {
-		k.tid = tid;
-		if (aggregate__add(a, &k, 4096, 4096) == -ENOSPC) {
-			full++;
-			ASSERT_TRUE(aggregate__add_folded(a, &k, 4096, 4096) >= 0, "fold");
-		}
+		s.tid = tid;
+		ASSERT_TRUE(aggregate__add_sample(a, &s, 4096) >= 0, "add");
 	}
 	e = aggregate__entries(a, &n);
-	ASSERT_EQ(full, 96, "new keys past the bound are refused");
-	ASSERT_EQ(n, 5, "bounded keys plus the folded one");
-	for (i = 0; i < n; i++)
+	ASSERT_EQ(n, 5, "4 thread keys, then one without thread");
+	for (i = 0; i < n; i++) {
 		total += e[i].alloc_space;
-	ASSERT_NEAR(total, 100 * 4096 * sample_weight(4096, 4096), 1e-3,
-		    "folding keeps the totals");
-	ASSERT_EQ(aggregate__folded(a), 96, "folded samples counted");
+		ASSERT_EQ(e[i].key.stack, e[0].key.stack, "every key keeps the stack");
+	}
+	ASSERT_NEAR(total, 100 * 4096 * sample_weight(4096, 4096), 1e-3, "coarsening keeps the totals");
+	ASSERT_EQ(aggregate__coarsened(a), 96, "coarsened samples counted");
+	ASSERT_EQ(aggregate__folded(a), 0, "nothing folded");
 	aggregate__free(a);
 }
 

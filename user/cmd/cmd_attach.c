@@ -32,6 +32,14 @@
 #define MAX_DEPTH		127
 #define DEFAULT_MAX_STACKS	65536
 #define DEFAULT_MAX_LIVE	(1 << 20)
+/*
+ * Stack captures per second and process at the default rate: a few % of a
+ * core at ~5 us each (DWARF).  A smaller --rate asks for proportionally
+ * more samples and gets a proportionally higher bound, up to MAX_STACK_RATE;
+ * --rate 1 (every allocation) none.
+ */
+#define DEFAULT_STACK_RATE	10000
+#define MAX_STACK_RATE		1000000
 
 static volatile sig_atomic_t stop_requested;
 
@@ -50,7 +58,8 @@ static const char attach_options[] =
 	"      --inuse              also track frees: live heap (inuse_*) and ages of live blocks\n"
 	"      --max-live N         live sampled blocks tracked with --inuse (default 1048576)\n"
 	"      --unwind MODE        fp (frame pointers), dwarf (copy the stack, unwind with CFI),\n"
-	"                           auto (default: fp if the executable keeps frame pointers)\n"
+	"                           auto (default: fp where the code that allocates keeps frame\n"
+	"                           pointers, dwarf otherwise)\n"
 	"      --stack-size BYTES   stack copied per sample with dwarf (default 16KiB, max 32KiB)\n"
 	"      --allocator NAME     auto, glibc, musl, jemalloc, mimalloc, tcmalloc, or a symbol prefix\n"
 	"      --span-fn PATTERN    each call of a function matching PATTERN is a span (repeatable;\n"
@@ -59,7 +68,11 @@ static const char attach_options[] =
 	"      --symbolize          resolve function names at capture (default)\n"
 	"      --no-symbolize       keep raw addresses; 'culpert symbolize' can resolve them later\n"
 	"      --ringbuf-size BYTES kernel-to-user buffer (default 2MiB, 8MiB unless --unwind fp)\n"
-	"      --max-stacks N       distinct (stack, thread) keys kept (default 65536)\n"
+	"      --max-stacks N       distinct stacks kept (default 65536); beyond, stacks keep their leaf\n"
+	"      --max-stack-rate N   stacks captured per second (default 10000 at the default rate,\n"
+	"                           more in proportion for a smaller --rate, none with --rate 1;\n"
+	"                           0 = no limit); past it, samples are counted, unbiased, under a\n"
+	"                           [throttled] frame\n"
 	"      --no-multi           one perf-event uprobe per site instead of uprobe_multi links\n"
 	"      --no-session         entry + return probes even where uprobe sessions exist\n"
 	"      --stats              embed the memory picture (as 'culpert-bpf stats') at start\n"
@@ -113,12 +126,25 @@ struct attach_args {
 	bool stats;
 };
 
+/* the bound on stack captures the bucket gets unless told: scaled with the sampling rate */
+static uint64_t default_stack_rate(uint64_t rate)
+{
+	double r;
+
+	/* --rate 1 asks for every allocation with its stack */
+	if (rate <= 1)
+		return 0;
+	r = (double)DEFAULT_STACK_RATE * (double)DEFAULT_RATE / (double)rate;
+	return r > MAX_STACK_RATE ? MAX_STACK_RATE : r < DEFAULT_STACK_RATE ? DEFAULT_STACK_RATE :
+									(uint64_t)r;
+}
+
 /* capture: attach with --inuse and --stats, for 30 s unless told otherwise */
 static int parse_args(int argc, char **argv, struct attach_args *a, bool capture)
 {
 	enum { OPT_RATE = 256, OPT_DEPTH, OPT_ALLOC, OPT_SYM, OPT_NOSYM, OPT_RB, OPT_MAXST,
 	       OPT_NOMULTI, OPT_NOSESSION, OPT_SPANFN, OPT_MAXFNS, OPT_STATS, OPT_INUSE,
-	       OPT_MAXLIVE, OPT_UNWIND, OPT_STACKSIZE };
+	       OPT_MAXLIVE, OPT_UNWIND, OPT_STACKSIZE, OPT_STACKRATE };
 	static const struct option opts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "duration", required_argument, NULL, 'd' },
@@ -139,10 +165,12 @@ static int parse_args(int argc, char **argv, struct attach_args *a, bool capture
 		{ "max-live", required_argument, NULL, OPT_MAXLIVE },
 		{ "unwind", required_argument, NULL, OPT_UNWIND },
 		{ "stack-size", required_argument, NULL, OPT_STACKSIZE },
+		{ "max-stack-rate", required_argument, NULL, OPT_STACKRATE },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
+	bool stack_rate_set = false;
 	uint64_t v;
 	int c;
 
@@ -153,6 +181,7 @@ static int parse_args(int argc, char **argv, struct attach_args *a, bool capture
 	a->so.max_entries = DEFAULT_MAX_STACKS;
 	a->so.max_span_fns = DEFAULT_MAX_SPAN_FNS;
 	a->so.max_live = DEFAULT_MAX_LIVE;
+	a->so.stack_rate = DEFAULT_STACK_RATE;
 	if (capture) {
 		a->so.inuse = true;
 		a->stats = true;
@@ -230,6 +259,11 @@ static int parse_args(int argc, char **argv, struct attach_args *a, bool capture
 				return -EINVAL;
 			a->so.stack_size = (unsigned int)v;
 			break;
+		case OPT_STACKRATE:
+			if (opt_count("--max-stack-rate", optarg, 0, 100000000, &a->so.stack_rate))
+				return -EINVAL;
+			stack_rate_set = true;
+			break;
 		case OPT_MAXLIVE:
 			if (opt_count("--max-live", optarg, 1, 1 << 26, &v))
 				return -EINVAL;
@@ -245,6 +279,8 @@ static int parse_args(int argc, char **argv, struct attach_args *a, bool capture
 	if (opt_need_pid(argc, argv, a->so.pid,
 		       "the process to profile"))
 		return -EINVAL;
+	if (!stack_rate_set)
+		a->so.stack_rate = default_stack_rate(a->so.rate);
 	return 0;
 }
 
@@ -303,12 +339,7 @@ static void report_end(struct session *s, enum session_end why, const char *path
 	if (why == SESSION_END_TARGET_EXEC)
 		fprintf(stderr, "culpert-bpf: pid %d (%s) exec'd another program; writing what was "
 			"collected before\n", (int)session__pid(s), session__comm(s));
-	if (session__untracked(s))
-		pr_warn("%llu sampled blocks were not tracked for --inuse because the live table was full: "
-			"raise --max-live\n", (unsigned long long)session__untracked(s));
-	if (session__lost(s))
-		pr_warn("%llu samples were lost because the ring buffer was full: "
-			"raise --ringbuf-size or --rate\n", (unsigned long long)session__lost(s));
+	session__warn_losses(s);
 	fprintf(stderr, "culpert-bpf: wrote %s (%llu samples, %llu lost)\n",
 		strcmp(path, "-") ? path : "profile to stdout",
 		(unsigned long long)session__samples(s), (unsigned long long)session__lost(s));

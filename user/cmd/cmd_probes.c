@@ -72,6 +72,20 @@ static void print_kernel(const struct probes_args *a)
 	       multi ? "uprobe_multi links" : "one perf-event uprobe per site");
 }
 
+/* operator new & co.: how --inuse sees their returns without a return probe */
+static void print_exits(const struct probe_point *p)
+{
+	if (!(p->flags & CULPERT_PROBE_F_EXITS))
+		return;
+	if (p->flags & CULPERT_PROBE_F_DELEGATE)
+		printf("  %-22s   may throw; --inuse: what its malloc returned, no return probe on it\n", "");
+	else if (p->flags & CULPERT_PROBE_F_NO_RETURN)
+		printf("  %-22s   may throw; --inuse cannot track its blocks: %s\n", "", p->exits_missed);
+	else
+		printf("  %-22s   may throw; --inuse: uprobes on %zu return instructions and on %zu "
+		       "branches before others, no return probe\n", "", p->n_exits, p->n_hoists);
+}
+
 /* which of the capabilities that matter we have (README, Privileges) */
 static void print_privileges(void)
 {
@@ -110,6 +124,7 @@ static void print_plan(const struct alloc_plan *plan)
 			if (p->offset != p->sym_offset || log_level >= LOG_INFO)
 				printf(" (symbol %s)", p->at.reason);
 			printf("\n");
+			print_exits(p);
 		}
 	}
 	if (plan->n_skipped) {
@@ -184,9 +199,8 @@ static void print_usdt(const struct procmaps *maps, struct objcache *objs)
 static int print_span_fns(const struct target *t, const struct procmaps *maps,
 			  struct objcache *objs, const struct probes_args *a)
 {
-	bool sessions = sampler_sessions(a->no_multi, a->no_session);
 	struct span_fn_plan p;
-	char err[4096];
+	char err[4096], how[256];
 	size_t i;
 
 	if (!a->n_span_fns)
@@ -201,7 +215,7 @@ static int print_span_fns(const struct target *t, const struct procmaps *maps,
 	for (i = 0; i < p.n_fns; i++)
 		printf("  %-30s %s offset 0x%llx, %s\n", p.fns[i].name, p.display[p.fns[i].object],
 		       (unsigned long long)p.fns[i].offset,
-		       span_fn_mode_name(sessions, p.entry_only[p.fns[i].object]));
+		       span_fn__how(&p.fns[i], how, sizeof(how)));
 	span_fn_plan__free(&p);
 	return 0;
 }

@@ -4,7 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <linux/types.h>
+
 #include "aggregate.h"
+#include "culpert.h"
 #include "hashtab.h"
 #include "vec.h"
 
@@ -12,8 +15,18 @@ struct stack_ref {
 	uint32_t off, n;
 };
 
+/* the keys an entry can have, finest first */
+enum agg_level {
+	LEVEL_FULL,	/* stack, thread, span chain with ids */
+	LEVEL_PATH,	/* stack, span path */
+	LEVEL_LEAF,	/* leaf under [folded], span path */
+	LEVEL_NONE,	/* [unknown stack], span path */
+	LEVEL__MAX,
+};
+
 struct aggregate {
-	size_t max_entries;
+	size_t max_stacks;
+	size_t n_level[LEVEL__MAX];	/* entries of each kind */
 	struct agg_entry *entries;
 	size_t n_entries, cap_entries;
 	struct hashtab entry_ht;
@@ -22,7 +35,8 @@ struct aggregate {
 	struct stack_ref *stacks;	/* [0] is the empty stack */
 	size_t n_stacks, cap_stacks;
 	struct hashtab stack_ht;
-	uint64_t folded;
+	size_t n_whole, n_leaves;	/* stacks interned whole, and [leaf, [folded]] ones */
+	uint64_t coarsened, folded;
 };
 
 double sample_weight(uint64_t size, uint64_t rate)
@@ -35,13 +49,13 @@ double sample_weight(uint64_t size, uint64_t rate)
 	return 1.0 / -expm1(-(double)size / (double)rate);
 }
 
-struct aggregate *aggregate__new(size_t max_entries)
+struct aggregate *aggregate__new(size_t max_stacks)
 {
 	struct aggregate *a = calloc(1, sizeof(*a));
 
 	if (!a)
 		return NULL;
-	a->max_entries = max_entries ? max_entries : 1;
+	a->max_stacks = max_stacks ? max_stacks : 1;
 	if (vec_reserve(&a->stacks, &a->cap_stacks, 1, sizeof(*a->stacks))) {
 		free(a);
 		return NULL;
@@ -77,30 +91,59 @@ static bool stack_eq(uint32_t idx, const void *key, void *ctx)
 	return s->n == k->n && !memcmp(&a->frames[s->off], k->v, k->n * sizeof(*k->v));
 }
 
-uint32_t aggregate__stack(struct aggregate *a, const uint64_t *frames, size_t n)
+/*
+ * Intern a stack (leaf first) of n > 0 frames; a new one only if may_add.
+ * 0 with its index, -ENOSPC (new, not allowed) or -ENOMEM.
+ */
+static int intern_stack(struct aggregate *a, const uint64_t *frames, size_t n, bool may_add,
+			uint32_t *out)
 {
 	struct frames_key k = { frames, n };
 	uint64_t h;
 	uint32_t idx;
 
-	if (!n)
-		return 0;
 	h = hash_bytes(frames, n * sizeof(*frames), 0);
-	if (hashtab__find(&a->stack_ht, h, &k, stack_eq, a, &idx))
-		return idx;
-	/* every key has a stack: as many stacks as keys is the bound */
-	if (a->n_stacks > a->max_entries || a->n_frames + n > UINT32_MAX)
+	if (hashtab__find(&a->stack_ht, h, &k, stack_eq, a, out))
 		return 0;
+	if (!may_add || a->n_frames + n > UINT32_MAX)
+		return -ENOSPC;
 	if (vec_reserve(&a->stacks, &a->cap_stacks, a->n_stacks + 1, sizeof(*a->stacks)) ||
 	    vec_reserve(&a->frames, &a->cap_frames, a->n_frames + n, sizeof(*a->frames)))
-		return 0;
+		return -ENOMEM;
 	idx = (uint32_t)a->n_stacks;
 	if (hashtab__insert(&a->stack_ht, h, idx))
-		return 0;
+		return -ENOMEM;
 	memcpy(&a->frames[a->n_frames], frames, n * sizeof(*frames));
 	a->stacks[a->n_stacks++] = (struct stack_ref){ (uint32_t)a->n_frames, (uint32_t)n };
 	a->n_frames += n;
-	return idx;
+	*out = idx;
+	return 0;
+}
+
+/* the whole stack, within the bound of max_stacks distinct ones; 0, -ENOSPC or -ENOMEM */
+static int whole_stack(struct aggregate *a, const struct agg_sample *s, uint32_t *out)
+{
+	size_t before = a->n_stacks;
+	int err;
+
+	*out = 0;
+	if (!s->n_frames)
+		return 0;
+	err = intern_stack(a, s->frames, s->n_frames, a->n_whole < a->max_stacks, out);
+	a->n_whole += a->n_stacks > before;
+	return err;
+}
+
+/* the leaf under a [folded] frame: a callsite each, with a bound of its own */
+static int leaf_stack(struct aggregate *a, const struct agg_sample *s, uint32_t *out)
+{
+	uint64_t leaf[2] = { s->frames[0], CULPERT_FRAME_FOLDED };
+	size_t before = a->n_stacks;
+	int err;
+
+	err = intern_stack(a, leaf, 2, a->n_leaves < a->max_stacks, out);
+	a->n_leaves += a->n_stacks > before;
+	return err;
 }
 
 static bool key_eq(uint32_t idx, const void *key, void *ctx)
@@ -129,40 +172,68 @@ static struct agg_entry *lookup(struct aggregate *a, const struct agg_key *k, bo
 	return e;
 }
 
-static void account(struct agg_entry *e, uint64_t size, uint64_t rate)
+static void account(struct agg_entry *e, uint64_t size, uint64_t rate, uint64_t count)
 {
-	double w = sample_weight(size, rate);
+	double w = sample_weight(size, rate) * (double)count;
 
-	e->samples++;
+	e->samples += count;
 	e->alloc_objects += w;
 	e->alloc_space += w * (double)size;
 }
 
-int aggregate__add(struct aggregate *a, const struct agg_key *key, uint64_t size, uint64_t rate)
+/* the entry of key k, created if its level has room; NULL if not; -ENOMEM in *err */
+static struct agg_entry *entry_at(struct aggregate *a, struct agg_key k, enum agg_level level,
+				  int *err)
 {
-	struct agg_key k = *key;
+	/* [unknown stack] past the bound on purpose: one per span path, and those are few */
+	bool room = level == LEVEL_NONE || a->n_level[level] < a->max_stacks;
+	size_t before = a->n_entries;
 	struct agg_entry *e;
 
 	k.pad = 0;
-	e = lookup(a, &k, a->n_entries < a->max_entries);
-	if (!e)
-		return a->n_entries < a->max_entries ? -ENOMEM : -ENOSPC;
-	account(e, size, rate);
-	return (int)(e - a->entries);
+	e = lookup(a, &k, room);
+	if (!e && room)
+		*err = -ENOMEM;
+	a->n_level[level] += a->n_entries > before;
+	return e;
 }
 
-int aggregate__add_folded(struct aggregate *a, const struct agg_key *key, uint64_t size,
-			  uint64_t rate)
+int aggregate__add_sample(struct aggregate *a, const struct agg_sample *s, uint64_t rate)
 {
-	struct agg_key k = { .stack = 0, .tid = 0, .span = key->span };
-	struct agg_entry *e;
+	struct agg_key k = { .tid = 0, .span = s->path };
+	struct agg_entry *e = NULL;
+	uint32_t stack;
+	int err, whole;
 
-	/* past the bound on purpose: one such key per span path, which the caller bounds */
-	e = lookup(a, &k, true);
+	whole = whole_stack(a, s, &stack);
+	if (whole == -ENOMEM)
+		return whole;
+	err = 0;
+	if (!whole && s->chain != UINT32_MAX)
+		e = entry_at(a, (struct agg_key){ .stack = stack, .tid = s->tid, .span = s->chain },
+			     LEVEL_FULL, &err);
+	if (!e && !err && !whole) {
+		k.stack = stack;
+		e = entry_at(a, k, LEVEL_PATH, &err);
+		/* a sample without a thread (throttled ones) had nothing to drop */
+		a->coarsened += e != NULL && s->tid;
+	}
+	if (!e && !err && s->n_frames) {
+		err = leaf_stack(a, s, &k.stack);
+		if (err == -ENOMEM)
+			return err;
+		e = err ? NULL : entry_at(a, k, LEVEL_LEAF, &err);
+		a->folded += e != NULL;
+	}
+	if (!e && err != -ENOMEM) {
+		err = 0;
+		k.stack = 0;
+		e = entry_at(a, k, LEVEL_NONE, &err);
+		a->folded += e != NULL && s->n_frames;
+	}
 	if (!e)
 		return -ENOMEM;
-	a->folded++;
-	account(e, size, rate);
+	account(e, s->size, rate, s->count ?: 1);
 	return (int)(e - a->entries);
 }
 
@@ -180,6 +251,11 @@ const uint64_t *aggregate__stack_frames(const struct aggregate *a, uint32_t stac
 	}
 	*n = a->stacks[stack].n;
 	return a->frames ? &a->frames[a->stacks[stack].off] : NULL;
+}
+
+uint64_t aggregate__coarsened(const struct aggregate *a)
+{
+	return a->coarsened;
 }
 
 uint64_t aggregate__folded(const struct aggregate *a)

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * Samples merged as they arrive, keyed by (stack, thread, span chain):
- * memory grows with distinct keys, never with samples or time.  Each
+ * memory grows with distinct stacks, never with samples, requests or time.  Each
  * sample is unbiased on arrival and the estimates summed (never the
  * other way round, see sample_weight()).
  */
@@ -12,10 +12,10 @@
 #include <stdint.h>
 
 struct agg_key {
-	uint32_t stack;		/* from aggregate__stack(); 0 is the empty stack */
+	uint32_t stack;		/* index of an interned stack; 0 is the empty stack */
 	uint32_t tid;		/* 0 when not kept */
 	uint32_t span;		/* span chain id, 0 outside any span */
-	uint32_t pad;
+	uint32_t pad;		/* 0 */
 };
 
 struct agg_entry {
@@ -34,26 +34,38 @@ struct aggregate;
  */
 double sample_weight(uint64_t size, uint64_t rate);
 
-/* at most max_entries keys (see aggregate__add_folded() for what goes beyond) */
-struct aggregate *aggregate__new(size_t max_entries);
+/*
+ * max_stacks bounds the distinct stacks kept, whatever else varies: the
+ * keys with thread and span ids (one per request) get max_stacks entries
+ * of their own, and then go on without them (coarsened); stacks past the
+ * bound keep their leaf under a [folded] frame.  Memory stays O(max_stacks)
+ * and the totals stay right.
+ */
+struct aggregate *aggregate__new(size_t max_stacks);
 void aggregate__free(struct aggregate *a);
-/* intern a stack (leaf first); its id, 0 for the empty stack or when full */
-uint32_t aggregate__stack(struct aggregate *a, const uint64_t *frames, size_t n);
+
+/* one sampled allocation, as the session knows it */
+struct agg_sample {
+	const uint64_t *frames;	/* leaf first */
+	size_t n_frames;
+	uint32_t tid;
+	uint32_t chain;		/* span chain with the innermost span's ids; UINT32_MAX: none kept */
+	uint32_t path;		/* the same chain without ids (span paths are few: always kept) */
+	uint64_t size;
+	uint64_t count;		/* identical samples this stands for; 0 means 1 */
+};
+
 /*
- * Add one sample of `size` bytes.  Returns the entry's index, -ENOSPC (a
- * new key, the table is full) or -ENOMEM.
+ * Add it under the finest key that fits: (stack, thread, chain), else
+ * (stack, path), else (leaf under [folded], path), else ([unknown stack],
+ * path).  Returns the entry's index, or -ENOMEM.
  */
-int aggregate__add(struct aggregate *a, const struct agg_key *key, uint64_t size, uint64_t rate);
-/*
- * The last resort when the table is full: add to the key with no stack and
- * no thread, keeping only key->span, so the totals stay right.  The entry's
- * index or -ENOMEM.
- */
-int aggregate__add_folded(struct aggregate *a, const struct agg_key *key, uint64_t size,
-			  uint64_t rate);
+int aggregate__add_sample(struct aggregate *a, const struct agg_sample *s, uint64_t rate);
 const struct agg_entry *aggregate__entries(const struct aggregate *a, size_t *n);
 const uint64_t *aggregate__stack_frames(const struct aggregate *a, uint32_t stack, size_t *n);
-/* samples added through aggregate__add_folded() */
+/* samples whose key lost its thread and span ids (the table of such keys was full) */
+uint64_t aggregate__coarsened(const struct aggregate *a);
+/* samples whose stack was cut to its leaf or lost (more distinct stacks than max_stacks) */
 uint64_t aggregate__folded(const struct aggregate *a);
 
 #endif /* CULPERT_AGGREGATE_H */

@@ -119,8 +119,10 @@ static uint64_t location_id(struct exporter *x, uint64_t frame)
 
 /*
  * A frame that stands for what could not be seen: "[unknown stack]" for a
- * failed walk (or a key folded when the aggregate was full), "[truncated]"
- * where a DWARF unwind ran out of copied stack.
+ * failed walk (or a stack lost when even its leaf found no room in the
+ * aggregate), "[truncated]" where a DWARF unwind ran out of copied stack,
+ * "[folded]" for the callers of a stack cut to its leaf (--max-stacks),
+ * "[throttled]" for samples past the process's stack rate.
  */
 static uint64_t pseudo_location(struct exporter *x, const char *what)
 {
@@ -213,6 +215,10 @@ static size_t sample_locations(struct exporter *x, const struct aggregate *a,
 	for (i = 0; i < nf && n < CULPERT_EXPORT_MAX_FRAMES; i++) {
 		if (f[i] == CULPERT_FRAME_TRUNCATED)
 			ids[n] = pseudo_location(x, "[truncated]");
+		else if (f[i] == CULPERT_FRAME_FOLDED)
+			ids[n] = pseudo_location(x, "[folded]");
+		else if (f[i] == CULPERT_FRAME_THROTTLED)
+			ids[n] = pseudo_location(x, "[throttled]");
 		else
 			ids[n] = location_id(x, f[i]);
 		if (!ids[n++])

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <bpf/bpf.h>
+#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 #include <errno.h>
 #include <linux/capability.h>
@@ -52,6 +53,24 @@ static bool probe_uprobe_link(__u32 attach_type)
 		close(link_fd);
 	close(prog_fd);
 	return link_fd < 0 && err == EBADF;
+}
+
+/* a kernel type in the running kernel's BTF: a feature that came with it */
+static bool kernel_has_struct(const char *name)
+{
+	struct btf *btf = btf__load_vmlinux_btf();
+	bool found;
+
+	if (!btf)
+		return false;
+	found = btf__find_by_name_kind(btf, name, BTF_KIND_STRUCT) >= 0;
+	btf__free(btf);
+	return found;
+}
+
+static bool has_helper(enum bpf_func_id id)
+{
+	return libbpf_probe_bpf_helper(BPF_PROG_TYPE_KPROBE, id, NULL) == 1;
 }
 
 /*
@@ -112,8 +131,14 @@ const struct kfeatures *features__get(void)
 	f.ringbuf = libbpf_probe_bpf_map_type(BPF_MAP_TYPE_RINGBUF, NULL) == 1;
 	f.uprobe_multi = probe_uprobe_link(CULPERT_BPF_TRACE_UPROBE_MULTI);
 	f.uprobe_session = f.uprobe_multi && probe_uprobe_link(CULPERT_BPF_TRACE_UPROBE_SESSION);
-	pr_debug("kernel %s: btf=%d uprobes=%d ringbuf=%d uprobe_multi=%d uprobe_session=%d\n",
-		 f.release, f.btf, f.uprobes, f.ringbuf, f.uprobe_multi, f.uprobe_session);
+	f.task_storage = libbpf_probe_bpf_map_type(BPF_MAP_TYPE_TASK_STORAGE, NULL) == 1;
+	f.bpf_loop = has_helper(BPF_FUNC_loop);
+	f.find_vma = has_helper(BPF_FUNC_find_vma);
+	f.hash_no_prealloc = f.btf && kernel_has_struct("bpf_mem_alloc");
+	pr_debug("kernel %s: btf=%d uprobes=%d ringbuf=%d uprobe_multi=%d uprobe_session=%d "
+		 "task_storage=%d bpf_loop=%d find_vma=%d hash_no_prealloc=%d\n", f.release, f.btf,
+		 f.uprobes, f.ringbuf, f.uprobe_multi, f.uprobe_session, f.task_storage, f.bpf_loop,
+		 f.find_vma, f.hash_no_prealloc);
 	return &f;
 }
 
@@ -228,11 +253,15 @@ const char *features__blocker(void)
 		       "capabilities: a security module (SELinux, AppArmor, lockdown) denies it; "
 		       "allow bpf for culpert-bpf there";
 	if (!f->btf)
-		return "this kernel has no BTF (/sys/kernel/btf/vmlinux is missing): culpert-bpf needs Linux 5.11+ built with CONFIG_DEBUG_INFO_BTF=y";
+		return "this kernel has no BTF (/sys/kernel/btf/vmlinux is missing): culpert-bpf needs Linux 5.17+ built with CONFIG_DEBUG_INFO_BTF=y";
 	if (!f->uprobes)
 		return "this kernel has no uprobes (no uprobe PMU in /sys/bus/event_source/devices): it needs CONFIG_UPROBE_EVENTS=y";
 	if (!f->ringbuf)
-		return "this kernel has no BPF ring buffer: culpert-bpf needs Linux 5.8 or newer";
+		return "this kernel has no BPF ring buffer: culpert-bpf needs Linux 5.17 or newer";
+	if (!f->task_storage)
+		return "this kernel has no BPF task storage: culpert-bpf needs Linux 5.17 or newer";
+	if (!f->bpf_loop || !f->find_vma)
+		return "this kernel lacks the bpf_loop()/bpf_find_vma() helpers: culpert-bpf needs Linux 5.17 or newer";
 	return NULL;
 }
 

@@ -24,6 +24,16 @@ struct kfeatures {
 	bool ringbuf;		/* BPF ring buffer (5.8+) */
 	bool uprobe_multi;	/* BPF_TRACE_UPROBE_MULTI links (6.6+) */
 	bool uprobe_session;	/* BPF_TRACE_UPROBE_SESSION links (6.13+) */
+	bool task_storage;	/* BPF_MAP_TYPE_TASK_STORAGE (5.11+) */
+	bool bpf_loop;		/* the bpf_loop() helper (5.17+): span pruning, stack copies */
+	bool find_vma;		/* the bpf_find_vma() helper (5.17+): unread span names */
+	/*
+	 * Hash maps allocate their elements with bpf_mem_alloc (6.1+): before,
+	 * a tracing program using a BPF_F_NO_PREALLOC hash map made the
+	 * verifier WARN (and refuse it on PREEMPT_RT): live_allocs is then
+	 * preallocated.
+	 */
+	bool hash_no_prealloc;
 	bool bpf_refused;	/* bpf() itself fails with EPERM: seccomp or an LSM, not the kernel */
 	bool seccomp;		/* this process runs under a seccomp filter (/proc/self/status) */
 	char release[65];	/* uname -r */

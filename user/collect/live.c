@@ -127,16 +127,42 @@ void live__release(struct live *l, uint64_t id)
 	}
 }
 
-void live__settle(struct live *l)
+void live__mark_begin(struct live *l)
 {
-	size_t i = 0;
+	size_t i;
+
+	for (i = 0; i < l->n; i++)
+		l->v[i].tracked = false;
+}
+
+bool live__mark(struct live *l, uint64_t id)
+{
+	size_t i = find(l, id);
+
+	if (l->slots[i] == EMPTY)
+		return false;
+	l->v[l->slots[i]].tracked = true;
+	return true;
+}
+
+size_t live__sweep(struct live *l)
+{
+	size_t i = 0, gone = 0;
 
 	while (i < l->n) {
-		if (!l->v[i].tracked)
+		if (!l->v[i].tracked) {
 			live__release(l, l->v[i].id);
-		else
+			gone++;
+		} else {
 			i++;
+		}
 	}
+	return gone;
+}
+
+bool live__full(const struct live *l)
+{
+	return l->n >= l->max;
 }
 
 const struct live_block *live__blocks(const struct live *l, size_t *n)

@@ -2,8 +2,11 @@
 /*
  * --inuse: the sampled blocks still live, by sample id.  A block is
  * announced with its sample (which aggregate entry, size, weight, time),
- * confirmed when the allocator returned it and the BPF side tracks it,
- * and dropped when freed.  Bounded like the BPF live table it mirrors.
+ * and dropped when the ring buffer says it was freed or not tracked.  Those
+ * records may be lost, so they only keep this table small: what is live is
+ * what the kernel's live table holds, marked here at the end (and whenever
+ * this table fills) with live__mark() and swept of the rest.  Bounded like
+ * the BPF live table it mirrors.
  */
 #ifndef CULPERT_LIVE_H
 #define CULPERT_LIVE_H
@@ -17,7 +20,7 @@ struct live;
 struct live_block {
 	uint64_t id;
 	uint32_t entry;		/* aggregate entry index */
-	bool tracked;		/* the return was seen and the BPF side tracks it */
+	bool tracked;		/* marked: the kernel's live table holds it */
 	uint64_t size;
 	double weight;		/* sample_weight(size, rate) */
 	uint64_t ts_ns;		/* CLOCK_MONOTONIC at allocation */
@@ -31,9 +34,12 @@ int live__alloc(struct live *l, const struct live_block *b);
 void live__ret(struct live *l, uint64_t id, bool tracked);
 /* its free */
 void live__release(struct live *l, uint64_t id);
-/* blocks still live (tracked); pointer valid until the next change */
+/* the blocks; pointer valid until the next change */
 const struct live_block *live__blocks(const struct live *l, size_t *n);
-/* after the capture: drop blocks whose return was never seen */
-void live__settle(struct live *l);
+/* reconcile with the kernel's table: unmark all, mark each id it holds, sweep the unmarked */
+void live__mark_begin(struct live *l);
+bool live__mark(struct live *l, uint64_t id);	/* false: not here */
+size_t live__sweep(struct live *l);		/* blocks dropped */
+bool live__full(const struct live *l);
 
 #endif /* CULPERT_LIVE_H */

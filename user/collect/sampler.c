@@ -31,7 +31,8 @@ struct sampler {
 	size_t n_usdt_links, cap_usdt_links;
 	enum uprobe_mode mode;
 	enum sampler_inuse inuse;
-	bool fn_session;		/* --span-fn through one session program */
+	pid_t pid;
+	uint64_t armed_ns, disarmed_ns;	/* the window where every probe was live */
 	sampler_event_fn on_event;	/* the caller's, behind deliver() */
 	void *ctx;
 	bool bounded;			/* in sampler__poll(), not draining */
@@ -147,9 +148,14 @@ static int configure(struct sampler *s, const struct sampler_opts *o)
 	skel->rodata->unwind_dwarf = o->unwind_dwarf;
 	if (o->stack_copy_bytes)
 		skel->rodata->stack_copy_bytes = o->stack_copy_bytes;
-	skel->rodata->return_every_call = s->inuse == SAMPLER_INUSE_EVERY_RETURN;
 	if (o->max_live)
 		err = bpf_map__set_max_entries(skel->maps.live_allocs, (__u32)o->max_live);
+	/* before 6.1 a tracing program's run-time allocated hash map makes the verifier WARN */
+	if (!err && !features__get()->hash_no_prealloc) {
+		pr_info("live table preallocated (kernel before 6.1): %u entries held from the start\n",
+			bpf_map__max_entries(skel->maps.live_allocs));
+		err = bpf_map__set_map_flags(skel->maps.live_allocs, 0);
+	}
 	if (err)
 		return err;
 	for (i = 0; i < plan->n_objects && i < CULPERT_MAX_ALLOC_OBJS; i++) {
@@ -164,7 +170,7 @@ static int configure(struct sampler *s, const struct sampler_opts *o)
 					       (__u32)libbpf_num_possible_cpus());
 	if (err)
 		return err;
-	/* allocator entries go through `mode`; USDT probes always through libbpf's perf uprobes */
+	/* allocator entries go through `mode`, USDT probes too where usdt_multi() */
 	for (fn = 1; fn < CULPERT_FN__MAX; fn++) {
 		prog = program_for(skel, fn);
 		err = bpf_program__set_expected_attach_type(prog, uprobe_mode__attach_type(s->mode));
@@ -179,6 +185,12 @@ static int configure(struct sampler *s, const struct sampler_opts *o)
 	if (!err)
 		err = bpf_program__set_expected_attach_type(skel->progs.alloc_exit,
 							    uprobe_mode__attach_type(s->mode));
+	if (!err)
+		err = bpf_program__set_expected_attach_type(skel->progs.alloc_exit_point,
+							    uprobe_mode__attach_type(s->mode));
+	if (!err)
+		err = bpf_program__set_expected_attach_type(skel->progs.alloc_exit_hoist,
+							    uprobe_mode__attach_type(s->mode));
 	/* span probes go through uprobe_multi too when allocator probes do (usdt_link.h) */
 	if (!err && usdt_multi(s))
 		err = bpf_program__set_expected_attach_type(skel->progs.span_enter,
@@ -186,18 +198,13 @@ static int configure(struct sampler *s, const struct sampler_opts *o)
 	if (!err && usdt_multi(s))
 		err = bpf_program__set_expected_attach_type(skel->progs.span_exit,
 							    uprobe_mode__attach_type(s->mode));
+	/* the session program needs the kfuncs of 6.13+: not even loaded elsewhere */
 	if (!err && s->inuse == SAMPLER_INUSE_SESSION)
 		err = bpf_program__set_expected_attach_type(skel->progs.alloc_session,
 					uprobe_mode__attach_type(UPROBE_MODE_SESSION));
 	if (!err)
 		err = bpf_program__set_autoload(skel->progs.alloc_session,
 						s->inuse == SAMPLER_INUSE_SESSION);
-	/* the session program needs the kfuncs of 6.13+: not even loaded elsewhere */
-	if (!err && s->fn_session)
-		err = bpf_program__set_expected_attach_type(skel->progs.span_fn_session,
-					uprobe_mode__attach_type(UPROBE_MODE_SESSION));
-	if (!err)
-		err = bpf_program__set_autoload(skel->progs.span_fn_session, s->fn_session);
 	return err;
 }
 
@@ -221,62 +228,101 @@ static int register_fn_names(struct sampler *s, const struct span_fn_plan *p)
 	return 0;
 }
 
+/* offsets[] without repeats (two functions may share return code), in place; the new count */
+static size_t dedupe(uint64_t *offs, size_t n)
+{
+	size_t i, j, m = 0;
+
+	for (i = 0; i < n; i++) {
+		for (j = 0; j < m && offs[j] != offs[i]; j++)
+			;
+		if (j == m)
+			offs[m++] = offs[i];
+	}
+	return m;
+}
+
+/* the --span-fn functions of one object: every return instruction, then the entries */
+static int attach_span_fn_object(struct sampler *s, const struct sampler_opts *o, size_t obj,
+				 uint64_t *offs, uint64_t *cookies)
+{
+	const struct span_fn_plan *p = o->span_fns;
+	size_t i, n = 0;
+	int ret;
+
+	for (i = 0; i < p->n_fns; i++) {
+		if (p->fns[i].object != obj)
+			continue;
+		memcpy(&offs[n], p->fns[i].exits, p->fns[i].n_exits * sizeof(*offs));
+		n += p->fns[i].n_exits;
+	}
+	ret = uprobe_set__attach(s->probes, s->mode, s->skel->progs.span_fn_exit, p->objects[obj],
+				 offs, NULL, dedupe(offs, n), o->pid, 0);
+	for (i = 0, n = 0; i < p->n_fns; i++) {
+		if (p->fns[i].object != obj)
+			continue;
+		offs[n] = p->fns[i].offset;
+		cookies[n++] = p->fns[i].name_id;
+	}
+	if (!ret)
+		ret = uprobe_set__attach(s->probes, s->mode, s->skel->progs.span_fn_enter,
+					 p->objects[obj], offs, cookies, n, o->pid, 0);
+	return ret;
+}
+
 static int attach_span_fns(struct sampler *s, const struct sampler_opts *o, char *err,
 			   size_t errlen)
 {
 	const struct span_fn_plan *p = o->span_fns;
 	uint64_t *offs, *cookies;
-	size_t obj, i, n;
+	size_t obj, i, n = 0;
 	int ret = 0;
 
 	if (!p || !p->n_fns)
 		return 0;
-	offs = calloc(p->n_fns, sizeof(*offs));
-	cookies = calloc(p->n_fns, sizeof(*cookies));
-	if (!offs || !cookies) {
+	for (i = 0; i < p->n_fns; i++)
+		n += p->fns[i].n_exits + 1;
+	offs = calloc(n, sizeof(*offs));
+	cookies = calloc(n, sizeof(*cookies));
+	if (!offs || !cookies)
 		ret = -ENOMEM;
-		goto out;
-	}
 	for (obj = 0; obj < p->n_objects && !ret; obj++) {
-		for (n = 0, i = 0; i < p->n_fns; i++) {
-			if (p->fns[i].object != obj)
-				continue;
-			offs[n] = p->fns[i].offset;
-			cookies[n++] = p->fns[i].name_id;
-		}
-		if (s->fn_session && !p->entry_only[obj]) {
-			ret = uprobe_set__attach(s->probes, UPROBE_MODE_SESSION,
-						 s->skel->progs.span_fn_session, p->objects[obj],
-						 offs, cookies, n, o->pid, 0);
-		} else {
-			ret = uprobe_set__attach(s->probes, s->mode, s->skel->progs.span_fn_enter,
-						 p->objects[obj], offs, cookies, n, o->pid, 0);
-			if (!ret && !p->entry_only[obj])
-				ret = uprobe_set__attach(s->probes, s->mode,
-							 s->skel->progs.span_fn_exit,
-							 p->objects[obj], offs, cookies, n, o->pid, 1);
-		}
+		ret = attach_span_fn_object(s, o, obj, offs, cookies);
 		if (ret)
 			snprintf(err, errlen, "cannot attach --span-fn probes to %s: %s",
 				 p->display[obj], strerror(-ret));
 	}
-out:
 	free(offs);
 	free(cookies);
 	return ret;
 }
 
-/* offsets (and cookies: the entry kind and flags) of the plan's points in `obj` matching `want` */
-static size_t collect_points(const struct alloc_plan *plan, size_t obj,
-			     bool (*want)(uint32_t fn, uint32_t arg), uint32_t arg,
-			     uint64_t *offs, uint64_t *cookies)
+/* which of the plan's points an attach step takes */
+enum point_set {
+	POINTS_FREE,		/* deallocators */
+	POINTS_RETURNED,	/* allocators whose return a return probe may see */
+	POINTS_EXITS,		/* allocators an exception can unwind through */
+};
+
+static bool point_in(const struct probe_point *p, enum point_set set)
+{
+	if (p->fn == CULPERT_FN_FREE)
+		return set == POINTS_FREE;
+	if (p->flags & CULPERT_PROBE_F_EXITS)
+		return set == POINTS_EXITS;
+	return set == POINTS_RETURNED;
+}
+
+/* offsets (and cookies: the entry kind and flags) of the plan's points in `obj` in `set` of kind fn (0: any) */
+static size_t collect_points(const struct alloc_plan *plan, size_t obj, enum point_set set,
+			     uint32_t fn, uint64_t *offs, uint64_t *cookies)
 {
 	size_t i, n = 0;
 
 	for (i = 0; i < plan->n_points; i++) {
 		const struct probe_point *p = &plan->points[i];
 
-		if (p->object != (int)obj || !want(p->fn, arg))
+		if (p->object != (int)obj || !point_in(p, set) || (fn && p->fn != fn))
 			continue;
 		offs[n] = p->offset;
 		cookies[n++] = p->fn | p->flags;
@@ -284,46 +330,106 @@ static size_t collect_points(const struct alloc_plan *plan, size_t obj,
 	return n;
 }
 
-static bool fn_is(uint32_t fn, uint32_t want)
+/* the return instructions of the points in `obj` that need them and have them all */
+static size_t collect_exits(const struct alloc_plan *plan, size_t obj, uint64_t *offs)
 {
-	return fn == want;
+	size_t i, n = 0;
+
+	for (i = 0; i < plan->n_points; i++) {
+		const struct probe_point *p = &plan->points[i];
+
+		if (p->object != (int)obj || !point_in(p, POINTS_EXITS) ||
+		    (p->flags & (CULPERT_PROBE_F_NO_RETURN | CULPERT_PROBE_F_DELEGATE)))
+			continue;
+		memcpy(&offs[n], p->exits, p->n_exits * sizeof(*offs));
+		n += p->n_exits;
+	}
+	return dedupe(offs, n);
 }
 
-static bool fn_allocates(uint32_t fn, uint32_t unused)
+/* the branches exits were moved to, and their cookies, of the points in `obj`, once each */
+static size_t collect_hoists(const struct alloc_plan *plan, size_t obj, uint64_t *offs,
+			     uint64_t *cookies)
 {
-	return fn != CULPERT_FN_FREE;
+	size_t i, j, k, n = 0;
+
+	for (i = 0; i < plan->n_points; i++) {
+		const struct probe_point *p = &plan->points[i];
+
+		if (p->object != (int)obj || !point_in(p, POINTS_EXITS) ||
+		    (p->flags & (CULPERT_PROBE_F_NO_RETURN | CULPERT_PROBE_F_DELEGATE)))
+			continue;
+		for (j = 0; j < p->n_hoists; j++) {
+			for (k = 0; k < n && offs[k] != p->hoists[j].offset; k++)
+				;
+			/* shared code analysed from two entry points: the same branch, the same ways */
+			if (k == n) {
+				offs[n] = p->hoists[j].offset;
+				cookies[n++] = 0;
+			}
+			cookies[k] |= p->hoists[j].cookie;
+		}
+	}
+	return n;
 }
 
-/* one link per (object, program): all of its offsets at once */
+/* entry programs, one per argument layout, for the points of `set` in `obj` */
+static int attach_entries(struct sampler *s, const struct sampler_opts *o, size_t obj,
+			  enum point_set set, uint64_t *offs, uint64_t *cookies)
+{
+	const char *path = o->plan->objects[obj].open_path;
+	uint32_t fn;
+	size_t n;
+	int ret = 0;
+
+	for (fn = 1; fn < CULPERT_FN__MAX && !ret; fn++) {
+		if (fn == CULPERT_FN_FREE)
+			continue;
+		n = collect_points(o->plan, obj, set, fn, offs, cookies);
+		ret = uprobe_set__attach(s->probes, s->mode, program_for(s->skel, fn), path, offs,
+					 cookies, n, o->pid, 0);
+	}
+	return ret;
+}
+
+/*
+ * One link per (object, program): all of its offsets at once.  Return
+ * probes go only where no exception can unwind: operator new and the like
+ * get plain uprobes on their return instructions instead.
+ */
 static int attach_object(struct sampler *s, const struct sampler_opts *o, size_t obj,
 			 uint64_t *offs, uint64_t *cookies)
 {
 	const struct alloc_plan *plan = o->plan;
 	const char *path = plan->objects[obj].open_path;
-	uint32_t fn;
 	size_t n;
-	int ret = 0;
+	int ret;
 
-	if (s->inuse == SAMPLER_INUSE_SESSION) {
-		n = collect_points(plan, obj, fn_allocates, 0, offs, cookies);
+	ret = attach_entries(s, o, obj, POINTS_EXITS, offs, cookies);
+	if (!ret && s->inuse == SAMPLER_INUSE_SESSION) {
+		n = collect_points(plan, obj, POINTS_RETURNED, 0, offs, cookies);
 		ret = uprobe_set__attach(s->probes, UPROBE_MODE_SESSION, s->skel->progs.alloc_session,
 					 path, offs, cookies, n, o->pid, 0);
-	} else {
-		for (fn = 1; fn < CULPERT_FN__MAX && !ret; fn++) {
-			if (fn == CULPERT_FN_FREE)
-				continue;
-			n = collect_points(plan, obj, fn_is, fn, offs, cookies);
-			ret = uprobe_set__attach(s->probes, s->mode, program_for(s->skel, fn), path,
-						 offs, cookies, n, o->pid, 0);
-		}
+	} else if (!ret) {
+		ret = attach_entries(s, o, obj, POINTS_RETURNED, offs, cookies);
 		if (!ret && s->inuse == SAMPLER_INUSE_EVERY_RETURN) {
-			n = collect_points(plan, obj, fn_allocates, 0, offs, cookies);
+			n = collect_points(plan, obj, POINTS_RETURNED, 0, offs, cookies);
 			ret = uprobe_set__attach(s->probes, s->mode, s->skel->progs.alloc_exit, path,
 						 offs, NULL, n, o->pid, 1);
 		}
 	}
-	if (!ret && s->inuse != SAMPLER_INUSE_OFF) {
-		n = collect_points(plan, obj, fn_is, CULPERT_FN_FREE, offs, cookies);
+	if (ret || s->inuse == SAMPLER_INUSE_OFF)
+		return ret;
+	n = collect_exits(plan, obj, offs);
+	ret = uprobe_set__attach(s->probes, s->mode, s->skel->progs.alloc_exit_point, path, offs,
+				 NULL, n, o->pid, 0);
+	if (!ret) {
+		n = collect_hoists(plan, obj, offs, cookies);
+		ret = uprobe_set__attach(s->probes, s->mode, s->skel->progs.alloc_exit_hoist, path,
+					 offs, cookies, n, o->pid, 0);
+	}
+	if (!ret) {
+		n = collect_points(plan, obj, POINTS_FREE, 0, offs, cookies);
 		ret = uprobe_set__attach(s->probes, s->mode, s->skel->progs.free_enter, path, offs,
 					 NULL, n, o->pid, 0);
 	}
@@ -333,10 +439,15 @@ static int attach_object(struct sampler *s, const struct sampler_opts *o, size_t
 static int attach_plan(struct sampler *s, const struct sampler_opts *o, char *err, size_t errlen)
 {
 	const struct alloc_plan *plan = o->plan;
-	uint64_t *offs = calloc(plan->n_points ?: 1, sizeof(*offs));
-	uint64_t *cookies = calloc(plan->n_points ?: 1, sizeof(*cookies));
-	size_t obj;
-	int ret = offs && cookies ? 0 : -ENOMEM;
+	size_t obj, i, n = plan->n_points + 1;
+	uint64_t *offs, *cookies;
+	int ret;
+
+	for (i = 0; i < plan->n_points; i++)
+		n += plan->points[i].n_exits + plan->points[i].n_hoists;
+	offs = calloc(n, sizeof(*offs));
+	cookies = calloc(n, sizeof(*cookies));
+	ret = offs && cookies ? 0 : -ENOMEM;
 
 	for (obj = 0; obj < plan->n_objects && !ret; obj++) {
 		ret = attach_object(s, o, obj, offs, cookies);
@@ -366,20 +477,22 @@ static int attach_usdt_multi(struct sampler *s, const struct sampler_opts *o, co
 
 static int attach_usdt(struct sampler *s, const struct sampler_opts *o, char *err, size_t errlen)
 {
-	struct bpf_program *progs[] = { s->skel->progs.span_enter, s->skel->progs.span_exit };
-	const char *names[] = { "span_enter", "span_exit" };
+	struct bpf_program *progs[] = { s->skel->progs.span_exit, s->skel->progs.span_enter };
+	const char *names[] = { "span_exit", "span_enter" };
 	struct bpf_link *l;
 	size_t i, p;
 	int ret;
 
 	/*
-	 * span_exit first: a span entered while only span_enter listened would
-	 * stay open for good when its exit came before span_exit's probe did,
-	 * and every later span of the thread would nest under it.  An exit of a
-	 * span entered before span_enter listens is unmatched, and ignored.
+	 * span_exit everywhere first: a span entered while only span_enter
+	 * listened would stay open for good when its exit came before
+	 * span_exit's probe did, and every later span of the thread would nest
+	 * under it.  The BPF side follows spans only once the process is armed
+	 * (proc_arm(), after every probe is in), which covers that already;
+	 * the order costs nothing and holds should arming ever come earlier.
 	 */
-	for (i = 0; i < o->n_usdt_objects; i++) {
-		for (p = 2; p-- > 0;) {
+	for (p = 0; p < 2; p++) {
+		for (i = 0; i < o->n_usdt_objects; i++) {
 			if (usdt_multi(s)) {
 				ret = attach_usdt_multi(s, o, o->usdt_objects[i], progs[p],
 							names[p], err, errlen);
@@ -404,6 +517,40 @@ static int attach_usdt(struct sampler *s, const struct sampler_opts *o, char *er
 	return 0;
 }
 
+/* the process's entry in the procs map, before any of its probes can fire */
+static int proc_register(struct sampler *s, pid_t pid, uint64_t stack_rate, char *err,
+			 size_t errlen)
+{
+	struct culpert_proc p = { 0 };
+	__u32 key = (__u32)pid;
+
+	if (stack_rate) {
+		p.tb_interval_ns = 1000000000ULL / stack_rate ?: 1;
+		/* a tenth of a second's worth at once, so a short burst keeps its stacks */
+		p.tb_burst_ns = p.tb_interval_ns * (stack_rate / 10 ?: 1);
+	}
+
+	s->pid = pid;
+	if (bpf_map_update_elem(bpf_map__fd(s->skel->maps.procs), &key, &p, BPF_NOEXIST)) {
+		snprintf(err, errlen, "cannot register pid %d with the BPF programs: %s", (int)pid,
+			 strerror(errno));
+		return -errno;
+	}
+	return 0;
+}
+
+static int proc_arm(struct sampler *s, char *err, size_t errlen)
+{
+	__u32 key = (__u32)s->pid, one = 1;
+
+	s->armed_ns = clock_ns(CLOCK_MONOTONIC);
+	if (bpf_map_update_elem(bpf_map__fd(s->skel->maps.armed_procs), &key, &one, BPF_ANY)) {
+		snprintf(err, errlen, "cannot start following spans: %s", strerror(errno));
+		return -errno;
+	}
+	return 0;
+}
+
 int sampler__new(const struct sampler_opts *o, struct sampler **out, char *err, size_t errlen)
 {
 	struct sampler *s;
@@ -413,7 +560,6 @@ int sampler__new(const struct sampler_opts *o, struct sampler **out, char *err, 
 	if (!s)
 		return -ENOMEM;
 	s->mode = sampler_uprobe_mode(o->no_multi);
-	s->fn_session = sampler_sessions(o->no_multi, o->no_session);
 	if (o->track_inuse)
 		s->inuse = sampler_inuse_mode(o->no_multi, o->no_session);
 	s->skel = culpert_bpf__open();
@@ -454,11 +600,16 @@ int sampler__new(const struct sampler_opts *o, struct sampler **out, char *err, 
 	if (!s->exec_link)
 		pr_warn("cannot watch for an exec of the target (%s); an exec may be reported as an exit\n",
 			strerror(errno));
-	ret = attach_plan(s, o, err, errlen);
+	ret = proc_register(s, o->pid, o->stack_rate, err, errlen);
+	if (!ret)
+		ret = attach_plan(s, o, err, errlen);
 	if (!ret)
 		ret = attach_usdt(s, o, err, errlen);
 	if (!ret)
 		ret = attach_span_fns(s, o, err, errlen);
+	/* every probe is live: spans can be followed from here on */
+	if (!ret)
+		ret = proc_arm(s, err, errlen);
 	if (ret)
 		goto fail;
 	pr_info("attached %zu probe sites with %s links\n", uprobe_set__count(s->probes),
@@ -499,6 +650,17 @@ int sampler__drain(struct sampler *s)
 	return ring_buffer__consume(s->rb);
 }
 
+bool sampler__in_window(const struct sampler *s, uint64_t ts_ns)
+{
+	return ts_ns >= s->armed_ns && (!s->disarmed_ns || ts_ns < s->disarmed_ns);
+}
+
+void sampler__window(const struct sampler *s, uint64_t *start_ns, uint64_t *end_ns)
+{
+	*start_ns = s->armed_ns;
+	*end_ns = s->disarmed_ns;
+}
+
 bool sampler__target_execed(const struct sampler *s)
 {
 	return __atomic_load_n(&s->skel->bss->target_execed, __ATOMIC_RELAXED);
@@ -514,13 +676,24 @@ static void detach_usdt(struct sampler *s)
 
 void sampler__detach(struct sampler *s)
 {
+	__u32 key = (__u32)s->pid;
+
+	/*
+	 * Spans stop counting before any probe goes: exits still probed after
+	 * their enters are gone would each count as unmatched.
+	 */
+	if (s->skel && !s->disarmed_ns) {
+		s->disarmed_ns = clock_ns(CLOCK_MONOTONIC);
+		bpf_map_delete_elem(bpf_map__fd(s->skel->maps.armed_procs), &key);
+	}
 	uprobe_set__free(s->probes);
 	s->probes = NULL;
 	detach_usdt(s);
 }
 
 int sampler__span_names(const struct sampler *s,
-			int (*cb)(void *ctx, uint32_t id, const char *name, size_t len), void *ctx)
+			int (*cb)(void *ctx, uint32_t id, const struct culpert_span_name *key),
+			void *ctx)
 {
 	struct culpert_span_name key, next;
 	int fd = bpf_map__fd(s->skel->maps.span_names);
@@ -528,9 +701,9 @@ int sampler__span_names(const struct sampler *s,
 	__u32 id;
 
 	while (bpf_map_get_next_key(fd, prev, &next) == 0) {
-		size_t len = next.len > CULPERT_SPAN_NAME_MAX ? CULPERT_SPAN_NAME_MAX : next.len;
-
-		if (bpf_map_lookup_elem(fd, &next, &id) == 0 && cb(ctx, id, next.name, len))
+		if (next.len > CULPERT_SPAN_NAME_MAX)
+			next.len = CULPERT_SPAN_NAME_MAX;
+		if (bpf_map_lookup_elem(fd, &next, &id) == 0 && cb(ctx, id, &next))
 			break;
 		key = next;
 		prev = &key;
@@ -538,9 +711,123 @@ int sampler__span_names(const struct sampler *s,
 	return 0;
 }
 
+/* the ids in the live table, a batch at a time (5.6+), else one key after another */
+static int live_ids_batch(int fd, int (*cb)(void *ctx, uint64_t id), void *ctx, bool *unsupported)
+{
+	enum { BATCH = 4096 };
+	LIBBPF_OPTS(bpf_map_batch_opts, opts);
+	__u64 keys[BATCH], in = 0, out = 0;
+	struct live_value { __u64 id; } vals[BATCH];
+	bool first = true;
+	__u32 n, i;
+	int err, ret;
+
+	for (;;) {
+		n = BATCH;
+		err = bpf_map_lookup_batch(fd, first ? NULL : &in, &out, keys, vals, &n, &opts);
+		err = err ? -errno : 0;
+		/* 524: the kernel's ENOTSUPP, for a map type without batch operations */
+		if (err && err != -ENOENT) {
+			*unsupported = first && (err == -EINVAL || err == -EOPNOTSUPP || err == -524);
+			return err;
+		}
+		for (i = 0; i < n; i++) {
+			ret = cb(ctx, vals[i].id);
+			if (ret)
+				return ret;
+		}
+		if (err == -ENOENT)
+			return 0;
+		in = out;
+		first = false;
+	}
+}
+
+int sampler__live_ids(const struct sampler *s, int (*cb)(void *ctx, uint64_t id), void *ctx)
+{
+	int fd = bpf_map__fd(s->skel->maps.live_allocs), ret;
+	__u64 key, next, *prev = NULL, id;
+	bool unsupported = false;
+
+	ret = live_ids_batch(fd, cb, ctx, &unsupported);
+	if (!unsupported)
+		return ret;
+	while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+		if (bpf_map_lookup_elem(fd, &next, &id) == 0 && (ret = cb(ctx, id)))
+			return ret;
+		key = next;
+		prev = &key;
+	}
+	return 0;
+}
+
+/* probe hits the kernel did not run a program for (another BPF program was running on the CPU) */
+static uint64_t prog_misses(const struct bpf_program *p)
+{
+	struct bpf_prog_info info;
+	__u32 len = sizeof(info);
+	int fd = bpf_program__fd(p);
+
+	memset(&info, 0, sizeof(info));
+	if (fd < 0 || bpf_obj_get_info_by_fd(fd, &info, &len))
+		return 0;
+	return info.recursion_misses;
+}
+
+void sampler__misses(const struct sampler *s, uint64_t *all, uint64_t *frees)
+{
+	struct bpf_program *p;
+
+	*all = 0;
+	bpf_object__for_each_program(p, s->skel->obj)
+		*all += prog_misses(p);
+	/* frees are also seen at realloc's entry */
+	*frees = prog_misses(s->skel->progs.free_enter) + prog_misses(s->skel->progs.realloc_enter) +
+		 prog_misses(s->skel->progs.reallocarray_enter);
+}
+
+int sampler__throttled(const struct sampler *s,
+		       int (*cb)(void *ctx, uint64_t size, const struct culpert_throttle_path *path,
+				 uint64_t count),
+		       void *ctx, uint64_t *over_samples, uint64_t *over_bytes)
+{
+	int fd = bpf_map__fd(s->skel->maps.throttled);
+	int paths = bpf_map__fd(s->skel->maps.throttle_paths);
+	struct culpert_throttle_key key, next, *prev = NULL;
+	struct culpert_throttle_path path;
+	struct culpert_proc p;
+	__u32 tgid = (__u32)s->pid;
+	__u64 n;
+	int ret;
+
+	while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+		key = next;
+		prev = &key;
+		if (next.tgid != tgid || bpf_map_lookup_elem(fd, &next, &n))
+			continue;
+		/* a path the map could not spell out is counted outside spans */
+		if (!next.path || bpf_map_lookup_elem(paths, &next.path, &path))
+			ret = cb(ctx, next.size, NULL, n);
+		else
+			ret = cb(ctx, next.size, &path, n);
+		if (ret)
+			return ret;
+	}
+	if (bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.procs), &tgid, &p))
+		return -errno;
+	*over_samples = p.over_samples;
+	*over_bytes = p.over_bytes;
+	return 0;
+}
+
 void sampler__counters(const struct sampler *s, uint64_t out[CULPERT_CNT__MAX])
 {
-	memcpy(out, (const void *)s->skel->bss->counters, CULPERT_CNT__MAX * sizeof(uint64_t));
+	struct culpert_proc p;
+	__u32 key = (__u32)s->pid;
+
+	if (bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.procs), &key, &p))
+		memset(&p, 0, sizeof(p));
+	memcpy(out, p.counters, CULPERT_CNT__MAX * sizeof(uint64_t));
 }
 
 /* the calls seen of `n` hot-state entries of value_size bytes each, added to *out */
@@ -621,9 +908,9 @@ const char *sampler_inuse__name(enum sampler_inuse m)
 {
 	switch (m) {
 	case SAMPLER_INUSE_SESSION:
-		return "uprobe sessions: return probes for sampled calls only";
+		return "uprobe sessions: return probes for sampled calls only (operator new & co.: uprobes where they return, no return probe)";
 	case SAMPLER_INUSE_EVERY_RETURN:
-		return "a return probe on every call";
+		return "a return probe on every call (operator new & co.: uprobes where they return, no return probe)";
 	default:
 		return "off";
 	}
@@ -645,18 +932,6 @@ enum sampler_inuse sampler_inuse_mode(bool no_multi, bool no_session)
 {
 	return sampler_sessions(no_multi, no_session) ? SAMPLER_INUSE_SESSION :
 							 SAMPLER_INUSE_EVERY_RETURN;
-}
-
-const char *span_fn_mode_name(bool sessions, bool entry_only)
-{
-	if (entry_only)
-		return "entry probes only (C++/Rust unwinding: return probes would break it)";
-	return sessions ? "uprobe_session" : "entry+return probes";
-}
-
-const char *sampler__span_fn_mode(const struct sampler *s, bool entry_only)
-{
-	return span_fn_mode_name(s->fn_session, entry_only);
 }
 
 void sampler__free(struct sampler *s)

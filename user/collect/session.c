@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
@@ -11,9 +12,11 @@
 
 #include "aggregate.h"
 #include "allocator.h"
+#include "demangle.h"
 #include "elfobj.h"
 #include "exe_kind.h"
 #include "export.h"
+#include "fpchain.h"
 #include "fpcheck.h"
 #include "kfeatures.h"
 #include "live.h"
@@ -24,6 +27,7 @@
 #include "sampler.h"
 #include "session.h"
 #include "spanfn.h"
+#include "spanname.h"
 #include "spans.h"
 #include "stack.h"
 #include "target.h"
@@ -52,14 +56,27 @@ struct session {
 	struct spans *spans;
 	enum session_unwind unwind;	/* fp or dwarf, after auto */
 	struct unwinder *unwinder;	/* dwarf */
+	struct fpchain *fpchain;	/* fp: stacks checked against the CFI */
+	uint64_t fp_broken;		/* fp stacks through code without a frame pointer */
+	uint64_t fp_broken_at;		/* the first such return address */
 	uint64_t unwind_stops[UNWIND_STOP__MAX];
 	uint64_t stack_copied;		/* bytes of stack the DWARF samples carried */
 	struct live *live;		/* --inuse */
-	uint64_t live_full;		/* sampled blocks not tracked: the table was full */
+	uint64_t live_full;		/* blocks this side could not hold, even after a sync */
+	uint64_t live_syncs;		/* reconciliations with the kernel's table while running */
+	uint64_t kernel_only;		/* live in the kernel, unknown here: untracked */
+	uint64_t first_id, last_id;	/* sample ids seen within the capture's window */
+	uint64_t misses, free_misses;	/* probe hits the kernel skipped (sampler__misses()) */
+	int mem_fd;			/* /proc/PID/mem: span names the kernel could not read */
+	uint64_t names_late;		/* such names read here */
+	uint64_t names_unresolved;	/* such names that could not be read at all */
+	uint64_t throttled, throttled_over;	/* samples past the stack rate; of those, in the overflow */
+	bool live_settled;
 	char **usdt_objects;		/* paths of objects with culpert span probes */
 	size_t n_usdt_objects, cap_usdt_objects;
 	size_t n_usdt_sites;
 	uint64_t samples;
+	uint64_t outside_window;	/* records of the attach and detach moments, dropped */
 	double est_bytes;		/* running estimate, for the status line */
 	uint64_t counters[CULPERT_CNT__MAX];
 	struct culpert_calls_seen seen;	/* allocator calls the probes saw, once detached */
@@ -112,10 +129,16 @@ int session_unwind__choose(const struct target *t, const struct procmaps *maps,
 			 t->exe);
 		return 0;
 	}
-	*out = fp_evidence__has_fp(&ev) ? SESSION_UNWIND_FP : SESSION_UNWIND_DWARF;
-	snprintf(why, len, "auto: %s %s frame pointers (%zu of %zu functions examined set up %s)",
-		 t->exe, *out == SESSION_UNWIND_FP ? "keeps" : "is built without", ev.with_fp,
-		 ev.functions, ev.fp_reg);
+	if (!fp_evidence__has_fp(&ev)) {
+		*out = SESSION_UNWIND_DWARF;
+		snprintf(why, len, "auto: %s is built without frame pointers (%zu of %zu functions "
+			 "examined set up %s)", t->exe, ev.with_fp, ev.functions, ev.fp_reg);
+		return 0;
+	}
+	/* the walk from the allocator goes through what calls it, in every object */
+	len = len > 6 ? len - 6 : len;
+	*out = fp_path_judge(maps, objs, m, why + 6, len) ? SESSION_UNWIND_FP : SESSION_UNWIND_DWARF;
+	memcpy(why, "auto: ", 6);
 	return 0;
 }
 
@@ -160,26 +183,36 @@ static size_t dwarf_stack(struct session *s, const struct culpert_alloc_event *e
 	return n;
 }
 
+/* a frame-pointer stack whose walk went through code without a frame pointer: counted */
+static void check_fp_chain(struct session *s, const uint64_t *frames, size_t n)
+{
+	int at = s->fpchain ? fpchain__check(s->fpchain, mapview__maps(s->view), frames, n) : -1;
+
+	if (at < 0)
+		return;
+	if (!s->fp_broken++)
+		s->fp_broken_at = frames[at];
+}
+
 /*
- * The full key is (stack, thread, span chain with ids).  When the table is
- * full, coarsen it: no thread and the span path without ids, then no stack
- * either; memory stays bounded and the totals per span path stay right.
+ * The finest key is (stack, thread, span chain with ids); the aggregate
+ * coarsens what does not fit (aggregate.h), keeping the stack as long as
+ * distinct stacks fit in --max-stacks and the totals per span path always.
  */
 static int add_sample(struct session *s, const struct culpert_alloc_event *e)
 {
 	bool fp = !s->unwinder || !e->stack_len;
 	uint64_t frames[CULPERT_MAX_FRAMES];
-	struct agg_key key = { 0 };
-	size_t n;
-	int ret;
+	struct agg_sample a = { .frames = frames, .tid = e->tid, .size = e->size };
 
 	/* every mapping made before this sample is known before its frames are looked up */
 	mapview__update(s->view);
 	if (!fp) {
 		s->stack_copied += e->stack_len;
-		n = dwarf_stack(s, e, frames, s->o.max_depth);
+		a.n_frames = dwarf_stack(s, e, frames, s->o.max_depth);
 	} else {
-		n = stack_from_event(e, frames, s->o.max_depth);
+		a.n_frames = stack_from_event(e, frames, s->o.max_depth);
+		check_fp_chain(s, frames, a.n_frames);
 	}
 	/*
 	 * A frame-pointer stack is taken as the BPF side found it, so its
@@ -187,27 +220,81 @@ static int add_sample(struct session *s, const struct culpert_alloc_event *e)
 	 * unwinder keeps only frames in executable mappings of the view,
 	 * refreshed on -EFAULT.
 	 */
-	mapview__frames(s->view, frames, n, e->ts_ns, fp);
-	key.stack = aggregate__stack(s->agg, frames, n);
-	key.tid = e->tid;
-	key.span = spans__chain(s->spans, event_spans(e), e->span_depth, true);
+	mapview__frames(s->view, frames, a.n_frames, e->ts_ns, fp);
+	a.chain = spans__chain(s->spans, event_spans(e), e->span_depth, true);
+	a.path = spans__chain(s->spans, event_spans(e), e->span_depth, false);
 	s->samples++;
 	s->est_bytes += sample_weight(e->size, s->o.rate) * (double)e->size;
-	ret = key.span == UINT32_MAX ? -ENOSPC : aggregate__add(s->agg, &key, e->size, s->o.rate);
-	if (ret != -ENOSPC)
-		return ret;
-	key.tid = 0;
-	key.span = spans__chain(s->spans, event_spans(e), e->span_depth, false);
-	ret = aggregate__add(s->agg, &key, e->size, s->o.rate);
-	if (ret != -ENOSPC)
-		return ret;
-	return aggregate__add_folded(s->agg, &key, e->size, s->o.rate);
+	return aggregate__add_sample(s->agg, &a, s->o.rate);
+}
+
+struct mark_ctx {
+	struct session *s;
+	uint64_t unknown;
+};
+
+static int mark_live(void *ctx, uint64_t id)
+{
+	struct mark_ctx *m = ctx;
+
+	/* ids outside the window's are blocks allocated while probes went in or out */
+	if (!live__mark(m->s->live, id) && id >= m->s->first_id && id <= m->s->last_id)
+		m->unknown++;
+	return 0;
+}
+
+/*
+ * The kernel's live table is the truth (a free that reached the BPF side
+ * is never lost; its record in the ring buffer may be): keep the blocks it
+ * holds, drop the others.  Returns the ids it holds that this side does
+ * not know, or -errno.
+ */
+static int64_t reconcile_live(struct session *s)
+{
+	struct mark_ctx m = { .s = s };
+	int err;
+
+	live__mark_begin(s->live);
+	err = sampler__live_ids(s->sampler, mark_live, &m);
+	if (err) {
+		pr_warn("cannot read the kernel's live table: %s; the live heap keeps the blocks the "
+			"ring buffer did not say were freed\n", strerror(-err));
+		return err;
+	}
+	live__sweep(s->live);
+	return (int64_t)m.unknown;
+}
+
+static void sync_live(struct session *s)
+{
+	s->live_syncs++;
+	reconcile_live(s);
+}
+
+/* once, after the capture: only what the kernel still tracks is live */
+static void settle_live(struct session *s)
+{
+	int64_t unknown;
+
+	if (s->live_settled)
+		return;
+	s->live_settled = true;
+	unknown = reconcile_live(s);
+	if (unknown > 0)
+		s->kernel_only = (uint64_t)unknown;
 }
 
 static int on_alloc(struct session *s, const struct culpert_alloc_event *e)
 {
 	struct live_block b = { .id = e->id, .size = e->size, .ts_ns = e->ts_ns };
-	int entry = add_sample(s, e);
+	int entry;
+
+	/* before every probe was live or after the first went: its spans are not known */
+	if (!sampler__in_window(s->sampler, e->ts_ns)) {
+		s->outside_window++;
+		return 0;
+	}
+	entry = add_sample(s, e);
 
 	if (entry < 0)
 		return entry;
@@ -215,7 +302,14 @@ static int on_alloc(struct session *s, const struct culpert_alloc_event *e)
 		return 0;
 	b.entry = (uint32_t)entry;
 	b.weight = sample_weight(e->size, s->o.rate);
-	/* full: the block counts as allocated, not as live; said at the end */
+	if (!s->first_id || e->id < s->first_id)
+		s->first_id = e->id;
+	if (e->id > s->last_id)
+		s->last_id = e->id;
+	/* full of blocks whose free records were lost: the kernel's table says which */
+	if (live__full(s->live))
+		sync_live(s);
+	/* still full: if the kernel tracks it, it is counted at the end (kernel_only) */
 	if (live__alloc(s->live, &b) == -ENOSPC)
 		s->live_full++;
 	return 0;
@@ -238,6 +332,22 @@ static int add_usdt_object(void *ctx, const struct procmap *m, struct elfobj *ob
 	s->n_usdt_sites += (size_t)n;
 	pr_info("%d culpert span probe sites in %s\n", n, m->path);
 	return 0;
+}
+
+/* a name the kernel could not read, read here; 0 or -errno (counted at the end) */
+static int read_late_name(struct session *s, uint32_t id, uint64_t addr, uint32_t len)
+{
+	char buf[CULPERT_SPAN_NAME_MAX + 1];
+	int err;
+
+	if (spans__name(s->spans, id))
+		return 0;
+	err = span_name__read(s->mem_fd, mapview__maps(s->view), s->objs, addr, len, buf);
+	if (!err)
+		err = spans__set_name(s->spans, id, buf, len);
+	if (!err)
+		s->names_late++;
+	return err;
 }
 
 static int on_event(void *ctx, void *data, size_t size)
@@ -264,9 +374,30 @@ static int on_event(void *ctx, void *data, size_t size)
 		if (s->live && size >= sizeof(struct culpert_free_event))
 			live__release(s->live, ((const struct culpert_free_event *)data)->id);
 		return 0;
+	case CULPERT_EV_SPAN_NAME:
+		if (size >= sizeof(struct culpert_name_event)) {
+			const struct culpert_name_event *n = data;
+
+			/* now: a name in writable memory may change; failing, the end tries again */
+			read_late_name(s, n->id, n->addr, n->len);
+		}
+		return 0;
 	default:
 		return 0;
 	}
+}
+
+static int open_mem(pid_t pid)
+{
+	char path[64];
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/mem", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		pr_debug("cannot open %s: %s; unread span names come from files only\n", path,
+			 strerror(errno));
+	return fd;
 }
 
 int session__open(const struct session_opts *o, struct session **out, char *err, size_t errlen)
@@ -282,6 +413,7 @@ int session__open(const struct session_opts *o, struct session **out, char *err,
 		return -ENOMEM;
 	s->o = *o;
 	s->t.pidfd = -1;
+	s->mem_fd = -1;
 	ret = target__open(o->pid, &s->t, err, errlen);
 	/* every sample it handled would allocate and make the next one */
 	if (!ret && s->t.pid == getpid()) {
@@ -303,6 +435,8 @@ int session__open(const struct session_opts *o, struct session **out, char *err,
 		ret = s->objs ? -ESRCH : -ENOMEM;
 		goto fail;
 	}
+	/* optional: names can still be read from their files without it */
+	s->mem_fd = open_mem(s->t.pid);
 	s->agg = aggregate__new(o->max_entries);
 	s->spans = spans__new(o->max_entries);
 	if (o->inuse)
@@ -322,6 +456,8 @@ int session__open(const struct session_opts *o, struct session **out, char *err,
 			goto fail;
 		}
 	}
+	if (!ret && s->unwind == SESSION_UNWIND_FP)
+		s->fpchain = fpchain__new(s->objs);
 	pr_info("unwinding: %s (%s)\n", s->unwind == SESSION_UNWIND_DWARF ? "dwarf" : "fp", why);
 	s->go = target_is_go(s);
 	ret = allocator__plan(&s->t, mapview__maps(s->view), s->objs, o->allocator, &s->plan, err,
@@ -349,6 +485,7 @@ int session__open(const struct session_opts *o, struct session **out, char *err,
 	so.unwind_dwarf = s->unwind == SESSION_UNWIND_DWARF;
 	so.stack_copy_bytes = o->stack_size;
 	so.max_live = o->max_live;
+	so.stack_rate = o->stack_rate;
 	so.span_fns = &s->fns;
 	so.plan = &s->plan;
 	ret = usdt_objects(mapview__maps(s->view), s->objs, "culpert", add_usdt_object, s);
@@ -366,16 +503,12 @@ int session__open(const struct session_opts *o, struct session **out, char *err,
 	s->n_sites = sampler__n_sites(s->sampler);
 	if (o->inuse)
 		pr_info("in-use tracking through %s\n", sampler_inuse__name(sampler__inuse(s->sampler)));
-	for (i = 0; i < s->fns.n_objects; i++) {
-		size_t j, n = 0;
-
-		for (j = 0; j < s->fns.n_fns; j++)
-			n += s->fns.fns[j].object == i;
-		pr_info("%zu --span-fn functions in %s, caught with %s\n", n, s->fns.display[i],
-			sampler__span_fn_mode(s->sampler, s->fns.entry_only[i]));
-	}
+	for (i = 0; i < s->fns.n_fns; i++)
+		pr_info("--span-fn %s in %s: %s\n", s->fns.fns[i].name,
+			s->fns.display[s->fns.fns[i].object],
+			span_fn__how(&s->fns.fns[i], why, sizeof(why)));
 	s->start_wall_ns = (int64_t)now_ns(CLOCK_REALTIME);
-	s->start_ns = now_ns(CLOCK_MONOTONIC);
+	sampler__window(s->sampler, &s->start_ns, &s->end_ns);
 	*out = s;
 	return 0;
 fail:
@@ -453,8 +586,11 @@ void session__detach(struct session *s)
 		return;
 	/* detach first: the target stops paying for probes while we finish */
 	sampler__detach(s->sampler);
-	s->end_ns = now_ns(CLOCK_MONOTONIC);
+	sampler__window(s->sampler, &s->start_ns, &s->end_ns);
 	sampler__drain(s->sampler);
+	sampler__misses(s->sampler, &s->misses, &s->free_misses);
+	pr_info("%llu records from the moments probes went in or out dropped: their spans are unknown\n",
+		(unsigned long long)s->outside_window);
 	sampler__counters(s->sampler, s->counters);
 	s->have_seen = !sampler__calls_seen(s->sampler, &s->seen);
 	s->detached = true;
@@ -477,9 +613,59 @@ int session__add_comment_cb(void *session, const char *comment)
 	return session__add_comment(session, comment);
 }
 
-static int store_name(void *ctx, uint32_t id, const char *name, size_t len)
+static int add_throttled_path(void *ctx, uint64_t size, const struct culpert_throttle_path *path,
+			      uint64_t count)
 {
-	return spans__set_name(ctx, id, name, len);
+	struct culpert_span_frame frames[CULPERT_MAX_SPAN_DEPTH] = { 0 };
+	static const uint64_t stack[] = { CULPERT_FRAME_THROTTLED };
+	struct agg_sample a = { .frames = stack, .n_frames = 1, .chain = UINT32_MAX,
+				.size = size, .count = count };
+	struct session *s = ctx;
+	uint32_t i, depth = path ? path->depth : 0;
+
+	if (depth > CULPERT_MAX_SPAN_DEPTH)
+		depth = CULPERT_MAX_SPAN_DEPTH;
+	for (i = 0; i < depth; i++)
+		frames[i].name_id = path->name_ids[i];
+	a.path = spans__chain(s->spans, frames, depth, false);
+	s->throttled += count;
+	return aggregate__add_sample(s->agg, &a, s->o.rate) < 0 ? -ENOMEM : 0;
+}
+
+/*
+ * Samples past the stack rate, counted in the kernel by exact size and
+ * span path: unbiased here like any sample, under a [throttled] frame.
+ * Those the kernel's table had no room for are known by number and bytes
+ * only: they are unbiased at their mean size, outside any span.
+ */
+static int add_throttled(struct session *s)
+{
+	static const uint64_t stack[] = { CULPERT_FRAME_THROTTLED };
+	uint64_t over = 0, over_bytes = 0;
+	int err;
+
+	err = sampler__throttled(s->sampler, add_throttled_path, s, &over, &over_bytes);
+	if (err || !over)
+		return err;
+	s->throttled += over;
+	s->throttled_over = over;
+	return aggregate__add_sample(s->agg, &(struct agg_sample){ .frames = stack, .n_frames = 1,
+					.chain = UINT32_MAX, .size = over_bytes / over,
+					.count = over }, s->o.rate) < 0 ? -ENOMEM : 0;
+}
+
+static int store_name(void *ctx, uint32_t id, const struct culpert_span_name *key)
+{
+	struct session *s = ctx;
+	uint64_t addr;
+
+	if (!(key->flags & CULPERT_NAME_F_ADDR))
+		return spans__set_name(s->spans, id, key->name, key->len);
+	memcpy(&addr, key->name, sizeof(addr));
+	if (read_late_name(s, id, addr, key->len) == -ENOMEM)
+		return -ENOMEM;
+	s->names_unresolved += !spans__name(s->spans, id);
+	return 0;
 }
 
 static int add_commentf(struct session *s, const char *fmt, ...)
@@ -522,14 +708,27 @@ static int add_run_comments(struct session *s)
 	err |= add_commentf(s, "probe_sites=%zu", s->n_sites);
 	/* sampled allocations, where the file's samples are aggregated records */
 	err |= add_commentf(s, "samples=%llu", (unsigned long long)s->samples);
+	err |= add_commentf(s, "max_stacks=%zu", s->o.max_entries);
+	err |= add_commentf(s, "aggregate_coarsened=%llu",
+			    (unsigned long long)aggregate__coarsened(s->agg));
 	err |= add_commentf(s, "aggregate_folded=%llu",
 			    (unsigned long long)aggregate__folded(s->agg));
 	err |= add_commentf(s, "nested_calls=%llu", (unsigned long long)c[CULPERT_CNT_NESTED]);
+	err |= add_commentf(s, "probe_misses=%llu", (unsigned long long)s->misses);
+	err |= add_commentf(s, "stack_rate=%llu", (unsigned long long)s->o.stack_rate);
+	err |= add_commentf(s, "throttled_samples=%llu", (unsigned long long)s->throttled);
+	err |= add_commentf(s, "throttled_overflow=%llu", (unsigned long long)s->throttled_over);
 	err |= add_commentf(s, "stack_errors=%llu", (unsigned long long)c[CULPERT_CNT_STACK_ERR]);
 	err |= add_commentf(s, "span_overflow=%llu",
 			    (unsigned long long)c[CULPERT_CNT_SPAN_OVERFLOW]);
 	err |= add_commentf(s, "span_unmatched_exits=%llu",
 			    (unsigned long long)c[CULPERT_CNT_SPAN_UNMATCHED]);
+	/* names the kernel could not read (pages the program had not touched), read here */
+	err |= add_commentf(s, "span_names_late=%llu", (unsigned long long)s->names_late);
+	err |= add_commentf(s, "span_names_unresolved=%llu",
+			    (unsigned long long)s->names_unresolved);
+	if (s->fpchain)
+		err |= add_commentf(s, "fp_broken_stacks=%llu", (unsigned long long)s->fp_broken);
 	err |= mapview__comments(s->view, session__add_comment_cb, s);
 	/* what an empty profile is explained with (proto/empty.h) */
 	if (s->have_seen) {
@@ -549,7 +748,13 @@ static int add_run_comments(struct session *s)
 	if (!s->live)
 		return err ? -ENOMEM : 0;
 	err |= add_commentf(s, "inuse=%s", sampler_inuse__name(sampler__inuse(s->sampler)));
+	/* live blocks are what the kernel's table held at the end: lost free records cost nothing */
+	err |= add_commentf(s, "inuse_live=kernel_table");
 	err |= add_commentf(s, "inuse_untracked=%llu", (unsigned long long)session__untracked(s));
+	err |= add_commentf(s, "inuse_returns_unseen=%llu",
+			    (unsigned long long)c[CULPERT_CNT_RET_UNSEEN]);
+	err |= add_commentf(s, "inuse_frees_missed=%llu", (unsigned long long)s->free_misses);
+	/* records of frees and returns lost in the ring buffer: harmless since inuse_live=kernel_table */
 	err |= add_commentf(s, "inuse_lost_frees=%llu", (unsigned long long)c[CULPERT_CNT_LOST_FREE]);
 	err |= add_commentf(s, "inuse_lost_returns=%llu",
 			    (unsigned long long)c[CULPERT_CNT_LOST_RET]);
@@ -574,14 +779,18 @@ int session__write(struct session *s, const char *path)
 	int ret;
 
 	session__detach(s);
-	sampler__span_names(s->sampler, store_name, s->spans);
+	if (!s->run_comments)
+		sampler__span_names(s->sampler, store_name, s);
 	if (s->live)
-		live__settle(s->live);
+		settle_live(s);
 	eo.duration_nanos = (int64_t)(s->end_ns - s->start_ns);
 	eo.end_mono_ns = s->end_ns;
 	eo.lost = s->counters[CULPERT_CNT_LOST_RINGBUF];
 	/* written once: a second write of the same session has them already */
 	if (!s->run_comments) {
+		ret = add_throttled(s);
+		if (ret)
+			return ret;
 		ret = add_run_comments(s);
 		if (ret)
 			return ret;
@@ -623,7 +832,7 @@ int session__live_each(struct session *s, void (*fn)(void *ctx, uint64_t size, d
 	if (!s->live)
 		return -ENODATA;
 	session__detach(s);
-	live__settle(s->live);
+	settle_live(s);
 	b = live__blocks(s->live, &n);
 	for (i = 0; i < n; i++)
 		fn(ctx, b[i].size, b[i].weight);
@@ -655,9 +864,80 @@ int session__live_heap(struct session *s, double *bytes, double *stderr_bytes)
 	return 0;
 }
 
+static void warn_fp_broken(const struct session *s)
+{
+	const struct procmap *m = procmaps__find(mapview__maps(s->view), s->fp_broken_at - 1);
+	struct elfobj *obj = m ? objcache__get(s->objs, m) : NULL;
+	const struct elf_symbol *sym = NULL;
+	char *name = NULL;
+	uint64_t vaddr;
+
+	if (obj && !elfobj__offset_to_vaddr(obj, s->fp_broken_at - 1 - m->start + m->offset, &vaddr))
+		sym = elfobj__sym_by_addr(obj, vaddr);
+	if (sym)
+		name = demangle(sym->name, false);
+	pr_warn("%llu of %llu frame-pointer stacks (%.1f%%) go through code without frame pointers "
+		"(first: %s in %s): their frames above it are wrong or missing; --unwind dwarf "
+		"follows the CFI instead\n", (unsigned long long)s->fp_broken,
+		(unsigned long long)s->samples, s->samples ? 100.0 * (double)s->fp_broken / (double)s->samples : 0,
+		name ? name : "?", m ? m->path : "?");
+	free(name);
+}
+
+void session__warn_losses(const struct session *s)
+{
+	const uint64_t *c = s->counters;
+
+	if (s->misses)
+		pr_warn("the kernel skipped %llu probe hits (another BPF program was running on the CPU)%s\n",
+			(unsigned long long)s->misses,
+			s->free_misses ? ", frees among them: blocks still live in the profile may have been "
+					 "freed" : "");
+	if (s->live && c[CULPERT_CNT_RET_UNSEEN])
+		pr_info("%llu sampled calls threw or returned where no probe saw it: their blocks are "
+			"not in the live heap\n", (unsigned long long)c[CULPERT_CNT_RET_UNSEEN]);
+	if (s->live_syncs)
+		pr_info("the live table was reconciled with the kernel's %llu times (records of frees "
+			"were lost)\n", (unsigned long long)s->live_syncs);
+	if (session__untracked(s))
+		pr_warn("%llu sampled blocks were not tracked for --inuse because the live table was full: "
+			"raise --max-live\n", (unsigned long long)session__untracked(s));
+	if (session__lost(s))
+		pr_warn("%llu samples were lost because the ring buffer was full: "
+			"raise --ringbuf-size or --rate\n", (unsigned long long)session__lost(s));
+	if (aggregate__coarsened(s->agg))
+		pr_warn("%llu samples lost their thread_id and span_id labels (kept: stack, span path, "
+			"bytes): more (stack, thread, span) keys than --max-stacks %zu\n",
+			(unsigned long long)aggregate__coarsened(s->agg), s->o.max_entries);
+	if (aggregate__folded(s->agg))
+		pr_warn("%llu samples kept only their leaf under [folded] (or [unknown stack]): more "
+			"distinct stacks than --max-stacks %zu; raise it\n",
+			(unsigned long long)aggregate__folded(s->agg), s->o.max_entries);
+	if (s->fp_broken)
+		warn_fp_broken(s);
+	if (s->throttled)
+		pr_warn("%llu samples came past the stack rate of %llu/s: their bytes are counted under "
+			"[throttled], without their stacks (--max-stack-rate)%s\n",
+			(unsigned long long)s->throttled, (unsigned long long)s->o.stack_rate,
+			s->live ? "; they are not in the live heap" : "");
+	if (s->names_unresolved)
+		pr_warn("%llu span names could not be read (not in the process's memory nor in a file): "
+			"their spans are '(unnamed span)'\n", (unsigned long long)s->names_unresolved);
+	if (c[CULPERT_CNT_SPAN_NAMES_FULL])
+		pr_warn("%llu spans were entered once the table of %d span names was full: their spans "
+			"are '(unnamed span)'\n", (unsigned long long)c[CULPERT_CNT_SPAN_NAMES_FULL],
+			CULPERT_MAX_SPAN_NAMES);
+	if (c[CULPERT_CNT_SPAN_OVERFLOW])
+		pr_warn("%llu spans were entered deeper than %d open spans on their thread: their "
+			"allocations went to the %dth, the span tree below it is incomplete (span_overflow)\n",
+			(unsigned long long)c[CULPERT_CNT_SPAN_OVERFLOW], CULPERT_MAX_SPAN_DEPTH,
+			CULPERT_MAX_SPAN_DEPTH);
+}
+
 uint64_t session__untracked(const struct session *s)
 {
-	return s->counters[CULPERT_CNT_LIVE_FULL] + s->live_full;
+	/* disjoint: refused by the kernel's table, or held by it but not here */
+	return s->counters[CULPERT_CNT_LIVE_FULL] + s->kernel_only;
 }
 
 uint64_t session__lost(const struct session *s)
@@ -704,6 +984,7 @@ void session__close(struct session *s)
 	spans__free(s->spans);
 	live__free(s->live);
 	unwinder__free(s->unwinder);
+	fpchain__free(s->fpchain);
 	for (i = 0; i < s->n_usdt_objects; i++)
 		free(s->usdt_objects[i]);
 	free(s->usdt_objects);
@@ -711,6 +992,8 @@ void session__close(struct session *s)
 	span_fn_plan__free(&s->fns);
 	mapview__free(s->view);
 	objcache__free(s->objs);
+	if (s->mem_fd >= 0)
+		close(s->mem_fd);
 	target__close(&s->t);
 	free(s);
 }

@@ -49,6 +49,7 @@ struct session_opts {
 	enum session_unwind unwind;	/* --unwind */
 	unsigned int stack_size;	/* --stack-size: bytes copied per sample for DWARF */
 	size_t max_live;		/* --max-live */
+	uint64_t stack_rate;		/* --max-stack-rate: stack captures per second (0: no limit) */
 };
 
 enum session_end {
@@ -92,6 +93,8 @@ int session__live_heap(struct session *s, double *bytes, double *stderr_bytes);
  */
 int session__live_each(struct session *s, void (*fn)(void *ctx, uint64_t size, double weight),
 		       void *ctx);
+/* one warning line on stderr for each way the capture is incomplete, with what to do */
+void session__warn_losses(const struct session *s);
 /* --inuse: sampled blocks not tracked (live table full) */
 uint64_t session__untracked(const struct session *s);
 size_t session__n_sites(const struct session *s);

@@ -9,6 +9,7 @@
 #include "allocator.h"
 #include "culpert.h"
 #include "elfobj.h"
+#include "exits.h"
 #include "exe_kind.h"
 #include "log.h"
 #include "objcache.h"
@@ -29,6 +30,19 @@ struct entry_spec {
  * unprefixed names; a prefixed malloc may be a wrapper of another.
  */
 #define ENTRY_LEAF	(1U << 0)
+/*
+ * An exception can unwind through it: operator new throws std::bad_alloc
+ * or whatever the program's new_handler throws.  Its return address must
+ * never be replaced (exits.h); the C API's entry points cannot throw.
+ */
+#define ENTRY_THROWS	(1U << 1)
+/*
+ * libstdc++'s operator new: what it returns is what its nested call to
+ * malloc (or aligned_alloc) returned; --inuse takes it from that call's
+ * return probe (safe: malloc cannot throw, and returns before operator new
+ * may throw) instead of single-stepped uprobes on its return instruction.
+ */
+#define ENTRY_DELEGATES	(1U << 2)
 
 /* the C allocation API; every malloc replacement defines some of it */
 static const struct entry_spec libc_entries[] = {
@@ -74,17 +88,17 @@ static const struct entry_spec mimalloc_entries[] = {
 	{ "mi_malloc_aligned_at", CULPERT_FN_MALLOC, 0 },	/* (size, align, offset) */
 	{ "mi_zalloc_aligned", CULPERT_FN_MALLOC, 0 },
 	{ "mi_zalloc_aligned_at", CULPERT_FN_MALLOC, 0 },
-	{ "mi_new", CULPERT_FN_MALLOC, 0 },
-	{ "mi_new_nothrow", CULPERT_FN_MALLOC, 0 },
-	{ "mi_new_aligned", CULPERT_FN_MALLOC, 0 },		/* (size, align) */
-	{ "mi_new_aligned_nothrow", CULPERT_FN_MALLOC, 0 },
+	{ "mi_new", CULPERT_FN_MALLOC, ENTRY_THROWS },
+	{ "mi_new_nothrow", CULPERT_FN_MALLOC, ENTRY_THROWS },
+	{ "mi_new_aligned", CULPERT_FN_MALLOC, ENTRY_THROWS },		/* (size, align) */
+	{ "mi_new_aligned_nothrow", CULPERT_FN_MALLOC, ENTRY_THROWS },
 	{ "mi_valloc", CULPERT_FN_MALLOC, 0 },
 	{ "_aligned_malloc", CULPERT_FN_MALLOC, 0 },		/* (size, align) */
 	{ "mi_calloc", CULPERT_FN_CALLOC, 0 },
 	{ "mi_mallocn", CULPERT_FN_CALLOC, 0 },			/* (count, size) */
 	{ "mi_calloc_aligned", CULPERT_FN_CALLOC, 0 },		/* (count, size, align) */
 	{ "mi_calloc_aligned_at", CULPERT_FN_CALLOC, 0 },
-	{ "mi_new_n", CULPERT_FN_CALLOC, 0 },
+	{ "mi_new_n", CULPERT_FN_CALLOC, ENTRY_THROWS },
 	{ "mi_realloc", CULPERT_FN_REALLOC, 0 },
 	{ "mi_reallocf", CULPERT_FN_REALLOC, 0 },
 	{ "reallocf", CULPERT_FN_REALLOC, 0 },
@@ -93,7 +107,7 @@ static const struct entry_spec mimalloc_entries[] = {
 	{ "mi_realloc_aligned_at", CULPERT_FN_REALLOC, 0 },
 	{ "mi_rezalloc_aligned", CULPERT_FN_REALLOC, 0 },
 	{ "mi_rezalloc_aligned_at", CULPERT_FN_REALLOC, 0 },
-	{ "mi_new_realloc", CULPERT_FN_REALLOC, 0 },
+	{ "mi_new_realloc", CULPERT_FN_REALLOC, ENTRY_THROWS },
 	{ "mi_reallocn", CULPERT_FN_REALLOCARRAY, 0 },		/* (ptr, count, size) */
 	{ "mi_reallocarray", CULPERT_FN_REALLOCARRAY, 0 },
 	{ "mi_recalloc", CULPERT_FN_REALLOCARRAY, 0 },
@@ -101,7 +115,7 @@ static const struct entry_spec mimalloc_entries[] = {
 	{ "mi_recalloc_aligned_at", CULPERT_FN_REALLOCARRAY, 0 },
 	{ "mi_aligned_recalloc", CULPERT_FN_REALLOCARRAY, 0 },
 	{ "mi_aligned_offset_recalloc", CULPERT_FN_REALLOCARRAY, 0 },
-	{ "mi_new_reallocn", CULPERT_FN_REALLOCARRAY, 0 },
+	{ "mi_new_reallocn", CULPERT_FN_REALLOCARRAY, ENTRY_THROWS },
 	{ "mi_posix_memalign", CULPERT_FN_POSIX_MEMALIGN, 0 },
 	{ "mi_memalign", CULPERT_FN_MEMALIGN, 0 },
 	{ "mi_aligned_alloc", CULPERT_FN_MEMALIGN, 0 },
@@ -120,14 +134,14 @@ static const struct entry_spec tcmalloc_entries[] = {
 	{ "tc_malloc", CULPERT_FN_MALLOC, 0 },
 	{ "tc_malloc_skip_new_handler", CULPERT_FN_MALLOC, 0 },
 	{ "tc_valloc", CULPERT_FN_MALLOC, 0 },
-	{ "tc_new", CULPERT_FN_MALLOC, 0 },
-	{ "tc_newarray", CULPERT_FN_MALLOC, 0 },
-	{ "tc_new_nothrow", CULPERT_FN_MALLOC, 0 },
-	{ "tc_newarray_nothrow", CULPERT_FN_MALLOC, 0 },
-	{ "tc_new_aligned", CULPERT_FN_MALLOC, 0 },		/* (size, align) */
-	{ "tc_newarray_aligned", CULPERT_FN_MALLOC, 0 },
-	{ "tc_new_aligned_nothrow", CULPERT_FN_MALLOC, 0 },
-	{ "tc_newarray_aligned_nothrow", CULPERT_FN_MALLOC, 0 },
+	{ "tc_new", CULPERT_FN_MALLOC, ENTRY_THROWS },
+	{ "tc_newarray", CULPERT_FN_MALLOC, ENTRY_THROWS },
+	{ "tc_new_nothrow", CULPERT_FN_MALLOC, ENTRY_THROWS },
+	{ "tc_newarray_nothrow", CULPERT_FN_MALLOC, ENTRY_THROWS },
+	{ "tc_new_aligned", CULPERT_FN_MALLOC, ENTRY_THROWS },		/* (size, align) */
+	{ "tc_newarray_aligned", CULPERT_FN_MALLOC, ENTRY_THROWS },
+	{ "tc_new_aligned_nothrow", CULPERT_FN_MALLOC, ENTRY_THROWS },
+	{ "tc_newarray_aligned_nothrow", CULPERT_FN_MALLOC, ENTRY_THROWS },
 	{ "tc_calloc", CULPERT_FN_CALLOC, 0 },
 	{ "tc_realloc", CULPERT_FN_REALLOC, 0 },
 	{ "tc_posix_memalign", CULPERT_FN_POSIX_MEMALIGN, 0 },
@@ -159,14 +173,14 @@ static const struct entry_spec tcmalloc_entries[] = {
  * libstdc++'s own operator new calls malloc and needs no probe.
  */
 static const struct entry_spec cxx_entries[] = {
-	{ "_Znwm", CULPERT_FN_MALLOC, 0 },			/* new(size_t) */
-	{ "_Znam", CULPERT_FN_MALLOC, 0 },			/* new[] */
-	{ "_ZnwmRKSt9nothrow_t", CULPERT_FN_MALLOC, 0 },
-	{ "_ZnamRKSt9nothrow_t", CULPERT_FN_MALLOC, 0 },
-	{ "_ZnwmSt11align_val_t", CULPERT_FN_MALLOC, 0 },
-	{ "_ZnamSt11align_val_t", CULPERT_FN_MALLOC, 0 },
-	{ "_ZnwmSt11align_val_tRKSt9nothrow_t", CULPERT_FN_MALLOC, 0 },
-	{ "_ZnamSt11align_val_tRKSt9nothrow_t", CULPERT_FN_MALLOC, 0 },
+	{ "_Znwm", CULPERT_FN_MALLOC, ENTRY_THROWS },			/* new(size_t) */
+	{ "_Znam", CULPERT_FN_MALLOC, ENTRY_THROWS },			/* new[] */
+	{ "_ZnwmRKSt9nothrow_t", CULPERT_FN_MALLOC, ENTRY_THROWS },
+	{ "_ZnamRKSt9nothrow_t", CULPERT_FN_MALLOC, ENTRY_THROWS },
+	{ "_ZnwmSt11align_val_t", CULPERT_FN_MALLOC, ENTRY_THROWS },
+	{ "_ZnamSt11align_val_t", CULPERT_FN_MALLOC, ENTRY_THROWS },
+	{ "_ZnwmSt11align_val_tRKSt9nothrow_t", CULPERT_FN_MALLOC, ENTRY_THROWS },
+	{ "_ZnamSt11align_val_tRKSt9nothrow_t", CULPERT_FN_MALLOC, ENTRY_THROWS },
 	{ "_ZdlPv", CULPERT_FN_FREE, 0 },			/* delete(void *) */
 	{ "_ZdaPv", CULPERT_FN_FREE, 0 },
 	{ "_ZdlPvm", CULPERT_FN_FREE, 0 },			/* sized */
@@ -179,6 +193,27 @@ static const struct entry_spec cxx_entries[] = {
 	{ "_ZdaPvmSt11align_val_t", CULPERT_FN_FREE, 0 },
 	{ "_ZdlPvSt11align_val_tRKSt9nothrow_t", CULPERT_FN_FREE, 0 },
 	{ "_ZdaPvSt11align_val_tRKSt9nothrow_t", CULPERT_FN_FREE, 0 },
+	{ NULL, 0, 0 },
+};
+
+/*
+ * libstdc++'s operator new and new[], each plain, nothrow, aligned and
+ * both: loops on malloc (aligned_alloc) and the new_handler, throws
+ * std::bad_alloc.  Probed when it is the operator new the process binds
+ * to (no allocator before it defines one): at their entry the caller of
+ * `new` is still at the stack pointer, which a frame-pointer walk through
+ * libstdc++ (built without frame pointers) would lose.  Its operator
+ * delete just calls free, which is probed.
+ */
+static const struct entry_spec libstdcxx_entries[] = {
+	{ "_Znwm", CULPERT_FN_MALLOC, ENTRY_THROWS | ENTRY_DELEGATES },
+	{ "_Znam", CULPERT_FN_MALLOC, ENTRY_THROWS | ENTRY_DELEGATES },
+	{ "_ZnwmRKSt9nothrow_t", CULPERT_FN_MALLOC, ENTRY_THROWS | ENTRY_DELEGATES },
+	{ "_ZnamRKSt9nothrow_t", CULPERT_FN_MALLOC, ENTRY_THROWS | ENTRY_DELEGATES },
+	{ "_ZnwmSt11align_val_t", CULPERT_FN_MALLOC, ENTRY_THROWS | ENTRY_DELEGATES },
+	{ "_ZnamSt11align_val_t", CULPERT_FN_MALLOC, ENTRY_THROWS | ENTRY_DELEGATES },
+	{ "_ZnwmSt11align_val_tRKSt9nothrow_t", CULPERT_FN_MALLOC, ENTRY_THROWS | ENTRY_DELEGATES },
+	{ "_ZnamSt11align_val_tRKSt9nothrow_t", CULPERT_FN_MALLOC, ENTRY_THROWS | ENTRY_DELEGATES },
 	{ NULL, 0, 0 },
 };
 
@@ -211,6 +246,8 @@ static const struct family families[] = {
 
 /* an object that defines malloc but none of the markers: a program's own allocator */
 static const struct family custom_family = { .name = "custom", .api = { libc_entries } };
+/* the C++ runtime's operator new, probed beside the process's malloc */
+static const struct family libstdcxx_family = { .name = "libstdc++" };
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -333,14 +370,54 @@ static int add_skipped(struct alloc_plan *plan, size_t *cap, const char *name)
 	return 0;
 }
 
-static bool have_offset(const struct alloc_plan *plan, int object, uint64_t off)
+static struct probe_point *point_at(struct alloc_plan *plan, int object, uint64_t off)
 {
 	size_t i;
 
 	for (i = 0; i < plan->n_points; i++)
 		if (plan->points[i].object == object && plan->points[i].sym_offset == off)
-			return true;
-	return false;
+			return &plan->points[i];
+	return NULL;
+}
+
+/*
+ * An entry point an exception can unwind through gets plain uprobes on its
+ * return instructions for --inuse, never a return probe.  Tail calls into
+ * other objects are judged once the whole plan is known (check_tails()).
+ */
+static int find_exits(struct probe_point *pp, struct elfobj *obj, const struct elf_symbol *sym,
+		      bool hoist)
+{
+	struct exits e;
+	size_t i;
+	int err;
+
+	pp->flags |= CULPERT_PROBE_F_EXITS;
+	err = exits__find(obj, sym->value, sym->size, hoist, &e);
+	if (err)
+		return err;
+	free(pp->exits);
+	free(pp->hoists);
+	pp->exits = malloc((e.n ?: 1) * sizeof(*pp->exits));
+	pp->hoists = malloc((e.n_hoists ?: 1) * sizeof(*pp->hoists));
+	if (!pp->exits || !pp->hoists)
+		return -ENOMEM;
+	memcpy(pp->exits, e.offsets, e.n * sizeof(*pp->exits));
+	memcpy(pp->hoists, e.hoists, e.n_hoists * sizeof(*pp->hoists));
+	pp->n_exits = e.n;
+	pp->n_hoists = e.n_hoists;
+	if (!e.complete) {
+		pp->flags |= CULPERT_PROBE_F_NO_RETURN;
+		snprintf(pp->exits_missed, sizeof(pp->exits_missed), "%s", e.reason);
+	}
+	for (i = 0; i < e.n_tails && i < ALLOC_MAX_TAILS; i++)
+		snprintf(pp->tails[i], sizeof(pp->tails[i]), "%s", e.tails[i]);
+	pp->n_tails = i;
+	if (e.n_tails > ALLOC_MAX_TAILS) {
+		pp->flags |= CULPERT_PROBE_F_NO_RETURN;
+		snprintf(pp->exits_missed, sizeof(pp->exits_missed), "too many tail calls");
+	}
+	return 0;
 }
 
 /* probe points for every entry of `specs` (with `prefix`) the object defines */
@@ -367,8 +444,15 @@ static int add_entries(struct alloc_plan *plan, int object, struct elfobj *obj, 
 			continue;
 		}
 		/* aliases (memalign = aligned_alloc, tc_new = _Znwm): one probe or two counts */
-		if (have_offset(plan, object, off))
+		pp = point_at(plan, object, off);
+		if (pp) {
+			if ((specs->flags & ENTRY_THROWS) && !(pp->flags & CULPERT_PROBE_F_EXITS)) {
+				err = find_exits(pp, obj, sym, true);
+				if (err)
+					return err;
+			}
 			continue;
+		}
 		if (vec_reserve(&plan->points, &cap_points, plan->n_points + 1, sizeof(*pp)))
 			return -ENOMEM;
 		pp = &plan->points[plan->n_points];
@@ -386,8 +470,101 @@ static int add_entries(struct alloc_plan *plan, int object, struct elfobj *obj, 
 		pp->fn = specs->fn;
 		pp->flags = trust_leaf && (specs->flags & ENTRY_LEAF) ? CULPERT_PROBE_F_LEAF : 0;
 		plan->n_points++;
+		if (specs->flags & ENTRY_DELEGATES) {
+			pp->flags |= CULPERT_PROBE_F_EXITS | CULPERT_PROBE_F_DELEGATE;
+		} else if (specs->flags & ENTRY_THROWS) {
+			err = find_exits(pp, obj, sym, true);
+			if (err)
+				return err;
+		}
 	}
 	return 0;
+}
+
+static const struct probe_point *point_named(const struct alloc_plan *plan, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < plan->n_points; i++)
+		if (!strcmp(plan->points[i].symbol, name))
+			return &plan->points[i];
+	return NULL;
+}
+
+/*
+ * A tail call from an entry point into another object's function returns
+ * to the entry point's caller from there: seen if that function is probed
+ * itself (its exits, or its return where no exception can pass, the BPF
+ * side knows it is a tail call), not otherwise.
+ */
+/* the opened object behind the plan's object `object` */
+static struct elfobj *object_elf(const struct alloc_plan *plan, int object, struct objcache *cache,
+				 const struct procmaps *maps)
+{
+	size_t i;
+
+	for (i = 0; i < maps->n; i++)
+		if (maps->v[i].executable && !strcmp(maps->v[i].path, plan->objects[object].path))
+			return objcache__get(cache, &maps->v[i]);
+	return NULL;
+}
+
+/* is a probe of the plan's entry points at this offset of the object? */
+static bool entry_probe_at(const struct alloc_plan *plan, int object, uint64_t off)
+{
+	size_t i;
+
+	for (i = 0; i < plan->n_points; i++)
+		if (plan->points[i].object == object && plan->points[i].offset == off)
+			return true;
+	return false;
+}
+
+/*
+ * A hoisted exit on the instruction of an entry probe would put two
+ * programs on one uprobe, whose order nothing promises: that entry point's
+ * exits stay on their return instructions.
+ */
+static int unhoist_collisions(struct alloc_plan *plan, struct objcache *cache,
+			      const struct procmaps *maps)
+{
+	size_t i, j;
+
+	for (i = 0; i < plan->n_points; i++) {
+		struct probe_point *pp = &plan->points[i];
+		const struct elf_symbol *sym;
+		struct elfobj *obj;
+		bool hit = false;
+
+		for (j = 0; j < pp->n_hoists && !hit; j++)
+			hit = entry_probe_at(plan, pp->object, pp->hoists[j].offset);
+		if (!hit)
+			continue;
+		obj = object_elf(plan, pp->object, cache, maps);
+		sym = obj ? elfobj__sym_by_name(obj, pp->symbol) : NULL;
+		if (!sym)
+			return -ENOENT;
+		if (find_exits(pp, obj, sym, false))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+static void check_tails(struct alloc_plan *plan)
+{
+	size_t i, j;
+
+	for (i = 0; i < plan->n_points; i++) {
+		struct probe_point *pp = &plan->points[i];
+
+		for (j = 0; j < pp->n_tails && !(pp->flags & CULPERT_PROBE_F_NO_RETURN); j++) {
+			if (point_named(plan, pp->tails[j]))
+				continue;
+			pp->flags |= CULPERT_PROBE_F_NO_RETURN;
+			snprintf(pp->exits_missed, sizeof(pp->exits_missed),
+				 "tail call to %s, which is not probed", pp->tails[j]);
+		}
+	}
 }
 
 /* the plan's index of the object behind `m`, added if new; -errno */
@@ -482,6 +659,42 @@ static int plan_provider(struct planner *pl, struct alloc_plan *plan, const char
 }
 
 /* prefixed builds of the families that have them, next to the process's malloc */
+/*
+ * The object defining operator new for the process, when the allocator
+ * the plan probes does not (jemalloc & co. define their own, and the
+ * dynamic linker binds `new` to them ahead of libstdc++: they come first,
+ * preloaded or linked before it): libstdc++, or an executable that links
+ * it statically.
+ */
+static int plan_libstdcxx(struct planner *pl, struct alloc_plan *plan)
+{
+	size_t i;
+	int idx;
+
+	/* an unprefixed allocator of the plan that defines it (tcmalloc's is named tc_new too) */
+	for (i = 0; i < pl->n; i++) {
+		struct elfobj *obj = objcache__get(pl->cache, pl->cands[i]);
+		size_t o;
+
+		for (o = 0; obj && o < plan->n_objects; o++)
+			if (!*plan->objects[o].prefix &&
+			    !strcmp(plan->objects[o].path, pl->cands[i]->path) &&
+			    defines(obj, "", "_Znwm"))
+				return 0;
+	}
+	for (i = 0; i < pl->n; i++) {
+		struct elfobj *obj = objcache__get(pl->cache, pl->cands[i]);
+
+		if (!obj || !defines(obj, "", "_Znwm"))
+			continue;
+		idx = add_object(plan, pl->t, pl->maps, pl->cands[i], obj, &libstdcxx_family, "");
+		if (idx < 0)
+			return idx;
+		return add_entries(plan, idx, obj, "", libstdcxx_entries, false);
+	}
+	return 0;
+}
+
 static int plan_prefixed(struct planner *pl, struct alloc_plan *plan)
 {
 	size_t i, j;
@@ -620,7 +833,18 @@ int allocator__plan(const struct target *t, const struct procmaps *maps, struct 
 	/* auto: also any prefixed jemalloc; a forced prefix: also the process's malloc */
 	if (ret > 0 && !want)
 		ret = *prefix ? plan_provider(&pl, plan, "", NULL) : plan_prefixed(&pl, plan);
+	/* a family forced with --allocator is that family only */
+	if (ret >= 0 && !want)
+		ret = plan_libstdcxx(&pl, plan);
 	if (ret < 0) {
+		snprintf(err, errlen, "cannot build the probe plan for pid %d: %s", (int)t->pid,
+			 strerror(-ret));
+		alloc_plan__free(plan);
+		return ret;
+	}
+	check_tails(plan);
+	ret = unhoist_collisions(plan, cache, maps);
+	if (ret) {
 		snprintf(err, errlen, "cannot build the probe plan for pid %d: %s", (int)t->pid,
 			 strerror(-ret));
 		alloc_plan__free(plan);
@@ -677,8 +901,11 @@ void alloc_plan__free(struct alloc_plan *plan)
 		free(plan->objects[i].build_id);
 		free(plan->objects[i].prefix);
 	}
-	for (i = 0; i < plan->n_points; i++)
+	for (i = 0; i < plan->n_points; i++) {
 		free(plan->points[i].symbol);
+		free(plan->points[i].exits);
+		free(plan->points[i].hoists);
+	}
 	for (i = 0; i < plan->n_skipped; i++)
 		free(plan->skipped[i]);
 	free(plan->points);

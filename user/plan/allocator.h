@@ -21,10 +21,13 @@ struct procmap;
 #include <linux/types.h>
 
 #include "culpert.h"
+#include "exits.h"
 #include "probe_offset.h"
 
 /* at most this many objects carry probes (the BPF side keeps their code ranges) */
 #define ALLOC_MAX_OBJECTS CULPERT_MAX_ALLOC_OBJS
+/* tail calls into other objects an entry point may make and still have its return seen */
+#define ALLOC_MAX_TAILS 4
 
 struct alloc_object {
 	char *path;		/* as the target sees it */
@@ -44,6 +47,18 @@ struct probe_point {
 	struct probe_offset at;	/* how far past the symbol, and why */
 	uint32_t fn;		/* enum culpert_fn */
 	uint32_t flags;		/* CULPERT_PROBE_F_*; with fn, the probe's BPF cookie */
+	/*
+	 * CULPERT_PROBE_F_EXITS (operator new & co.): file offsets of its
+	 * return instructions in the same object, where --inuse sees what it
+	 * returned; with CULPERT_PROBE_F_NO_RETURN, why they are not all known.
+	 */
+	uint64_t *exits;
+	size_t n_exits;
+	struct exit_hoist *hoists;	/* exits moved to the branches before them (hoist.h) */
+	size_t n_hoists;
+	char exits_missed[192];
+	char tails[ALLOC_MAX_TAILS][128];	/* tail calls into other objects, by name */
+	size_t n_tails;
 };
 
 struct alloc_plan {

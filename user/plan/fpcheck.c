@@ -1,10 +1,14 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <errno.h>
 #include <gelf.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "elfobj.h"
 #include "fpcheck.h"
+#include "objcache.h"
+#include "plt.h"
+#include "procmaps.h"
 
 /* enough functions for a clear majority without reading a whole large binary */
 #define FPCHECK_MAX_FUNCS 4000
@@ -110,15 +114,20 @@ static void examine_fde_starts(struct elfobj *obj, struct fp_evidence *ev)
 	}
 }
 
+/* no evidence yet, for the object's architecture */
+static void evidence_init(struct elfobj *obj, struct fp_evidence *ev)
+{
+	memset(ev, 0, sizeof(*ev));
+	ev->a64 = elfobj__machine(obj) == EM_AARCH64;
+	ev->fp_reg = ev->a64 ? "x29" : "%rbp";
+}
+
 int fpcheck(struct elfobj *obj, struct fp_evidence *ev)
 {
 	const struct elf_symbol *syms;
-	GElf_Ehdr ehdr;
 	size_t n, i;
 
-	memset(ev, 0, sizeof(*ev));
-	ev->a64 = gelf_getehdr(elfobj__elf(obj), &ehdr) && ehdr.e_machine == EM_AARCH64;
-	ev->fp_reg = ev->a64 ? "x29" : "%rbp";
+	evidence_init(obj, ev);
 	/* a stripped object's exported symbols are a few entry points: the unwind table knows all */
 	if (!elfobj__has_symtab(obj)) {
 		examine_fde_starts(obj, ev);
@@ -127,9 +136,12 @@ int fpcheck(struct elfobj *obj, struct fp_evidence *ev)
 	}
 	syms = elfobj__symbols(obj, &n);
 	for (i = 0; i < n && ev->functions < FPCHECK_MAX_FUNCS; i++) {
-		/* tiny functions (thunks, getters) have no frame either way */
+		/*
+		 * Tiny functions (thunks, getters) have no frame either way; a
+		 * .cold part runs in its function's frame, set up by its hot part.
+		 */
 		if (syms[i].size < 16 || (i && syms[i].value == syms[i - 1].value) ||
-		    runtime_glue(syms[i].name))
+		    runtime_glue(syms[i].name) || strstr(syms[i].name, ".cold"))
 			continue;
 		examine(obj, syms[i].value, ev);
 	}
@@ -139,4 +151,87 @@ int fpcheck(struct elfobj *obj, struct fp_evidence *ev)
 bool fp_evidence__has_fp(const struct fp_evidence *ev)
 {
 	return ev->functions && ev->with_fp * 2 >= ev->functions;
+}
+
+/* what a program allocates through: the C API, operator new, Rust's allocator shims */
+static const char *const alloc_names[] = {
+	"malloc", "calloc", "realloc", "reallocarray", "posix_memalign", "aligned_alloc", "memalign",
+	"valloc", "pvalloc", "_Znwm", "_Znam", "_ZnwmRKSt9nothrow_t", "_ZnamRKSt9nothrow_t",
+	"_ZnwmSt11align_val_t", "_ZnamSt11align_val_t", "__rust_alloc", "__rust_alloc_zeroed",
+	"__rust_realloc",
+};
+
+struct examine_ctx {
+	struct elfobj *obj;
+	struct fp_evidence *ev;
+};
+
+static void examine_caller(void *ctx, uint64_t vaddr)
+{
+	struct examine_ctx *c = ctx;
+
+	examine(c->obj, vaddr, c->ev);
+}
+
+int fpcheck_allocating(struct elfobj *obj, struct fp_evidence *ev)
+{
+	struct examine_ctx c = { obj, ev };
+	int n;
+
+	evidence_init(obj, ev);
+	n = plt__callers(obj, alloc_names, sizeof(alloc_names) / sizeof(alloc_names[0]),
+			 FPCHECK_MAX_FUNCS, examine_caller, &c);
+	return n < 0 ? n : 0;
+}
+
+bool fp_evidence__all_fp(const struct fp_evidence *ev)
+{
+	/* three in four: the prologue test misses a few (a push scheduled late, hand-written code) */
+	return !ev->functions || ev->with_fp * 4 >= ev->functions * 3;
+}
+
+/*
+ * A library the stacks of allocations pass through: it calls the
+ * allocator and is not one.  The unwinder's runtime (libgcc_s) allocates
+ * only while an exception unwinds, not on a program's allocation paths.
+ */
+static bool allocates(struct elfobj *obj)
+{
+	return !elfobj__sym_by_name(obj, "malloc") && !elfobj__sym_by_name(obj, "_Unwind_RaiseException");
+}
+
+int fp_path_judge(const struct procmaps *maps, struct objcache *objs, const struct procmap *exe,
+		  char *why, size_t len)
+{
+	struct fp_evidence ev;
+	size_t i, j, libs = 0, fns = 0, with = 0;
+	struct elfobj *exe_obj = objcache__get(objs, exe);
+	const char *reg = exe_obj && elfobj__machine(exe_obj) == EM_AARCH64 ? "x29" : "%rbp";
+
+	for (i = 0; i < maps->n; i++) {
+		const struct procmap *m = &maps->v[i];
+		struct elfobj *obj;
+		bool seen = false;
+
+		if (!m->executable || !procmap__is_file(m))
+			continue;
+		for (j = 0; j < i && !seen; j++)
+			seen = maps->v[j].executable && !strcmp(maps->v[j].path, m->path);
+		obj = seen ? NULL : objcache__get(objs, m);
+		if (!obj || (m != exe && strcmp(m->path, exe->path) && !allocates(obj)) ||
+		    fpcheck_allocating(obj, &ev) || !ev.functions)
+			continue;
+		if (!fp_evidence__all_fp(&ev)) {
+			snprintf(why, len, "%s calls the allocator from code built without frame pointers "
+				 "(%zu of %zu such functions set up %s)", m->path, ev.with_fp,
+				 ev.functions, ev.fp_reg);
+			return 0;
+		}
+		libs += strcmp(m->path, exe->path) != 0;
+		fns += ev.functions;
+		with += ev.with_fp;
+	}
+	snprintf(why, len, "%s and %zu libraries keep frame pointers where they call the allocator "
+		 "(%zu of %zu such functions set up %s)", exe->path, libs, with, fns, reg);
+	return 1;
 }

@@ -25,4 +25,26 @@ int fpcheck(struct elfobj *obj, struct fp_evidence *ev);
 /* the verdict: at least half of the examined functions keep a frame pointer */
 bool fp_evidence__has_fp(const struct fp_evidence *ev);
 
+/*
+ * The same evidence over the functions of obj that call the allocator
+ * (malloc & co., operator new, Rust's __rust_alloc, through the PLT, the
+ * GOT or directly): a frame-pointer walk from the allocator passes through
+ * them first.  0 or -errno.
+ */
+int fpcheck_allocating(struct elfobj *obj, struct fp_evidence *ev);
+/* three in four of those keep one: the walk through them holds (allocating code is never leaf) */
+bool fp_evidence__all_fp(const struct fp_evidence *ev);
+
+struct procmaps;
+struct procmap;
+struct objcache;
+/*
+ * Do the stacks of allocations keep frame pointers all the way: the
+ * executable's functions that allocate, and those of every mapped library
+ * that allocates (not the allocators themselves)?  1 yes, 0 no, with the
+ * evidence or the object at fault in `why`.
+ */
+int fp_path_judge(const struct procmaps *maps, struct objcache *objs, const struct procmap *exe,
+		  char *why, size_t len);
+
 #endif /* CULPERT_FPCHECK_H */

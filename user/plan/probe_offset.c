@@ -8,7 +8,6 @@
  * that lands on anything else is single-stepped, which is what moving it
  * was meant to avoid.
  */
-#include <capstone/capstone.h>
 #include <errno.h>
 #include <gelf.h>
 #include <stdarg.h>
@@ -20,14 +19,7 @@
 #include "elfobj.h"
 #include "log.h"
 #include "probe_offset.h"
-
-struct decoder {
-	csh cs;
-	cs_insn *insn;
-	const uint8_t *code;
-	size_t len;
-	uint64_t addr;
-};
+#include "x86dec.h"
 
 /* shared with probe_offset_arm64.c; the short names below are this file's */
 #define decide probe_offset__decide
@@ -42,63 +34,6 @@ int probe_offset__decide(struct probe_offset *po, uint64_t offset, const char *f
 	vsnprintf(po->reason, sizeof(po->reason), fmt, ap);
 	va_end(ap);
 	return 0;
-}
-
-static int decoder_open(struct decoder *d, const uint8_t *code, size_t len, uint64_t addr)
-{
-	memset(d, 0, sizeof(*d));
-	if (cs_open(CS_ARCH_X86, CS_MODE_64, &d->cs) != CS_ERR_OK)
-		return -ENOTSUP;
-	/* AT&T, as objdump prints it: the reasons are compared with objdump -d */
-	if (cs_option(d->cs, CS_OPT_DETAIL, CS_OPT_ON) != CS_ERR_OK ||
-	    cs_option(d->cs, CS_OPT_SYNTAX, CS_OPT_SYNTAX_ATT) != CS_ERR_OK) {
-		cs_close(&d->cs);
-		return -ENOTSUP;
-	}
-	d->insn = cs_malloc(d->cs);
-	if (!d->insn) {
-		cs_close(&d->cs);
-		return -ENOMEM;
-	}
-	d->code = code;
-	d->len = len;
-	d->addr = addr;
-	return 0;
-}
-
-static void decoder_close(struct decoder *d)
-{
-	if (d->insn)
-		cs_free(d->insn, 1);
-	cs_close(&d->cs);
-}
-
-/* the instruction starting `pos` bytes into the function; NULL if it does not decode in full */
-static const cs_insn *decode_at(struct decoder *d, size_t pos)
-{
-	const uint8_t *p = d->code + pos;
-	size_t left = d->len - pos;
-	uint64_t pc = d->addr + pos;
-
-	if (pos >= d->len || !cs_disasm_iter(d->cs, &p, &left, &pc, d->insn))
-		return NULL;
-	return d->insn;
-}
-
-/* "testq %rdi,%rdi": objdump's spacing, so reasons stay short */
-static void insn_text(const cs_insn *in, char *buf, size_t len)
-{
-	size_t n = (size_t)snprintf(buf, len, "%s%s", in->mnemonic, in->op_str[0] ? " " : "");
-	const char *s;
-
-	for (s = in->op_str; *s && n + 1 < len; s++) {
-		if (s[0] == ',' && s[1] == ' ')
-			buf[n++] = *s++;
-		else
-			buf[n++] = *s;
-	}
-	if (n < len)
-		buf[n] = '\0';
 }
 
 /*
@@ -134,7 +69,7 @@ static bool kernel_nop(const uint8_t *b, size_t n)
  * 66-prefixed branches and cs/ds/es/ss/lock prefixes altogether, and
  * emulates push only with no REX or REX 41.
  */
-static bool kernel_emulates(const uint8_t *b, size_t n)
+bool probe_offset__emulated(const uint8_t *b, size_t n)
 {
 	if (kernel_nop(b, n))
 		return true;
@@ -192,17 +127,15 @@ static const char *skippable(const cs_insn *in)
 		return "no effect";
 	if (flags_only(in))
 		return "flags only";
+	/*
+	 * mov $imm32,%eax (b8) and mov $imm32,%rax (48 c7 c0): the return
+	 * register only, which carries no argument and no entry program reads
+	 * (sampler.bpf.h, dwarf.bpf.h); libstdc++'s operator new starts so.
+	 */
+	if ((in->size == 5 && in->bytes[0] == 0xb8) ||
+	    (in->size == 7 && !memcmp(in->bytes, "\x48\xc7\xc0", 3)))
+		return "return register only";
 	return NULL;
-}
-
-static bool in_group(const cs_insn *in, uint8_t group)
-{
-	uint8_t i;
-
-	for (i = 0; i < in->detail->groups_count; i++)
-		if (in->detail->groups[i] == group)
-			return true;
-	return false;
 }
 
 /*
@@ -210,7 +143,7 @@ static bool in_group(const cs_insn *in, uint8_t group)
  * after them.  Returns 1 with the candidate in po (still to be checked
  * against the whole function), 0 with the final +0 decision.
  */
-static int find_candidate(struct decoder *d, struct probe_offset *po)
+static int find_candidate(struct x86dec *d, struct probe_offset *po)
 {
 	char text[96], past[PROBE_OFFSET_REASON_LEN] = "";
 	size_t pos = 0, n = 0;
@@ -218,11 +151,11 @@ static int find_candidate(struct decoder *d, struct probe_offset *po)
 	const char *kind;
 
 	for (;;) {
-		in = decode_at(d, pos);
+		in = x86dec__at(d, pos);
 		if (!in)
 			return decide(po, 0, "+0: cannot decode the instruction at +%zu", pos);
-		insn_text(in, text, sizeof(text));
-		if (kernel_emulates(in->bytes, in->size)) {
+		x86dec__text(in, text, sizeof(text));
+		if (probe_offset__emulated(in->bytes, in->size)) {
 			if (!pos)
 				return decide(po, 0, "+0: %s (emulated)", text);
 			decide(po, pos, "+%zu: past %s to %s (emulated)", pos, past, text);
@@ -253,7 +186,7 @@ static int find_candidate(struct decoder *d, struct probe_offset *po)
  * call target; an indirect jump (a jump table) could go anywhere.  Returns
  * true if clear, false with the +0 decision in po.
  */
-static bool entries_clear(struct decoder *d, struct probe_offset *po)
+static bool entries_clear(struct x86dec *d, struct probe_offset *po)
 {
 	uint64_t off = po->offset;
 	const cs_insn *in;
@@ -264,20 +197,20 @@ static bool entries_clear(struct decoder *d, struct probe_offset *po)
 		const cs_x86 *x;
 		uint64_t to;
 
-		in = decode_at(d, pos);
+		in = x86dec__at(d, pos);
 		if (!in) {
 			decide(po, 0, "+0: cannot decode the function at +%zu, cannot prove", pos);
 			return false;
 		}
 		/* xbegin names its abort handler like a branch target */
-		if (!in_group(in, CS_GRP_JUMP) && !in_group(in, CS_GRP_CALL) &&
-		    !in_group(in, CS_GRP_BRANCH_RELATIVE) && in->id != X86_INS_XBEGIN)
+		if (!x86dec__in_group(in, CS_GRP_JUMP) && !x86dec__in_group(in, CS_GRP_CALL) &&
+		    !x86dec__in_group(in, CS_GRP_BRANCH_RELATIVE) && in->id != X86_INS_XBEGIN)
 			continue;
 		x = &in->detail->x86;
-		insn_text(in, text, sizeof(text));
+		x86dec__text(in, text, sizeof(text));
 		if (x->op_count != 1 || x->operands[0].type != X86_OP_IMM) {
 			/* an indirect call returns to the next instruction: only jumps matter */
-			if (in_group(in, CS_GRP_CALL))
+			if (x86dec__in_group(in, CS_GRP_CALL))
 				continue;
 			decide(po, 0, "+0: indirect jump in function (%s at +%zu), cannot prove", text,
 			       pos);
@@ -305,7 +238,7 @@ bool probe_offset__size_checkable(uint64_t len, struct probe_offset *po)
 
 int probe_offset__choose(const uint8_t *code, size_t len, uint64_t addr, struct probe_offset *po)
 {
-	struct decoder d;
+	struct x86dec d;
 	int err;
 
 	if (!po || (!code && len))
@@ -313,28 +246,27 @@ int probe_offset__choose(const uint8_t *code, size_t len, uint64_t addr, struct 
 	memset(po, 0, sizeof(*po));
 	if (!size_checkable(len, po))
 		return 0;
-	err = decoder_open(&d, code, len, addr);
+	err = x86dec__open(&d, code, len, addr);
 	if (err == -ENOMEM)
 		return err;
 	if (err)
 		return decide(po, 0, "+0: no x86-64 decoder available (capstone)");
 	if (find_candidate(&d, po) > 0)
 		entries_clear(&d, po);
-	decoder_close(&d);
+	x86dec__close(&d);
 	return 0;
 }
 
 int probe_offset__for_symbol(struct elfobj *obj, const struct elf_symbol *sym,
 			     struct probe_offset *po)
 {
-	GElf_Ehdr ehdr;
+	int machine = elfobj__machine(obj);
 	uint8_t *code;
 	long n;
 	int err;
 
 	memset(po, 0, sizeof(*po));
-	if (!gelf_getehdr(elfobj__elf(obj), &ehdr) ||
-	    (ehdr.e_machine != EM_X86_64 && ehdr.e_machine != EM_AARCH64))
+	if (machine != EM_X86_64 && machine != EM_AARCH64)
 		return decide(po, 0, "+0: neither x86-64 nor arm64 code");
 	if (!size_checkable(sym->size, po))
 		return 0;
@@ -346,7 +278,7 @@ int probe_offset__for_symbol(struct elfobj *obj, const struct elf_symbol *sym,
 		err = decide(po, 0, "+0: cannot read the function's %llu bytes of code",
 			     (unsigned long long)sym->size);
 	else
-		err = ehdr.e_machine == EM_AARCH64 ?
+		err = machine == EM_AARCH64 ?
 			      probe_offset__choose_arm64(code, sym->size, sym->value, po) :
 			      probe_offset__choose(code, sym->size, sym->value, po);
 	free(code);

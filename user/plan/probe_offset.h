@@ -38,6 +38,8 @@ struct probe_offset {
  * reason), not an error.  0, or -EINVAL / -ENOMEM.
  */
 int probe_offset__choose(const uint8_t *code, size_t len, uint64_t addr, struct probe_offset *po);
+/* does the kernel emulate the x86-64 instruction of these n bytes (not single-step it)? */
+bool probe_offset__emulated(const uint8_t *b, size_t n);
 /* the same for an arm64 function (probe_offset_arm64.c: simulated, single-stepped, rejected) */
 int probe_offset__choose_arm64(const uint8_t *code, size_t len, uint64_t addr,
 			       struct probe_offset *po);

@@ -21,25 +21,11 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "a64insn.h"
 #include "probe_offset.h"
 
-#define A64_INSN 4
-
-/* insn.h's __AARCH64_INSN_FUNCS(name, mask, value) */
-#define IS(insn, mask, value) (((insn) & (mask)) == (value))
-
-static bool a64_b_bl(uint32_t i)	{ return IS(i, 0x7C000000, 0x14000000); }
-static bool a64_bcond(uint32_t i)	{ return IS(i, 0xFF000010, 0x54000000); }
-static bool a64_cb(uint32_t i)		{ return IS(i, 0x7E000000, 0x34000000); }
-static bool a64_tb(uint32_t i)		{ return IS(i, 0x7E000000, 0x36000000); }
-static bool a64_adr_adrp(uint32_t i)	{ return IS(i, 0x1F000000, 0x10000000); }
-/* br, blr, ret (register forms, no pointer authentication) */
-static bool a64_br_blr_ret(uint32_t i)
-{
-	return IS(i, 0xFFFFFC1F, 0xD61F0000) || IS(i, 0xFFFFFC1F, 0xD63F0000) ||
-	       IS(i, 0xFFFFFC1F, 0xD65F0000);
-}
-static bool a64_hint(uint32_t i)	{ return IS(i, 0xFFFFF01F, 0xD503201F); }
+/* A64_IS as the kernel's insn.h: the short name keeps the encoding tables readable */
+#define IS A64_IS
 
 /* HINT #imm, as (insn & 0xFE0): the kernel's AARCH64_INSN_HINT_* */
 enum {
@@ -82,9 +68,7 @@ static bool steppable_hint(uint32_t i)
 static bool a64_branch(uint32_t i)
 {
 	return a64_b_bl(i) || a64_bcond(i) || a64_cb(i) || a64_tb(i) || a64_br_blr_ret(i) ||
-	       IS(i, 0xFFFFFBFF, 0xD65F0BFF) ||			/* retaa, retab */
-	       IS(i, 0xFEFFF800, 0xD61F0800) ||			/* braa, brab, ... */
-	       IS(i, 0xFEFFF800, 0xD63F0800);			/* blraa, blrab, ... */
+	       a64_ret_auth(i) || a64_br_auth(i) || a64_blr_auth(i);
 }
 
 /* mrs's bits 20..5 naming DAIF (op0 3, op1 3, CRn 4, CRm 2, op2 1): the one read not stepped */
@@ -138,7 +122,7 @@ static enum a64_class classify(uint32_t i)
 static const char *skippable(uint32_t i)
 {
 	/* bti, bti c, bti j, bti jc: HINT_BTI with bits 6-7 set or not */
-	if (a64_hint(i) && ((i & 0xFE0) == HINT_NOP || (i & 0xF20) == HINT_BTI))
+	if (a64_hint(i) && ((i & 0xFE0) == HINT_NOP || a64_bti(i)))
 		return "no effect";
 	/* subs/adds (shifted, extended register or immediate) and ands into xzr: cmp, cmn, tst */
 	if ((i & 0x1F) == 0x1F &&
@@ -147,30 +131,6 @@ static const char *skippable(uint32_t i)
 	     IS(i, 0x7F200000, 0x6A000000)))
 		return "flags only";
 	return NULL;
-}
-
-static uint32_t word_at(const uint8_t *c)
-{
-	return (uint32_t)c[0] | (uint32_t)c[1] << 8 | (uint32_t)c[2] << 16 | (uint32_t)c[3] << 24;
-}
-
-static int64_t sext(uint32_t v, int bits)
-{
-	return (int64_t)((uint64_t)v << (64 - bits)) >> (64 - bits);
-}
-
-/* a direct branch's target; false for anything else */
-static bool branch_target(uint32_t i, uint64_t pc, uint64_t *to)
-{
-	if (a64_b_bl(i))
-		*to = pc + (uint64_t)(sext(i & 0x3FFFFFF, 26) * 4);
-	else if (a64_bcond(i) || a64_cb(i))
-		*to = pc + (uint64_t)(sext((i >> 5) & 0x7FFFF, 19) * 4);
-	else if (a64_tb(i))
-		*to = pc + (uint64_t)(sext((i >> 5) & 0x3FFF, 14) * 4);
-	else
-		return false;
-	return true;
 }
 
 struct a64_text {
@@ -202,7 +162,7 @@ static void text_of(struct a64_text *t, const uint8_t *code, uint64_t pc, char *
 {
 	const uint8_t *p = code;
 	size_t left = A64_INSN;
-	uint32_t i = word_at(code);
+	uint32_t i = a64_word(code);
 
 	if (a64_hint(i) && hint_name(i))
 		snprintf(buf, len, "%s", hint_name(i));
@@ -210,7 +170,7 @@ static void text_of(struct a64_text *t, const uint8_t *code, uint64_t pc, char *
 		snprintf(buf, len, "%.15s%s%.78s", t->insn->mnemonic,
 			 t->insn->op_str[0] ? " " : "", t->insn->op_str);
 	else
-		snprintf(buf, len, ".inst 0x%08x", word_at(code));
+		snprintf(buf, len, ".inst 0x%08x", a64_word(code));
 }
 
 static const char *const class_names[] = {
@@ -230,7 +190,7 @@ static int find_candidate(struct a64_text *t, const uint8_t *code, size_t len, u
 	uint32_t i;
 
 	for (pos = 0; pos + A64_INSN <= len; pos += A64_INSN) {
-		i = word_at(code + pos);
+		i = a64_word(code + pos);
 		cls = classify(i);
 		text_of(t, code + pos, addr + pos, text, sizeof(text));
 		if (cls == A64_SIMULATED && pos) {
@@ -268,15 +228,15 @@ static bool entries_clear(struct a64_text *t, const uint8_t *code, size_t len, u
 	uint32_t i;
 
 	for (pos = 0; pos + A64_INSN <= len; pos += A64_INSN) {
-		i = word_at(code + pos);
+		i = a64_word(code + pos);
 		/* br, braa...: a jump table or a computed goto */
-		if (IS(i, 0xFFFFFC1F, 0xD61F0000) || IS(i, 0xFEFFF800, 0xD61F0800)) {
+		if (a64_br(i) || a64_br_auth(i)) {
 			text_of(t, code + pos, addr + pos, text, sizeof(text));
 			probe_offset__decide(po, 0, "+0: indirect jump in function (%s at +%zu), "
 					     "cannot prove", text, pos);
 			return false;
 		}
-		if (!branch_target(i, addr + pos, &to) || to <= addr || to > addr + off)
+		if (!a64_branch_target(i, addr + pos, &to) || to <= addr || to > addr + off)
 			continue;
 		text_of(t, code + pos, addr + pos, text, sizeof(text));
 		probe_offset__decide(po, 0, "+0: %s at +%zu enters the function at +%llu, "

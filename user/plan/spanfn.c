@@ -10,6 +10,7 @@
 
 #include "demangle.h"
 #include "elfobj.h"
+#include "exits.h"
 #include "objcache.h"
 #include "procmaps.h"
 #include "spanfn.h"
@@ -18,26 +19,27 @@
 
 struct builder {
 	struct span_fn_plan *p;
-	size_t cap_objects, cap_display, cap_entry, cap_fns, cap_names;
+	size_t cap_objects, cap_display, cap_fns, cap_names;
 	bool *pattern_hit;
-	const char *unsupported;	/* the arm64 object whose spans would need entry probes only */
+	char unsupported[320];		/* arm64: what has ends only the stack would show */
 };
 
 /*
- * Entry-only spans end when their return slot on the stack is reused
- * (bpf/spans.bpf.h); on arm64 the return address is in lr and is saved
- * wherever the callee chooses, so there is no slot to watch.
+ * Ends no return instruction shows (an exception unwinding through, a tail
+ * call into another object) are noticed from the stack on x86-64, where
+ * the return address sits in a slot at the entry's stack pointer until a
+ * later call reuses it (bpf/spans.bpf.h).  On arm64 it is in lr, saved
+ * wherever the callee chooses: no slot to watch, so such functions are
+ * refused there rather than left with spans that may never close.
  */
-static bool entry_only_supported(struct elfobj *obj)
+static bool is_arm64(struct elfobj *obj)
 {
-	GElf_Ehdr ehdr;
-
-	return !gelf_getehdr(elfobj__elf(obj), &ehdr) || ehdr.e_machine != EM_AARCH64;
+	return elfobj__machine(obj) == EM_AARCH64;
 }
 
-bool span_fn__unwinds_exceptions(struct elfobj *obj)
+/* code with C++ or Rust landing pads, or their runtimes: exceptions may end its calls */
+static bool unwinds_exceptions(struct elfobj *obj)
 {
-	/* what code with C++ or Rust landing pads, or their runtimes, refers to */
 	static const char *const markers[] = {
 		"_Unwind_Resume", "__gxx_personality_v0", "rust_eh_personality",
 		"_Unwind_RaiseException",
@@ -62,12 +64,11 @@ static int add_object(struct builder *b, const struct target *t, const struct pr
 	if (target__object_path(t, m, path, sizeof(path)))
 		return -ENAMETOOLONG;
 	if (vec_reserve(&p->objects, &b->cap_objects, p->n_objects + 1, sizeof(char *)) ||
-	    vec_reserve(&p->display, &b->cap_display, p->n_objects + 1, sizeof(char *)) ||
-	    vec_reserve(&p->entry_only, &b->cap_entry, p->n_objects + 1, sizeof(bool)))
+	    vec_reserve(&p->display, &b->cap_display, p->n_objects + 1, sizeof(char *)))
 		return -ENOMEM;
-	p->entry_only[p->n_objects] = span_fn__unwinds_exceptions(obj);
-	if (p->entry_only[p->n_objects] && !entry_only_supported(obj)) {
-		b->unsupported = m->path;
+	if (is_arm64(obj) && unwinds_exceptions(obj)) {
+		snprintf(b->unsupported, sizeof(b->unsupported), "functions of %s, C++ or Rust code "
+			 "whose calls an exception can end where no probe sees it", m->path);
 		return -EOPNOTSUPP;
 	}
 	p->objects[p->n_objects] = strdup(path);
@@ -107,8 +108,36 @@ static bool matches(struct builder *b, char *const *patterns, size_t n, const ch
 	return hit;
 }
 
-static int add_match(struct builder *b, size_t object, const struct elf_symbol *sym,
-		     char *name, uint64_t off)
+/* the function's return instructions; a set that misses some leaves those calls to the stack */
+static int find_exits(struct builder *b, struct span_fn *f, struct elfobj *obj,
+		      const struct elf_symbol *sym)
+{
+	struct exits e;
+	int err = exits__find(obj, sym->value, sym->size, false, &e);
+
+	if (err)
+		return err;
+	f->n_exits = e.n;
+	f->exits = malloc((e.n ?: 1) * sizeof(*f->exits));
+	if (!f->exits)
+		return -ENOMEM;
+	memcpy(f->exits, e.offsets, e.n * sizeof(*f->exits));
+	if (!e.complete)
+		snprintf(f->exits_missed, sizeof(f->exits_missed), "%s", e.reason);
+	else if (e.n_tails)
+		snprintf(f->exits_missed, sizeof(f->exits_missed), "tail call to %s in another object",
+			 e.tails[0]);
+	if (f->exits_missed[0] && is_arm64(obj)) {
+		snprintf(b->unsupported, sizeof(b->unsupported), "%s in %s, whose calls may end "
+			 "where no probe sees it (%s)", f->name, b->p->display[f->object],
+			 f->exits_missed);
+		return -EOPNOTSUPP;
+	}
+	return 0;
+}
+
+static int add_match(struct builder *b, size_t object, struct elfobj *obj,
+		     const struct elf_symbol *sym, char *name, uint64_t off)
 {
 	struct span_fn_plan *p = b->p;
 	struct span_fn *f;
@@ -126,13 +155,16 @@ static int add_match(struct builder *b, size_t object, const struct elf_symbol *
 		return -ENOMEM;
 	}
 	f = &p->fns[p->n_fns];
+	memset(f, 0, sizeof(*f));
 	f->object = object;
 	f->symbol = strdup(sym->name);
 	f->name = name;
 	f->offset = off;
 	f->name_id = name_id(b, name);
 	p->n_fns++;
-	return f->symbol && f->name_id ? 0 : -ENOMEM;
+	if (!f->symbol || !f->name_id)
+		return -ENOMEM;
+	return find_exits(b, f, obj, sym);
 }
 
 static int scan_object(struct builder *b, const struct target *t, const struct procmap *m,
@@ -159,7 +191,7 @@ static int scan_object(struct builder *b, const struct target *t, const struct p
 		}
 		err = add_object(b, t, m, obj, &object);
 		if (!err)
-			err = add_match(b, object, &syms[i], name, off);
+			err = add_match(b, object, obj, &syms[i], name, off);
 		else
 			free(name);
 		if (err)
@@ -223,9 +255,8 @@ int span_fn__plan(const struct target *t, const struct procmaps *maps, struct ob
 	if (ret == -ENOMEM)
 		snprintf(err, errlen, "out of memory matching --span-fn patterns");
 	if (ret == -EOPNOTSUPP)
-		snprintf(err, errlen, "--span-fn matches functions of %s, C++ or Rust code that gets "
-			 "entry probes only, whose ends culpert-bpf cannot see on arm64 yet; mark "
-			 "its spans with include/culpert/span.h instead", b.unsupported);
+		snprintf(err, errlen, "--span-fn matches %s: ends culpert-bpf cannot see on arm64 yet; "
+			 "mark its spans with include/culpert/span.h instead", b.unsupported);
 	free(b.pattern_hit);
 	if (ret)
 		span_fn_plan__free(plan);
@@ -243,13 +274,23 @@ void span_fn_plan__free(struct span_fn_plan *plan)
 	for (i = 0; i < plan->n_fns; i++) {
 		free(plan->fns[i].symbol);
 		free(plan->fns[i].name);
+		free(plan->fns[i].exits);
 	}
 	for (i = 0; i < plan->n_names; i++)
 		free(plan->names[i]);
 	free(plan->objects);
 	free(plan->display);
-	free(plan->entry_only);
 	free(plan->fns);
 	free(plan->names);
 	memset(plan, 0, sizeof(*plan));
+}
+
+const char *span_fn__how(const struct span_fn *f, char *buf, size_t len)
+{
+	if (!f->exits_missed[0])
+		snprintf(buf, len, "entry + %zu return instructions", f->n_exits);
+	else
+		snprintf(buf, len, "entry + %zu return instructions, other ends seen from the stack (%s)",
+			 f->n_exits, f->exits_missed);
+	return buf;
 }

@@ -21,12 +21,14 @@ struct span_fn {
 	char *name;		/* demangled, no parameters: the span's name */
 	uint64_t offset;	/* file offset of the function's entry */
 	uint32_t name_id;	/* id of `name` in the BPF span_names map */
+	uint64_t *exits;	/* file offsets of its return instructions (exits.h) */
+	size_t n_exits;
+	char exits_missed[192];	/* "" when exits[] is every way out, else why not */
 };
 
 struct span_fn_plan {
 	char **objects;		/* paths we attach through (/proc/PID/root/...) */
 	char **display;		/* the same objects as the target names them */
-	bool *entry_only;	/* objects whose calls end without return probes, see below */
 	size_t n_objects;
 	struct span_fn *fns;
 	size_t n_fns;
@@ -35,13 +37,16 @@ struct span_fn_plan {
 };
 
 /*
- * A return probe swaps a function's return address for a trampoline, and a
- * C++ exception or Rust panic unwinding through that frame then finds no
- * unwind information and terminates the program.  Functions of objects
- * that take part in such unwinding get an entry probe only; the BPF side
- * notices the end of their calls from the stack instead.
+ * Each function gets an entry probe and plain uprobes on its return
+ * instructions, never a return probe: a return probe swaps the return
+ * address for a trampoline without unwind information, and a C++
+ * exception or Rust panic unwinding through the frame (a C function
+ * calling back into C++, as qsort does) would then terminate the program.
+ * Ends the return instructions do not show (a longjmp, an exception, a
+ * tail call into another object) are noticed from the stack.  How, in
+ * a phrase for `probes` and -v: "entry + 2 return instructions".
  */
-bool span_fn__unwinds_exceptions(struct elfobj *obj);
+const char *span_fn__how(const struct span_fn *f, char *buf, size_t len);
 
 /*
  * Match `patterns` (fnmatch globs over demangled names, e.g. 'app::handler::*')
