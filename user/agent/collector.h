@@ -46,6 +46,14 @@ struct collector_state {
 	double duty;		/* share of time the allocation probes are on, 0..1 */
 	double overhead_pct;	/* estimated CPU the target pays, % of one CPU */
 	uint64_t samples, lost;
+	/*
+	 * Probe hits counted by the BPF side since pick-up (monotonic, for
+	 * the budget's call-rate estimate): allocator entries (nested calls
+	 * included) and deallocator entries.  Hits while the allocation
+	 * probes are off are not counted: calls_alloc stands still then.
+	 */
+	uint64_t calls_alloc, calls_free;
+	uint64_t observed_ns;	/* time the allocation probes were on since pick-up */
 };
 
 struct collector;
@@ -67,5 +75,15 @@ int collector__profile(void *ctx, const struct agent_target *t, enum agent_profi
 /* 0, or -ENOENT when the collector does not know the target */
 int collector__state(struct collector *c, pid_t pid, uint64_t start_ticks,
 		     struct collector_state *out);
+
+/*
+ * Duty cycling (budget.c calls it on the profiling thread): detach (on
+ * false) or re-attach (on true) the target's allocation probes.  Its free
+ * probes stay attached either way, so a block freed while allocation
+ * probes are off never stays live in /heap.  Idempotent.  0; -ENOENT for
+ * a target the collector does not know or that exited; -errno when
+ * re-attaching failed (kept in its state: probes "failed").
+ */
+int collector__set_alloc_probes(struct collector *c, pid_t pid, uint64_t start_ticks, bool on);
 
 #endif /* CULPERT_COLLECTOR_H */
