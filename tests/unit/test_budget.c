@@ -7,9 +7,12 @@
  * throughout: 1% of one CPU, 500 ns a hit, 2 ms a detach + attach, a 60 s
  * period, windows of 0.2 s at least, periods of 600 s at most.
  */
+#include <errno.h>
+
 #include "test.h"
 
 #include "budget.h"
+#include "duty.h"
 
 #define S 1000000000ULL
 
@@ -188,6 +191,90 @@ static void test_median(void)
 	ASSERT_NEAR(budget_median(odd, 0), 0, 0, "empty");
 }
 
+/* a simulated target: 100k allocs/s counted while its allocation probes are on, 10k frees/s */
+struct sim {
+	bool on;
+	double alloc, freed;
+	unsigned int switches;
+	uint64_t last_switch_ns;
+	uint64_t now_ns;
+};
+
+static int sim_counters(void *ctx, pid_t pid, uint64_t start, uint64_t *alloc, uint64_t *freed)
+{
+	struct sim *s = ctx;
+
+	if (pid != 42)
+		return -ENOENT;
+	*alloc = (uint64_t)s->alloc;
+	*freed = (uint64_t)s->freed;
+	return 0;
+}
+
+static int sim_set_alloc(void *ctx, pid_t pid, uint64_t start, bool on)
+{
+	struct sim *s = ctx;
+
+	s->switches += s->on != on;
+	s->on = on;
+	s->last_switch_ns = s->now_ns;
+	return 0;
+}
+
+/*
+ * The runner over test_duty's target, a turn every 100 ms: off at 1 s
+ * (duty 5.96/60), on at 55.04 s, off at 61 s (a window of 5.96 s); the
+ * view says so; a pid the collector does not know is left alone; an exited
+ * target is forgotten.
+ */
+static void test_runner(void)
+{
+	struct duty_opts o = { .max_pct = 1, .period_ns = 60 * S, .inuse = true, .max_targets = 4,
+			       .given = { .ns_per_hit = 500, .switch_ns = 2e6 } };
+	struct duty_ops ops = { .counters = sim_counters, .set_alloc = sim_set_alloc };
+	struct sim sim = { .on = true };
+	pid_t pids[] = { 42, 43 };
+	uint64_t starts[] = { 1, 1 }, t;
+	struct duty_view *v;
+	struct duty *d = duty__new(&o, &ops, &sim);
+	size_t n;
+
+	if (!ASSERT_OK_PTR(d, "duty__new"))
+		return;
+	for (t = 0; t <= 58 * S; t += S / 10) {
+		sim.now_ns = t;
+		duty__tick(d, pids, starts, 2, t);
+		if (t == S)
+			ASSERT_TRUE(!sim.on && sim.switches == 1, "off after the first second");
+		sim.alloc += sim.on ? 10000 : 0;
+		sim.freed += 1000;
+	}
+	ASSERT_TRUE(sim.on && sim.switches == 2, "on again");
+	ASSERT_NEAR((double)sim.last_switch_ns, 55.1e9, 0.1e9, "at 55.04 s, the next turn");
+	if (!duty__views(d, &v, &n) && ASSERT_EQ(n, 1, "one target known")) {
+		ASSERT_EQ(v[0].pid, 42, "pid");
+		ASSERT_NEAR(v[0].duty, 5.96 / 60, 1e-9, "duty");
+		ASSERT_NEAR(v[0].est_pct, 1, 1e-9, "estimate");
+		ASSERT_NEAR(v[0].alloc_per_s, 100000, 1, "alloc rate");
+		ASSERT_NEAR(v[0].free_per_s, 10000, 1, "free rate");
+		ASSERT_NEAR((double)v[0].observed_ns, 1e9 + 2.9e9, 0.11e9, "observed");
+		ASSERT_TRUE(v[0].on && v[0].inuse && v[0].decided, "on, in-use");
+	}
+	free(v);
+	for (; t <= 62 * S; t += S / 10) {
+		sim.now_ns = t;
+		duty__tick(d, pids, starts, 2, t);
+		sim.alloc += sim.on ? 10000 : 0;
+		sim.freed += 1000;
+	}
+	ASSERT_TRUE(!sim.on && sim.switches == 3, "off after the 5.96 s window");
+	ASSERT_NEAR((double)sim.last_switch_ns, 61.1e9, 0.1e9, "at 61 s, the next turn");
+	duty__tick(d, pids + 1, starts + 1, 1, t);
+	ASSERT_TRUE(!duty__views(d, &v, &n) && n == 0, "exited target forgotten");
+	free(v);
+	duty__free(d);
+}
+
 int main(void)
 {
 	test_group = "budget";
@@ -200,5 +287,6 @@ int main(void)
 	RUN_TEST(test_cycle);
 	RUN_TEST(test_cycle_on_and_drop);
 	RUN_TEST(test_median);
+	RUN_TEST(test_runner);
 	return TEST_EXIT();
 }
