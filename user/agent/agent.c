@@ -23,6 +23,7 @@
 #include "cmd.h"
 #include "container.h"
 #include "discover.h"
+#include "duty.h"
 #include "endpoints.h"
 #include "kfeatures.h"
 #include "kubeapi.h"
@@ -44,6 +45,10 @@ struct agent {
 	struct targets *targets;
 	struct discover *disc;
 	struct kubeapi *kube;
+	struct duty *duty;
+	/* the collector's side of the duty cycles: zeros until it plugs in (docs/agent.md) */
+	struct duty_ops duty_ops;
+	void *duty_ctx;
 	struct http_server *http;
 	struct endpoints ep;
 	char *token;
@@ -301,6 +306,20 @@ static void publish(struct agent *a)
 }
 
 /* a new pod list may name processes a pod=/namespace= selector passed over: look again soon */
+/* every live target's duty cycle, one turn */
+static void duty_turn(struct agent *a, int64_t now)
+{
+	uint64_t *starts;
+	pid_t *pids;
+	size_t n;
+
+	if (targets__live_pids(a->targets, &pids, &starts, &n))
+		return;
+	duty__tick(a->duty, pids, starts, n, (uint64_t)now);
+	free(pids);
+	free(starts);
+}
+
 static void kube_changed(struct agent *a, int64_t now)
 {
 	struct kubeapi_counts k;
@@ -339,6 +358,7 @@ static int loop(struct agent *a)
 			a->next_rescan = now + (int64_t)a->o.rescan_ns;
 		}
 		expire(a);
+		duty_turn(a, now);
 		publish(a);
 	}
 }
@@ -463,6 +483,24 @@ static void announce(struct agent *a)
 			"written yet\n", a->o.snapshot_dir);
 }
 
+/* the budget: the calibration starts on its own thread now, the cycles with the targets */
+static int start_duty(struct agent *a)
+{
+	struct duty_opts o = {
+		.max_pct = a->o.max_overhead_pct,
+		.period_ns = a->o.duty_period_ns,
+		.inuse = a->o.collect.inuse,
+		.max_targets = a->o.max_targets,
+		.calibrate = true,
+	};
+
+	a->duty = duty__new(&o, &a->duty_ops, a->duty_ctx);
+	if (!a->duty)
+		pr_error("cannot start the agent: %s\n", strerror(ENOMEM));
+	a->ep.duty = a->duty;
+	return a->duty ? 0 : -ENOMEM;
+}
+
 static int start(struct agent *a)
 {
 	const char *blocker = features__blocker();
@@ -482,6 +520,8 @@ static int start(struct agent *a)
 	}
 	a->ep.targets = a->targets;
 	a->ep.opts = &a->o;
+	if (start_duty(a))
+		return -ENOMEM;
 	a->ep.start_unix_ns = unix_ns();
 	pthread_mutex_init(&a->ep.stats.lock, NULL);
 	a->disc = discover__open(a->o.max_targets, on_discovered, a, err, sizeof(err));
@@ -511,6 +551,7 @@ static void stop(struct agent *a)
 	/* HTTP first: no handler may look at what is freed below */
 	http__stop(a->http);
 	kubeapi__stop(a->kube);
+	duty__free(a->duty);
 	discover__free(a->disc);
 	targets__free(a->targets);
 	selectors__free(a->sel);

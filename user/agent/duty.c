@@ -271,6 +271,9 @@ void duty__tick(struct duty *d, const pid_t *pids, const uint64_t *starts, size_
 	struct duty_entry *e;
 	size_t i;
 
+	/* no collector: nothing to cycle, the calibration is still reported */
+	if (!d->ops.counters || !d->ops.set_alloc)
+		n = 0;
 	for (i = 0; i < d->o.max_targets; i++)
 		d->e[i].seen = false;
 	for (i = 0; i < n; i++) {

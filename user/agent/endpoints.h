@@ -18,6 +18,7 @@
 #include "targets.h"
 
 struct agent_opts;
+struct duty;
 struct kubeapi;
 
 /* what the profiling thread publishes for /metrics and /healthz */
@@ -33,6 +34,7 @@ struct endpoints {
 	const struct agent_opts *opts;
 	struct http_server *http;	/* set once serving, for its counters */
 	struct kubeapi *kube;		/* NULL without --kube-api */
+	struct duty *duty;		/* the overhead budget: calibration, duty cycles */
 	agent_profile_fn profile;	/* NULL: no collector, profiles answer 503 */
 	void *profile_ctx;
 	struct agent_stats stats;

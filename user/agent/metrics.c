@@ -8,6 +8,7 @@
 #include <sys/resource.h>
 
 #include "agent.h"
+#include "duty.h"
 #include "endpoints.h"
 #include "kubeapi.h"
 #include "memfmt.h"
@@ -215,6 +216,98 @@ static void target_info(FILE *f, const struct agent_target *v, size_t n)
 	}
 }
 
+/* the budget's own figures: the calibration (once done) and the limit */
+static void agent_budget(FILE *f, struct endpoints *e)
+{
+	struct budget_calibration cal;
+
+	one(f, "culpert_agent_max_overhead_cpu_ratio", "gauge",
+	    "--max-overhead: the budget of each target, a share of one CPU (0: no limit).",
+	    e->opts->max_overhead_pct / 100);
+	if (!e->duty || !duty__calibration(e->duty, &cal))
+		return;
+	/* seconds, not ns: promtool's lint refuses abbreviated units in a name */
+	one(f, "culpert_agent_calibration_seconds_per_hit", "gauge",
+	    "What one uprobe hit costs a process on this kernel, calibrated at start-up.",
+	    cal.ns_per_hit / 1e9);
+	one(f, "culpert_agent_calibration_switch_cpu_seconds", "gauge",
+	    "The CPU of one detach and re-attach of a uprobe, calibrated at start-up.",
+	    cal.switch_ns / 1e9);
+}
+
+/* the live target of a duty view, or NULL (exited since, or shadowed) */
+static const struct agent_target *target_of(const struct agent_target *v, size_t n,
+					    const struct duty_view *d)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (!v[i].exited_ns && v[i].pid == d->pid && v[i].start_ticks == d->start)
+			return &v[i];
+	return NULL;
+}
+
+static const struct duty_series {
+	const char *name, *type, *help;
+} duty_series[] = {
+	{ "culpert_target_duty_ratio", "gauge",
+	  "The duty chosen for the current period: share of it the allocation probes are on." },
+	{ "culpert_target_estimated_overhead_cpu_ratio", "gauge",
+	  "Estimated CPU the probes cost the target, a share of one CPU." },
+	{ "culpert_target_probe_hits_per_second", "gauge",
+	  "Probe hits per second while the probes were on, as last measured." },
+	{ "culpert_target_alloc_probes_on", "gauge", "1 while the allocation probes are on." },
+	{ "culpert_target_inuse_tracking", "gauge",
+	  "1 while frees are followed (in-use); 0 once dropped for the budget." },
+};
+
+static void duty_line(FILE *f, size_t k, const struct agent_target *t, const char *probe,
+		      double v)
+{
+	fprintf(f, "%s{", duty_series[k].name);
+	target_labels(f, t);
+	if (probe)
+		memfmt_prom_label(f, "probe", probe, true);
+	fprintf(f, "} %.17g\n", v);
+}
+
+static void duty_value(FILE *f, size_t k, const struct agent_target *t,
+		       const struct duty_view *d)
+{
+	const double v[] = { d->duty, d->est_pct / 100, d->alloc_per_s, d->on, d->inuse };
+
+	if (k != 2) {
+		duty_line(f, k, t, NULL, v[k]);
+		return;
+	}
+	duty_line(f, k, t, "alloc", d->alloc_per_s);
+	if (d->inuse)
+		duty_line(f, k, t, "free", d->free_per_s);
+}
+
+/* each live target's duty cycle; the rates and the estimate once measured */
+static int target_budget(FILE *f, struct endpoints *e, const struct agent_target *v, size_t n)
+{
+	const struct agent_target *t;
+	struct duty_view *d;
+	size_t k, i, nd;
+
+	if (!e->duty)
+		return 0;
+	if (duty__views(e->duty, &d, &nd))
+		return -ENOMEM;
+	for (k = 0; k < sizeof(duty_series) / sizeof(duty_series[0]); k++) {
+		family(f, duty_series[k].name, duty_series[k].type, duty_series[k].help);
+		for (i = 0; i < nd; i++) {
+			t = target_of(v, n, &d[i]);
+			if (t && (d[i].decided || k >= 3))
+				duty_value(f, k, t, &d[i]);
+		}
+	}
+	free(d);
+	return 0;
+}
+
 /* §6's picture of each live target, read now; a target gone meanwhile has none */
 static int target_memory(FILE *f, const struct agent_target *v, size_t n)
 {
@@ -259,10 +352,11 @@ int metrics_write(FILE *f, struct endpoints *e)
 	agent_targets(f, e);
 	agent_http(f, e);
 	agent_kube(f, e);
+	agent_budget(f, e);
 	if (targets__copy(e->targets, &v, &n))
 		return -ENOMEM;
 	target_info(f, v, n);
-	ret = target_memory(f, v, n);
+	ret = target_budget(f, e, v, n) ?: target_memory(f, v, n);
 	free(v);
 	return ret ?: ferror(f) ? -EIO : 0;
 }
