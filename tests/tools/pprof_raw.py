@@ -18,7 +18,9 @@ def parse(text):
     cur = None
     for line in text.splitlines():
         if line.startswith("Duration:"):
-            duration = float(line.split()[1])
+            # "5s", "8.74" (google/pprof's formatting): the seconds
+            duration = float(line.split()[1].rstrip("s"))
+            duration = int(duration) if duration == int(duration) else duration
             continue
         if line.startswith("Samples:"):
             section = "types"

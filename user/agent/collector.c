@@ -39,6 +39,8 @@ struct ctarget {
 	struct session *s;		/* NULL: its probes failed (st.error says why) */
 	struct collector_state st;	/* allocator, probes, error */
 	uint64_t picked_ns;		/* CLOCK_MONOTONIC */
+	uint64_t retry_ns, retry_wait_ns;	/* failed: when to plan again, and the wait after */
+	char comm[16];
 };
 
 struct collector {
@@ -198,15 +200,54 @@ static void set_allocator(struct ctarget *t)
 		 p->n_objects ? p->objects[0].family : "none");
 }
 
-int collector__add(struct collector *c, const struct agent_target *at)
+/* a session for pid; 0 or -errno with the reason in err */
+static int open_session(struct collector *c, pid_t pid, struct session **s, char *err,
+			size_t errlen)
 {
 	struct session_opts so = {
-		.pid = at->pid, .rate = c->o.rate, .max_depth = (unsigned int)c->o.max_depth,
+		.pid = pid, .rate = c->o.rate, .max_depth = (unsigned int)c->o.max_depth,
 		.allocator = c->o.allocator ?: "auto", .symbolize = c->o.symbolize,
 		.no_multi = c->o.no_multi, .no_session = c->o.no_session,
 		.max_entries = c->max_stacks, .inuse = c->o.inuse, .unwind = c->unwind,
 		.stack_size = (unsigned int)c->o.stack_size, .max_live = c->o.max_live,
 	};
+
+	err[0] = 0;
+	return session__open_shared(&so, c->sampler, s, err, errlen);
+}
+
+/* the first retry of a failed target, and the longest wait between two */
+#define RETRY_FIRST_NS	(500 * 1000000ULL)
+#define RETRY_MAX_NS	(30 * NS_PER_SEC)
+
+/* the outcome of an attempt, target lock held */
+static void attempted(struct ctarget *t, int ret, struct session *s, const char *err)
+{
+	uint64_t now = mono_ns();
+
+	t->s = ret ? NULL : s;
+	if (ret) {
+		snprintf(t->st.probes, sizeof(t->st.probes), "failed");
+		snprintf(t->st.error, sizeof(t->st.error), "%s", err);
+		/*
+		 * Picked up at its exec, a process has not mapped its libraries
+		 * yet; one that dlopen()s its allocator has it later still: plan
+		 * again, less and less often.
+		 */
+		t->retry_wait_ns = t->retry_wait_ns ? t->retry_wait_ns * 2 : RETRY_FIRST_NS;
+		if (t->retry_wait_ns > RETRY_MAX_NS)
+			t->retry_wait_ns = RETRY_MAX_NS;
+		t->retry_ns = now + t->retry_wait_ns;
+		return;
+	}
+	t->picked_ns = now;
+	t->st.error[0] = 0;
+	snprintf(t->st.probes, sizeof(t->st.probes), "attached");
+	set_allocator(t);
+}
+
+int collector__add(struct collector *c, const struct agent_target *at)
+{
 	struct session *s = NULL;
 	struct ctarget *t = NULL;
 	char err[sizeof(t->st.error)];
@@ -227,32 +268,50 @@ int collector__add(struct collector *c, const struct agent_target *at)
 		t->s = NULL;
 		t->pid = at->pid;
 		t->start_ticks = at->start_ticks;
+		t->retry_wait_ns = 0;
+		t->st.duty = 1;
+		memcpy(t->comm, at->comm, sizeof(t->comm));
 		snprintf(t->st.probes, sizeof(t->st.probes), "attaching");
 		pthread_mutex_unlock(&t->lock);
 	}
 	pthread_mutex_unlock(&c->table);
 	if (!t)
 		return -ENOSPC;
-	err[0] = 0;
-	ret = session__open_shared(&so, c->sampler, &s, err, sizeof(err));
+	ret = open_session(c, at->pid, &s, err, sizeof(err));
 	pthread_mutex_lock(&c->table);
 	pthread_mutex_lock(&t->lock);
 	t->attaching = false;
-	t->s = ret ? NULL : s;
 	t->picked_ns = mono_ns();
-	t->st.duty = 1;
-	if (ret) {
-		snprintf(t->st.probes, sizeof(t->st.probes), "failed");
-		snprintf(t->st.error, sizeof(t->st.error), "%s", err);
-	} else {
-		snprintf(t->st.probes, sizeof(t->st.probes), "attached");
-		set_allocator(t);
-	}
+	attempted(t, ret, s, err);
 	pthread_mutex_unlock(&t->lock);
 	pthread_mutex_unlock(&c->table);
 	if (ret)
-		pr_warn("cannot profile pid %d (%s): %s\n", (int)at->pid, at->comm, err);
+		pr_info("culpert-bpf: cannot profile pid %d (%s) yet: %s; trying again in %llu ms\n",
+			(int)at->pid, at->comm, err, (unsigned long long)(t->retry_wait_ns / 1000000));
 	return ret;
+}
+
+/* failed targets whose time has come: plan and attach again (profiling thread) */
+static void retry_failed(struct collector *c, uint64_t now)
+{
+	char err[sizeof(c->v[0].st.error)];
+	struct session *s = NULL;
+	size_t i;
+	int ret;
+
+	for (i = 0; i < c->n; i++) {
+		struct ctarget *t = &c->v[i];
+
+		/* only the profiling thread changes used, exited and s: no lock to read them */
+		if (!t->used || t->exited || t->s || t->attaching || now < t->retry_ns)
+			continue;
+		ret = open_session(c, t->pid, &s, err, sizeof(err));
+		pthread_mutex_lock(&t->lock);
+		attempted(t, ret, s, err);
+		pthread_mutex_unlock(&t->lock);
+		if (!ret)
+			pr_info("culpert-bpf: profiling pid %d (%s) now\n", (int)t->pid, t->comm);
+	}
 }
 
 void collector__remove(struct collector *c, pid_t pid, uint64_t start_ticks)
@@ -300,8 +359,8 @@ int collector__poll(struct collector *c, uint64_t now_ns)
 	size_t i;
 	int n;
 
-	(void)now_ns;
 	n = sampler__poll(c->sampler, 0);
+	retry_failed(c, now_ns);
 	/* also while no samples come: the kernel's buffers of new mappings must not fill */
 	pthread_mutex_lock(&c->table);
 	for (i = 0; i < c->n; i++) {
