@@ -11,9 +11,8 @@ const volatile bool track_inuse;			/* --inuse */
 const volatile __u32 stack_bytes = 65 * sizeof(__u64);	/* bytes of frames to walk: depth + 1 */
 const volatile bool sample_every;			/* --rate 1: every call is a sample */
 const volatile __u64 page_size = 4096;
-/* runtime address ranges of the allocators' code, for nested-call detection */
-const volatile __u64 alloc_text_lo[CULPERT_MAX_ALLOC_OBJS];
-const volatile __u64 alloc_text_hi[CULPERT_MAX_ALLOC_OBJS];
+/* the agent: count every probe hit per process, for its overhead budget */
+const volatile bool count_calls;
 
 static __always_inline __u64 mul_or_zero(__u64 a, __u64 b)
 {
@@ -33,12 +32,16 @@ static __always_inline __u64 round_up_page(__u64 size)
 	return (size + page_size - 1) & ~(page_size - 1);
 }
 
+/* in the calling process's allocator code: looked up only on the (rare) nested path */
 static __always_inline bool in_allocator(__u64 addr)
 {
+	struct culpert_proc *p = proc_get();
 	int i;
 
+	if (!p)
+		return false;
 	for (i = 0; i < CULPERT_MAX_ALLOC_OBJS; i++)
-		if (addr >= alloc_text_lo[i] && addr < alloc_text_hi[i])
+		if (addr >= p->alloc_text_lo[i] && addr < p->alloc_text_hi[i])
 			return true;
 	return false;
 }
@@ -138,6 +141,8 @@ __noinline __u64 culpert_emit_sample(struct pt_regs *ctx, __u64 size, __u32 fn, 
 	id = __sync_fetch_and_add(&next_sample_id, 1) + 1;
 	e->kind = CULPERT_EV_ALLOC;
 	e->tid = (__u32)bpf_get_current_pid_tgid();
+	e->tgid = bpf_get_current_pid_tgid() >> 32;
+	e->pad = 0;
 	e->id = id;
 	e->size = size;
 	e->ts_ns = bpf_ktime_get_ns();
@@ -257,6 +262,8 @@ static __always_inline bool handle_alloc(struct pt_regs *ctx, __u32 fn, __u64 fl
 	 * (uprobe_multi checks the thread group, perf uprobes the mm), and
 	 * this runs on every allocation.
 	 */
+	if (count_calls && (proc = proc_get()))
+		__sync_fetch_and_add(&proc->calls_alloc, 1);
 	hs = hot_state_get();
 	if (!hs) {
 		count(CULPERT_CNT_NO_STATE);

@@ -23,6 +23,7 @@ static const struct budget_model model = {
 	.period_ns = 60 * S,
 	.min_on_ns = S / 5,
 	.max_period_ns = 600 * S,
+	.can_drop_inuse = true,
 };
 
 static void choose(double alloc, double free_, bool inuse, struct budget_choice *c)
@@ -97,6 +98,20 @@ static void test_drop_inuse(void)
 	ASSERT_NEAR(c.duty, 11.96 / 60, 1e-9, "duty");
 	ASSERT_NEAR(c.est_pct, 1, 1e-9, "estimate");
 	ASSERT_NEAR(c.free_pct, 0, 0, "no free part");
+	/*
+	 * a collector that cannot drop in-use: the free probes' 1.5% stays, no
+	 * window fits, the longest period (600 s) with the shortest window, over
+	 */
+	{
+		struct budget_model m = model;
+		struct budget_rates r = { 100000, 30000, true };
+
+		m.can_drop_inuse = false;
+		budget_choose(&m, &r, &c);
+		ASSERT_TRUE(c.inuse && c.over, "in-use kept, over");
+		ASSERT_NEAR(c.duty, 0.2 / 600, 1e-12, "shortest duty");
+		ASSERT_NEAR(c.est_pct, 0.2 / 600 * 5 + 1.5 + 2e6 / 600e9 * 100, 1e-9, "estimate");
+	}
 	/* without in-use asked for, the free rate costs nothing */
 	choose(100000, 30000, false, &c);
 	ASSERT_NEAR(c.duty, 11.96 / 60, 1e-9, "duty without in-use");

@@ -85,7 +85,7 @@ void budget_choose(const struct budget_model *m, const struct budget_rates *r,
 
 	memset(out, 0, sizeof(*out));
 	f = kept.inuse ? kept.free_per_s * m->ns_per_hit / NS : 0;
-	if (m->max_pct > 0 && f > m->max_pct / 100)
+	if (m->max_pct > 0 && f > m->max_pct / 100 && m->can_drop_inuse)
 		kept.inuse = false;
 	out->inuse = kept.inuse;
 	choose_duty(m, &kept, out);
@@ -134,7 +134,6 @@ static void decide(struct budget_target *bt, const struct budget_model *m, uint6
 	if (bt->rates.inuse && !bt->choice.inuse) {
 		act->drop_inuse = true;
 		bt->rates.inuse = false;
-		bt->rates.free_per_s = 0;
 	}
 	bt->observed_ns += now_ns - bt->on_start_ns;
 	if (bt->choice.duty >= 1) {

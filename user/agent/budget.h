@@ -30,6 +30,7 @@ struct budget_model {
 	uint64_t period_ns;	/* the duty period */
 	uint64_t min_on_ns;	/* the shortest on window (the period stretches to keep it) */
 	uint64_t max_period_ns;	/* the longest a period may stretch to */
+	bool can_drop_inuse;	/* the collector can detach the free probes for good */
 };
 
 /* a target's measured rates, probe hits per second of the time the probes were on */

@@ -84,6 +84,7 @@ struct duty *duty__new(const struct duty_opts *o, const struct duty_ops *ops, vo
 	d->model.period_ns = o->period_ns;
 	d->model.min_on_ns = BUDGET_MIN_ON_NS;
 	d->model.max_period_ns = o->period_ns * MAX_PERIOD_FACTOR;
+	d->model.can_drop_inuse = ops->drop_inuse != NULL;
 	pthread_mutex_init(&d->lock, NULL);
 	if (!o->calibrate) {
 		d->calib_state = 1;
@@ -136,6 +137,14 @@ static struct duty_entry *entry(struct duty *d, pid_t pid, uint64_t start)
 	return free_slot;
 }
 
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
 static uint64_t thread_cpu_ns(void)
 {
 	struct timespec ts;
@@ -164,6 +173,9 @@ static void switch_alloc(struct duty *d, struct duty_entry *e, bool on)
 		return;
 	}
 	e->on = on;
+	/* the window starts once the probes are in: attaching takes time */
+	if (on)
+		e->bt.on_start_ns = mono_ns();
 }
 
 static void log_decision(const struct duty *d, const struct duty_entry *e)
@@ -181,13 +193,19 @@ static void log_decision(const struct duty *d, const struct duty_entry *e)
 /* in-use tracking cannot stay within the budget: the free probes go, live blocks with them */
 static void drop_inuse(struct duty *d, struct duty_entry *e)
 {
-	int ret = d->ops.drop_inuse ? d->ops.drop_inuse(d->ctx, e->pid, e->start) : -ENOTSUP;
+	double free_per_s = e->bt.rates.free_per_s;
+	int ret = d->ops.drop_inuse(d->ctx, e->pid, e->start);
 
 	pr_warn("pid %d: its free probes alone would cost %.3g%% of a CPU (%.0f frees/s), over "
-		"--max-overhead %g%%: in-use (heap) tracking %s for this target\n", (int)e->pid,
-		e->bt.rates.free_per_s * d->model.ns_per_hit / 1e7, e->bt.rates.free_per_s,
-		d->o.max_pct, ret ? "cannot be dropped (the collector refused): it goes on" :
-		"is dropped");
+		"--max-overhead %g%%: in-use (heap) tracking %s\n", (int)e->pid,
+		free_per_s * d->model.ns_per_hit / 1e7, free_per_s, d->o.max_pct,
+		ret ? "could not be dropped: the free probes stay and the target is over budget" :
+		"is dropped for this target, its heap profile says so");
+	if (ret) {
+		/* counted again from now on, and never offered to drop again */
+		e->bt.rates.inuse = true;
+		d->model.can_drop_inuse = false;
+	}
 }
 
 static void step(struct duty *d, struct duty_entry *e, uint64_t now_ns)

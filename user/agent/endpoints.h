@@ -37,6 +37,7 @@ struct endpoints {
 	struct duty *duty;		/* the overhead budget: calibration, duty cycles */
 	agent_profile_fn profile;	/* NULL: no collector, profiles answer 503 */
 	void *profile_ctx;
+	agent_state_fn state;		/* NULL: no collector; ctx profile_ctx */
 	struct agent_stats stats;
 	int64_t start_unix_ns;
 };

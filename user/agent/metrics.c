@@ -51,7 +51,7 @@ static void agent_process(FILE *f, struct endpoints *e)
 	memfmt_prom_label(f, "version", CULPERT_VERSION, false);
 	fputs("} 1\n", f);
 	one(f, "culpert_agent_profiling_available", "gauge",
-	    "1 when the agent serves profiles; 0 in this version, which has no collector yet.",
+	    "1 when the agent serves profiles (its collector is loaded).",
 	    e->profile ? 1 : 0);
 	one(f, "culpert_agent_start_time_seconds", "gauge", "When the agent started, Unix time.",
 	    (double)e->start_unix_ns / 1e9);
@@ -308,6 +308,65 @@ static int target_budget(FILE *f, struct endpoints *e, const struct agent_target
 	return 0;
 }
 
+/* one family of the collector's per-target values; get returns false for none */
+static void collector_family(FILE *f, const struct endpoints *e, const struct agent_target *v,
+			     const struct collector_state *st, const bool *have, size_t n,
+			     const char *name, const char *type, const char *help,
+			     double (*get)(const struct collector_state *s))
+{
+	size_t i;
+
+	family(f, name, type, help);
+	for (i = 0; i < n; i++) {
+		if (!have[i] || shadowed(v, n, i, false))
+			continue;
+		fprintf(f, "%s{", name);
+		target_labels(f, &v[i]);
+		fprintf(f, "} %.17g\n", get(&st[i]));
+	}
+	(void)e;
+}
+
+static double st_samples(const struct collector_state *s) { return (double)s->samples; }
+static double st_lost(const struct collector_state *s) { return (double)s->lost; }
+static double st_calls_alloc(const struct collector_state *s) { return (double)s->calls_alloc; }
+static double st_calls_free(const struct collector_state *s) { return (double)s->calls_free; }
+static double st_duty(const struct collector_state *s) { return s->duty; }
+static double st_observed(const struct collector_state *s) { return (double)s->observed_ns / 1e9; }
+
+/* what the collector knows of each target: samples, losses, probe hits, duty */
+static int target_collector(FILE *f, const struct endpoints *e, const struct agent_target *v,
+			    size_t n)
+{
+	struct collector_state *st = calloc(n ?: 1, sizeof(*st));
+	bool *have = calloc(n ?: 1, sizeof(*have));
+	size_t i;
+
+	if (!st || !have) {
+		free(st);
+		free(have);
+		return -ENOMEM;
+	}
+	for (i = 0; i < n; i++)
+		have[i] = e->state && !e->state(e->profile_ctx, v[i].pid, v[i].start_ticks, &st[i]);
+	collector_family(f, e, v, st, have, n, "culpert_target_samples_total", "counter",
+			 "Sampled allocations of the target since pick-up.", st_samples);
+	collector_family(f, e, v, st, have, n, "culpert_target_lost_samples_total", "counter",
+			 "Samples lost because the shared ring buffer was full.", st_lost);
+	collector_family(f, e, v, st, have, n, "culpert_target_alloc_probe_hits_total", "counter",
+			 "Allocator calls the target's probes saw (nested ones included).",
+			 st_calls_alloc);
+	collector_family(f, e, v, st, have, n, "culpert_target_free_probe_hits_total", "counter",
+			 "Deallocator calls the target's probes saw.", st_calls_free);
+	collector_family(f, e, v, st, have, n, "culpert_target_duty", "gauge",
+			 "Share of the time since pick-up the allocation probes were on.", st_duty);
+	collector_family(f, e, v, st, have, n, "culpert_target_observed_seconds_total", "counter",
+			 "Time the allocation probes were on since pick-up.", st_observed);
+	free(st);
+	free(have);
+	return 0;
+}
+
 /* §6's picture of each live target, read now; a target gone meanwhile has none */
 static int target_memory(FILE *f, const struct agent_target *v, size_t n)
 {
@@ -356,7 +415,7 @@ int metrics_write(FILE *f, struct endpoints *e)
 	if (targets__copy(e->targets, &v, &n))
 		return -ENOMEM;
 	target_info(f, v, n);
-	ret = target_budget(f, e, v, n) ?: target_memory(f, v, n);
+	ret = target_collector(f, e, v, n) ?: target_budget(f, e, v, n) ?: target_memory(f, v, n);
 	free(v);
 	return ret ?: ferror(f) ? -EIO : 0;
 }

@@ -1,0 +1,180 @@
+#!/bin/sh
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#
+# The agent's profiles (docs/agent.md, "The collector"), fetched by real
+# clients: google/pprof's own fetcher (`go tool pprof -raw URL`) against
+# the ground truth the test targets print.  Several targets under one agent
+# and one BPF object; targets started after the agent; an exited target
+# kept for --keep-exited, then dropped.
+. tests/lib.sh
+
+PY=/usr/bin/python3
+RAW="$PY tests/tools/pprof_raw.py"
+TAG=col$$
+# sampling rate of these tests: small enough for tight tolerances, blocks (<= 8704 bytes) still small
+RATE=65536
+
+# agent_start NAME ARGS...: the agent on a free loopback port; sets $agent_pid and $agent_url
+agent_start() {
+	_n=$1
+	shift
+	: >"$TMP/$_n.err"
+	"$BIN_BPF" agent --listen 127.0.0.1:0 "$@" 2>"$TMP/$_n.err" &
+	agent_pid=$!
+	track "$agent_pid"
+	wait_for "$TMP/$_n.err" "agent listening on" 20 ||
+		{ fail "agent did not start: $(head -c 600 "$TMP/$_n.err")"; return 1; }
+	agent_url=$(sed -n 's/.*agent listening on \(http:[^ ]*\) .*/\1/p' "$TMP/$_n.err")
+}
+
+# field PID NAME: NAME of target PID in /targets (the live one first); "-" if not listed
+field() {
+	curl -s "$agent_url/targets" | $PY -c 'import json, sys
+d = json.load(sys.stdin)
+t = sorted((x for x in d["targets"] if x["pid"] == int(sys.argv[1])), key=lambda x: x["state"] != "live")
+print("-" if not t else "null" if t[0][sys.argv[2]] is None else t[0][sys.argv[2]])' "$1" "$2"
+}
+
+# wait_field PID NAME VALUE SECONDS
+wait_field() {
+	_i=0
+	while [ "$(field "$1" "$2")" != "$3" ]; do
+		_i=$((_i + 1))
+		[ "$_i" -gt $(($4 * 10)) ] && return 1
+		sleep 0.1
+	done
+}
+
+# copy NAME PROGRAM: the program under another name (its comm), in $TMP
+copy() {
+	[ -x "$TMP/$1" ] || cp "$2" "$TMP/$1"
+}
+
+# pprof_raw PATH?QUERY OUT: google/pprof fetches the URL itself, -raw to OUT
+pprof_raw() {
+	go tool pprof -raw "$agent_url$1" >"$2" 2>"$2.err" ||
+		{ fail "go tool pprof $1: $(tail -2 "$2.err")"; return 1; }
+}
+
+# within GOT WANT RATE: |GOT - WANT| <= 4 sigma, sigma = sqrt(RATE * WANT) (Poisson byte
+# sampling of blocks much smaller than RATE), plus 1% for what a block's rounding costs
+within() {
+	$PY -c 'import math, sys
+got, want, rate = map(float, sys.argv[1:4])
+sys.exit(0 if abs(got - want) <= 4 * math.sqrt(rate * want) + 0.01 * want else 1)' "$1" "$2" "$3"
+}
+
+# check_live NAME PID: each function's inuse_space in the agent's heap profile
+# against the "total FN ALLOCATED LIVE" lines of $TMP/NAME.out
+check_live() {
+	pprof_raw "/debug/pprof/heap?pid=$2" "$TMP/$1.heap" || return 1
+	$RAW --header <"$TMP/$1.heap" >"$TMP/$1.hdr"
+	grep -qx "default inuse_space" "$TMP/$1.hdr" || fail "$1: default $(grep default "$TMP/$1.hdr")"
+	grep -qx "types alloc_objects alloc_space inuse_objects inuse_space" "$TMP/$1.hdr" ||
+		fail "$1: $(grep types "$TMP/$1.hdr")"
+	$RAW inuse_space <"$TMP/$1.heap" >"$TMP/$1.live"
+	$RAW alloc_space <"$TMP/$1.heap" >"$TMP/$1.alloc"
+	while read -r _ fn alloc live; do
+		got=$(awk -v f="$fn" '$1 == f { print $2 }' "$TMP/$1.live")
+		within "${got:-0}" "$live" $RATE ||
+			fail "$1: $fn live ${got:-0} bytes, want $live (rate $RATE)"
+		got=$(awk -v f="$fn" '$1 == f { print $2 }' "$TMP/$1.alloc")
+		within "${got:-0}" "$alloc" $RATE ||
+			fail "$1: $fn allocated ${got:-0} bytes, want $alloc (rate $RATE)"
+	done <<-EOF
+	$(grep '^total ' "$TMP/$1.out")
+	EOF
+	return 0
+}
+
+# Two known targets under one agent (one BPF object): each one's live and
+# allocated bytes per function, from google/pprof's fetch of /heap.
+test_heap_two_targets() {
+	need_root || return
+	copy "${TAG}a" "$TARGETS/alloc_live"
+	copy "${TAG}b" "$TARGETS/alloc_live"
+	start_target "$TMP/a.out" "$TMP/${TAG}a" || return
+	a=$target_pid
+	# half the sizes: the two profiles cannot be taken for one another
+	start_target "$TMP/b.out" "$TMP/${TAG}b" 524288 || return
+	b=$target_pid
+	agent_start two --select "comm=${TAG}." --rate $RATE || return
+	wait_field "$a" probes attached 20 || fail "$a: probes $(field "$a" probes)"
+	wait_field "$b" probes attached 20 || fail "$b: probes $(field "$b" probes)"
+	[ "$(field "$a" allocator)" = glibc ] || fail "allocator of $a: $(field "$a" allocator)"
+	kill -USR1 "$a" "$b"
+	wait_for "$TMP/a.out" "^done" 30 || fail "target a did not finish"
+	wait_for "$TMP/b.out" "^done" 30 || fail "target b did not finish"
+	check_live a "$a"
+	check_live b "$b"
+	# the run's comments: what was observed
+	grep -q "^Comment: duty=1.000" "$TMP/a.heap" || fail "no duty comment: $(grep -c Comment "$TMP/a.heap")"
+	grep -q "^Comment: observed_ns=[1-9]" "$TMP/a.heap" || fail "no observed_ns comment"
+	# span labels only by default: no thread ids
+	grep -q "thread_id" "$TMP/a.heap" && fail "thread_id label without --labels all"
+	curl -s "$agent_url/metrics" >"$TMP/metrics"
+	grep -q "^culpert_target_samples_total{pid=\"$a\".*} [1-9]" "$TMP/metrics" ||
+		fail "no samples of $a in /metrics: $(grep samples_total "$TMP/metrics" | head -2)"
+	grep -q "^culpert_target_alloc_probe_hits_total{pid=\"$a\".*} [1-9]" "$TMP/metrics" ||
+		fail "no probe hits of $a in /metrics"
+	grep -q "^culpert_agent_profiling_available 1" "$TMP/metrics" || fail "profiling not available"
+	return 0
+}
+
+# allocs?seconds=S on a steady allocator: the bytes of the window, and
+# duration_nanos = S; then cumulative allocs scrapes, monotonic per stack.
+test_allocs_window() {
+	need_root || return
+	copy "${TAG}s" "$TARGETS/alloc_steady"
+	# 4 MiB/s in 256-byte blocks
+	start_target "$TMP/s.out" "$TMP/${TAG}s" 4194304 || return
+	s=$target_pid
+	agent_start win --select "comm=${TAG}s" --rate 4096 || return
+	wait_field "$s" probes attached 20 || fail "$s: probes $(field "$s" probes)"
+	pprof_raw "/debug/pprof/allocs?pid=$s&seconds=5" "$TMP/win" || return
+	$RAW --header <"$TMP/win" >"$TMP/win.hdr"
+	grep -qx "duration 5" "$TMP/win.hdr" || fail "window: $(grep duration "$TMP/win.hdr"), want 5 s"
+	grep -qx "default alloc_space" "$TMP/win.hdr" || fail "allocs: $(grep default "$TMP/win.hdr")"
+	got=$($RAW alloc_space <"$TMP/win" | awk '$1 == "steady" { print $2 }')
+	within "${got:-0}" $((5 * 4194304)) 4096 ||
+		fail "steady allocated ${got:-0} bytes in 5 s, want $((5 * 4194304)) (rate 4096)"
+	pprof_raw "/debug/pprof/allocs?pid=$s" "$TMP/c1" || return
+	sleep 1
+	pprof_raw "/debug/pprof/allocs?pid=$s" "$TMP/c2" || return
+	$RAW --stacks alloc_space <"$TMP/c1" >"$TMP/c1.st"
+	$RAW --stacks alloc_space <"$TMP/c2" >"$TMP/c2.st"
+	[ -s "$TMP/c1.st" ] || fail "first cumulative profile is empty"
+	while read -r v stack; do
+		w=$(awk -v k="$stack" '$2 == k { print $1 }' "$TMP/c2.st")
+		[ "${w:-0}" -ge "$v" ] || fail "stack $stack went from $v to ${w:-0} bytes"
+	done <"$TMP/c1.st"
+	return 0
+}
+
+# A target started after the agent is profiled (its exec seen in the
+# kernel); once it exits its profile is still served for --keep-exited,
+# then it is dropped.
+test_later_and_exit() {
+	need_root || return
+	copy "${TAG}l" "$TARGETS/alloc_live"
+	agent_start later --select "comm=${TAG}l" --rate $RATE --keep-exited 3s --rescan 1h || return
+	start_target "$TMP/l.out" "$TMP/${TAG}l" || return
+	l=$target_pid
+	wait_field "$l" probes attached 20 || fail "$l: probes $(field "$l" probes)"
+	kill -USR1 "$l"
+	wait_for "$TMP/l.out" "^done" 30 || fail "target did not finish"
+	check_live l "$l"
+	kill "$l"
+	wait "$l" 2>/dev/null
+	wait_field "$l" state exited 5 || fail "$l not seen exiting: $(field "$l" state)"
+	code=$(curl -s -o "$TMP/l.ex" -w '%{http_code}' "$agent_url/debug/pprof/heap?pid=$l")
+	[ "$code" = 200 ] || fail "heap of the exited target: $code $(head -c 200 "$TMP/l.ex")"
+	wait_field "$l" state - 10 || fail "$l still listed after --keep-exited 3s"
+	code=$(curl -s -o "$TMP/l.gone" -w '%{http_code}' "$agent_url/debug/pprof/heap?pid=$l")
+	[ "$code" = 404 ] || fail "heap of a dropped target: $code"
+	return 0
+}
+
+run_test agent/collector/heap_two_targets test_heap_two_targets
+run_test agent/collector/allocs_window test_allocs_window
+run_test agent/collector/later_and_exit test_later_and_exit
