@@ -236,6 +236,11 @@ static int sim_set_alloc(void *ctx, pid_t pid, uint64_t start, bool on)
 	return 0;
 }
 
+static uint64_t sim_now(void *ctx)
+{
+	return ((struct sim *)ctx)->now_ns;
+}
+
 /*
  * The runner over test_duty's target, a turn every 100 ms: off at 1 s
  * (duty 5.96/60), on at 55.04 s, off at 61 s (a window of 5.96 s); the
@@ -246,7 +251,8 @@ static void test_runner(void)
 {
 	struct duty_opts o = { .max_pct = 1, .period_ns = 60 * S, .inuse = true, .max_targets = 4,
 			       .given = { .ns_per_hit = 500, .switch_ns = 2e6 } };
-	struct duty_ops ops = { .counters = sim_counters, .set_alloc = sim_set_alloc };
+	struct duty_ops ops = { .counters = sim_counters, .set_alloc = sim_set_alloc,
+				.now = sim_now };
 	struct sim sim = { .on = true };
 	pid_t pids[] = { 42, 43 };
 	uint64_t starts[] = { 1, 1 }, t;

@@ -175,7 +175,7 @@ static void switch_alloc(struct duty *d, struct duty_entry *e, bool on)
 	e->on = on;
 	/* the window starts once the probes are in: attaching takes time */
 	if (on)
-		e->bt.on_start_ns = mono_ns();
+		e->bt.on_start_ns = d->ops.now ? d->ops.now(d->ctx) : mono_ns();
 }
 
 static void log_decision(const struct duty *d, const struct duty_entry *e)

@@ -24,6 +24,8 @@ struct duty_ops {
 	int (*set_alloc)(void *ctx, pid_t pid, uint64_t start, bool on);
 	/* detach the free probes and discard the live blocks for good; NULL if impossible */
 	int (*drop_inuse)(void *ctx, pid_t pid, uint64_t start);
+	/* the clock of duty__tick's now_ns, read after an attach; NULL: CLOCK_MONOTONIC */
+	uint64_t (*now)(void *ctx);
 };
 
 struct duty_opts {
