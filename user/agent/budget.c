@@ -214,15 +214,20 @@ __asm__(".pushsection .text\n"
 	".popsection\n");
 void budget_calib_fn(uint64_t i);
 
-static uint64_t mono_ns(void)
+static uint64_t thread_cpu_ns(void)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
-/* the child: for every count read, that many calls, and their ns per call back; 0 ends it */
+/*
+ * The child: for every count read, that many calls, and their CPU ns per
+ * call back (0 ends it).  CPU time, not wall time: the trap and the
+ * program run in the calling thread and are its CPU time, and a machine
+ * shared with others preempts the child without changing that.
+ */
 static void __attribute__((noreturn)) calib_child(int in, int out)
 {
 	uint64_t n, i, t0;
@@ -230,10 +235,10 @@ static void __attribute__((noreturn)) calib_child(int in, int out)
 
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	while (read(in, &n, sizeof(n)) == sizeof(n) && n) {
-		t0 = mono_ns();
+		t0 = thread_cpu_ns();
 		for (i = 0; i < n; i++)
 			budget_calib_fn(i);
-		ns = (double)(mono_ns() - t0) / (double)n;
+		ns = (double)(thread_cpu_ns() - t0) / (double)n;
 		if (write(out, &ns, sizeof(ns)) != sizeof(ns))
 			break;
 	}
@@ -325,14 +330,6 @@ static double calib_run(const struct calib *c, uint64_t n)
 	    read(c->from_child, &ns, sizeof(ns)) != sizeof(ns))
 		return -1;
 	return ns;
-}
-
-static uint64_t thread_cpu_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
 /*

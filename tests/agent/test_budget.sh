@@ -1,0 +1,157 @@
+#!/bin/sh
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#
+# The overhead budget (docs/agent.md, "Overhead budget"), against what the
+# target itself measures: tests/targets/alloc_bound reports its ops and its
+# own CPU time, so the CPU it loses to the probes is
+#	(its CPU - the CPU its ops cost unprofiled) / wall time
+# with the unprofiled cost per op measured on the same process between the
+# profiled windows (interleaved, medians of the rounds).  Ops per second of
+# its own CPU do not depend on what else runs on the shared machine, its
+# ops per wall second do.
+. tests/lib.sh
+
+PY=/usr/bin/python3
+RAW="$PY tests/tools/pprof_raw.py"
+TAG=bud$$
+ROUNDS=${BUDGET_ROUNDS:-3}
+
+# agent_start NAME ARGS...: sets $agent_pid and $agent_url
+agent_start() {
+	_n=$1
+	shift
+	: >"$TMP/$_n.err"
+	"$BIN_BPF" agent --listen 127.0.0.1:0 -v "$@" 2>"$TMP/$_n.err" &
+	agent_pid=$!
+	track "$agent_pid"
+	wait_for "$TMP/$_n.err" "agent listening on" 20 ||
+		{ fail "agent did not start: $(head -c 600 "$TMP/$_n.err")"; return 1; }
+	agent_url=$(sed -n 's/.*agent listening on \(http:[^ ]*\) .*/\1/p' "$TMP/$_n.err")
+}
+
+agent_stop() {
+	kill "$agent_pid"
+	wait "$agent_pid" 2>/dev/null
+}
+
+# metric NAME PID: the value of a per-target series in /metrics ("" if none)
+metric() {
+	curl -s "$agent_url/metrics" | awk -v n="$1" -v p="pid=\"$2\"" \
+		'index($0, n "{") == 1 && index($0, p) { print $NF; exit }'
+}
+
+# sample OUT: the target's "ops N ns WALL cpu CPU" line now, appended to OUT
+sample() {
+	_c=$(grep -c '^ops ' "$TMP/t.out")
+	kill -USR1 "$target_pid"
+	_i=0
+	while [ "$(grep -c '^ops ' "$TMP/t.out")" -le "$_c" ] && [ $_i -lt 50 ]; do
+		sleep 0.02
+		_i=$((_i + 1))
+	done
+	grep '^ops ' "$TMP/t.out" | tail -1 >>"$1"
+}
+
+# window SECONDS OUT: two samples SECONDS apart, as one line "ops wall cpu" of differences
+window() {
+	: >"$TMP/w"
+	sample "$TMP/w"
+	sleep "$1"
+	sample "$TMP/w"
+	awk 'NR == 1 { o = $2; w = $4; c = $6 } NR == 2 { print $2 - o, $4 - w, $6 - c }' \
+		"$TMP/w" >>"$2"
+}
+
+# lost UNPROFILED PROFILED: median over rounds of the CPU lost, % of one CPU
+lost() {
+	$PY - "$1" "$2" <<-'PYEOF'
+	import statistics, sys
+	rows = lambda f: [list(map(float, l.split())) for l in open(f) if l.strip()]
+	u, p = rows(sys.argv[1]), rows(sys.argv[2])
+	losses = []
+	for (uo, uw, uc), (po, pw, pc) in zip(u, p):
+	    cost = uc / uo                      # CPU ns per op unprofiled
+	    losses.append(100 * (pc - po * cost) / pw)
+	print("%.3f" % statistics.median(losses), " ".join("%.2f" % x for x in losses))
+	PYEOF
+}
+
+# rounds MAXPCT SECONDS ARGS...: interleaved unprofiled and profiled windows of the
+# target under --max-overhead MAXPCT; the median loss in $loss, every round's in $losses
+rounds() {
+	_pct=$1
+	_s=$2
+	shift 2
+	: >"$TMP/u"
+	: >"$TMP/p"
+	_r=0
+	while [ $_r -lt "$ROUNDS" ]; do
+		window "$_s" "$TMP/u"
+		agent_start "r$_r" --select "pid=$target_pid" --max-overhead "$_pct" "$@" || return 1
+		# past the first measurement (1 s, probes on) and its decision
+		wait_for "$TMP/r$_r.err" "pid $target_pid: .* duty" 20 ||
+			{ fail "no duty decision: $(tail -3 "$TMP/r$_r.err")"; return 1; }
+		window "$_s" "$TMP/p"
+		agent_stop
+		_r=$((_r + 1))
+	done
+	set -- $(lost "$TMP/u" "$TMP/p")
+	loss=$1
+	shift
+	losses="$*"
+}
+
+# A flat-out malloc loop (no in-use: its free probes alone would be most of
+# a CPU) under --max-overhead 10: the CPU it loses is 10% +- 50%, i.e.
+# between 5% and 15% of one CPU; 10% rather than the default 1% so that it
+# stands out of the rounds' spread (about 1% of a CPU).  The period is 2 s so
+# that each 8 s window holds whole periods.
+test_budget_overhead() {
+	need_root || return
+	cp "$TARGETS/alloc_bound" "$TMP/${TAG}"
+	start_target "$TMP/t.out" "$TMP/${TAG}" || return
+	rounds 10 8 --no-inuse --duty-period 2s || return
+	echo "  CPU lost at --max-overhead 10: median $loss% (rounds: $losses)"
+	$PY -c 'import sys; sys.exit(0 if 5 <= float(sys.argv[1]) <= 15 else 1)' "$loss" ||
+		fail "the target lost $loss% of a CPU (rounds $losses), budget 10% +- 50%"
+	kill "$target_pid"
+	return 0
+}
+
+# --max-overhead 0: duty 1, the probes never off, on the same flat-out loop;
+# and the calibration against what the probes cost this target: its CPU per
+# allocator call profiled minus unprofiled is one hit of the collector's
+# program, which the calibrated figure (an emulated jump with a counting
+# program) must match within a factor of 2.
+test_no_limit_and_calibration() {
+	need_root || return
+	cp "$TARGETS/alloc_bound" "$TMP/${TAG}"
+	start_target "$TMP/t.out" "$TMP/${TAG}" || return
+	: >"$TMP/u"
+	: >"$TMP/p"
+	window 3 "$TMP/u"
+	agent_start nolimit --select "pid=$target_pid" --max-overhead 0 --no-inuse \
+		--duty-period 1s || return
+	wait_for "$TMP/nolimit.err" "pid $target_pid: .* duty 1 " 20 ||
+		{ fail "no duty 1 decision: $(tail -3 "$TMP/nolimit.err")"; return 1; }
+	window 3 "$TMP/p"
+	sleep 1.5
+	[ "$(metric culpert_target_duty_ratio "$target_pid")" = 1 ] ||
+		fail "duty $(metric culpert_target_duty_ratio "$target_pid") with --max-overhead 0"
+	[ "$(metric culpert_target_alloc_probes_on "$target_pid")" = 1 ] ||
+		fail "allocation probes off with --max-overhead 0"
+	grep -q "allocation probes on 1.00 s of every 1.0 s" "$TMP/nolimit.err" ||
+		fail "-v: $(grep "pid $target_pid:" "$TMP/nolimit.err" | tail -1)"
+	cal=$(curl -s "$agent_url/metrics" |
+		awk '$1 == "culpert_agent_calibration_seconds_per_hit" { print $2 * 1e9 }')
+	agent_stop
+	per_hit=$(awk 'NR == FNR { cu = $3 / $1; next } { print ($3 / $1 - cu) }' "$TMP/u" "$TMP/p")
+	echo "  a probe hit: calibrated ${cal:-?} ns, on the target ${per_hit} ns"
+	$PY -c 'import sys; c, t = map(float, sys.argv[1:3]); sys.exit(0 if t / 2 <= c <= 2 * t else 1)' \
+		"${cal:-0}" "$per_hit" || fail "calibrated ${cal:-none} ns a hit, the target paid $per_hit ns"
+	kill "$target_pid"
+	return 0
+}
+
+run_test agent/budget/overhead test_budget_overhead
+run_test agent/budget/no_limit_and_calibration test_no_limit_and_calibration
