@@ -153,5 +153,44 @@ test_no_limit_and_calibration() {
 	return 0
 }
 
+# In-use under duty cycling: 20k ops/s, each freeing the block 4096 ops
+# older (0.2 s) and allocating 1 KiB in ring_block, so 4 MiB are live at
+# any time; under a budget between the free probes' cost (about 1.2%) and
+# the whole (2.4%) the allocation probes are on part of each 1 s period,
+# the free probes all of it.  Blocks sampled in an on window and freed in
+# the off window after it are many (tens of MiB allocated), and none may
+# stay live: ring_block's inuse_space is at most the 4 MiB truth plus 4
+# sigma, sigma = sqrt(rate * 4 MiB) = 0.5 MiB at --rate 64KiB (Poisson
+# byte sampling of blocks << rate).
+test_heap_off_windows() {
+	need_root || return
+	cp "$TARGETS/alloc_bound" "$TMP/${TAG}h"
+	start_target "$TMP/t.out" "$TMP/${TAG}h" 20000 4096 1024 || return
+	agent_start heap --select "pid=$target_pid" --max-overhead 1.8 --duty-period 1s \
+		--rate 65536 || return
+	wait_for "$TMP/heap.err" "pid $target_pid: .* duty" 20 ||
+		{ fail "no duty decision: $(tail -3 "$TMP/heap.err")"; return 1; }
+	sleep 8
+	duty=$(metric culpert_target_duty "$target_pid")
+	$PY -c 'import sys; sys.exit(0 if 0 < float(sys.argv[1]) < 0.9 else 1)' "${duty:-1}" ||
+		{ fail "not duty cycled: duty ${duty:-none} since pick-up
+$(grep "pid $target_pid:" "$TMP/heap.err" | tail -2)"; return 1; }
+	go tool pprof -raw "$agent_url/debug/pprof/heap?pid=$target_pid" >"$TMP/h.raw" \
+		2>"$TMP/h.raw.err" || { fail "go tool pprof: $(tail -2 "$TMP/h.raw.err")"; return 1; }
+	live=$($RAW inuse_space <"$TMP/h.raw" | awk '$1 == "ring_block" { print $2 }')
+	alloc=$($RAW alloc_space <"$TMP/h.raw" | awk '$1 == "ring_block" { print $2 }')
+	echo "  duty ${duty} since pick-up: ring_block allocated ${alloc:-0} B, live ${live:-0} B"
+	[ "${alloc:-0}" -ge $((20 << 20)) ] ||
+		fail "only ${alloc:-0} bytes sampled: too few to tell frees in off windows"
+	[ "${live:-0}" -le $((4 * 1048576 + 4 * 524288)) ] ||
+		fail "ring_block live ${live} bytes, at most 4 MiB are: frees in off windows missed"
+	grep -q "^Comment: duty=0\.[0-8]" "$TMP/h.raw" ||
+		fail "heap's duty comment: $(grep "Comment: duty" "$TMP/h.raw")"
+	agent_stop
+	kill "$target_pid"
+	return 0
+}
+
+run_test agent/budget/heap_off_windows test_heap_off_windows
 run_test agent/budget/overhead test_budget_overhead
 run_test agent/budget/no_limit_and_calibration test_no_limit_and_calibration
