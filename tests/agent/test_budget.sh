@@ -10,96 +10,10 @@
 # its own CPU do not depend on what else runs on the shared machine, its
 # ops per wall second do.
 . tests/lib.sh
+. tests/agent/budget.inc
 
-PY=/usr/bin/python3
 RAW="$PY tests/tools/pprof_raw.py"
 TAG=bud$$
-ROUNDS=${BUDGET_ROUNDS:-3}
-
-# agent_start NAME ARGS...: sets $agent_pid and $agent_url
-agent_start() {
-	_n=$1
-	shift
-	: >"$TMP/$_n.err"
-	"$BIN_BPF" agent --listen 127.0.0.1:0 -v "$@" 2>"$TMP/$_n.err" &
-	agent_pid=$!
-	track "$agent_pid"
-	wait_for "$TMP/$_n.err" "agent listening on" 20 ||
-		{ fail "agent did not start: $(head -c 600 "$TMP/$_n.err")"; return 1; }
-	agent_url=$(sed -n 's/.*agent listening on \(http:[^ ]*\) .*/\1/p' "$TMP/$_n.err")
-}
-
-agent_stop() {
-	kill "$agent_pid"
-	wait "$agent_pid" 2>/dev/null
-}
-
-# metric NAME PID: the value of a per-target series in /metrics ("" if none)
-metric() {
-	curl -s "$agent_url/metrics" | awk -v n="$1" -v p="pid=\"$2\"" \
-		'index($0, n "{") == 1 && index($0, p) { print $NF; exit }'
-}
-
-# sample OUT: the target's "ops N ns WALL cpu CPU" line now, appended to OUT
-sample() {
-	_c=$(grep -c '^ops ' "$TMP/t.out")
-	kill -USR1 "$target_pid"
-	_i=0
-	while [ "$(grep -c '^ops ' "$TMP/t.out")" -le "$_c" ] && [ $_i -lt 50 ]; do
-		sleep 0.02
-		_i=$((_i + 1))
-	done
-	grep '^ops ' "$TMP/t.out" | tail -1 >>"$1"
-}
-
-# window SECONDS OUT: two samples SECONDS apart, as one line "ops wall cpu" of differences
-window() {
-	: >"$TMP/w"
-	sample "$TMP/w"
-	sleep "$1"
-	sample "$TMP/w"
-	awk 'NR == 1 { o = $2; w = $4; c = $6 } NR == 2 { print $2 - o, $4 - w, $6 - c }' \
-		"$TMP/w" >>"$2"
-}
-
-# lost UNPROFILED PROFILED: median over rounds of the CPU lost, % of one CPU
-lost() {
-	$PY - "$1" "$2" <<-'PYEOF'
-	import statistics, sys
-	rows = lambda f: [list(map(float, l.split())) for l in open(f) if l.strip()]
-	u, p = rows(sys.argv[1]), rows(sys.argv[2])
-	losses = []
-	for (uo, uw, uc), (po, pw, pc) in zip(u, p):
-	    cost = uc / uo                      # CPU ns per op unprofiled
-	    losses.append(100 * (pc - po * cost) / pw)
-	print("%.3f" % statistics.median(losses), " ".join("%.2f" % x for x in losses))
-	PYEOF
-}
-
-# rounds MAXPCT SECONDS ARGS...: interleaved unprofiled and profiled windows of the
-# target under --max-overhead MAXPCT; the median loss in $loss, every round's in $losses
-rounds() {
-	_pct=$1
-	_s=$2
-	shift 2
-	: >"$TMP/u"
-	: >"$TMP/p"
-	_r=0
-	while [ $_r -lt "$ROUNDS" ]; do
-		window "$_s" "$TMP/u"
-		agent_start "r$_r" --select "pid=$target_pid" --max-overhead "$_pct" "$@" || return 1
-		# past the first measurement (1 s, probes on) and its decision
-		wait_for "$TMP/r$_r.err" "pid $target_pid: .* duty" 20 ||
-			{ fail "no duty decision: $(tail -3 "$TMP/r$_r.err")"; return 1; }
-		window "$_s" "$TMP/p"
-		agent_stop
-		_r=$((_r + 1))
-	done
-	set -- $(lost "$TMP/u" "$TMP/p")
-	loss=$1
-	shift
-	losses="$*"
-}
 
 # A flat-out malloc loop (no in-use: its free probes alone would be most of
 # a CPU) under --max-overhead 10: the CPU it loses is 10% +- 50%, i.e.
