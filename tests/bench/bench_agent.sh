@@ -55,14 +55,15 @@ scale_one() {
 	n=$1
 	pids=""
 	i=0
+	# a copy of its own: no one else's alloc_steady is selected
+	cp "$TARGETS/alloc_steady" "$TMP/steady$$"
 	while [ $i -lt "$n" ]; do
-		"$TARGETS/alloc_steady" 1048576 >/dev/null &
+		"$TMP/steady$$" 1048576 >/dev/null &
 		track $!
 		pids="$pids $!"
 		i=$((i + 1))
 	done
-	cp "$TARGETS/alloc_steady" "$TMP/alloc_steady" 2>/dev/null
-	agent_start scale$n --select "exe=$TARGETS/alloc_steady" --max-targets 64 || return
+	agent_start scale$n --select "exe=$TMP/steady$$" --max-targets 64 || return
 	sleep 5
 	c0=$(cpu_of "$agent_pid")
 	t=0
