@@ -26,9 +26,13 @@
 #include "targets.h"
 
 #define NS_PER_SEC 1000000000ULL
-/* the ring buffer is shared: one process's burst must not make every other one lose samples */
-#define RINGBUF_FP	(8 << 20)
-#define RINGBUF_DWARF	(32 << 20)
+/*
+ * attach's defaults: read every 100 ms, 8 MiB holds ~500 DWARF records
+ * (~16 KiB each) and ~40k fp ones.  Mapped twice into the agent (for
+ * wrap-around reads), so it counts double in its RSS.
+ */
+#define RINGBUF_FP	(2 << 20)
+#define RINGBUF_DWARF	(8 << 20)
 
 struct ctarget {
 	bool used, exited;
