@@ -35,13 +35,14 @@ static __always_inline __u64 round_up_page(__u64 size)
 /* in the calling process's allocator code: looked up only on the (rare) nested path */
 static __always_inline bool in_allocator(__u64 addr)
 {
-	struct culpert_proc *p = proc_get();
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	struct culpert_alloc_text *t = bpf_map_lookup_elem(&alloc_text, &tgid);
 	int i;
 
-	if (!p)
+	if (!t)
 		return false;
 	for (i = 0; i < CULPERT_MAX_ALLOC_OBJS; i++)
-		if (addr >= p->alloc_text_lo[i] && addr < p->alloc_text_hi[i])
+		if (addr >= t->lo[i] && addr < t->hi[i])
 			return true;
 	return false;
 }

@@ -175,6 +175,27 @@ test_later_and_exit() {
 	return 0
 }
 
+# An allocator the target dlopen()s after pick-up (a je_-prefixed one) is
+# planned and probed when its mapping appears: what it allocates then is in
+# the heap profile, each call counted once (it forwards to libc's malloc).
+test_dlopen_allocator() {
+	need_root || return
+	copy "${TAG}d" "$TARGETS/dlopen_alloc"
+	start_target "$TMP/d.out" "$TMP/${TAG}d" "$PWD/$TARGETS/libjeprefix.so" je_ 33554432 || return
+	d=$target_pid
+	agent_start dl --select "comm=${TAG}d" --rate $RATE || return
+	wait_field "$d" probes attached 20 || fail "$d: probes $(field "$d" probes)"
+	[ "$(field "$d" allocator)" = glibc ] || fail "allocator before the dlopen: $(field "$d" allocator)"
+	kill -USR1 "$d"
+	wait_for "$TMP/d.out" "^loaded" 10 || { fail "no dlopen: $(cat "$TMP/d.out")"; return; }
+	wait_field "$d" allocator glibc,jemalloc 10 ||
+		fail "allocator after the dlopen: $(field "$d" allocator)"
+	kill -USR1 "$d"
+	wait_for "$TMP/d.out" "^done" 20 || fail "target did not finish"
+	check_live d "$d"
+	return 0
+}
+
 # 64 targets under one agent (its default --max-targets): every one attached
 # and served, the agent's RSS within the bound docs/agent.md states for
 # targets of few stacks (64 MiB fixed + 2 MiB per target), and flat while
@@ -215,4 +236,5 @@ test_many_targets() {
 run_test agent/collector/heap_two_targets test_heap_two_targets
 run_test agent/collector/allocs_window test_allocs_window
 run_test agent/collector/later_and_exit test_later_and_exit
+run_test agent/collector/dlopen_allocator test_dlopen_allocator
 run_test agent/collector/many_targets test_many_targets

@@ -196,12 +196,18 @@ void collector__free(struct collector *c)
 	free(c);
 }
 
+/* the families probed, "glibc" or with a prefixed one beside it "glibc,jemalloc" */
 static void set_allocator(struct ctarget *t)
 {
-	const struct alloc_plan *p = session__plan(t->s);
+	const struct alloc_plan *p[ALLOC_MAX_OBJECTS];
+	size_t n = session__plans(t->s, p), i, j, len = 0;
+	char *buf = t->st.allocator;
 
-	snprintf(t->st.allocator, sizeof(t->st.allocator), "%s",
-		 p->n_objects ? p->objects[0].family : "none");
+	buf[0] = 0;
+	for (i = 0; i < n; i++)
+		for (j = 0; j < p[i]->n_objects && len < sizeof(t->st.allocator); j++)
+			len += (size_t)snprintf(buf + len, sizeof(t->st.allocator) - len, "%s%s",
+						len ? "," : "", p[i]->objects[j].family);
 }
 
 /* a session for pid; 0 or -errno with the reason in err */
@@ -358,6 +364,22 @@ int collector__fd(const struct collector *c)
 	return sampler__fd(c->sampler);
 }
 
+/* a library mapped since: a dlopen'd allocator gets its probes (target lock held) */
+static void replan(struct ctarget *t)
+{
+	char err[256];
+	int ret = session__replan(t->s, err, sizeof(err));
+
+	if (ret > 0) {
+		set_allocator(t);
+		pr_info("culpert-bpf: pid %d (%s): allocator %s now\n", (int)t->pid, t->comm,
+			t->st.allocator);
+	} else if (ret < 0) {
+		pr_warn("pid %d (%s): cannot probe an allocator it loaded: %s\n", (int)t->pid,
+			t->comm, err);
+	}
+}
+
 int collector__poll(struct collector *c, uint64_t now_ns)
 {
 	size_t i;
@@ -374,6 +396,7 @@ int collector__poll(struct collector *c, uint64_t now_ns)
 			continue;
 		pthread_mutex_lock(&t->lock);
 		session__sync_maps(t->s);
+		replan(t);
 		pthread_mutex_unlock(&t->lock);
 	}
 	pthread_mutex_unlock(&c->table);

@@ -50,6 +50,9 @@ struct session {
 	struct mapview *view;		/* its mappings, kept current */
 	struct objcache *objs;
 	struct alloc_plan plan;
+	struct alloc_plan *more[ALLOC_MAX_OBJECTS];	/* objects mapped after the start (dlopen) */
+	size_t n_more;
+	uint64_t plan_gen;		/* the mappings' generation the plans are of */
 	struct span_fn_plan fns;
 	struct sampler *sampler;	/* its own (attach), or shared (the agent) */
 	struct sampler_proc *proc;	/* this process's part of it */
@@ -902,6 +905,55 @@ void session__sync_maps(struct session *s)
 	mapview__update(s->view);
 }
 
+/* the plans so far, the first one first */
+static size_t plans_of(const struct session *s, const struct alloc_plan **out)
+{
+	size_t i;
+
+	out[0] = &s->plan;
+	for (i = 0; i < s->n_more; i++)
+		out[i + 1] = s->more[i];
+	return s->n_more + 1;
+}
+
+int session__replan(struct session *s, char *err, size_t errlen)
+{
+	const struct alloc_plan *known[ALLOC_MAX_OBJECTS + 1];
+	uint64_t gen = mapview__generation(s->view);
+	struct alloc_plan *p;
+	int ret;
+
+	if (gen == s->plan_gen || s->n_more + 1 >= ALLOC_MAX_OBJECTS || s->detached)
+		return 0;
+	s->plan_gen = gen;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	/* a plan that fails now (an object half mapped) is tried at the next change */
+	if (allocator__plan(&s->t, mapview__maps(s->view), s->objs, s->o.allocator, p, err,
+			    errlen) ||
+	    !alloc_plan__keep_new(p, known, plans_of(s, known))) {
+		alloc_plan__free(p);
+		free(p);
+		return 0;
+	}
+	alloc_plan__log(p);
+	ret = sampler_proc__extend(s->proc, p, err, errlen);
+	if (ret) {
+		/* what did attach stays attached: the plan must outlive it */
+		s->more[s->n_more++] = p;
+		return ret;
+	}
+	s->more[s->n_more++] = p;
+	s->n_sites = sampler_proc__n_sites(s->proc);
+	return 1;
+}
+
+size_t session__plans(const struct session *s, const struct alloc_plan **out)
+{
+	return plans_of(s, out);
+}
+
 struct sampler_proc *session__proc(const struct session *s)
 {
 	return s->proc;
@@ -1103,6 +1155,10 @@ void session__close(struct session *s)
 		free(s->usdt_objects[i]);
 	free(s->usdt_objects);
 	alloc_plan__free(&s->plan);
+	for (i = 0; i < s->n_more; i++) {
+		alloc_plan__free(s->more[i]);
+		free(s->more[i]);
+	}
 	span_fn_plan__free(&s->fns);
 	mapview__free(s->view);
 	objcache__free(s->objs);

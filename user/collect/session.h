@@ -124,6 +124,15 @@ int session__open_shared(const struct session_opts *o, struct sampler *shared,
 int session__on_event(void *session, void *data, size_t size);
 /* take in new mappings (also while no samples come) */
 void session__sync_maps(struct session *s);
+/*
+ * When the process mapped an executable object since: plan again, and
+ * attach the allocator objects the plans so far lack (a dlopen'd
+ * allocator).  1 when some were attached, 0 when none, -errno with the
+ * reason in err.
+ */
+int session__replan(struct session *s, char *err, size_t errlen);
+/* the plans, the first one first, into out[ALLOC_MAX_OBJECTS]; how many */
+size_t session__plans(const struct session *s, const struct alloc_plan **out);
 struct sampler_proc *session__proc(const struct session *s);
 const struct alloc_plan *session__plan(const struct session *s);
 
