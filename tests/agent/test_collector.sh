@@ -196,6 +196,31 @@ test_dlopen_allocator() {
 	return 0
 }
 
+# The duty-cycling hook budget.c calls (collector__set_alloc_probes), driven
+# by tests/tools/dutycheck on a steady allocator (16384 malloc/free pairs a
+# second): allocation probes off for a second see no call, the free probes
+# stay and see them all, and the observed time stands still meanwhile.
+test_duty_hook() {
+	need_root || return
+	start_target "$TMP/h.out" "$TARGETS/alloc_steady" 4194304 || return
+	"$OUTPUT/tests/tools/dutycheck" "$target_pid" >"$TMP/duty" 2>&1 || { fail "$(cat "$TMP/duty")"; return; }
+	$PY - "$TMP/duty" <<-'EOF' >"$TMP/duty.out" 2>&1 || fail "$(cat "$TMP/duty.out"): $(tr '\n' ' ' <"$TMP/duty")"
+	import sys
+	on1, off, on2, probes = open(sys.argv[1]).read().splitlines()
+	on1, off, on2 = ([int(x) for x in l.split()[1:]] for l in (on1, off, on2))
+	# a second of 16384 calls each (the loop's own timing: within 10%)
+	for name, p in (("first on", on1), ("second on", on2)):
+	    assert abs(p[0] - 16384) < 1638, "%s: %d allocation hits" % (name, p[0])
+	assert off[0] == 0, "off: %d allocation hits" % off[0]
+	assert abs(off[1] - 16384) < 1638, "off: %d free hits, want the free probes to stay" % off[1]
+	# observed: the two seconds on, not the one off
+	assert abs(off[2] - on1[2]) < 50e6, "observed time grew while off: %d -> %d" % (on1[2], off[2])
+	assert abs(on2[2] - 2e9) < 200e6, "observed %d ns, want 2 s" % on2[2]
+	assert probes == "probes attached", probes
+	EOF
+	return 0
+}
+
 # 64 targets under one agent (its default --max-targets): every one attached
 # and served, the agent's RSS within the bound docs/agent.md states for
 # targets of few stacks (64 MiB fixed + 2 MiB per target), and flat while
@@ -237,4 +262,5 @@ run_test agent/collector/heap_two_targets test_heap_two_targets
 run_test agent/collector/allocs_window test_allocs_window
 run_test agent/collector/later_and_exit test_later_and_exit
 run_test agent/collector/dlopen_allocator test_dlopen_allocator
+run_test agent/collector/duty_hook test_duty_hook
 run_test agent/collector/many_targets test_many_targets
