@@ -129,6 +129,7 @@ struct culpert_proc {
 	__u64 over_samples;
 	__u64 over_bytes;
 	__u64 execed;			/* the process exec'd another program (BPF side sets it) */
+	__u64 unwind_dwarf;		/* its samples carry registers and stack (set by userspace) */
 	/* with count_calls (the agent): allocator and deallocator probe hits */
 	__u64 calls_alloc;
 	__u64 calls_free;

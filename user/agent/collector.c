@@ -148,19 +148,20 @@ struct collector *collector__new(const struct agent_collect_opts *o, size_t max_
 	c->n = max_targets;
 	c->max_stacks = max_stacks;
 	c->labels_all = labels_all;
-	/* the unwinding is the shared object's: auto is DWARF, which needs no frame pointers */
-	c->unwind = o->unwind == 0 ? SESSION_UNWIND_FP : SESSION_UNWIND_DWARF;
+	/* per target, as attach chooses; the object carries the stack copy unless fp for all */
+	c->unwind = o->unwind == 0 ? SESSION_UNWIND_FP : o->unwind == 1 ? SESSION_UNWIND_DWARF :
+		    SESSION_UNWIND_AUTO;
 	pthread_mutex_init(&c->table, NULL);
 	for (i = 0; i < c->n; i++)
 		pthread_mutex_init(&c->v[i].lock, NULL);
 	so.rate = o->rate;
 	so.max_depth = (unsigned int)o->max_depth;
-	so.ringbuf_bytes = o->ringbuf_size ?: c->unwind == SESSION_UNWIND_DWARF ? RINGBUF_DWARF :
-							     RINGBUF_FP;
+	so.ringbuf_bytes = o->ringbuf_size ?: c->unwind == SESSION_UNWIND_FP ? RINGBUF_FP :
+							     RINGBUF_DWARF;
 	so.no_multi = o->no_multi;
 	so.no_session = o->no_session;
 	so.track_inuse = o->inuse;
-	so.unwind_dwarf = c->unwind == SESSION_UNWIND_DWARF;
+	so.unwind_dwarf = c->unwind != SESSION_UNWIND_FP;
 	so.stack_copy_bytes = (unsigned int)o->stack_size;
 	so.max_live = o->max_live;
 	so.max_procs = max_targets;
@@ -328,6 +329,8 @@ void collector__remove(struct collector *c, pid_t pid, uint64_t start_ticks)
 {
 	struct ctarget *t;
 
+	/* its last records first: what it allocated just before it exited (no lock held here) */
+	sampler__poll(c->sampler, 0);
 	pthread_mutex_lock(&c->table);
 	t = find(c, pid, start_ticks);
 	if (t && !t->exited) {

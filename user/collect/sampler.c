@@ -579,6 +579,7 @@ static int proc_register(struct sampler_proc *pr, const struct sampler_proc_opts
 	struct culpert_proc p = { 0 };
 	__u32 key = (__u32)o->pid;
 
+	p.unwind_dwarf = o->unwind_dwarf;
 	if (o->stack_rate) {
 		p.tb_interval_ns = 1000000000ULL / o->stack_rate ?: 1;
 		/* a tenth of a second's worth at once, so a short burst keeps its stacks */
@@ -761,7 +762,7 @@ int sampler__new(const struct sampler_opts *o, struct sampler **out, char *err, 
 	struct sampler_proc_opts po = {
 		.pid = o->pid, .plan = o->plan, .usdt_objects = o->usdt_objects,
 		.n_usdt_objects = o->n_usdt_objects, .span_fns = o->span_fns,
-		.stack_rate = o->stack_rate,
+		.stack_rate = o->stack_rate, .unwind_dwarf = o->unwind_dwarf,
 	};
 	struct sampler *s;
 	int ret;

@@ -67,6 +67,7 @@ struct sampler_proc_opts {
 	size_t n_usdt_objects;
 	const struct span_fn_plan *span_fns;
 	uint64_t stack_rate;
+	bool unwind_dwarf;		/* its samples carry stack copies (the object must allow it) */
 };
 
 /* load and attach to opts->pid; 0 or -errno with a user-facing reason in err */

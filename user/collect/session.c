@@ -507,6 +507,7 @@ static int session_open(const struct session_opts *o, struct sampler *shared, st
 		struct sampler_proc_opts po = {
 			.pid = so.pid, .plan = so.plan, .usdt_objects = so.usdt_objects,
 			.n_usdt_objects = so.n_usdt_objects, .stack_rate = so.stack_rate,
+			.unwind_dwarf = so.unwind_dwarf,
 		};
 
 		s->shared = true;
@@ -796,9 +797,10 @@ static int add_run_comments(struct session *s)
 	return err ? -ENOMEM : 0;
 }
 
-int session__write(struct session *s, const char *path)
+/* what every profile of the session is written with */
+static struct export_opts export_opts_of(const struct session *s)
 {
-	struct export_opts eo = {
+	return (struct export_opts){
 		.t = &s->t,
 		.maps = mapview__maps(s->view),
 		.hist = mapview__hist(s->view),
@@ -811,6 +813,11 @@ int session__write(struct session *s, const char *path)
 		.spans = s->spans,
 		.live = s->live,
 	};
+}
+
+int session__write(struct session *s, const char *path)
+{
+	struct export_opts eo = export_opts_of(s);
 	int ret;
 
 	session__detach(s);
@@ -845,27 +852,18 @@ int session__write(struct session *s, const char *path)
 int session__profile(struct session *s, const struct session_profile_opts *po, void **buf,
 		     size_t *len)
 {
-	struct export_opts eo = {
-		.t = &s->t,
-		.maps = mapview__maps(s->view),
-		.hist = mapview__hist(s->view),
-		.objs = s->objs,
-		.rate = s->o.rate,
-		.time_nanos = po->time_nanos ?: s->start_wall_ns,
-		.duration_nanos = po->duration_nanos,
-		.symbolize = s->o.symbolize,
-		.unwind = s->unwind == SESSION_UNWIND_DWARF ? "dwarf" : "fp",
-		.kernel = features__get()->release,
-		.spans = s->spans,
-		.live = s->live,
-		.end_mono_ns = now_ns(CLOCK_MONOTONIC),
-		.default_sample_type = po->default_sample_type,
-		.span_labels_only = po->span_labels_only,
-		.base = po->base,
-		.n_base = po->n_base,
-	};
+	struct export_opts eo = export_opts_of(s);
 	size_t keep = s->n_comments, i;
 	int ret = 0;
+
+	if (po->time_nanos)
+		eo.time_nanos = po->time_nanos;
+	eo.duration_nanos = po->duration_nanos;
+	eo.end_mono_ns = now_ns(CLOCK_MONOTONIC);
+	eo.default_sample_type = po->default_sample_type;
+	eo.span_labels_only = po->span_labels_only;
+	eo.base = po->base;
+	eo.n_base = po->n_base;
 
 	if (!s->detached)
 		sampler_proc__counters(s->proc, s->counters);

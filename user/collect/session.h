@@ -117,7 +117,7 @@ struct export_base;
  * A session whose probes go into `shared` (sampler__open()), which
  * delivers every process's records to its caller: the caller hands this
  * session's (by the record's tgid) to session__on_event().  o->unwind must
- * be the shared object's (fp or dwarf), o->span_fns empty.
+ * not be dwarf unless the shared object was loaded for it, o->span_fns empty.
  */
 int session__open_shared(const struct session_opts *o, struct sampler *shared,
 			 struct session **out, char *err, size_t errlen);
