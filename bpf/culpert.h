@@ -128,17 +128,23 @@ struct culpert_proc {
 	/* throttled samples the culpert_throttle table had no room for */
 	__u64 over_samples;
 	__u64 over_bytes;
-	/*
-	 * Runtime address ranges of the process's allocator code, for
-	 * nested-call detection (its own: every process maps them elsewhere).
-	 * Set by userspace with the entry.
-	 */
-	__u64 alloc_text_lo[CULPERT_MAX_ALLOC_OBJS];
-	__u64 alloc_text_hi[CULPERT_MAX_ALLOC_OBJS];
 	__u64 execed;			/* the process exec'd another program (BPF side sets it) */
+	__u64 unwind_dwarf;		/* its samples carry registers and stack (set by userspace) */
 	/* with count_calls (the agent): allocator and deallocator probe hits */
 	__u64 calls_alloc;
 	__u64 calls_free;
+};
+
+/*
+ * Runtime address ranges of a process's allocator code, for nested-call
+ * detection (its own: every process maps them elsewhere), in the
+ * `alloc_text` map keyed by tgid.  Apart from culpert_proc: userspace
+ * rewrites it when an allocator is loaded later (dlopen), while the BPF
+ * side adds to the counters there.
+ */
+struct culpert_alloc_text {
+	__u64 lo[CULPERT_MAX_ALLOC_OBJS];
+	__u64 hi[CULPERT_MAX_ALLOC_OBJS];
 };
 
 /* the key of the live table: one BPF object tracks the blocks of many processes */

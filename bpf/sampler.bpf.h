@@ -35,13 +35,14 @@ static __always_inline __u64 round_up_page(__u64 size)
 /* in the calling process's allocator code: looked up only on the (rare) nested path */
 static __always_inline bool in_allocator(__u64 addr)
 {
-	struct culpert_proc *p = proc_get();
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	struct culpert_alloc_text *t = bpf_map_lookup_elem(&alloc_text, &tgid);
 	int i;
 
-	if (!p)
+	if (!t)
 		return false;
 	for (i = 0; i < CULPERT_MAX_ALLOC_OBJS; i++)
-		if (addr >= p->alloc_text_lo[i] && addr < p->alloc_text_hi[i])
+		if (addr >= t->lo[i] && addr < t->hi[i])
 			return true;
 	return false;
 }
@@ -120,7 +121,8 @@ static __always_inline bool countdown_expired(struct hot_state *ts, __u64 size)
  * thread has no state).  A global function: verified once, on its own,
  * rather than along every path of every allocator program into it.
  */
-__noinline __u64 culpert_emit_sample(struct pt_regs *ctx, __u64 size, __u32 fn, __u64 sp)
+__noinline __u64 culpert_emit_sample(struct pt_regs *ctx, __u64 size, __u32 fn, __u64 sp,
+				     __u32 dwarf)
 {
 	__u32 cpu = bpf_get_smp_processor_id(), depth;
 	struct thread_state *ts = thread_state_find();
@@ -156,7 +158,7 @@ __noinline __u64 culpert_emit_sample(struct pt_regs *ctx, __u64 size, __u32 fn, 
 	/* at entry the allocator has no frame yet: its caller is only at [sp] (x86), in lr (arm64) */
 	e->ret_addr = real_return(sp, entry_return(ctx, sp));
 	data = e->data + depth * sizeof(struct culpert_span_frame);
-	if (unwind_dwarf) {
+	if (unwind_dwarf && dwarf) {
 		e->nr_frames = 0;
 		n = copy_dwarf_state(ctx, e, data);
 		e->stack_len = n;
@@ -292,7 +294,7 @@ static __always_inline bool handle_alloc(struct pt_regs *ctx, __u32 fn, __u64 fl
 		culpert_throttle(size, sp);
 		return false;
 	}
-	id = culpert_emit_sample(ctx, size, fn, sp);
+	id = culpert_emit_sample(ctx, size, fn, sp, proc ? (__u32)proc->unwind_dwarf : 0);
 	if (!track_inuse || !id)
 		return false;
 	if (flags & CULPERT_PROBE_F_NO_RETURN) {

@@ -7,43 +7,13 @@
 # and one BPF object; targets started after the agent; an exited target
 # kept for --keep-exited, then dropped.
 . tests/lib.sh
+. tests/agent_lib.sh
 
 PY=/usr/bin/python3
 RAW="$PY tests/tools/pprof_raw.py"
 TAG=col$$
 # sampling rate of these tests: small enough for tight tolerances, blocks (<= 8704 bytes) still small
 RATE=65536
-
-# agent_start NAME ARGS...: the agent on a free loopback port; sets $agent_pid and $agent_url
-agent_start() {
-	_n=$1
-	shift
-	: >"$TMP/$_n.err"
-	"$BIN_BPF" agent --listen 127.0.0.1:0 "$@" 2>"$TMP/$_n.err" &
-	agent_pid=$!
-	track "$agent_pid"
-	wait_for "$TMP/$_n.err" "agent listening on" 20 ||
-		{ fail "agent did not start: $(head -c 600 "$TMP/$_n.err")"; return 1; }
-	agent_url=$(sed -n 's/.*agent listening on \(http:[^ ]*\) .*/\1/p' "$TMP/$_n.err")
-}
-
-# field PID NAME: NAME of target PID in /targets (the live one first); "-" if not listed
-field() {
-	curl -s "$agent_url/targets" | $PY -c 'import json, sys
-d = json.load(sys.stdin)
-t = sorted((x for x in d["targets"] if x["pid"] == int(sys.argv[1])), key=lambda x: x["state"] != "live")
-print("-" if not t else "null" if t[0][sys.argv[2]] is None else t[0][sys.argv[2]])' "$1" "$2"
-}
-
-# wait_field PID NAME VALUE SECONDS
-wait_field() {
-	_i=0
-	while [ "$(field "$1" "$2")" != "$3" ]; do
-		_i=$((_i + 1))
-		[ "$_i" -gt $(($4 * 10)) ] && return 1
-		sleep 0.1
-	done
-}
 
 # copy NAME PROGRAM: the program under another name (its comm), in $TMP
 copy() {
@@ -175,6 +145,160 @@ test_later_and_exit() {
 	return 0
 }
 
+# An allocator the target dlopen()s after pick-up (a je_-prefixed one) is
+# planned and probed when its mapping appears: what it allocates then is in
+# the heap profile, each call counted once (it forwards to libc's malloc).
+test_dlopen_allocator() {
+	need_root || return
+	copy "${TAG}d" "$TARGETS/dlopen_alloc"
+	start_target "$TMP/d.out" "$TMP/${TAG}d" "$PWD/$TARGETS/libjeprefix.so" je_ 33554432 || return
+	d=$target_pid
+	agent_start dl --select "comm=${TAG}d" --rate $RATE || return
+	wait_field "$d" probes attached 20 || fail "$d: probes $(field "$d" probes)"
+	[ "$(field "$d" allocator)" = glibc ] || fail "allocator before the dlopen: $(field "$d" allocator)"
+	kill -USR1 "$d"
+	wait_for "$TMP/d.out" "^loaded" 10 || { fail "no dlopen: $(cat "$TMP/d.out")"; return; }
+	wait_field "$d" allocator glibc,jemalloc 10 ||
+		fail "allocator after the dlopen: $(field "$d" allocator)"
+	kill -USR1 "$d"
+	wait_for "$TMP/d.out" "^done" 20 || fail "target did not finish"
+	check_live d "$d"
+	return 0
+}
+
+# The duty-cycling hook budget.c calls (collector__set_alloc_probes), driven
+# by tests/tools/dutycheck on a steady allocator (16384 malloc/free pairs a
+# second): allocation probes off for a second see (almost) no call, the free probes
+# stay and see them all, and the observed time stands still meanwhile.
+test_duty_hook() {
+	need_root || return
+	start_target "$TMP/h.out" "$TARGETS/alloc_steady" 4194304 || return
+	"$OUTPUT/tests/tools/dutycheck" "$target_pid" >"$TMP/duty" 2>&1 || { fail "$(cat "$TMP/duty")"; return; }
+	$PY - "$TMP/duty" <<-'EOF' >"$TMP/duty.out" 2>&1 || fail "$(tail -1 "$TMP/duty.out"): $(tr '\n' ' ' <"$TMP/duty")"
+	import sys
+	on1, off, on2, probes = open(sys.argv[1]).read().splitlines()
+	on1, off, on2 = ([int(x) for x in l.split()[1:]] for l in (on1, off, on2))
+	# on: every malloc seen, and its free (a pair per block: equal up to the
+	# pairs cut by the phase's edges); about 16384 a second, less on a busy machine
+	for name, p in (("first on", on1), ("second on", on2)):
+	    assert p[0] > 8192 and abs(p[0] - p[1]) < 200, "%s: %d allocation, %d free hits" % (name, p[0], p[1])
+	# the kernel lets go of a closed link's uprobes a few milliseconds later (RCU): a
+	# handful of hits may still come, never more than 1% of a second's
+	assert off[0] < p[0] / 100, "off: %d allocation hits" % off[0]
+	assert off[1] > 8192, "off: %d free hits, want the free probes to stay" % off[1]
+	# observed: the two seconds on, not the one off
+	assert abs(off[2] - on1[2]) < 50e6, "observed time grew while off: %d -> %d" % (on1[2], off[2])
+	assert abs(on2[2] - 2e9) < 200e6, "observed %d ns, want 2 s" % on2[2]
+	assert probes == "probes attached", probes
+	EOF
+	return 0
+}
+
+# Labels: span_name and span_path by default, the bytes of each span path
+# as span_abc's ground truth; span_id, span_parent_id and thread_id only
+# with --labels all (each id would be a series of its own in Pyroscope).
+test_labels() {
+	need_root || return
+	for labels in span all; do
+		copy "${TAG}p" "$TARGETS/span_abc"
+		start_target "$TMP/p.out" "$TMP/${TAG}p" || return
+		p=$target_pid
+		agent_start "lab$labels" --select "comm=${TAG}p" --rate $RATE --labels $labels || return
+		wait_field "$p" probes attached 20 || fail "$p: probes $(field "$p" probes)"
+		kill -USR1 "$p"
+		wait "$p" 2>/dev/null
+		pprof_raw "/debug/pprof/allocs?pid=$p" "$TMP/p.$labels" || return
+		$RAW --keys <"$TMP/p.$labels" | tr '\n' ' ' >"$TMP/p.$labels.keys"
+		case "$labels:$(cat "$TMP/p.$labels.keys")" in
+		*span_id* | *thread_id* | *parent*) [ $labels = all ] || fail "ids without --labels all" ;;
+		esac
+		case "$labels:$(cat "$TMP/p.$labels.keys")" in
+		"span:"*"span_name span_path "*) ;;
+		"all:"*span_id*span_name*span_parent_id*span_path*thread_id*) ;;
+		*) fail "--labels $labels: keys $(cat "$TMP/p.$labels.keys")" ;;
+		esac
+		$RAW --label span_path alloc_space <"$TMP/p.$labels" >"$TMP/p.$labels.paths"
+		while read -r _ path bytes; do
+			# outside any span: no span_path label
+			[ "$path" = "(no-span)" ] && path=-
+			got=$(awk -v k="$path" '$2 == k { print $1 }' "$TMP/p.$labels.paths")
+			within "${got:-0}" "$bytes" $RATE ||
+				fail "--labels $labels: span path $path ${got:-0} bytes, want $bytes"
+		done <<-EOF
+		$(grep '^total ' "$TMP/p.out")
+		EOF
+		kill "$agent_pid"
+		wait "$agent_pid" 2>/dev/null
+	done
+	return 0
+}
+
+# --snapshot-dir: every --interval each live target's heap profile, the
+# newest --keep kept, read by culpert report as attach's files are.
+test_snapshots() {
+	need_root || return
+	copy "${TAG}n" "$TARGETS/alloc_live"
+	mkdir -p "$TMP/snap"
+	start_target "$TMP/n.out" "$TMP/${TAG}n" || return
+	n=$target_pid
+	agent_start snap --select "comm=${TAG}n" --rate $RATE --snapshot-dir "$TMP/snap" \
+		--interval 1s --keep 2 || return
+	wait_field "$n" probes attached 20 || fail "$n: probes $(field "$n" probes)"
+	kill -USR1 "$n"
+	wait_for "$TMP/n.out" "^done" 30 || fail "target did not finish"
+	sleep 3.5
+	set -- "$TMP/snap/culpert-${TAG}n-$n-"*.pb.gz
+	[ $# = 2 ] || fail "$# snapshots of $n, want --keep 2: $(ls "$TMP/snap")"
+	last=$(ls "$TMP/snap/culpert-${TAG}n-$n-"*.pb.gz | tail -1)
+	"$BIN_CLI" report "$last" >"$TMP/snap.report" 2>&1 || fail "culpert report: $(head -3 "$TMP/snap.report")"
+	go tool pprof -raw "$last" 2>/dev/null | $RAW inuse_space >"$TMP/snap.live"
+	got=$(awk '$1 == "keep_all" { print $2 }' "$TMP/snap.live")
+	within "${got:-0}" 33554432 $RATE || fail "snapshot: keep_all live ${got:-0} bytes, want 33554432"
+	return 0
+}
+
+# 64 targets under one agent (its default --max-targets): every one attached
+# and served, the agent's RSS within the bound docs/agent.md states for
+# targets of few stacks (64 MiB fixed + 2 MiB per target), and flat while
+# they are scraped again.
+test_many_targets() {
+	need_root || return
+	copy "${TAG}m" "$TARGETS/alloc_steady"
+	pids=""
+	for _ in $(seq 64); do
+		"$TMP/${TAG}m" 65536 >/dev/null 2>&1 &
+		track $!
+		pids="$pids $!"
+	done
+	agent_start many --select "comm=${TAG}m" --rate $RATE || return
+	i=0
+	while [ "$(curl -s "$agent_url/targets" | grep -c '"probes": "attached"')" != 64 ]; do
+		i=$((i + 1))
+		[ $i -gt 600 ] && { fail "$(curl -s "$agent_url/targets" | grep -c '"attached"') of 64 attached after 60 s"; return; }
+		sleep 0.1
+	done
+	for round in 1 2; do
+		for p in $pids; do
+			code=$(curl -s -o "$TMP/many.pb.gz" -w '%{http_code}' "$agent_url/debug/pprof/heap?pid=$p")
+			[ "$code" = 200 ] || { fail "heap of $p: $code $(head -c 200 "$TMP/many.pb.gz")"; return; }
+		done
+		rss=$(awk '/^VmRSS:/ { print $2 }' /proc/"$agent_pid"/status)
+		[ "$round" = 1 ] && rss1=$rss
+	done
+	go tool pprof -raw "$TMP/many.pb.gz" >"$TMP/many.raw" 2>&1 || fail "go tool pprof: $(head -2 "$TMP/many.raw")"
+	grep -q '^Comment: target.pid=' "$TMP/many.raw" || fail "no target.pid comment"
+	[ "$rss" -le $(((64 + 64 * 2) * 1024)) ] || fail "agent RSS ${rss} KiB with 64 targets, want <= 192 MiB"
+	# a second round of 64 scrapes: no growth beyond the allocator's slack (5%)
+	[ "$rss" -le $((rss1 + rss1 / 20)) ] || fail "RSS grew from $rss1 to $rss KiB between two rounds"
+	echo "# 64 targets: agent RSS $rss1 KiB, then $rss KiB"
+	return 0
+}
+
 run_test agent/collector/heap_two_targets test_heap_two_targets
 run_test agent/collector/allocs_window test_allocs_window
 run_test agent/collector/later_and_exit test_later_and_exit
+run_test agent/collector/dlopen_allocator test_dlopen_allocator
+run_test agent/collector/labels test_labels
+run_test agent/collector/snapshots test_snapshots
+run_test agent/collector/duty_hook test_duty_hook
+run_test agent/collector/many_targets test_many_targets

@@ -8,7 +8,11 @@
                                "types T1 T2 ..." in the profile's order
   pprof_raw.py --stacks TYPE   "VALUE STACK" per sample (STACK: leaf first,
                                functions joined by ';'), for monotonicity checks
+  pprof_raw.py --label KEY TYPE  "VALUE LABEL" summed by the value of label KEY
+                               ("-" for samples without it)
+  pprof_raw.py --keys          the label keys the samples carry, one a line
 """
+import re
 import sys
 
 
@@ -43,8 +47,12 @@ def parse(text):
             head, sep, ids = line.partition(":")
             vals = head.split()
             if sep and len(vals) == len(types) and all(v.lstrip("-").isdigit() for v in vals):
-                cur = ([int(v) for v in vals], [int(i) for i in ids.split()])
+                cur = ([int(v) for v in vals], [int(i) for i in ids.split()], {})
                 samples.append(cur)
+            elif cur:
+                # "key:[value] key:[N unit]" under its sample
+                for k, v in re.findall(r"(\w+):\[([^\]]*)\]", line):
+                    cur[2][k] = v
             continue
         if section == "locs":
             parts = line.split()
@@ -62,10 +70,22 @@ def main():
         print("default %s" % default)
         print("types " + " ".join(types))
         return
+    if sys.argv[1] == "--keys":
+        print("\n".join(sorted({k for _, _, labels in samples for k in labels})))
+        return
+    if sys.argv[1] == "--label":
+        i = types.index(sys.argv[3])
+        sums = {}
+        for vals, _, labels in samples:
+            key = labels.get(sys.argv[2], "-")
+            sums[key] = sums.get(key, 0) + vals[i]
+        for k, v in sorted(sums.items()):
+            print("%d %s" % (v, k))
+        return
     stacks = sys.argv[1] == "--stacks"
     i = types.index(sys.argv[2] if stacks else sys.argv[1])
     sums = {}
-    for vals, ids in samples:
+    for vals, ids, _ in samples:
         key = ";".join(locs.get(x, "?") for x in ids) if stacks else locs.get(ids[0], "?")
         sums[key] = sums.get(key, 0) + vals[i]
     for k, v in sorted(sums.items()):

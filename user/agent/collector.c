@@ -26,9 +26,13 @@
 #include "targets.h"
 
 #define NS_PER_SEC 1000000000ULL
-/* the ring buffer is shared: one process's burst must not make every other one lose samples */
-#define RINGBUF_FP	(8 << 20)
-#define RINGBUF_DWARF	(32 << 20)
+/*
+ * attach's defaults: read every 100 ms, 8 MiB holds ~500 DWARF records
+ * (~16 KiB each) and ~40k fp ones.  Mapped twice into the agent (for
+ * wrap-around reads), so it counts double in its RSS.
+ */
+#define RINGBUF_FP	(2 << 20)
+#define RINGBUF_DWARF	(8 << 20)
 
 struct ctarget {
 	bool used, exited;
@@ -144,19 +148,20 @@ struct collector *collector__new(const struct agent_collect_opts *o, size_t max_
 	c->n = max_targets;
 	c->max_stacks = max_stacks;
 	c->labels_all = labels_all;
-	/* the unwinding is the shared object's: auto is DWARF, which needs no frame pointers */
-	c->unwind = o->unwind == 0 ? SESSION_UNWIND_FP : SESSION_UNWIND_DWARF;
+	/* per target, as attach chooses; the object carries the stack copy unless fp for all */
+	c->unwind = o->unwind == 0 ? SESSION_UNWIND_FP : o->unwind == 1 ? SESSION_UNWIND_DWARF :
+		    SESSION_UNWIND_AUTO;
 	pthread_mutex_init(&c->table, NULL);
 	for (i = 0; i < c->n; i++)
 		pthread_mutex_init(&c->v[i].lock, NULL);
 	so.rate = o->rate;
 	so.max_depth = (unsigned int)o->max_depth;
-	so.ringbuf_bytes = o->ringbuf_size ?: c->unwind == SESSION_UNWIND_DWARF ? RINGBUF_DWARF :
-							     RINGBUF_FP;
+	so.ringbuf_bytes = o->ringbuf_size ?: c->unwind == SESSION_UNWIND_FP ? RINGBUF_FP :
+							     RINGBUF_DWARF;
 	so.no_multi = o->no_multi;
 	so.no_session = o->no_session;
 	so.track_inuse = o->inuse;
-	so.unwind_dwarf = c->unwind == SESSION_UNWIND_DWARF;
+	so.unwind_dwarf = c->unwind != SESSION_UNWIND_FP;
 	so.stack_copy_bytes = (unsigned int)o->stack_size;
 	so.max_live = o->max_live;
 	so.max_procs = max_targets;
@@ -192,12 +197,18 @@ void collector__free(struct collector *c)
 	free(c);
 }
 
+/* the families probed, "glibc" or with a prefixed one beside it "glibc,jemalloc" */
 static void set_allocator(struct ctarget *t)
 {
-	const struct alloc_plan *p = session__plan(t->s);
+	const struct alloc_plan *p[ALLOC_MAX_OBJECTS];
+	size_t n = session__plans(t->s, p), i, j, len = 0;
+	char *buf = t->st.allocator;
 
-	snprintf(t->st.allocator, sizeof(t->st.allocator), "%s",
-		 p->n_objects ? p->objects[0].family : "none");
+	buf[0] = 0;
+	for (i = 0; i < n; i++)
+		for (j = 0; j < p[i]->n_objects && len < sizeof(t->st.allocator); j++)
+			len += (size_t)snprintf(buf + len, sizeof(t->st.allocator) - len, "%s%s",
+						len ? "," : "", p[i]->objects[j].family);
 }
 
 /* a session for pid; 0 or -errno with the reason in err */
@@ -318,6 +329,8 @@ void collector__remove(struct collector *c, pid_t pid, uint64_t start_ticks)
 {
 	struct ctarget *t;
 
+	/* its last records first: what it allocated just before it exited (no lock held here) */
+	sampler__poll(c->sampler, 0);
 	pthread_mutex_lock(&c->table);
 	t = find(c, pid, start_ticks);
 	if (t && !t->exited) {
@@ -354,6 +367,22 @@ int collector__fd(const struct collector *c)
 	return sampler__fd(c->sampler);
 }
 
+/* a library mapped since: a dlopen'd allocator gets its probes (target lock held) */
+static void replan(struct ctarget *t)
+{
+	char err[256];
+	int ret = session__replan(t->s, err, sizeof(err));
+
+	if (ret > 0) {
+		set_allocator(t);
+		pr_info("culpert-bpf: pid %d (%s): allocator %s now\n", (int)t->pid, t->comm,
+			t->st.allocator);
+	} else if (ret < 0) {
+		pr_warn("pid %d (%s): cannot probe an allocator it loaded: %s\n", (int)t->pid,
+			t->comm, err);
+	}
+}
+
 int collector__poll(struct collector *c, uint64_t now_ns)
 {
 	size_t i;
@@ -370,6 +399,7 @@ int collector__poll(struct collector *c, uint64_t now_ns)
 			continue;
 		pthread_mutex_lock(&t->lock);
 		session__sync_maps(t->s);
+		replan(t);
 		pthread_mutex_unlock(&t->lock);
 	}
 	pthread_mutex_unlock(&c->table);

@@ -309,7 +309,7 @@ static int target_budget(FILE *f, struct endpoints *e, const struct agent_target
 }
 
 /* one family of the collector's per-target values; get returns false for none */
-static void collector_family(FILE *f, const struct endpoints *e, const struct agent_target *v,
+static void collector_family(FILE *f, const struct agent_target *v,
 			     const struct collector_state *st, const bool *have, size_t n,
 			     const char *name, const char *type, const char *help,
 			     double (*get)(const struct collector_state *s))
@@ -324,15 +324,38 @@ static void collector_family(FILE *f, const struct endpoints *e, const struct ag
 		target_labels(f, &v[i]);
 		fprintf(f, "} %.17g\n", get(&st[i]));
 	}
-	(void)e;
 }
 
-static double st_samples(const struct collector_state *s) { return (double)s->samples; }
-static double st_lost(const struct collector_state *s) { return (double)s->lost; }
-static double st_calls_alloc(const struct collector_state *s) { return (double)s->calls_alloc; }
-static double st_calls_free(const struct collector_state *s) { return (double)s->calls_free; }
-static double st_duty(const struct collector_state *s) { return s->duty; }
-static double st_observed(const struct collector_state *s) { return (double)s->observed_ns / 1e9; }
+static double st_samples(const struct collector_state *s)
+{
+	return (double)s->samples;
+}
+
+static double st_lost(const struct collector_state *s)
+{
+	return (double)s->lost;
+}
+
+static double st_calls_alloc(const struct collector_state *s)
+{
+	return (double)s->calls_alloc;
+}
+
+static double st_calls_free(const struct collector_state *s)
+{
+	return (double)s->calls_free;
+}
+
+static double st_duty(const struct collector_state *s)
+{
+	return s->duty;
+}
+
+static double st_observed(const struct collector_state *s)
+{
+	return (double)s->observed_ns / 1e9;
+}
+
 
 /* what the collector knows of each target: samples, losses, probe hits, duty */
 static int target_collector(FILE *f, const struct endpoints *e, const struct agent_target *v,
@@ -349,18 +372,18 @@ static int target_collector(FILE *f, const struct endpoints *e, const struct age
 	}
 	for (i = 0; i < n; i++)
 		have[i] = e->state && !e->state(e->profile_ctx, v[i].pid, v[i].start_ticks, &st[i]);
-	collector_family(f, e, v, st, have, n, "culpert_target_samples_total", "counter",
+	collector_family(f, v, st, have, n, "culpert_target_samples_total", "counter",
 			 "Sampled allocations of the target since pick-up.", st_samples);
-	collector_family(f, e, v, st, have, n, "culpert_target_lost_samples_total", "counter",
+	collector_family(f, v, st, have, n, "culpert_target_lost_samples_total", "counter",
 			 "Samples lost because the shared ring buffer was full.", st_lost);
-	collector_family(f, e, v, st, have, n, "culpert_target_alloc_probe_hits_total", "counter",
+	collector_family(f, v, st, have, n, "culpert_target_alloc_probe_hits_total", "counter",
 			 "Allocator calls the target's probes saw (nested ones included).",
 			 st_calls_alloc);
-	collector_family(f, e, v, st, have, n, "culpert_target_free_probe_hits_total", "counter",
+	collector_family(f, v, st, have, n, "culpert_target_free_probe_hits_total", "counter",
 			 "Deallocator calls the target's probes saw.", st_calls_free);
-	collector_family(f, e, v, st, have, n, "culpert_target_duty", "gauge",
+	collector_family(f, v, st, have, n, "culpert_target_duty", "gauge",
 			 "Share of the time since pick-up the allocation probes were on.", st_duty);
-	collector_family(f, e, v, st, have, n, "culpert_target_observed_seconds_total", "counter",
+	collector_family(f, v, st, have, n, "culpert_target_observed_seconds_total", "counter",
 			 "Time the allocation probes were on since pick-up.", st_observed);
 	free(st);
 	free(have);

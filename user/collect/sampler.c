@@ -24,7 +24,11 @@
 struct sampler_proc {
 	struct sampler *s;
 	pid_t pid;
-	const struct alloc_plan *plan;	/* the caller's, kept for re-attaching (duty cycling) */
+	const struct alloc_plan *plan;	/* the one attach_plan() works on */
+	/* the caller's, kept for re-attaching (duty cycling): the first, then later objects' */
+	const struct alloc_plan *plans[CULPERT_MAX_ALLOC_OBJS];
+	size_t n_plans, n_objects;
+	struct culpert_alloc_text text;
 	struct uprobe_set *alloc_probes;	/* allocator entries and returns */
 	struct uprobe_set *probes;	/* deallocators and --span-fn: attached for good */
 	struct bpf_link **usdt_links;	/* span probes through libbpf's perf-event uprobes */
@@ -162,6 +166,8 @@ static int configure(struct sampler *s, const struct sampler_opts *o)
 		err = bpf_map__set_max_entries(skel->maps.procs, (__u32)o->max_procs);
 	if (!err && o->max_procs)
 		err = bpf_map__set_max_entries(skel->maps.armed_procs, (__u32)o->max_procs);
+	if (!err && o->max_procs)
+		err = bpf_map__set_max_entries(skel->maps.alloc_text, (__u32)o->max_procs);
 	if (!err && o->max_live)
 		err = bpf_map__set_max_entries(skel->maps.live_allocs, (__u32)o->max_live);
 	/* before 6.1 a tracing program's run-time allocated hash map makes the verifier WARN */
@@ -546,22 +552,38 @@ static int attach_usdt(struct sampler_proc *pr, const struct sampler_proc_opts *
 	return 0;
 }
 
+/* the code ranges of a plan's objects, after those known, in the alloc_text map */
+static int set_text(struct sampler_proc *pr, const struct alloc_plan *plan, char *err,
+		    size_t errlen)
+{
+	__u32 key = (__u32)pr->pid;
+	size_t i;
+
+	for (i = 0; i < plan->n_objects && pr->n_objects < CULPERT_MAX_ALLOC_OBJS; i++) {
+		pr->text.lo[pr->n_objects] = plan->objects[i].text_lo;
+		pr->text.hi[pr->n_objects++] = plan->objects[i].text_hi;
+	}
+	if (bpf_map_update_elem(bpf_map__fd(pr->s->skel->maps.alloc_text), &key, &pr->text,
+				BPF_ANY)) {
+		snprintf(err, errlen, "cannot register the allocator of pid %d: %s", (int)pr->pid,
+			 strerror(errno));
+		return -errno;
+	}
+	return 0;
+}
+
 /* the process's entry in the procs map, before any of its probes can fire */
 static int proc_register(struct sampler_proc *pr, const struct sampler_proc_opts *o, char *err,
 			 size_t errlen)
 {
 	struct culpert_proc p = { 0 };
 	__u32 key = (__u32)o->pid;
-	size_t i;
 
+	p.unwind_dwarf = o->unwind_dwarf;
 	if (o->stack_rate) {
 		p.tb_interval_ns = 1000000000ULL / o->stack_rate ?: 1;
 		/* a tenth of a second's worth at once, so a short burst keeps its stacks */
 		p.tb_burst_ns = p.tb_interval_ns * (o->stack_rate / 10 ?: 1);
-	}
-	for (i = 0; i < o->plan->n_objects && i < CULPERT_MAX_ALLOC_OBJS; i++) {
-		p.alloc_text_lo[i] = o->plan->objects[i].text_lo;
-		p.alloc_text_hi[i] = o->plan->objects[i].text_hi;
 	}
 	if (bpf_map_update_elem(bpf_map__fd(pr->s->skel->maps.procs), &key, &p, BPF_NOEXIST)) {
 		snprintf(err, errlen, "cannot register pid %d with the BPF programs: %s%s", (int)o->pid,
@@ -570,7 +592,7 @@ static int proc_register(struct sampler_proc *pr, const struct sampler_proc_opts
 		return -errno;
 	}
 	pr->registered = true;
-	return 0;
+	return set_text(pr, o->plan, err, errlen);
 }
 
 static int proc_arm(struct sampler_proc *pr, char *err, size_t errlen)
@@ -643,6 +665,7 @@ int sampler__add_proc(struct sampler *s, const struct sampler_proc_opts *o,
 	pr->s = s;
 	pr->pid = o->pid;
 	pr->plan = o->plan;
+	pr->plans[pr->n_plans++] = o->plan;
 	pr->probes = uprobe_set__new();
 	ret = pr->probes ? proc_register(pr, o, err, errlen) : -ENOMEM;
 	/* frees first: a block sampled before its free probe was in would look live for good */
@@ -672,6 +695,7 @@ int sampler__add_proc(struct sampler *s, const struct sampler_proc_opts *o,
 int sampler_proc__set_alloc(struct sampler_proc *pr, bool on, char *err, size_t errlen)
 {
 	uint64_t now = clock_ns(CLOCK_MONOTONIC);
+	size_t i;
 	int ret;
 
 	if (on == pr->alloc_on || pr->disarmed_ns)
@@ -683,7 +707,10 @@ int sampler_proc__set_alloc(struct sampler_proc *pr, bool on, char *err, size_t 
 		pr->alloc_on = false;
 		return 0;
 	}
-	ret = attach_plan(pr, true, err, errlen);
+	for (i = 0, ret = 0; i < pr->n_plans && !ret; i++) {
+		pr->plan = pr->plans[i];
+		ret = attach_plan(pr, true, err, errlen);
+	}
 	if (ret) {
 		uprobe_set__free(pr->alloc_probes);
 		pr->alloc_probes = NULL;
@@ -692,6 +719,30 @@ int sampler_proc__set_alloc(struct sampler_proc *pr, bool on, char *err, size_t 
 	pr->alloc_on = true;
 	pr->on_since_ns = clock_ns(CLOCK_MONOTONIC);
 	return 0;
+}
+
+int sampler_proc__extend(struct sampler_proc *pr, const struct alloc_plan *more, char *err,
+			 size_t errlen)
+{
+	int ret;
+
+	if (pr->n_plans >= CULPERT_MAX_ALLOC_OBJS ||
+	    pr->n_objects + more->n_objects > CULPERT_MAX_ALLOC_OBJS) {
+		snprintf(err, errlen, "more than %d allocator objects", CULPERT_MAX_ALLOC_OBJS);
+		return -E2BIG;
+	}
+	if (pr->disarmed_ns)
+		return -ESRCH;
+	ret = set_text(pr, more, err, errlen);
+	pr->plan = more;
+	/* frees first, as at the start; the allocation side only while it is on */
+	if (!ret)
+		ret = attach_plan(pr, false, err, errlen);
+	if (!ret && pr->alloc_on)
+		ret = attach_plan(pr, true, err, errlen);
+	if (!ret)
+		pr->plans[pr->n_plans++] = more;
+	return ret;
 }
 
 uint64_t sampler_proc__observed_ns(const struct sampler_proc *pr)
@@ -711,7 +762,7 @@ int sampler__new(const struct sampler_opts *o, struct sampler **out, char *err, 
 	struct sampler_proc_opts po = {
 		.pid = o->pid, .plan = o->plan, .usdt_objects = o->usdt_objects,
 		.n_usdt_objects = o->n_usdt_objects, .span_fns = o->span_fns,
-		.stack_rate = o->stack_rate,
+		.stack_rate = o->stack_rate, .unwind_dwarf = o->unwind_dwarf,
 	};
 	struct sampler *s;
 	int ret;
@@ -850,6 +901,7 @@ void sampler_proc__free(struct sampler_proc *pr)
 	if (pr->registered) {
 		key = (__u32)pr->pid;
 		bpf_map_delete_elem(bpf_map__fd(pr->s->skel->maps.procs), &key);
+		bpf_map_delete_elem(bpf_map__fd(pr->s->skel->maps.alloc_text), &key);
 		forget_live(pr);
 	}
 	if (pr->s->only == pr)

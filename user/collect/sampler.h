@@ -67,6 +67,7 @@ struct sampler_proc_opts {
 	size_t n_usdt_objects;
 	const struct span_fn_plan *span_fns;
 	uint64_t stack_rate;
+	bool unwind_dwarf;		/* its samples carry stack copies (the object must allow it) */
 };
 
 /* load and attach to opts->pid; 0 or -errno with a user-facing reason in err */
@@ -88,6 +89,13 @@ void sampler_proc__detach(struct sampler_proc *pr);
  */
 int sampler_proc__set_alloc(struct sampler_proc *pr, bool on, char *err, size_t errlen);
 bool sampler_proc__alloc_on(const struct sampler_proc *pr);
+/*
+ * An allocator object mapped after the start (dlopen): attach its plan
+ * (kept by pointer) beside the first, frees first.  0 or -errno with the
+ * reason; a failure may leave part of it attached.
+ */
+int sampler_proc__extend(struct sampler_proc *pr, const struct alloc_plan *more, char *err,
+			 size_t errlen);
 /* time its allocation probes were on, from arming to now or to detach */
 uint64_t sampler_proc__observed_ns(const struct sampler_proc *pr);
 /* its procs map entry (counters, calls); zeroes when gone */

@@ -50,6 +50,9 @@ struct session {
 	struct mapview *view;		/* its mappings, kept current */
 	struct objcache *objs;
 	struct alloc_plan plan;
+	struct alloc_plan *more[ALLOC_MAX_OBJECTS];	/* objects mapped after the start (dlopen) */
+	size_t n_more;
+	uint64_t plan_gen;		/* the mappings' generation the plans are of */
 	struct span_fn_plan fns;
 	struct sampler *sampler;	/* its own (attach), or shared (the agent) */
 	struct sampler_proc *proc;	/* this process's part of it */
@@ -504,6 +507,7 @@ static int session_open(const struct session_opts *o, struct sampler *shared, st
 		struct sampler_proc_opts po = {
 			.pid = so.pid, .plan = so.plan, .usdt_objects = so.usdt_objects,
 			.n_usdt_objects = so.n_usdt_objects, .stack_rate = so.stack_rate,
+			.unwind_dwarf = so.unwind_dwarf,
 		};
 
 		s->shared = true;
@@ -793,9 +797,10 @@ static int add_run_comments(struct session *s)
 	return err ? -ENOMEM : 0;
 }
 
-int session__write(struct session *s, const char *path)
+/* what every profile of the session is written with */
+static struct export_opts export_opts_of(const struct session *s)
 {
-	struct export_opts eo = {
+	return (struct export_opts){
 		.t = &s->t,
 		.maps = mapview__maps(s->view),
 		.hist = mapview__hist(s->view),
@@ -808,6 +813,11 @@ int session__write(struct session *s, const char *path)
 		.spans = s->spans,
 		.live = s->live,
 	};
+}
+
+int session__write(struct session *s, const char *path)
+{
+	struct export_opts eo = export_opts_of(s);
 	int ret;
 
 	session__detach(s);
@@ -842,27 +852,18 @@ int session__write(struct session *s, const char *path)
 int session__profile(struct session *s, const struct session_profile_opts *po, void **buf,
 		     size_t *len)
 {
-	struct export_opts eo = {
-		.t = &s->t,
-		.maps = mapview__maps(s->view),
-		.hist = mapview__hist(s->view),
-		.objs = s->objs,
-		.rate = s->o.rate,
-		.time_nanos = po->time_nanos ?: s->start_wall_ns,
-		.duration_nanos = po->duration_nanos,
-		.symbolize = s->o.symbolize,
-		.unwind = s->unwind == SESSION_UNWIND_DWARF ? "dwarf" : "fp",
-		.kernel = features__get()->release,
-		.spans = s->spans,
-		.live = s->live,
-		.end_mono_ns = now_ns(CLOCK_MONOTONIC),
-		.default_sample_type = po->default_sample_type,
-		.span_labels_only = po->span_labels_only,
-		.base = po->base,
-		.n_base = po->n_base,
-	};
+	struct export_opts eo = export_opts_of(s);
 	size_t keep = s->n_comments, i;
 	int ret = 0;
+
+	if (po->time_nanos)
+		eo.time_nanos = po->time_nanos;
+	eo.duration_nanos = po->duration_nanos;
+	eo.end_mono_ns = now_ns(CLOCK_MONOTONIC);
+	eo.default_sample_type = po->default_sample_type;
+	eo.span_labels_only = po->span_labels_only;
+	eo.base = po->base;
+	eo.n_base = po->n_base;
 
 	if (!s->detached)
 		sampler_proc__counters(s->proc, s->counters);
@@ -900,6 +901,55 @@ int session__alloc_base(const struct session *s, struct export_base **out, size_
 void session__sync_maps(struct session *s)
 {
 	mapview__update(s->view);
+}
+
+/* the plans so far, the first one first */
+static size_t plans_of(const struct session *s, const struct alloc_plan **out)
+{
+	size_t i;
+
+	out[0] = &s->plan;
+	for (i = 0; i < s->n_more; i++)
+		out[i + 1] = s->more[i];
+	return s->n_more + 1;
+}
+
+int session__replan(struct session *s, char *err, size_t errlen)
+{
+	const struct alloc_plan *known[ALLOC_MAX_OBJECTS + 1];
+	uint64_t gen = mapview__generation(s->view);
+	struct alloc_plan *p;
+	int ret;
+
+	if (gen == s->plan_gen || s->n_more + 1 >= ALLOC_MAX_OBJECTS || s->detached)
+		return 0;
+	s->plan_gen = gen;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	/* a plan that fails now (an object half mapped) is tried at the next change */
+	if (allocator__plan(&s->t, mapview__maps(s->view), s->objs, s->o.allocator, p, err,
+			    errlen) ||
+	    !alloc_plan__keep_new(p, known, plans_of(s, known))) {
+		alloc_plan__free(p);
+		free(p);
+		return 0;
+	}
+	alloc_plan__log(p);
+	ret = sampler_proc__extend(s->proc, p, err, errlen);
+	if (ret) {
+		/* what did attach stays attached: the plan must outlive it */
+		s->more[s->n_more++] = p;
+		return ret;
+	}
+	s->more[s->n_more++] = p;
+	s->n_sites = sampler_proc__n_sites(s->proc);
+	return 1;
+}
+
+size_t session__plans(const struct session *s, const struct alloc_plan **out)
+{
+	return plans_of(s, out);
 }
 
 struct sampler_proc *session__proc(const struct session *s)
@@ -1103,6 +1153,10 @@ void session__close(struct session *s)
 		free(s->usdt_objects[i]);
 	free(s->usdt_objects);
 	alloc_plan__free(&s->plan);
+	for (i = 0; i < s->n_more; i++) {
+		alloc_plan__free(s->more[i]);
+		free(s->more[i]);
+	}
 	span_fn_plan__free(&s->fns);
 	mapview__free(s->view);
 	objcache__free(s->objs);

@@ -117,13 +117,22 @@ struct export_base;
  * A session whose probes go into `shared` (sampler__open()), which
  * delivers every process's records to its caller: the caller hands this
  * session's (by the record's tgid) to session__on_event().  o->unwind must
- * be the shared object's (fp or dwarf), o->span_fns empty.
+ * not be dwarf unless the shared object was loaded for it, o->span_fns empty.
  */
 int session__open_shared(const struct session_opts *o, struct sampler *shared,
 			 struct session **out, char *err, size_t errlen);
 int session__on_event(void *session, void *data, size_t size);
 /* take in new mappings (also while no samples come) */
 void session__sync_maps(struct session *s);
+/*
+ * When the process mapped an executable object since: plan again, and
+ * attach the allocator objects the plans so far lack (a dlopen'd
+ * allocator).  1 when some were attached, 0 when none, -errno with the
+ * reason in err.
+ */
+int session__replan(struct session *s, char *err, size_t errlen);
+/* the plans, the first one first, into out[ALLOC_MAX_OBJECTS]; how many */
+size_t session__plans(const struct session *s, const struct alloc_plan **out);
 struct sampler_proc *session__proc(const struct session *s);
 const struct alloc_plan *session__plan(const struct session *s);
 
