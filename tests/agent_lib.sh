@@ -2,12 +2,13 @@
 # Helpers of the agent's shell tests (tests/bpf/test_agent_frame.sh,
 # tests/agent/*.sh), after tests/lib.sh.  $PY is Debian's python3.
 
-# agent_start NAME ARGS...: the agent on a free loopback port; sets $agent_pid and $agent_url
+# agent_start NAME ARGS...: the agent on a free loopback port, with $AGENT_ARGS before ARGS;
+# sets $agent_pid and $agent_url
 agent_start() {
 	_n=$1
 	shift
 	: >"$TMP/$_n.err"
-	"$BIN_BPF" agent --listen 127.0.0.1:0 "$@" 2>"$TMP/$_n.err" &
+	"$BIN_BPF" agent --listen 127.0.0.1:0 ${AGENT_ARGS:-} "$@" 2>"$TMP/$_n.err" &
 	agent_pid=$!
 	track "$agent_pid"
 	wait_for "$TMP/$_n.err" "agent listening on" 20 ||

@@ -44,7 +44,7 @@ test_no_limit_and_calibration() {
 	: >"$TMP/u"
 	: >"$TMP/p"
 	window 3 "$TMP/u"
-	agent_start nolimit --select "pid=$target_pid" --max-overhead 0 --no-inuse \
+	agent_start nolimit -v --select "pid=$target_pid" --max-overhead 0 --no-inuse \
 		--duty-period 1s || return
 	wait_for "$TMP/nolimit.err" "pid $target_pid: .* duty 1 " 20 ||
 		{ fail "no duty 1 decision: $(tail -3 "$TMP/nolimit.err")"; return 1; }
@@ -80,7 +80,7 @@ test_heap_off_windows() {
 	need_root || return
 	cp "$TARGETS/alloc_bound" "$TMP/${TAG}h"
 	start_target "$TMP/t.out" "$TMP/${TAG}h" 20000 4096 1024 || return
-	agent_start heap --select "pid=$target_pid" --max-overhead 1.8 --duty-period 1s \
+	agent_start heap -v --select "pid=$target_pid" --max-overhead 1.8 --duty-period 1s \
 		--rate 65536 || return
 	wait_for "$TMP/heap.err" "pid $target_pid: .* duty" 20 ||
 		{ fail "no duty decision: $(tail -3 "$TMP/heap.err")"; return 1; }

@@ -8,6 +8,9 @@
 # kept for --keep-exited, then dropped.
 . tests/lib.sh
 . tests/agent_lib.sh
+# no budget: these ground truths are of whole windows (duration_nanos = S, the bytes of S
+# seconds), which the default --max-overhead 1 duty-cycles; test_budget.sh tests the budget
+AGENT_ARGS="--max-overhead 0"
 
 PY=/usr/bin/python3
 RAW="$PY tests/tools/pprof_raw.py"
