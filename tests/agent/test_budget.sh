@@ -22,13 +22,14 @@ TAG=bud$$
 # that each 8 s window holds whole periods.
 test_budget_overhead() {
 	need_root || return
-	cp "$TARGETS/alloc_bound" "$TMP/${TAG}"
-	start_target "$TMP/t.out" "$TMP/${TAG}" || return
+	cp "$TARGETS/alloc_bound" "$TMP/${TAG}o"
+	start_target "$TMP/t.out" "$TMP/${TAG}o" || return
 	rounds 10 8 --no-inuse --duty-period 2s || return
 	echo "  CPU lost at --max-overhead 10: median $loss% (rounds: $losses)"
 	$PY -c 'import sys; sys.exit(0 if 5 <= float(sys.argv[1]) <= 15 else 1)' "$loss" ||
 		fail "the target lost $loss% of a CPU (rounds $losses), budget 10% +- 50%"
 	kill "$target_pid"
+	wait "$target_pid" 2>/dev/null
 	return 0
 }
 
@@ -39,8 +40,8 @@ test_budget_overhead() {
 # program) must match within a factor of 2.
 test_no_limit_and_calibration() {
 	need_root || return
-	cp "$TARGETS/alloc_bound" "$TMP/${TAG}"
-	start_target "$TMP/t.out" "$TMP/${TAG}" || return
+	cp "$TARGETS/alloc_bound" "$TMP/${TAG}n"
+	start_target "$TMP/t.out" "$TMP/${TAG}n" || return
 	: >"$TMP/u"
 	: >"$TMP/p"
 	window 3 "$TMP/u"
