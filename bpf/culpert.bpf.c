@@ -48,6 +48,10 @@ ALLOC_ENTRY(pvalloc_enter, CULPERT_FN_PVALLOC)
 SEC("uprobe")
 int BPF_KPROBE(free_enter, void *ptr)
 {
+	struct culpert_proc *p;
+
+	if (count_calls && (p = proc_get()))
+		__sync_fetch_and_add(&p->calls_free, 1);
 	inuse_free((__u64)ptr);
 	return 0;
 }
@@ -118,12 +122,8 @@ int span_fn_exit(struct pt_regs *ctx)
 	return handle_fn_span_exit(ctx);
 }
 
-/* the target process, and whether it has exec'd another program since */
-const volatile __u32 target_tgid;
-__u32 target_execed;
-
 /*
- * An exec ends the capture (the probes were on the old program's code).
+ * An exec of a registered process ends its capture (the probes were on the old program's code).
  * Noted here rather than found in /proc: a program exec'd and gone between
  * two polls of the reader would leave no trace there.  A BTF tracepoint
  * (raw_tp with BTF, 5.5+) rather than a classic one: attaching those needs
@@ -133,7 +133,9 @@ __u32 target_execed;
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(target_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
 {
-	if (bpf_get_current_pid_tgid() >> 32 == target_tgid)
-		target_execed = 1;
+	struct culpert_proc *proc = proc_get();
+
+	if (proc)
+		proc->execed = 1;
 	return 0;
 }

@@ -128,6 +128,30 @@ struct culpert_proc {
 	/* throttled samples the culpert_throttle table had no room for */
 	__u64 over_samples;
 	__u64 over_bytes;
+	__u64 execed;			/* the process exec'd another program (BPF side sets it) */
+	__u64 unwind_dwarf;		/* its samples carry registers and stack (set by userspace) */
+	/* with count_calls (the agent): allocator and deallocator probe hits */
+	__u64 calls_alloc;
+	__u64 calls_free;
+};
+
+/*
+ * Runtime address ranges of a process's allocator code, for nested-call
+ * detection (its own: every process maps them elsewhere), in the
+ * `alloc_text` map keyed by tgid.  Apart from culpert_proc: userspace
+ * rewrites it when an allocator is loaded later (dlopen), while the BPF
+ * side adds to the counters there.
+ */
+struct culpert_alloc_text {
+	__u64 lo[CULPERT_MAX_ALLOC_OBJS];
+	__u64 hi[CULPERT_MAX_ALLOC_OBJS];
+};
+
+/* the key of the live table: one BPF object tracks the blocks of many processes */
+struct culpert_live_key {
+	__u32 tgid;
+	__u32 pad;
+	__u64 ptr;
 };
 
 /* distinct (size, span path) keys of throttled samples kept per BPF object */
@@ -223,6 +247,8 @@ struct culpert_name_event {
 	__u64 addr;
 	__u32 len;
 	__u32 flags;			/* CULPERT_NAME_F_* */
+	__u32 tgid;			/* the process whose memory holds it */
+	__u32 pad;
 };
 
 /*
@@ -243,6 +269,8 @@ struct culpert_alloc_event {
 	__s32 nr_frames;		/* frames in data[]; < 0 is the bpf_get_stack() error */
 	__u32 span_depth;		/* spans in data[] */
 	__u32 stack_len;		/* bytes of user stack in data[] (DWARF unwinding) */
+	__u32 tgid;			/* the process: one BPF object serves many */
+	__u32 pad;
 	struct culpert_regs regs;	/* registers at entry (DWARF unwinding) */
 	__u8 data[];
 };
@@ -268,11 +296,13 @@ struct culpert_ret_event {
 	__u32 tracked;			/* 1: in the live table, a free will be reported */
 	__u64 id;			/* of the culpert_alloc_event */
 	__u64 ptr;			/* 0: the allocation failed */
+	__u32 tgid;
+	__u32 pad;
 };
 
 struct culpert_free_event {
 	__u32 kind;			/* CULPERT_EV_FREE */
-	__u32 pad;
+	__u32 tgid;
 	__u64 id;			/* of the culpert_alloc_event */
 };
 

@@ -7,7 +7,8 @@
 #ifndef CULPERT_DWARF_BPF_H
 #define CULPERT_DWARF_BPF_H
 
-const volatile bool unwind_dwarf;			/* --unwind dwarf */
+/* --unwind dwarf, or some process may need it (the agent): the copy is loaded, culpert_proc says who */
+const volatile bool unwind_dwarf;
 /* --stack-size, <= CULPERT_MAX_STACK_COPY */
 const volatile __u32 stack_copy_bytes = CULPERT_DEFAULT_STACK_COPY;
 

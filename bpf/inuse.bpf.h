@@ -16,7 +16,7 @@ struct {
 	/* only sampled blocks go in: allocate entries as they come */
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, 1 << 20);	/* resized by userspace (--max-live) */
-	__type(key, __u64);
+	__type(key, struct culpert_live_key);
 	__type(value, struct live_alloc);
 } live_allocs SEC(".maps");
 
@@ -31,22 +31,31 @@ static __always_inline void emit_free(__u64 id)
 		return;
 	}
 	e->kind = CULPERT_EV_FREE;
-	e->pad = 0;
+	e->tgid = bpf_get_current_pid_tgid() >> 32;
 	e->id = id;
 	bpf_ringbuf_submit(e, ringbuf_wakeup());
 }
 
+static __always_inline void live_key(struct culpert_live_key *k, __u64 ptr)
+{
+	k->tgid = bpf_get_current_pid_tgid() >> 32;
+	k->pad = 0;
+	k->ptr = ptr;
+}
+
 static __always_inline void inuse_free(__u64 ptr)
 {
+	struct culpert_live_key k;
 	struct live_alloc *a;
 
 	if (!ptr)
 		return;
-	a = bpf_map_lookup_elem(&live_allocs, &ptr);
+	live_key(&k, ptr);
+	a = bpf_map_lookup_elem(&live_allocs, &k);
 	if (!a)
 		return;
 	emit_free(a->id);
-	bpf_map_delete_elem(&live_allocs, &ptr);
+	bpf_map_delete_elem(&live_allocs, &k);
 }
 
 static __always_inline void emit_ret(__u64 id, __u64 ptr, bool tracked)
@@ -62,6 +71,8 @@ static __always_inline void emit_ret(__u64 id, __u64 ptr, bool tracked)
 	e->tracked = tracked;
 	e->id = id;
 	e->ptr = ptr;
+	e->tgid = bpf_get_current_pid_tgid() >> 32;
+	e->pad = 0;
 	bpf_ringbuf_submit(e, ringbuf_wakeup());
 }
 
@@ -69,6 +80,7 @@ static __always_inline void emit_ret(__u64 id, __u64 ptr, bool tracked)
 static __always_inline void inuse_returned(struct hot_state *hs, __u64 ret)
 {
 	struct live_alloc val = { .id = hs->pending_id };
+	struct culpert_live_key k;
 	__u64 ptr = ret;
 	bool tracked = false;
 
@@ -78,7 +90,8 @@ static __always_inline void inuse_returned(struct hot_state *hs, __u64 ret)
 	if (ptr) {
 		/* a block we still hold at this address was freed where we could not see it */
 		inuse_free(ptr);
-		tracked = !bpf_map_update_elem(&live_allocs, &ptr, &val, BPF_NOEXIST);
+		live_key(&k, ptr);
+		tracked = !bpf_map_update_elem(&live_allocs, &k, &val, BPF_NOEXIST);
 		if (!tracked)
 			count(CULPERT_CNT_LIVE_FULL);
 	}

@@ -11,9 +11,8 @@ const volatile bool track_inuse;			/* --inuse */
 const volatile __u32 stack_bytes = 65 * sizeof(__u64);	/* bytes of frames to walk: depth + 1 */
 const volatile bool sample_every;			/* --rate 1: every call is a sample */
 const volatile __u64 page_size = 4096;
-/* runtime address ranges of the allocators' code, for nested-call detection */
-const volatile __u64 alloc_text_lo[CULPERT_MAX_ALLOC_OBJS];
-const volatile __u64 alloc_text_hi[CULPERT_MAX_ALLOC_OBJS];
+/* the agent: count every probe hit per process, for its overhead budget */
+const volatile bool count_calls;
 
 static __always_inline __u64 mul_or_zero(__u64 a, __u64 b)
 {
@@ -33,12 +32,17 @@ static __always_inline __u64 round_up_page(__u64 size)
 	return (size + page_size - 1) & ~(page_size - 1);
 }
 
+/* in the calling process's allocator code: looked up only on the (rare) nested path */
 static __always_inline bool in_allocator(__u64 addr)
 {
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	struct culpert_alloc_text *t = bpf_map_lookup_elem(&alloc_text, &tgid);
 	int i;
 
+	if (!t)
+		return false;
 	for (i = 0; i < CULPERT_MAX_ALLOC_OBJS; i++)
-		if (addr >= alloc_text_lo[i] && addr < alloc_text_hi[i])
+		if (addr >= t->lo[i] && addr < t->hi[i])
 			return true;
 	return false;
 }
@@ -117,7 +121,8 @@ static __always_inline bool countdown_expired(struct hot_state *ts, __u64 size)
  * thread has no state).  A global function: verified once, on its own,
  * rather than along every path of every allocator program into it.
  */
-__noinline __u64 culpert_emit_sample(struct pt_regs *ctx, __u64 size, __u32 fn, __u64 sp)
+__noinline __u64 culpert_emit_sample(struct pt_regs *ctx, __u64 size, __u32 fn, __u64 sp,
+				     __u32 dwarf)
 {
 	__u32 cpu = bpf_get_smp_processor_id(), depth;
 	struct thread_state *ts = thread_state_find();
@@ -138,6 +143,8 @@ __noinline __u64 culpert_emit_sample(struct pt_regs *ctx, __u64 size, __u32 fn, 
 	id = __sync_fetch_and_add(&next_sample_id, 1) + 1;
 	e->kind = CULPERT_EV_ALLOC;
 	e->tid = (__u32)bpf_get_current_pid_tgid();
+	e->tgid = bpf_get_current_pid_tgid() >> 32;
+	e->pad = 0;
 	e->id = id;
 	e->size = size;
 	e->ts_ns = bpf_ktime_get_ns();
@@ -151,7 +158,7 @@ __noinline __u64 culpert_emit_sample(struct pt_regs *ctx, __u64 size, __u32 fn, 
 	/* at entry the allocator has no frame yet: its caller is only at [sp] (x86), in lr (arm64) */
 	e->ret_addr = real_return(sp, entry_return(ctx, sp));
 	data = e->data + depth * sizeof(struct culpert_span_frame);
-	if (unwind_dwarf) {
+	if (unwind_dwarf && dwarf) {
 		e->nr_frames = 0;
 		n = copy_dwarf_state(ctx, e, data);
 		e->stack_len = n;
@@ -257,6 +264,8 @@ static __always_inline bool handle_alloc(struct pt_regs *ctx, __u32 fn, __u64 fl
 	 * (uprobe_multi checks the thread group, perf uprobes the mm), and
 	 * this runs on every allocation.
 	 */
+	if (count_calls && (proc = proc_get()))
+		__sync_fetch_and_add(&proc->calls_alloc, 1);
 	hs = hot_state_get();
 	if (!hs) {
 		count(CULPERT_CNT_NO_STATE);
@@ -285,7 +294,7 @@ static __always_inline bool handle_alloc(struct pt_regs *ctx, __u32 fn, __u64 fl
 		culpert_throttle(size, sp);
 		return false;
 	}
-	id = culpert_emit_sample(ctx, size, fn, sp);
+	id = culpert_emit_sample(ctx, size, fn, sp, proc ? (__u32)proc->unwind_dwarf : 0);
 	if (!track_inuse || !id)
 		return false;
 	if (flags & CULPERT_PROBE_F_NO_RETURN) {

@@ -77,6 +77,8 @@ static __always_inline void emit_name(__u32 id, const struct culpert_span_name *
 	e->addr = *(const __u64 *)key->name;
 	e->len = key->len;
 	e->flags = key->flags;
+	e->tgid = bpf_get_current_pid_tgid() >> 32;
+	e->pad = 0;
 	bpf_ringbuf_submit(e, ringbuf_wakeup());
 }
 

@@ -112,6 +112,13 @@ struct {
 	__type(value, struct culpert_proc);
 } procs SEC(".maps");
 
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, CULPERT_MAX_PROCS);
+	__type(key, __u32);
+	__type(value, struct culpert_alloc_text);
+} alloc_text SEC(".maps");
+
 /* tgid -> 1 once every probe of the process is live (see spans_armed()) */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);

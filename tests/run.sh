@@ -1,7 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #
-# Run every test: unit binaries, then the shell tests of tests/bpf,
+# Run every test: unit binaries, then the shell tests of tests/bpf, tests/agent,
 # tests/cli, tests/archive and tests/deploy.  Each test prints "PASS name", "FAIL name: why" or
 # "SKIP name: why"; a test file that exits non-zero without saying FAIL
 # counts as one failure.  The last line is the summary "N passed, N failed".
@@ -55,7 +55,7 @@ start=$(date +%s)
 for t in "$OUTPUT"/tests/unit/test_*; do
 	[ -x "$t" ] && run_one "$t" "$t"
 done
-for t in tests/bpf/*.sh tests/cli/*.sh tests/archive/*.sh tests/deploy/*.sh; do
+for t in tests/bpf/*.sh tests/agent/*.sh tests/cli/*.sh tests/archive/*.sh tests/deploy/*.sh; do
 	[ -f "$t" ] && run_one "$t" sh "$t"
 done
 

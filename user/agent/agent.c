@@ -2,7 +2,7 @@
 /*
  * culpert-bpf agent: set-up, the profiling thread's loop, shutdown.  The
  * main thread is the profiling thread: it owns discovery, the targets and
- * (once it exists) the collector; HTTP runs on libmicrohttpd's threads,
+ * the collector; HTTP runs on libmicrohttpd's threads,
  * the Kubernetes API client on its own.  SIGINT and SIGTERM arrive through
  * a signalfd in the loop's epoll set, so no thread is interrupted.
  */
@@ -21,8 +21,10 @@
 
 #include "agent.h"
 #include "cmd.h"
+#include "collector.h"
 #include "container.h"
 #include "discover.h"
+#include "duty.h"
 #include "endpoints.h"
 #include "kfeatures.h"
 #include "kubeapi.h"
@@ -44,6 +46,8 @@ struct agent {
 	struct targets *targets;
 	struct discover *disc;
 	struct kubeapi *kube;
+	struct duty *duty;
+	struct collector *coll;
 	struct http_server *http;
 	struct endpoints ep;
 	char *token;
@@ -52,6 +56,7 @@ struct agent {
 	uint64_t rescans;
 	uint64_t kube_gen;
 	int64_t next_rescan;
+	int64_t next_snapshot;
 	bool warned_full;
 	/* children of new targets, to look at once the current event is handled */
 	pid_t *pending;
@@ -141,13 +146,16 @@ static void add_target(struct agent *a, const struct proc_info *pi, uint64_t see
 	}
 	if (ret)
 		return;
-	if (evicted.pid)
+	if (evicted.pid) {
+		collector__forget(a->coll, evicted.pid, evicted.start_ticks);
 		pr_info("culpert-bpf: dropped pid %d (%s), exited, to make room for pid %d\n",
 			(int)evicted.pid, evicted.comm, (int)t.pid);
+	}
 	if (discover__track(a->disc, t.pid))
 		pr_debug("cannot track pid %d in the kernel: its exit is found by the rescan\n",
 			 (int)t.pid);
 	log_pick_up(&t, sel);
+	collector__add(a->coll, &t);
 	/*
 	 * Forks are reported from now on; a child forked between the exec and
 	 * this moment was not, but it is in the children list now.
@@ -163,6 +171,7 @@ static void exited(struct agent *a, pid_t pid, uint64_t start, const char *why)
 	if (targets__mark_exited(a->targets, pid, start, why, unix_ns(), &t))
 		return;
 	discover__untrack(a->disc, pid);
+	collector__remove(a->coll, pid, start);
 	a->warned_full = false;
 	pr_info("culpert-bpf: pid %d (%s) %s; its data is kept for --keep-exited %s\n", (int)pid,
 		t.comm, why, format_duration(keep, sizeof(keep), a->o.keep_exited_ns));
@@ -285,10 +294,12 @@ static void expire(struct agent *a)
 	char ago[32];
 	int64_t now = unix_ns();
 
-	while (targets__expire_one(a->targets, now, a->o.keep_exited_ns, &t))
+	while (targets__expire_one(a->targets, now, a->o.keep_exited_ns, &t)) {
+		collector__forget(a->coll, t.pid, t.start_ticks);
 		pr_info("culpert-bpf: dropped pid %d (%s): %s %s ago\n", (int)t.pid, t.comm,
 			t.exit_reason,
 			format_duration(ago, sizeof(ago), (uint64_t)(now - t.exited_ns)));
+	}
 }
 
 static void publish(struct agent *a)
@@ -301,6 +312,20 @@ static void publish(struct agent *a)
 }
 
 /* a new pod list may name processes a pod=/namespace= selector passed over: look again soon */
+/* every live target's duty cycle, one turn */
+static void duty_turn(struct agent *a, int64_t now)
+{
+	uint64_t *starts;
+	pid_t *pids;
+	size_t n;
+
+	if (targets__live_pids(a->targets, &pids, &starts, &n))
+		return;
+	duty__tick(a->duty, pids, starts, n, (uint64_t)now);
+	free(pids);
+	free(starts);
+}
+
 static void kube_changed(struct agent *a, int64_t now)
 {
 	struct kubeapi_counts k;
@@ -312,6 +337,57 @@ static void kube_changed(struct agent *a, int64_t now)
 		a->kube_gen = k.generation;
 		a->next_rescan = now;
 	}
+}
+
+struct snap_ctx {
+	struct agent *a;
+	const struct agent_target *t;
+};
+
+static int write_snapshot(void *ctx, int fd, char *err, size_t errlen)
+{
+	struct snap_ctx *sc = ctx;
+	size_t len = 0, off = 0;
+	void *buf = NULL;
+	ssize_t n;
+	int ret;
+
+	ret = collector__profile(sc->a->coll, sc->t, AGENT_PROFILE_HEAP, 0, &buf, &len, err,
+				 errlen);
+	while (!ret && off < len) {
+		n = write(fd, (char *)buf + off, len - off);
+		if (n < 0) {
+			ret = -errno;
+			snprintf(err, errlen, "%s", strerror(errno));
+		}
+		off += n > 0 ? (size_t)n : 0;
+	}
+	free(buf);
+	return ret;
+}
+
+/* --snapshot-dir: every live target's heap profile (its four sample types), rotated */
+static void snapshots(struct agent *a)
+{
+	struct agent_target *v;
+	char path[PATH_MAX], err[512];
+	size_t n, i;
+
+	if (targets__copy(a->targets, &v, &n))
+		return;
+	for (i = 0; i < n; i++) {
+		struct snap_ctx sc = { a, &v[i] };
+		struct snapshot_target st = { v[i].comm, v[i].pid, unix_ns() };
+
+		if (v[i].exited_ns)
+			continue;
+		if (snapshot__write(a->o.snapshot_dir, (unsigned int)a->o.keep, &st,
+				    write_snapshot, &sc, path, sizeof(path), err, sizeof(err)))
+			pr_warn("no snapshot of pid %d (%s): %s\n", (int)v[i].pid, v[i].comm, err);
+		else
+			pr_debug("snapshot %s\n", path);
+	}
+	free(v);
 }
 
 /* until SIGINT or SIGTERM: events, the rescan, expiry; 0, or the signal's number */
@@ -332,6 +408,8 @@ static int loop(struct agent *a)
 			if (ev[i].data.fd == discover__fd(a->disc))
 				discover__consume(a->disc);
 		}
+		/* every turn: the BPF side wakes the reader only once the ring is a quarter full */
+		collector__poll(a->coll, (uint64_t)mono_ns());
 		now = mono_ns();
 		kube_changed(a, now);
 		if (now >= a->next_rescan) {
@@ -339,6 +417,11 @@ static int loop(struct agent *a)
 			a->next_rescan = now + (int64_t)a->o.rescan_ns;
 		}
 		expire(a);
+		duty_turn(a, now);
+		if (a->o.snapshot_dir && now >= a->next_snapshot) {
+			snapshots(a);
+			a->next_snapshot = now + (int64_t)a->o.interval_ns;
+		}
 		publish(a);
 	}
 }
@@ -419,6 +502,8 @@ static int setup_loop(struct agent *a, char *err, size_t errlen)
 	epoll_ctl(a->epfd, EPOLL_CTL_ADD, a->sigfd, &ev);
 	ev.data.fd = discover__fd(a->disc);
 	epoll_ctl(a->epfd, EPOLL_CTL_ADD, ev.data.fd, &ev);
+	ev.data.fd = collector__fd(a->coll);
+	epoll_ctl(a->epfd, EPOLL_CTL_ADD, ev.data.fd, &ev);
 	return 0;
 }
 
@@ -448,19 +533,55 @@ static void announce(struct agent *a)
 	char rate[32], addr[80];
 
 	http__address(a->http, addr, sizeof(addr));
-	fprintf(stderr, "culpert-bpf: agent listening on http://%s (%zu selectors, pid %d); "
-		"profiles are not served yet: this version finds and attributes targets "
-		"(docs/agent.md)\n", addr, a->o.n_selects, (int)a->self);
-	pr_info("culpert-bpf: collection options kept for the collector: --rate %s, %s, "
+	fprintf(stderr, "culpert-bpf: agent listening on http://%s (%zu selectors, pid %d)\n",
+		addr, a->o.n_selects, (int)a->self);
+	pr_info("culpert-bpf: collection options: --rate %s, %s, "
 		"--unwind %s, --max-depth %llu, %zu --span-fn, --max-overhead %g%%, --labels %s, "
 		"--max-stacks %llu\n", format_bytes(rate, sizeof(rate), (double)a->o.collect.rate),
 		a->o.collect.inuse ? "--inuse" : "--no-inuse", unwind[a->o.collect.unwind],
 		(unsigned long long)a->o.collect.max_depth, a->o.collect.n_span_fns,
 		a->o.max_overhead_pct, a->o.labels == AGENT_LABELS_ALL ? "all" : "span",
 		(unsigned long long)a->o.max_stacks);
-	if (a->o.snapshot_dir)
-		pr_warn("--snapshot-dir %s: this version collects no profile, so no snapshot is "
-			"written yet\n", a->o.snapshot_dir);
+	if (a->o.collect.n_span_fns)
+		pr_warn("--span-fn is not applied by the agent yet: span names of functions are "
+			"per process and the BPF object is shared; use USDT span probes\n");
+}
+
+/* the duty cycles' side of the collector: its probe-hit counters and its switch */
+static int duty_counters(void *ctx, pid_t pid, uint64_t start, uint64_t *alloc, uint64_t *freed)
+{
+	struct collector_state st;
+	int ret = collector__state(ctx, pid, start, &st);
+
+	*alloc = st.calls_alloc;
+	*freed = st.calls_free;
+	return ret;
+}
+
+static int duty_set_alloc(void *ctx, pid_t pid, uint64_t start, bool on)
+{
+	return collector__set_alloc_probes(ctx, pid, start, on);
+}
+
+/* the budget: the calibration starts on its own thread now, the cycles with the targets */
+static int start_duty(struct agent *a)
+{
+	/* no drop_inuse: the collector cannot detach a target's free probes yet */
+	static const struct duty_ops ops = { .counters = duty_counters,
+					     .set_alloc = duty_set_alloc };
+	struct duty_opts o = {
+		.max_pct = a->o.max_overhead_pct,
+		.period_ns = a->o.duty_period_ns,
+		.inuse = a->o.collect.inuse,
+		.max_targets = a->o.max_targets,
+		.calibrate = true,
+	};
+
+	a->duty = duty__new(&o, &ops, a->coll);
+	if (!a->duty)
+		pr_error("cannot start the agent: %s\n", strerror(ENOMEM));
+	a->ep.duty = a->duty;
+	return a->duty ? 0 : -ENOMEM;
 }
 
 static int start(struct agent *a)
@@ -485,11 +606,19 @@ static int start(struct agent *a)
 	a->ep.start_unix_ns = unix_ns();
 	pthread_mutex_init(&a->ep.stats.lock, NULL);
 	a->disc = discover__open(a->o.max_targets, on_discovered, a, err, sizeof(err));
-	ret = a->disc ? setup_loop(a, err, sizeof(err)) : -EINVAL;
+	if (a->disc)
+		a->coll = collector__new(&a->o.collect, a->o.max_targets, a->o.max_stacks,
+					 a->o.labels == AGENT_LABELS_ALL, err, sizeof(err));
+	ret = a->disc && a->coll ? setup_loop(a, err, sizeof(err)) : -EINVAL;
+	a->ep.profile = collector__profile;
+	a->ep.state = collector__state_cb;
+	a->ep.profile_ctx = a->coll;
 	if (ret) {
 		pr_error("%s\n", err);
 		return ret;
 	}
+	if (start_duty(a))
+		return -ENOMEM;
 	if (a->o.kube_api && start_kube(a))
 		return -EINVAL;
 	if (a->o.snapshot_dir)
@@ -497,6 +626,7 @@ static int start(struct agent *a)
 	/* the processes already there, before anyone can ask: events cover what starts meanwhile */
 	rescan(a);
 	a->next_rescan = mono_ns() + (int64_t)a->o.rescan_ns;
+	a->next_snapshot = mono_ns() + (int64_t)a->o.interval_ns;
 	publish(a);
 	if (start_http(a, err, sizeof(err))) {
 		pr_error("--listen %s: %s\n", a->o.listen, err);
@@ -509,8 +639,11 @@ static int start(struct agent *a)
 static void stop(struct agent *a)
 {
 	/* HTTP first: no handler may look at what is freed below */
+	collector__stop(a->coll);
 	http__stop(a->http);
+	collector__free(a->coll);
 	kubeapi__stop(a->kube);
+	duty__free(a->duty);
 	discover__free(a->disc);
 	targets__free(a->targets);
 	selectors__free(a->sel);

@@ -36,6 +36,7 @@ struct agent_opts {
 	const char *listen;		/* ADDR:PORT, [ADDR6]:PORT */
 	const char *token_file;
 	double max_overhead_pct;	/* of one CPU per target; 0 = no limit */
+	uint64_t duty_period_ns;	/* --duty-period */
 	uint64_t keep_exited_ns;
 	uint64_t rescan_ns;
 	const char *snapshot_dir;

@@ -54,6 +54,8 @@ static const char agent_usage[] =
 	"                               /var/run/secrets/kubernetes.io/serviceaccount)\n"
 	"Collection (attach's, for every target):\n"
 	"      --max-overhead PCT       budget per target, % of one CPU (default 1; 0: no limit)\n"
+	"      --duty-period D          over budget, allocation probes are on for a share of\n"
+	"                               every D (default 60s, at least 1s)\n"
 	"      --rate BYTES             mean bytes between samples (default 512KiB)\n"
 	"      --inuse, --no-inuse      follow frees for the live heap (default on)\n"
 	"      --unwind fp|dwarf|auto   (default auto)   --max-depth N (default 64)\n"
@@ -71,7 +73,7 @@ static const char agent_usage[] =
 	"  curl -s http://127.0.0.1:7790/targets\n";
 
 enum {
-	O_SELECT = 256, O_LISTEN, O_TOKEN, O_OVERHEAD, O_KEEP_EXITED, O_RESCAN, O_SNAPDIR,
+	O_SELECT = 256, O_LISTEN, O_TOKEN, O_OVERHEAD, O_DUTY_PERIOD, O_KEEP_EXITED, O_RESCAN, O_SNAPDIR,
 	O_INTERVAL, O_KEEP, O_LABELS, O_MAX_TARGETS, O_MAX_STACKS, O_PODS, O_KUBE, O_KUBE_SA,
 	O_RATE, O_INUSE, O_NO_INUSE, O_UNWIND, O_DEPTH, O_STACK_SIZE, O_RINGBUF, O_MAX_LIVE,
 	O_MAX_FNS, O_ALLOCATOR, O_SPANFN, O_SYM, O_NOSYM, O_NOMULTI, O_NOSESSION,
@@ -82,6 +84,7 @@ static const struct option longopts[] = {
 	{ "listen", required_argument, NULL, O_LISTEN },
 	{ "token-file", required_argument, NULL, O_TOKEN },
 	{ "max-overhead", required_argument, NULL, O_OVERHEAD },
+	{ "duty-period", required_argument, NULL, O_DUTY_PERIOD },
 	{ "keep-exited", required_argument, NULL, O_KEEP_EXITED },
 	{ "rescan", required_argument, NULL, O_RESCAN },
 	{ "snapshot-dir", required_argument, NULL, O_SNAPDIR },
@@ -123,6 +126,8 @@ static const struct num_opt {
 } num_opts[] = {
 	{ O_KEEP_EXITED, NUM_DURATION, 0, 0, offsetof(struct agent_opts, keep_exited_ns) },
 	{ O_RESCAN, NUM_DURATION, NS_PER_SEC / 10, 0, offsetof(struct agent_opts, rescan_ns) },
+	{ O_DUTY_PERIOD, NUM_DURATION, NS_PER_SEC, 0,
+	  offsetof(struct agent_opts, duty_period_ns) },
 	{ O_INTERVAL, NUM_DURATION, NS_PER_SEC, 0, offsetof(struct agent_opts, interval_ns) },
 	{ O_KEEP, NUM_COUNT, 1, 100000, offsetof(struct agent_opts, keep) },
 	/* the table is allocated whole at start, about 6 KiB a target */
@@ -181,6 +186,7 @@ static void defaults(struct agent_opts *o)
 	memset(o, 0, sizeof(*o));
 	o->listen = "127.0.0.1:7790";
 	o->max_overhead_pct = 1;
+	o->duty_period_ns = 60 * NS_PER_SEC;
 	o->keep_exited_ns = 300 * NS_PER_SEC;
 	o->rescan_ns = 10 * NS_PER_SEC;
 	o->interval_ns = 60 * NS_PER_SEC;

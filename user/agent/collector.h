@@ -1,11 +1,9 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * The profiling core of the agent, over one BPF object shared by every
- * target (docs/agent.md, "The collector").  NOT BUILT YET: this header is
- * the contract the rest of the agent is written against.  Until
- * collector.c exists the agent runs without a collector: the profile
- * routes answer 503 with a JSON error saying so, /targets has null for
- * the fields only the collector knows, and no snapshot is written.
+ * target (docs/agent.md, "The collector").  The HTTP side reaches it only
+ * through function pointers (agent_profile_fn, agent_state_fn): NULL is
+ * "no collector", answered 503 / null, so the frame is tested without it.
  *
  * Threads: collector__add/__remove/__poll run on the profiling thread;
  * collector__profile and collector__state run on HTTP threads and must
@@ -43,15 +41,30 @@ struct collector_state {
 	char allocator[32];	/* "glibc", "jemalloc", ... */
 	char probes[16];	/* "attached", "off" (duty cycle), "failed" */
 	char error[256];	/* why probes failed, "" */
-	double duty;		/* share of time the allocation probes are on, 0..1 */
+	double duty;		/* share of time the allocation probes were on since pick-up, 0..1 */
 	double overhead_pct;	/* estimated CPU the target pays, % of one CPU */
 	uint64_t samples, lost;
+	/*
+	 * Probe hits counted by the BPF side since pick-up (monotonic, for
+	 * the budget's call-rate estimate): allocator entries (nested calls
+	 * included) and deallocator entries.  Hits while the allocation
+	 * probes are off are not counted: calls_alloc stands still then.
+	 */
+	uint64_t calls_alloc, calls_free;
+	uint64_t observed_ns;	/* time the allocation probes were on since pick-up */
 };
+
+/* the state of a target for /targets and /metrics: 0, or -ENOENT (fields null) */
+typedef int (*agent_state_fn)(void *ctx, pid_t pid, uint64_t start_ticks,
+			      struct collector_state *out);
 
 struct collector;
 
+/* loads the shared BPF object; NULL with the reason in err.  labels_all: --labels all */
 struct collector *collector__new(const struct agent_collect_opts *o, size_t max_targets,
-				 size_t max_stacks, char *err, size_t errlen);
+				 size_t max_stacks, bool labels_all, char *err, size_t errlen);
+/* cut short the ?seconds= waits of HTTP threads (before http__stop) */
+void collector__stop(struct collector *c);
 void collector__free(struct collector *c);
 /* plan and attach a new target; a failure is kept in its state, not fatal to the agent */
 int collector__add(struct collector *c, const struct agent_target *t);
@@ -67,5 +80,17 @@ int collector__profile(void *ctx, const struct agent_target *t, enum agent_profi
 /* 0, or -ENOENT when the collector does not know the target */
 int collector__state(struct collector *c, pid_t pid, uint64_t start_ticks,
 		     struct collector_state *out);
+/* an agent_state_fn, ctx the collector */
+int collector__state_cb(void *ctx, pid_t pid, uint64_t start_ticks, struct collector_state *out);
+
+/*
+ * Duty cycling (budget.c calls it on the profiling thread): detach (on
+ * false) or re-attach (on true) the target's allocation probes.  Its free
+ * probes stay attached either way, so a block freed while allocation
+ * probes are off never stays live in /heap.  Idempotent.  0; -ENOENT for
+ * a target the collector does not know or that exited; -errno when
+ * re-attaching failed (kept in its state: probes "failed").
+ */
+int collector__set_alloc_probes(struct collector *c, pid_t pid, uint64_t start_ticks, bool on);
 
 #endif /* CULPERT_COLLECTOR_H */

@@ -228,22 +228,28 @@ static void heap_route(void *ctx, const struct http_request *r, struct http_repl
 	profile_route(ctx, r, out, AGENT_PROFILE_HEAP);
 }
 
-static void target_json(struct json *j, const struct agent_target *t)
+static void target_json(struct json *j, const struct agent_target *t, const struct endpoints *e)
 {
 	char since[40], exited[40];
 	const struct container_info *ci = &t->ci;
+	struct collector_state st;
+	bool have = e->state && !e->state(e->profile_ctx, t->pid, t->start_ticks, &st);
 
 	format_rfc3339(since, sizeof(since), t->since_ns);
 	if (t->exited_ns)
 		format_rfc3339(exited, sizeof(exited), t->exited_ns);
 	/* keys in sorted order (json.h); allocator, duty and probes are the collector's: null */
 	json_begin(j, '{');
-	str_or_null(j, "allocator", NULL);
+	str_or_null(j, "allocator", have ? st.allocator : NULL);
 	str_or_null(j, "cgroup", ci->cgroup);
 	str_or_null(j, "comm", t->comm);
 	str_or_null(j, "container_id", ci->id);
 	str_or_null(j, "container_name", ci->container_name);
-	str_or_null(j, "duty", NULL);
+	json_key(j, "duty");
+	if (have)
+		json_num(j, st.duty, 3);
+	else
+		json_null(j);
 	str_or_null(j, "exe", t->exe);
 	str_or_null(j, "exit_reason", t->exited_ns ? t->exit_reason : NULL);
 	str_or_null(j, "exited", t->exited_ns ? exited : NULL);
@@ -252,7 +258,8 @@ static void target_json(struct json *j, const struct agent_target *t)
 	str_or_null(j, "pod_name", ci->pod_name);
 	str_or_null(j, "pod_namespace", ci->pod_namespace);
 	str_or_null(j, "pod_uid", ci->pod_uid);
-	str_or_null(j, "probes", NULL);
+	str_or_null(j, "probes", have ? st.probes : NULL);
+	str_or_null(j, "probes_error", have ? st.error : NULL);
 	str_or_null(j, "runtime", ci->runtime);
 	str_or_null(j, "service_name", ci->service_name);
 	str_or_null(j, "since", since);
@@ -281,7 +288,7 @@ static void targets_route(void *ctx, const struct http_request *r, struct http_r
 		json_key(&j, "targets");
 		json_begin(&j, '[');
 		for (i = 0; i < n; i++)
-			target_json(&j, &v[i]);
+			target_json(&j, &v[i], e);
 		json_end(&j, ']');
 		json_end(&j, '}');
 		fclose(f);

@@ -18,6 +18,7 @@
 #include "targets.h"
 
 struct agent_opts;
+struct duty;
 struct kubeapi;
 
 /* what the profiling thread publishes for /metrics and /healthz */
@@ -33,8 +34,10 @@ struct endpoints {
 	const struct agent_opts *opts;
 	struct http_server *http;	/* set once serving, for its counters */
 	struct kubeapi *kube;		/* NULL without --kube-api */
+	struct duty *duty;		/* the overhead budget: calibration, duty cycles */
 	agent_profile_fn profile;	/* NULL: no collector, profiles answer 503 */
 	void *profile_ctx;
+	agent_state_fn state;		/* NULL: no collector; ctx profile_ctx */
 	struct agent_stats stats;
 	int64_t start_unix_ns;
 };

@@ -8,6 +8,7 @@
 #include <sys/resource.h>
 
 #include "agent.h"
+#include "duty.h"
 #include "endpoints.h"
 #include "kubeapi.h"
 #include "memfmt.h"
@@ -50,7 +51,7 @@ static void agent_process(FILE *f, struct endpoints *e)
 	memfmt_prom_label(f, "version", CULPERT_VERSION, false);
 	fputs("} 1\n", f);
 	one(f, "culpert_agent_profiling_available", "gauge",
-	    "1 when the agent serves profiles; 0 in this version, which has no collector yet.",
+	    "1 when the agent serves profiles (its collector is loaded).",
 	    e->profile ? 1 : 0);
 	one(f, "culpert_agent_start_time_seconds", "gauge", "When the agent started, Unix time.",
 	    (double)e->start_unix_ns / 1e9);
@@ -215,6 +216,180 @@ static void target_info(FILE *f, const struct agent_target *v, size_t n)
 	}
 }
 
+/* the budget's own figures: the calibration (once done) and the limit */
+static void agent_budget(FILE *f, struct endpoints *e)
+{
+	struct budget_calibration cal;
+
+	one(f, "culpert_agent_max_overhead_cpu_ratio", "gauge",
+	    "--max-overhead: the budget of each target, a share of one CPU (0: no limit).",
+	    e->opts->max_overhead_pct / 100);
+	if (!e->duty || !duty__calibration(e->duty, &cal))
+		return;
+	/* seconds, not ns: promtool's lint refuses abbreviated units in a name */
+	one(f, "culpert_agent_calibration_seconds_per_hit", "gauge",
+	    "What one uprobe hit costs a process on this kernel, calibrated at start-up.",
+	    cal.ns_per_hit / 1e9);
+	one(f, "culpert_agent_calibration_switch_cpu_seconds", "gauge",
+	    "The CPU of one detach and re-attach of a uprobe, calibrated at start-up.",
+	    cal.switch_ns / 1e9);
+}
+
+/* the live target of a duty view, or NULL (exited since, or shadowed) */
+static const struct agent_target *target_of(const struct agent_target *v, size_t n,
+					    const struct duty_view *d)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (!v[i].exited_ns && v[i].pid == d->pid && v[i].start_ticks == d->start)
+			return &v[i];
+	return NULL;
+}
+
+static const struct duty_series {
+	const char *name, *type, *help;
+} duty_series[] = {
+	{ "culpert_target_duty_ratio", "gauge",
+	  "The duty chosen for the current period: share of it the allocation probes are on." },
+	{ "culpert_target_estimated_overhead_cpu_ratio", "gauge",
+	  "Estimated CPU the probes cost the target, a share of one CPU." },
+	{ "culpert_target_probe_hits_per_second", "gauge",
+	  "Probe hits per second while the probes were on, as last measured." },
+	{ "culpert_target_alloc_probes_on", "gauge", "1 while the allocation probes are on." },
+	{ "culpert_target_inuse_tracking", "gauge",
+	  "1 while frees are followed (in-use); 0 once dropped for the budget." },
+};
+
+static void duty_line(FILE *f, size_t k, const struct agent_target *t, const char *probe,
+		      double v)
+{
+	fprintf(f, "%s{", duty_series[k].name);
+	target_labels(f, t);
+	if (probe)
+		memfmt_prom_label(f, "probe", probe, true);
+	fprintf(f, "} %.17g\n", v);
+}
+
+static void duty_value(FILE *f, size_t k, const struct agent_target *t,
+		       const struct duty_view *d)
+{
+	const double v[] = { d->duty, d->est_pct / 100, d->alloc_per_s, d->on, d->inuse };
+
+	if (k != 2) {
+		duty_line(f, k, t, NULL, v[k]);
+		return;
+	}
+	duty_line(f, k, t, "alloc", d->alloc_per_s);
+	if (d->inuse)
+		duty_line(f, k, t, "free", d->free_per_s);
+}
+
+/* each live target's duty cycle; the rates and the estimate once measured */
+static int target_budget(FILE *f, struct endpoints *e, const struct agent_target *v, size_t n)
+{
+	const struct agent_target *t;
+	struct duty_view *d;
+	size_t k, i, nd;
+
+	if (!e->duty)
+		return 0;
+	if (duty__views(e->duty, &d, &nd))
+		return -ENOMEM;
+	for (k = 0; k < sizeof(duty_series) / sizeof(duty_series[0]); k++) {
+		family(f, duty_series[k].name, duty_series[k].type, duty_series[k].help);
+		for (i = 0; i < nd; i++) {
+			t = target_of(v, n, &d[i]);
+			if (t && (d[i].decided || k >= 3))
+				duty_value(f, k, t, &d[i]);
+		}
+	}
+	free(d);
+	return 0;
+}
+
+/* one family of the collector's per-target values; get returns false for none */
+static void collector_family(FILE *f, const struct agent_target *v,
+			     const struct collector_state *st, const bool *have, size_t n,
+			     const char *name, const char *type, const char *help,
+			     double (*get)(const struct collector_state *s))
+{
+	size_t i;
+
+	family(f, name, type, help);
+	for (i = 0; i < n; i++) {
+		if (!have[i] || shadowed(v, n, i, false))
+			continue;
+		fprintf(f, "%s{", name);
+		target_labels(f, &v[i]);
+		fprintf(f, "} %.17g\n", get(&st[i]));
+	}
+}
+
+static double st_samples(const struct collector_state *s)
+{
+	return (double)s->samples;
+}
+
+static double st_lost(const struct collector_state *s)
+{
+	return (double)s->lost;
+}
+
+static double st_calls_alloc(const struct collector_state *s)
+{
+	return (double)s->calls_alloc;
+}
+
+static double st_calls_free(const struct collector_state *s)
+{
+	return (double)s->calls_free;
+}
+
+static double st_duty(const struct collector_state *s)
+{
+	return s->duty;
+}
+
+static double st_observed(const struct collector_state *s)
+{
+	return (double)s->observed_ns / 1e9;
+}
+
+
+/* what the collector knows of each target: samples, losses, probe hits, duty */
+static int target_collector(FILE *f, const struct endpoints *e, const struct agent_target *v,
+			    size_t n)
+{
+	struct collector_state *st = calloc(n ?: 1, sizeof(*st));
+	bool *have = calloc(n ?: 1, sizeof(*have));
+	size_t i;
+
+	if (!st || !have) {
+		free(st);
+		free(have);
+		return -ENOMEM;
+	}
+	for (i = 0; i < n; i++)
+		have[i] = e->state && !e->state(e->profile_ctx, v[i].pid, v[i].start_ticks, &st[i]);
+	collector_family(f, v, st, have, n, "culpert_target_samples_total", "counter",
+			 "Sampled allocations of the target since pick-up.", st_samples);
+	collector_family(f, v, st, have, n, "culpert_target_lost_samples_total", "counter",
+			 "Samples lost because the shared ring buffer was full.", st_lost);
+	collector_family(f, v, st, have, n, "culpert_target_alloc_probe_hits_total", "counter",
+			 "Allocator calls the target's probes saw (nested ones included).",
+			 st_calls_alloc);
+	collector_family(f, v, st, have, n, "culpert_target_free_probe_hits_total", "counter",
+			 "Deallocator calls the target's probes saw.", st_calls_free);
+	collector_family(f, v, st, have, n, "culpert_target_duty", "gauge",
+			 "Share of the time since pick-up the allocation probes were on.", st_duty);
+	collector_family(f, v, st, have, n, "culpert_target_observed_seconds_total", "counter",
+			 "Time the allocation probes were on since pick-up.", st_observed);
+	free(st);
+	free(have);
+	return 0;
+}
+
 /* §6's picture of each live target, read now; a target gone meanwhile has none */
 static int target_memory(FILE *f, const struct agent_target *v, size_t n)
 {
@@ -259,10 +434,11 @@ int metrics_write(FILE *f, struct endpoints *e)
 	agent_targets(f, e);
 	agent_http(f, e);
 	agent_kube(f, e);
+	agent_budget(f, e);
 	if (targets__copy(e->targets, &v, &n))
 		return -ENOMEM;
 	target_info(f, v, n);
-	ret = target_memory(f, v, n);
+	ret = target_collector(f, e, v, n) ?: target_budget(f, e, v, n) ?: target_memory(f, v, n);
 	free(v);
 	return ret ?: ferror(f) ? -EIO : 0;
 }

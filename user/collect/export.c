@@ -198,6 +198,8 @@ static size_t span_labels(struct exporter *x, uint32_t chain, const struct label
 	spans__path(x->o->spans, chain, path, sizeof(path));
 	out[n++] = (struct pprof_label){ .key = k->span_path, .str = pprof_writer__str(x->w, path) };
 	/* ids are dropped from keys coarsened when the aggregate was full */
+	if (x->o->span_labels_only)
+		return n;
 	if (c.id)
 		out[n++] = (struct pprof_label){ .key = k->span_id, .num = (int64_t)c.id };
 	if (c.id && c.parent_id)
@@ -238,7 +240,7 @@ static size_t sample_labels(struct exporter *x, const struct agg_entry *e,
 {
 	size_t n = 0;
 
-	if (e->key.tid)
+	if (e->key.tid && !x->o->span_labels_only)
 		labels[n++] = (struct pprof_label){ .key = keys->thread_id, .num = e->key.tid };
 	return n + span_labels(x, e->key.span, keys, &labels[n]);
 }
@@ -273,6 +275,14 @@ static int add_entry(struct exporter *x, const struct aggregate *a, uint32_t idx
 	size_t n, n_labels;
 	int err;
 
+	if (idx < x->o->n_base) {
+		v[0] = llround(e->alloc_objects - x->o->base[idx].alloc_objects);
+		v[1] = llround(e->alloc_space - x->o->base[idx].alloc_space);
+	}
+	/* a delta leaves out what did not change, unless blocks of it are live */
+	if (x->o->base && !v[0] && !v[1] &&
+	    !(c && c->next < c->n && c->v[c->next].entry == idx))
+		return 0;
 	n = sample_locations(x, a, e, ids);
 	if (!n)
 		return -ENOMEM;
@@ -419,7 +429,18 @@ static struct elfobj *local_object(void *ctx, const struct pprof_mapping *m)
  * The profile goes through the same pass as `culpert symbolize`, so that a
  * --no-symbolize capture symbolized later is byte for byte this one.
  */
-static int write_symbolized(struct exporter *x, const char *path)
+/* to path, or with path NULL into *buf */
+static int write_out(const struct pprof_writer *w, const char *path, void **buf, size_t *len)
+{
+	const struct pprof_profile *p;
+
+	if (path)
+		return pprof_writer__write((struct pprof_writer *)w, path);
+	p = pprof_writer__profile((struct pprof_writer *)w);
+	return p ? pprof_encode_gzip(p, buf, len) : -ENOMEM;
+}
+
+static int write_symbolized(struct exporter *x, const char *path, void **buf, size_t *len)
 {
 	struct symbolizer_opts so = { .sz = sizeof(so) };
 	struct profsym_opts po = { .sz = sizeof(po), .local_object = local_object, .ctx = x };
@@ -436,7 +457,7 @@ static int write_symbolized(struct exporter *x, const char *path)
 	if (!err) {
 		if (log_level >= LOG_INFO)
 			profsym__print(ps, stderr, log_level >= LOG_DEBUG);
-		err = pprof_writer__write(out, path);
+		err = write_out(out, path, buf, len);
 	}
 	pprof_writer__free(out);
 	profsym__free(ps);
@@ -451,7 +472,8 @@ static void exporter_free(struct exporter *x)
 	free(x->hist_ids);
 }
 
-int export_profile(const struct aggregate *a, const struct export_opts *o, const char *path)
+static int export_to(const struct aggregate *a, const struct export_opts *o, const char *path,
+		     void **buf, size_t *len)
 {
 	/* Go's heap profile order: a reader finds inuse_space where it expects it */
 	static const char *const names[] = { "alloc_objects", "alloc_space", "inuse_objects",
@@ -462,7 +484,7 @@ int export_profile(const struct aggregate *a, const struct export_opts *o, const
 		.n_sample_types = o->live ? 4 : 2,
 		.sample_type_names = names,
 		.sample_type_units = units,
-		.default_sample_type = "alloc_space",
+		.default_sample_type = o->default_sample_type ?: "alloc_space",
 		.period_type = "space",
 		.period_unit = "bytes",
 		.period = (int64_t)o->rate,
@@ -485,7 +507,19 @@ int export_profile(const struct aggregate *a, const struct export_opts *o, const
 	if (!err)
 		err = add_comments(&x);
 	if (!err)
-		err = o->symbolize ? write_symbolized(&x, path) : pprof_writer__write(x.w, path);
+		err = o->symbolize ? write_symbolized(&x, path, buf, len) :
+				     write_out(x.w, path, buf, len);
 	exporter_free(&x);
 	return err;
+}
+
+int export_profile(const struct aggregate *a, const struct export_opts *o, const char *path)
+{
+	return export_to(a, o, path, NULL, NULL);
+}
+
+int export_profile_buf(const struct aggregate *a, const struct export_opts *o, void **buf,
+		       size_t *len)
+{
+	return export_to(a, o, NULL, buf, len);
 }

@@ -19,6 +19,12 @@ struct procmaps;
 struct spans;
 struct target;
 
+/* an entry's cumulative allocation values at an earlier moment: the base of a delta profile */
+struct export_base {
+	double alloc_objects;
+	double alloc_space;
+};
+
 /* frames written per sample; the BPF side never delivers more */
 #define CULPERT_EXPORT_MAX_FRAMES CULPERT_MAX_FRAMES
 
@@ -39,9 +45,17 @@ struct export_opts {
 	uint64_t lost;			/* samples lost in the kernel */
 	const char *const *extra;	/* more "key=value" comments */
 	size_t n_extra;
+	const char *default_sample_type;	/* NULL: alloc_space */
+	bool span_labels_only;		/* span_name and span_path; no thread_id, span_id, ... */
+	/* a delta: alloc values less base[i] for entry i < n_base (entries without change left out) */
+	const struct export_base *base;
+	size_t n_base;
 };
 
 /* 0 or -errno */
 int export_profile(const struct aggregate *a, const struct export_opts *o, const char *path);
+/* the same into a malloc'd buffer (gzip'd) */
+int export_profile_buf(const struct aggregate *a, const struct export_opts *o, void **buf,
+		       size_t *len);
 
 #endif /* CULPERT_EXPORT_H */

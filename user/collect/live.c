@@ -12,15 +12,44 @@
  * Blocks sit in a dense array (removal moves the last one into the hole);
  * an open-addressing table maps ids to positions.  Deletion shifts the
  * following entries of the probe run back, so no tombstones build up over
- * a long capture.
+ * a long capture.  Both grow as blocks come, up to what max needs: the
+ * agent holds a table per target, most of them far from full.
  */
 struct live {
 	size_t max;
 	struct live_block *v;
-	size_t n;
+	size_t n, cap_v;
 	uint32_t *slots;	/* position in v, EMPTY when free */
-	size_t cap;		/* power of two, > 2 * max */
+	size_t cap;		/* power of two, > 2 * cap_v */
 };
+
+/* room for cap_v blocks: a bigger array and table, every block's slot found again */
+static int grow(struct live *l, size_t cap_v)
+{
+	struct live_block *v = realloc(l->v, cap_v * sizeof(*v));
+	size_t cap, i, j;
+	uint32_t *slots;
+
+	if (!v)
+		return -ENOMEM;
+	l->v = v;
+	for (cap = 16; cap <= 2 * cap_v; cap *= 2)
+		;
+	slots = malloc(cap * sizeof(*slots));
+	if (!slots)
+		return -ENOMEM;
+	memset(slots, 0xff, cap * sizeof(*slots));
+	free(l->slots);
+	l->slots = slots;
+	l->cap = cap;
+	l->cap_v = cap_v;
+	for (i = 0; i < l->n; i++) {
+		for (j = hash_u64(l->v[i].id, 0) & (cap - 1); slots[j] != EMPTY; j = (j + 1) & (cap - 1))
+			;
+		slots[j] = (uint32_t)i;
+	}
+	return 0;
+}
 
 struct live *live__new(size_t max_blocks)
 {
@@ -29,15 +58,10 @@ struct live *live__new(size_t max_blocks)
 	if (!l)
 		return NULL;
 	l->max = max_blocks ? max_blocks : 1;
-	for (l->cap = 16; l->cap < 2 * l->max; l->cap *= 2)
-		;
-	l->v = malloc(l->max * sizeof(*l->v));
-	l->slots = malloc(l->cap * sizeof(*l->slots));
-	if (!l->v || !l->slots) {
+	if (grow(l, l->max < 1024 ? l->max : 1024)) {
 		live__free(l);
 		return NULL;
 	}
-	memset(l->slots, 0xff, l->cap * sizeof(*l->slots));
 	return l;
 }
 
@@ -73,6 +97,11 @@ int live__alloc(struct live *l, const struct live_block *b)
 		return 0;
 	if (l->n >= l->max)
 		return -ENOSPC;
+	if (l->n >= l->cap_v) {
+		if (grow(l, l->cap_v * 2 < l->max ? l->cap_v * 2 : l->max))
+			return -ENOMEM;
+		i = find(l, b->id);
+	}
 	l->v[l->n] = *b;
 	l->slots[i] = (uint32_t)l->n++;
 	return 0;

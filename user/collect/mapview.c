@@ -30,6 +30,7 @@ struct mapview {
 	uint64_t dropped;		/* unmapped ones past MAX_GONE_MAPPINGS, forgotten */
 	struct maphist *hist;
 	struct mmapwatch *watch;	/* mappings as they are made; NULL: re-reads only */
+	uint64_t gen;			/* bumped by every change of the executable mappings */
 };
 
 /*
@@ -126,6 +127,7 @@ void mapview__refresh(struct mapview *v)
 	}
 	procmaps__free(&v->maps);
 	v->maps = fresh;
+	v->gen++;
 	record_new(v, v->read_ns);
 	open_objects(v);
 	pr_debug("re-read the mappings of pid %d: %zu entries\n", (int)v->t->pid, v->maps.n);
@@ -154,7 +156,13 @@ static int on_mmap(void *ctx, const struct procmap *m, uint64_t ts_ns)
 	in = procmaps__find(&v->maps, c.start);
 	if (in)
 		objcache__get(v->objs, in);
+	v->gen += c.executable;
 	return 0;
+}
+
+uint64_t mapview__generation(const struct mapview *v)
+{
+	return v->gen;
 }
 
 void mapview__update(struct mapview *v)

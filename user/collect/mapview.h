@@ -25,6 +25,8 @@ void mapview__free(struct mapview *v);
 /* the current view: sorted, without overlaps */
 const struct procmaps *mapview__maps(const struct mapview *v);
 const struct maphist *mapview__hist(const struct mapview *v);
+/* changes when an executable mapping comes (or the view is read again): a new object to plan */
+uint64_t mapview__generation(const struct mapview *v);
 /* take in the mappings the kernel reported since the last call */
 void mapview__update(struct mapview *v);
 /* re-read /proc/PID/maps now (a DWARF unwind met an address outside the view) */

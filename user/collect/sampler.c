@@ -20,19 +20,34 @@
 #include "usdt_link.h"
 #include "vec.h"
 
+/* one process's probes over the shared object */
+struct sampler_proc {
+	struct sampler *s;
+	pid_t pid;
+	const struct alloc_plan *plan;	/* the one attach_plan() works on */
+	/* the caller's, kept for re-attaching (duty cycling): the first, then later objects' */
+	const struct alloc_plan *plans[CULPERT_MAX_ALLOC_OBJS];
+	size_t n_plans, n_objects;
+	struct culpert_alloc_text text;
+	struct uprobe_set *alloc_probes;	/* allocator entries and returns */
+	struct uprobe_set *probes;	/* deallocators and --span-fn: attached for good */
+	struct bpf_link **usdt_links;	/* span probes through libbpf's perf-event uprobes */
+	struct uprobe_set *usdt_probes;	/* or through uprobe_multi links (usdt_link.h) */
+	size_t n_usdt_links, cap_usdt_links;
+	uint64_t armed_ns, disarmed_ns;	/* the window where every probe was live */
+	bool alloc_on;			/* allocation probes attached */
+	uint64_t on_since_ns, observed_ns;	/* time they were on */
+	bool registered;		/* in the procs map */
+};
+
 struct sampler {
 	struct culpert_bpf *skel;
 	struct ring_buffer *rb;
-	struct uprobe_set *probes;
-	struct bpf_link **usdt_links;	/* span probes through libbpf's perf-event uprobes */
-	struct uprobe_set *usdt_probes;	/* or through uprobe_multi links (usdt_link.h) */
 	int next_spec;			/* USDT argument specs stored */
 	struct bpf_link *exec_link;	/* notes an exec of the target */
-	size_t n_usdt_links, cap_usdt_links;
 	enum uprobe_mode mode;
 	enum sampler_inuse inuse;
-	pid_t pid;
-	uint64_t armed_ns, disarmed_ns;	/* the window where every probe was live */
+	struct sampler_proc *only;	/* sampler__new(): the one process */
 	sampler_event_fn on_event;	/* the caller's, behind deliver() */
 	void *ctx;
 	bool bounded;			/* in sampler__poll(), not draining */
@@ -133,22 +148,27 @@ static bool usdt_multi(const struct sampler *s)
 static int configure(struct sampler *s, const struct sampler_opts *o)
 {
 	struct culpert_bpf *skel = s->skel;
-	const struct alloc_plan *plan = o->plan;
 	struct bpf_program *prog;
 	uint32_t fn;
-	size_t i, ring;
+	size_t ring;
 	int err = 0;
 
 	/* one frame more than kept: frames[0] is the probed instruction itself */
 	skel->rodata->stack_bytes = (o->max_depth + 1) * sizeof(__u64);
-	skel->rodata->target_tgid = (__u32)o->pid;
+	skel->rodata->count_calls = o->count_calls;
 	skel->rodata->sample_every = o->rate == 1;
 	skel->rodata->page_size = (__u64)sysconf(_SC_PAGESIZE);
 	skel->rodata->track_inuse = s->inuse != SAMPLER_INUSE_OFF;
 	skel->rodata->unwind_dwarf = o->unwind_dwarf;
 	if (o->stack_copy_bytes)
 		skel->rodata->stack_copy_bytes = o->stack_copy_bytes;
-	if (o->max_live)
+	if (o->max_procs)
+		err = bpf_map__set_max_entries(skel->maps.procs, (__u32)o->max_procs);
+	if (!err && o->max_procs)
+		err = bpf_map__set_max_entries(skel->maps.armed_procs, (__u32)o->max_procs);
+	if (!err && o->max_procs)
+		err = bpf_map__set_max_entries(skel->maps.alloc_text, (__u32)o->max_procs);
+	if (!err && o->max_live)
 		err = bpf_map__set_max_entries(skel->maps.live_allocs, (__u32)o->max_live);
 	/* before 6.1 a tracing program's run-time allocated hash map makes the verifier WARN */
 	if (!err && !features__get()->hash_no_prealloc) {
@@ -158,10 +178,6 @@ static int configure(struct sampler *s, const struct sampler_opts *o)
 	}
 	if (err)
 		return err;
-	for (i = 0; i < plan->n_objects && i < CULPERT_MAX_ALLOC_OBJS; i++) {
-		skel->rodata->alloc_text_lo[i] = plan->objects[i].text_lo;
-		skel->rodata->alloc_text_hi[i] = plan->objects[i].text_hi;
-	}
 	ring = pow2_at_least(o->ringbuf_bytes);
 	skel->rodata->wakeup_bytes = ring / 4;
 	err = bpf_map__set_max_entries(skel->maps.events, (__u32)ring);
@@ -243,9 +259,10 @@ static size_t dedupe(uint64_t *offs, size_t n)
 }
 
 /* the --span-fn functions of one object: every return instruction, then the entries */
-static int attach_span_fn_object(struct sampler *s, const struct sampler_opts *o, size_t obj,
-				 uint64_t *offs, uint64_t *cookies)
+static int attach_span_fn_object(struct sampler_proc *pr, const struct sampler_proc_opts *o,
+				 size_t obj, uint64_t *offs, uint64_t *cookies)
 {
+	struct sampler *s = pr->s;
 	const struct span_fn_plan *p = o->span_fns;
 	size_t i, n = 0;
 	int ret;
@@ -256,7 +273,7 @@ static int attach_span_fn_object(struct sampler *s, const struct sampler_opts *o
 		memcpy(&offs[n], p->fns[i].exits, p->fns[i].n_exits * sizeof(*offs));
 		n += p->fns[i].n_exits;
 	}
-	ret = uprobe_set__attach(s->probes, s->mode, s->skel->progs.span_fn_exit, p->objects[obj],
+	ret = uprobe_set__attach(pr->probes, s->mode, s->skel->progs.span_fn_exit, p->objects[obj],
 				 offs, NULL, dedupe(offs, n), o->pid, 0);
 	for (i = 0, n = 0; i < p->n_fns; i++) {
 		if (p->fns[i].object != obj)
@@ -265,12 +282,12 @@ static int attach_span_fn_object(struct sampler *s, const struct sampler_opts *o
 		cookies[n++] = p->fns[i].name_id;
 	}
 	if (!ret)
-		ret = uprobe_set__attach(s->probes, s->mode, s->skel->progs.span_fn_enter,
+		ret = uprobe_set__attach(pr->probes, s->mode, s->skel->progs.span_fn_enter,
 					 p->objects[obj], offs, cookies, n, o->pid, 0);
 	return ret;
 }
 
-static int attach_span_fns(struct sampler *s, const struct sampler_opts *o, char *err,
+static int attach_span_fns(struct sampler_proc *pr, const struct sampler_proc_opts *o, char *err,
 			   size_t errlen)
 {
 	const struct span_fn_plan *p = o->span_fns;
@@ -287,7 +304,7 @@ static int attach_span_fns(struct sampler *s, const struct sampler_opts *o, char
 	if (!offs || !cookies)
 		ret = -ENOMEM;
 	for (obj = 0; obj < p->n_objects && !ret; obj++) {
-		ret = attach_span_fn_object(s, o, obj, offs, cookies);
+		ret = attach_span_fn_object(pr, o, obj, offs, cookies);
 		if (ret)
 			snprintf(err, errlen, "cannot attach --span-fn probes to %s: %s",
 				 p->display[obj], strerror(-ret));
@@ -374,10 +391,11 @@ static size_t collect_hoists(const struct alloc_plan *plan, size_t obj, uint64_t
 }
 
 /* entry programs, one per argument layout, for the points of `set` in `obj` */
-static int attach_entries(struct sampler *s, const struct sampler_opts *o, size_t obj,
-			  enum point_set set, uint64_t *offs, uint64_t *cookies)
+static int attach_entries(struct sampler_proc *pr, size_t obj, enum point_set set,
+			  uint64_t *offs, uint64_t *cookies)
 {
-	const char *path = o->plan->objects[obj].open_path;
+	const char *path = pr->plan->objects[obj].open_path;
+	struct sampler *s = pr->s;
 	uint32_t fn;
 	size_t n;
 	int ret = 0;
@@ -385,9 +403,9 @@ static int attach_entries(struct sampler *s, const struct sampler_opts *o, size_
 	for (fn = 1; fn < CULPERT_FN__MAX && !ret; fn++) {
 		if (fn == CULPERT_FN_FREE)
 			continue;
-		n = collect_points(o->plan, obj, set, fn, offs, cookies);
-		ret = uprobe_set__attach(s->probes, s->mode, program_for(s->skel, fn), path, offs,
-					 cookies, n, o->pid, 0);
+		n = collect_points(pr->plan, obj, set, fn, offs, cookies);
+		ret = uprobe_set__attach(pr->alloc_probes, s->mode, program_for(s->skel, fn), path,
+					 offs, cookies, n, pr->pid, 0);
 	}
 	return ret;
 }
@@ -395,50 +413,61 @@ static int attach_entries(struct sampler *s, const struct sampler_opts *o, size_
 /*
  * One link per (object, program): all of its offsets at once.  Return
  * probes go only where no exception can unwind: operator new and the like
- * get plain uprobes on their return instructions instead.
+ * get plain uprobes on their return instructions instead.  The allocation
+ * side only: duty cycling takes it out and puts it back (free_object()'s
+ * probes stay).
  */
-static int attach_object(struct sampler *s, const struct sampler_opts *o, size_t obj,
-			 uint64_t *offs, uint64_t *cookies)
+static int alloc_object(struct sampler_proc *pr, size_t obj, uint64_t *offs, uint64_t *cookies)
 {
-	const struct alloc_plan *plan = o->plan;
+	const struct alloc_plan *plan = pr->plan;
 	const char *path = plan->objects[obj].open_path;
+	struct sampler *s = pr->s;
 	size_t n;
 	int ret;
 
-	ret = attach_entries(s, o, obj, POINTS_EXITS, offs, cookies);
+	ret = attach_entries(pr, obj, POINTS_EXITS, offs, cookies);
 	if (!ret && s->inuse == SAMPLER_INUSE_SESSION) {
 		n = collect_points(plan, obj, POINTS_RETURNED, 0, offs, cookies);
-		ret = uprobe_set__attach(s->probes, UPROBE_MODE_SESSION, s->skel->progs.alloc_session,
-					 path, offs, cookies, n, o->pid, 0);
+		ret = uprobe_set__attach(pr->alloc_probes, UPROBE_MODE_SESSION,
+					 s->skel->progs.alloc_session, path, offs, cookies, n,
+					 pr->pid, 0);
 	} else if (!ret) {
-		ret = attach_entries(s, o, obj, POINTS_RETURNED, offs, cookies);
+		ret = attach_entries(pr, obj, POINTS_RETURNED, offs, cookies);
 		if (!ret && s->inuse == SAMPLER_INUSE_EVERY_RETURN) {
 			n = collect_points(plan, obj, POINTS_RETURNED, 0, offs, cookies);
-			ret = uprobe_set__attach(s->probes, s->mode, s->skel->progs.alloc_exit, path,
-						 offs, NULL, n, o->pid, 1);
+			ret = uprobe_set__attach(pr->alloc_probes, s->mode, s->skel->progs.alloc_exit,
+						 path, offs, NULL, n, pr->pid, 1);
 		}
 	}
 	if (ret || s->inuse == SAMPLER_INUSE_OFF)
 		return ret;
 	n = collect_exits(plan, obj, offs);
-	ret = uprobe_set__attach(s->probes, s->mode, s->skel->progs.alloc_exit_point, path, offs,
-				 NULL, n, o->pid, 0);
+	ret = uprobe_set__attach(pr->alloc_probes, s->mode, s->skel->progs.alloc_exit_point, path,
+				 offs, NULL, n, pr->pid, 0);
 	if (!ret) {
 		n = collect_hoists(plan, obj, offs, cookies);
-		ret = uprobe_set__attach(s->probes, s->mode, s->skel->progs.alloc_exit_hoist, path,
-					 offs, cookies, n, o->pid, 0);
-	}
-	if (!ret) {
-		n = collect_points(plan, obj, POINTS_FREE, 0, offs, cookies);
-		ret = uprobe_set__attach(s->probes, s->mode, s->skel->progs.free_enter, path, offs,
-					 NULL, n, o->pid, 0);
+		ret = uprobe_set__attach(pr->alloc_probes, s->mode, s->skel->progs.alloc_exit_hoist,
+					 path, offs, cookies, n, pr->pid, 0);
 	}
 	return ret;
 }
 
-static int attach_plan(struct sampler *s, const struct sampler_opts *o, char *err, size_t errlen)
+static int free_object(struct sampler_proc *pr, size_t obj, uint64_t *offs, uint64_t *cookies)
 {
-	const struct alloc_plan *plan = o->plan;
+	struct sampler *s = pr->s;
+	size_t n;
+
+	if (s->inuse == SAMPLER_INUSE_OFF)
+		return 0;
+	n = collect_points(pr->plan, obj, POINTS_FREE, 0, offs, cookies);
+	return uprobe_set__attach(pr->probes, s->mode, s->skel->progs.free_enter,
+				  pr->plan->objects[obj].open_path, offs, NULL, n, pr->pid, 0);
+}
+
+/* the plan's allocation probes (alloc true) or its free probes, every object */
+static int attach_plan(struct sampler_proc *pr, bool alloc, char *err, size_t errlen)
+{
+	const struct alloc_plan *plan = pr->plan;
 	size_t obj, i, n = plan->n_points + 1;
 	uint64_t *offs, *cookies;
 	int ret;
@@ -448,12 +477,15 @@ static int attach_plan(struct sampler *s, const struct sampler_opts *o, char *er
 	offs = calloc(n, sizeof(*offs));
 	cookies = calloc(n, sizeof(*cookies));
 	ret = offs && cookies ? 0 : -ENOMEM;
+	if (!ret && alloc && !pr->alloc_probes && !(pr->alloc_probes = uprobe_set__new()))
+		ret = -ENOMEM;
 
 	for (obj = 0; obj < plan->n_objects && !ret; obj++) {
-		ret = attach_object(s, o, obj, offs, cookies);
+		ret = alloc ? alloc_object(pr, obj, offs, cookies) :
+			      free_object(pr, obj, offs, cookies);
 		if (ret)
 			snprintf(err, errlen, "cannot attach uprobes to %s in pid %d: %s%s",
-				 plan->objects[obj].path, (int)o->pid, strerror(-ret),
+				 plan->objects[obj].path, (int)pr->pid, strerror(-ret),
 				 ret == -ESRCH ? " (the process exited)" : "");
 	}
 	free(offs);
@@ -462,21 +494,24 @@ static int attach_plan(struct sampler *s, const struct sampler_opts *o, char *er
 }
 
 /* one probe of one object through a uprobe_multi link: CAP_BPF + CAP_PERFMON suffice */
-static int attach_usdt_multi(struct sampler *s, const struct sampler_opts *o, const char *path,
+static int attach_usdt_multi(struct sampler_proc *pr, const char *path,
 			     const struct bpf_program *prog, const char *name, char *err,
 			     size_t errlen)
 {
+	struct sampler *s = pr->s;
 	struct usdt_link_opts uo = { .obj = s->skel->obj, .prog = prog, .path = path,
-				     .provider = "culpert", .name = name, .pid = o->pid,
+				     .provider = "culpert", .name = name, .pid = pr->pid,
 				     .next_spec = &s->next_spec };
 
-	if (!s->usdt_probes && !(s->usdt_probes = uprobe_set__new()))
+	if (!pr->usdt_probes && !(pr->usdt_probes = uprobe_set__new()))
 		return -ENOMEM;
-	return usdt_link__attach(s->usdt_probes, &uo, err, errlen);
+	return usdt_link__attach(pr->usdt_probes, &uo, err, errlen);
 }
 
-static int attach_usdt(struct sampler *s, const struct sampler_opts *o, char *err, size_t errlen)
+static int attach_usdt(struct sampler_proc *pr, const struct sampler_proc_opts *o, char *err,
+		       size_t errlen)
 {
+	struct sampler *s = pr->s;
 	struct bpf_program *progs[] = { s->skel->progs.span_exit, s->skel->progs.span_enter };
 	const char *names[] = { "span_exit", "span_enter" };
 	struct bpf_link *l;
@@ -494,16 +529,16 @@ static int attach_usdt(struct sampler *s, const struct sampler_opts *o, char *er
 	for (p = 0; p < 2; p++) {
 		for (i = 0; i < o->n_usdt_objects; i++) {
 			if (usdt_multi(s)) {
-				ret = attach_usdt_multi(s, o, o->usdt_objects[i], progs[p],
-							names[p], err, errlen);
+				ret = attach_usdt_multi(pr, o->usdt_objects[i], progs[p], names[p],
+							err, errlen);
 				if (ret)
 					return ret;
 				continue;
 			}
-			if (vec_reserve(&s->usdt_links, &s->cap_usdt_links, s->n_usdt_links + 1,
-					sizeof(*s->usdt_links)))
+			if (vec_reserve(&pr->usdt_links, &pr->cap_usdt_links, pr->n_usdt_links + 1,
+					sizeof(*pr->usdt_links)))
 				return -ENOMEM;
-			l = bpf_program__attach_usdt(progs[p], o->pid, o->usdt_objects[i], "culpert",
+			l = bpf_program__attach_usdt(progs[p], pr->pid, o->usdt_objects[i], "culpert",
 						     names[p], NULL);
 			if (!l) {
 				ret = -errno;
@@ -511,47 +546,68 @@ static int attach_usdt(struct sampler *s, const struct sampler_opts *o, char *er
 					 names[p], o->usdt_objects[i], strerror(-ret));
 				return ret;
 			}
-			s->usdt_links[s->n_usdt_links++] = l;
+			pr->usdt_links[pr->n_usdt_links++] = l;
 		}
 	}
 	return 0;
 }
 
-/* the process's entry in the procs map, before any of its probes can fire */
-static int proc_register(struct sampler *s, pid_t pid, uint64_t stack_rate, char *err,
-			 size_t errlen)
+/* the code ranges of a plan's objects, after those known, in the alloc_text map */
+static int set_text(struct sampler_proc *pr, const struct alloc_plan *plan, char *err,
+		    size_t errlen)
 {
-	struct culpert_proc p = { 0 };
-	__u32 key = (__u32)pid;
+	__u32 key = (__u32)pr->pid;
+	size_t i;
 
-	if (stack_rate) {
-		p.tb_interval_ns = 1000000000ULL / stack_rate ?: 1;
-		/* a tenth of a second's worth at once, so a short burst keeps its stacks */
-		p.tb_burst_ns = p.tb_interval_ns * (stack_rate / 10 ?: 1);
+	for (i = 0; i < plan->n_objects && pr->n_objects < CULPERT_MAX_ALLOC_OBJS; i++) {
+		pr->text.lo[pr->n_objects] = plan->objects[i].text_lo;
+		pr->text.hi[pr->n_objects++] = plan->objects[i].text_hi;
 	}
-
-	s->pid = pid;
-	if (bpf_map_update_elem(bpf_map__fd(s->skel->maps.procs), &key, &p, BPF_NOEXIST)) {
-		snprintf(err, errlen, "cannot register pid %d with the BPF programs: %s", (int)pid,
+	if (bpf_map_update_elem(bpf_map__fd(pr->s->skel->maps.alloc_text), &key, &pr->text,
+				BPF_ANY)) {
+		snprintf(err, errlen, "cannot register the allocator of pid %d: %s", (int)pr->pid,
 			 strerror(errno));
 		return -errno;
 	}
 	return 0;
 }
 
-static int proc_arm(struct sampler *s, char *err, size_t errlen)
+/* the process's entry in the procs map, before any of its probes can fire */
+static int proc_register(struct sampler_proc *pr, const struct sampler_proc_opts *o, char *err,
+			 size_t errlen)
 {
-	__u32 key = (__u32)s->pid, one = 1;
+	struct culpert_proc p = { 0 };
+	__u32 key = (__u32)o->pid;
 
-	s->armed_ns = clock_ns(CLOCK_MONOTONIC);
-	if (bpf_map_update_elem(bpf_map__fd(s->skel->maps.armed_procs), &key, &one, BPF_ANY)) {
+	p.unwind_dwarf = o->unwind_dwarf;
+	if (o->stack_rate) {
+		p.tb_interval_ns = 1000000000ULL / o->stack_rate ?: 1;
+		/* a tenth of a second's worth at once, so a short burst keeps its stacks */
+		p.tb_burst_ns = p.tb_interval_ns * (o->stack_rate / 10 ?: 1);
+	}
+	if (bpf_map_update_elem(bpf_map__fd(pr->s->skel->maps.procs), &key, &p, BPF_NOEXIST)) {
+		snprintf(err, errlen, "cannot register pid %d with the BPF programs: %s%s", (int)o->pid,
+			 strerror(errno), errno == E2BIG ? " (as many processes as the BPF maps hold)" :
+			 "");
+		return -errno;
+	}
+	pr->registered = true;
+	return set_text(pr, o->plan, err, errlen);
+}
+
+static int proc_arm(struct sampler_proc *pr, char *err, size_t errlen)
+{
+	__u32 key = (__u32)pr->pid, one = 1;
+
+	pr->armed_ns = clock_ns(CLOCK_MONOTONIC);
+	if (bpf_map_update_elem(bpf_map__fd(pr->s->skel->maps.armed_procs), &key, &one, BPF_ANY)) {
 		snprintf(err, errlen, "cannot start following spans: %s", strerror(errno));
 		return -errno;
 	}
 	return 0;
 }
 
-int sampler__new(const struct sampler_opts *o, struct sampler **out, char *err, size_t errlen)
+int sampler__open(const struct sampler_opts *o, struct sampler **out, char *err, size_t errlen)
 {
 	struct sampler *s;
 	int ret;
@@ -586,12 +642,134 @@ int sampler__new(const struct sampler_opts *o, struct sampler **out, char *err, 
 	s->on_event = o->on_event;
 	s->ctx = o->ctx;
 	s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.events), deliver, s, NULL);
-	s->probes = uprobe_set__new();
-	if (!s->rb || !s->probes) {
+	if (!s->rb) {
 		ret = -ENOMEM;
 		snprintf(err, errlen, "cannot set up the ring buffer: %s", strerror(ENOMEM));
 		goto fail;
 	}
+	*out = s;
+	return 0;
+fail:
+	sampler__free(s);
+	return ret;
+}
+
+int sampler__add_proc(struct sampler *s, const struct sampler_proc_opts *o,
+		      struct sampler_proc **out, char *err, size_t errlen)
+{
+	struct sampler_proc *pr = calloc(1, sizeof(*pr));
+	int ret;
+
+	if (!pr)
+		return -ENOMEM;
+	pr->s = s;
+	pr->pid = o->pid;
+	pr->plan = o->plan;
+	pr->plans[pr->n_plans++] = o->plan;
+	pr->probes = uprobe_set__new();
+	ret = pr->probes ? proc_register(pr, o, err, errlen) : -ENOMEM;
+	/* frees first: a block sampled before its free probe was in would look live for good */
+	if (!ret)
+		ret = attach_plan(pr, false, err, errlen);
+	if (!ret)
+		ret = attach_plan(pr, true, err, errlen);
+	if (!ret)
+		ret = attach_usdt(pr, o, err, errlen);
+	if (!ret)
+		ret = attach_span_fns(pr, o, err, errlen);
+	/* every probe is live: spans can be followed from here on */
+	if (!ret)
+		ret = proc_arm(pr, err, errlen);
+	if (ret) {
+		sampler_proc__free(pr);
+		return ret;
+	}
+	pr->alloc_on = true;
+	pr->on_since_ns = pr->armed_ns;
+	pr_info("attached %zu probe sites to pid %d with %s links\n", sampler_proc__n_sites(pr),
+		(int)pr->pid, uprobe_mode__name(s->mode));
+	*out = pr;
+	return 0;
+}
+
+int sampler_proc__set_alloc(struct sampler_proc *pr, bool on, char *err, size_t errlen)
+{
+	uint64_t now = clock_ns(CLOCK_MONOTONIC);
+	size_t i;
+	int ret;
+
+	if (on == pr->alloc_on || pr->disarmed_ns)
+		return 0;
+	if (!on) {
+		uprobe_set__free(pr->alloc_probes);
+		pr->alloc_probes = NULL;
+		pr->observed_ns += now - pr->on_since_ns;
+		pr->alloc_on = false;
+		return 0;
+	}
+	for (i = 0, ret = 0; i < pr->n_plans && !ret; i++) {
+		pr->plan = pr->plans[i];
+		ret = attach_plan(pr, true, err, errlen);
+	}
+	if (ret) {
+		uprobe_set__free(pr->alloc_probes);
+		pr->alloc_probes = NULL;
+		return ret;
+	}
+	pr->alloc_on = true;
+	pr->on_since_ns = clock_ns(CLOCK_MONOTONIC);
+	return 0;
+}
+
+int sampler_proc__extend(struct sampler_proc *pr, const struct alloc_plan *more, char *err,
+			 size_t errlen)
+{
+	int ret;
+
+	if (pr->n_plans >= CULPERT_MAX_ALLOC_OBJS ||
+	    pr->n_objects + more->n_objects > CULPERT_MAX_ALLOC_OBJS) {
+		snprintf(err, errlen, "more than %d allocator objects", CULPERT_MAX_ALLOC_OBJS);
+		return -E2BIG;
+	}
+	if (pr->disarmed_ns)
+		return -ESRCH;
+	ret = set_text(pr, more, err, errlen);
+	pr->plan = more;
+	/* frees first, as at the start; the allocation side only while it is on */
+	if (!ret)
+		ret = attach_plan(pr, false, err, errlen);
+	if (!ret && pr->alloc_on)
+		ret = attach_plan(pr, true, err, errlen);
+	if (!ret)
+		pr->plans[pr->n_plans++] = more;
+	return ret;
+}
+
+uint64_t sampler_proc__observed_ns(const struct sampler_proc *pr)
+{
+	uint64_t end = pr->disarmed_ns ?: clock_ns(CLOCK_MONOTONIC);
+
+	return pr->observed_ns + (pr->alloc_on && end > pr->on_since_ns ? end - pr->on_since_ns : 0);
+}
+
+bool sampler_proc__alloc_on(const struct sampler_proc *pr)
+{
+	return pr->alloc_on;
+}
+
+int sampler__new(const struct sampler_opts *o, struct sampler **out, char *err, size_t errlen)
+{
+	struct sampler_proc_opts po = {
+		.pid = o->pid, .plan = o->plan, .usdt_objects = o->usdt_objects,
+		.n_usdt_objects = o->n_usdt_objects, .span_fns = o->span_fns,
+		.stack_rate = o->stack_rate, .unwind_dwarf = o->unwind_dwarf,
+	};
+	struct sampler *s;
+	int ret;
+
+	ret = sampler__open(o, &s, err, errlen);
+	if (ret)
+		return ret;
 	/*
 	 * Optional: without it, an exec is still found in /proc if it lasts
 	 * until a poll, so a failure is a warning, not an error.
@@ -600,25 +778,23 @@ int sampler__new(const struct sampler_opts *o, struct sampler **out, char *err, 
 	if (!s->exec_link)
 		pr_warn("cannot watch for an exec of the target (%s); an exec may be reported as an exit\n",
 			strerror(errno));
-	ret = proc_register(s, o->pid, o->stack_rate, err, errlen);
-	if (!ret)
-		ret = attach_plan(s, o, err, errlen);
-	if (!ret)
-		ret = attach_usdt(s, o, err, errlen);
-	if (!ret)
-		ret = attach_span_fns(s, o, err, errlen);
-	/* every probe is live: spans can be followed from here on */
-	if (!ret)
-		ret = proc_arm(s, err, errlen);
-	if (ret)
-		goto fail;
-	pr_info("attached %zu probe sites with %s links\n", uprobe_set__count(s->probes),
-		uprobe_mode__name(s->mode));
+	ret = sampler__add_proc(s, &po, &s->only, err, errlen);
+	if (ret) {
+		sampler__free(s);
+		return ret;
+	}
 	*out = s;
 	return 0;
-fail:
-	sampler__free(s);
-	return ret;
+}
+
+struct sampler_proc *sampler__proc(const struct sampler *s)
+{
+	return s->only;
+}
+
+int sampler__fd(const struct sampler *s)
+{
+	return ring_buffer__epoll_fd(s->rb);
 }
 
 /*
@@ -650,45 +826,88 @@ int sampler__drain(struct sampler *s)
 	return ring_buffer__consume(s->rb);
 }
 
-bool sampler__in_window(const struct sampler *s, uint64_t ts_ns)
+bool sampler_proc__in_window(const struct sampler_proc *pr, uint64_t ts_ns)
 {
-	return ts_ns >= s->armed_ns && (!s->disarmed_ns || ts_ns < s->disarmed_ns);
+	return ts_ns >= pr->armed_ns && (!pr->disarmed_ns || ts_ns < pr->disarmed_ns);
 }
 
-void sampler__window(const struct sampler *s, uint64_t *start_ns, uint64_t *end_ns)
+void sampler_proc__window(const struct sampler_proc *pr, uint64_t *start_ns, uint64_t *end_ns)
 {
-	*start_ns = s->armed_ns;
-	*end_ns = s->disarmed_ns;
+	*start_ns = pr->armed_ns;
+	*end_ns = pr->disarmed_ns;
 }
 
-bool sampler__target_execed(const struct sampler *s)
+bool sampler_proc__execed(const struct sampler_proc *pr)
 {
-	return __atomic_load_n(&s->skel->bss->target_execed, __ATOMIC_RELAXED);
+	struct culpert_proc p;
+	__u32 key = (__u32)pr->pid;
+
+	return !bpf_map_lookup_elem(bpf_map__fd(pr->s->skel->maps.procs), &key, &p) && p.execed;
 }
 
-static void detach_usdt(struct sampler *s)
+static void detach_usdt(struct sampler_proc *pr)
 {
-	uprobe_set__free(s->usdt_probes);
-	s->usdt_probes = NULL;
-	while (s->n_usdt_links)
-		bpf_link__destroy(s->usdt_links[--s->n_usdt_links]);
+	uprobe_set__free(pr->usdt_probes);
+	pr->usdt_probes = NULL;
+	while (pr->n_usdt_links)
+		bpf_link__destroy(pr->usdt_links[--pr->n_usdt_links]);
 }
 
-void sampler__detach(struct sampler *s)
+void sampler_proc__detach(struct sampler_proc *pr)
 {
-	__u32 key = (__u32)s->pid;
+	__u32 key = (__u32)pr->pid;
 
 	/*
 	 * Spans stop counting before any probe goes: exits still probed after
 	 * their enters are gone would each count as unmatched.
 	 */
-	if (s->skel && !s->disarmed_ns) {
-		s->disarmed_ns = clock_ns(CLOCK_MONOTONIC);
-		bpf_map_delete_elem(bpf_map__fd(s->skel->maps.armed_procs), &key);
+	if (!pr->disarmed_ns) {
+		pr->disarmed_ns = clock_ns(CLOCK_MONOTONIC);
+		if (pr->alloc_on)
+			pr->observed_ns += pr->disarmed_ns - pr->on_since_ns;
+		bpf_map_delete_elem(bpf_map__fd(pr->s->skel->maps.armed_procs), &key);
 	}
-	uprobe_set__free(s->probes);
-	s->probes = NULL;
-	detach_usdt(s);
+	uprobe_set__free(pr->alloc_probes);
+	pr->alloc_probes = NULL;
+	uprobe_set__free(pr->probes);
+	pr->probes = NULL;
+	detach_usdt(pr);
+}
+
+/* the process's blocks in the live table: one key after another, theirs deleted */
+static void forget_live(struct sampler_proc *pr)
+{
+	int fd = bpf_map__fd(pr->s->skel->maps.live_allocs);
+	struct culpert_live_key key, next, *prev = NULL;
+	size_t bound = bpf_map__max_entries(pr->s->skel->maps.live_allocs) + 1;
+
+	while (bound-- && bpf_map_get_next_key(fd, prev, &next) == 0) {
+		if (next.tgid == (__u32)pr->pid) {
+			bpf_map_delete_elem(fd, &next);
+			continue;	/* from the same predecessor again */
+		}
+		key = next;
+		prev = &key;
+	}
+}
+
+void sampler_proc__free(struct sampler_proc *pr)
+{
+	__u32 key;
+
+	if (!pr)
+		return;
+	sampler_proc__detach(pr);
+	if (pr->registered) {
+		key = (__u32)pr->pid;
+		bpf_map_delete_elem(bpf_map__fd(pr->s->skel->maps.procs), &key);
+		bpf_map_delete_elem(bpf_map__fd(pr->s->skel->maps.alloc_text), &key);
+		forget_live(pr);
+	}
+	if (pr->s->only == pr)
+		pr->s->only = NULL;
+	free(pr->usdt_links);
+	free(pr);
 }
 
 int sampler__span_names(const struct sampler *s,
@@ -712,11 +931,13 @@ int sampler__span_names(const struct sampler *s,
 }
 
 /* the ids in the live table, a batch at a time (5.6+), else one key after another */
-static int live_ids_batch(int fd, int (*cb)(void *ctx, uint64_t id), void *ctx, bool *unsupported)
+static int live_ids_batch(int fd, __u32 tgid, int (*cb)(void *ctx, uint64_t id), void *ctx,
+			  bool *unsupported)
 {
-	enum { BATCH = 4096 };
+	enum { BATCH = 2048 };
 	LIBBPF_OPTS(bpf_map_batch_opts, opts);
-	__u64 keys[BATCH], in = 0, out = 0;
+	static __thread struct culpert_live_key keys[BATCH];
+	struct culpert_live_key in = { 0 }, out = { 0 };
 	struct live_value { __u64 id; } vals[BATCH];
 	bool first = true;
 	__u32 n, i;
@@ -732,6 +953,8 @@ static int live_ids_batch(int fd, int (*cb)(void *ctx, uint64_t id), void *ctx, 
 			return err;
 		}
 		for (i = 0; i < n; i++) {
+			if (keys[i].tgid != tgid)
+				continue;
 			ret = cb(ctx, vals[i].id);
 			if (ret)
 				return ret;
@@ -743,17 +966,21 @@ static int live_ids_batch(int fd, int (*cb)(void *ctx, uint64_t id), void *ctx, 
 	}
 }
 
-int sampler__live_ids(const struct sampler *s, int (*cb)(void *ctx, uint64_t id), void *ctx)
+int sampler_proc__live_ids(const struct sampler_proc *pr, int (*cb)(void *ctx, uint64_t id),
+			   void *ctx)
 {
-	int fd = bpf_map__fd(s->skel->maps.live_allocs), ret;
-	__u64 key, next, *prev = NULL, id;
+	int fd = bpf_map__fd(pr->s->skel->maps.live_allocs), ret;
+	struct culpert_live_key key, next, *prev = NULL;
+	__u32 tgid = (__u32)pr->pid;
 	bool unsupported = false;
+	__u64 id;
 
-	ret = live_ids_batch(fd, cb, ctx, &unsupported);
+	ret = live_ids_batch(fd, tgid, cb, ctx, &unsupported);
 	if (!unsupported)
 		return ret;
 	while (bpf_map_get_next_key(fd, prev, &next) == 0) {
-		if (bpf_map_lookup_elem(fd, &next, &id) == 0 && (ret = cb(ctx, id)))
+		if (next.tgid == tgid && bpf_map_lookup_elem(fd, &next, &id) == 0 &&
+		    (ret = cb(ctx, id)))
 			return ret;
 		key = next;
 		prev = &key;
@@ -786,17 +1013,18 @@ void sampler__misses(const struct sampler *s, uint64_t *all, uint64_t *frees)
 		 prog_misses(s->skel->progs.reallocarray_enter);
 }
 
-int sampler__throttled(const struct sampler *s,
-		       int (*cb)(void *ctx, uint64_t size, const struct culpert_throttle_path *path,
-				 uint64_t count),
-		       void *ctx, uint64_t *over_samples, uint64_t *over_bytes)
+int sampler_proc__throttled(const struct sampler_proc *pr,
+			    int (*cb)(void *ctx, uint64_t size,
+				      const struct culpert_throttle_path *path, uint64_t count),
+			    void *ctx, uint64_t *over_samples, uint64_t *over_bytes)
 {
+	const struct sampler *s = pr->s;
 	int fd = bpf_map__fd(s->skel->maps.throttled);
 	int paths = bpf_map__fd(s->skel->maps.throttle_paths);
 	struct culpert_throttle_key key, next, *prev = NULL;
 	struct culpert_throttle_path path;
 	struct culpert_proc p;
-	__u32 tgid = (__u32)s->pid;
+	__u32 tgid = (__u32)pr->pid;
 	__u64 n;
 	int ret;
 
@@ -820,13 +1048,20 @@ int sampler__throttled(const struct sampler *s,
 	return 0;
 }
 
-void sampler__counters(const struct sampler *s, uint64_t out[CULPERT_CNT__MAX])
+/* the process's entry in the procs map; zeroes once it is gone */
+void sampler_proc__state(const struct sampler_proc *pr, struct culpert_proc *out)
+{
+	__u32 key = (__u32)pr->pid;
+
+	if (bpf_map_lookup_elem(bpf_map__fd(pr->s->skel->maps.procs), &key, out))
+		memset(out, 0, sizeof(*out));
+}
+
+void sampler_proc__counters(const struct sampler_proc *pr, uint64_t out[CULPERT_CNT__MAX])
 {
 	struct culpert_proc p;
-	__u32 key = (__u32)s->pid;
 
-	if (bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.procs), &key, &p))
-		memset(&p, 0, sizeof(p));
+	sampler_proc__state(pr, &p);
 	memcpy(out, p.counters, CULPERT_CNT__MAX * sizeof(uint64_t));
 }
 
@@ -894,9 +1129,9 @@ out:
 	return err;
 }
 
-size_t sampler__n_sites(const struct sampler *s)
+size_t sampler_proc__n_sites(const struct sampler_proc *pr)
 {
-	return uprobe_set__count(s->probes);
+	return uprobe_set__count(pr->probes) + uprobe_set__count(pr->alloc_probes);
 }
 
 enum sampler_inuse sampler__inuse(const struct sampler *s)
@@ -938,9 +1173,8 @@ void sampler__free(struct sampler *s)
 {
 	if (!s)
 		return;
-	sampler__detach(s);
+	sampler_proc__free(s->only);
 	bpf_link__destroy(s->exec_link);
-	free(s->usdt_links);
 	ring_buffer__free(s->rb);
 	culpert_bpf__destroy(s->skel);
 	free(s);

@@ -2,7 +2,9 @@
 /*
  * The BPF side's lifecycle: open the skeleton, set the load-time knobs,
  * load, fill the exponential table, attach the plan's probes to one
- * process, then deliver ring-buffer records until detached.
+ * process (attach: sampler__new()) or to each of many (the agent:
+ * sampler__open(), then sampler__add_proc() per process, every record
+ * carrying its tgid), then deliver ring-buffer records until detached.
  */
 #ifndef CULPERT_SAMPLER_H
 #define CULPERT_SAMPLER_H
@@ -18,7 +20,9 @@
 #include "uprobe.h"
 
 struct alloc_plan;
+struct culpert_proc;
 struct sampler;
+struct sampler_proc;
 struct span_fn_plan;
 
 /* a record from the ring buffer; return non-zero to stop consuming */
@@ -50,14 +54,56 @@ struct sampler_opts {
 	const struct span_fn_plan *span_fns;	/* --span-fn matches, may be NULL */
 	sampler_event_fn on_event;
 	void *ctx;
+	/* sampler__open(): */
+	size_t max_procs;		/* processes at once (0: CULPERT_MAX_PROCS) */
+	bool count_calls;		/* count every probe hit per process (culpert_proc.calls_*) */
 };
 
-/* 0 or -errno with a user-facing reason in err */
+/* one process's part: what sampler__add_proc() attaches */
+struct sampler_proc_opts {
+	pid_t pid;
+	const struct alloc_plan *plan;	/* kept by pointer until sampler_proc__free() */
+	char *const *usdt_objects;
+	size_t n_usdt_objects;
+	const struct span_fn_plan *span_fns;
+	uint64_t stack_rate;
+	bool unwind_dwarf;		/* its samples carry stack copies (the object must allow it) */
+};
+
+/* load and attach to opts->pid; 0 or -errno with a user-facing reason in err */
 int sampler__new(const struct sampler_opts *opts, struct sampler **out, char *err, size_t errlen);
+/* sampler__new()'s process */
+struct sampler_proc *sampler__proc(const struct sampler *s);
+/* load only (opts->pid, plan, usdt_objects unused): processes come with sampler__add_proc() */
+int sampler__open(const struct sampler_opts *opts, struct sampler **out, char *err, size_t errlen);
+/* register a process and attach its probes, frees first; 0 or -errno with the reason in err */
+int sampler__add_proc(struct sampler *s, const struct sampler_proc_opts *o,
+		      struct sampler_proc **out, char *err, size_t errlen);
+/* detach, forget its kernel state (procs entry, live blocks) */
+void sampler_proc__free(struct sampler_proc *pr);
+/* remove every probe of the process; its records already queued can still be drained */
+void sampler_proc__detach(struct sampler_proc *pr);
+/*
+ * Duty cycling: detach (on false) or re-attach its allocation probes,
+ * keeping deallocators and span probes.  0 or -errno with the reason.
+ */
+int sampler_proc__set_alloc(struct sampler_proc *pr, bool on, char *err, size_t errlen);
+bool sampler_proc__alloc_on(const struct sampler_proc *pr);
+/*
+ * An allocator object mapped after the start (dlopen): attach its plan
+ * (kept by pointer) beside the first, frees first.  0 or -errno with the
+ * reason; a failure may leave part of it attached.
+ */
+int sampler_proc__extend(struct sampler_proc *pr, const struct alloc_plan *more, char *err,
+			 size_t errlen);
+/* time its allocation probes were on, from arming to now or to detach */
+uint64_t sampler_proc__observed_ns(const struct sampler_proc *pr);
+/* its procs map entry (counters, calls); zeroes when gone */
+void sampler_proc__state(const struct sampler_proc *pr, struct culpert_proc *out);
+/* the ring buffer's epoll fd */
+int sampler__fd(const struct sampler *s);
 /* wait up to timeout_ms for records and deliver them; records consumed or -errno */
 int sampler__poll(struct sampler *s, int timeout_ms);
-/* remove every probe; records already queued can still be drained */
-void sampler__detach(struct sampler *s);
 /* deliver everything queued; records consumed or -errno */
 int sampler__drain(struct sampler *s);
 /*
@@ -66,27 +112,28 @@ int sampler__drain(struct sampler *s);
  * Outside it allocations are seen without their spans: their records are
  * to be dropped (sampler__in_window()).
  */
-void sampler__window(const struct sampler *s, uint64_t *start_ns, uint64_t *end_ns);
-bool sampler__in_window(const struct sampler *s, uint64_t ts_ns);
-/* the target exec'd another program since the probes went in */
-bool sampler__target_execed(const struct sampler *s);
-void sampler__counters(const struct sampler *s, uint64_t out[CULPERT_CNT__MAX]);
+void sampler_proc__window(const struct sampler_proc *pr, uint64_t *start_ns, uint64_t *end_ns);
+bool sampler_proc__in_window(const struct sampler_proc *pr, uint64_t ts_ns);
+/* the process exec'd another program since the probes went in */
+bool sampler_proc__execed(const struct sampler_proc *pr);
+void sampler_proc__counters(const struct sampler_proc *pr, uint64_t out[CULPERT_CNT__MAX]);
 /*
  * Samples past the stack rate: cb(ctx, size, path, count) for each size
  * and span path (path: the name ids outermost first, NULL outside spans);
  * then the ones the table had no room for, by number and bytes.  0 or -errno.
  */
-int sampler__throttled(const struct sampler *s,
-		       int (*cb)(void *ctx, uint64_t size, const struct culpert_throttle_path *path,
-				 uint64_t count),
-		       void *ctx, uint64_t *over_samples, uint64_t *over_bytes);
+int sampler_proc__throttled(const struct sampler_proc *pr,
+			    int (*cb)(void *ctx, uint64_t size,
+				      const struct culpert_throttle_path *path, uint64_t count),
+			    void *ctx, uint64_t *over_samples, uint64_t *over_bytes);
 /*
  * --inuse: the sample id of every block the kernel's live table holds: the
  * truth about what is live (its records in the ring buffer may be lost, a
  * free that reached the BPF side is never lost).  cb returns non-zero to
  * stop; 0 or -errno.
  */
-int sampler__live_ids(const struct sampler *s, int (*cb)(void *ctx, uint64_t id), void *ctx);
+int sampler_proc__live_ids(const struct sampler_proc *pr, int (*cb)(void *ctx, uint64_t id),
+			   void *ctx);
 /*
  * Probe hits the kernel skipped without running their program (it does
  * not nest BPF programs on a CPU): over all programs, and over those that
@@ -102,7 +149,7 @@ int sampler__calls_seen(const struct sampler *s, struct culpert_calls_seen *out)
 int sampler__span_names(const struct sampler *s,
 			int (*cb)(void *ctx, uint32_t id, const struct culpert_span_name *key),
 			void *ctx);
-size_t sampler__n_sites(const struct sampler *s);
+size_t sampler_proc__n_sites(const struct sampler_proc *pr);
 enum sampler_inuse sampler__inuse(const struct sampler *s);
 const char *sampler_inuse__name(enum sampler_inuse m);
 /* will uprobe sessions be used (uprobe_multi and 6.13+, not --no-session/--no-multi)? */

@@ -50,8 +50,13 @@ struct session {
 	struct mapview *view;		/* its mappings, kept current */
 	struct objcache *objs;
 	struct alloc_plan plan;
+	struct alloc_plan *more[ALLOC_MAX_OBJECTS];	/* objects mapped after the start (dlopen) */
+	size_t n_more;
+	uint64_t plan_gen;		/* the mappings' generation the plans are of */
 	struct span_fn_plan fns;
-	struct sampler *sampler;
+	struct sampler *sampler;	/* its own (attach), or shared (the agent) */
+	struct sampler_proc *proc;	/* this process's part of it */
+	bool shared;			/* the sampler is the caller's */
 	struct aggregate *agg;
 	struct spans *spans;
 	enum session_unwind unwind;	/* fp or dwarf, after auto */
@@ -255,7 +260,7 @@ static int64_t reconcile_live(struct session *s)
 	int err;
 
 	live__mark_begin(s->live);
-	err = sampler__live_ids(s->sampler, mark_live, &m);
+	err = sampler_proc__live_ids(s->proc, mark_live, &m);
 	if (err) {
 		pr_warn("cannot read the kernel's live table: %s; the live heap keeps the blocks the "
 			"ring buffer did not say were freed\n", strerror(-err));
@@ -290,7 +295,7 @@ static int on_alloc(struct session *s, const struct culpert_alloc_event *e)
 	int entry;
 
 	/* before every probe was live or after the first went: its spans are not known */
-	if (!sampler__in_window(s->sampler, e->ts_ns)) {
+	if (!sampler_proc__in_window(s->proc, e->ts_ns)) {
 		s->outside_window++;
 		return 0;
 	}
@@ -350,7 +355,7 @@ static int read_late_name(struct session *s, uint32_t id, uint64_t addr, uint32_
 	return err;
 }
 
-static int on_event(void *ctx, void *data, size_t size)
+int session__on_event(void *ctx, void *data, size_t size)
 {
 	struct session *s = ctx;
 	const __u32 *kind = data;
@@ -400,7 +405,8 @@ static int open_mem(pid_t pid)
 	return fd;
 }
 
-int session__open(const struct session_opts *o, struct session **out, char *err, size_t errlen)
+static int session_open(const struct session_opts *o, struct sampler *shared, struct session **out,
+			char *err, size_t errlen)
 {
 	struct sampler_opts so = { 0 };
 	struct session *s;
@@ -495,12 +501,26 @@ int session__open(const struct session_opts *o, struct session **out, char *err,
 	}
 	so.usdt_objects = s->usdt_objects;
 	so.n_usdt_objects = s->n_usdt_objects;
-	so.on_event = on_event;
+	so.on_event = session__on_event;
 	so.ctx = s;
-	ret = sampler__new(&so, &s->sampler, err, errlen);
+	if (shared) {
+		struct sampler_proc_opts po = {
+			.pid = so.pid, .plan = so.plan, .usdt_objects = so.usdt_objects,
+			.n_usdt_objects = so.n_usdt_objects, .stack_rate = so.stack_rate,
+			.unwind_dwarf = so.unwind_dwarf,
+		};
+
+		s->shared = true;
+		s->sampler = shared;
+		ret = sampler__add_proc(shared, &po, &s->proc, err, errlen);
+	} else {
+		ret = sampler__new(&so, &s->sampler, err, errlen);
+		if (!ret)
+			s->proc = sampler__proc(s->sampler);
+	}
 	if (ret)
 		goto fail;
-	s->n_sites = sampler__n_sites(s->sampler);
+	s->n_sites = sampler_proc__n_sites(s->proc);
 	if (o->inuse)
 		pr_info("in-use tracking through %s\n", sampler_inuse__name(sampler__inuse(s->sampler)));
 	for (i = 0; i < s->fns.n_fns; i++)
@@ -508,7 +528,7 @@ int session__open(const struct session_opts *o, struct session **out, char *err,
 			s->fns.display[s->fns.fns[i].object],
 			span_fn__how(&s->fns.fns[i], why, sizeof(why)));
 	s->start_wall_ns = (int64_t)now_ns(CLOCK_REALTIME);
-	sampler__window(s->sampler, &s->start_ns, &s->end_ns);
+	sampler_proc__window(s->proc, &s->start_ns, &s->end_ns);
 	*out = s;
 	return 0;
 fail:
@@ -523,12 +543,23 @@ fail:
 	return ret;
 }
 
+int session__open(const struct session_opts *o, struct session **out, char *err, size_t errlen)
+{
+	return session_open(o, NULL, out, err, errlen);
+}
+
+int session__open_shared(const struct session_opts *o, struct sampler *shared,
+			 struct session **out, char *err, size_t errlen)
+{
+	return session_open(o, shared, out, err, errlen);
+}
+
 static void status_line(struct session *s, bool final)
 {
 	char rate[32];
 	double secs = (double)(now_ns(CLOCK_MONOTONIC) - s->start_ns) / 1e9;
 
-	sampler__counters(s->sampler, s->counters);
+	sampler_proc__counters(s->proc, s->counters);
 	format_bytes(rate, sizeof(rate), secs > 0 ? s->est_bytes / secs : 0);
 	fprintf(stderr, "\r\033[K  %llu samples, ~%s/s allocated, %llu lost%s",
 		(unsigned long long)s->samples, rate,
@@ -561,7 +592,7 @@ int session__run(struct session *s, uint64_t duration_ns, volatile sig_atomic_t 
 			break;
 		}
 		/* before the exit: a program exec'd and gone by now still ends as an exec */
-		if (sampler__target_execed(s->sampler) || target__execed(&s->t)) {
+		if (sampler_proc__execed(s->proc) || target__execed(&s->t)) {
 			*why = SESSION_END_TARGET_EXEC;
 			break;
 		}
@@ -585,14 +616,16 @@ void session__detach(struct session *s)
 	if (s->detached || !s->sampler)
 		return;
 	/* detach first: the target stops paying for probes while we finish */
-	sampler__detach(s->sampler);
-	sampler__window(s->sampler, &s->start_ns, &s->end_ns);
+	sampler_proc__detach(s->proc);
+	sampler_proc__window(s->proc, &s->start_ns, &s->end_ns);
 	sampler__drain(s->sampler);
 	sampler__misses(s->sampler, &s->misses, &s->free_misses);
 	pr_info("%llu records from the moments probes went in or out dropped: their spans are unknown\n",
 		(unsigned long long)s->outside_window);
-	sampler__counters(s->sampler, s->counters);
-	s->have_seen = !sampler__calls_seen(s->sampler, &s->seen);
+	sampler_proc__counters(s->proc, s->counters);
+	/* the hot states are every process's: only a capture of its own knows whose calls they saw */
+	if (!s->shared)
+		s->have_seen = !sampler__calls_seen(s->sampler, &s->seen);
 	s->detached = true;
 }
 
@@ -644,7 +677,7 @@ static int add_throttled(struct session *s)
 	uint64_t over = 0, over_bytes = 0;
 	int err;
 
-	err = sampler__throttled(s->sampler, add_throttled_path, s, &over, &over_bytes);
+	err = sampler_proc__throttled(s->proc, add_throttled_path, s, &over, &over_bytes);
 	if (err || !over)
 		return err;
 	s->throttled += over;
@@ -661,6 +694,9 @@ static int store_name(void *ctx, uint32_t id, const struct culpert_span_name *ke
 
 	if (!(key->flags & CULPERT_NAME_F_ADDR))
 		return spans__set_name(s->spans, id, key->name, key->len);
+	/* an address in some process: only the one that sent it (its record) can read it */
+	if (s->shared)
+		return 0;
 	memcpy(&addr, key->name, sizeof(addr));
 	if (read_late_name(s, id, addr, key->len) == -ENOMEM)
 		return -ENOMEM;
@@ -761,9 +797,10 @@ static int add_run_comments(struct session *s)
 	return err ? -ENOMEM : 0;
 }
 
-int session__write(struct session *s, const char *path)
+/* what every profile of the session is written with */
+static struct export_opts export_opts_of(const struct session *s)
 {
-	struct export_opts eo = {
+	return (struct export_opts){
 		.t = &s->t,
 		.maps = mapview__maps(s->view),
 		.hist = mapview__hist(s->view),
@@ -776,6 +813,11 @@ int session__write(struct session *s, const char *path)
 		.spans = s->spans,
 		.live = s->live,
 	};
+}
+
+int session__write(struct session *s, const char *path)
+{
+	struct export_opts eo = export_opts_of(s);
 	int ret;
 
 	session__detach(s);
@@ -799,6 +841,125 @@ int session__write(struct session *s, const char *path)
 	eo.extra = (const char *const *)s->comments;
 	eo.n_extra = s->n_comments;
 	return export_profile(s->agg, &eo, path);
+}
+
+/*
+ * While the capture goes on (the agent): the profile so far into *buf,
+ * the probes left in.  Live blocks are this side's (records of frees
+ * lost are counted: inuse_lost_frees); run comments are this profile's
+ * only.
+ */
+int session__profile(struct session *s, const struct session_profile_opts *po, void **buf,
+		     size_t *len)
+{
+	struct export_opts eo = export_opts_of(s);
+	size_t keep = s->n_comments, i;
+	int ret = 0;
+
+	if (po->time_nanos)
+		eo.time_nanos = po->time_nanos;
+	eo.duration_nanos = po->duration_nanos;
+	eo.end_mono_ns = now_ns(CLOCK_MONOTONIC);
+	eo.default_sample_type = po->default_sample_type;
+	eo.span_labels_only = po->span_labels_only;
+	eo.base = po->base;
+	eo.n_base = po->n_base;
+
+	if (!s->detached)
+		sampler_proc__counters(s->proc, s->counters);
+	else
+		eo.end_mono_ns = s->end_ns;
+	sampler__span_names(s->sampler, store_name, s);
+	eo.lost = s->counters[CULPERT_CNT_LOST_RINGBUF];
+	for (i = 0; i < po->n_extra && !ret; i++)
+		ret = session__add_comment(s, po->extra[i]);
+	if (!ret)
+		ret = add_run_comments(s);
+	eo.extra = (const char *const *)s->comments;
+	eo.n_extra = s->n_comments;
+	if (!ret)
+		ret = export_profile_buf(s->agg, &eo, buf, len);
+	while (s->n_comments > keep)
+		free(s->comments[--s->n_comments]);
+	return ret;
+}
+
+int session__alloc_base(const struct session *s, struct export_base **out, size_t *n)
+{
+	const struct agg_entry *e = aggregate__entries(s->agg, n);
+	struct export_base *b = malloc((*n ?: 1) * sizeof(*b));
+	size_t i;
+
+	if (!b)
+		return -ENOMEM;
+	for (i = 0; i < *n; i++)
+		b[i] = (struct export_base){ e[i].alloc_objects, e[i].alloc_space };
+	*out = b;
+	return 0;
+}
+
+void session__sync_maps(struct session *s)
+{
+	mapview__update(s->view);
+}
+
+/* the plans so far, the first one first */
+static size_t plans_of(const struct session *s, const struct alloc_plan **out)
+{
+	size_t i;
+
+	out[0] = &s->plan;
+	for (i = 0; i < s->n_more; i++)
+		out[i + 1] = s->more[i];
+	return s->n_more + 1;
+}
+
+int session__replan(struct session *s, char *err, size_t errlen)
+{
+	const struct alloc_plan *known[ALLOC_MAX_OBJECTS + 1];
+	uint64_t gen = mapview__generation(s->view);
+	struct alloc_plan *p;
+	int ret;
+
+	if (gen == s->plan_gen || s->n_more + 1 >= ALLOC_MAX_OBJECTS || s->detached)
+		return 0;
+	s->plan_gen = gen;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	/* a plan that fails now (an object half mapped) is tried at the next change */
+	if (allocator__plan(&s->t, mapview__maps(s->view), s->objs, s->o.allocator, p, err,
+			    errlen) ||
+	    !alloc_plan__keep_new(p, known, plans_of(s, known))) {
+		alloc_plan__free(p);
+		free(p);
+		return 0;
+	}
+	alloc_plan__log(p);
+	ret = sampler_proc__extend(s->proc, p, err, errlen);
+	if (ret) {
+		/* what did attach stays attached: the plan must outlive it */
+		s->more[s->n_more++] = p;
+		return ret;
+	}
+	s->more[s->n_more++] = p;
+	s->n_sites = sampler_proc__n_sites(s->proc);
+	return 1;
+}
+
+size_t session__plans(const struct session *s, const struct alloc_plan **out)
+{
+	return plans_of(s, out);
+}
+
+struct sampler_proc *session__proc(const struct session *s)
+{
+	return s->proc;
+}
+
+const struct alloc_plan *session__plan(const struct session *s)
+{
+	return &s->plan;
 }
 
 uint64_t session__samples(const struct session *s)
@@ -979,7 +1140,10 @@ void session__close(struct session *s)
 	for (i = 0; i < s->n_comments; i++)
 		free(s->comments[i]);
 	free(s->comments);
-	sampler__free(s->sampler);
+	if (s->shared)
+		sampler_proc__free(s->proc);
+	else
+		sampler__free(s->sampler);
 	aggregate__free(s->agg);
 	spans__free(s->spans);
 	live__free(s->live);
@@ -989,6 +1153,10 @@ void session__close(struct session *s)
 		free(s->usdt_objects[i]);
 	free(s->usdt_objects);
 	alloc_plan__free(&s->plan);
+	for (i = 0; i < s->n_more; i++) {
+		alloc_plan__free(s->more[i]);
+		free(s->more[i]);
+	}
 	span_fn_plan__free(&s->fns);
 	mapview__free(s->view);
 	objcache__free(s->objs);

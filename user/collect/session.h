@@ -106,4 +106,51 @@ const char *session__comm(const struct session *s);
 pid_t session__pid(const struct session *s);
 void session__close(struct session *s);
 
+/* --- the agent: many sessions over one sampler ------------------------------------ */
+
+struct sampler;
+struct sampler_proc;
+struct alloc_plan;
+struct export_base;
+
+/*
+ * A session whose probes go into `shared` (sampler__open()), which
+ * delivers every process's records to its caller: the caller hands this
+ * session's (by the record's tgid) to session__on_event().  o->unwind must
+ * not be dwarf unless the shared object was loaded for it, o->span_fns empty.
+ */
+int session__open_shared(const struct session_opts *o, struct sampler *shared,
+			 struct session **out, char *err, size_t errlen);
+int session__on_event(void *session, void *data, size_t size);
+/* take in new mappings (also while no samples come) */
+void session__sync_maps(struct session *s);
+/*
+ * When the process mapped an executable object since: plan again, and
+ * attach the allocator objects the plans so far lack (a dlopen'd
+ * allocator).  1 when some were attached, 0 when none, -errno with the
+ * reason in err.
+ */
+int session__replan(struct session *s, char *err, size_t errlen);
+/* the plans, the first one first, into out[ALLOC_MAX_OBJECTS]; how many */
+size_t session__plans(const struct session *s, const struct alloc_plan **out);
+struct sampler_proc *session__proc(const struct session *s);
+const struct alloc_plan *session__plan(const struct session *s);
+
+struct session_profile_opts {
+	const char *default_sample_type;	/* NULL: alloc_space */
+	bool span_labels_only;
+	const struct export_base *base;		/* from session__alloc_base(): a delta */
+	size_t n_base;
+	int64_t time_nanos;			/* 0: the start */
+	int64_t duration_nanos;
+	const char *const *extra;		/* more "key=value" comments, this profile only */
+	size_t n_extra;
+};
+
+/* the profile so far, gzip'd into a malloc'd *buf, probes left in; 0 or -errno */
+int session__profile(struct session *s, const struct session_profile_opts *po, void **buf,
+		     size_t *len);
+/* the aggregate's cumulative alloc values now, per entry, malloc'd; 0 or -errno */
+int session__alloc_base(const struct session *s, struct export_base **out, size_t *n);
+
 #endif /* CULPERT_SESSION_H */

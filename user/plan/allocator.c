@@ -891,6 +891,61 @@ void alloc_plan__log(const struct alloc_plan *plan)
 	pr_info("\n");
 }
 
+static bool object_known(const struct alloc_object *o, const struct alloc_plan *const *known,
+			 size_t n_known)
+{
+	size_t i, j;
+
+	for (i = 0; i < n_known; i++)
+		for (j = 0; j < known[i]->n_objects; j++)
+			if (known[i]->objects[j].text_lo == o->text_lo &&
+			    !strcmp(known[i]->objects[j].path, o->path))
+				return true;
+	return false;
+}
+
+static void point_free(struct probe_point *p)
+{
+	free(p->symbol);
+	free(p->exits);
+	free(p->hoists);
+}
+
+size_t alloc_plan__keep_new(struct alloc_plan *plan, const struct alloc_plan *const *known,
+			    size_t n_known)
+{
+	int index[ALLOC_MAX_OBJECTS];
+	size_t i, n = 0;
+
+	for (i = 0; i < plan->n_objects; i++) {
+		struct alloc_object *o = &plan->objects[i];
+
+		if (object_known(o, known, n_known)) {
+			free(o->path);
+			free(o->open_path);
+			free(o->build_id);
+			free(o->prefix);
+			index[i] = -1;
+			continue;
+		}
+		index[i] = (int)n;
+		plan->objects[n++] = *o;
+	}
+	plan->n_objects = n;
+	for (i = 0, n = 0; i < plan->n_points; i++) {
+		struct probe_point *p = &plan->points[i];
+
+		if (p->object < 0 || p->object >= ALLOC_MAX_OBJECTS || index[p->object] < 0) {
+			point_free(p);
+			continue;
+		}
+		p->object = index[p->object];
+		plan->points[n++] = *p;
+	}
+	plan->n_points = n;
+	return plan->n_objects;
+}
+
 void alloc_plan__free(struct alloc_plan *plan)
 {
 	size_t i;
@@ -901,11 +956,8 @@ void alloc_plan__free(struct alloc_plan *plan)
 		free(plan->objects[i].build_id);
 		free(plan->objects[i].prefix);
 	}
-	for (i = 0; i < plan->n_points; i++) {
-		free(plan->points[i].symbol);
-		free(plan->points[i].exits);
-		free(plan->points[i].hoists);
-	}
+	for (i = 0; i < plan->n_points; i++)
+		point_free(&plan->points[i]);
 	for (i = 0; i < plan->n_skipped; i++)
 		free(plan->skipped[i]);
 	free(plan->points);

@@ -92,5 +92,12 @@ int allocator__find(const struct target *t, const struct procmaps *maps, struct 
 /* at -v: each object's family and probe count, and the entry points it lacks */
 void alloc_plan__log(const struct alloc_plan *plan);
 void alloc_plan__free(struct alloc_plan *plan);
+/*
+ * Drop from plan the objects (and their points) some plan of known[]
+ * has already (same path, same code address): what is left is what a
+ * process mapped since.  Returns the objects left.
+ */
+size_t alloc_plan__keep_new(struct alloc_plan *plan, const struct alloc_plan *const *known,
+			    size_t n_known);
 
 #endif /* CULPERT_ALLOCATOR_H */

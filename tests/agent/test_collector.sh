@@ -1,0 +1,307 @@
+#!/bin/sh
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#
+# The agent's profiles (docs/agent.md, "The collector"), fetched by real
+# clients: google/pprof's own fetcher (`go tool pprof -raw URL`) against
+# the ground truth the test targets print.  Several targets under one agent
+# and one BPF object; targets started after the agent; an exited target
+# kept for --keep-exited, then dropped.
+. tests/lib.sh
+. tests/agent_lib.sh
+# no budget: these ground truths are of whole windows (duration_nanos = S, the bytes of S
+# seconds), which the default --max-overhead 1 duty-cycles; test_budget.sh tests the budget
+AGENT_ARGS="--max-overhead 0"
+
+PY=/usr/bin/python3
+RAW="$PY tests/tools/pprof_raw.py"
+TAG=col$$
+# sampling rate of these tests: small enough for tight tolerances, blocks (<= 8704 bytes) still small
+RATE=65536
+
+# copy NAME PROGRAM: the program under another name (its comm), in $TMP
+copy() {
+	[ -x "$TMP/$1" ] || cp "$2" "$TMP/$1"
+}
+
+# pprof_raw PATH?QUERY OUT: google/pprof fetches the URL itself, -raw to OUT
+pprof_raw() {
+	go tool pprof -raw "$agent_url$1" >"$2" 2>"$2.err" ||
+		{ fail "go tool pprof $1: $(tail -2 "$2.err")"; return 1; }
+}
+
+# within GOT WANT RATE: |GOT - WANT| <= 4 sigma, sigma = sqrt(RATE * WANT) (Poisson byte
+# sampling of blocks much smaller than RATE), plus 1% for what a block's rounding costs
+within() {
+	$PY -c 'import math, sys
+got, want, rate = map(float, sys.argv[1:4])
+sys.exit(0 if abs(got - want) <= 4 * math.sqrt(rate * want) + 0.01 * want else 1)' "$1" "$2" "$3"
+}
+
+# check_live NAME PID: each function's inuse_space in the agent's heap profile
+# against the "total FN ALLOCATED LIVE" lines of $TMP/NAME.out
+check_live() {
+	pprof_raw "/debug/pprof/heap?pid=$2" "$TMP/$1.heap" || return 1
+	$RAW --header <"$TMP/$1.heap" >"$TMP/$1.hdr"
+	grep -qx "default inuse_space" "$TMP/$1.hdr" || fail "$1: default $(grep default "$TMP/$1.hdr")"
+	grep -qx "types alloc_objects alloc_space inuse_objects inuse_space" "$TMP/$1.hdr" ||
+		fail "$1: $(grep types "$TMP/$1.hdr")"
+	$RAW inuse_space <"$TMP/$1.heap" >"$TMP/$1.live"
+	$RAW alloc_space <"$TMP/$1.heap" >"$TMP/$1.alloc"
+	while read -r _ fn alloc live; do
+		got=$(awk -v f="$fn" '$1 == f { print $2 }' "$TMP/$1.live")
+		within "${got:-0}" "$live" $RATE ||
+			fail "$1: $fn live ${got:-0} bytes, want $live (rate $RATE)"
+		got=$(awk -v f="$fn" '$1 == f { print $2 }' "$TMP/$1.alloc")
+		within "${got:-0}" "$alloc" $RATE ||
+			fail "$1: $fn allocated ${got:-0} bytes, want $alloc (rate $RATE)"
+	done <<-EOF
+	$(grep '^total ' "$TMP/$1.out")
+	EOF
+	return 0
+}
+
+# Two known targets under one agent (one BPF object): each one's live and
+# allocated bytes per function, from google/pprof's fetch of /heap.
+test_heap_two_targets() {
+	need_root || return
+	copy "${TAG}a" "$TARGETS/alloc_live"
+	copy "${TAG}b" "$TARGETS/alloc_live"
+	start_target "$TMP/a.out" "$TMP/${TAG}a" || return
+	a=$target_pid
+	# half the sizes: the two profiles cannot be taken for one another
+	start_target "$TMP/b.out" "$TMP/${TAG}b" 524288 || return
+	b=$target_pid
+	agent_start two --select "comm=${TAG}." --rate $RATE || return
+	wait_field "$a" probes attached 20 || fail "$a: probes $(field "$a" probes)"
+	wait_field "$b" probes attached 20 || fail "$b: probes $(field "$b" probes)"
+	[ "$(field "$a" allocator)" = glibc ] || fail "allocator of $a: $(field "$a" allocator)"
+	kill -USR1 "$a" "$b"
+	wait_for "$TMP/a.out" "^done" 30 || fail "target a did not finish"
+	wait_for "$TMP/b.out" "^done" 30 || fail "target b did not finish"
+	check_live a "$a"
+	check_live b "$b"
+	# the run's comments: what was observed
+	grep -q "^Comment: duty=1.000" "$TMP/a.heap" || fail "no duty comment: $(grep -c Comment "$TMP/a.heap")"
+	grep -q "^Comment: observed_ns=[1-9]" "$TMP/a.heap" || fail "no observed_ns comment"
+	# span labels only by default: no thread ids
+	grep -q "thread_id" "$TMP/a.heap" && fail "thread_id label without --labels all"
+	curl -s "$agent_url/metrics" >"$TMP/metrics"
+	grep -q "^culpert_target_samples_total{pid=\"$a\".*} [1-9]" "$TMP/metrics" ||
+		fail "no samples of $a in /metrics: $(grep samples_total "$TMP/metrics" | head -2)"
+	grep -q "^culpert_target_alloc_probe_hits_total{pid=\"$a\".*} [1-9]" "$TMP/metrics" ||
+		fail "no probe hits of $a in /metrics"
+	grep -q "^culpert_agent_profiling_available 1" "$TMP/metrics" || fail "profiling not available"
+	return 0
+}
+
+# allocs?seconds=S on a steady allocator: the bytes of the window, and
+# duration_nanos = S; then cumulative allocs scrapes, monotonic per stack.
+test_allocs_window() {
+	need_root || return
+	copy "${TAG}s" "$TARGETS/alloc_steady"
+	# 4 MiB/s in 256-byte blocks
+	start_target "$TMP/s.out" "$TMP/${TAG}s" 4194304 || return
+	s=$target_pid
+	agent_start win --select "comm=${TAG}s" --rate 4096 || return
+	wait_field "$s" probes attached 20 || fail "$s: probes $(field "$s" probes)"
+	pprof_raw "/debug/pprof/allocs?pid=$s&seconds=5" "$TMP/win" || return
+	$RAW --header <"$TMP/win" >"$TMP/win.hdr"
+	grep -qx "duration 5" "$TMP/win.hdr" || fail "window: $(grep duration "$TMP/win.hdr"), want 5 s"
+	grep -qx "default alloc_space" "$TMP/win.hdr" || fail "allocs: $(grep default "$TMP/win.hdr")"
+	got=$($RAW alloc_space <"$TMP/win" | awk '$1 == "steady" { print $2 }')
+	within "${got:-0}" $((5 * 4194304)) 4096 ||
+		fail "steady allocated ${got:-0} bytes in 5 s, want $((5 * 4194304)) (rate 4096)"
+	pprof_raw "/debug/pprof/allocs?pid=$s" "$TMP/c1" || return
+	sleep 1
+	pprof_raw "/debug/pprof/allocs?pid=$s" "$TMP/c2" || return
+	$RAW --stacks alloc_space <"$TMP/c1" >"$TMP/c1.st"
+	$RAW --stacks alloc_space <"$TMP/c2" >"$TMP/c2.st"
+	[ -s "$TMP/c1.st" ] || fail "first cumulative profile is empty"
+	while read -r v stack; do
+		w=$(awk -v k="$stack" '$2 == k { print $1 }' "$TMP/c2.st")
+		[ "${w:-0}" -ge "$v" ] || fail "stack $stack went from $v to ${w:-0} bytes"
+	done <"$TMP/c1.st"
+	return 0
+}
+
+# A target started after the agent is profiled (its exec seen in the
+# kernel); once it exits its profile is still served for --keep-exited,
+# then it is dropped.
+test_later_and_exit() {
+	need_root || return
+	copy "${TAG}l" "$TARGETS/alloc_live"
+	agent_start later --select "comm=${TAG}l" --rate $RATE --keep-exited 3s --rescan 1h || return
+	start_target "$TMP/l.out" "$TMP/${TAG}l" || return
+	l=$target_pid
+	wait_field "$l" probes attached 20 || fail "$l: probes $(field "$l" probes)"
+	kill -USR1 "$l"
+	wait_for "$TMP/l.out" "^done" 30 || fail "target did not finish"
+	check_live l "$l"
+	kill "$l"
+	wait "$l" 2>/dev/null
+	wait_field "$l" state exited 5 || fail "$l not seen exiting: $(field "$l" state)"
+	code=$(curl -s -o "$TMP/l.ex" -w '%{http_code}' "$agent_url/debug/pprof/heap?pid=$l")
+	[ "$code" = 200 ] || fail "heap of the exited target: $code $(head -c 200 "$TMP/l.ex")"
+	wait_field "$l" state - 10 || fail "$l still listed after --keep-exited 3s"
+	code=$(curl -s -o "$TMP/l.gone" -w '%{http_code}' "$agent_url/debug/pprof/heap?pid=$l")
+	[ "$code" = 404 ] || fail "heap of a dropped target: $code"
+	return 0
+}
+
+# An allocator the target dlopen()s after pick-up (a je_-prefixed one) is
+# planned and probed when its mapping appears: what it allocates then is in
+# the heap profile, each call counted once (it forwards to libc's malloc).
+test_dlopen_allocator() {
+	need_root || return
+	copy "${TAG}d" "$TARGETS/dlopen_alloc"
+	start_target "$TMP/d.out" "$TMP/${TAG}d" "$PWD/$TARGETS/libjeprefix.so" je_ 33554432 || return
+	d=$target_pid
+	agent_start dl --select "comm=${TAG}d" --rate $RATE || return
+	wait_field "$d" probes attached 20 || fail "$d: probes $(field "$d" probes)"
+	[ "$(field "$d" allocator)" = glibc ] || fail "allocator before the dlopen: $(field "$d" allocator)"
+	kill -USR1 "$d"
+	wait_for "$TMP/d.out" "^loaded" 10 || { fail "no dlopen: $(cat "$TMP/d.out")"; return; }
+	wait_field "$d" allocator glibc,jemalloc 10 ||
+		fail "allocator after the dlopen: $(field "$d" allocator)"
+	kill -USR1 "$d"
+	wait_for "$TMP/d.out" "^done" 20 || fail "target did not finish"
+	check_live d "$d"
+	return 0
+}
+
+# The duty-cycling hook budget.c calls (collector__set_alloc_probes), driven
+# by tests/tools/dutycheck on a steady allocator (16384 malloc/free pairs a
+# second): allocation probes off for a second see (almost) no call, the free probes
+# stay and see them all, and the observed time stands still meanwhile.
+test_duty_hook() {
+	need_root || return
+	start_target "$TMP/h.out" "$TARGETS/alloc_steady" 4194304 || return
+	"$OUTPUT/tests/tools/dutycheck" "$target_pid" >"$TMP/duty" 2>&1 || { fail "$(cat "$TMP/duty")"; return; }
+	$PY - "$TMP/duty" <<-'EOF' >"$TMP/duty.out" 2>&1 || fail "$(tail -1 "$TMP/duty.out"): $(tr '\n' ' ' <"$TMP/duty")"
+	import sys
+	on1, off, on2, probes = open(sys.argv[1]).read().splitlines()
+	on1, off, on2 = ([int(x) for x in l.split()[1:]] for l in (on1, off, on2))
+	# on: every malloc seen, and its free (a pair per block: equal up to the
+	# pairs cut by the phase's edges); about 16384 a second, less on a busy machine
+	for name, p in (("first on", on1), ("second on", on2)):
+	    assert p[0] > 8192 and abs(p[0] - p[1]) < 200, "%s: %d allocation, %d free hits" % (name, p[0], p[1])
+	# the kernel lets go of a closed link's uprobes a few milliseconds later (RCU): a
+	# handful of hits may still come, never more than 1% of a second's
+	assert off[0] < p[0] / 100, "off: %d allocation hits" % off[0]
+	assert off[1] > 8192, "off: %d free hits, want the free probes to stay" % off[1]
+	# observed: the two seconds on, not the one off
+	assert abs(off[2] - on1[2]) < 50e6, "observed time grew while off: %d -> %d" % (on1[2], off[2])
+	assert abs(on2[2] - 2e9) < 200e6, "observed %d ns, want 2 s" % on2[2]
+	assert probes == "probes attached", probes
+	EOF
+	return 0
+}
+
+# Labels: span_name and span_path by default, the bytes of each span path
+# as span_abc's ground truth; span_id, span_parent_id and thread_id only
+# with --labels all (each id would be a series of its own in Pyroscope).
+test_labels() {
+	need_root || return
+	for labels in span all; do
+		copy "${TAG}p" "$TARGETS/span_abc"
+		start_target "$TMP/p.out" "$TMP/${TAG}p" || return
+		p=$target_pid
+		agent_start "lab$labels" --select "comm=${TAG}p" --rate $RATE --labels $labels || return
+		wait_field "$p" probes attached 20 || fail "$p: probes $(field "$p" probes)"
+		kill -USR1 "$p"
+		wait "$p" 2>/dev/null
+		pprof_raw "/debug/pprof/allocs?pid=$p" "$TMP/p.$labels" || return
+		$RAW --keys <"$TMP/p.$labels" | tr '\n' ' ' >"$TMP/p.$labels.keys"
+		case "$labels:$(cat "$TMP/p.$labels.keys")" in
+		*span_id* | *thread_id* | *parent*) [ $labels = all ] || fail "ids without --labels all" ;;
+		esac
+		case "$labels:$(cat "$TMP/p.$labels.keys")" in
+		"span:"*"span_name span_path "*) ;;
+		"all:"*span_id*span_name*span_parent_id*span_path*thread_id*) ;;
+		*) fail "--labels $labels: keys $(cat "$TMP/p.$labels.keys")" ;;
+		esac
+		$RAW --label span_path alloc_space <"$TMP/p.$labels" >"$TMP/p.$labels.paths"
+		while read -r _ path bytes; do
+			# outside any span: no span_path label
+			[ "$path" = "(no-span)" ] && path=-
+			got=$(awk -v k="$path" '$2 == k { print $1 }' "$TMP/p.$labels.paths")
+			within "${got:-0}" "$bytes" $RATE ||
+				fail "--labels $labels: span path $path ${got:-0} bytes, want $bytes"
+		done <<-EOF
+		$(grep '^total ' "$TMP/p.out")
+		EOF
+		kill "$agent_pid"
+		wait "$agent_pid" 2>/dev/null
+	done
+	return 0
+}
+
+# --snapshot-dir: every --interval each live target's heap profile, the
+# newest --keep kept, read by culpert report as attach's files are.
+test_snapshots() {
+	need_root || return
+	copy "${TAG}n" "$TARGETS/alloc_live"
+	mkdir -p "$TMP/snap"
+	start_target "$TMP/n.out" "$TMP/${TAG}n" || return
+	n=$target_pid
+	agent_start snap --select "comm=${TAG}n" --rate $RATE --snapshot-dir "$TMP/snap" \
+		--interval 1s --keep 2 || return
+	wait_field "$n" probes attached 20 || fail "$n: probes $(field "$n" probes)"
+	kill -USR1 "$n"
+	wait_for "$TMP/n.out" "^done" 30 || fail "target did not finish"
+	sleep 3.5
+	set -- "$TMP/snap/culpert-${TAG}n-$n-"*.pb.gz
+	[ $# = 2 ] || fail "$# snapshots of $n, want --keep 2: $(ls "$TMP/snap")"
+	last=$(ls "$TMP/snap/culpert-${TAG}n-$n-"*.pb.gz | tail -1)
+	"$BIN_CLI" report "$last" >"$TMP/snap.report" 2>&1 || fail "culpert report: $(head -3 "$TMP/snap.report")"
+	go tool pprof -raw "$last" 2>/dev/null | $RAW inuse_space >"$TMP/snap.live"
+	got=$(awk '$1 == "keep_all" { print $2 }' "$TMP/snap.live")
+	within "${got:-0}" 33554432 $RATE || fail "snapshot: keep_all live ${got:-0} bytes, want 33554432"
+	return 0
+}
+
+# 64 targets under one agent (its default --max-targets): every one attached
+# and served, the agent's RSS within the bound docs/agent.md states for
+# targets of few stacks (64 MiB fixed + 2 MiB per target), and flat while
+# they are scraped again.
+test_many_targets() {
+	need_root || return
+	copy "${TAG}m" "$TARGETS/alloc_steady"
+	pids=""
+	for _ in $(seq 64); do
+		"$TMP/${TAG}m" 65536 >/dev/null 2>&1 &
+		track $!
+		pids="$pids $!"
+	done
+	agent_start many --select "comm=${TAG}m" --rate $RATE || return
+	i=0
+	while [ "$(curl -s "$agent_url/targets" | grep -c '"probes": "attached"')" != 64 ]; do
+		i=$((i + 1))
+		[ $i -gt 600 ] && { fail "$(curl -s "$agent_url/targets" | grep -c '"attached"') of 64 attached after 60 s"; return; }
+		sleep 0.1
+	done
+	for round in 1 2; do
+		for p in $pids; do
+			code=$(curl -s -o "$TMP/many.pb.gz" -w '%{http_code}' "$agent_url/debug/pprof/heap?pid=$p")
+			[ "$code" = 200 ] || { fail "heap of $p: $code $(head -c 200 "$TMP/many.pb.gz")"; return; }
+		done
+		rss=$(awk '/^VmRSS:/ { print $2 }' /proc/"$agent_pid"/status)
+		[ "$round" = 1 ] && rss1=$rss
+	done
+	go tool pprof -raw "$TMP/many.pb.gz" >"$TMP/many.raw" 2>&1 || fail "go tool pprof: $(head -2 "$TMP/many.raw")"
+	grep -q '^Comment: target.pid=' "$TMP/many.raw" || fail "no target.pid comment"
+	[ "$rss" -le $(((64 + 64 * 2) * 1024)) ] || fail "agent RSS ${rss} KiB with 64 targets, want <= 192 MiB"
+	# a second round of 64 scrapes: no growth beyond the allocator's slack (5%)
+	[ "$rss" -le $((rss1 + rss1 / 20)) ] || fail "RSS grew from $rss1 to $rss KiB between two rounds"
+	echo "# 64 targets: agent RSS $rss1 KiB, then $rss KiB"
+	return 0
+}
+
+run_test agent/collector/heap_two_targets test_heap_two_targets
+run_test agent/collector/allocs_window test_allocs_window
+run_test agent/collector/later_and_exit test_later_and_exit
+run_test agent/collector/dlopen_allocator test_dlopen_allocator
+run_test agent/collector/labels test_labels
+run_test agent/collector/snapshots test_snapshots
+run_test agent/collector/duty_hook test_duty_hook
+run_test agent/collector/many_targets test_many_targets

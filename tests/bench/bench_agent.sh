@@ -1,0 +1,138 @@
+#!/bin/sh
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#
+# The agent (issue 11, "Performance"):
+#  1. the budget table: a target's allocator calls/s, the duty the agent
+#     chose, its estimate and the CPU the target lost (its ops per second
+#     of its own CPU, profiled vs unprofiled, interleaved; medians of
+#     BENCH_RUNS rounds), under the default --max-overhead 1;
+#  2. the agent's own CPU and RSS with 1, 16 and 64 targets over
+#     BENCH_AGENT_SECONDS (default 300, the issue's 5 minutes), RSS sampled
+#     six times: it must stay flat;
+#  3. the latency of a heap scrape of a target with 65536 stacks while it
+#     goes on allocating (goal < 100 ms), median of BENCH_RUNS scrapes.
+#   BENCH_AGENT_PARTS="budget scale scrape" chooses the parts.
+. tests/lib.sh
+. tests/bench/common.sh
+. tests/agent/budget.inc
+
+RUNS=${BENCH_RUNS:-3}
+SECONDS_EACH=${BENCH_AGENT_SECONDS:-300}
+PARTS=${BENCH_AGENT_PARTS:-budget scale scrape}
+WINDOW=${BENCH_BUDGET_WINDOW:-20}
+
+[ "$(id -u)" = 0 ] || { echo "bench_agent: needs root"; exit 1; }
+
+# 1. one row per pace of alloc_bound (0: flat out); --no-inuse on the flat-out
+# loop only, where the free probes alone would exceed any budget
+budget_table() {
+	echo "budget table: --max-overhead 1, --duty-period 10s, $RUNS rounds of ${WINDOW}s windows"
+	printf "  %-26s %14s %8s %10s %14s\n" target "calls/s" duty estimate "CPU lost"
+	for pace in 1000 10000 30000 0; do
+		start_target "$TMP/t.out" "$TARGETS/alloc_bound" "$pace" || return
+		extra=""
+		[ "$pace" = 0 ] && extra=--no-inuse
+		ROUNDS=$RUNS rounds 1 "$WINDOW" --duty-period 10s $extra || return
+		calls=$(awk '{ s += $1 / ($2 / 1e9) } END { printf "%.0f", s / NR }' "$TMP/p")
+		duty=$(sort -g "$TMP/duty" | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')
+		est=$(sort -g "$TMP/est" | awk '{ v[NR] = $1 } END { printf "%.2f%%", 100 * v[int((NR + 1) / 2)] }')
+		printf "  %-26s %14s %8.4g %10s %13s%%   (rounds: %s)\n" \
+			"alloc_bound $pace/s ${extra:---inuse}" "$calls" "${duty:-0}" "$est" "$loss" \
+			"$losses"
+		kill "$target_pid"
+		wait "$target_pid" 2>/dev/null
+	done
+}
+
+# /proc/PID/stat utime + stime, in seconds
+cpu_of() {
+	awk -v hz="$(getconf CLK_TCK)" '{ sub(/^.*\) /, ""); printf "%.2f", ($12 + $13) / hz }' \
+		"/proc/$1/stat"
+}
+
+# 2. N steady allocators (1 MiB/s each in 256-byte blocks) under one agent
+scale_one() {
+	n=$1
+	pids=""
+	i=0
+	# a copy of its own: no one else's alloc_steady is selected
+	cp "$TARGETS/alloc_steady" "$TMP/steady$$"
+	while [ $i -lt "$n" ]; do
+		"$TMP/steady$$" 1048576 >/dev/null &
+		track $!
+		pids="$pids $!"
+		i=$((i + 1))
+	done
+	agent_start scale$n --select "exe=$TMP/steady$$" --max-targets 64 || return
+	sleep 5
+	c0=$(cpu_of "$agent_pid")
+	t=0
+	step=$((SECONDS_EACH / 6))
+	[ $step -gt 0 ] || step=1
+	line=""
+	while [ $t -lt "$SECONDS_EACH" ]; do
+		rss=$(awk '/^VmRSS/ { print $2 }' "/proc/$agent_pid/status")
+		line="$line ${t}s:$((rss / 1024))MiB"
+		sleep $step
+		t=$((t + step))
+	done
+	c1=$(cpu_of "$agent_pid")
+	live=$(curl -s "$agent_url/metrics" | awk '$1 == "culpert_agent_targets{state=\"live\"}" { print $2 }')
+	hwm=$(awk '/^VmHWM/ { print $2 }' "/proc/$agent_pid/status")
+	agent_stop
+	kill $pids
+	wait $pids 2>/dev/null
+	awk -v n="$n" -v l="$live" -v c0="$c0" -v c1="$c1" -v s="$t" -v h="$hwm" 'BEGIN {
+		printf "  %2d targets (%s live): agent CPU %.2f%% of one CPU, peak RSS %d MiB\n",
+			n, l, 100 * (c1 - c0) / s, h / 1024 }'
+	echo "     RSS at:$line"
+}
+
+scale() {
+	echo "agent's own CPU and RSS over ${SECONDS_EACH}s (BENCH_AGENT_SECONDS), targets at 1 MiB/s each:"
+	for n in 1 16 64; do
+		scale_one $n
+	done
+}
+
+# 3. heap scrapes of stack_fan's 65536 stacks
+scrape() {
+	# 64 KiB blocks at --rate 4096: every call sampled (1 - e^-16)
+	start_target "$TMP/f.out" "$BENCH/stack_fan" 65536 2 || return
+	agent_start fan --select "pid=$target_pid" --rate 4096 --max-stacks 65536 \
+		--ringbuf-size 16MiB || return
+	wait_for "$TMP/f.out" swept 60 || { echo "  stack_fan did not sweep"; return 1; }
+	# the BPF side's throttle spreads a sweep's samples over seconds: until the stacks are in
+	i=0
+	while [ $i -lt 120 ]; do
+		curl -s -o "$TMP/heap.pb.gz" "$agent_url/debug/pprof/heap?pid=$target_pid"
+		stacks=$(go tool pprof -raw "$TMP/heap.pb.gz" 2>/dev/null |
+			$PY tests/tools/pprof_raw.py --stacks alloc_objects | wc -l)
+		[ "$stacks" -ge 50000 ] && break
+		sleep 5
+		i=$((i + 5))
+	done
+	echo "  after ${i}s: $stacks stacks; samples $(metric culpert_target_samples_total \
+		"$target_pid"), lost $(metric culpert_target_lost_samples_total "$target_pid")"
+	: >"$TMP/lat"
+	i=0
+	while [ $i -lt "$RUNS" ]; do
+		curl -s -o "$TMP/heap.pb.gz" -w '%{time_total}\n' \
+			"$agent_url/debug/pprof/heap?pid=$target_pid" >>"$TMP/lat"
+		i=$((i + 1))
+	done
+	med=$(sort -g "$TMP/lat" | awk '{ v[NR] = $1 } END { printf "%.1f", 1000 * v[int((NR + 1) / 2)] }')
+	echo "heap scrape of a target with $stacks stacks: median $med ms over $RUNS (goal < 100 ms);" \
+		"each: $(awk '{ printf "%.1f ", 1000 * $1 }' "$TMP/lat")ms, $(wc -c <"$TMP/heap.pb.gz") bytes"
+	agent_stop
+	kill "$target_pid"
+}
+
+for part in $PARTS; do
+	case $part in
+	budget) budget_table ;;
+	scale) scale ;;
+	scrape) scrape ;;
+	esac
+	echo
+done

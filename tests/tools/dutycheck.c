@@ -1,0 +1,81 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * The collector's duty-cycling hook, driven as budget.c drives it: one
+ * target under a collector, its allocation probes on for 1 s, off for 1 s,
+ * on again for 1 s.  For each phase prints "PHASE ALLOC_HITS FREE_HITS
+ * OBSERVED_NS" (the hits of that phase, the observed time so far).
+ *   dutycheck PID
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "agent.h"
+#include "collector.h"
+#include "targets.h"
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+/* poll the collector for a second */
+static void run(struct collector *c)
+{
+	uint64_t end = mono_ns() + 1000000000ULL;
+	struct timespec step = { 0, 50 * 1000000L };
+
+	while (mono_ns() < end) {
+		collector__poll(c, mono_ns());
+		nanosleep(&step, NULL);
+	}
+}
+
+static int phase(struct collector *c, pid_t pid, const char *name, struct collector_state *last)
+{
+	struct collector_state st;
+
+	run(c);
+	if (collector__state(c, pid, 0, &st))
+		return -1;
+	printf("%s %llu %llu %llu\n", name, (unsigned long long)(st.calls_alloc - last->calls_alloc),
+	       (unsigned long long)(st.calls_free - last->calls_free),
+	       (unsigned long long)st.observed_ns);
+	*last = st;
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct agent_collect_opts o = { .rate = 512 * 1024, .inuse = true, .unwind = 0,
+					.max_depth = 64, .max_live = 1 << 16 };
+	struct agent_target t = { 0 };
+	struct collector_state last = { 0 };
+	struct collector *c;
+	char err[1024];
+
+	if (argc != 2)
+		return 2;
+	t.pid = atoi(argv[1]);
+	snprintf(t.comm, sizeof(t.comm), "target");
+	c = collector__new(&o, 4, 1024, false, err, sizeof(err));
+	if (!c) {
+		fprintf(stderr, "dutycheck: %s\n", err);
+		return 1;
+	}
+	if (collector__add(c, &t) || phase(c, t.pid, "on", &last) ||
+	    collector__set_alloc_probes(c, t.pid, 0, false) || phase(c, t.pid, "off", &last) ||
+	    collector__set_alloc_probes(c, t.pid, 0, true) || phase(c, t.pid, "on", &last)) {
+		fprintf(stderr, "dutycheck: failed\n");
+		collector__free(c);
+		return 1;
+	}
+	collector__state(c, t.pid, 0, &last);
+	printf("probes %s\n", last.probes);
+	collector__free(c);
+	return 0;
+}

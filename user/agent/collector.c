@@ -1,0 +1,605 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * The agent's collector: one BPF object (sampler__open()) shared by every
+ * target, and per target a session over it (session__open_shared()): its
+ * plan, its uprobe links, its aggregate bounded by --max-stacks, its live
+ * blocks.  Records carry their tgid; the profiling thread hands each to
+ * its target's session.  HTTP threads serialize a target's profile under
+ * that target's lock.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent.h"
+#include "allocator.h"
+#include "collector.h"
+#include "culpert.h"
+#include "export.h"
+#include "log.h"
+#include "sampler.h"
+#include "session.h"
+#include "targets.h"
+
+#define NS_PER_SEC 1000000000ULL
+/*
+ * attach's defaults: read every 100 ms, 8 MiB holds ~500 DWARF records
+ * (~16 KiB each) and ~40k fp ones.  Mapped twice into the agent (for
+ * wrap-around reads), so it counts double in its RSS.
+ */
+#define RINGBUF_FP	(2 << 20)
+#define RINGBUF_DWARF	(8 << 20)
+
+struct ctarget {
+	bool used, exited;
+	bool attaching;			/* its session is being opened (no lock held for that) */
+	pid_t pid;
+	uint64_t start_ticks;
+	pthread_mutex_t lock;		/* the session: profiling thread vs HTTP threads */
+	struct session *s;		/* NULL: its probes failed (st.error says why) */
+	struct collector_state st;	/* allocator, probes, error */
+	uint64_t picked_ns;		/* CLOCK_MONOTONIC */
+	uint64_t retry_ns, retry_wait_ns;	/* failed: when to plan again, and the wait after */
+	char comm[16];
+};
+
+struct collector {
+	struct agent_collect_opts o;
+	size_t max_stacks;
+	bool labels_all;
+	enum session_unwind unwind;
+	struct sampler *sampler;
+	pthread_mutex_t table;		/* which slot is which target */
+	struct ctarget *v;
+	size_t n;
+	volatile int stopping;
+};
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * NS_PER_SEC + (uint64_t)ts.tv_nsec;
+}
+
+/* the tgid a record belongs to; 0 for a record too short to say */
+static uint32_t record_tgid(const void *data, size_t size)
+{
+	const __u32 *kind = data;
+
+	if (size < sizeof(*kind))
+		return 0;
+	switch (*kind) {
+	case CULPERT_EV_ALLOC:
+		return size >= sizeof(struct culpert_alloc_event) ?
+			       ((const struct culpert_alloc_event *)data)->tgid : 0;
+	case CULPERT_EV_ALLOC_RET:
+		return size >= sizeof(struct culpert_ret_event) ?
+			       ((const struct culpert_ret_event *)data)->tgid : 0;
+	case CULPERT_EV_FREE:
+		return size >= sizeof(struct culpert_free_event) ?
+			       ((const struct culpert_free_event *)data)->tgid : 0;
+	case CULPERT_EV_SPAN_NAME:
+		return size >= sizeof(struct culpert_name_event) ?
+			       ((const struct culpert_name_event *)data)->tgid : 0;
+	default:
+		return 0;
+	}
+}
+
+/* the live target of a tgid; table lock held */
+static struct ctarget *find_live(struct collector *c, pid_t pid)
+{
+	size_t i;
+
+	for (i = 0; i < c->n; i++)
+		if (c->v[i].used && !c->v[i].exited && c->v[i].pid == pid)
+			return &c->v[i];
+	return NULL;
+}
+
+static struct ctarget *find(struct collector *c, pid_t pid, uint64_t start)
+{
+	size_t i;
+
+	for (i = 0; i < c->n; i++)
+		if (c->v[i].used && c->v[i].pid == pid && c->v[i].start_ticks == start)
+			return &c->v[i];
+	return NULL;
+}
+
+/* on the profiling thread: the record to its target's session */
+static int on_record(void *ctx, void *data, size_t size)
+{
+	struct collector *c = ctx;
+	struct ctarget *t;
+	int ret = 0;
+
+	pthread_mutex_lock(&c->table);
+	t = find_live(c, (pid_t)record_tgid(data, size));
+	if (t && t->s) {
+		pthread_mutex_lock(&t->lock);
+		ret = session__on_event(t->s, data, size);
+		pthread_mutex_unlock(&t->lock);
+	}
+	pthread_mutex_unlock(&c->table);
+	/* out of memory in one target's aggregate is that target's: the others go on */
+	return ret == -ENOMEM ? 0 : ret;
+}
+
+struct collector *collector__new(const struct agent_collect_opts *o, size_t max_targets,
+				 size_t max_stacks, bool labels_all, char *err, size_t errlen)
+{
+	struct sampler_opts so = { 0 };
+	struct collector *c = calloc(1, sizeof(*c));
+	size_t i;
+
+	if (!c || !(c->v = calloc(max_targets ?: 1, sizeof(*c->v)))) {
+		free(c);
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	c->o = *o;
+	c->n = max_targets;
+	c->max_stacks = max_stacks;
+	c->labels_all = labels_all;
+	/* per target, as attach chooses; the object carries the stack copy unless fp for all */
+	c->unwind = o->unwind == 0 ? SESSION_UNWIND_FP : o->unwind == 1 ? SESSION_UNWIND_DWARF :
+		    SESSION_UNWIND_AUTO;
+	pthread_mutex_init(&c->table, NULL);
+	for (i = 0; i < c->n; i++)
+		pthread_mutex_init(&c->v[i].lock, NULL);
+	so.rate = o->rate;
+	so.max_depth = (unsigned int)o->max_depth;
+	so.ringbuf_bytes = o->ringbuf_size ?: c->unwind == SESSION_UNWIND_FP ? RINGBUF_FP :
+							     RINGBUF_DWARF;
+	so.no_multi = o->no_multi;
+	so.no_session = o->no_session;
+	so.track_inuse = o->inuse;
+	so.unwind_dwarf = c->unwind != SESSION_UNWIND_FP;
+	so.stack_copy_bytes = (unsigned int)o->stack_size;
+	so.max_live = o->max_live;
+	so.max_procs = max_targets;
+	so.count_calls = true;
+	so.on_event = on_record;
+	so.ctx = c;
+	if (sampler__open(&so, &c->sampler, err, errlen)) {
+		collector__free(c);
+		return NULL;
+	}
+	return c;
+}
+
+void collector__stop(struct collector *c)
+{
+	if (c)
+		c->stopping = 1;
+}
+
+void collector__free(struct collector *c)
+{
+	size_t i;
+
+	if (!c)
+		return;
+	for (i = 0; i < c->n; i++) {
+		session__close(c->v[i].s);
+		pthread_mutex_destroy(&c->v[i].lock);
+	}
+	sampler__free(c->sampler);
+	pthread_mutex_destroy(&c->table);
+	free(c->v);
+	free(c);
+}
+
+/* the families probed, "glibc" or with a prefixed one beside it "glibc,jemalloc" */
+static void set_allocator(struct ctarget *t)
+{
+	const struct alloc_plan *p[ALLOC_MAX_OBJECTS];
+	size_t n = session__plans(t->s, p), i, j, len = 0;
+	char *buf = t->st.allocator;
+
+	buf[0] = 0;
+	for (i = 0; i < n; i++)
+		for (j = 0; j < p[i]->n_objects && len < sizeof(t->st.allocator); j++)
+			len += (size_t)snprintf(buf + len, sizeof(t->st.allocator) - len, "%s%s",
+						len ? "," : "", p[i]->objects[j].family);
+}
+
+/* a session for pid; 0 or -errno with the reason in err */
+static int open_session(struct collector *c, pid_t pid, struct session **s, char *err,
+			size_t errlen)
+{
+	struct session_opts so = {
+		.pid = pid, .rate = c->o.rate, .max_depth = (unsigned int)c->o.max_depth,
+		.allocator = c->o.allocator ?: "auto", .symbolize = c->o.symbolize,
+		.no_multi = c->o.no_multi, .no_session = c->o.no_session,
+		.max_entries = c->max_stacks, .inuse = c->o.inuse, .unwind = c->unwind,
+		.stack_size = (unsigned int)c->o.stack_size, .max_live = c->o.max_live,
+	};
+
+	err[0] = 0;
+	return session__open_shared(&so, c->sampler, s, err, errlen);
+}
+
+/* the first retry of a failed target, and the longest wait between two */
+#define RETRY_FIRST_NS	(500 * 1000000ULL)
+#define RETRY_MAX_NS	(30 * NS_PER_SEC)
+
+/* the outcome of an attempt, target lock held */
+static void attempted(struct ctarget *t, int ret, struct session *s, const char *err)
+{
+	uint64_t now = mono_ns();
+
+	t->s = ret ? NULL : s;
+	if (ret) {
+		snprintf(t->st.probes, sizeof(t->st.probes), "failed");
+		snprintf(t->st.error, sizeof(t->st.error), "%s", err);
+		/*
+		 * Picked up at its exec, a process has not mapped its libraries
+		 * yet; one that dlopen()s its allocator has it later still: plan
+		 * again, less and less often.
+		 */
+		t->retry_wait_ns = t->retry_wait_ns ? t->retry_wait_ns * 2 : RETRY_FIRST_NS;
+		if (t->retry_wait_ns > RETRY_MAX_NS)
+			t->retry_wait_ns = RETRY_MAX_NS;
+		t->retry_ns = now + t->retry_wait_ns;
+		return;
+	}
+	t->picked_ns = now;
+	t->st.error[0] = 0;
+	snprintf(t->st.probes, sizeof(t->st.probes), "attached");
+	set_allocator(t);
+}
+
+int collector__add(struct collector *c, const struct agent_target *at)
+{
+	struct session *s = NULL;
+	struct ctarget *t = NULL;
+	char err[sizeof(t->st.error)];
+	size_t i;
+	int ret;
+
+	/* the slot first, so a scrape during the attach waits for it rather than missing it */
+	pthread_mutex_lock(&c->table);
+	for (i = 0; i < c->n && !t; i++)
+		if (!c->v[i].used)
+			t = &c->v[i];
+	if (t) {
+		pthread_mutex_lock(&t->lock);
+		memset(&t->st, 0, sizeof(t->st));
+		t->used = true;
+		t->exited = false;
+		t->attaching = true;
+		t->s = NULL;
+		t->pid = at->pid;
+		t->start_ticks = at->start_ticks;
+		t->retry_wait_ns = 0;
+		t->st.duty = 1;
+		memcpy(t->comm, at->comm, sizeof(t->comm));
+		snprintf(t->st.probes, sizeof(t->st.probes), "attaching");
+		pthread_mutex_unlock(&t->lock);
+	}
+	pthread_mutex_unlock(&c->table);
+	if (!t)
+		return -ENOSPC;
+	ret = open_session(c, at->pid, &s, err, sizeof(err));
+	pthread_mutex_lock(&c->table);
+	pthread_mutex_lock(&t->lock);
+	t->attaching = false;
+	t->picked_ns = mono_ns();
+	attempted(t, ret, s, err);
+	pthread_mutex_unlock(&t->lock);
+	pthread_mutex_unlock(&c->table);
+	if (ret)
+		pr_info("culpert-bpf: cannot profile pid %d (%s) yet: %s; trying again in %llu ms\n",
+			(int)at->pid, at->comm, err, (unsigned long long)(t->retry_wait_ns / 1000000));
+	return ret;
+}
+
+/* failed targets whose time has come: plan and attach again (profiling thread) */
+static void retry_failed(struct collector *c, uint64_t now)
+{
+	char err[sizeof(c->v[0].st.error)];
+	struct session *s = NULL;
+	size_t i;
+	int ret;
+
+	for (i = 0; i < c->n; i++) {
+		struct ctarget *t = &c->v[i];
+
+		/* only the profiling thread changes used, exited and s: no lock to read them */
+		if (!t->used || t->exited || t->s || t->attaching || now < t->retry_ns)
+			continue;
+		ret = open_session(c, t->pid, &s, err, sizeof(err));
+		pthread_mutex_lock(&t->lock);
+		attempted(t, ret, s, err);
+		pthread_mutex_unlock(&t->lock);
+		if (!ret)
+			pr_info("culpert-bpf: profiling pid %d (%s) now\n", (int)t->pid, t->comm);
+	}
+}
+
+void collector__remove(struct collector *c, pid_t pid, uint64_t start_ticks)
+{
+	struct ctarget *t;
+
+	/* its last records first: what it allocated just before it exited (no lock held here) */
+	sampler__poll(c->sampler, 0);
+	pthread_mutex_lock(&c->table);
+	t = find(c, pid, start_ticks);
+	if (t && !t->exited) {
+		pthread_mutex_lock(&t->lock);
+		t->exited = true;
+		if (t->s)
+			sampler_proc__detach(session__proc(t->s));
+		snprintf(t->st.probes, sizeof(t->st.probes), "detached");
+		pthread_mutex_unlock(&t->lock);
+	}
+	pthread_mutex_unlock(&c->table);
+}
+
+void collector__forget(struct collector *c, pid_t pid, uint64_t start_ticks)
+{
+	struct ctarget *t;
+	struct session *s = NULL;
+
+	pthread_mutex_lock(&c->table);
+	t = find(c, pid, start_ticks);
+	if (t) {
+		pthread_mutex_lock(&t->lock);
+		s = t->s;
+		t->s = NULL;
+		t->used = false;
+		pthread_mutex_unlock(&t->lock);
+	}
+	pthread_mutex_unlock(&c->table);
+	session__close(s);
+}
+
+int collector__fd(const struct collector *c)
+{
+	return sampler__fd(c->sampler);
+}
+
+/* a library mapped since: a dlopen'd allocator gets its probes (target lock held) */
+static void replan(struct ctarget *t)
+{
+	char err[256];
+	int ret = session__replan(t->s, err, sizeof(err));
+
+	if (ret > 0) {
+		set_allocator(t);
+		pr_info("culpert-bpf: pid %d (%s): allocator %s now\n", (int)t->pid, t->comm,
+			t->st.allocator);
+	} else if (ret < 0) {
+		pr_warn("pid %d (%s): cannot probe an allocator it loaded: %s\n", (int)t->pid,
+			t->comm, err);
+	}
+}
+
+int collector__poll(struct collector *c, uint64_t now_ns)
+{
+	size_t i;
+	int n;
+
+	n = sampler__poll(c->sampler, 0);
+	retry_failed(c, now_ns);
+	/* also while no samples come: the kernel's buffers of new mappings must not fill */
+	pthread_mutex_lock(&c->table);
+	for (i = 0; i < c->n; i++) {
+		struct ctarget *t = &c->v[i];
+
+		if (!t->used || t->exited || !t->s)
+			continue;
+		pthread_mutex_lock(&t->lock);
+		session__sync_maps(t->s);
+		replan(t);
+		pthread_mutex_unlock(&t->lock);
+	}
+	pthread_mutex_unlock(&c->table);
+	return n < 0 ? n : 0;
+}
+
+int collector__set_alloc_probes(struct collector *c, pid_t pid, uint64_t start_ticks, bool on)
+{
+	struct ctarget *t;
+	int ret = -ENOENT;
+
+	pthread_mutex_lock(&c->table);
+	t = find(c, pid, start_ticks);
+	if (t && !t->exited && t->s) {
+		pthread_mutex_lock(&t->lock);
+		ret = sampler_proc__set_alloc(session__proc(t->s), on, t->st.error,
+					      sizeof(t->st.error));
+		snprintf(t->st.probes, sizeof(t->st.probes), "%s",
+			 ret ? "failed" : on ? "attached" : "off");
+		pthread_mutex_unlock(&t->lock);
+	}
+	pthread_mutex_unlock(&c->table);
+	return ret;
+}
+
+/* the state, target lock held */
+static void fill_state(struct ctarget *t, struct collector_state *out)
+{
+	struct culpert_proc p = { 0 };
+	uint64_t elapsed, now = mono_ns();
+	struct sampler_proc *pr;
+
+	*out = t->st;
+	if (!t->s)
+		return;
+	pr = session__proc(t->s);
+	sampler_proc__state(pr, &p);
+	out->samples = session__samples(t->s);
+	out->lost = p.counters[CULPERT_CNT_LOST_RINGBUF];
+	out->calls_alloc = p.calls_alloc;
+	out->calls_free = p.calls_free;
+	out->observed_ns = sampler_proc__observed_ns(pr);
+	elapsed = now - t->picked_ns;
+	if (!t->exited && elapsed)
+		out->duty = (double)out->observed_ns / (double)elapsed > 1 ? 1 :
+			    (double)out->observed_ns / (double)elapsed;
+}
+
+int collector__state(struct collector *c, pid_t pid, uint64_t start_ticks,
+		     struct collector_state *out)
+{
+	struct ctarget *t;
+	int ret = -ENOENT;
+
+	pthread_mutex_lock(&c->table);
+	t = find(c, pid, start_ticks);
+	if (t) {
+		pthread_mutex_lock(&t->lock);
+		fill_state(t, out);
+		pthread_mutex_unlock(&t->lock);
+		ret = 0;
+	}
+	pthread_mutex_unlock(&c->table);
+	return ret;
+}
+
+int collector__state_cb(void *ctx, pid_t pid, uint64_t start_ticks, struct collector_state *out)
+{
+	return collector__state(ctx, pid, start_ticks, out);
+}
+
+/* how long a scrape waits for a target being picked up (its probes going in) */
+#define ATTACH_WAIT_NS (15 * NS_PER_SEC)
+
+/* the target locked, or NULL with the reason; unlock with pthread_mutex_unlock(&t->lock) */
+static struct ctarget *lock_target(struct collector *c, const struct agent_target *at, char *err,
+				   size_t errlen, int *ret)
+{
+	struct timespec step = { 0, 50 * 1000000L };
+	uint64_t until = mono_ns() + ATTACH_WAIT_NS;
+	struct ctarget *t;
+
+	for (;;) {
+		pthread_mutex_lock(&c->table);
+		t = find(c, at->pid, at->start_ticks);
+		if (t)
+			pthread_mutex_lock(&t->lock);
+		pthread_mutex_unlock(&c->table);
+		/* a live target the collector does not know yet is being picked up */
+		if ((t && !t->attaching) || (!t && at->exited_ns) || c->stopping ||
+		    mono_ns() >= until)
+			break;
+		if (t)
+			pthread_mutex_unlock(&t->lock);
+		nanosleep(&step, NULL);
+	}
+	if (t && t->attaching) {
+		pthread_mutex_unlock(&t->lock);
+		snprintf(err, errlen, "pid %d (%s) is still being attached to", (int)at->pid,
+			 at->comm);
+		*ret = -EAGAIN;
+		return NULL;
+	}
+	if (!t) {
+		snprintf(err, errlen, "pid %d (%s) is not profiled (any more)", (int)at->pid,
+			 at->comm);
+		*ret = -ESRCH;
+	} else if (!t->s) {
+		snprintf(err, errlen, "pid %d (%s) could not be profiled: %s", (int)at->pid,
+			 at->comm, t->st.error);
+		pthread_mutex_unlock(&t->lock);
+		*ret = -EAGAIN;
+		t = NULL;
+	}
+	return t;
+}
+
+/* sleep up to ns, cut short by collector__stop(); false when cut */
+static bool nap(struct collector *c, uint64_t ns)
+{
+	uint64_t end = mono_ns() + ns;
+	struct timespec step = { 0, 100 * 1000000L };
+
+	while (!c->stopping && mono_ns() < end)
+		nanosleep(&step, NULL);
+	return !c->stopping;
+}
+
+static int serialize(struct collector *c, struct ctarget *t, enum agent_profile kind,
+		     const struct export_base *base, size_t n_base, uint64_t observed_ns,
+		     int64_t duration_ns, void **buf, size_t *len)
+{
+	struct collector_state st;
+	char comments[2][64];
+	const char *extra[2] = { comments[0], comments[1] };
+	struct session_profile_opts po = {
+		.default_sample_type = kind == AGENT_PROFILE_HEAP ? "inuse_space" : "alloc_space",
+		.span_labels_only = !c->labels_all,
+		.base = base,
+		.n_base = n_base,
+		.extra = extra,
+		.n_extra = 2,
+	};
+
+	fill_state(t, &st);
+	snprintf(comments[0], sizeof(comments[0]), "observed_ns=%llu",
+		 (unsigned long long)observed_ns);
+	snprintf(comments[1], sizeof(comments[1]), "duty=%.3f", st.duty);
+	po.duration_nanos = duration_ns;
+	if (base)
+		po.time_nanos = (int64_t)time(NULL) * (int64_t)NS_PER_SEC - duration_ns;
+	return session__profile(t->s, &po, buf, len);
+}
+
+int collector__profile(void *ctx, const struct agent_target *at, enum agent_profile kind,
+		       uint64_t seconds, void **buf, size_t *len, char *err, size_t errlen)
+{
+	struct collector *c = ctx;
+	struct export_base *base = NULL;
+	uint64_t obs0 = 0, obs1;
+	size_t n_base = 0;
+	struct ctarget *t;
+	int ret = 0;
+
+	t = lock_target(c, at, err, errlen, &ret);
+	if (!t)
+		return ret;
+	if (!seconds) {
+		obs1 = sampler_proc__observed_ns(session__proc(t->s));
+		ret = serialize(c, t, kind, NULL, 0, obs1, (int64_t)obs1, buf, len);
+		pthread_mutex_unlock(&t->lock);
+		goto out;
+	}
+	/* Go's net/http/pprof: values now, sleep, the difference */
+	obs0 = sampler_proc__observed_ns(session__proc(t->s));
+	ret = session__alloc_base(t->s, &base, &n_base);
+	pthread_mutex_unlock(&t->lock);
+	if (ret)
+		goto out;
+	if (!nap(c, seconds * NS_PER_SEC)) {
+		snprintf(err, errlen, "the agent is stopping");
+		free(base);
+		return -EAGAIN;
+	}
+	t = lock_target(c, at, err, errlen, &ret);
+	if (!t) {
+		free(base);
+		return ret;
+	}
+	obs1 = sampler_proc__observed_ns(session__proc(t->s));
+	/* probes on the whole window: it lasted what was asked; else what was observed of it */
+	ret = serialize(c, t, kind, base, n_base, obs1 - obs0,
+			obs1 - obs0 + NS_PER_SEC / 10 >= seconds * NS_PER_SEC ?
+				(int64_t)(seconds * NS_PER_SEC) : (int64_t)(obs1 - obs0),
+			buf, len);
+	pthread_mutex_unlock(&t->lock);
+	free(base);
+out:
+	if (ret)
+		snprintf(err, errlen, "cannot serialize the profile of pid %d (%s): %s",
+			 (int)at->pid, at->comm, strerror(-ret));
+	return ret;
+}

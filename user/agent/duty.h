@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The agent's duty cycles: on the profiling thread, every live target's
+ * budget_target (budget.h) advanced at each turn of the loop, and what it
+ * says carried out through the collector; the per-hit calibration on a
+ * thread of its own at start-up; a locked view for /metrics.  The
+ * collector is reached through duty_ops so this builds and is tested
+ * without it.
+ */
+#ifndef CULPERT_DUTY_H
+#define CULPERT_DUTY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "budget.h"
+
+struct duty_ops {
+	/* cumulative allocation and free probe hits since pick-up; 0 or -errno */
+	int (*counters)(void *ctx, pid_t pid, uint64_t start, uint64_t *alloc, uint64_t *free);
+	/* detach (false) or re-attach (true) the allocation probes; 0 or -errno */
+	int (*set_alloc)(void *ctx, pid_t pid, uint64_t start, bool on);
+	/* detach the free probes and discard the live blocks for good; NULL if impossible */
+	int (*drop_inuse)(void *ctx, pid_t pid, uint64_t start);
+	/* the clock of duty__tick's now_ns, read after an attach; NULL: CLOCK_MONOTONIC */
+	uint64_t (*now)(void *ctx);
+};
+
+struct duty_opts {
+	double max_pct;		/* --max-overhead */
+	uint64_t period_ns;	/* --duty-period */
+	bool inuse;		/* --inuse: the free probes are attached */
+	size_t max_targets;
+	bool calibrate;		/* false: the caller gives the calibration (tests) */
+	struct budget_calibration given;
+};
+
+/* what /metrics shows of one target */
+struct duty_view {
+	pid_t pid;
+	uint64_t start;
+	bool on;		/* allocation probes attached now */
+	bool inuse;
+	bool over;		/* even the longest period exceeds the budget */
+	bool decided;		/* measured at least once */
+	double duty, est_pct, alloc_per_s, free_per_s;
+	uint64_t observed_ns, period_ns;
+};
+
+struct duty;
+
+/* starts the calibration thread (o->calibrate); NULL on -ENOMEM */
+struct duty *duty__new(const struct duty_opts *o, const struct duty_ops *ops, void *ctx);
+void duty__free(struct duty *d);
+/*
+ * One turn: the live targets (pids[i], starts[i]) at now_ns (monotonic);
+ * targets new to it start with their probes on, gone ones are forgotten.
+ */
+void duty__tick(struct duty *d, const pid_t *pids, const uint64_t *starts, size_t n,
+		uint64_t now_ns);
+/* the calibration once done: true and *out; false while it runs or after it failed */
+bool duty__calibration(struct duty *d, struct budget_calibration *out);
+/* a copy of every target's view; *v freed by the caller.  0 or -ENOMEM */
+int duty__views(struct duty *d, struct duty_view **v, size_t *n);
+
+#endif /* CULPERT_DUTY_H */
