@@ -103,13 +103,44 @@ static struct ctarget *find_live(struct collector *c, pid_t pid)
 	return NULL;
 }
 
-static struct ctarget *find(struct collector *c, pid_t pid, uint64_t start)
+/*
+ * The target of pid and start, the live one first (or the exited one
+ * first): a process that exec'd keeps its pid and start, and is then an
+ * exited target and a new live one.
+ */
+static struct ctarget *find_as(struct collector *c, pid_t pid, uint64_t start, bool exited_first)
 {
+	struct ctarget *other = NULL;
 	size_t i;
 
-	for (i = 0; i < c->n; i++)
-		if (c->v[i].used && c->v[i].pid == pid && c->v[i].start_ticks == start)
+	for (i = 0; i < c->n; i++) {
+		if (!c->v[i].used || c->v[i].pid != pid || c->v[i].start_ticks != start)
+			continue;
+		if (c->v[i].exited == exited_first)
 			return &c->v[i];
+		other = other ?: &c->v[i];
+	}
+	return other;
+}
+
+/*
+ * The target locked, if it still is pid and start once locked: the table's
+ * lock is not held while waiting for a target's (probes going out, a
+ * profile being serialized), so one slow target holds up no other.
+ */
+static struct ctarget *lock_slot(struct collector *c, pid_t pid, uint64_t start, bool exited_first)
+{
+	struct ctarget *t;
+
+	pthread_mutex_lock(&c->table);
+	t = find_as(c, pid, start, exited_first);
+	pthread_mutex_unlock(&c->table);
+	if (!t)
+		return NULL;
+	pthread_mutex_lock(&t->lock);
+	if (t->used && t->pid == pid && t->start_ticks == start)
+		return t;
+	pthread_mutex_unlock(&t->lock);
 	return NULL;
 }
 
@@ -120,14 +151,19 @@ static int on_record(void *ctx, void *data, size_t size)
 	struct ctarget *t;
 	int ret = 0;
 
+	/*
+	 * Only this thread changes which slot is which target: the table's
+	 * lock is for the HTTP threads' lookups, and is not held while this
+	 * waits for a target an HTTP thread is serializing.
+	 */
 	pthread_mutex_lock(&c->table);
 	t = find_live(c, (pid_t)record_tgid(data, size));
+	pthread_mutex_unlock(&c->table);
 	if (t && t->s) {
 		pthread_mutex_lock(&t->lock);
 		ret = session__on_event(t->s, data, size);
 		pthread_mutex_unlock(&t->lock);
 	}
-	pthread_mutex_unlock(&c->table);
 	/* out of memory in one target's aggregate is that target's: the others go on */
 	return ret == -ENOMEM ? 0 : ret;
 }
@@ -331,17 +367,17 @@ void collector__remove(struct collector *c, pid_t pid, uint64_t start_ticks)
 
 	/* its last records first: what it allocated just before it exited (no lock held here) */
 	sampler__poll(c->sampler, 0);
-	pthread_mutex_lock(&c->table);
-	t = find(c, pid, start_ticks);
-	if (t && !t->exited) {
-		pthread_mutex_lock(&t->lock);
+	t = lock_slot(c, pid, start_ticks, false);
+	if (!t)
+		return;
+	if (!t->exited) {
 		t->exited = true;
+		/* out of the kernel's tables now: the pid may come back (an exec, a reuse) */
 		if (t->s)
-			sampler_proc__detach(session__proc(t->s));
+			sampler_proc__unregister(session__proc(t->s));
 		snprintf(t->st.probes, sizeof(t->st.probes), "detached");
-		pthread_mutex_unlock(&t->lock);
 	}
-	pthread_mutex_unlock(&c->table);
+	pthread_mutex_unlock(&t->lock);
 }
 
 void collector__forget(struct collector *c, pid_t pid, uint64_t start_ticks)
@@ -349,8 +385,9 @@ void collector__forget(struct collector *c, pid_t pid, uint64_t start_ticks)
 	struct ctarget *t;
 	struct session *s = NULL;
 
+	/* only exited targets are forgotten (expired, or evicted for a new one) */
 	pthread_mutex_lock(&c->table);
-	t = find(c, pid, start_ticks);
+	t = find_as(c, pid, start_ticks, true);
 	if (t) {
 		pthread_mutex_lock(&t->lock);
 		s = t->s;
@@ -390,8 +427,10 @@ int collector__poll(struct collector *c, uint64_t now_ns)
 
 	n = sampler__poll(c->sampler, 0);
 	retry_failed(c, now_ns);
-	/* also while no samples come: the kernel's buffers of new mappings must not fill */
-	pthread_mutex_lock(&c->table);
+	/*
+	 * Also while no samples come: the kernel's buffers of new mappings
+	 * must not fill.  Only this thread changes slots: no table lock.
+	 */
 	for (i = 0; i < c->n; i++) {
 		struct ctarget *t = &c->v[i];
 
@@ -402,7 +441,6 @@ int collector__poll(struct collector *c, uint64_t now_ns)
 		replan(t);
 		pthread_mutex_unlock(&t->lock);
 	}
-	pthread_mutex_unlock(&c->table);
 	return n < 0 ? n : 0;
 }
 
@@ -411,17 +449,16 @@ int collector__set_alloc_probes(struct collector *c, pid_t pid, uint64_t start_t
 	struct ctarget *t;
 	int ret = -ENOENT;
 
-	pthread_mutex_lock(&c->table);
-	t = find(c, pid, start_ticks);
-	if (t && !t->exited && t->s) {
-		pthread_mutex_lock(&t->lock);
+	t = lock_slot(c, pid, start_ticks, false);
+	if (!t)
+		return ret;
+	if (!t->exited && t->s) {
 		ret = sampler_proc__set_alloc(session__proc(t->s), on, t->st.error,
 					      sizeof(t->st.error));
 		snprintf(t->st.probes, sizeof(t->st.probes), "%s",
 			 ret ? "failed" : on ? "attached" : "off");
-		pthread_mutex_unlock(&t->lock);
 	}
-	pthread_mutex_unlock(&c->table);
+	pthread_mutex_unlock(&t->lock);
 	return ret;
 }
 
@@ -448,27 +485,27 @@ static void fill_state(struct ctarget *t, struct collector_state *out)
 			    (double)out->observed_ns / (double)elapsed;
 }
 
+static int state_of(struct collector *c, pid_t pid, uint64_t start_ticks, bool exited,
+		    struct collector_state *out)
+{
+	struct ctarget *t = lock_slot(c, pid, start_ticks, exited);
+
+	if (!t)
+		return -ENOENT;
+	fill_state(t, out);
+	pthread_mutex_unlock(&t->lock);
+	return 0;
+}
+
 int collector__state(struct collector *c, pid_t pid, uint64_t start_ticks,
 		     struct collector_state *out)
 {
-	struct ctarget *t;
-	int ret = -ENOENT;
-
-	pthread_mutex_lock(&c->table);
-	t = find(c, pid, start_ticks);
-	if (t) {
-		pthread_mutex_lock(&t->lock);
-		fill_state(t, out);
-		pthread_mutex_unlock(&t->lock);
-		ret = 0;
-	}
-	pthread_mutex_unlock(&c->table);
-	return ret;
+	return state_of(c, pid, start_ticks, false, out);
 }
 
-int collector__state_cb(void *ctx, pid_t pid, uint64_t start_ticks, struct collector_state *out)
+int collector__state_cb(void *ctx, const struct agent_target *t, struct collector_state *out)
 {
-	return collector__state(ctx, pid, start_ticks, out);
+	return state_of(ctx, t->pid, t->start_ticks, t->exited_ns != 0, out);
 }
 
 /* how long a scrape waits for a target being picked up (its probes going in) */
@@ -483,11 +520,7 @@ static struct ctarget *lock_target(struct collector *c, const struct agent_targe
 	struct ctarget *t;
 
 	for (;;) {
-		pthread_mutex_lock(&c->table);
-		t = find(c, at->pid, at->start_ticks);
-		if (t)
-			pthread_mutex_lock(&t->lock);
-		pthread_mutex_unlock(&c->table);
+		t = lock_slot(c, at->pid, at->start_ticks, at->exited_ns != 0);
 		/* a live target the collector does not know yet is being picked up */
 		if ((t && !t->attaching) || (!t && at->exited_ns) || c->stopping ||
 		    mono_ns() >= until)

@@ -55,7 +55,7 @@ struct collector_state {
 };
 
 /* the state of a target for /targets and /metrics: 0, or -ENOENT (fields null) */
-typedef int (*agent_state_fn)(void *ctx, pid_t pid, uint64_t start_ticks,
+typedef int (*agent_state_fn)(void *ctx, const struct agent_target *t,
 			      struct collector_state *out);
 
 struct collector;
@@ -77,11 +77,11 @@ int collector__poll(struct collector *c, uint64_t now_ns);
 /* an agent_profile_fn, ctx the collector */
 int collector__profile(void *ctx, const struct agent_target *t, enum agent_profile kind,
 		       uint64_t seconds, void **buf, size_t *len, char *err, size_t errlen);
-/* 0, or -ENOENT when the collector does not know the target */
+/* 0, or -ENOENT when the collector does not know the target (the live one of pid and start) */
 int collector__state(struct collector *c, pid_t pid, uint64_t start_ticks,
 		     struct collector_state *out);
-/* an agent_state_fn, ctx the collector */
-int collector__state_cb(void *ctx, pid_t pid, uint64_t start_ticks, struct collector_state *out);
+/* an agent_state_fn, ctx the collector: t's own state, exited or live */
+int collector__state_cb(void *ctx, const struct agent_target *t, struct collector_state *out);
 
 /*
  * Duty cycling (budget.c calls it on the profiling thread): detach (on

@@ -233,7 +233,7 @@ static void target_json(struct json *j, const struct agent_target *t, const stru
 	char since[40], exited[40];
 	const struct container_info *ci = &t->ci;
 	struct collector_state st;
-	bool have = e->state && !e->state(e->profile_ctx, t->pid, t->start_ticks, &st);
+	bool have = e->state && !e->state(e->profile_ctx, t, &st);
 
 	format_rfc3339(since, sizeof(since), t->since_ns);
 	if (t->exited_ns)

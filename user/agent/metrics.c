@@ -371,7 +371,7 @@ static int target_collector(FILE *f, const struct endpoints *e, const struct age
 		return -ENOMEM;
 	}
 	for (i = 0; i < n; i++)
-		have[i] = e->state && !e->state(e->profile_ctx, v[i].pid, v[i].start_ticks, &st[i]);
+		have[i] = e->state && !e->state(e->profile_ctx, &v[i], &st[i]);
 	collector_family(f, v, st, have, n, "culpert_target_samples_total", "counter",
 			 "Sampled allocations of the target since pick-up.", st_samples);
 	collector_family(f, v, st, have, n, "culpert_target_lost_samples_total", "counter",

@@ -38,6 +38,7 @@ struct sampler_proc {
 	bool alloc_on;			/* allocation probes attached */
 	uint64_t on_since_ns, observed_ns;	/* time they were on */
 	bool registered;		/* in the procs map */
+	struct culpert_proc final;	/* its entry when it left the map (unregistered) */
 };
 
 struct sampler {
@@ -891,19 +892,25 @@ static void forget_live(struct sampler_proc *pr)
 	}
 }
 
+void sampler_proc__unregister(struct sampler_proc *pr)
+{
+	__u32 key = (__u32)pr->pid;
+
+	sampler_proc__detach(pr);
+	if (!pr->registered)
+		return;
+	sampler_proc__state(pr, &pr->final);
+	pr->registered = false;
+	bpf_map_delete_elem(bpf_map__fd(pr->s->skel->maps.procs), &key);
+	bpf_map_delete_elem(bpf_map__fd(pr->s->skel->maps.alloc_text), &key);
+	forget_live(pr);
+}
+
 void sampler_proc__free(struct sampler_proc *pr)
 {
-	__u32 key;
-
 	if (!pr)
 		return;
-	sampler_proc__detach(pr);
-	if (pr->registered) {
-		key = (__u32)pr->pid;
-		bpf_map_delete_elem(bpf_map__fd(pr->s->skel->maps.procs), &key);
-		bpf_map_delete_elem(bpf_map__fd(pr->s->skel->maps.alloc_text), &key);
-		forget_live(pr);
-	}
+	sampler_proc__unregister(pr);
 	if (pr->s->only == pr)
 		pr->s->only = NULL;
 	free(pr->usdt_links);
@@ -1053,7 +1060,9 @@ void sampler_proc__state(const struct sampler_proc *pr, struct culpert_proc *out
 {
 	__u32 key = (__u32)pr->pid;
 
-	if (bpf_map_lookup_elem(bpf_map__fd(pr->s->skel->maps.procs), &key, out))
+	if (!pr->registered)
+		*out = pr->final;
+	else if (bpf_map_lookup_elem(bpf_map__fd(pr->s->skel->maps.procs), &key, out))
 		memset(out, 0, sizeof(*out));
 }
 

@@ -81,6 +81,12 @@ int sampler__add_proc(struct sampler *s, const struct sampler_proc_opts *o,
 		      struct sampler_proc **out, char *err, size_t errlen);
 /* detach, forget its kernel state (procs entry, live blocks) */
 void sampler_proc__free(struct sampler_proc *pr);
+/*
+ * The same, keeping the userspace side: the pid may be registered again
+ * (an exec, a reuse); its procs entry as it was stays readable
+ * (sampler_proc__state()).
+ */
+void sampler_proc__unregister(struct sampler_proc *pr);
 /* remove every probe of the process; its records already queued can still be drained */
 void sampler_proc__detach(struct sampler_proc *pr);
 /*
