@@ -117,7 +117,8 @@ static __always_inline bool countdown_expired(struct hot_state *ts, __u64 size)
  * thread has no state).  A global function: verified once, on its own,
  * rather than along every path of every allocator program into it.
  */
-__noinline __u64 culpert_emit_sample(struct pt_regs *ctx, __u64 size, __u32 fn, __u64 sp)
+__noinline __u64 culpert_emit_sample(struct pt_regs *ctx, __u64 size, __u32 fn, __u64 sp,
+				     __u64 weight)
 {
 	__u32 cpu = bpf_get_smp_processor_id(), depth;
 	struct thread_state *ts = thread_state_find();
@@ -140,6 +141,7 @@ __noinline __u64 culpert_emit_sample(struct pt_regs *ctx, __u64 size, __u32 fn, 
 	e->tid = (__u32)bpf_get_current_pid_tgid();
 	e->id = id;
 	e->size = size;
+	e->weight = weight;
 	e->ts_ns = bpf_ktime_get_ns();
 	e->fn = fn;
 	e->stack_len = 0;
@@ -148,8 +150,12 @@ __noinline __u64 culpert_emit_sample(struct pt_regs *ctx, __u64 size, __u32 fn, 
 	if (depth > CULPERT_MAX_SPAN_DEPTH)
 		depth = CULPERT_MAX_SPAN_DEPTH;
 	e->span_depth = depth;
-	/* at entry the allocator has no frame yet: its caller is only at [sp] (x86), in lr (arm64) */
-	e->ret_addr = real_return(sp, entry_return(ctx, sp));
+	/*
+	 * At entry the allocator has no frame yet: its caller is only at [sp]
+	 * (x86), in lr (arm64).  An otel_memory site is inside a function
+	 * whose frame the walk already goes through: nothing to put back.
+	 */
+	e->ret_addr = fn == CULPERT_FN_OTEL ? 0 : real_return(sp, entry_return(ctx, sp));
 	data = e->data + depth * sizeof(struct culpert_span_frame);
 	if (unwind_dwarf) {
 		e->nr_frames = 0;
@@ -285,7 +291,7 @@ static __always_inline bool handle_alloc(struct pt_regs *ctx, __u32 fn, __u64 fl
 		culpert_throttle(size, sp);
 		return false;
 	}
-	id = culpert_emit_sample(ctx, size, fn, sp);
+	id = culpert_emit_sample(ctx, size, fn, sp, 0);
 	if (!track_inuse || !id)
 		return false;
 	if (flags & CULPERT_PROBE_F_NO_RETURN) {

@@ -14,6 +14,7 @@
 #include "culpert.skel.h"
 #include "kfeatures.h"
 #include "log.h"
+#include "otel.h"
 #include "sampler.h"
 #include "spanfn.h"
 #include "uprobe.h"
@@ -29,6 +30,7 @@ struct sampler {
 	int next_spec;			/* USDT argument specs stored */
 	struct bpf_link *exec_link;	/* notes an exec of the target */
 	size_t n_usdt_links, cap_usdt_links;
+	size_t n_otel_sites;		/* otel_memory sites attached */
 	enum uprobe_mode mode;
 	enum sampler_inuse inuse;
 	pid_t pid;
@@ -130,6 +132,28 @@ static bool usdt_multi(const struct sampler *s)
 	return s->mode == UPROBE_MODE_MULTI && usdt_link__supported();
 }
 
+static bool otel_use(const struct sampler_opts *o)
+{
+	return o->otel && o->otel->use;
+}
+
+/* the otel_memory programs are loaded only when used: free only for --inuse */
+static int configure_otel(struct sampler *s, const struct sampler_opts *o)
+{
+	struct bpf_program *alloc = s->skel->progs.otel_alloc, *free = s->skel->progs.otel_free;
+	bool with_free = otel_use(o) && o->otel->with_free;
+	int err;
+
+	err = bpf_program__set_autoload(alloc, otel_use(o));
+	if (!err)
+		err = bpf_program__set_autoload(free, with_free);
+	if (!err && otel_use(o) && usdt_multi(s))
+		err = bpf_program__set_expected_attach_type(alloc, uprobe_mode__attach_type(s->mode));
+	if (!err && with_free && usdt_multi(s))
+		err = bpf_program__set_expected_attach_type(free, uprobe_mode__attach_type(s->mode));
+	return err;
+}
+
 static int configure(struct sampler *s, const struct sampler_opts *o)
 {
 	struct culpert_bpf *skel = s->skel;
@@ -198,6 +222,8 @@ static int configure(struct sampler *s, const struct sampler_opts *o)
 	if (!err && usdt_multi(s))
 		err = bpf_program__set_expected_attach_type(skel->progs.span_exit,
 							    uprobe_mode__attach_type(s->mode));
+	if (!err)
+		err = configure_otel(s, o);
 	/* the session program needs the kfuncs of 6.13+: not even loaded elsewhere */
 	if (!err && s->inuse == SAMPLER_INUSE_SESSION)
 		err = bpf_program__set_expected_attach_type(skel->progs.alloc_session,
@@ -463,11 +489,11 @@ static int attach_plan(struct sampler *s, const struct sampler_opts *o, char *er
 
 /* one probe of one object through a uprobe_multi link: CAP_BPF + CAP_PERFMON suffice */
 static int attach_usdt_multi(struct sampler *s, const struct sampler_opts *o, const char *path,
-			     const struct bpf_program *prog, const char *name, char *err,
-			     size_t errlen)
+			     const struct bpf_program *prog, const char *provider, const char *name,
+			     char *err, size_t errlen)
 {
 	struct usdt_link_opts uo = { .obj = s->skel->obj, .prog = prog, .path = path,
-				     .provider = "culpert", .name = name, .pid = o->pid,
+				     .provider = provider, .name = name, .pid = o->pid,
 				     .next_spec = &s->next_spec };
 
 	if (!s->usdt_probes && !(s->usdt_probes = uprobe_set__new()))
@@ -475,11 +501,63 @@ static int attach_usdt_multi(struct sampler *s, const struct sampler_opts *o, co
 	return usdt_link__attach(s->usdt_probes, &uo, err, errlen);
 }
 
+/* one probe of one object, through uprobe_multi where it can, else libbpf's perf-event USDT */
+static int attach_usdt_probe(struct sampler *s, const struct sampler_opts *o, const char *path,
+			     const struct bpf_program *prog, const char *provider, const char *name,
+			     char *err, size_t errlen)
+{
+	struct bpf_link *l;
+	int ret;
+
+	if (usdt_multi(s))
+		return attach_usdt_multi(s, o, path, prog, provider, name, err, errlen);
+	if (vec_reserve(&s->usdt_links, &s->cap_usdt_links, s->n_usdt_links + 1,
+			sizeof(*s->usdt_links)))
+		return -ENOMEM;
+	l = bpf_program__attach_usdt(prog, o->pid, path, provider, name, NULL);
+	if (!l) {
+		ret = -errno;
+		snprintf(err, errlen, "cannot attach to the %s:%s probes of %s: %s", provider, name,
+			 path, strerror(-ret));
+		return ret;
+	}
+	s->usdt_links[s->n_usdt_links++] = l;
+	return 0;
+}
+
+/*
+ * The contract's probes in every object that has them: free everywhere
+ * before alloc anywhere, so that no block whose alloc was seen has its
+ * free missed while probes go in (it would look live to the end).
+ */
+static int attach_otel(struct sampler *s, const struct sampler_opts *o, char *err, size_t errlen)
+{
+	const struct otel_plan *p = o->otel;
+	size_t i, pass;
+	int ret;
+
+	for (pass = p->with_free ? 0 : 1; pass < 2; pass++) {
+		for (i = 0; i < p->n; i++) {
+			const struct otel_object *obj = &p->objects[i];
+			size_t n = pass ? obj->n_alloc : obj->n_free;
+
+			if (!n)
+				continue;
+			ret = attach_usdt_probe(s, o, obj->open_path, pass ? s->skel->progs.otel_alloc :
+						s->skel->progs.otel_free, "otel_memory",
+						pass ? "alloc" : "free", err, errlen);
+			if (ret)
+				return ret;
+			s->n_otel_sites += n;
+		}
+	}
+	return 0;
+}
+
 static int attach_usdt(struct sampler *s, const struct sampler_opts *o, char *err, size_t errlen)
 {
 	struct bpf_program *progs[] = { s->skel->progs.span_exit, s->skel->progs.span_enter };
 	const char *names[] = { "span_exit", "span_enter" };
-	struct bpf_link *l;
 	size_t i, p;
 	int ret;
 
@@ -493,25 +571,10 @@ static int attach_usdt(struct sampler *s, const struct sampler_opts *o, char *er
 	 */
 	for (p = 0; p < 2; p++) {
 		for (i = 0; i < o->n_usdt_objects; i++) {
-			if (usdt_multi(s)) {
-				ret = attach_usdt_multi(s, o, o->usdt_objects[i], progs[p],
-							names[p], err, errlen);
-				if (ret)
-					return ret;
-				continue;
-			}
-			if (vec_reserve(&s->usdt_links, &s->cap_usdt_links, s->n_usdt_links + 1,
-					sizeof(*s->usdt_links)))
-				return -ENOMEM;
-			l = bpf_program__attach_usdt(progs[p], o->pid, o->usdt_objects[i], "culpert",
-						     names[p], NULL);
-			if (!l) {
-				ret = -errno;
-				snprintf(err, errlen, "cannot attach to the culpert:%s probes of %s: %s",
-					 names[p], o->usdt_objects[i], strerror(-ret));
+			ret = attach_usdt_probe(s, o, o->usdt_objects[i], progs[p], "culpert",
+						names[p], err, errlen);
+			if (ret)
 				return ret;
-			}
-			s->usdt_links[s->n_usdt_links++] = l;
 		}
 	}
 	return 0;
@@ -561,7 +624,8 @@ int sampler__new(const struct sampler_opts *o, struct sampler **out, char *err, 
 		return -ENOMEM;
 	s->mode = sampler_uprobe_mode(o->no_multi);
 	if (o->track_inuse)
-		s->inuse = sampler_inuse_mode(o->no_multi, o->no_session);
+		s->inuse = otel_use(o) ? SAMPLER_INUSE_OTEL :
+					 sampler_inuse_mode(o->no_multi, o->no_session);
 	s->skel = culpert_bpf__open();
 	if (!s->skel) {
 		ret = -errno;
@@ -602,7 +666,7 @@ int sampler__new(const struct sampler_opts *o, struct sampler **out, char *err, 
 			strerror(errno));
 	ret = proc_register(s, o->pid, o->stack_rate, err, errlen);
 	if (!ret)
-		ret = attach_plan(s, o, err, errlen);
+		ret = otel_use(o) ? attach_otel(s, o, err, errlen) : attach_plan(s, o, err, errlen);
 	if (!ret)
 		ret = attach_usdt(s, o, err, errlen);
 	if (!ret)
@@ -896,7 +960,7 @@ out:
 
 size_t sampler__n_sites(const struct sampler *s)
 {
-	return uprobe_set__count(s->probes);
+	return uprobe_set__count(s->probes) + s->n_otel_sites;
 }
 
 enum sampler_inuse sampler__inuse(const struct sampler *s)
@@ -911,6 +975,8 @@ const char *sampler_inuse__name(enum sampler_inuse m)
 		return "uprobe sessions: return probes for sampled calls only (operator new & co.: uprobes where they return, no return probe)";
 	case SAMPLER_INUSE_EVERY_RETURN:
 		return "a return probe on every call (operator new & co.: uprobes where they return, no return probe)";
+	case SAMPLER_INUSE_OTEL:
+		return "otel_memory probes: the pointer at alloc, free fired for sampled blocks only";
 	default:
 		return "off";
 	}
