@@ -76,6 +76,7 @@ run_once() {
 	sampler_jemalloc) bench env LD_PRELOAD="$LIB $JEMALLOC" ;;
 	probed) bench "$COUNT" "$LIB" otel_memory -- env LD_PRELOAD="$LIB" ;;
 	attached) ATTACH=culpert bench env LD_PRELOAD="$LIB" ;;
+	attached_jemalloc) ATTACH=culpert bench env LD_PRELOAD="$LIB $JEMALLOC" ;;
 	floor) ATTACH=floor bench env ;;
 	uprobes) ATTACH=culpert bench env ;;
 	jeprof) bench env LD_PRELOAD="$JEMALLOC" MALLOC_CONF=prof:true,lg_prof_sample:19 ;;
@@ -84,7 +85,7 @@ run_once() {
 }
 
 MODES="none sampler jemalloc sampler_jemalloc"
-[ "$(id -u)" = 0 ] && MODES="$MODES probed attached floor uprobes"
+[ "$(id -u)" = 0 ] && MODES="$MODES probed attached attached_jemalloc floor uprobes"
 MODES="$MODES jeprof"
 command -v heaptrack >/dev/null && MODES="$MODES heaptrack"
 echo "workload: $THREADS thread(s) x $OPS x (malloc 16 B..8 KiB + free), rate 512 KiB, $RUNS runs each, interleaved"
@@ -115,7 +116,11 @@ awk -v n="$none" -v s="$sampler" -v j="$jemalloc" -v sj="$sampler_jemalloc" -v p
 	printf "  %-50s %6.1f ns/op (%5.1f)  %.3fx\n", "glibc, uprobe floor (empty program, malloc family)", f, fw, f / n
 	printf "  %-50s %6.1f ns/op (%5.1f)  %.3fx  %.3fx the floor\n", "glibc, culpert-bpf attach (uprobes)", u, uw, u / n, u / f
 }'
-awk -v j="$jemalloc" -v p="$jeprof" -v pw="$jeprof_wall" 'BEGIN {
+awk -v j="$jemalloc" -v p="$jeprof" -v pw="$jeprof_wall" -v a="${attached_jemalloc:-}" \
+    -v aw="${attached_jemalloc_wall:-}" 'BEGIN {
+	if (a != "")
+		printf "  %-50s %6.1f ns/op (%5.1f)  %.3fx plain jemalloc (goal: below prof)\n", \
+			"jemalloc, sampler + culpert-bpf attach (otel_memory)", a, aw, a / j
 	printf "  %-50s %6.1f ns/op (%5.1f)  %.3fx plain jemalloc\n", "jemalloc prof:true,lg_prof_sample:19", p, pw, p / j
 }'
 [ -n "${heaptrack:-}" ] && awk -v n="$none" -v h="$heaptrack" -v hw="$heaptrack_wall" 'BEGIN {
