@@ -139,6 +139,22 @@ test_inuse_sampled() {
 	return 0
 }
 
+# capture (attach --inuse --stats): through the probes too, its summary written
+test_capture() {
+	need_root || return
+	under "" 4096
+	# shellcheck disable=SC2086
+	profile_until_done cap 60 capture "--ringbuf-size 32MiB" $RUN_UNDER "$TARGETS/alloc_live" ||
+		return
+	expect_otel cap
+	"$PROFDUMP" "$TMP/cap.pb.gz" | grep -q '^# sample_type inuse_space/bytes' ||
+		fail "capture without inuse_space"
+	"$PROFDUMP" "$TMP/cap.pb.gz" | grep -q '^# comment inuse=otel_memory probes' ||
+		fail "capture's live heap not through otel_memory:free"
+	by_leaf "$TMP/cap.pb.gz" 4 | awk '$1 == "keep_all" { exit !($2 > 0) }' ||
+		fail "capture: no live heap for keep_all"
+}
+
 # span_abc's span paths through the contract, as test_spans.sh checks them
 # on the uprobe path: >= 32 MiB each in 64..1024-byte blocks at 4 KiB,
 # sigma <= 1.1%, +-5% is 4.5 sigma
@@ -229,6 +245,7 @@ run_test bpf/otel/sampled_glibc test_sampled_glibc
 run_test bpf/otel/sampled_jemalloc test_sampled_jemalloc
 run_test bpf/otel/sampled_mimalloc test_sampled_mimalloc
 run_test bpf/otel/inuse_sampled test_inuse_sampled
+run_test bpf/otel/capture test_capture
 run_test bpf/otel/spans test_spans
 run_test bpf/otel/unharmed test_unharmed
 run_test bpf/otel/sdt_program test_sdt_program
