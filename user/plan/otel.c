@@ -25,27 +25,6 @@ struct plan_ctx {
 	size_t cap;
 };
 
-/* the runtime range of the executable mappings of m's file */
-static void text_range(const struct procmaps *maps, const struct procmap *m, uint64_t *lo,
-		       uint64_t *hi)
-{
-	size_t i;
-
-	*lo = m->start;
-	*hi = m->end;
-	for (i = 0; i < maps->n; i++) {
-		const struct procmap *x = &maps->v[i];
-
-		if (!x->executable || x->inode != m->inode || x->dev_major != m->dev_major ||
-		    x->dev_minor != m->dev_minor || strcmp(x->path, m->path))
-			continue;
-		if (x->start < *lo)
-			*lo = x->start;
-		if (x->end > *hi)
-			*hi = x->end;
-	}
-}
-
 /* libculpert-sampler's page: its symbol, moved by the load bias m shows */
 static uint64_t page_address(const struct procmap *m, struct elfobj *obj)
 {
@@ -98,7 +77,7 @@ static int add_object(void *ctx, const struct procmap *m, struct elfobj *obj,
 	count_sites(o, sites, n);
 	o->is_exe = !strcmp(m->path, c->t->exe);
 	if (!o->is_exe)
-		text_range(c->maps, m, &o->text_lo, &o->text_hi);
+		procmaps__text_range(c->maps, m, &o->text_lo, &o->text_hi);
 	o->page = page_address(m, obj);
 	return 0;
 }
