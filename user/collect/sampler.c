@@ -137,14 +137,27 @@ static bool otel_use(const struct sampler_opts *o)
 	return o->otel && o->otel->use;
 }
 
-/* the otel_memory programs are loaded only when used: free only for --inuse */
+/*
+ * The otel_memory programs are loaded only when used (free only for
+ * --inuse), the allocator's entry and exit programs only when not: each
+ * costs its verification at attach.
+ */
 static int configure_otel(struct sampler *s, const struct sampler_opts *o)
 {
 	struct bpf_program *alloc = s->skel->progs.otel_alloc, *free = s->skel->progs.otel_free;
+	struct bpf_program *exits[] = { s->skel->progs.alloc_exit, s->skel->progs.alloc_exit_point,
+					s->skel->progs.alloc_exit_hoist };
 	bool with_free = otel_use(o) && o->otel->with_free;
-	int err;
+	uint32_t fn;
+	size_t i;
+	int err = 0;
 
-	err = bpf_program__set_autoload(alloc, otel_use(o));
+	for (fn = 1; fn < CULPERT_FN__MAX && !err; fn++)
+		err = bpf_program__set_autoload(program_for(s->skel, fn), !otel_use(o));
+	for (i = 0; i < sizeof(exits) / sizeof(exits[0]) && !err; i++)
+		err = bpf_program__set_autoload(exits[i], !otel_use(o));
+	if (!err)
+		err = bpf_program__set_autoload(alloc, otel_use(o));
 	if (!err)
 		err = bpf_program__set_autoload(free, with_free);
 	if (!err && otel_use(o) && usdt_multi(s))
@@ -228,9 +241,8 @@ static int configure(struct sampler *s, const struct sampler_opts *o)
 	if (!err && s->inuse == SAMPLER_INUSE_SESSION)
 		err = bpf_program__set_expected_attach_type(skel->progs.alloc_session,
 					uprobe_mode__attach_type(UPROBE_MODE_SESSION));
-	if (!err)
-		err = bpf_program__set_autoload(skel->progs.alloc_session,
-						s->inuse == SAMPLER_INUSE_SESSION);
+	if (!err && s->inuse != SAMPLER_INUSE_SESSION)
+		err = bpf_program__set_autoload(skel->progs.alloc_session, false);
 	return err;
 }
 
@@ -845,9 +857,10 @@ void sampler__misses(const struct sampler *s, uint64_t *all, uint64_t *frees)
 	*all = 0;
 	bpf_object__for_each_program(p, s->skel->obj)
 		*all += prog_misses(p);
-	/* frees are also seen at realloc's entry */
+	/* frees are also seen at realloc's entry; otel_memory:free for the contract */
 	*frees = prog_misses(s->skel->progs.free_enter) + prog_misses(s->skel->progs.realloc_enter) +
-		 prog_misses(s->skel->progs.reallocarray_enter);
+		 prog_misses(s->skel->progs.reallocarray_enter) +
+		 prog_misses(s->skel->progs.otel_free);
 }
 
 int sampler__throttled(const struct sampler *s,
