@@ -118,14 +118,20 @@ test_sampled_jemalloc() { sampled_under "$JEMALLOC"; }
 test_sampled_mimalloc() { sampled_under "$MIMALLOC"; }
 
 # --inuse at 4 KiB: alloc_live's live heap per function within 5 sigma
-# (sigma = sqrt(4096 * live bytes), 1.1% of 32 MiB); churn frees all
+# (sigma = sqrt(4096 * live bytes), 1.1% of 32 MiB); churn frees all.
+# --rate 64KiB, not the sampler's, is set aside with a warning
 test_inuse_sampled() {
 	need_root || return
 	under "" 4096
 	# shellcheck disable=SC2086
-	profile_until_done live 60 attach "--inuse -v --ringbuf-size 32MiB" $RUN_UNDER \
+	profile_until_done live 60 attach "--inuse -v --ringbuf-size 32MiB --rate 64KiB" $RUN_UNDER \
 		"$TARGETS/alloc_live" || return
 	no_losses live
+	# the sampler's rate wins over --rate, and the user is told
+	grep -q -- "--rate 65536 is not used: pid [0-9]* samples its allocations itself, every 4096 bytes" \
+		"$TMP/live.err" || fail "no word that --rate is not used: $(grep rate "$TMP/live.err")"
+	"$PROFDUMP" "$TMP/live.pb.gz" | grep -q '^# period 4096 space/bytes$' ||
+		fail "the period is not the sampler's rate: $("$PROFDUMP" "$TMP/live.pb.gz" | grep '^# period')"
 	expect_otel live
 	grep -q "in-use tracking through otel_memory probes" "$TMP/live.err" ||
 		fail "not the otel_memory in-use path: $(grep in-use "$TMP/live.err")"

@@ -186,6 +186,7 @@ static int parse_args(int argc, char **argv, struct attach_args *a, bool capture
 		case OPT_RATE:
 			if (opt_size("--rate", optarg, 1, 1ULL << 40, &a->so.rate))
 				return -EINVAL;
+			a->so.rate_set = true;
 			break;
 		case OPT_DEPTH:
 			if (opt_count("--max-depth", optarg, 1, MAX_DEPTH, &v))

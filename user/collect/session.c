@@ -469,6 +469,11 @@ static int plan_sampler(struct session *s, char *err, size_t errlen)
 		return 0;
 	ret = otel_plan__rate(&s->otel, s->t.pid, &rate);
 	if (!ret) {
+		if (s->o.rate_set && rate != s->o.rate)
+			pr_warn("--rate %llu is not used: pid %d samples its allocations itself, every "
+				"%llu bytes on average (its sampler's CULPERT_SAMPLER_RATE); that is the "
+				"profile's rate\n", (unsigned long long)s->o.rate, (int)s->t.pid,
+				(unsigned long long)rate);
 		s->o.rate = rate;
 		s->rate_from = "sampler_page";
 	} else {

@@ -38,6 +38,7 @@ int session_unwind__choose(const struct target *t, const struct procmaps *maps,
 struct session_opts {
 	pid_t pid;
 	uint64_t rate;
+	bool rate_set;			/* --rate given: said when an in-process sampler's rate wins */
 	unsigned int max_depth;
 	const char *allocator;		/* "auto", a family, or a symbol prefix */
 	bool symbolize;
