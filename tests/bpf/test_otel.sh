@@ -204,6 +204,23 @@ test_unharmed() {
 	grep -q '^checks [0-9]* failed 0$' "$TMP/sig.out" || fail "sampler_signal attached: $(cat "$TMP/sig.out")"
 }
 
+# A program without frame pointers (alloc_nofp): auto unwinds with DWARF,
+# from the probe site inside the sampler through its wrappers' CFI; the
+# sampler's frames dropped, chain_c is the leaf and the chain reaches main
+# for >= 99% of its samples, as test_unwind.sh asks of the uprobe path
+test_dwarf() {
+	need_root || return
+	under "" 16384
+	# shellcheck disable=SC2086
+	profile nofp 16KiB "-v --ringbuf-size 32MiB" $RUN_UNDER "$TARGETS/alloc_nofp" || return
+	expect_otel nofp
+	grep -q "unwinding: dwarf" "$TMP/nofp.err" || fail "not DWARF: $(grep unwinding "$TMP/nofp.err")"
+	pct=$(share_pct "$TMP/nofp.pb.gz" chain_leaf)
+	awk -v p="$pct" 'BEGIN { exit !(p >= 99) }' || fail "dwarf: full chain in $pct% only"
+	"$PROFDUMP" "$TMP/nofp.pb.gz" | grep -q '^# comment unwind_errors=0$' ||
+		fail "unwind errors: $("$PROFDUMP" "$TMP/nofp.pb.gz" | grep unwind_errors)"
+}
+
 # sdt_otel fires the pair from its own <sys/sdt.h> sites, at rate 1 (weight
 # == size) and without a page: --rate 1 says so; each function exactly
 test_sdt_program() {
@@ -254,5 +271,6 @@ run_test bpf/otel/inuse_sampled test_inuse_sampled
 run_test bpf/otel/capture test_capture
 run_test bpf/otel/spans test_spans
 run_test bpf/otel/unharmed test_unharmed
+run_test bpf/otel/dwarf test_dwarf
 run_test bpf/otel/sdt_program test_sdt_program
 run_test bpf/otel/probes_and_errors test_probes_and_errors
