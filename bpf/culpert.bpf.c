@@ -22,6 +22,7 @@
 #include "dwarf.bpf.h"
 #include "throttle.bpf.h"
 #include "sampler.bpf.h"
+#include "otel.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 

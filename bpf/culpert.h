@@ -45,6 +45,12 @@ enum culpert_fn {
 	CULPERT_FN_PVALLOC,		/* (size), rounded up to a page */
 	CULPERT_FN_FREE,		/* (ptr, ...): free, sdallocx, mi_free, operator delete, ... */
 	CULPERT_FN__MAX,
+	/*
+	 * Not an entry point (no program, no cookie): a sample an in-process
+	 * sampler reported through otel_memory:alloc (bpf/otel.bpf.h), with
+	 * its own weight and no return address to put back.
+	 */
+	CULPERT_FN_OTEL = 32,
 };
 
 /* an allocator probe's BPF cookie: enum culpert_fn in the low 16 bits, CULPERT_PROBE_F_* above */
@@ -265,6 +271,8 @@ struct culpert_alloc_event {
 	__u64 size;			/* bytes requested */
 	__u64 ts_ns;			/* CLOCK_MONOTONIC (bpf_ktime_get_ns) at entry */
 	__u64 ret_addr;			/* return address into the caller: [sp] on x86-64, lr on arm64 */
+	/* CULPERT_FN_OTEL: the bytes the sample stands for, as the in-process sampler weighed it */
+	__u64 weight;
 	__u32 fn;			/* enum culpert_fn */
 	__s32 nr_frames;		/* frames in data[]; < 0 is the bpf_get_stack() error */
 	__u32 span_depth;		/* spans in data[] */

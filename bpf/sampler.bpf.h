@@ -117,13 +117,26 @@ static __always_inline bool countdown_expired(struct hot_state *ts, __u64 size)
 }
 
 /*
+ * How culpert_emit_sample() records a sample, in one argument (a global
+ * function takes five): the contract's weight (0 on the allocator path),
+ * and EMIT_DWARF when the process's samples carry stack copies.
+ */
+#define EMIT_DWARF (1ULL << 63)
+
+static __always_inline __u64 emit_how(const struct culpert_proc *proc, __u64 weight)
+{
+	return (weight & ~EMIT_DWARF) | (proc && proc->unwind_dwarf ? EMIT_DWARF : 0);
+}
+
+/*
  * The sample's record; its id, 0 when the ring buffer was full (or the
  * thread has no state).  A global function: verified once, on its own,
  * rather than along every path of every allocator program into it.
  */
 __noinline __u64 culpert_emit_sample(struct pt_regs *ctx, __u64 size, __u32 fn, __u64 sp,
-				     __u32 dwarf)
+				     __u64 how)
 {
+	__u64 weight = how & ~EMIT_DWARF;
 	__u32 cpu = bpf_get_smp_processor_id(), depth;
 	struct thread_state *ts = thread_state_find();
 	struct culpert_alloc_event *e;
@@ -147,6 +160,7 @@ __noinline __u64 culpert_emit_sample(struct pt_regs *ctx, __u64 size, __u32 fn, 
 	e->pad = 0;
 	e->id = id;
 	e->size = size;
+	e->weight = weight;
 	e->ts_ns = bpf_ktime_get_ns();
 	e->fn = fn;
 	e->stack_len = 0;
@@ -155,10 +169,14 @@ __noinline __u64 culpert_emit_sample(struct pt_regs *ctx, __u64 size, __u32 fn, 
 	if (depth > CULPERT_MAX_SPAN_DEPTH)
 		depth = CULPERT_MAX_SPAN_DEPTH;
 	e->span_depth = depth;
-	/* at entry the allocator has no frame yet: its caller is only at [sp] (x86), in lr (arm64) */
-	e->ret_addr = real_return(sp, entry_return(ctx, sp));
+	/*
+	 * At entry the allocator has no frame yet: its caller is only at [sp]
+	 * (x86), in lr (arm64).  An otel_memory site is inside a function
+	 * whose frame the walk already goes through: nothing to put back.
+	 */
+	e->ret_addr = fn == CULPERT_FN_OTEL ? 0 : real_return(sp, entry_return(ctx, sp));
 	data = e->data + depth * sizeof(struct culpert_span_frame);
-	if (unwind_dwarf && dwarf) {
+	if (unwind_dwarf && (how & EMIT_DWARF)) {
 		e->nr_frames = 0;
 		n = copy_dwarf_state(ctx, e, data);
 		e->stack_len = n;
@@ -294,7 +312,7 @@ static __always_inline bool handle_alloc(struct pt_regs *ctx, __u32 fn, __u64 fl
 		culpert_throttle(size, sp);
 		return false;
 	}
-	id = culpert_emit_sample(ctx, size, fn, sp, proc ? (__u32)proc->unwind_dwarf : 0);
+	id = culpert_emit_sample(ctx, size, fn, sp, emit_how(proc, 0));
 	if (!track_inuse || !id)
 		return false;
 	if (flags & CULPERT_PROBE_F_NO_RETURN) {

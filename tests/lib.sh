@@ -198,7 +198,8 @@ by_leaf() {
 rate_one_exact() {
 	_n=$1
 	shift
-	profile "$_n" 1 "$*" "$TARGETS/alloc_exact" || return
+	# shellcheck disable=SC2086 # RUN_UNDER: words put before the target (env VAR=...)
+	profile "$_n" 1 "$*" ${RUN_UNDER:-} "$TARGETS/alloc_exact" || return
 	by_leaf "$TMP/$_n.pb.gz" 2 1 | sed 's/^/total /' | sort >"$TMP/$_n.est"
 	grep '^total' "$TMP/$_n.out" | sort >"$TMP/$_n.truth"
 	# every function of the target, exactly, and nothing else: the target
@@ -225,7 +226,9 @@ share_pct() {
 # (units of 17408 bytes, whole cycles of the block sizes: the target's totals
 # are exact): each function's allocated and live bytes exactly.
 live_exact() {
-	profile_until_done live1 60 attach "--rate 1 --inuse $*" "$TARGETS/alloc_live" 17408 || return 1
+	# shellcheck disable=SC2086 # as in rate_one_exact
+	profile_until_done live1 60 attach "--rate 1 --inuse $*" ${RUN_UNDER:-} "$TARGETS/alloc_live" \
+		17408 || return 1
 	by_leaf "$TMP/live1.pb.gz" 2 4 >"$TMP/est1"
 	grep '^total ' "$TMP/live1.out" | while read -r _ fn alloc live; do
 		got=$(awk -v f="$fn" '$1 == f { print $2 "/" $3 }' "$TMP/est1")

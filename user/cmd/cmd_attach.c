@@ -22,24 +22,17 @@
 #include "log.h"
 #include "memsnap.h"
 #include "memstats.h"
+#include "otel.h"
 #include "outfile.h"
 #include "session.h"
 #include "summary.h"
 #include "units.h"
 
-#define DEFAULT_RATE		(512 * 1024)
+#define DEFAULT_RATE		SESSION_DEFAULT_RATE
 #define DEFAULT_DEPTH		64
 #define MAX_DEPTH		127
 #define DEFAULT_MAX_STACKS	65536
 #define DEFAULT_MAX_LIVE	(1 << 20)
-/*
- * Stack captures per second and process at the default rate: a few % of a
- * core at ~5 us each (DWARF).  A smaller --rate asks for proportionally
- * more samples and gets a proportionally higher bound, up to MAX_STACK_RATE;
- * --rate 1 (every allocation) none.
- */
-#define DEFAULT_STACK_RATE	10000
-#define MAX_STACK_RATE		1000000
 
 static volatile sig_atomic_t stop_requested;
 
@@ -73,6 +66,9 @@ static const char attach_options[] =
 	"                           more in proportion for a smaller --rate, none with --rate 1;\n"
 	"                           0 = no limit); past it, samples are counted, unbiased, under a\n"
 	"                           [throttled] frame\n"
+	"      --sampler MODE       how allocations are seen: auto (default: the otel_memory probes\n"
+	"                           of an in-process sampler such as libculpert-sampler.so when a\n"
+	"                           mapped object has them, else uprobes), usdt, uprobes\n"
 	"      --no-multi           one perf-event uprobe per site instead of uprobe_multi links\n"
 	"      --no-session         entry + return probes even where uprobe sessions exist\n"
 	"      --stats              embed the memory picture (as 'culpert-bpf stats') at start\n"
@@ -126,25 +122,12 @@ struct attach_args {
 	bool stats;
 };
 
-/* the bound on stack captures the bucket gets unless told: scaled with the sampling rate */
-static uint64_t default_stack_rate(uint64_t rate)
-{
-	double r;
-
-	/* --rate 1 asks for every allocation with its stack */
-	if (rate <= 1)
-		return 0;
-	r = (double)DEFAULT_STACK_RATE * (double)DEFAULT_RATE / (double)rate;
-	return r > MAX_STACK_RATE ? MAX_STACK_RATE : r < DEFAULT_STACK_RATE ? DEFAULT_STACK_RATE :
-									(uint64_t)r;
-}
-
 /* capture: attach with --inuse and --stats, for 30 s unless told otherwise */
 static int parse_args(int argc, char **argv, struct attach_args *a, bool capture)
 {
 	enum { OPT_RATE = 256, OPT_DEPTH, OPT_ALLOC, OPT_SYM, OPT_NOSYM, OPT_RB, OPT_MAXST,
 	       OPT_NOMULTI, OPT_NOSESSION, OPT_SPANFN, OPT_MAXFNS, OPT_STATS, OPT_INUSE,
-	       OPT_MAXLIVE, OPT_UNWIND, OPT_STACKSIZE, OPT_STACKRATE };
+	       OPT_MAXLIVE, OPT_UNWIND, OPT_STACKSIZE, OPT_STACKRATE, OPT_SAMPLER };
 	static const struct option opts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "duration", required_argument, NULL, 'd' },
@@ -166,6 +149,7 @@ static int parse_args(int argc, char **argv, struct attach_args *a, bool capture
 		{ "unwind", required_argument, NULL, OPT_UNWIND },
 		{ "stack-size", required_argument, NULL, OPT_STACKSIZE },
 		{ "max-stack-rate", required_argument, NULL, OPT_STACKRATE },
+		{ "sampler", required_argument, NULL, OPT_SAMPLER },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -181,7 +165,6 @@ static int parse_args(int argc, char **argv, struct attach_args *a, bool capture
 	a->so.max_entries = DEFAULT_MAX_STACKS;
 	a->so.max_span_fns = DEFAULT_MAX_SPAN_FNS;
 	a->so.max_live = DEFAULT_MAX_LIVE;
-	a->so.stack_rate = DEFAULT_STACK_RATE;
 	if (capture) {
 		a->so.inuse = true;
 		a->stats = true;
@@ -203,6 +186,7 @@ static int parse_args(int argc, char **argv, struct attach_args *a, bool capture
 		case OPT_RATE:
 			if (opt_size("--rate", optarg, 1, 1ULL << 40, &a->so.rate))
 				return -EINVAL;
+			a->so.rate_set = true;
 			break;
 		case OPT_DEPTH:
 			if (opt_count("--max-depth", optarg, 1, MAX_DEPTH, &v))
@@ -264,6 +248,11 @@ static int parse_args(int argc, char **argv, struct attach_args *a, bool capture
 				return -EINVAL;
 			stack_rate_set = true;
 			break;
+		case OPT_SAMPLER:
+			a->so.sampler = opt_choice("--sampler", optarg, otel_mode_names);
+			if (a->so.sampler < 0)
+				return -EINVAL;
+			break;
 		case OPT_MAXLIVE:
 			if (opt_count("--max-live", optarg, 1, 1 << 26, &v))
 				return -EINVAL;
@@ -279,8 +268,8 @@ static int parse_args(int argc, char **argv, struct attach_args *a, bool capture
 	if (opt_need_pid(argc, argv, a->so.pid,
 		       "the process to profile"))
 		return -EINVAL;
-	if (!stack_rate_set)
-		a->so.stack_rate = default_stack_rate(a->so.rate);
+	/* the rate may be the in-process sampler's: the session scales the bound to it */
+	a->so.stack_rate_auto = !stack_rate_set;
 	return 0;
 }
 
@@ -453,11 +442,11 @@ static int run(struct attach_args *a, bool capture)
 		start = NULL;
 	}
 	install_signals();
-	fprintf(stderr, "culpert-bpf: profiling pid %d (%s): %zu probe sites, %zu span sites, "
+	fprintf(stderr, "culpert-bpf: profiling pid %d (%s): %zu %s sites, %zu span sites, "
 		"%zu span functions, 1 sample per ~%s; %s\n",
-		(int)session__pid(s), session__comm(s), session__n_sites(s),
+		(int)session__pid(s), session__comm(s), session__n_sites(s), session__sampler(s),
 		session__n_span_sites(s), session__n_span_fns(s),
-		format_bytes(rate, sizeof(rate), (double)a->so.rate),
+		format_bytes(rate, sizeof(rate), (double)session__rate(s)),
 		a->duration_ns ? "stops after --duration or Ctrl-C" : "Ctrl-C to stop");
 	session__run(s, a->duration_ns, &stop_requested, &why);
 	if (capture && why != SESSION_END_TARGET_EXIT && why != SESSION_END_TARGET_EXEC &&
@@ -474,7 +463,7 @@ static int run(struct attach_args *a, bool capture)
 		session__close(s);
 		return 1;
 	}
-	report_end(s, why, out, a->so.rate);
+	report_end(s, why, out, session__rate(s));
 	if (capture && strcmp(out, "-") &&
 	    capture_summary__print(stderr, out, session__lost(s), session__untracked(s),
 				   mr && mr->have_gap ? &mr->gap : NULL,

@@ -15,11 +15,13 @@
 #include "kfeatures.h"
 #include "log.h"
 #include "objcache.h"
+#include "otel.h"
 #include "procmaps.h"
 #include "sampler.h"
 #include "session.h"
 #include "spanfn.h"
 #include "target.h"
+#include "units.h"
 #include "usdt.h"
 
 struct probes_args {
@@ -31,6 +33,8 @@ struct probes_args {
 	size_t max_span_fns;
 	bool no_session;
 	bool no_multi;
+	bool inuse;
+	int sampler;		/* enum otel_mode */
 };
 
 static void usage(FILE *f)
@@ -50,6 +54,8 @@ static void usage(FILE *f)
 		"      --max-span-fns N   the limit on matches (default 64)\n"
 		"      --no-session       the paths used without uprobe sessions\n"
 		"      --no-multi         the paths used without uprobe_multi links\n"
+		"      --sampler MODE     auto (default), usdt or uprobes: which path attach takes\n"
+		"      --inuse            ... with --inuse (otel_memory:free needed too)\n"
 		"  -v, --verbose          also list the absent optional entry points, and why\n"
 		"                         each probe sits at its symbol's +0\n"
 		"  -h, --help             this help\n"
@@ -220,15 +226,61 @@ static int print_span_fns(const struct target *t, const struct procmaps *maps,
 	return 0;
 }
 
-static void print_inuse(const struct probes_args *a)
+static void print_inuse(const struct probes_args *a, bool otel)
 {
 	printf("inuse:      with --inuse, returns through %s\n",
-	       sampler_inuse__name(sampler_inuse_mode(a->no_multi, a->no_session)));
+	       sampler_inuse__name(otel ? SAMPLER_INUSE_OTEL :
+			       sampler_inuse_mode(a->no_multi, a->no_session)));
+}
+
+/* the objects carrying the otel_memory contract, and the rate a sampler's page says */
+static void print_otel_objects(const struct otel_plan *p, pid_t pid)
+{
+	char rate[32];
+	uint64_t r;
+	size_t i;
+
+	for (i = 0; i < p->n; i++) {
+		const struct otel_object *o = &p->objects[i];
+
+		printf("  %s: %zu otel_memory:alloc site%s%s, %zu otel_memory:free site%s%s%s\n",
+		       o->path, o->n_alloc, o->n_alloc == 1 ? "" : "s",
+		       o->alloc_sem ? " (semaphore)" : "", o->n_free, o->n_free == 1 ? "" : "s",
+		       o->free_sem ? " (semaphore)" : "", o->page ? ", culpert_sampler_page" : "");
+	}
+	if (p->use && !otel_plan__rate(p, pid, &r))
+		printf("  rate %s (the sampler's page; --rate is not used)\n",
+		       format_bytes(rate, sizeof(rate), (double)r));
+	else if (p->use)
+		printf("  no rate published: the profile's period would be --rate\n");
+}
+
+/*
+ * Which path attach takes (--sampler): the otel_memory probes or the
+ * allocator's entry points.  -ENOENT when --sampler usdt cannot be had.
+ */
+static int print_sampler(const struct target *t, const struct procmaps *maps,
+			 struct objcache *objs, const struct probes_args *a, bool *otel)
+{
+	struct otel_plan p;
+	int ret = otel__plan(t, maps, objs, (enum otel_mode)a->sampler, a->inuse, &p);
+
+	printf("sampler:    %s\n", p.why);
+	if (ret == -ENOMEM)
+		return ret;
+	print_otel_objects(&p, t->pid);
+	*otel = p.use;
+	otel_plan__free(&p);
+	if (ret)
+		pr_error("%s: start the program with LD_PRELOAD=libculpert-sampler.so "
+			 "(docs/sampler.md), or use --sampler auto or uprobes\n", p.why);
+	return ret;
 }
 
 static int parse_args(int argc, char **argv, struct probes_args *a)
 {
-	enum { OPT_ALLOC = 256, OPT_UNWIND, OPT_SPANFN, OPT_MAXFNS, OPT_NOSESSION, OPT_NOMULTI };
+	enum { OPT_ALLOC = 256, OPT_UNWIND, OPT_SPANFN, OPT_MAXFNS, OPT_NOSESSION, OPT_NOMULTI,
+	       OPT_SAMPLER, OPT_INUSE };
 	static const struct option opts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "allocator", required_argument, NULL, OPT_ALLOC },
@@ -237,6 +289,8 @@ static int parse_args(int argc, char **argv, struct probes_args *a)
 		{ "max-span-fns", required_argument, NULL, OPT_MAXFNS },
 		{ "no-session", no_argument, NULL, OPT_NOSESSION },
 		{ "no-multi", no_argument, NULL, OPT_NOMULTI },
+		{ "sampler", required_argument, NULL, OPT_SAMPLER },
+		{ "inuse", no_argument, NULL, OPT_INUSE },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -274,6 +328,14 @@ static int parse_args(int argc, char **argv, struct probes_args *a)
 		case OPT_NOMULTI:
 			a->no_multi = true;
 			break;
+		case OPT_SAMPLER:
+			a->sampler = opt_choice("--sampler", optarg, otel_mode_names);
+			if (a->sampler < 0)
+				return -EINVAL;
+			break;
+		case OPT_INUSE:
+			a->inuse = true;
+			break;
 		case 'h':
 			usage(stdout);
 			exit(0);
@@ -296,6 +358,7 @@ int cmd_probes(int argc, char **argv)
 	struct target t;
 	char err[1024];
 	int ret = 1, warnings = 0;
+	bool otel = false;
 
 	if (parse_args(argc, argv, &a)) {
 		free(a.span_fns);
@@ -335,7 +398,9 @@ int cmd_probes(int argc, char **argv)
 	print_usdt(&maps, objs);
 	if (print_span_fns(&t, &maps, objs, &a))
 		goto out;
-	print_inuse(&a);
+	if (print_sampler(&t, &maps, objs, &a, &otel))
+		goto out;
+	print_inuse(&a, otel);
 	if (blocker) {
 		printf("status:     attach would fail\n");
 		pr_error("%s\n", blocker);

@@ -172,13 +172,14 @@ static struct agg_entry *lookup(struct aggregate *a, const struct agg_key *k, bo
 	return e;
 }
 
-static void account(struct agg_entry *e, uint64_t size, uint64_t rate, uint64_t count)
+static void account(struct agg_entry *e, const struct agg_sample *s, uint64_t rate)
 {
-	double w = sample_weight(size, rate) * (double)count;
+	uint64_t count = s->count ?: 1;
+	double w = (s->weighted ? s->objects : sample_weight(s->size, rate)) * (double)count;
 
 	e->samples += count;
 	e->alloc_objects += w;
-	e->alloc_space += w * (double)size;
+	e->alloc_space += w * (double)s->size;
 }
 
 /* the entry of key k, created if its level has room; NULL if not; -ENOMEM in *err */
@@ -233,7 +234,7 @@ int aggregate__add_sample(struct aggregate *a, const struct agg_sample *s, uint6
 	}
 	if (!e)
 		return -ENOMEM;
-	account(e, s->size, rate, s->count ?: 1);
+	account(e, s, rate);
 	return (int)(e - a->entries);
 }
 

@@ -8,6 +8,7 @@
 #ifndef CULPERT_AGGREGATE_H
 #define CULPERT_AGGREGATE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -53,6 +54,12 @@ struct agg_sample {
 	uint32_t path;		/* the same chain without ids (span paths are few: always kept) */
 	uint64_t size;
 	uint64_t count;		/* identical samples this stands for; 0 means 1 */
+	/*
+	 * An in-process sampler weighed it (otel_memory): `objects` is the
+	 * number of allocations it stands for, not sample_weight()'s
+	 */
+	bool weighted;
+	double objects;
 };
 
 /*

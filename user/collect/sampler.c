@@ -14,6 +14,7 @@
 #include "culpert.skel.h"
 #include "kfeatures.h"
 #include "log.h"
+#include "otel.h"
 #include "sampler.h"
 #include "spanfn.h"
 #include "uprobe.h"
@@ -34,6 +35,7 @@ struct sampler_proc {
 	struct bpf_link **usdt_links;	/* span probes through libbpf's perf-event uprobes */
 	struct uprobe_set *usdt_probes;	/* or through uprobe_multi links (usdt_link.h) */
 	size_t n_usdt_links, cap_usdt_links;
+	size_t n_otel_sites;		/* otel_memory sites attached */
 	uint64_t armed_ns, disarmed_ns;	/* the window where every probe was live */
 	bool alloc_on;			/* allocation probes attached */
 	uint64_t on_since_ns, observed_ns;	/* time they were on */
@@ -146,6 +148,41 @@ static bool usdt_multi(const struct sampler *s)
 	return s->mode == UPROBE_MODE_MULTI && usdt_link__supported();
 }
 
+static bool otel_use(const struct sampler_opts *o)
+{
+	return o->otel && o->otel->use;
+}
+
+/*
+ * The otel_memory programs are loaded only when used (free only for
+ * --inuse), the allocator's entry and exit programs only when not: each
+ * costs its verification at attach.
+ */
+static int configure_otel(struct sampler *s, const struct sampler_opts *o)
+{
+	struct bpf_program *alloc = s->skel->progs.otel_alloc, *free = s->skel->progs.otel_free;
+	struct bpf_program *exits[] = { s->skel->progs.alloc_exit, s->skel->progs.alloc_exit_point,
+					s->skel->progs.alloc_exit_hoist };
+	bool with_free = otel_use(o) && o->otel->with_free;
+	uint32_t fn;
+	size_t i;
+	int err = 0;
+
+	for (fn = 1; fn < CULPERT_FN__MAX && !err; fn++)
+		err = bpf_program__set_autoload(program_for(s->skel, fn), !otel_use(o));
+	for (i = 0; i < sizeof(exits) / sizeof(exits[0]) && !err; i++)
+		err = bpf_program__set_autoload(exits[i], !otel_use(o));
+	if (!err)
+		err = bpf_program__set_autoload(alloc, otel_use(o));
+	if (!err)
+		err = bpf_program__set_autoload(free, with_free);
+	if (!err && otel_use(o) && usdt_multi(s))
+		err = bpf_program__set_expected_attach_type(alloc, uprobe_mode__attach_type(s->mode));
+	if (!err && with_free && usdt_multi(s))
+		err = bpf_program__set_expected_attach_type(free, uprobe_mode__attach_type(s->mode));
+	return err;
+}
+
 static int configure(struct sampler *s, const struct sampler_opts *o)
 {
 	struct culpert_bpf *skel = s->skel;
@@ -215,13 +252,14 @@ static int configure(struct sampler *s, const struct sampler_opts *o)
 	if (!err && usdt_multi(s))
 		err = bpf_program__set_expected_attach_type(skel->progs.span_exit,
 							    uprobe_mode__attach_type(s->mode));
+	if (!err)
+		err = configure_otel(s, o);
 	/* the session program needs the kfuncs of 6.13+: not even loaded elsewhere */
 	if (!err && s->inuse == SAMPLER_INUSE_SESSION)
 		err = bpf_program__set_expected_attach_type(skel->progs.alloc_session,
 					uprobe_mode__attach_type(UPROBE_MODE_SESSION));
-	if (!err)
-		err = bpf_program__set_autoload(skel->progs.alloc_session,
-						s->inuse == SAMPLER_INUSE_SESSION);
+	if (!err && s->inuse != SAMPLER_INUSE_SESSION)
+		err = bpf_program__set_autoload(skel->progs.alloc_session, false);
 	return err;
 }
 
@@ -496,17 +534,71 @@ static int attach_plan(struct sampler_proc *pr, bool alloc, char *err, size_t er
 
 /* one probe of one object through a uprobe_multi link: CAP_BPF + CAP_PERFMON suffice */
 static int attach_usdt_multi(struct sampler_proc *pr, const char *path,
-			     const struct bpf_program *prog, const char *name, char *err,
-			     size_t errlen)
+			     const struct bpf_program *prog, const char *provider, const char *name,
+			     char *err, size_t errlen)
 {
 	struct sampler *s = pr->s;
 	struct usdt_link_opts uo = { .obj = s->skel->obj, .prog = prog, .path = path,
-				     .provider = "culpert", .name = name, .pid = pr->pid,
+				     .provider = provider, .name = name, .pid = pr->pid,
 				     .next_spec = &s->next_spec };
 
 	if (!pr->usdt_probes && !(pr->usdt_probes = uprobe_set__new()))
 		return -ENOMEM;
 	return usdt_link__attach(pr->usdt_probes, &uo, err, errlen);
+}
+
+/* one probe of one object, through uprobe_multi where it can, else libbpf's perf-event USDT */
+static int attach_usdt_probe(struct sampler_proc *pr, const char *path,
+			     const struct bpf_program *prog, const char *provider, const char *name,
+			     char *err, size_t errlen)
+{
+	struct bpf_link *l;
+	int ret;
+
+	if (usdt_multi(pr->s))
+		return attach_usdt_multi(pr, path, prog, provider, name, err, errlen);
+	if (vec_reserve(&pr->usdt_links, &pr->cap_usdt_links, pr->n_usdt_links + 1,
+			sizeof(*pr->usdt_links)))
+		return -ENOMEM;
+	l = bpf_program__attach_usdt(prog, pr->pid, path, provider, name, NULL);
+	if (!l) {
+		ret = -errno;
+		snprintf(err, errlen, "cannot attach to the %s:%s probes of %s: %s", provider, name,
+			 path, strerror(-ret));
+		return ret;
+	}
+	pr->usdt_links[pr->n_usdt_links++] = l;
+	return 0;
+}
+
+/*
+ * The contract's probes in every object that has them: free everywhere
+ * before alloc anywhere, so that no block whose alloc was seen has its
+ * free missed while probes go in (it would look live to the end).
+ */
+static int attach_otel(struct sampler_proc *pr, const struct otel_plan *p, char *err,
+		       size_t errlen)
+{
+	const struct culpert_bpf *skel = pr->s->skel;
+	size_t i, pass;
+	int ret;
+
+	for (pass = p->with_free ? 0 : 1; pass < 2; pass++) {
+		for (i = 0; i < p->n; i++) {
+			const struct otel_object *obj = &p->objects[i];
+			size_t n = pass ? obj->n_alloc : obj->n_free;
+
+			if (!n)
+				continue;
+			ret = attach_usdt_probe(pr, obj->open_path, pass ? skel->progs.otel_alloc :
+						skel->progs.otel_free, "otel_memory",
+						pass ? "alloc" : "free", err, errlen);
+			if (ret)
+				return ret;
+			pr->n_otel_sites += n;
+		}
+	}
+	return 0;
 }
 
 static int attach_usdt(struct sampler_proc *pr, const struct sampler_proc_opts *o, char *err,
@@ -515,7 +607,6 @@ static int attach_usdt(struct sampler_proc *pr, const struct sampler_proc_opts *
 	struct sampler *s = pr->s;
 	struct bpf_program *progs[] = { s->skel->progs.span_exit, s->skel->progs.span_enter };
 	const char *names[] = { "span_exit", "span_enter" };
-	struct bpf_link *l;
 	size_t i, p;
 	int ret;
 
@@ -529,25 +620,10 @@ static int attach_usdt(struct sampler_proc *pr, const struct sampler_proc_opts *
 	 */
 	for (p = 0; p < 2; p++) {
 		for (i = 0; i < o->n_usdt_objects; i++) {
-			if (usdt_multi(s)) {
-				ret = attach_usdt_multi(pr, o->usdt_objects[i], progs[p], names[p],
-							err, errlen);
-				if (ret)
-					return ret;
-				continue;
-			}
-			if (vec_reserve(&pr->usdt_links, &pr->cap_usdt_links, pr->n_usdt_links + 1,
-					sizeof(*pr->usdt_links)))
-				return -ENOMEM;
-			l = bpf_program__attach_usdt(progs[p], pr->pid, o->usdt_objects[i], "culpert",
-						     names[p], NULL);
-			if (!l) {
-				ret = -errno;
-				snprintf(err, errlen, "cannot attach to the culpert:%s probes of %s: %s",
-					 names[p], o->usdt_objects[i], strerror(-ret));
+			ret = attach_usdt_probe(pr, o->usdt_objects[i], progs[p], "culpert",
+						names[p], err, errlen);
+			if (ret)
 				return ret;
-			}
-			pr->usdt_links[pr->n_usdt_links++] = l;
 		}
 	}
 	return 0;
@@ -618,7 +694,8 @@ int sampler__open(const struct sampler_opts *o, struct sampler **out, char *err,
 		return -ENOMEM;
 	s->mode = sampler_uprobe_mode(o->no_multi);
 	if (o->track_inuse)
-		s->inuse = sampler_inuse_mode(o->no_multi, o->no_session);
+		s->inuse = otel_use(o) ? SAMPLER_INUSE_OTEL :
+					 sampler_inuse_mode(o->no_multi, o->no_session);
 	s->skel = culpert_bpf__open();
 	if (!s->skel) {
 		ret = -errno;
@@ -670,9 +747,11 @@ int sampler__add_proc(struct sampler *s, const struct sampler_proc_opts *o,
 	pr->probes = uprobe_set__new();
 	ret = pr->probes ? proc_register(pr, o, err, errlen) : -ENOMEM;
 	/* frees first: a block sampled before its free probe was in would look live for good */
-	if (!ret)
+	if (!ret && o->otel && o->otel->use)
+		ret = attach_otel(pr, o->otel, err, errlen);
+	else if (!ret)
 		ret = attach_plan(pr, false, err, errlen);
-	if (!ret)
+	if (!ret && !(o->otel && o->otel->use))
 		ret = attach_plan(pr, true, err, errlen);
 	if (!ret)
 		ret = attach_usdt(pr, o, err, errlen);
@@ -763,7 +842,7 @@ int sampler__new(const struct sampler_opts *o, struct sampler **out, char *err, 
 	struct sampler_proc_opts po = {
 		.pid = o->pid, .plan = o->plan, .usdt_objects = o->usdt_objects,
 		.n_usdt_objects = o->n_usdt_objects, .span_fns = o->span_fns,
-		.stack_rate = o->stack_rate, .unwind_dwarf = o->unwind_dwarf,
+		.stack_rate = o->stack_rate, .unwind_dwarf = o->unwind_dwarf, .otel = o->otel,
 	};
 	struct sampler *s;
 	int ret;
@@ -1015,9 +1094,10 @@ void sampler__misses(const struct sampler *s, uint64_t *all, uint64_t *frees)
 	*all = 0;
 	bpf_object__for_each_program(p, s->skel->obj)
 		*all += prog_misses(p);
-	/* frees are also seen at realloc's entry */
+	/* frees are also seen at realloc's entry; otel_memory:free for the contract */
 	*frees = prog_misses(s->skel->progs.free_enter) + prog_misses(s->skel->progs.realloc_enter) +
-		 prog_misses(s->skel->progs.reallocarray_enter);
+		 prog_misses(s->skel->progs.reallocarray_enter) +
+		 prog_misses(s->skel->progs.otel_free);
 }
 
 int sampler_proc__throttled(const struct sampler_proc *pr,
@@ -1140,7 +1220,7 @@ out:
 
 size_t sampler_proc__n_sites(const struct sampler_proc *pr)
 {
-	return uprobe_set__count(pr->probes) + uprobe_set__count(pr->alloc_probes);
+	return uprobe_set__count(pr->probes) + uprobe_set__count(pr->alloc_probes) + pr->n_otel_sites;
 }
 
 enum sampler_inuse sampler__inuse(const struct sampler *s)
@@ -1155,6 +1235,8 @@ const char *sampler_inuse__name(enum sampler_inuse m)
 		return "uprobe sessions: return probes for sampled calls only (operator new & co.: uprobes where they return, no return probe)";
 	case SAMPLER_INUSE_EVERY_RETURN:
 		return "a return probe on every call (operator new & co.: uprobes where they return, no return probe)";
+	case SAMPLER_INUSE_OTEL:
+		return "otel_memory probes: the pointer at alloc, free fired for sampled blocks only";
 	default:
 		return "off";
 	}

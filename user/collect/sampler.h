@@ -21,6 +21,7 @@
 
 struct alloc_plan;
 struct culpert_proc;
+struct otel_plan;
 struct sampler;
 struct sampler_proc;
 struct span_fn_plan;
@@ -33,6 +34,7 @@ enum sampler_inuse {
 	SAMPLER_INUSE_OFF,
 	SAMPLER_INUSE_SESSION,		/* uprobe sessions (6.13+): a return only for sampled calls */
 	SAMPLER_INUSE_EVERY_RETURN,	/* a return probe on every allocator call */
+	SAMPLER_INUSE_OTEL,		/* otel_memory: the pointer at alloc, free for sampled blocks only */
 };
 
 struct sampler_opts {
@@ -48,6 +50,8 @@ struct sampler_opts {
 	size_t max_live;		/* --max-live: live blocks tracked (0: default) */
 	uint64_t stack_rate;		/* --max-stack-rate: captures per second (0: no limit) */
 	const struct alloc_plan *plan;
+	/* with otel->use: the otel_memory probes instead of the plan's allocator entry points */
+	const struct otel_plan *otel;
 	/* objects (paths we can open) carrying culpert:span_* USDT probes */
 	char *const *usdt_objects;
 	size_t n_usdt_objects;
@@ -68,6 +72,8 @@ struct sampler_proc_opts {
 	const struct span_fn_plan *span_fns;
 	uint64_t stack_rate;
 	bool unwind_dwarf;		/* its samples carry stack copies (the object must allow it) */
+	/* with otel->use: the otel_memory probes instead of the plan's allocator entry points */
+	const struct otel_plan *otel;
 };
 
 /* load and attach to opts->pid; 0 or -errno with a user-facing reason in err */

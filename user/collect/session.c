@@ -23,6 +23,7 @@
 #include "log.h"
 #include "mapview.h"
 #include "objcache.h"
+#include "otel.h"
 #include "procmaps.h"
 #include "sampler.h"
 #include "session.h"
@@ -53,6 +54,8 @@ struct session {
 	struct alloc_plan *more[ALLOC_MAX_OBJECTS];	/* objects mapped after the start (dlopen) */
 	size_t n_more;
 	uint64_t plan_gen;		/* the mappings' generation the plans are of */
+	struct otel_plan otel;		/* the otel_memory contract, used when otel.use */
+	const char *rate_from;		/* where the rate came from with otel.use */
 	struct span_fn_plan fns;
 	struct sampler *sampler;	/* its own (attach), or shared (the agent) */
 	struct sampler_proc *proc;	/* this process's part of it */
@@ -95,6 +98,25 @@ struct session {
 	uint64_t start_ns, end_ns;
 	bool detached;
 };
+
+/*
+ * Stack captures per second and process at the default rate: a few % of a
+ * core at ~5 us each (DWARF).  A smaller rate asks for proportionally more
+ * samples and gets a proportionally higher bound, up to MAX_STACK_RATE.
+ */
+#define DEFAULT_STACK_RATE	10000
+#define MAX_STACK_RATE		1000000
+
+uint64_t session_default_stack_rate(uint64_t rate)
+{
+	double r;
+
+	if (rate <= 1)
+		return 0;
+	r = (double)DEFAULT_STACK_RATE * (double)SESSION_DEFAULT_RATE / (double)rate;
+	return r > MAX_STACK_RATE ? MAX_STACK_RATE : r < DEFAULT_STACK_RATE ? DEFAULT_STACK_RATE :
+									(uint64_t)r;
+}
 
 static uint64_t now_ns(clockid_t clk)
 {
@@ -200,6 +222,23 @@ static void check_fp_chain(struct session *s, const uint64_t *frames, size_t n)
 }
 
 /*
+ * The allocations an otel_memory sample stands for: the contract's weight
+ * estimates its bytes (nsamples x rate, docs/sampler.md), so weight / size
+ * estimates its calls.  A 0-byte block has no sampling point: reported at
+ * all, it is one call (rate 1).
+ */
+static double otel_objects(const struct culpert_alloc_event *e)
+{
+	return e->size ? (double)e->weight / (double)e->size : 1;
+}
+
+/* the allocations a sample stands for, however it was sampled */
+static double sample_objects(const struct session *s, const struct culpert_alloc_event *e)
+{
+	return e->fn == CULPERT_FN_OTEL ? otel_objects(e) : sample_weight(e->size, s->o.rate);
+}
+
+/*
  * The finest key is (stack, thread, span chain with ids); the aggregate
  * coarsens what does not fit (aggregate.h), keeping the stack as long as
  * distinct stacks fit in --max-stacks and the totals per span path always.
@@ -217,8 +256,15 @@ static int add_sample(struct session *s, const struct culpert_alloc_event *e)
 		a.n_frames = dwarf_stack(s, e, frames, s->o.max_depth);
 	} else {
 		a.n_frames = stack_from_event(e, frames, s->o.max_depth);
-		check_fp_chain(s, frames, a.n_frames);
 	}
+	/* at an otel_memory site the walk starts in the sampler: its frames are not the program's */
+	if (e->fn == CULPERT_FN_OTEL) {
+		a.n_frames = otel_plan__trim(&s->otel, frames, a.n_frames);
+		a.weighted = true;
+		a.objects = otel_objects(e);
+	}
+	if (fp)
+		check_fp_chain(s, frames, a.n_frames);
 	/*
 	 * A frame-pointer stack is taken as the BPF side found it, so its
 	 * frames are checked against the view; DWARF stacks need no check: the
@@ -229,7 +275,7 @@ static int add_sample(struct session *s, const struct culpert_alloc_event *e)
 	a.chain = spans__chain(s->spans, event_spans(e), e->span_depth, true);
 	a.path = spans__chain(s->spans, event_spans(e), e->span_depth, false);
 	s->samples++;
-	s->est_bytes += sample_weight(e->size, s->o.rate) * (double)e->size;
+	s->est_bytes += sample_objects(s, e) * (double)e->size;
 	return aggregate__add_sample(s->agg, &a, s->o.rate);
 }
 
@@ -306,7 +352,7 @@ static int on_alloc(struct session *s, const struct culpert_alloc_event *e)
 	if (!s->live)
 		return 0;
 	b.entry = (uint32_t)entry;
-	b.weight = sample_weight(e->size, s->o.rate);
+	b.weight = sample_objects(s, e);
 	if (!s->first_id || e->id < s->first_id)
 		s->first_id = e->id;
 	if (e->id > s->last_id)
@@ -405,6 +451,45 @@ static int open_mem(pid_t pid)
 	return fd;
 }
 
+/*
+ * --sampler: the otel_memory probes of an in-process sampler, or the
+ * allocator's entry points; with the former the rate is the sampler's
+ * (its page says it), not --rate.  0 or -errno with the reason in err.
+ */
+static int plan_sampler(struct session *s, char *err, size_t errlen)
+{
+	uint64_t rate;
+	int ret;
+
+	ret = otel__plan(&s->t, mapview__maps(s->view), s->objs, (enum otel_mode)s->o.sampler,
+			 s->o.inuse, &s->otel);
+	if (ret) {
+		snprintf(err, errlen, "%s%s", s->otel.why, ret != -ENOENT ? "" :
+			 "; start the program with LD_PRELOAD=libculpert-sampler.so "
+			 "(docs/sampler.md), or attach with --sampler auto or uprobes");
+		return ret;
+	}
+	pr_info("sampler: %s\n", s->otel.why);
+	if (!s->otel.use)
+		return 0;
+	ret = otel_plan__rate(&s->otel, s->t.pid, &rate);
+	if (!ret) {
+		if (s->o.rate_set && rate != s->o.rate)
+			pr_warn("--rate %llu is not used: pid %d samples its allocations itself, every "
+				"%llu bytes on average (its sampler's CULPERT_SAMPLER_RATE); that is the "
+				"profile's rate\n", (unsigned long long)s->o.rate, (int)s->t.pid,
+				(unsigned long long)rate);
+		s->o.rate = rate;
+		s->rate_from = "sampler_page";
+	} else {
+		s->rate_from = "--rate";
+		pr_warn("the otel_memory sampler of pid %d publishes no rate (no readable "
+			"culpert_sampler_page): the profile's period is --rate %llu; give the "
+			"sampler's own with --rate\n", (int)s->t.pid, (unsigned long long)s->o.rate);
+	}
+	return 0;
+}
+
 static int session_open(const struct session_opts *o, struct sampler *shared, struct session **out,
 			char *err, size_t errlen)
 {
@@ -466,6 +551,14 @@ static int session_open(const struct session_opts *o, struct sampler *shared, st
 		s->fpchain = fpchain__new(s->objs);
 	pr_info("unwinding: %s (%s)\n", s->unwind == SESSION_UNWIND_DWARF ? "dwarf" : "fp", why);
 	s->go = target_is_go(s);
+	/* the agent's shared object is loaded for the allocators' entry points (docs/agent.md) */
+	if (shared)
+		s->o.sampler = OTEL_MODE_UPROBES;
+	ret = plan_sampler(s, err, errlen);
+	if (ret)
+		goto fail;
+	if (o->stack_rate_auto)
+		s->o.stack_rate = session_default_stack_rate(s->o.rate);
 	ret = allocator__plan(&s->t, mapview__maps(s->view), s->objs, o->allocator, &s->plan, err,
 			      errlen);
 	if (!ret) {
@@ -479,7 +572,7 @@ static int session_open(const struct session_opts *o, struct sampler *shared, st
 	s->o.span_fns = NULL;
 	s->o.n_span_fns = 0;
 	so.pid = s->t.pid;
-	so.rate = o->rate;
+	so.rate = s->o.rate;
 	so.max_depth = o->max_depth;
 	so.ringbuf_bytes = o->ringbuf_bytes;
 	if (!so.ringbuf_bytes)
@@ -491,7 +584,8 @@ static int session_open(const struct session_opts *o, struct sampler *shared, st
 	so.unwind_dwarf = s->unwind == SESSION_UNWIND_DWARF;
 	so.stack_copy_bytes = o->stack_size;
 	so.max_live = o->max_live;
-	so.stack_rate = o->stack_rate;
+	so.stack_rate = s->o.stack_rate;
+	so.otel = &s->otel;
 	so.span_fns = &s->fns;
 	so.plan = &s->plan;
 	ret = usdt_objects(mapview__maps(s->view), s->objs, "culpert", add_usdt_object, s);
@@ -623,9 +717,13 @@ void session__detach(struct session *s)
 	pr_info("%llu records from the moments probes went in or out dropped: their spans are unknown\n",
 		(unsigned long long)s->outside_window);
 	sampler_proc__counters(s->proc, s->counters);
-	/* the hot states are every process's: only a capture of its own knows whose calls they saw */
+	/*
+	 * The hot states are every process's: only a capture of its own knows
+	 * whose calls they saw.  The contract reports sampled calls only: how
+	 * many calls there were is not known.
+	 */
 	if (!s->shared)
-		s->have_seen = !sampler__calls_seen(s->sampler, &s->seen);
+		s->have_seen = !s->otel.use && !sampler__calls_seen(s->sampler, &s->seen);
 	s->detached = true;
 }
 
@@ -734,6 +832,28 @@ static int add_allocator_comment(struct session *s)
 	return add_commentf(s, "allocator=%s", buf);
 }
 
+/*
+ * sampler=otel_memory (the period is then the in-process sampler's rate)
+ * or sampler=uprobes, and with the former the objects whose probes fired
+ */
+static int add_sampler_comments(struct session *s)
+{
+	char buf[2048];
+	size_t i, len = 0;
+	int err;
+
+	err = add_commentf(s, "sampler=%s", session__sampler(s));
+	if (!s->otel.use)
+		return err;
+	buf[0] = '\0';
+	for (i = 0; i < s->otel.n && len < sizeof(buf); i++)
+		len += (size_t)snprintf(buf + len, sizeof(buf) - len, "%s%s", i ? "," : "",
+					s->otel.objects[i].path);
+	err |= add_commentf(s, "sampler.objects=%s", buf);
+	err |= add_commentf(s, "sampler.rate_from=%s", s->rate_from);
+	return err;
+}
+
 /* what this run did and what it could not see, for `culpert info` */
 static int add_run_comments(struct session *s)
 {
@@ -741,6 +861,7 @@ static int add_run_comments(struct session *s)
 	int err = 0;
 
 	err |= add_allocator_comment(s);
+	err |= add_sampler_comments(s);
 	err |= add_commentf(s, "probe_sites=%zu", s->n_sites);
 	/* sampled allocations, where the file's samples are aggregated records */
 	err |= add_commentf(s, "samples=%llu", (unsigned long long)s->samples);
@@ -967,6 +1088,16 @@ uint64_t session__samples(const struct session *s)
 	return s->samples;
 }
 
+uint64_t session__rate(const struct session *s)
+{
+	return s->o.rate;
+}
+
+const char *session__sampler(const struct session *s)
+{
+	return s->otel.use ? "otel_memory" : "uprobes";
+}
+
 bool session__calls_seen(const struct session *s, uint64_t *calls, uint64_t *bytes)
 {
 	*calls = s->seen.calls;
@@ -1157,6 +1288,7 @@ void session__close(struct session *s)
 		alloc_plan__free(s->more[i]);
 		free(s->more[i]);
 	}
+	otel_plan__free(&s->otel);
 	span_fn_plan__free(&s->fns);
 	mapview__free(s->view);
 	objcache__free(s->objs);

@@ -15,6 +15,9 @@
 
 struct session;
 
+/* mean bytes between samples unless told (--rate) */
+#define SESSION_DEFAULT_RATE	(512 * 1024)
+
 enum session_unwind {
 	SESSION_UNWIND_AUTO,		/* fp where the executable keeps frame pointers, else dwarf */
 	SESSION_UNWIND_FP,
@@ -35,6 +38,7 @@ int session_unwind__choose(const struct target *t, const struct procmaps *maps,
 struct session_opts {
 	pid_t pid;
 	uint64_t rate;
+	bool rate_set;			/* --rate given: said when an in-process sampler's rate wins */
 	unsigned int max_depth;
 	const char *allocator;		/* "auto", a family, or a symbol prefix */
 	bool symbolize;
@@ -50,7 +54,15 @@ struct session_opts {
 	unsigned int stack_size;	/* --stack-size: bytes copied per sample for DWARF */
 	size_t max_live;		/* --max-live */
 	uint64_t stack_rate;		/* --max-stack-rate: stack captures per second (0: no limit) */
+	bool stack_rate_auto;		/* ... not given: session_default_stack_rate() of the rate used */
+	int sampler;			/* --sampler: enum otel_mode (otel.h) */
 };
+
+/*
+ * The bound on stack captures unless told: scaled with the sampling rate
+ * (none at rate 1, which asks for every allocation with its stack)
+ */
+uint64_t session_default_stack_rate(uint64_t rate);
 
 enum session_end {
 	SESSION_END_DURATION,
@@ -73,6 +85,10 @@ int session__add_comment_cb(void *session, const char *comment);
 /* write the profile; 0 or -errno */
 int session__write(struct session *s, const char *path);
 uint64_t session__samples(const struct session *s);
+/* the sampling rate of the capture: --rate, or the in-process sampler's (otel_memory) */
+uint64_t session__rate(const struct session *s);
+/* "otel_memory" or "uprobes": how allocations are seen */
+const char *session__sampler(const struct session *s);
 /* once detached: the allocator calls the probes saw and their bytes; false if unknown */
 bool session__calls_seen(const struct session *s, uint64_t *calls, uint64_t *bytes);
 /* the target runs a Go program (exe_kind.h) */

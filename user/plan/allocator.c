@@ -339,25 +339,6 @@ static size_t candidates(const struct target *t, const struct procmaps *maps,
 	return n;
 }
 
-static void text_range(const struct procmaps *maps, const struct procmap *m, uint64_t *lo,
-		       uint64_t *hi)
-{
-	size_t i;
-
-	*lo = UINT64_MAX;
-	*hi = 0;
-	for (i = 0; i < maps->n; i++) {
-		const struct procmap *x = &maps->v[i];
-
-		if (!x->executable || x->inode != m->inode || strcmp(x->path, m->path))
-			continue;
-		if (x->start < *lo)
-			*lo = x->start;
-		if (x->end > *hi)
-			*hi = x->end;
-	}
-}
-
 static int add_skipped(struct alloc_plan *plan, size_t *cap, const char *name)
 {
 	char *s = strdup(name);
@@ -589,7 +570,7 @@ static int add_object(struct alloc_plan *plan, const struct target *t,
 	o->build_id = strdup(elfobj__build_id(obj));
 	o->prefix = strdup(prefix);
 	o->family = fam->name;
-	text_range(maps, m, &o->text_lo, &o->text_hi);
+	procmaps__text_range(maps, m, &o->text_lo, &o->text_hi);
 	if (!o->path || !o->open_path || !o->build_id || !o->prefix)
 		return -ENOMEM;
 	return (int)plan->n_objects++;

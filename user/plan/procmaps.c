@@ -237,3 +237,22 @@ void procmaps__free(struct procmaps *m)
 	free(m->v);
 	memset(m, 0, sizeof(*m));
 }
+
+void procmaps__text_range(const struct procmaps *maps, const struct procmap *m, uint64_t *lo,
+			  uint64_t *hi)
+{
+	size_t i;
+
+	*lo = UINT64_MAX;
+	*hi = 0;
+	for (i = 0; i < maps->n; i++) {
+		const struct procmap *x = &maps->v[i];
+
+		if (!x->executable || x->inode != m->inode || strcmp(x->path, m->path))
+			continue;
+		if (x->start < *lo)
+			*lo = x->start;
+		if (x->end > *hi)
+			*hi = x->end;
+	}
+}

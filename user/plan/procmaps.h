@@ -37,6 +37,9 @@ int procmaps__parse(const char *text, struct procmaps *out);
  */
 int procmaps__parse_line(const char *line, size_t len, struct procmap *m);
 const struct procmap *procmaps__find(const struct procmaps *m, uint64_t addr);
+/* the runtime range [lo, hi) spanned by the executable mappings of m's file */
+void procmaps__text_range(const struct procmaps *maps, const struct procmap *m, uint64_t *lo,
+			  uint64_t *hi);
 /*
  * A library unloaded (dlclose) before its samples are read leaves them
  * pointing nowhere; keep what was seen.  fresh, a newer read of the same
