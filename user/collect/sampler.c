@@ -28,6 +28,7 @@ struct sampler {
 	struct uprobe_set *usdt_probes;	/* or through uprobe_multi links (usdt_link.h) */
 	int next_spec;			/* USDT argument specs stored */
 	struct bpf_link *exec_link;	/* notes an exec of the target */
+	struct bpf_link *exit_link;	/* folds the totals of spans a thread exits inside */
 	size_t n_usdt_links, cap_usdt_links;
 	enum uprobe_mode mode;
 	enum sampler_inuse inuse;
@@ -600,6 +601,11 @@ int sampler__new(const struct sampler_opts *o, struct sampler **out, char *err, 
 	if (!s->exec_link)
 		pr_warn("cannot watch for an exec of the target (%s); an exec may be reported as an exit\n",
 			strerror(errno));
+	/* optional too: without it, spans a thread exits inside are not in the totals */
+	s->exit_link = bpf_program__attach(s->skel->progs.totals_thread_exit);
+	if (!s->exit_link)
+		pr_warn("cannot watch threads exit (%s); spans a thread exits inside are left out of the exact totals\n",
+			strerror(errno));
 	ret = proc_register(s, o->pid, o->stack_rate, err, errlen);
 	if (!ret)
 		ret = attach_plan(s, o, err, errlen);
@@ -674,6 +680,33 @@ static void detach_usdt(struct sampler *s)
 		bpf_link__destroy(s->usdt_links[--s->n_usdt_links]);
 }
 
+/*
+ * Spans still open once no probe fires any more: a task iterator folds
+ * each thread's into the totals as open (bpf/totals.bpf.h).  Reading the
+ * iterator runs it; it writes nothing.
+ */
+static void fold_open_spans(struct sampler *s)
+{
+	struct bpf_link *link = bpf_program__attach_iter(s->skel->progs.totals_open_spans, NULL);
+	char buf[64];
+	int fd, i;
+
+	if (!link) {
+		pr_warn("cannot read the spans still open (%s): they are left out of the exact totals\n",
+			strerror(errno));
+		return;
+	}
+	fd = bpf_iter_create(bpf_link__fd(link));
+	/* an iterator that writes nothing ends at the first read; bounded all the same */
+	for (i = 0; fd >= 0 && i < 1024 && read(fd, buf, sizeof(buf)) > 0; i++)
+		;
+	if (fd < 0)
+		pr_warn("cannot run the iterator of open spans: %s\n", strerror(errno));
+	else
+		close(fd);
+	bpf_link__destroy(link);
+}
+
 void sampler__detach(struct sampler *s)
 {
 	__u32 key = (__u32)s->pid;
@@ -689,6 +722,10 @@ void sampler__detach(struct sampler *s)
 	uprobe_set__free(s->probes);
 	s->probes = NULL;
 	detach_usdt(s);
+	if (s->skel && s->exit_link)
+		fold_open_spans(s);
+	bpf_link__destroy(s->exit_link);
+	s->exit_link = NULL;
 }
 
 int sampler__span_names(const struct sampler *s,
@@ -820,6 +857,32 @@ int sampler__throttled(const struct sampler *s,
 	return 0;
 }
 
+int sampler__span_totals(const struct sampler *s,
+			 int (*cb)(void *ctx, const struct culpert_total_key *key,
+				   const struct culpert_span_total *total),
+			 void *ctx, struct culpert_proc *proc)
+{
+	int fd = bpf_map__fd(s->skel->maps.span_totals);
+	struct culpert_total_key key, next, *prev = NULL;
+	struct culpert_span_total v;
+	__u32 tgid = (__u32)s->pid;
+	int ret;
+
+	/* bounded: the map holds at most CULPERT_MAX_TOTALS keys */
+	while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+		key = next;
+		prev = &key;
+		if (next.tgid != tgid || bpf_map_lookup_elem(fd, &next, &v))
+			continue;
+		ret = cb(ctx, &next, &v);
+		if (ret)
+			return ret;
+	}
+	if (bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.procs), &tgid, proc))
+		return -errno;
+	return 0;
+}
+
 void sampler__counters(const struct sampler *s, uint64_t out[CULPERT_CNT__MAX])
 {
 	struct culpert_proc p;
@@ -940,6 +1003,7 @@ void sampler__free(struct sampler *s)
 		return;
 	sampler__detach(s);
 	bpf_link__destroy(s->exec_link);
+	bpf_link__destroy(s->exit_link);
 	free(s->usdt_links);
 	ring_buffer__free(s->rb);
 	culpert_bpf__destroy(s->skel);

@@ -72,6 +72,15 @@ bool sampler__in_window(const struct sampler *s, uint64_t ts_ns);
 bool sampler__target_execed(const struct sampler *s);
 void sampler__counters(const struct sampler *s, uint64_t out[CULPERT_CNT__MAX]);
 /*
+ * Exact totals, once detached (spans still open by then are folded as
+ * open): cb(ctx, key, total) for each span path of the process, then its
+ * culpert_proc (totals_over_*) into *proc.  0 or -errno.
+ */
+int sampler__span_totals(const struct sampler *s,
+			 int (*cb)(void *ctx, const struct culpert_total_key *key,
+				   const struct culpert_span_total *total),
+			 void *ctx, struct culpert_proc *proc);
+/*
  * Samples past the stack rate: cb(ctx, size, path, count) for each size
  * and span path (path: the name ids outermost first, NULL outside spans);
  * then the ones the table had no room for, by number and bytes.  0 or -errno.

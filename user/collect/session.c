@@ -28,9 +28,11 @@
 #include "session.h"
 #include "spanfn.h"
 #include "spanname.h"
+#include "span_totals.h"
 #include "spans.h"
 #include "stack.h"
 #include "target.h"
+#include "totals.h"
 #include "units.h"
 #include "unwind.h"
 #include "usdt.h"
@@ -761,6 +763,29 @@ static int add_run_comments(struct session *s)
 	return err ? -ENOMEM : 0;
 }
 
+int session__span_totals(struct session *s, struct span_totals *out)
+{
+	session__detach(s);
+	if (!s->have_seen)
+		return -ENODATA;
+	return span_totals_collect(s->sampler, s->spans, &s->seen, out);
+}
+
+/* the exact span totals as the profile carries them (proto/totals.h) */
+static int add_totals_comments(struct session *s)
+{
+	struct span_totals t;
+	int err = session__span_totals(s, &t);
+
+	if (err == -ENODATA)
+		return 0;
+	if (err)
+		return err;
+	err = span_totals__comments(&t, session__add_comment_cb, s);
+	span_totals__free(&t);
+	return err;
+}
+
 int session__write(struct session *s, const char *path)
 {
 	struct export_opts eo = {
@@ -792,6 +817,8 @@ int session__write(struct session *s, const char *path)
 		if (ret)
 			return ret;
 		ret = add_run_comments(s);
+		if (!ret)
+			ret = add_totals_comments(s);
 		if (ret)
 			return ret;
 		s->run_comments = true;

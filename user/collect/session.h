@@ -14,6 +14,7 @@
 #include <sys/types.h>
 
 struct session;
+struct span_totals;
 
 enum session_unwind {
 	SESSION_UNWIND_AUTO,		/* fp where the executable keeps frame pointers, else dwarf */
@@ -75,6 +76,12 @@ int session__write(struct session *s, const char *path);
 uint64_t session__samples(const struct session *s);
 /* once detached: the allocator calls the probes saw and their bytes; false if unknown */
 bool session__calls_seen(const struct session *s, uint64_t *calls, uint64_t *bytes);
+/*
+ * The exact span totals (proto/totals.h), once detached; the names are
+ * those read so far (session__write() reads them all first).  -ENODATA
+ * when the calls seen could not be read; 0 or -errno.
+ */
+int session__span_totals(struct session *s, struct span_totals *out);
 /* the target runs a Go program (exe_kind.h) */
 bool session__is_go(const struct session *s);
 /* from attach to detach */
