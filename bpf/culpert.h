@@ -288,6 +288,7 @@ struct culpert_span_total {
 	__u64 instances;		/* closed instances */
 	__u64 open;			/* never closed: open at the end, or their thread exited */
 	__u64 max_bytes;		/* the largest closed instance, inclusive bytes */
+	__u64 closed_bytes;		/* inclusive bytes of the closed instances */
 	__u64 hist[CULPERT_HIST_BUCKETS];	/* closed instances by inclusive bytes */
 };
 

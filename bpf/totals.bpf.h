@@ -185,6 +185,7 @@ __noinline int culpert_totals_fold(void)
 		return 0;
 	}
 	__sync_fetch_and_add(&v->instances, 1);
+	__sync_fetch_and_add(&v->closed_bytes, incl_bytes);
 	b = culpert_hist_bucket(incl_bytes);
 	if (b < CULPERT_HIST_BUCKETS)
 		__sync_fetch_and_add(&v->hist[b], 1);

@@ -83,8 +83,9 @@ static int span_comments(const struct span_total *s, int (*cb)(void *ctx, const 
 	if (!hist)
 		return -ENOMEM;
 	if (asprintf(&c, TOTAL_PREFIX "%s=%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64
-		     ",%" PRIu64 ",%" PRIu64, s->path, s->self_bytes, s->self_calls, s->incl_bytes,
-		     s->incl_calls, s->instances, s->open, s->max_bytes) < 0)
+		     ",%" PRIu64 ",%" PRIu64 ",%" PRIu64, s->path, s->self_bytes, s->self_calls,
+		     s->incl_bytes, s->incl_calls, s->instances, s->open, s->max_bytes,
+		     s->closed_bytes) < 0)
 		goto out;
 	err = cb(ctx, c);
 	free(c);
@@ -189,7 +190,7 @@ static int read_comment(struct span_totals *t, const char *c)
 {
 	const char *eq = strrchr(c, '='), *path;
 	bool total = !strncmp(c, TOTAL_PREFIX, strlen(TOTAL_PREFIX));
-	uint64_t u[7];
+	uint64_t u[8];
 	struct span_total *s;
 
 	if (!eq)
@@ -219,10 +220,10 @@ static int read_comment(struct span_totals *t, const char *c)
 		return -ENOMEM;
 	if (!total)
 		return parse_hist(eq + 1, s);
-	if (parse_u64s(eq + 1, u, 7))
+	if (parse_u64s(eq + 1, u, 8))
 		return -EINVAL;
 	s->self_bytes = u[0], s->self_calls = u[1], s->incl_bytes = u[2], s->incl_calls = u[3];
-	s->instances = u[4], s->open = u[5], s->max_bytes = u[6];
+	s->instances = u[4], s->open = u[5], s->max_bytes = u[6], s->closed_bytes = u[7];
 	return 0;
 }
 
@@ -262,6 +263,9 @@ uint64_t span_total__quantile(const struct span_total *s, double q)
 	rank = (uint64_t)ceil(q * (double)s->instances);
 	if (rank < 1)
 		rank = 1;
+	/* the last rank is the largest instance, known exactly */
+	if (rank >= s->instances)
+		return s->max_bytes;
 	for (i = 0; i < s->n_hist; i++) {
 		seen += s->hist[i].count;
 		if (seen >= rank)

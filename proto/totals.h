@@ -30,6 +30,7 @@ struct span_total {
 	uint64_t instances;		/* closed */
 	uint64_t open;			/* never closed: open at the end, or the thread exited */
 	uint64_t max_bytes;		/* largest closed instance */
+	uint64_t closed_bytes;		/* inclusive bytes of the closed instances */
 	struct totals_bucket *hist;	/* ascending lo, counts > 0 */
 	size_t n_hist;
 };

@@ -28,6 +28,7 @@ static int add_path(void *data, const struct culpert_total_key *key,
 		.self_bytes = v->self_bytes, .self_calls = v->self_calls,
 		.incl_bytes = v->incl_bytes, .incl_calls = v->incl_calls,
 		.instances = v->instances, .open = v->open, .max_bytes = v->max_bytes,
+		.closed_bytes = v->closed_bytes,
 		.hist = hist,
 	};
 	static char path[PATH_MAX_TEXT];
@@ -96,6 +97,7 @@ static int merge_twins(struct span_totals *t)
 		a->self_bytes += b->self_bytes, a->self_calls += b->self_calls;
 		a->incl_bytes += b->incl_bytes, a->incl_calls += b->incl_calls;
 		a->instances += b->instances, a->open += b->open;
+		a->closed_bytes += b->closed_bytes;
 		a->max_bytes = a->max_bytes > b->max_bytes ? a->max_bytes : b->max_bytes;
 		free(b->path);
 	}
