@@ -27,6 +27,9 @@ struct {
 	__type(value, struct culpert_span_total);
 } span_totals SEC(".maps");
 
+/* load-time knob: attach --no-exact turns the span events' bookkeeping off */
+const volatile bool exact_totals = true;
+
 /*
  * A span to fold, handed to culpert_totals_fold() (a key of 136 bytes is
  * not for the BPF stack).  Per CPU: a program preempting another on its CPU
@@ -233,6 +236,8 @@ static long totals_close_one(__u32 i, void *data)
 /* fold the spans at depth `to` and up, innermost first (the caller then pops them) */
 static __always_inline void totals_close(struct totals_ctx *c, __u32 to)
 {
+	if (!c->proc)
+		return;
 	c->depth = c->ts->span_depth;
 	if (c->depth > CULPERT_MAX_SPAN_DEPTH)
 		c->depth = CULPERT_MAX_SPAN_DEPTH;
@@ -244,8 +249,11 @@ static __always_inline void totals_close(struct totals_ctx *c, __u32 to)
 /* a span pushed at `at`: its counts start now */
 static __always_inline void totals_open(struct totals_ctx *c, __u32 at)
 {
-	struct culpert_span_tally *t = &c->ts->tally[at & (CULPERT_MAX_SPAN_DEPTH - 1)];
+	struct culpert_span_tally *t;
 
+	if (!c->proc)
+		return;
+	t = &c->ts->tally[at & (CULPERT_MAX_SPAN_DEPTH - 1)];
 	t->entry_bytes = c->now_bytes;
 	t->entry_calls = c->now_calls;
 	t->entry_epoch = c->epoch;
@@ -256,6 +264,9 @@ static __always_inline void totals_open(struct totals_ctx *c, __u32 at)
 /* a span event of the current thread: charge the innermost span, then the event changes the stack */
 static __always_inline bool totals_event(struct totals_ctx *c, struct thread_state *ts)
 {
+	c->ts = ts;
+	if (!exact_totals)
+		return false;
 	if (!totals_begin(c, ts, hot_state_get(), bpf_get_current_pid_tgid() >> 32))
 		return false;
 	totals_charge(c);

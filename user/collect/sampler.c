@@ -146,6 +146,7 @@ static int configure(struct sampler *s, const struct sampler_opts *o)
 	skel->rodata->sample_every = o->rate == 1;
 	skel->rodata->page_size = (__u64)sysconf(_SC_PAGESIZE);
 	skel->rodata->track_inuse = s->inuse != SAMPLER_INUSE_OFF;
+	skel->rodata->exact_totals = !o->no_exact;
 	skel->rodata->unwind_dwarf = o->unwind_dwarf;
 	if (o->stack_copy_bytes)
 		skel->rodata->stack_copy_bytes = o->stack_copy_bytes;
@@ -602,8 +603,9 @@ int sampler__new(const struct sampler_opts *o, struct sampler **out, char *err, 
 		pr_warn("cannot watch for an exec of the target (%s); an exec may be reported as an exit\n",
 			strerror(errno));
 	/* optional too: without it, spans a thread exits inside are not in the totals */
-	s->exit_link = bpf_program__attach(s->skel->progs.totals_thread_exit);
-	if (!s->exit_link)
+	if (!o->no_exact)
+		s->exit_link = bpf_program__attach(s->skel->progs.totals_thread_exit);
+	if (!o->no_exact && !s->exit_link)
 		pr_warn("cannot watch threads exit (%s); spans a thread exits inside are left out of the exact totals\n",
 			strerror(errno));
 	ret = proc_register(s, o->pid, o->stack_rate, err, errlen);

@@ -39,6 +39,7 @@ struct sampler_opts {
 	bool no_multi;			/* force one perf-event uprobe per site */
 	bool no_session;		/* entry + return probes even where uprobe sessions exist */
 	bool track_inuse;		/* --inuse: pointers, frees, live blocks */
+	bool no_exact;			/* --no-exact: no exact span totals (bpf/totals.bpf.h) */
 	bool unwind_dwarf;		/* copy registers + stack instead of a frame-pointer walk */
 	unsigned int stack_copy_bytes;	/* --stack-size, with unwind_dwarf */
 	size_t max_live;		/* --max-live: live blocks tracked (0: default) */

@@ -483,6 +483,7 @@ int session__open(const struct session_opts *o, struct session **out, char *err,
 				   DEFAULT_RINGBUF;
 	so.no_multi = o->no_multi;
 	so.no_session = o->no_session;
+	so.no_exact = o->no_exact;
 	so.track_inuse = o->inuse;
 	so.unwind_dwarf = s->unwind == SESSION_UNWIND_DWARF;
 	so.stack_copy_bytes = o->stack_size;
@@ -766,7 +767,7 @@ static int add_run_comments(struct session *s)
 int session__span_totals(struct session *s, struct span_totals *out)
 {
 	session__detach(s);
-	if (!s->have_seen)
+	if (!s->have_seen || s->o.no_exact)
 		return -ENODATA;
 	return span_totals_collect(s->sampler, s->spans, &s->seen, out);
 }

@@ -41,6 +41,7 @@ struct session_opts {
 	bool symbolize;
 	bool no_multi;			/* force perf-event uprobes */
 	bool no_session;		/* entry + return probes even where sessions exist */
+	bool no_exact;			/* --no-exact: no exact span totals */
 	char *const *span_fns;		/* --span-fn patterns */
 	size_t n_span_fns;
 	size_t max_span_fns;
