@@ -256,11 +256,16 @@ const struct span_total *span_totals__find(const struct span_totals *t, const ch
 uint64_t span_total__quantile(const struct span_total *s, double q)
 {
 	uint64_t rank, seen = 0, mid;
+	double x;
 	size_t i;
 
 	if (!s->instances || !s->n_hist)
 		return 0;
-	rank = (uint64_t)ceil(q * (double)s->instances);
+	/* ceil(q n), without 0.99 * 100 rounding up to 100 in binary */
+	x = q * (double)s->instances;
+	rank = (uint64_t)x;
+	if ((double)rank + 1e-9 < x)
+		rank++;
 	if (rank < 1)
 		rank = 1;
 	/* the last rank is the largest instance, known exactly */
