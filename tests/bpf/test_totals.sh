@@ -69,6 +69,20 @@ print(s["per_instance"][sys.argv[2]])' "$TMP/r.json" "$q")
 	done
 }
 
+# --no-exact: no totals in the profile, spans sampled as ever (--rate 1: every call a sample)
+test_totals_off() {
+	need_root || return
+	profile_until_done span_totals 20 attach "--rate 1 --no-exact" "$TARGETS/span_totals" ||
+		return
+	"$PROFDUMP" "$TMP/span_totals.pb.gz" | grep -q '^# comment span\.tota' &&
+		fail "--no-exact profile has exact totals"
+	want=$(awk '$1 == "exact" && $2 == "request" { print $3 }' "$TMP/span_totals.out")
+	got=$(by_span_path "$TMP/span_totals.pb.gz" | awk '$1 == "request" { print $2 }')
+	[ "$got" = "$want" ] || fail "--no-exact, --rate 1: request's own bytes $got, allocated $want"
+	rm -f "$TMP/span_totals.pb.gz"
+}
+
+run_test bpf/totals/off test_totals_off
 run_test bpf/totals/default_rate test_totals_default_rate
 run_test bpf/totals/every_call test_totals_every_call
 run_test bpf/totals/spread test_totals_spread
