@@ -287,13 +287,18 @@ static __always_inline void span_prune_totals(struct thread_state *ts, __u64 sp,
 	}
 }
 
-/* the same, from a sampled allocation: the totals are charged up to now first */
+/*
+ * The same, from a sampled allocation, without the totals: folding there
+ * made every allocator program's load several times slower.  A function
+ * span found over only here (left by longjmp or an exception past its
+ * return probes) is left out of the totals (docs/spans.md).
+ */
 static __always_inline void span_prune(struct thread_state *ts, __u64 sp, enum prune_mode mode,
 				       __u32 name_id)
 {
 	struct totals_ctx tc = {};
 
-	totals_event(&tc, ts);
+	tc.ts = ts;
 	span_prune_totals(ts, sp, mode, name_id, &tc);
 }
 

@@ -145,21 +145,28 @@ static __always_inline struct culpert_span_total *totals_entry(struct totals_fol
 }
 
 /*
- * Fold this CPU's totals_fold_req into its path's totals.  A global
- * function without arguments: verified once, on its own, rather than
- * inside every loop over span frames of every program.
+ * Fold this CPU's totals_fold_req into its path's totals: its key holds the
+ * name ids of every frame of the thread, the path is the first `prefix` of
+ * them and then `name_id`.  A global function with scalar arguments:
+ * verified once, on its own, rather than inside every loop over span
+ * frames of every program (whose loads it had made ten times slower).
  */
-__noinline int culpert_totals_fold(void)
+__noinline int culpert_totals_fold(__u32 prefix, __u32 name_id)
 {
 	struct totals_fold_req *r;
 	struct culpert_span_total *v;
 	struct culpert_proc *p;
 	__u64 incl_bytes, incl_calls;
-	__u32 zero = 0, b;
+	__u32 zero = 0, b, i;
 
 	r = bpf_map_lookup_elem(&total_fold_scratch, &zero);
-	if (!r)
+	if (!r || prefix >= CULPERT_MAX_SPAN_DEPTH)
 		return 0;
+	for (i = 0; i < CULPERT_MAX_SPAN_DEPTH; i++)
+		if (i > prefix)
+			r->key.name_ids[i] = 0;
+	r->key.name_ids[prefix & (CULPERT_MAX_SPAN_DEPTH - 1)] = name_id;
+	r->key.depth = prefix + 1;
 	p = bpf_map_lookup_elem(&procs, &r->key.tgid);
 	if (!p)
 		return 0;
@@ -196,30 +203,29 @@ __noinline int culpert_totals_fold(void)
 	return 0;
 }
 
-/* fold the span at ts->spans[at], whose path is spans[0..prefix) and itself */
+/*
+ * Fold the span at ts->spans[at], whose path is spans[0..prefix) and
+ * itself.  Straight-line: every frame's name id is copied, the global
+ * function keeps the ones of the path.
+ */
 static __always_inline void totals_fold(struct totals_ctx *c, __u32 prefix, __u32 at)
 {
 	struct totals_fold_req *r = c->req;
-	__u32 i;
+	int i;
 
 	at &= CULPERT_MAX_SPAN_DEPTH - 1;
-	if (!r || !c->proc || prefix >= CULPERT_MAX_SPAN_DEPTH)
+	if (!r || !c->proc)
 		return;
-	__builtin_memset(&r->key, 0, sizeof(r->key));
 	r->key.tgid = c->tgid;
-	r->key.depth = prefix + 1;
-	for (i = 0; i < CULPERT_MAX_SPAN_DEPTH; i++) {
-		if (i >= prefix)
-			break;
+#pragma unroll
+	for (i = 0; i < CULPERT_MAX_SPAN_DEPTH; i++)
 		r->key.name_ids[i] = c->ts->spans[i].name_id;
-	}
-	r->key.name_ids[prefix & (CULPERT_MAX_SPAN_DEPTH - 1)] = c->ts->spans[at].name_id;
 	r->tally = c->ts->tally[at];
 	r->now_bytes = c->now_bytes;
 	r->now_calls = c->now_calls;
 	r->epoch = c->epoch;
 	r->open = c->open;
-	culpert_totals_fold();
+	culpert_totals_fold(prefix, c->ts->spans[at].name_id);
 }
 
 static long totals_close_one(__u32 i, void *data)
