@@ -236,9 +236,8 @@ static __always_inline bool fn_frame_live(struct prune_ctx *c, __u32 at)
 	}
 }
 
-static long prune_one(__u32 i, void *data)
+static __always_inline long prune_step(__u32 i, struct prune_ctx *c, bool fold)
 {
-	struct prune_ctx *c = data;
 	struct thread_state *ts = c->ts;
 	__u32 at = i & (CULPERT_MAX_SPAN_DEPTH - 1), to = c->kept & (CULPERT_MAX_SPAN_DEPTH - 1);
 
@@ -247,7 +246,8 @@ static long prune_one(__u32 i, void *data)
 	/* spans opened by USDT probes are the program's to close */
 	if ((ts->spans[at].flags & CULPERT_SPAN_F_FUNCTION) && !fn_frame_live(c, at)) {
 		/* over since the last event: under the path of the spans kept below it */
-		totals_fold(c->tc, c->kept, at);
+		if (fold)
+			totals_fold(c->tc, c->kept, at);
 		return 0;
 	}
 	if (to != at) {
@@ -258,6 +258,20 @@ static long prune_one(__u32 i, void *data)
 	}
 	c->kept++;
 	return 0;
+}
+
+/*
+ * Two callbacks: the sampled path's (in every allocator program) without
+ * the fold, whose verification there made loads several times slower.
+ */
+static long prune_one(__u32 i, void *data)
+{
+	return prune_step(i, data, false);
+}
+
+static long prune_one_fold(__u32 i, void *data)
+{
+	return prune_step(i, data, true);
 }
 
 /*
@@ -280,7 +294,10 @@ static __always_inline void span_prune_totals(struct thread_state *ts, __u64 sp,
 
 	if (c.depth > CULPERT_MAX_SPAN_DEPTH)
 		c.depth = CULPERT_MAX_SPAN_DEPTH;
-	bpf_loop(CULPERT_MAX_SPAN_DEPTH, prune_one, &c, 0);
+	if (tc)
+		bpf_loop(CULPERT_MAX_SPAN_DEPTH, prune_one_fold, &c, 0);
+	else
+		bpf_loop(CULPERT_MAX_SPAN_DEPTH, prune_one, &c, 0);
 	if (c.kept != ts->span_depth) {
 		ts->span_depth = c.kept;
 		ts->span_overflow = 0;
@@ -296,10 +313,7 @@ static __always_inline void span_prune_totals(struct thread_state *ts, __u64 sp,
 static __always_inline void span_prune(struct thread_state *ts, __u64 sp, enum prune_mode mode,
 				       __u32 name_id)
 {
-	struct totals_ctx tc = {};
-
-	tc.ts = ts;
-	span_prune_totals(ts, sp, mode, name_id, &tc);
+	span_prune_totals(ts, sp, mode, name_id, NULL);
 }
 
 /* push, and start the new span's totals */
@@ -394,9 +408,12 @@ static __always_inline int handle_fn_span_exit(struct pt_regs *ctx)
 {
 	/* a thread without state has no function span open to close */
 	struct thread_state *ts = thread_state_find();
+	struct totals_ctx tc = {};
 
-	if (ts)
-		span_prune(ts, PT_REGS_SP(ctx), PRUNE_RETURN, 0);
+	if (!ts)
+		return 0;
+	totals_event(&tc, ts);
+	span_prune_totals(ts, PT_REGS_SP(ctx), PRUNE_RETURN, 0, &tc);
 	return 0;
 }
 
