@@ -17,6 +17,7 @@
 #include "state.bpf.h"
 #include "uretprobe.bpf.h"
 #include "arch.bpf.h"
+#include "totals.bpf.h"
 #include "spans.bpf.h"
 #include "inuse.bpf.h"
 #include "dwarf.bpf.h"
@@ -138,5 +139,40 @@ int BPF_PROG(target_exec, struct task_struct *p, pid_t old_pid, struct linux_bin
 
 	if (proc)
 		proc->execed = 1;
+	return 0;
+}
+
+/*
+ * Exact totals of spans that never close (bpf/totals.bpf.h): a thread of a
+ * target exiting inside spans, and at the end of the capture every thread
+ * still inside one (userspace runs the task iterator once, after detaching).
+ */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(totals_thread_exit, struct task_struct *p)
+{
+	struct thread_state *ts = thread_state_find();
+
+	if (ts)
+		totals_abandon(ts, hot_state_find(), bpf_get_current_pid_tgid() >> 32);
+	return 0;
+}
+
+SEC("iter/task")
+int totals_open_spans(struct bpf_iter__task *ctx)
+{
+	struct task_struct *task = ctx->task;
+	struct thread_state *ts;
+	struct hot_state *hs;
+	__u32 tid, slot;
+
+	if (!task)
+		return 0;
+	ts = bpf_task_storage_get(&thread_states, task, NULL, 0);
+	if (!ts)
+		return 0;
+	tid = task->pid;
+	slot = tid & (CULPERT_HOT_SLOTS - 1);
+	hs = bpf_map_lookup_elem(&hot_states, &slot);
+	totals_abandon(ts, hs && hs->tid == tid ? hs : NULL, task->tgid);
 	return 0;
 }

@@ -86,6 +86,8 @@ enum culpert_counter {
 	CULPERT_CNT_RET_UNSEEN,		/* --inuse: sampled call that threw, or left where no probe saw it */
 	CULPERT_CNT_THROTTLED,		/* sampled past the process's stack rate: counted, no stack */
 	CULPERT_CNT_THROTTLE_FULL,	/* ... with the table of throttled sizes full: in the overflow */
+	CULPERT_CNT_TOTALS_FULL,	/* span instance past the process's span paths: in the overflow */
+	CULPERT_CNT_TOTALS_INEXACT,	/* span event on a thread whose hot slot another thread used */
 	CULPERT_CNT__MAX,
 };
 
@@ -139,6 +141,11 @@ struct culpert_proc {
 	/* with count_calls (the agent): allocator and deallocator probe hits */
 	__u64 calls_alloc;
 	__u64 calls_free;
+	/* exact totals (bpf/totals.bpf.h): span paths created, and instances past the bound */
+	__u64 totals_paths;
+	__u64 totals_over_bytes;	/* their self bytes and calls, and how many */
+	__u64 totals_over_calls;
+	__u64 totals_over_instances;
 };
 
 /*
@@ -282,6 +289,83 @@ struct culpert_alloc_event {
 	struct culpert_regs regs;	/* registers at entry (DWARF unwinding) */
 	__u8 data[];
 };
+
+/*
+ * Exact totals: every allocator call counts, sampled or not, in the
+ * innermost open span of its thread; a span's totals are folded, when it
+ * closes, into a culpert_span_total of its path (name ids outermost
+ * first) in the `span_totals` map.  docs/profile-format.md says how they
+ * reach the profile.
+ */
+/* span paths one process keeps; instances of more go to culpert_proc.totals_over_* */
+#define CULPERT_MAX_TOTALS_PER_PROC	1024
+/* entries of the span_totals map (every process of the object) */
+#define CULPERT_MAX_TOTALS		4096
+/*
+ * Bytes per instance, log-linear: 0..3 one bucket each, then 4 per power of
+ * two ([4 << k, 5 << k), [5 << k, 6 << k) ...), up to 2^48; the last bucket
+ * holds everything from 2^48 up.  A bucket is at most 25% of its lower bound
+ * wide: its middle is within 12.5% of any value in it.
+ */
+#define CULPERT_HIST_MAX_LOG2		48
+#define CULPERT_HIST_BUCKETS		(4 * (CULPERT_HIST_MAX_LOG2 - 1) + 1)
+
+struct culpert_total_key {
+	__u32 tgid;
+	__u32 depth;
+	__u32 name_ids[CULPERT_MAX_SPAN_DEPTH];	/* depth of them, the rest 0 */
+};
+
+struct culpert_span_total {
+	__u64 self_bytes;		/* allocated while it was the innermost open span */
+	__u64 self_calls;
+	__u64 incl_bytes;		/* allocated between its entry and exit: self + children */
+	__u64 incl_calls;
+	__u64 instances;		/* closed instances */
+	__u64 open;			/* never closed: open at the end, or their thread exited */
+	__u64 max_bytes;		/* the largest closed instance, inclusive bytes */
+	__u64 closed_bytes;		/* inclusive bytes of the closed instances */
+	__u64 hist[CULPERT_HIST_BUCKETS];	/* closed instances by inclusive bytes */
+};
+
+/* an open span's counts, beside its culpert_span_frame in the thread's state */
+struct culpert_span_tally {
+	__u64 entry_bytes;		/* the thread's hot-state totals at entry */
+	__u64 entry_calls;
+	__u64 self_bytes;
+	__u64 self_calls;
+	__u32 entry_epoch;		/* the hot slot's epoch at entry */
+	__u32 pad;
+};
+
+/* the bucket of v bytes (see CULPERT_HIST_BUCKETS); no loop, for the BPF side */
+static inline __u32 culpert_hist_bucket(__u64 v)
+{
+	__u64 x = v;
+	__u32 e = 0;
+
+	if (v < 4)
+		return (__u32)v;
+	if (v >> CULPERT_HIST_MAX_LOG2)
+		return CULPERT_HIST_BUCKETS - 1;
+	if (x >> 32) { e += 32; x >>= 32; }
+	if (x >> 16) { e += 16; x >>= 16; }
+	if (x >> 8) { e += 8; x >>= 8; }
+	if (x >> 4) { e += 4; x >>= 4; }
+	if (x >> 2) { e += 2; x >>= 2; }
+	if (x >> 1) { e += 1; }
+	return 4 * (e - 1) + (__u32)((v >> (e - 2)) & 3);
+}
+
+/* the smallest value in bucket b */
+static inline __u64 culpert_hist_lower(__u32 b)
+{
+	if (b < 4)
+		return b;
+	if (b >= CULPERT_HIST_BUCKETS - 1)
+		return 1ULL << CULPERT_HIST_MAX_LOG2;
+	return (__u64)(4 + b % 4) << (b / 4 - 1);
+}
 
 /* a stack "frame" standing for the frames a DWARF unwind could not reach: its copy ended */
 #define CULPERT_FRAME_TRUNCATED		1

@@ -157,7 +157,7 @@ static __always_inline void span_push(struct thread_state *ts, __u64 id, __u64 p
  * code resuming elsewhere).  An id that is not open on this thread changes
  * nothing, unless spans overflowed the stack: then it closes one of those.
  */
-static __always_inline void span_pop_to(struct thread_state *ts, __u64 id)
+static __always_inline void span_pop_to(struct thread_state *ts, __u64 id, struct totals_ctx *tc)
 {
 	__u32 d = ts->span_depth;
 	int i;
@@ -168,6 +168,7 @@ static __always_inline void span_pop_to(struct thread_state *ts, __u64 id)
 		if (i >= (int)d)
 			break;
 		if (ts->spans[at & (CULPERT_MAX_SPAN_DEPTH - 1)].id == id) {
+			totals_close(tc, at);
 			ts->span_depth = at;
 			ts->span_overflow = 0;
 			return;
@@ -195,6 +196,7 @@ enum prune_mode {
 
 struct prune_ctx {
 	struct thread_state *ts;
+	struct totals_ctx *tc;	/* where the spans found over go */
 	__u64 sp;
 	__u64 tramp;
 	__u64 slot;		/* PRUNE_ENTER: the word at sp, read once if needed */
@@ -236,24 +238,42 @@ static __always_inline bool fn_frame_live(struct prune_ctx *c, __u32 at)
 	}
 }
 
-static long prune_one(__u32 i, void *data)
+static __always_inline long prune_step(__u32 i, struct prune_ctx *c, bool fold)
 {
-	struct prune_ctx *c = data;
 	struct thread_state *ts = c->ts;
 	__u32 at = i & (CULPERT_MAX_SPAN_DEPTH - 1), to = c->kept & (CULPERT_MAX_SPAN_DEPTH - 1);
 
 	if (i >= c->depth)
 		return 1;
 	/* spans opened by USDT probes are the program's to close */
-	if ((ts->spans[at].flags & CULPERT_SPAN_F_FUNCTION) && !fn_frame_live(c, at))
+	if ((ts->spans[at].flags & CULPERT_SPAN_F_FUNCTION) && !fn_frame_live(c, at)) {
+		/* over since the last event: under the path of the spans kept below it */
+		if (fold)
+			totals_fold(c->tc, c->kept, at);
 		return 0;
+	}
 	if (to != at) {
 		ts->spans[to] = ts->spans[at];
 		ts->span_sp[to] = ts->span_sp[at];
 		ts->span_ret[to] = ts->span_ret[at];
+		ts->tally[to] = ts->tally[at];
 	}
 	c->kept++;
 	return 0;
+}
+
+/*
+ * Two callbacks: the sampled path's (in every allocator program) without
+ * the fold, whose verification there made loads several times slower.
+ */
+static long prune_one(__u32 i, void *data)
+{
+	return prune_step(i, data, false);
+}
+
+static long prune_one_fold(__u32 i, void *data)
+{
+	return prune_step(i, data, true);
 }
 
 /*
@@ -261,11 +281,13 @@ static long prune_one(__u32 i, void *data)
  * bpf_loop() (5.17+) keeps the verifier from walking every kept/dropped
  * combination of 32 frames.
  */
-static __always_inline void span_prune(struct thread_state *ts, __u64 sp, enum prune_mode mode,
-				       __u32 name_id)
+static __always_inline void span_prune_totals(struct thread_state *ts, __u64 sp,
+					      enum prune_mode mode, __u32 name_id,
+					      struct totals_ctx *tc)
 {
 	struct prune_ctx c = {
 		.ts = ts,
+		.tc = tc,
 		.sp = sp,
 		.name_id = name_id,
 		.depth = ts->span_depth,
@@ -274,11 +296,37 @@ static __always_inline void span_prune(struct thread_state *ts, __u64 sp, enum p
 
 	if (c.depth > CULPERT_MAX_SPAN_DEPTH)
 		c.depth = CULPERT_MAX_SPAN_DEPTH;
-	bpf_loop(CULPERT_MAX_SPAN_DEPTH, prune_one, &c, 0);
+	if (tc)
+		bpf_loop(CULPERT_MAX_SPAN_DEPTH, prune_one_fold, &c, 0);
+	else
+		bpf_loop(CULPERT_MAX_SPAN_DEPTH, prune_one, &c, 0);
 	if (c.kept != ts->span_depth) {
 		ts->span_depth = c.kept;
 		ts->span_overflow = 0;
 	}
+}
+
+/*
+ * The same, from a sampled allocation, without the totals: folding there
+ * made every allocator program's load several times slower.  A function
+ * span found over only here (left by longjmp or an exception past its
+ * return probes) is left out of the totals (docs/spans.md).
+ */
+static __always_inline void span_prune(struct thread_state *ts, __u64 sp, enum prune_mode mode,
+				       __u32 name_id)
+{
+	span_prune_totals(ts, sp, mode, name_id, NULL);
+}
+
+/* push, and start the new span's totals */
+static __always_inline void span_open(struct thread_state *ts, struct totals_ctx *tc, __u64 id,
+				      __u64 parent_id, __u32 name_id, __u32 flags, __u64 sp)
+{
+	__u32 d = ts->span_depth;
+
+	span_push(ts, id, parent_id, name_id, flags, sp);
+	if (ts->span_depth == d + 1)
+		totals_open(tc, d);
 }
 
 /* the chain of open spans, outermost first, into a sample record's data[]; returns the count */
@@ -300,6 +348,26 @@ static __always_inline __u32 span_copy(struct thread_state *ts, struct culpert_s
 static __always_inline int handle_span_enter(struct pt_regs *ctx, __u64 id, __u64 parent_id,
 					     const char *name, __u64 len)
 {
+	struct totals_ctx tc = {};
+	struct thread_state *ts;
+	__u32 name_id;
+
+	if (!id || !spans_armed())
+		return 0;
+	ts = thread_state_get();
+	if (!ts)
+		return 0;
+	name_id = culpert_intern_name((__u64)name, len);
+	totals_event(&tc, ts);
+	/* the implied parent must be a span that is still open */
+	span_prune_totals(ts, PT_REGS_SP(ctx), PRUNE_SAMPLE, 0, &tc);
+	span_open(ts, &tc, id, parent_id, name_id, 0, 0);
+	return 0;
+}
+
+static __always_inline int handle_span_exit(__u64 id)
+{
+	struct totals_ctx tc = {};
 	struct thread_state *ts;
 
 	if (!id || !spans_armed())
@@ -307,21 +375,8 @@ static __always_inline int handle_span_enter(struct pt_regs *ctx, __u64 id, __u6
 	ts = thread_state_get();
 	if (!ts)
 		return 0;
-	/* the implied parent must be a span that is still open */
-	span_prune(ts, PT_REGS_SP(ctx), PRUNE_SAMPLE, 0);
-	span_push(ts, id, parent_id, culpert_intern_name((__u64)name, len), 0, 0);
-	return 0;
-}
-
-static __always_inline int handle_span_exit(__u64 id)
-{
-	struct thread_state *ts;
-
-	if (!id || !spans_armed())
-		return 0;
-	ts = thread_state_get();
-	if (ts)
-		span_pop_to(ts, id);
+	totals_event(&tc, ts);
+	span_pop_to(ts, id, &tc);
 	return 0;
 }
 
@@ -330,6 +385,7 @@ static __always_inline void handle_fn_span_enter(struct pt_regs *ctx)
 {
 	__u32 name_id = (__u32)bpf_get_attach_cookie(ctx);
 	__u64 sp = PT_REGS_SP(ctx);
+	struct totals_ctx tc = {};
 	struct thread_state *ts;
 
 	if (!spans_armed())
@@ -337,8 +393,9 @@ static __always_inline void handle_fn_span_enter(struct pt_regs *ctx)
 	ts = thread_state_get();
 	if (!ts)
 		return;
-	span_prune(ts, sp, PRUNE_ENTER, name_id);
-	span_push(ts, __sync_fetch_and_add(&next_fn_span_id, 1), 0, name_id,
+	totals_event(&tc, ts);
+	span_prune_totals(ts, sp, PRUNE_ENTER, name_id, &tc);
+	span_open(ts, &tc, __sync_fetch_and_add(&next_fn_span_id, 1), 0, name_id,
 		  CULPERT_SPAN_F_FUNCTION, sp);
 }
 
@@ -353,9 +410,12 @@ static __always_inline int handle_fn_span_exit(struct pt_regs *ctx)
 {
 	/* a thread without state has no function span open to close */
 	struct thread_state *ts = thread_state_find();
+	struct totals_ctx tc = {};
 
-	if (ts)
-		span_prune(ts, PT_REGS_SP(ctx), PRUNE_RETURN, 0);
+	if (!ts)
+		return 0;
+	totals_event(&tc, ts);
+	span_prune_totals(ts, PT_REGS_SP(ctx), PRUNE_RETURN, 0, &tc);
 	return 0;
 }
 

@@ -20,7 +20,7 @@
 
 struct hot_state {
 	__u32 tid;		/* owner of the slot */
-	__u32 pad;
+	__u32 epoch;		/* owners so far: exact totals tell a slot taken over (totals.bpf.h) */
 	__s64 countdown;	/* bytes left until the next sample */
 	__u64 guard_sp;		/* stack pointer at entry of an open outer allocator call */
 	__u64 guard_ret;	/* the return address stored there */
@@ -55,6 +55,12 @@ struct thread_state {
 	struct culpert_span_frame spans[CULPERT_MAX_SPAN_DEPTH];
 	__u64 span_sp[CULPERT_MAX_SPAN_DEPTH];	/* function spans: stack pointer at entry */
 	__u64 span_ret[CULPERT_MAX_SPAN_DEPTH];	/* function spans: the return address there */
+	/* exact totals (totals.bpf.h): each open span's, and the hot-state totals last charged */
+	struct culpert_span_tally tally[CULPERT_MAX_SPAN_DEPTH];
+	__u64 mark_bytes;
+	__u64 mark_calls;
+	__u32 mark_epoch;
+	__u32 pad;
 };
 
 struct {
@@ -209,6 +215,7 @@ static __always_inline struct hot_state *hot_state_get(void)
 	if (hs && hs->tid != tid) {
 		/* a new thread, or another one's turn: a fresh draw, not a full interval */
 		hs->tid = tid;
+		hs->epoch++;
 		hs->countdown = draw_countdown();
 		hs->guard_sp = 0;
 		/* the other thread's awaited return is lost with its slot: counted */

@@ -56,6 +56,9 @@ static void usage(FILE *f)
 		"               and it grew\n"
 		"  improvement  the same, shrank; anything else is quiet\n"
 		"A change within --min-confidence standard errors of sampling noise is quiet too.\n"
+		"When both profiles carry exact span totals (culpert-bpf), span rows compare\n"
+		"those: no noise, --min-confidence applies to sampled rows only, and a span\n"
+		"whose p99 bytes per instance grew by --threshold-p99-pct is a regression.\n"
 		"Exit status: 0 no regression, 1 a regression or a new span (unless --no-fail),\n"
 		"2 an error.  The profiles must have the same sampling rate.\n"
 		"\n"
@@ -66,6 +69,8 @@ static void usage(FILE *f)
 		"                          or $CULPERT_MIN_SPAN_BYTES; the option wins)\n"
 		"  --min-confidence K      changes under K standard errors are quiet\n"
 		"                          (e.g. 3sigma; default 0: off)\n"
+		"  --threshold-p99-pct P   exact totals: p99 bytes per instance grown by P%%\n"
+		"                          is a regression (default 0: off)\n"
 		"  --by path|name|callsite match spans by path (default) or innermost name, or\n"
 		"                          compare callsites over all spans\n"
 		"  --skip GLOB             with --by callsite: look through functions matching\n"
@@ -120,11 +125,31 @@ static char *pct_str(char *buf, size_t len, const struct diff_row *r)
 	return buf;
 }
 
-static char *sigma_str(char *buf, size_t len, double se)
+/* a row's noise: "exact" when it has none to speak of */
+static char *noise_str(char *buf, size_t len, const struct diff_row *r)
 {
 	char b[32];
 
-	snprintf(buf, len, "±%s", format_bytes(b, sizeof(b), se));
+	if (r->exact)
+		snprintf(buf, len, "exact");
+	else
+		snprintf(buf, len, "±%s", format_bytes(b, sizeof(b), r->se_delta));
+	return buf;
+}
+
+/* "1.50 KB -> 1.75 KB (+16.67%)", "-" without closed instances on a side */
+static char *p99_str(char *buf, size_t len, const struct diff_row *r)
+{
+	char b[32], a[32];
+
+	if (!r->p99[0] && !r->p99[1])
+		snprintf(buf, len, "-");
+	else if (isnan(r->p99_pct))
+		snprintf(buf, len, "%s -> %s", format_bytes(b, 32, r->p99[0]),
+			 format_bytes(a, 32, r->p99[1]));
+	else
+		snprintf(buf, len, "%s -> %s (%+.2f%%)", format_bytes(b, 32, r->p99[0]),
+			 format_bytes(a, 32, r->p99[1]), r->p99_pct);
 	return buf;
 }
 
@@ -161,6 +186,13 @@ static void print_summary(const struct diff *d, bool md)
 	       format_bytes(mins, 32, (double)d->o.min_span_bytes));
 	if (d->o.min_confidence > 0)
 		printf("; min confidence %.2g sigma", d->o.min_confidence);
+	if (d->o.threshold_p99_pct > 0)
+		printf("; p99 per instance %.2f%%", d->o.threshold_p99_pct);
+	if (r->exact)
+		printf(md ? "\n- Spans compared by their exact totals (every allocator call, no "
+			    "sampling noise)" :
+			    "\nExact:   spans compared by their exact totals (every allocator call, "
+			    "no sampling noise)");
 	printf("\n\n");
 }
 
@@ -195,10 +227,10 @@ static size_t group_rows(const struct diff *d, bool growth, const struct diff_ro
 
 static int print_text(const struct diff *d, const struct diff_row **buf)
 {
-	struct table *t = table__new("llrrrrr", (const char *const[]){ "KIND",
+	struct table *t = table__new(d->res.exact ? "llrrrrrr" : "llrrrrr", (const char *const[]){ "KIND",
 		d->o.by == DIFF_BY_CALLSITE ? "CALLSITE" : "SPAN", "BEFORE", "AFTER", "DELTA",
-		"DELTA%", "NOISE" });
-	char b[32], a[32], dl[32], pc[32], se[48], v[96], label[8192];
+		"DELTA%", "NOISE", d->res.exact ? "P99/INSTANCE" : NULL });
+	char b[32], a[32], dl[32], pc[32], se[48], v[96], label[8192], p99[128];
 	size_t g, i, n, hidden = 0;
 	int ret = t ? 0 : -ENOMEM;
 
@@ -216,7 +248,7 @@ static int print_text(const struct diff *d, const struct diff_row **buf)
 				row_label(d, r, label, sizeof(label)),
 				format_bytes(b, 32, r->before), format_bytes(a, 32, r->after),
 				format_bytes_signed(dl, 32, r->delta), pct_str(pc, 32, r),
-				sigma_str(se, sizeof(se), r->se_delta) });
+				noise_str(se, sizeof(se), r), p99_str(p99, sizeof(p99), r) });
 		}
 	}
 	if (ret)
@@ -239,16 +271,17 @@ static int print_text(const struct diff *d, const struct diff_row **buf)
 static void md_table(const struct diff *d, bool growth, const struct diff_row **buf)
 {
 	size_t n = group_rows(d, growth, buf), i;
-	char b[32], a[32], dl[32], pc[32], se[48], label[8192];
+	char b[32], a[32], dl[32], pc[32], se[48], label[8192], p99[128];
+	bool exact = d->res.exact;
 
 	printf("### %s\n\n", growth ? "Regressions" : "Improvements");
 	if (!n) {
 		printf("_None._\n\n");
 		return;
 	}
-	printf("| %s | Before | After | Δ | Δ%% | Noise (1σ) |\n",
-	       d->o.by == DIFF_BY_CALLSITE ? "Callsite" : "Span");
-	printf("|:-----|-------:|------:|--:|---:|-----------:|\n");
+	printf("| %s | Before | After | Δ | Δ%% | Noise (1σ) |%s\n",
+	       d->o.by == DIFF_BY_CALLSITE ? "Callsite" : "Span", exact ? " p99 / instance |" : "");
+	printf("|:-----|-------:|------:|--:|---:|-----------:|%s\n", exact ? "---------------:|" : "");
 	for (i = 0; i < n && i < d->top; i++) {
 		const struct diff_row *r = buf[i];
 
@@ -256,9 +289,12 @@ static void md_table(const struct diff *d, bool growth, const struct diff_row **
 		esc_md_code(row_label(d, r, label, sizeof(label)), true, stdout);
 		if (r->kind == KIND_NEW || r->kind == KIND_GONE)
 			printf(" _%s_", diff_kind_name(r->kind));
-		printf(" | %s | %s | %s | %s | %s |\n", format_bytes(b, 32, r->before),
+		printf(" | %s | %s | %s | %s | %s |", format_bytes(b, 32, r->before),
 		       format_bytes(a, 32, r->after), format_bytes_signed(dl, 32, r->delta),
-		       pct_str(pc, 32, r), sigma_str(se, sizeof(se), r->se_delta));
+		       pct_str(pc, 32, r), noise_str(se, sizeof(se), r));
+		if (exact)
+			printf(" %s |", p99_str(p99, sizeof(p99), r));
+		printf("\n");
 	}
 	if (n > d->top)
 		printf("\n_%zu more not shown (--top %llu)._\n", n - (size_t)d->top,
@@ -423,10 +459,22 @@ static void json_row(struct json *j, const struct diff *d, const struct diff_row
 	json_round(j, r->before);
 	json_key(j, "delta");
 	json_round(j, r->delta);
+	json_key(j, "exact");
+	json_bool(j, r->exact);
 	json_key(j, "key");
 	json_str(j, diff_row__key(&d->res, r, d->key, VIEW_PATH_MAX));
 	json_key(j, "kind");
 	json_str(j, diff_kind_name(r->kind));
+	if (r->exact) {
+		json_key(j, "p99_after");
+		json_round(j, r->p99[1]);
+		json_key(j, "p99_before");
+		json_round(j, r->p99[0]);
+		json_key(j, "p99_pct");
+		json_num(j, r->p99_pct, 2);
+		json_key(j, "p99_regressed");
+		json_bool(j, r->p99_regressed);
+	}
 	json_key(j, "pct");
 	json_num(j, r->pct, 2);		/* NaN (before = 0) is null */
 	json_key(j, "quiet_reason");
@@ -497,6 +545,8 @@ static void print_json(const struct diff *d)
 	json_int(&j, (int64_t)d->o.min_span_bytes);
 	json_key(&j, "threshold_bytes");
 	json_int(&j, (int64_t)d->o.threshold_bytes);
+	json_key(&j, "threshold_p99_pct");
+	json_num(&j, d->o.threshold_p99_pct, 2);
 	json_key(&j, "threshold_pct");
 	json_num(&j, d->o.threshold_pct, 2);
 	json_end(&j, '}');
@@ -526,6 +576,9 @@ static int parse_opt(struct diff *d, int c, bool *min_span_set)
 	case 'c':
 		return opt_number("--min-confidence", optarg, sigma_suffixes,
 				      &d->o.min_confidence);
+	case 'P':
+		return opt_number("--threshold-p99-pct", optarg, pct_suffixes,
+				      &d->o.threshold_p99_pct);
 	case 't':
 		return opt_count("--top", optarg, 0, INT32_MAX, &d->top);
 	case 'y':
@@ -557,6 +610,7 @@ static int parse_args(struct diff *d, int argc, char **argv)
 		{ "threshold-pct", required_argument, NULL, 'p' },
 		{ "min-span-bytes", required_argument, NULL, 'm' },
 		{ "min-confidence", required_argument, NULL, 'c' },
+		{ "threshold-p99-pct", required_argument, NULL, 'P' },
 		{ "top", required_argument, NULL, 't' },
 		{ "by", required_argument, NULL, 'y' },
 		{ "format", required_argument, NULL, 'f' },

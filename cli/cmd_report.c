@@ -12,6 +12,7 @@
 #include "commands.h"
 #include "empty.h"
 #include "escape.h"
+#include "exact.h"
 #include "json.h"
 #include "log.h"
 #include "losses.h"
@@ -164,6 +165,8 @@ static int print_tree(const struct report *r, uint32_t *buf)
 	print_header(r, "Total:", r->v->total_bytes);
 	if (!ret)
 		table__print(t, stdout);
+	if (!ret)
+		ret = exact_print(r->v, r->wide, stdout);
 	/* a tree of one row: say where the detail is */
 	if (!ret && !r->v->has_spans && r->v->n_value_samples)
 		printf("\nNo span labels in this profile, so the tree is one row: "
@@ -432,6 +435,21 @@ static void json_children(struct report *r, uint32_t parent, uint32_t *buf)
 		json_more(&r->j, list, n - (size_t)r->top, rest);
 }
 
+/* "exact": the span path's exact totals, null when the profile has some but not this path's */
+static void json_exact_of(struct report *r, uint32_t i)
+{
+	const struct span_total *t;
+
+	if (!r->v->totals.present || r->v->spans[i].no_span)
+		return;
+	t = span_totals__find(&r->v->totals, view__path(r->v, i));
+	json_key(&r->j, "exact");
+	if (t)
+		exact_json_span(&r->j, t);
+	else
+		json_null(&r->j);
+}
+
 static void json_span(struct report *r, uint32_t i, bool tree, uint32_t *buf)
 {
 	const struct view_span *s = &r->v->spans[i];
@@ -459,6 +477,7 @@ static void json_span(struct report *r, uint32_t i, bool tree, uint32_t *buf)
 		json_key(j, "self_bytes");
 		json_round(j, s->self);
 	}
+	json_exact_of(r, i);
 	json_end(j, '}');
 }
 
@@ -566,6 +585,7 @@ static int print_json(struct report *r, uint32_t *buf)
 		json_key(j, "empty_reason");
 		json_str(j, why);
 	}
+	exact_json(j, r->v);
 	json_key(j, "file");
 	json_str(j, r->file);
 	if (r->mode == MODE_CALLSITES) {

@@ -252,7 +252,7 @@ const char *diff_row__key(const struct diff_result *r, const struct diff_row *ro
 {
 	struct treepath_tree t = { r->tree, node_parent, node_name };
 
-	if (r->by != DIFF_BY_PATH)
+	if (r->by != DIFF_BY_PATH || row->exact)
 		snprintf(buf, len, "%s", row->name);
 	else
 		treepath_write(&t, row->node, buf, len);
@@ -345,6 +345,59 @@ static int rows_by_names(struct diff_result *r, const struct view *const v[2], b
 	return ret;
 }
 
+/*
+ * Both profiles carry exact span totals: a row per span path of either, its
+ * exact self bytes (every allocator call, no sampling), and (no span) from
+ * their calls outside any span.  Paths are borrowed from the views.
+ */
+static int rows_exact(struct diff_result *r, const struct view *const v[2])
+{
+	struct named_rows nr = { .r = r };
+	size_t i, k;
+	int side, ret = 0;
+
+	for (side = 0; side < 2 && !ret; side++) {
+		const struct span_totals *t = &v[side]->totals;
+
+		for (i = 0; i < t->n && !ret; i++)
+			ret = add_named(&nr, t->spans[i].path, 0, side, (double)t->spans[i].self_bytes);
+		if (!ret)
+			ret = add_named(&nr, VIEW_NO_SPAN, 0, side, (double)t->outside_bytes);
+	}
+	hashtab__free(&nr.ht);
+	for (i = 0; i < r->n_rows && !ret; i++) {
+		r->rows[i].exact = true;
+		for (k = 0; k < 2; k++) {
+			const struct span_total *s = span_totals__find(&v[k]->totals, r->rows[i].name);
+
+			r->rows[i].p99[k] = s ? (double)span_total__quantile(s, 0.99) : 0;
+		}
+		r->rows[i].p99_pct = r->rows[i].p99[0] && r->rows[i].p99[1] ?
+				     diff_pct(r->rows[i].p99[0], r->rows[i].p99[1]) : NAN;
+	}
+	return ret;
+}
+
+/*
+ * An exact row: no noise, so --min-confidence does not apply; and a p99
+ * per instance grown past --threshold-p99-pct is a regression whatever the
+ * bytes did.
+ */
+static void classify_exact(struct diff_row *row, const struct diff_opts *o)
+{
+	struct diff_opts no_noise = *o;
+
+	no_noise.min_confidence = 0;
+	row->se_before = row->se_after = row->se_delta = 0;
+	row->kind = diff_classify(row->before, row->after, &no_noise, &row->reason);
+	row->p99_regressed = o->threshold_p99_pct > 0 && !isnan(row->p99_pct) &&
+			     row->p99_pct >= o->threshold_p99_pct;
+	if (row->p99_regressed && row->kind != KIND_NEW) {
+		row->kind = KIND_REGRESSION;
+		row->reason = NULL;
+	}
+}
+
 static int group_rank(enum diff_kind k)
 {
 	return k == KIND_REGRESSION || k == KIND_NEW ? 0 : k == KIND_QUIET ? 2 : 1;
@@ -361,7 +414,7 @@ static int cmp_rows(const void *a, const void *b, void *ctx)
 		return group_rank(x->kind) - group_rank(y->kind);
 	if (fabs(x->delta) != fabs(y->delta))
 		return fabs(x->delta) > fabs(y->delta) ? -1 : 1;
-	if (r->by != DIFF_BY_PATH)
+	if (r->by != DIFF_BY_PATH || r->exact)
 		return strcmp(x->name, y->name);
 	return treepath_cmp(&t, x->node, y->node);
 }
@@ -380,9 +433,13 @@ int diff_result__build(struct diff_result *r, const struct view *before, const s
 	r->tree = diff_tree__new(before, after);
 	if (!r->tree)
 		return -ENOMEM;
+	r->exact = o->by == DIFF_BY_PATH && before->totals.present && after->totals.present;
 	/* a row is a span's own bytes (spans that allocated themselves), or a callsite's */
-	ret = o->by == DIFF_BY_PATH ? rows_by_path(r) :
-	      rows_by_names(r, v, o->by == DIFF_BY_CALLSITE);
+	if (r->exact)
+		ret = rows_exact(r, v);
+	else
+		ret = o->by == DIFF_BY_PATH ? rows_by_path(r) :
+		      rows_by_names(r, v, o->by == DIFF_BY_CALLSITE);
 	if (!ret && !(r->order = malloc((r->n_rows ?: 1) * sizeof(*r->order))))
 		ret = -ENOMEM;
 	if (ret)
@@ -391,11 +448,15 @@ int diff_result__build(struct diff_result *r, const struct view *before, const s
 		struct diff_row *row = &r->rows[i];
 
 		diff_row__set(row, row->before, row->after);
-		row->se_before = noise_se(o, row->before);
-		row->se_after = noise_se(o, row->after);
-		row->se_delta = sqrt(row->se_before * row->se_before +
-				     row->se_after * row->se_after);
-		row->kind = diff_classify(row->before, row->after, o, &row->reason);
+		if (row->exact) {
+			classify_exact(row, o);
+		} else {
+			row->se_before = noise_se(o, row->before);
+			row->se_after = noise_se(o, row->after);
+			row->se_delta = sqrt(row->se_before * row->se_before +
+					     row->se_after * row->se_after);
+			row->kind = diff_classify(row->before, row->after, o, &row->reason);
+		}
 		r->count[row->kind]++;
 		r->order[i] = i;
 	}

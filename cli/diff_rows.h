@@ -22,7 +22,8 @@ struct diff_opts {
 	uint64_t threshold_bytes;
 	double threshold_pct;
 	uint64_t min_span_bytes;
-	double min_confidence;	/* in standard errors; 0 = off */
+	double min_confidence;	/* in standard errors, sampled rows only; 0 = off */
+	double threshold_p99_pct;	/* exact rows: p99 bytes per instance grown this much; 0 = off */
 	enum diff_by by;
 	int64_t rate;		/* sampling rate of both profiles, for the noise */
 };
@@ -38,6 +39,11 @@ struct diff_row {
 	double se_before, se_after, se_delta;
 	enum diff_kind kind;
 	const char *reason;	/* why quiet: "min_span_bytes", "threshold", "noise"; or NULL */
+	/* exact: from both profiles' exact span totals (no noise), name is the span path */
+	bool exact;
+	bool p99_regressed;	/* p99 per instance grew by --threshold-p99-pct or more */
+	double p99[2];		/* bytes per instance, before and after; 0: no closed instance */
+	double p99_pct;		/* NaN when before has none */
 };
 
 struct diff_result {
@@ -48,6 +54,7 @@ struct diff_result {
 	double total[2];
 	struct diff_tree *tree;	/* both span trees merged: rows by path are its nodes */
 	enum diff_by by;
+	bool exact;		/* span rows from exact totals, both profiles having them */
 };
 
 /* classify one span; *reason says why when quiet */

@@ -329,6 +329,9 @@ static struct view *view_read(const char *path, const void *buf, size_t len,
 			ret = orphans__mark(&b);
 		if (!ret)
 			sum_sampled(&b);
+		if (!ret && (ret = span_totals__read(&v->totals, p)) == -EINVAL)
+			snprintf(b.err, sizeof(b.err), "malformed span.total, span.hist or span.totals comments "
+				 "(docs/profile-format.md); the file was not written by culpert-bpf or was altered");
 	}
 	if (b.err[0]) {
 		/* a reason of ours beats the reader's generic one */
@@ -372,6 +375,7 @@ void view__free(struct view *v)
 	for (i = 0; i < v->n_spans; i++)
 		free(v->spans[i].name);
 	free(v->path_buf);
+	span_totals__free(&v->totals);
 	for (i = 0; i < v->n_callsites; i++)
 		free(v->callsites[i]);
 	for (i = 0; i < v->n_wrappers; i++)

@@ -15,6 +15,7 @@
 
 #include "hashtab.h"
 #include "pprof.h"
+#include "totals.h"
 #include "treepath.h"
 
 #define VIEW_NONE	UINT32_MAX
@@ -103,6 +104,9 @@ struct view {
 	uint32_t *stack_locs;		/* indices into p->locations, leaf first, of every stack */
 	uint32_t *stack_off;		/* stack i: stack_locs[stack_off[i]..stack_off[i+1]] */
 	size_t n_stacks;
+
+	/* exact span totals from the profile's comments (totals.h); .present false if none */
+	struct span_totals totals;
 
 	void *priv;			/* the builder's state while reading */
 	char *path_buf;			/* view__path()'s, VIEW_PATH_MAX bytes */

@@ -289,6 +289,44 @@ test_diff_outputs() {
 	golden diff_inuse 1 diff inuse.pb.gz inuse2.pb.gz --inuse
 }
 
+# exact span totals (exact_*.spec): report shows them beside the estimate; diff compares
+# them, so a 1% change sampling cannot resolve (standard error 5% of the span) is a
+# regression, while the same profiles' sampled rows (--by name) call it noise; a p99 per
+# instance that grew is one too with --threshold-p99-pct
+test_exact_totals() {
+	golden report_exact 0 report exact_base.pb.gz
+	golden report_exact_json 0 report exact_base.pb.gz --format json
+	golden diff_exact 1 diff exact_base.pb.gz exact_1pct.pb.gz --threshold-pct 0.5 \
+		--min-confidence 3sigma
+	golden diff_exact_sampled 0 diff exact_base.pb.gz exact_1pct.pb.gz --threshold-pct 0.5 \
+		--min-confidence 3sigma --by name
+	golden diff_exact_p99 1 diff exact_base.pb.gz exact_1pct.pb.gz --threshold-p99-pct 10 \
+		--format markdown
+	golden diff_exact_json 1 diff exact_base.pb.gz exact_1pct.pb.gz --threshold-p99-pct 10 \
+		--format json
+	/usr/bin/python3 - "$OLDPWD_ROOT/docs/diff-schema.json" diff_exact_json.out <<-'EOF' ||
+	import json, sys, jsonschema
+	jsonschema.Draft202012Validator(json.load(open(sys.argv[1]))).validate(json.load(open(sys.argv[2])))
+	EOF
+		fail "diff_exact_json.out does not validate against docs/diff-schema.json"
+	# without the p99 threshold parse's bytes did not move: quiet
+	"$C" diff exact_base.pb.gz exact_1pct.pb.gz --format json >p99off.json
+	/usr/bin/python3 -c 'import json,sys
+r = [r for r in json.load(open(sys.argv[1]))["rows"] if r["key"] == "handle_request;parse"][0]
+sys.exit(not (r["kind"] == "quiet" and r["p99_pct"] > 10 and not r["p99_regressed"]))' p99off.json ||
+		fail "parse without --threshold-p99-pct: $(cat p99off.json)"
+	# a profile with totals against one without: sampled rows, as before
+	grep -v '^comment span\.' "$OLDPWD_ROOT/$DATA/exact_1pct.spec" >noexact.spec
+	"$OLDPWD_ROOT/$MKPROF" -o noexact.pb.gz noexact.spec
+	"$C" diff exact_base.pb.gz noexact.pb.gz --format json --no-fail >mixed.json
+	grep -q '"exact": true' mixed.json && fail "rows called exact with one profile without totals"
+	# a malformed totals comment: one error line, exit 2
+	sed 's/^comment span.total.handle_request=.*/comment span.total.handle_request=1,2,x/' \
+		"$OLDPWD_ROOT/$DATA/exact_base.spec" >bad_exact.spec
+	"$OLDPWD_ROOT/$MKPROF" -o bad_exact.pb.gz bad_exact.spec
+	one_error report bad_exact.pb.gz
+}
+
 # markdown renders as intended: a heading, bullets, and tables whose rows all have the header's cells
 test_diff_markdown_structure() {
 	/usr/bin/python3 - diff_markdown.out <<-'EOF' || fail "markdown structure: see above"
@@ -517,6 +555,7 @@ run_test cli/diff_outputs test_diff_outputs
 run_test cli/diff_markdown_structure test_diff_markdown_structure
 run_test cli/diff_markdown_pipes test_diff_markdown_pipes
 run_test cli/diff_noise test_diff_noise
+run_test cli/exact_totals test_exact_totals
 run_test cli/diff_rates test_diff_rates
 run_test cli/json_contract test_json_contract
 run_test cli/info test_info

@@ -14,9 +14,28 @@ import sys
 
 from prometheus_client.parser import text_string_to_metric_families
 
-NAME = re.compile(r'^culpert_(process|cgroup|allocator|target|agent)_[a-z0-9_]+$')
-PER_PROCESS = re.compile(r'^culpert_(process|cgroup|allocator|target)_')
+NAME = re.compile(r'^culpert_(process|cgroup|allocator|target|span|agent)_[a-z0-9_]+$')
+PER_PROCESS = re.compile(r'^culpert_(process|cgroup|allocator|target|span)_')
 BASE_UNITS_BAD = re.compile(r'_(kb|kib|mb|mib|gb|percent|milliseconds|microseconds|us|ms)(_|$)')
+
+
+def histogram_problems(fam):
+    """Each series' buckets cumulative in le, +Inf there and equal to _count."""
+    problems = []
+    buckets, counts = {}, {}
+    for s in fam.samples:
+        key = tuple(sorted((k, v) for k, v in s.labels.items() if k != 'le'))
+        if s.name.endswith('_bucket'):
+            buckets.setdefault(key, []).append((float(s.labels['le']), s.value))
+        elif s.name.endswith('_count'):
+            counts[key] = s.value
+    for key, b in buckets.items():
+        b.sort()
+        if any(b[i][1] > b[i + 1][1] for i in range(len(b) - 1)):
+            problems.append('%s%s: buckets not cumulative' % (fam.name, dict(key)))
+        if b[-1][0] != float('inf') or counts.get(key) != b[-1][1]:
+            problems.append('%s%s: +Inf bucket missing or not _count' % (fam.name, dict(key)))
+    return problems
 
 
 def main():
@@ -33,17 +52,21 @@ def main():
     seen = set()
     nsamples = 0
     for fam in families:
-        if fam.type not in ('gauge', 'counter'):
+        if fam.type not in ('gauge', 'counter', 'histogram'):
             problems.append('%s: type %s' % (fam.name, fam.type))
+        if fam.type == 'histogram':
+            problems += histogram_problems(fam)
         for s in fam.samples:
             nsamples += 1
-            # the name as exposed: HELP and TYPE must carry it (text format 0.0.4)
-            if s.name not in helps:
+            # the name as exposed: HELP and TYPE must carry it (text format 0.0.4);
+            # a histogram's _bucket, _sum and _count go by its family's
+            exposed = fam.name if fam.type == 'histogram' else s.name
+            if exposed not in helps:
                 problems.append('%s: no HELP line' % s.name)
-            if types.get(s.name) != fam.type:
+            if types.get(exposed) != fam.type:
                 problems.append('%s: no TYPE %s line' % (s.name, fam.type))
             if not NAME.match(s.name):
-                problems.append('%s: not culpert_{process,cgroup,allocator,target,agent}_*' % s.name)
+                problems.append('%s: not culpert_{process,cgroup,allocator,target,span,agent}_*' % s.name)
             if fam.type == 'counter' and not s.name.endswith('_total'):
                 problems.append('%s: a counter must end in _total' % s.name)
             if fam.type == 'gauge' and s.name.endswith('_total'):

@@ -36,6 +36,17 @@ typedef int (*agent_profile_fn)(void *ctx, const struct agent_target *t, enum ag
 				uint64_t seconds, void **buf, size_t *len, char *err,
 				size_t errlen);
 
+struct span_totals;
+
+/*
+ * A target's exact span totals (proto/totals.h) into *out, for /metrics
+ * (span_metrics.h); the caller frees them with span_totals__free().  0,
+ * -ENOENT for a target the collector does not know, -ENODATA none yet.
+ * The collector copies them under the target's lock, as for profiles.
+ */
+typedef int (*agent_span_totals_fn)(void *ctx, const struct agent_target *t,
+				    struct span_totals *out);
+
 /* what /targets shows beside the target's identity; absent (null) without a collector */
 struct collector_state {
 	char allocator[32];	/* "glibc", "jemalloc", ... */

@@ -38,6 +38,8 @@ struct endpoints {
 	agent_profile_fn profile;	/* NULL: no collector, profiles answer 503 */
 	void *profile_ctx;
 	agent_state_fn state;		/* NULL: no collector; ctx profile_ctx */
+	agent_span_totals_fn span_totals;	/* NULL: no collector, no span metrics */
+	void *span_totals_ctx;
 	struct agent_stats stats;
 	int64_t start_unix_ns;
 };

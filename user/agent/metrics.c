@@ -15,6 +15,8 @@
 #include "memstats.h"
 #include "metrics.h"
 #include "readfile.h"
+#include "span_metrics.h"
+#include "totals.h"
 
 static void family(FILE *f, const char *name, const char *type, const char *help)
 {
@@ -390,6 +392,39 @@ static int target_collector(FILE *f, const struct endpoints *e, const struct age
 	return 0;
 }
 
+static void labels_of(FILE *f, const void *t)
+{
+	target_labels(f, t);
+}
+
+/* per span of each target, what the collector counted exactly (span_metrics.h) */
+static int target_spans(FILE *f, struct endpoints *e, const struct agent_target *v, size_t n)
+{
+	struct span_metrics_target *m;
+	struct span_totals *t;
+	size_t i, k = 0;
+	int ret = -ENOMEM;
+
+	if (!e->span_totals)
+		return 0;
+	m = calloc(n ? n : 1, sizeof(*m));
+	t = calloc(n ? n : 1, sizeof(*t));
+	if (m && t) {
+		for (i = 0; i < n; i++) {
+			if (shadowed(v, n, i, false) || e->span_totals(e->span_totals_ctx, &v[i], &t[k]))
+				continue;
+			m[k] = (struct span_metrics_target){ &t[k], labels_of, &v[i] };
+			k++;
+		}
+		ret = span_metrics_write(f, m, k);
+	}
+	for (i = 0; t && i < k; i++)
+		span_totals__free(&t[i]);
+	free(m);
+	free(t);
+	return ret;
+}
+
 /* §6's picture of each live target, read now; a target gone meanwhile has none */
 static int target_memory(FILE *f, const struct agent_target *v, size_t n)
 {
@@ -438,7 +473,8 @@ int metrics_write(FILE *f, struct endpoints *e)
 	if (targets__copy(e->targets, &v, &n))
 		return -ENOMEM;
 	target_info(f, v, n);
-	ret = target_collector(f, e, v, n) ?: target_budget(f, e, v, n) ?: target_memory(f, v, n);
+	ret = target_collector(f, e, v, n) ?: target_budget(f, e, v, n) ?: target_spans(f, e, v, n) ?:
+	      target_memory(f, v, n);
 	free(v);
 	return ret ?: ferror(f) ? -EIO : 0;
 }

@@ -71,6 +71,8 @@ static const char attach_options[] =
 	"                           mapped object has them, else uprobes), usdt, uprobes\n"
 	"      --no-multi           one perf-event uprobe per site instead of uprobe_multi links\n"
 	"      --no-session         entry + return probes even where uprobe sessions exist\n"
+	"      --no-exact           no exact span totals: span enters and exits skip their\n"
+	"                           bookkeeping (docs/spans.md, \"Exact totals\")\n"
 	"      --stats              embed the memory picture (as 'culpert-bpf stats') at start\n"
 	"                           and end as mem.start.* / mem.end.* comments\n"
 	"  -v, --verbose            more diagnostics (repeat for more)\n"
@@ -126,7 +128,7 @@ struct attach_args {
 static int parse_args(int argc, char **argv, struct attach_args *a, bool capture)
 {
 	enum { OPT_RATE = 256, OPT_DEPTH, OPT_ALLOC, OPT_SYM, OPT_NOSYM, OPT_RB, OPT_MAXST,
-	       OPT_NOMULTI, OPT_NOSESSION, OPT_SPANFN, OPT_MAXFNS, OPT_STATS, OPT_INUSE,
+	       OPT_NOMULTI, OPT_NOSESSION, OPT_NOEXACT, OPT_SPANFN, OPT_MAXFNS, OPT_STATS, OPT_INUSE,
 	       OPT_MAXLIVE, OPT_UNWIND, OPT_STACKSIZE, OPT_STACKRATE, OPT_SAMPLER };
 	static const struct option opts[] = {
 		{ "pid", required_argument, NULL, 'p' },
@@ -143,6 +145,7 @@ static int parse_args(int argc, char **argv, struct attach_args *a, bool capture
 		{ "max-stacks", required_argument, NULL, OPT_MAXST },
 		{ "no-multi", no_argument, NULL, OPT_NOMULTI },
 		{ "no-session", no_argument, NULL, OPT_NOSESSION },
+		{ "no-exact", no_argument, NULL, OPT_NOEXACT },
 		{ "stats", no_argument, NULL, OPT_STATS },
 		{ "inuse", no_argument, NULL, OPT_INUSE },
 		{ "max-live", required_argument, NULL, OPT_MAXLIVE },
@@ -227,6 +230,9 @@ static int parse_args(int argc, char **argv, struct attach_args *a, bool capture
 			break;
 		case OPT_NOSESSION:
 			a->so.no_session = true;
+			break;
+		case OPT_NOEXACT:
+			a->so.no_exact = true;
 			break;
 		case OPT_STATS:
 			a->stats = true;

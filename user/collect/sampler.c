@@ -48,6 +48,7 @@ struct sampler {
 	struct ring_buffer *rb;
 	int next_spec;			/* USDT argument specs stored */
 	struct bpf_link *exec_link;	/* notes an exec of the target */
+	struct bpf_link *exit_link;	/* folds the totals of spans a thread exits inside */
 	enum uprobe_mode mode;
 	enum sampler_inuse inuse;
 	struct sampler_proc *only;	/* sampler__new(): the one process */
@@ -197,6 +198,7 @@ static int configure(struct sampler *s, const struct sampler_opts *o)
 	skel->rodata->sample_every = o->rate == 1;
 	skel->rodata->page_size = (__u64)sysconf(_SC_PAGESIZE);
 	skel->rodata->track_inuse = s->inuse != SAMPLER_INUSE_OFF;
+	skel->rodata->exact_totals = !o->no_exact;
 	skel->rodata->unwind_dwarf = o->unwind_dwarf;
 	if (o->stack_copy_bytes)
 		skel->rodata->stack_copy_bytes = o->stack_copy_bytes;
@@ -858,6 +860,12 @@ int sampler__new(const struct sampler_opts *o, struct sampler **out, char *err, 
 	if (!s->exec_link)
 		pr_warn("cannot watch for an exec of the target (%s); an exec may be reported as an exit\n",
 			strerror(errno));
+	/* optional too: without it, spans a thread exits inside are not in the totals */
+	if (!o->no_exact)
+		s->exit_link = bpf_program__attach(s->skel->progs.totals_thread_exit);
+	if (!o->no_exact && !s->exit_link)
+		pr_warn("cannot watch threads exit (%s); spans a thread exits inside are left out of the exact totals\n",
+			strerror(errno));
 	ret = sampler__add_proc(s, &po, &s->only, err, errlen);
 	if (ret) {
 		sampler__free(s);
@@ -933,6 +941,33 @@ static void detach_usdt(struct sampler_proc *pr)
 		bpf_link__destroy(pr->usdt_links[--pr->n_usdt_links]);
 }
 
+/*
+ * Spans still open once no probe fires any more: a task iterator folds
+ * each thread's into the totals as open (bpf/totals.bpf.h).  Reading the
+ * iterator runs it; it writes nothing.
+ */
+static void fold_open_spans(struct sampler *s)
+{
+	struct bpf_link *link = bpf_program__attach_iter(s->skel->progs.totals_open_spans, NULL);
+	char buf[64];
+	int fd, i;
+
+	if (!link) {
+		pr_warn("cannot read the spans still open (%s): they are left out of the exact totals\n",
+			strerror(errno));
+		return;
+	}
+	fd = bpf_iter_create(bpf_link__fd(link));
+	/* an iterator that writes nothing ends at the first read; bounded all the same */
+	for (i = 0; fd >= 0 && i < 1024 && read(fd, buf, sizeof(buf)) > 0; i++)
+		;
+	if (fd < 0)
+		pr_warn("cannot run the iterator of open spans: %s\n", strerror(errno));
+	else
+		close(fd);
+	bpf_link__destroy(link);
+}
+
 void sampler_proc__detach(struct sampler_proc *pr)
 {
 	__u32 key = (__u32)pr->pid;
@@ -952,6 +987,16 @@ void sampler_proc__detach(struct sampler_proc *pr)
 	uprobe_set__free(pr->probes);
 	pr->probes = NULL;
 	detach_usdt(pr);
+	/*
+	 * attach's own object: the spans its threads still have open are
+	 * folded into the totals as open (the iterator walks every task, so
+	 * never for one process of the agent's shared object).
+	 */
+	if (pr->s->only == pr && pr->s->exit_link) {
+		fold_open_spans(pr->s);
+		bpf_link__destroy(pr->s->exit_link);
+		pr->s->exit_link = NULL;
+	}
 }
 
 /* the process's blocks in the live table: one key after another, theirs deleted */
@@ -1146,6 +1191,31 @@ void sampler_proc__state(const struct sampler_proc *pr, struct culpert_proc *out
 		memset(out, 0, sizeof(*out));
 }
 
+int sampler_proc__span_totals(const struct sampler_proc *pr,
+			      int (*cb)(void *ctx, const struct culpert_total_key *key,
+					const struct culpert_span_total *total),
+			      void *ctx, struct culpert_proc *proc)
+{
+	int fd = bpf_map__fd(pr->s->skel->maps.span_totals);
+	struct culpert_total_key key, next, *prev = NULL;
+	struct culpert_span_total v;
+	__u32 tgid = (__u32)pr->pid;
+	int ret;
+
+	/* bounded: the map holds at most CULPERT_MAX_TOTALS keys */
+	while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+		key = next;
+		prev = &key;
+		if (next.tgid != tgid || bpf_map_lookup_elem(fd, &next, &v))
+			continue;
+		ret = cb(ctx, &next, &v);
+		if (ret)
+			return ret;
+	}
+	sampler_proc__state(pr, proc);
+	return 0;
+}
+
 void sampler_proc__counters(const struct sampler_proc *pr, uint64_t out[CULPERT_CNT__MAX])
 {
 	struct culpert_proc p;
@@ -1266,6 +1336,7 @@ void sampler__free(struct sampler *s)
 		return;
 	sampler_proc__free(s->only);
 	bpf_link__destroy(s->exec_link);
+	bpf_link__destroy(s->exit_link);
 	ring_buffer__free(s->rb);
 	culpert_bpf__destroy(s->skel);
 	free(s);

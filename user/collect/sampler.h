@@ -45,6 +45,7 @@ struct sampler_opts {
 	bool no_multi;			/* force one perf-event uprobe per site */
 	bool no_session;		/* entry + return probes even where uprobe sessions exist */
 	bool track_inuse;		/* --inuse: pointers, frees, live blocks */
+	bool no_exact;			/* --no-exact: no exact span totals (bpf/totals.bpf.h) */
 	bool unwind_dwarf;		/* copy registers + stack instead of a frame-pointer walk */
 	unsigned int stack_copy_bytes;	/* --stack-size, with unwind_dwarf */
 	size_t max_live;		/* --max-live: live blocks tracked (0: default) */
@@ -129,6 +130,15 @@ bool sampler_proc__in_window(const struct sampler_proc *pr, uint64_t ts_ns);
 /* the process exec'd another program since the probes went in */
 bool sampler_proc__execed(const struct sampler_proc *pr);
 void sampler_proc__counters(const struct sampler_proc *pr, uint64_t out[CULPERT_CNT__MAX]);
+/*
+ * Exact totals, once detached (spans still open by then are folded as
+ * open): cb(ctx, key, total) for each span path of the process, then its
+ * culpert_proc (totals_over_*) into *proc.  0 or -errno.
+ */
+int sampler_proc__span_totals(const struct sampler_proc *pr,
+			      int (*cb)(void *ctx, const struct culpert_total_key *key,
+					const struct culpert_span_total *total),
+			      void *ctx, struct culpert_proc *proc);
 /*
  * Samples past the stack rate: cb(ctx, size, path, count) for each size
  * and span path (path: the name ids outermost first, NULL outside spans);

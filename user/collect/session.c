@@ -29,9 +29,11 @@
 #include "session.h"
 #include "spanfn.h"
 #include "spanname.h"
+#include "span_totals.h"
 #include "spans.h"
 #include "stack.h"
 #include "target.h"
+#include "totals.h"
 #include "units.h"
 #include "unwind.h"
 #include "usdt.h"
@@ -580,6 +582,7 @@ static int session_open(const struct session_opts *o, struct sampler *shared, st
 				   DEFAULT_RINGBUF;
 	so.no_multi = o->no_multi;
 	so.no_session = o->no_session;
+	so.no_exact = o->no_exact;
 	so.track_inuse = o->inuse;
 	so.unwind_dwarf = s->unwind == SESSION_UNWIND_DWARF;
 	so.stack_copy_bytes = o->stack_size;
@@ -918,6 +921,29 @@ static int add_run_comments(struct session *s)
 	return err ? -ENOMEM : 0;
 }
 
+int session__span_totals(struct session *s, struct span_totals *out)
+{
+	session__detach(s);
+	if (!s->have_seen || s->o.no_exact)
+		return -ENODATA;
+	return span_totals_collect(s->proc, s->spans, &s->seen, out);
+}
+
+/* the exact span totals as the profile carries them (proto/totals.h) */
+static int add_totals_comments(struct session *s)
+{
+	struct span_totals t;
+	int err = session__span_totals(s, &t);
+
+	if (err == -ENODATA)
+		return 0;
+	if (err)
+		return err;
+	err = span_totals__comments(&t, session__add_comment_cb, s);
+	span_totals__free(&t);
+	return err;
+}
+
 /* what every profile of the session is written with */
 static struct export_opts export_opts_of(const struct session *s)
 {
@@ -955,6 +981,8 @@ int session__write(struct session *s, const char *path)
 		if (ret)
 			return ret;
 		ret = add_run_comments(s);
+		if (!ret)
+			ret = add_totals_comments(s);
 		if (ret)
 			return ret;
 		s->run_comments = true;

@@ -14,6 +14,7 @@
 #include <sys/types.h>
 
 struct session;
+struct span_totals;
 
 /* mean bytes between samples unless told (--rate) */
 #define SESSION_DEFAULT_RATE	(512 * 1024)
@@ -44,6 +45,7 @@ struct session_opts {
 	bool symbolize;
 	bool no_multi;			/* force perf-event uprobes */
 	bool no_session;		/* entry + return probes even where sessions exist */
+	bool no_exact;			/* --no-exact: no exact span totals */
 	char *const *span_fns;		/* --span-fn patterns */
 	size_t n_span_fns;
 	size_t max_span_fns;
@@ -91,6 +93,12 @@ uint64_t session__rate(const struct session *s);
 const char *session__sampler(const struct session *s);
 /* once detached: the allocator calls the probes saw and their bytes; false if unknown */
 bool session__calls_seen(const struct session *s, uint64_t *calls, uint64_t *bytes);
+/*
+ * The exact span totals (proto/totals.h), once detached; the names are
+ * those read so far (session__write() reads them all first).  -ENODATA
+ * when the calls seen could not be read; 0 or -errno.
+ */
+int session__span_totals(struct session *s, struct span_totals *out);
 /* the target runs a Go program (exe_kind.h) */
 bool session__is_go(const struct session *s);
 /* from attach to detach */
