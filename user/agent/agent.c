@@ -9,6 +9,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -662,6 +663,13 @@ int cmd_agent(int argc, char **argv)
 	int ret;
 
 	a.self = getpid();
+	/*
+	 * A thread per HTTP connection: glibc would give each its own arena
+	 * (up to 8 per core), and a profile serialized on each leaves its
+	 * arena's pages behind.  Two arenas bound the agent's RSS whatever
+	 * the clients do.
+	 */
+	mallopt(M_ARENA_MAX, 2);
 	if (agent_opts__parse(argc, argv, &a.o) ||
 	    selectors__parse(a.o.selects, a.o.n_selects, &a.sel)) {
 		agent_opts__free(&a.o);
