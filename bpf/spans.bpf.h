@@ -203,6 +203,7 @@ struct prune_ctx {
 	__u32 name_id;		/* PRUNE_ENTER: the span opening */
 	__u32 depth;
 	__u32 kept;
+	__u32 dead;		/* with totals: the frames found over, by index */
 	__u32 mode;
 };
 
@@ -238,20 +239,18 @@ static __always_inline bool fn_frame_live(struct prune_ctx *c, __u32 at)
 	}
 }
 
-static __always_inline long prune_step(__u32 i, struct prune_ctx *c, bool fold)
+/* spans opened by USDT probes are the program's to close */
+static __always_inline bool frame_over(struct prune_ctx *c, __u32 at)
+{
+	return (c->ts->spans[at].flags & CULPERT_SPAN_F_FUNCTION) && !fn_frame_live(c, at);
+}
+
+/* frame i kept: moved down over the frames dropped below it */
+static __always_inline void prune_keep(struct prune_ctx *c, __u32 i)
 {
 	struct thread_state *ts = c->ts;
 	__u32 at = i & (CULPERT_MAX_SPAN_DEPTH - 1), to = c->kept & (CULPERT_MAX_SPAN_DEPTH - 1);
 
-	if (i >= c->depth)
-		return 1;
-	/* spans opened by USDT probes are the program's to close */
-	if ((ts->spans[at].flags & CULPERT_SPAN_F_FUNCTION) && !fn_frame_live(c, at)) {
-		/* over since the last event: under the path of the spans kept below it */
-		if (fold)
-			totals_fold(c->tc, c->kept, at);
-		return 0;
-	}
 	if (to != at) {
 		ts->spans[to] = ts->spans[at];
 		ts->span_sp[to] = ts->span_sp[at];
@@ -259,21 +258,50 @@ static __always_inline long prune_step(__u32 i, struct prune_ctx *c, bool fold)
 		ts->tally[to] = ts->tally[at];
 	}
 	c->kept++;
+}
+
+/* the sampled path's (every allocator program's): judge and compact in one pass */
+static long prune_one(__u32 i, void *data)
+{
+	struct prune_ctx *c = data;
+
+	if (i >= c->depth)
+		return 1;
+	if (!frame_over(c, i & (CULPERT_MAX_SPAN_DEPTH - 1)))
+		prune_keep(c, i);
 	return 0;
 }
 
 /*
- * Two callbacks: the sampled path's (in every allocator program) without
- * the fold, whose verification there made loads several times slower.
+ * With totals, a first pass folds each frame found over under its path as
+ * it was opened (every frame below it, over or not: its samples carried
+ * that chain), before the second pass compacts.  Apart from the sampled
+ * path: the fold's verification in every allocator program made loads
+ * several times slower.
  */
-static long prune_one(__u32 i, void *data)
+static long prune_mark_fold(__u32 i, void *data)
 {
-	return prune_step(i, data, false);
+	struct prune_ctx *c = data;
+	__u32 at = i & (CULPERT_MAX_SPAN_DEPTH - 1);
+
+	if (i >= c->depth)
+		return 1;
+	if (frame_over(c, at)) {
+		totals_fold(c->tc, at, at);
+		c->dead |= 1U << at;
+	}
+	return 0;
 }
 
-static long prune_one_fold(__u32 i, void *data)
+static long prune_compact(__u32 i, void *data)
 {
-	return prune_step(i, data, true);
+	struct prune_ctx *c = data;
+
+	if (i >= c->depth)
+		return 1;
+	if (!(c->dead & (1U << (i & (CULPERT_MAX_SPAN_DEPTH - 1)))))
+		prune_keep(c, i);
+	return 0;
 }
 
 /*
@@ -296,10 +324,14 @@ static __always_inline void span_prune_totals(struct thread_state *ts, __u64 sp,
 
 	if (c.depth > CULPERT_MAX_SPAN_DEPTH)
 		c.depth = CULPERT_MAX_SPAN_DEPTH;
-	if (tc)
-		bpf_loop(CULPERT_MAX_SPAN_DEPTH, prune_one_fold, &c, 0);
-	else
+	if (tc) {
+		bpf_loop(CULPERT_MAX_SPAN_DEPTH, prune_mark_fold, &c, 0);
+		c.kept = c.dead ? 0 : c.depth;
+		if (c.dead)
+			bpf_loop(CULPERT_MAX_SPAN_DEPTH, prune_compact, &c, 0);
+	} else {
 		bpf_loop(CULPERT_MAX_SPAN_DEPTH, prune_one, &c, 0);
+	}
 	if (c.kept != ts->span_depth) {
 		ts->span_depth = c.kept;
 		ts->span_overflow = 0;

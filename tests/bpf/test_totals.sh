@@ -82,6 +82,21 @@ test_totals_off() {
 	rm -f "$TMP/span_totals.pb.gz"
 }
 
+# span_abc allocates the same every run: its USDT spans and the same functions as
+# --span-fn spans (span_abc_plain, no probes) must give the same exact totals, paths and all
+test_totals_span_fn() {
+	need_root || return
+	profile usdt 512KiB "" "$TARGETS/span_abc" || return
+	profile fn 512KiB "--span-fn request --span-fn parse --span-fn json --span-fn validate \
+		--span-fn worker" "$TARGETS/span_abc_plain" || return
+	totals_of "$TMP/usdt.pb.gz" | sort >"$TMP/usdt.t"
+	totals_of "$TMP/fn.pb.gz" | sort >"$TMP/fn.t"
+	[ "$(wc -l <"$TMP/usdt.t")" -eq 5 ] || fail "USDT: $(tr '\n' ';' <"$TMP/usdt.t")"
+	diff "$TMP/usdt.t" "$TMP/fn.t" >"$TMP/d" ||
+		fail "--span-fn totals differ from USDT's (- USDT, + fn): $(tr '\n' ' ' <"$TMP/d")"
+}
+
+run_test bpf/totals/span_fn test_totals_span_fn
 run_test bpf/totals/off test_totals_off
 run_test bpf/totals/default_rate test_totals_default_rate
 run_test bpf/totals/every_call test_totals_every_call
