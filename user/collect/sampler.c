@@ -39,6 +39,7 @@ struct sampler {
 	uint64_t poll_deadline_ns;	/* CLOCK_MONOTONIC; 0: set at the first record */
 	unsigned int since_check;	/* records since the clock was last read */
 	bool budget_spent;		/* deliver() stopped the ring at the deadline */
+	uint64_t load_ns, attach_ns;	/* sampler__timing() */
 };
 
 /* how long one sampler__poll() may deliver records, from the first, before it returns */
@@ -91,30 +92,6 @@ void sampler_fill_exp_table(__s64 *table, uint64_t rate)
 		table[i] = llround(-log1p(-((double)i + 0.5) / (double)n) * scale);
 }
 
-static struct bpf_program *program_for(struct culpert_bpf *skel, uint32_t fn)
-{
-	switch (fn) {
-	case CULPERT_FN_MALLOC:
-		return skel->progs.malloc_enter;
-	case CULPERT_FN_CALLOC:
-		return skel->progs.calloc_enter;
-	case CULPERT_FN_REALLOC:
-		return skel->progs.realloc_enter;
-	case CULPERT_FN_REALLOCARRAY:
-		return skel->progs.reallocarray_enter;
-	case CULPERT_FN_POSIX_MEMALIGN:
-		return skel->progs.posix_memalign_enter;
-	case CULPERT_FN_MEMALIGN:
-		return skel->progs.memalign_enter;
-	case CULPERT_FN_PVALLOC:
-		return skel->progs.pvalloc_enter;
-	case CULPERT_FN_FREE:
-		return skel->progs.free_enter;
-	default:
-		return NULL;
-	}
-}
-
 static size_t pow2_at_least(size_t v)
 {
 	size_t p = (size_t)sysconf(_SC_PAGESIZE);
@@ -134,8 +111,6 @@ static int configure(struct sampler *s, const struct sampler_opts *o)
 {
 	struct culpert_bpf *skel = s->skel;
 	const struct alloc_plan *plan = o->plan;
-	struct bpf_program *prog;
-	uint32_t fn;
 	size_t i, ring;
 	int err = 0;
 
@@ -171,13 +146,13 @@ static int configure(struct sampler *s, const struct sampler_opts *o)
 	if (err)
 		return err;
 	/* allocator entries go through `mode`, USDT probes too where usdt_multi() */
-	for (fn = 1; fn < CULPERT_FN__MAX; fn++) {
-		prog = program_for(skel, fn);
-		err = bpf_program__set_expected_attach_type(prog, uprobe_mode__attach_type(s->mode));
-		if (err)
-			return err;
-	}
-	err = bpf_program__set_expected_attach_type(skel->progs.span_fn_enter,
+	err = bpf_program__set_expected_attach_type(skel->progs.alloc_enter,
+						    uprobe_mode__attach_type(s->mode));
+	if (!err)
+		err = bpf_program__set_expected_attach_type(skel->progs.free_enter,
+							    uprobe_mode__attach_type(s->mode));
+	if (!err)
+		err = bpf_program__set_expected_attach_type(skel->progs.span_fn_enter,
 						    uprobe_mode__attach_type(s->mode));
 	if (!err)
 		err = bpf_program__set_expected_attach_type(skel->progs.span_fn_exit,
@@ -373,23 +348,14 @@ static size_t collect_hoists(const struct alloc_plan *plan, size_t obj, uint64_t
 	return n;
 }
 
-/* entry programs, one per argument layout, for the points of `set` in `obj` */
+/* the entry program on the points of `set` in `obj`, every kind in one link */
 static int attach_entries(struct sampler *s, const struct sampler_opts *o, size_t obj,
 			  enum point_set set, uint64_t *offs, uint64_t *cookies)
 {
-	const char *path = o->plan->objects[obj].open_path;
-	uint32_t fn;
-	size_t n;
-	int ret = 0;
+	size_t n = collect_points(o->plan, obj, set, 0, offs, cookies);
 
-	for (fn = 1; fn < CULPERT_FN__MAX && !ret; fn++) {
-		if (fn == CULPERT_FN_FREE)
-			continue;
-		n = collect_points(o->plan, obj, set, fn, offs, cookies);
-		ret = uprobe_set__attach(s->probes, s->mode, program_for(s->skel, fn), path, offs,
-					 cookies, n, o->pid, 0);
-	}
-	return ret;
+	return uprobe_set__attach(s->probes, s->mode, s->skel->progs.alloc_enter,
+				  o->plan->objects[obj].open_path, offs, cookies, n, o->pid, 0);
 }
 
 /*
@@ -554,6 +520,7 @@ static int proc_arm(struct sampler *s, char *err, size_t errlen)
 int sampler__new(const struct sampler_opts *o, struct sampler **out, char *err, size_t errlen)
 {
 	struct sampler *s;
+	uint64_t t0;
 	int ret;
 
 	s = calloc(1, sizeof(*s));
@@ -568,9 +535,11 @@ int sampler__new(const struct sampler_opts *o, struct sampler **out, char *err, 
 		snprintf(err, errlen, "cannot open the BPF object: %s", strerror(-ret));
 		goto fail;
 	}
+	t0 = clock_ns(CLOCK_MONOTONIC);
 	ret = configure(s, o);
 	if (!ret)
 		ret = culpert_bpf__load(s->skel);
+	s->load_ns = clock_ns(CLOCK_MONOTONIC) - t0;
 	if (ret) {
 		snprintf(err, errlen, "cannot load the BPF programs: %s (run with -vvv for the verifier log)",
 			 strerror(-ret));
@@ -600,6 +569,7 @@ int sampler__new(const struct sampler_opts *o, struct sampler **out, char *err, 
 	if (!s->exec_link)
 		pr_warn("cannot watch for an exec of the target (%s); an exec may be reported as an exit\n",
 			strerror(errno));
+	t0 = clock_ns(CLOCK_MONOTONIC);
 	ret = proc_register(s, o->pid, o->stack_rate, err, errlen);
 	if (!ret)
 		ret = attach_plan(s, o, err, errlen);
@@ -612,6 +582,7 @@ int sampler__new(const struct sampler_opts *o, struct sampler **out, char *err, 
 		ret = proc_arm(s, err, errlen);
 	if (ret)
 		goto fail;
+	s->attach_ns = clock_ns(CLOCK_MONOTONIC) - t0;
 	pr_info("attached %zu probe sites with %s links\n", uprobe_set__count(s->probes),
 		uprobe_mode__name(s->mode));
 	*out = s;
@@ -781,9 +752,11 @@ void sampler__misses(const struct sampler *s, uint64_t *all, uint64_t *frees)
 	*all = 0;
 	bpf_object__for_each_program(p, s->skel->obj)
 		*all += prog_misses(p);
-	/* frees are also seen at realloc's entry */
-	*frees = prog_misses(s->skel->progs.free_enter) + prog_misses(s->skel->progs.realloc_enter) +
-		 prog_misses(s->skel->progs.reallocarray_enter);
+	/*
+	 * Frees are also seen at realloc's entry, which shares its program
+	 * with every allocating entry: a miss there may have been a free.
+	 */
+	*frees = prog_misses(s->skel->progs.free_enter) + prog_misses(s->skel->progs.alloc_enter);
 }
 
 int sampler__throttled(const struct sampler *s,
@@ -892,6 +865,12 @@ out:
 	free(keys);
 	free(values);
 	return err;
+}
+
+void sampler__timing(const struct sampler *s, uint64_t *load_ns, uint64_t *attach_ns)
+{
+	*load_ns = s->load_ns;
+	*attach_ns = s->attach_ns;
 }
 
 size_t sampler__n_sites(const struct sampler *s)

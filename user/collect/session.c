@@ -400,8 +400,25 @@ static int open_mem(pid_t pid)
 	return fd;
 }
 
+/* where attaching spent its time: one -v line (issue 14: attach is fast) */
+enum attach_phase { PHASE_MAPS, PHASE_UNWIND, PHASE_PLAN, PHASE__MAX };
+
+static void log_attach_time(const struct session *s, uint64_t t0, const uint64_t *lap)
+{
+	uint64_t load, attach, total = now_ns(CLOCK_MONOTONIC) - t0;
+
+	sampler__timing(s->sampler, &load, &attach);
+	pr_info("attach took %.0f ms: target and mappings %.0f, unwinding set-up %.0f, planning "
+		"%.0f, BPF load and verification %.0f, probes %.0f\n", (double)total / 1e6,
+		(double)(lap[PHASE_MAPS] - t0) / 1e6,
+		(double)(lap[PHASE_UNWIND] - lap[PHASE_MAPS]) / 1e6,
+		(double)(lap[PHASE_PLAN] - lap[PHASE_UNWIND]) / 1e6, (double)load / 1e6,
+		(double)attach / 1e6);
+}
+
 int session__open(const struct session_opts *o, struct session **out, char *err, size_t errlen)
 {
+	uint64_t t0 = now_ns(CLOCK_MONOTONIC), lap[PHASE__MAX];
 	struct sampler_opts so = { 0 };
 	struct session *s;
 	char why[PATH_MAX + 128];
@@ -446,6 +463,7 @@ int session__open(const struct session_opts *o, struct session **out, char *err,
 		snprintf(err, errlen, "out of memory");
 		goto fail;
 	}
+	lap[PHASE_MAPS] = now_ns(CLOCK_MONOTONIC);
 	ret = session_unwind__choose(&s->t, mapview__maps(s->view), s->objs, o->unwind, &s->unwind, why,
 				     sizeof(why));
 	if (!ret && s->unwind == SESSION_UNWIND_DWARF) {
@@ -459,6 +477,7 @@ int session__open(const struct session_opts *o, struct session **out, char *err,
 	if (!ret && s->unwind == SESSION_UNWIND_FP)
 		s->fpchain = fpchain__new(s->objs);
 	pr_info("unwinding: %s (%s)\n", s->unwind == SESSION_UNWIND_DWARF ? "dwarf" : "fp", why);
+	lap[PHASE_UNWIND] = now_ns(CLOCK_MONOTONIC);
 	s->go = target_is_go(s);
 	ret = allocator__plan(&s->t, mapview__maps(s->view), s->objs, o->allocator, &s->plan, err,
 			      errlen);
@@ -497,9 +516,11 @@ int session__open(const struct session_opts *o, struct session **out, char *err,
 	so.n_usdt_objects = s->n_usdt_objects;
 	so.on_event = on_event;
 	so.ctx = s;
+	lap[PHASE_PLAN] = now_ns(CLOCK_MONOTONIC);
 	ret = sampler__new(&so, &s->sampler, err, errlen);
 	if (ret)
 		goto fail;
+	log_attach_time(s, t0, lap);
 	s->n_sites = sampler__n_sites(s->sampler);
 	if (o->inuse)
 		pr_info("in-use tracking through %s\n", sampler_inuse__name(sampler__inuse(s->sampler)));
