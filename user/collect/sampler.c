@@ -107,6 +107,37 @@ static bool usdt_multi(const struct sampler *s)
 	return s->mode == UPROBE_MODE_MULTI && usdt_link__supported();
 }
 
+/*
+ * Programs this capture attaches nothing to are not loaded: each load is a
+ * verification, and attach waits for all of them (--span-fn's, the span
+ * probes', --inuse's).
+ */
+static int skip_unused(struct sampler *s, const struct sampler_opts *o)
+{
+	struct culpert_bpf *skel = s->skel;
+	bool fns = o->span_fns && o->span_fns->n_fns, usdt = o->n_usdt_objects > 0;
+	bool inuse = s->inuse != SAMPLER_INUSE_OFF;
+	int err;
+
+	err = bpf_program__set_autoload(skel->progs.span_fn_enter, fns);
+	if (!err)
+		err = bpf_program__set_autoload(skel->progs.span_fn_exit, fns);
+	if (!err)
+		err = bpf_program__set_autoload(skel->progs.span_enter, usdt);
+	if (!err)
+		err = bpf_program__set_autoload(skel->progs.span_exit, usdt);
+	if (!err)
+		err = bpf_program__set_autoload(skel->progs.free_enter, inuse);
+	if (!err)
+		err = bpf_program__set_autoload(skel->progs.alloc_exit_point, inuse);
+	if (!err)
+		err = bpf_program__set_autoload(skel->progs.alloc_exit_hoist, inuse);
+	if (!err)
+		err = bpf_program__set_autoload(skel->progs.alloc_exit,
+						s->inuse == SAMPLER_INUSE_EVERY_RETURN);
+	return err;
+}
+
 static int configure(struct sampler *s, const struct sampler_opts *o)
 {
 	struct culpert_bpf *skel = s->skel;
@@ -180,7 +211,7 @@ static int configure(struct sampler *s, const struct sampler_opts *o)
 	if (!err)
 		err = bpf_program__set_autoload(skel->progs.alloc_session,
 						s->inuse == SAMPLER_INUSE_SESSION);
-	return err;
+	return err ?: skip_unused(s, o);
 }
 
 /* --span-fn names get ids 1..n before any probe fires; USDT names come after */
