@@ -6,7 +6,8 @@
 # "SKIP name: why", one line per test.
 
 OUTPUT=${OUTPUT:-.output}
-BIN_BPF=$OUTPUT/culpert-bpf
+# a sanitizer run (tests/run.sh) has no culpert-bpf of its own: the plain build's
+BIN_BPF=${BIN_BPF:-$OUTPUT/culpert-bpf}
 BIN_CLI=$OUTPUT/culpert
 # a sanitizer run (tests/run.sh) uses the targets of the plain build
 TARGETS=${TARGETS:-$OUTPUT/tests/targets}
@@ -49,6 +50,14 @@ run_test() {
 	else
 		echo "PASS ${TEST_PREFIX:-}$1"
 	fi
+}
+
+# run_test_once NAME FUNC: a test that runs no culpert code (npm, a linter, the
+# action's expression evaluator): not repeated by the sanitizer pass
+# (CULPERT_SANITIZED, tests/run.sh), where it would test nothing more
+run_test_once() {
+	[ -n "${CULPERT_SANITIZED:-}" ] && return 0
+	run_test "$@"
 }
 
 # need_root [WHY]: BPF tests need root (README: what culpert-bpf needs, and
