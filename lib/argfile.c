@@ -86,8 +86,8 @@ static const char *why(int err)
 
 int argfile_expand(int *argcp, char ***argvp)
 {
-	char **argv = *argvp, **args, *text = NULL;
-	int argc = *argcp, i, n = 0, err;
+	char **argv = *argvp, **args, **texts;
+	int argc = *argcp, i, n = 0, err, n_texts = 0;
 	bool any = false;
 
 	for (i = 1; i < argc; i++)
@@ -95,8 +95,13 @@ int argfile_expand(int *argcp, char ***argvp)
 	if (!any)
 		return 0;
 	args = calloc(ARGFILE_MAX_ARGS + 1, sizeof(*args));
-	if (!args)
+	/* the files' texts: the arguments point into them, freed only on an error */
+	texts = calloc((size_t)argc, sizeof(*texts));
+	if (!args || !texts) {
+		free(args);
+		free(texts);
 		return -ENOMEM;
+	}
 	args[n++] = argv[0];
 	for (i = 1; i < argc; i++) {
 		if (argv[i][0] != '@' || !argv[i][1]) {
@@ -104,17 +109,21 @@ int argfile_expand(int *argcp, char ***argvp)
 			if (!err)
 				args[n++] = argv[i];
 		} else {
-			err = slurp(argv[i] + 1, &text);
+			err = slurp(argv[i] + 1, &texts[n_texts]);
 			if (!err)
-				err = add_lines(text, args, &n);
+				err = add_lines(texts[n_texts++], args, &n);
 		}
 		if (err) {
 			pr_error("argument file %s: %s; @FILE reads arguments from a regular file of "
 				 "at most 64 KiB, one per line\n", argv[i] + 1, why(err));
+			while (n_texts)
+				free(texts[--n_texts]);
+			free(texts);
 			free(args);
 			return err;
 		}
 	}
+	free(texts);
 	*argcp = n;
 	*argvp = args;
 	return 0;

@@ -6,7 +6,8 @@
 # "SKIP name: why", one line per test.
 
 OUTPUT=${OUTPUT:-.output}
-BIN_BPF=$OUTPUT/culpert-bpf
+# a sanitizer run (tests/run.sh) has no culpert-bpf of its own: the plain build's
+BIN_BPF=${BIN_BPF:-$OUTPUT/culpert-bpf}
 BIN_CLI=$OUTPUT/culpert
 # a sanitizer run (tests/run.sh) uses the targets of the plain build
 TARGETS=${TARGETS:-$OUTPUT/tests/targets}
@@ -51,6 +52,14 @@ run_test() {
 	fi
 }
 
+# run_test_once NAME FUNC: a test that runs no culpert code (npm, a linter, the
+# action's expression evaluator): not repeated by the sanitizer pass
+# (CULPERT_SANITIZED, tests/run.sh), where it would test nothing more
+run_test_once() {
+	[ -n "${CULPERT_SANITIZED:-}" ] && return 0
+	run_test "$@"
+}
+
 # need_root [WHY]: BPF tests need root (README: what culpert-bpf needs, and
 # what the suite needs besides: setpriv, chroot, mknod, mount namespaces);
 # without, they say so loudly
@@ -78,6 +87,48 @@ start_target() {
 # wait_for FILE PATTERN SECONDS
 . tests/wait_for.sh
 
+# wait_running PID PROGRAM SECONDS: until PID runs PROGRAM's own code: it
+# has exec'd PROGRAM (a child started with `PROGRAM &` is the shell until
+# then) and, if dynamic, the loader has mapped the C library; 1 if not
+# within SECONDS or if PID is gone
+wait_running() {
+	_want=$(readlink -f "$(command -v "$2")")
+	_i=0
+	while :; do
+		if [ "$(readlink "/proc/$1/exe" 2>/dev/null)" = "$_want" ] &&
+			{ ! grep -q '/ld-linux' "/proc/$1/maps" 2>/dev/null ||
+				grep -q '/libc[.-]' "/proc/$1/maps" 2>/dev/null; }; then
+			return 0
+		fi
+		kill -0 "$1" 2>/dev/null || return 1
+		_i=$((_i + 1))
+		[ "$_i" -gt $(($3 * 20)) ] && return 1
+		sleep 0.05
+	done
+}
+
+# start_program OUT PROGRAM [ARG...]: PROGRAM in the background (stdout and
+# stderr in OUT), tracked, returning once it runs (wait_running, 5 s); sets
+# $prog_pid.  For programs without start_target's "ready" line (a service,
+# a Go program), where a fixed sleep used to stand for this.
+start_program() {
+	_out=$1
+	shift
+	"$@" >"$_out" 2>&1 &
+	prog_pid=$!
+	track "$prog_pid"
+	wait_running "$prog_pid" "$1" 5 || { fail "$1 did not start: $(tail -c 300 "$_out")"; return 1; }
+}
+
+# culpert-bpf's readiness line: printed once every probe is live and sampling has started
+BPF_READY="culpert-bpf: profiling"
+
+# wait_profiling ERRFILE [SECONDS]: until the culpert-bpf writing ERRFILE says
+# it is profiling (default 10 s); 1 if it does not in time
+wait_profiling() {
+	wait_for "$1" "$BPF_READY" "${2:-10}"
+}
+
 # culpert-bpf SUBCMD (attach, capture) in the background until it says it
 # is profiling: bpf_bg ERRFILE SUBCMD ARGS...; sets $attach_pid
 bpf_bg() {
@@ -89,7 +140,7 @@ bpf_bg() {
 	"$BIN_BPF" "$_cmd" "$@" 2>"$_err" &
 	attach_pid=$!
 	track "$attach_pid"
-	wait_for "$_err" "culpert-bpf: profiling" 10 || {
+	wait_profiling "$_err" || {
 		fail "$_cmd did not start: $(head -c 400 "$_err")"
 		return 1
 	}

@@ -29,26 +29,83 @@ OUTPUT=${OUTPUT:-.output}
 export OUTPUT
 pattern=${1:-}
 log=$(mktemp)
-out=$(mktemp)
-trap 'rm -f "$log" "$out"' EXIT
+jobdir=$(mktemp -d)
+trap 'rm -rf "$log" "$jobdir"' EXIT
 
 # a test file that runs longer than this is stopped and fails (TEST_TIMEOUT=seconds)
 limit=${TEST_TIMEOUT:-600}
 
-run_one() {
-	name=$1
+# run_file OUT CMD...: one test file, its output in OUT, its exit status and
+# seconds in OUT.rc
+run_file() {
+	_o=$1
 	shift
-	case "$name" in *"$pattern"*) ;; *) return 0 ;; esac
-	echo "--- $name"
-	timeout -k 10 "$limit" "$@" >"$out" 2>&1
-	rc=$?
-	cat "$out"
-	grep '^\(PASS\|FAIL\|SKIP\) ' "$out" >>"$log"
-	if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
-		echo "FAIL $name: stopped after the ${limit}s limit of a test file" | tee -a "$log"
-	elif [ $rc -ne 0 ] && ! grep -q '^FAIL ' "$out"; then
-		echo "FAIL $name: exited with status $rc" | tee -a "$log"
+	_t0=$(date +%s)
+	timeout -k 10 "$limit" "$@" >"$_o" 2>&1
+	echo "$? $(( $(date +%s) - _t0 ))" >"$_o.rc"
+}
+
+# report_file NAME OUT: what run_file left, printed and logged
+report_file() {
+	read -r rc secs <"$2.rc"
+	echo "--- $1"
+	cat "$2"
+	# where the suite's time goes, file by file
+	echo "--- $1: ${secs}s"
+	grep '^\(PASS\|FAIL\|SKIP\) ' "$2" >>"$log"
+	if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+		echo "FAIL $1: stopped after the ${limit}s limit of a test file" | tee -a "$log"
+	elif [ "$rc" -ne 0 ] && ! grep -q '^FAIL ' "$2"; then
+		echo "FAIL $1: exited with status $rc" | tee -a "$log"
 	fi
+}
+
+selected() {
+	case "$1" in *"$pattern"*) return 0 ;; esac
+	return 1
+}
+
+run_one() {
+	selected "$1" || return 0
+	_n=$1
+	shift
+	run_file "$jobdir/one" "$@"
+	report_file "$_n" "$jobdir/one"
+}
+
+# The sanitizer pass runs JOBS test files at once (SAN_JOBS, default 2): its
+# files wait on node, python and loopback servers as much as they compute,
+# and share nothing (each its own temporary directory and ports).  Reported
+# in order; pool_run NAME CMD... starts one once a slot is free.
+pool_pids=""
+pool_names=""
+pool_n=0
+pool_done=""
+pool_wait_oldest() {
+	# shellcheck disable=SC2086 # pids are words
+	set -- $pool_pids
+	wait "$1"
+	shift
+	pool_pids="$*"
+	_first=${pool_names%%|*}
+	pool_names=${pool_names#*|}
+	report_file "${_first#*=}" "$jobdir/${_first%%=*}"
+}
+pool_run() {
+	selected "$1" || return 0
+	_n=$1
+	shift
+	pool_n=$((pool_n + 1))
+	# shellcheck disable=SC2086 # pids are words
+	[ "$(echo $pool_pids | wc -w)" -ge "${SAN_JOBS:-2}" ] && pool_wait_oldest
+	run_file "$jobdir/$pool_n" "$@" &
+	pool_pids="${pool_pids:+$pool_pids }$!"
+	pool_names="$pool_names$pool_n=$_n|"
+}
+pool_drain() {
+	while [ -n "$pool_pids" ]; do
+		pool_wait_oldest
+	done
 }
 
 start=$(date +%s)
@@ -61,31 +118,39 @@ done
 
 # The sanitizer pass (make test under CI): the unit tests and the CLI test
 # files again, against the ASan/UBSan build in SAN_OUTPUT (targets are the
-# plain build's), named "asan:..."; then each fuzz harness a short while.
+# plain build's, culpert-bpf too), named "asan:..."; then each fuzz harness a
+# short while.
 if [ -n "${SAN_OUTPUT:-}" ]; then
-	san="OUTPUT=$SAN_OUTPUT TARGETS=$OUTPUT/tests/targets TEST_PREFIX=asan: CULPERT_SANITIZED=1"
+	san="OUTPUT=$SAN_OUTPUT TARGETS=$OUTPUT/tests/targets BIN_BPF=$OUTPUT/culpert-bpf"
+	san="$san TEST_PREFIX=asan: CULPERT_SANITIZED=1"
 	san="$san ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1"
-	for t in "$SAN_OUTPUT"/tests/unit/test_*; do
-		# shellcheck disable=SC2086
-		[ -x "$t" ] && run_one "asan:$t" env $san "$t"
-	done
-	for t in tests/cli/*.sh; do
+	# the longest first: the pool ends sooner
+	for t in tests/cli/test_action.sh tests/cli/test_crafted.sh tests/cli/test_archive_client.sh \
+		tests/cli/*.sh; do
 		# the layout check reads sources, no binary
 		case "$t" in */test_layout.sh) continue ;; esac
+		case " $pool_done " in *" $t "*) continue ;; esac
+		pool_done="$pool_done $t"
 		# shellcheck disable=SC2086
-		[ -f "$t" ] && run_one "asan:$t" env $san sh "$t"
+		[ -f "$t" ] && pool_run "asan:$t" env $san sh "$t"
+	done
+	for t in "$SAN_OUTPUT"/tests/unit/test_*; do
+		# shellcheck disable=SC2086
+		[ -x "$t" ] && pool_run "asan:$t" env $san "$t"
 	done
 fi
+# each fuzz harness, in the same pool (one core each)
 if [ -n "${FUZZ_DIR:-}" ]; then
 	for f in "$FUZZ_DIR"/fuzz_*; do
-		[ -x "$f" ] && run_one "fuzz:$f" sh tests/fuzz/short.sh "$f" "${FUZZ_SHORT:-15}"
+		[ -x "$f" ] && pool_run "fuzz:$f" sh tests/fuzz/short.sh "$f" "${FUZZ_SHORT:-15}"
 	done
 fi
+pool_drain
 
 # CI runs as root with every package installed: nothing may be skipped there
 if [ -n "${CI:-}" ]; then
-	sed -n 's/^SKIP \([^:]*\): \(.*\)/FAIL \1: skipped under CI (\2)/p' "$log" >"$out"
-	cat "$out" >>"$log"
+	sed -n 's/^SKIP \([^:]*\): \(.*\)/FAIL \1: skipped under CI (\2)/p' "$log" >"$jobdir/ci"
+	cat "$jobdir/ci" >>"$log"
 fi
 passed=$(grep -c '^PASS ' "$log")
 failed=$(grep -c '^FAIL ' "$log")

@@ -183,12 +183,10 @@ malloc_addr() {
 # and leaves the target running.
 test_sigkill_leaves_target() {
 	need_root || return
-	"$OUTPUT/examples/demo_service" 60 >"$TMP/svc.out" &
-	svc=$!
-	track "$svc"
+	start_program "$TMP/svc.out" "$OUTPUT/examples/demo_service" 60 || return
+	svc=$prog_pid
 	start_target "$TMP/other.out" "$TARGETS/alloc_abc" || return
 	other=$target_pid
-	sleep 0.2
 	addr=$(malloc_addr "$svc")
 	other_addr=$(malloc_addr "$other")
 	[ -n "$addr" ] && [ -n "$other_addr" ] || { fail "cannot locate malloc"; return; }
@@ -199,7 +197,12 @@ test_sigkill_leaves_target() {
 		fail "another process mapping the same libc got a breakpoint"
 	kill -9 "$attach_pid"
 	wait "$attach_pid" 2>/dev/null
-	sleep 0.2
+	# the kernel removes them as it releases the links, after the exit: a moment, 5 s at most
+	i=0
+	while [ "$(code_byte "$svc" "$addr")" != "$before" ] && [ "$i" -lt 100 ]; do
+		i=$((i + 1))
+		sleep 0.05
+	done
 	[ "$(code_byte "$svc" "$addr")" = "$before" ] || fail "breakpoint left behind after SIGKILL"
 	kill -0 "$svc" || { fail "target died"; return; }
 	kill -TERM "$svc"
@@ -210,15 +213,19 @@ test_sigkill_leaves_target() {
 # --duration, SIGINT and the default output name all end in a written profile.
 test_stop_conditions() {
 	need_root || return
-	"$OUTPUT/examples/demo_service" 60 >/dev/null &
-	svc=$!
-	track "$svc"
-	sleep 0.2
+	start_program /dev/null "$OUTPUT/examples/demo_service" 60 || return
+	svc=$prog_pid
+	# --duration counts from the readiness line: attaching (slower on a loaded machine) is not in it
+	: >"$TMP/d.err"
+	( cd "$TMP" && exec "$OLDPWD/$BIN_BPF" attach --pid "$svc" --duration 1s --rate 16KiB ) \
+		2>"$TMP/d.err" &
+	d=$!
+	track "$d"
+	wait_profiling "$TMP/d.err" || { fail "--duration run did not start: $(cat "$TMP/d.err")"; return; }
 	start=$(date +%s%N)
-	( cd "$TMP" && "$OLDPWD/$BIN_BPF" attach --pid "$svc" --duration 1s --rate 16KiB ) \
-		2>"$TMP/d.err" || fail "--duration run failed: $(cat "$TMP/d.err")"
+	wait "$d" || fail "--duration run failed: $(cat "$TMP/d.err")"
 	ms=$(( ($(date +%s%N) - start) / 1000000 ))
-	[ "$ms" -lt 3000 ] || fail "--duration 1s took ${ms}ms"
+	[ "$ms" -lt 3000 ] || fail "--duration 1s took ${ms}ms after it was ready"
 	set -- "$TMP"/culpert-demo_service-"$svc"-*.pb.gz
 	[ -f "$1" ] || { fail "no default-named profile in $TMP"; return; }
 	"$PROFDUMP" "$1" | grep -q 'handle_request' || fail "default-named profile has no samples"
@@ -231,17 +238,14 @@ test_stop_conditions() {
 	"$PROFDUMP" "$TMP/out.pb.gz" | grep -q 'handle_request' || fail "-o - wrote no profile"
 }
 
-# A target that exits on its own mid-capture still gets its profile.
+# A target that exits on its own mid-capture still gets its profile.  The
+# target starts its work once attach is ready and then exits: no race between
+# a target's lifetime and how long attaching takes.
 test_target_exits() {
 	need_root || return
-	"$OUTPUT/examples/demo_service" 2 >/dev/null &
-	svc=$!
-	track "$svc"
-	sleep 0.1
-	"$BIN_BPF" attach --pid "$svc" --rate 16KiB -o "$TMP/exit.pb.gz" 2>"$TMP/e.err" ||
-		fail "exit status $?: $(cat "$TMP/e.err")"
-	grep -q "exited; writing" "$TMP/e.err" || fail "exit not reported"
-	"$PROFDUMP" "$TMP/exit.pb.gz" | grep -q 'build_response' || fail "no samples in the profile"
+	profile exit 16KiB "" "$TARGETS/alloc_abc" || return
+	grep -q "exited; writing" "$TMP/exit.err" || fail "exit not reported: $(cat "$TMP/exit.err")"
+	by_leaf "$TMP/exit.pb.gz" 2 | grep -q '^c ' || fail "no samples of c() in the profile"
 }
 
 # A target that forks a child and then execs: both run as they would, the
@@ -277,10 +281,8 @@ test_bad_input() {
 	track "$svc"
 	expect_error 1 "cannot write the profile to /nonexistent/dir/p.pb.gz" \
 		"$BIN_BPF" attach --pid "$svc" -o /nonexistent/dir/p.pb.gz
-	"$TARGETS/nomalloc" &
-	nm=$!
-	track "$nm"
-	sleep 0.1
+	start_program /dev/null "$TARGETS/nomalloc" || return
+	nm=$prog_pid
 	expect_error 1 "allocator not found: no malloc in /.*/nomalloc" \
 		"$BIN_BPF" attach --pid "$nm"
 	expect_error 1 "allocator not found" "$BIN_BPF" probes --pid "$nm"
@@ -305,10 +307,8 @@ test_environment_errors() {
 # probes: the plan, the offsets (checked against the symbol table), the verdict
 test_probes() {
 	need_root || return
-	"$OUTPUT/examples/demo_service" 30 >/dev/null &
-	svc=$!
-	track "$svc"
-	sleep 0.1
+	start_program /dev/null "$OUTPUT/examples/demo_service" 30 || return
+	svc=$prog_pid
 	"$BIN_BPF" probes --pid "$svc" >"$TMP/probes" 2>&1 || fail "probes failed: $(cat "$TMP/probes")"
 	libc=$(awk '/^allocator:/ { print $4 }' "$TMP/probes")
 	grep -q "^allocator:  glibc in .*libc.so.6 (build id [0-9a-f]\{40\})" "$TMP/probes" ||

@@ -263,12 +263,10 @@ test_capture_decomposition_jemalloc() {
 # --duration ends it by default; a target that exits still gets its profile, without a gap
 test_capture_target_exits() {
 	need_root || return
-	"$OUTPUT/examples/demo_service" 2 >/dev/null &
-	svc=$!
-	track "$svc"
-	sleep 0.2
-	"$BIN_BPF" capture --pid "$svc" --rate 64KiB -o "$TMP/exit.pb.gz" 2>"$TMP/exit.err" ||
-		fail "capture failed: $(cat "$TMP/exit.err")"
+	# the target works once capture is ready, then exits (no race with attaching)
+	start_profiled exit capture "--rate 64KiB" "$TARGETS/alloc_abc" || return
+	wait "$target_pid" || fail "alloc_abc exited with $?"
+	wait "$attach_pid" || fail "capture failed: $(cat "$TMP/exit.err")"
 	grep -q "exited; writing" "$TMP/exit.err" || fail "exit not reported"
 	grep -q '^capture summary:' "$TMP/exit.err" || fail "no summary"
 	grep -q 'heap vs RSS' "$TMP/exit.err" && fail "a gap without an end picture"

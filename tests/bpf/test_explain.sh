@@ -93,10 +93,8 @@ test_go_program() {
 	[ "$(comment_of "$TMP/go.pb.gz" target.runtime)" = go ] || fail "no target.runtime=go"
 	"$BIN_CLI" report "$TMP/go.pb.gz" | grep -q "^The profile is empty: the program is written in Go" ||
 		fail "report does not name Go"
-	"$TARGETS/go_alloc_static" >/dev/null &
-	g=$!
-	track "$g"
-	sleep 0.3
+	start_program /dev/null "$TARGETS/go_alloc_static" || return
+	g=$prog_pid
 	expect_error 1 "allocator not found: pid $g runs a Go program (.*go_alloc_static), and Go's runtime allocates without malloc" \
 		"$BIN_BPF" attach --pid "$g"
 	expect_error 1 "runs a Go program" "$BIN_BPF" probes --pid "$g"
@@ -105,10 +103,8 @@ test_go_program() {
 # A static binary without a symbol table: the error names that, not a prefix.
 test_stripped_static() {
 	need_root || return
-	"$TARGETS/quiet_static_stripped" >/dev/null &
-	s=$!
-	track "$s"
-	sleep 0.2
+	start_program /dev/null "$TARGETS/quiet_static_stripped" || return
+	s=$prog_pid
 	expect_error 1 "quiet_static_stripped is a static executable without a symbol table (stripped)" \
 		"$BIN_BPF" attach --pid "$s"
 	grep -q "use --allocator PREFIX" "$TMP/err.txt" && fail "still suggests --allocator PREFIX"

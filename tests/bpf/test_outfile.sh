@@ -12,11 +12,9 @@ D=$TMP/out
 # a service to profile for the whole file
 start_service() {
 	[ -n "${svc:-}" ] && kill -0 "$svc" 2>/dev/null && return 0
-	"$OUTPUT/examples/demo_service" 120 >/dev/null &
-	svc=$!
-	track "$svc"
+	start_program /dev/null "$OUTPUT/examples/demo_service" 120 || return
+	svc=$prog_pid
 	mkdir -p "$D"
-	sleep 0.2
 }
 
 # attach_to DEST [OPTION...]: a short attach writing to DEST; its stderr in $TMP/a.err

@@ -108,7 +108,7 @@ test_npm_deps() {
 	sh deploy/archive/npm-deps.sh >"$TMP/npm.log" 2>&1 ||
 		fail "npm-deps.sh: $(tail -5 "$TMP/npm.log")"
 }
-run_test action/npm_deps test_npm_deps
+run_test_once action/npm_deps test_npm_deps
 
 # --- the file -----------------------------------------------------------------------------
 
@@ -148,7 +148,7 @@ test_inputs() {
 	assert [o[0] for o in order] == sorted(o[0] for o in order), order
 	EOF
 }
-run_test action/inputs test_inputs
+run_test_once action/inputs test_inputs
 
 # every input used, every expression one the runner implements; and the lint can fail
 test_lint() {
@@ -169,7 +169,7 @@ test_lint() {
 	grep -q 'function startsWith() is not implemented' "$TMP/lint.out" ||
 		fail "lint: $(cat "$TMP/lint.out")"
 }
-run_test action/lint test_lint
+run_test_once action/lint test_lint
 
 # GitHub's documented semantics, on the operators the action uses
 test_evaluator() {
@@ -206,7 +206,7 @@ test_evaluator() {
 		[ $? -eq 2 ] && grep -q 'refused' "$TMP/bad" || fail "eval $bad: $(cat "$TMP/bad")"
 	done
 }
-run_test action/evaluator test_evaluator
+run_test_once action/evaluator test_evaluator
 
 # --- runs ---------------------------------------------------------------------------------
 
@@ -407,7 +407,7 @@ test_uses_inputs_checked() {
 	[ $? -eq 2 ] || fail "an unknown input of marocchino/sticky-pull-request-comment@v2 passed"
 	grep -q "has no input \['file'\]" "$TMP/badwith.log" || fail "$(tail -2 "$TMP/badwith.log")"
 }
-run_test action/uses_inputs_checked test_uses_inputs_checked
+run_test_once action/uses_inputs_checked test_uses_inputs_checked
 
 # deploy/github's example, and a workflow as written for the original action, unchanged
 test_workflows() {

@@ -35,7 +35,7 @@ test_npm_deps() {
 	sh deploy/archive/npm-deps.sh >"$TMP/npm.log" 2>&1 ||
 		fail "npm-deps.sh: $(tail -5 "$TMP/npm.log")"
 }
-run_test archive_client/npm_deps test_npm_deps
+run_test_once archive_client/npm_deps test_npm_deps
 
 # standin_start NAME MODE [ARGS...]: sets $STANDIN_URL; $TMP/NAME.log gets its requests
 standin_start() {

@@ -8,7 +8,9 @@
  *   keep_half   64 MiB, every other block freed: 32 MiB kept
  *   grow        16 MiB, each block realloc'ed to twice its size: 32 MiB kept
  * Prints "pid N ready", waits for SIGUSR1, runs, prints
- * "total FN ALLOCATED LIVE" and "done", then sleeps until killed.
+ * "total FN ALLOCATED LIVE", "since_leak_ns N" (from the end of leak_early
+ * to this line: how old its blocks are at least, by then) and "done", then
+ * sleeps until killed.
  *   alloc_live [UNIT]    the sizes above in units of UNIT bytes, not MiB
  *                        (a small run for --rate 1, where every call counts)
  * Each function cycles through the 16 block sizes from the first, 8704 bytes
@@ -19,6 +21,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 #include "ready.h"
 
@@ -32,6 +35,14 @@ struct blocks {
 	size_t *size;
 	size_t n;
 };
+
+static unsigned long long mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (unsigned long long)ts.tv_sec * 1000000000ULL + (unsigned long long)ts.tv_nsec;
+}
 
 static size_t block_size(size_t i)
 {
@@ -136,6 +147,7 @@ int main(int argc, char **argv)
 	unsigned long u = argc > 1 ? strtoul(argv[1], NULL, 0) : MiB;
 	struct blocks leak, all, half, grown;
 	unsigned long half_kept, grow_kept;
+	unsigned long long leak_end;
 
 	if (!u)
 		return 2;
@@ -146,6 +158,7 @@ int main(int argc, char **argv)
 	ready_then_wait(stdout);
 
 	leak_early(&leak, 8 * u);
+	leak_end = mono_ns();
 	sleep(3);
 	keep_all(&all, 32 * u);
 	churn(32 * u);
@@ -157,6 +170,7 @@ int main(int argc, char **argv)
 	printf("total churn %lu 0\n", 32 * u);
 	printf("total keep_half %lu %lu\n", 64 * u, half_kept);
 	printf("total grow %lu %lu\n", 16 * u + grow_kept, grow_kept);
+	printf("since_leak_ns %llu\n", mono_ns() - leak_end);
 	printf("done\n");
 	fflush(stdout);
 	for (;;)

@@ -58,6 +58,7 @@ struct sampler {
 	uint64_t poll_deadline_ns;	/* CLOCK_MONOTONIC; 0: set at the first record */
 	unsigned int since_check;	/* records since the clock was last read */
 	bool budget_spent;		/* deliver() stopped the ring at the deadline */
+	uint64_t load_ns, attach_ns;	/* sampler__timing() */
 };
 
 /* how long one sampler__poll() may deliver records, from the first, before it returns */
@@ -110,30 +111,6 @@ void sampler_fill_exp_table(__s64 *table, uint64_t rate)
 		table[i] = llround(-log1p(-((double)i + 0.5) / (double)n) * scale);
 }
 
-static struct bpf_program *program_for(struct culpert_bpf *skel, uint32_t fn)
-{
-	switch (fn) {
-	case CULPERT_FN_MALLOC:
-		return skel->progs.malloc_enter;
-	case CULPERT_FN_CALLOC:
-		return skel->progs.calloc_enter;
-	case CULPERT_FN_REALLOC:
-		return skel->progs.realloc_enter;
-	case CULPERT_FN_REALLOCARRAY:
-		return skel->progs.reallocarray_enter;
-	case CULPERT_FN_POSIX_MEMALIGN:
-		return skel->progs.posix_memalign_enter;
-	case CULPERT_FN_MEMALIGN:
-		return skel->progs.memalign_enter;
-	case CULPERT_FN_PVALLOC:
-		return skel->progs.pvalloc_enter;
-	case CULPERT_FN_FREE:
-		return skel->progs.free_enter;
-	default:
-		return NULL;
-	}
-}
-
 static size_t pow2_at_least(size_t v)
 {
 	size_t p = (size_t)sysconf(_SC_PAGESIZE);
@@ -156,23 +133,21 @@ static bool otel_use(const struct sampler_opts *o)
 
 /*
  * The otel_memory programs are loaded only when used (free only for
- * --inuse), the allocator's entry and exit programs only when not: each
- * costs its verification at attach.
+ * --inuse), and then the allocator's entry and exit programs are not:
+ * each costs its verification at attach.
  */
 static int configure_otel(struct sampler *s, const struct sampler_opts *o)
 {
 	struct bpf_program *alloc = s->skel->progs.otel_alloc, *free = s->skel->progs.otel_free;
-	struct bpf_program *exits[] = { s->skel->progs.alloc_exit, s->skel->progs.alloc_exit_point,
-					s->skel->progs.alloc_exit_hoist };
+	struct bpf_program *unused[] = { s->skel->progs.alloc_enter, s->skel->progs.free_enter,
+					 s->skel->progs.alloc_exit, s->skel->progs.alloc_exit_point,
+					 s->skel->progs.alloc_exit_hoist };
 	bool with_free = otel_use(o) && o->otel->with_free;
-	uint32_t fn;
 	size_t i;
 	int err = 0;
 
-	for (fn = 1; fn < CULPERT_FN__MAX && !err; fn++)
-		err = bpf_program__set_autoload(program_for(s->skel, fn), !otel_use(o));
-	for (i = 0; i < sizeof(exits) / sizeof(exits[0]) && !err; i++)
-		err = bpf_program__set_autoload(exits[i], !otel_use(o));
+	for (i = 0; otel_use(o) && i < sizeof(unused) / sizeof(unused[0]) && !err; i++)
+		err = bpf_program__set_autoload(unused[i], false);
 	if (!err)
 		err = bpf_program__set_autoload(alloc, otel_use(o));
 	if (!err)
@@ -184,11 +159,43 @@ static int configure_otel(struct sampler *s, const struct sampler_opts *o)
 	return err;
 }
 
+/*
+ * Programs this capture attaches nothing to are not loaded: each load is a
+ * verification, and attach waits for all of them (--span-fn's, the span
+ * probes', --inuse's).  attach's own object only (opts->pid set): the
+ * agent's shared object serves processes it does not know yet.
+ */
+static int skip_unused(struct sampler *s, const struct sampler_opts *o)
+{
+	struct culpert_bpf *skel = s->skel;
+	bool fns = o->span_fns && o->span_fns->n_fns, usdt = o->n_usdt_objects > 0;
+	bool inuse = s->inuse != SAMPLER_INUSE_OFF;
+	int err;
+
+	if (!o->pid)
+		return 0;
+	err = bpf_program__set_autoload(skel->progs.span_fn_enter, fns);
+	if (!err)
+		err = bpf_program__set_autoload(skel->progs.span_fn_exit, fns);
+	if (!err)
+		err = bpf_program__set_autoload(skel->progs.span_enter, usdt);
+	if (!err)
+		err = bpf_program__set_autoload(skel->progs.span_exit, usdt);
+	if (!err)
+		err = bpf_program__set_autoload(skel->progs.free_enter, inuse);
+	if (!err)
+		err = bpf_program__set_autoload(skel->progs.alloc_exit_point, inuse);
+	if (!err)
+		err = bpf_program__set_autoload(skel->progs.alloc_exit_hoist, inuse);
+	if (!err)
+		err = bpf_program__set_autoload(skel->progs.alloc_exit,
+						s->inuse == SAMPLER_INUSE_EVERY_RETURN);
+	return err;
+}
+
 static int configure(struct sampler *s, const struct sampler_opts *o)
 {
 	struct culpert_bpf *skel = s->skel;
-	struct bpf_program *prog;
-	uint32_t fn;
 	size_t ring;
 	int err = 0;
 
@@ -227,13 +234,13 @@ static int configure(struct sampler *s, const struct sampler_opts *o)
 	if (err)
 		return err;
 	/* allocator entries go through `mode`, USDT probes too where usdt_multi() */
-	for (fn = 1; fn < CULPERT_FN__MAX; fn++) {
-		prog = program_for(skel, fn);
-		err = bpf_program__set_expected_attach_type(prog, uprobe_mode__attach_type(s->mode));
-		if (err)
-			return err;
-	}
-	err = bpf_program__set_expected_attach_type(skel->progs.span_fn_enter,
+	err = bpf_program__set_expected_attach_type(skel->progs.alloc_enter,
+						    uprobe_mode__attach_type(s->mode));
+	if (!err)
+		err = bpf_program__set_expected_attach_type(skel->progs.free_enter,
+							    uprobe_mode__attach_type(s->mode));
+	if (!err)
+		err = bpf_program__set_expected_attach_type(skel->progs.span_fn_enter,
 						    uprobe_mode__attach_type(s->mode));
 	if (!err)
 		err = bpf_program__set_expected_attach_type(skel->progs.span_fn_exit,
@@ -254,15 +261,15 @@ static int configure(struct sampler *s, const struct sampler_opts *o)
 	if (!err && usdt_multi(s))
 		err = bpf_program__set_expected_attach_type(skel->progs.span_exit,
 							    uprobe_mode__attach_type(s->mode));
-	if (!err)
-		err = configure_otel(s, o);
 	/* the session program needs the kfuncs of 6.13+: not even loaded elsewhere */
 	if (!err && s->inuse == SAMPLER_INUSE_SESSION)
 		err = bpf_program__set_expected_attach_type(skel->progs.alloc_session,
 					uprobe_mode__attach_type(UPROBE_MODE_SESSION));
-	if (!err && s->inuse != SAMPLER_INUSE_SESSION)
-		err = bpf_program__set_autoload(skel->progs.alloc_session, false);
-	return err;
+	if (!err)
+		err = bpf_program__set_autoload(skel->progs.alloc_session,
+						s->inuse == SAMPLER_INUSE_SESSION);
+	/* first what this capture does not use, then what the otel_memory path replaces */
+	return err ?: skip_unused(s, o) ?: configure_otel(s, o);
 }
 
 /* --span-fn names get ids 1..n before any probe fires; USDT names come after */
@@ -431,24 +438,14 @@ static size_t collect_hoists(const struct alloc_plan *plan, size_t obj, uint64_t
 	return n;
 }
 
-/* entry programs, one per argument layout, for the points of `set` in `obj` */
+/* the entry program on the points of `set` in `obj`, every kind in one link */
 static int attach_entries(struct sampler_proc *pr, size_t obj, enum point_set set,
 			  uint64_t *offs, uint64_t *cookies)
 {
-	const char *path = pr->plan->objects[obj].open_path;
-	struct sampler *s = pr->s;
-	uint32_t fn;
-	size_t n;
-	int ret = 0;
+	size_t n = collect_points(pr->plan, obj, set, 0, offs, cookies);
 
-	for (fn = 1; fn < CULPERT_FN__MAX && !ret; fn++) {
-		if (fn == CULPERT_FN_FREE)
-			continue;
-		n = collect_points(pr->plan, obj, set, fn, offs, cookies);
-		ret = uprobe_set__attach(pr->alloc_probes, s->mode, program_for(s->skel, fn), path,
-					 offs, cookies, n, pr->pid, 0);
-	}
-	return ret;
+	return uprobe_set__attach(pr->alloc_probes, pr->s->mode, pr->s->skel->progs.alloc_enter,
+				  pr->plan->objects[obj].open_path, offs, cookies, n, pr->pid, 0);
 }
 
 /*
@@ -689,6 +686,7 @@ static int proc_arm(struct sampler_proc *pr, char *err, size_t errlen)
 int sampler__open(const struct sampler_opts *o, struct sampler **out, char *err, size_t errlen)
 {
 	struct sampler *s;
+	uint64_t t0;
 	int ret;
 
 	s = calloc(1, sizeof(*s));
@@ -704,9 +702,11 @@ int sampler__open(const struct sampler_opts *o, struct sampler **out, char *err,
 		snprintf(err, errlen, "cannot open the BPF object: %s", strerror(-ret));
 		goto fail;
 	}
+	t0 = clock_ns(CLOCK_MONOTONIC);
 	ret = configure(s, o);
 	if (!ret)
 		ret = culpert_bpf__load(s->skel);
+	s->load_ns = clock_ns(CLOCK_MONOTONIC) - t0;
 	if (ret) {
 		snprintf(err, errlen, "cannot load the BPF programs: %s (run with -vvv for the verifier log)",
 			 strerror(-ret));
@@ -847,6 +847,7 @@ int sampler__new(const struct sampler_opts *o, struct sampler **out, char *err, 
 		.stack_rate = o->stack_rate, .unwind_dwarf = o->unwind_dwarf, .otel = o->otel,
 	};
 	struct sampler *s;
+	uint64_t t0;
 	int ret;
 
 	ret = sampler__open(o, &s, err, errlen);
@@ -866,11 +867,13 @@ int sampler__new(const struct sampler_opts *o, struct sampler **out, char *err, 
 	if (!o->no_exact && !s->exit_link)
 		pr_warn("cannot watch threads exit (%s); spans a thread exits inside are left out of the exact totals\n",
 			strerror(errno));
+	t0 = clock_ns(CLOCK_MONOTONIC);
 	ret = sampler__add_proc(s, &po, &s->only, err, errlen);
 	if (ret) {
 		sampler__free(s);
 		return ret;
 	}
+	s->attach_ns = clock_ns(CLOCK_MONOTONIC) - t0;
 	*out = s;
 	return 0;
 }
@@ -1139,9 +1142,12 @@ void sampler__misses(const struct sampler *s, uint64_t *all, uint64_t *frees)
 	*all = 0;
 	bpf_object__for_each_program(p, s->skel->obj)
 		*all += prog_misses(p);
-	/* frees are also seen at realloc's entry; otel_memory:free for the contract */
-	*frees = prog_misses(s->skel->progs.free_enter) + prog_misses(s->skel->progs.realloc_enter) +
-		 prog_misses(s->skel->progs.reallocarray_enter) +
+	/*
+	 * Frees are also seen at realloc's entry, which shares its program
+	 * with every allocating entry: a miss there may have been a free;
+	 * otel_memory:free for the contract.
+	 */
+	*frees = prog_misses(s->skel->progs.free_enter) + prog_misses(s->skel->progs.alloc_enter) +
 		 prog_misses(s->skel->progs.otel_free);
 }
 
@@ -1286,6 +1292,12 @@ out:
 	free(keys);
 	free(values);
 	return err;
+}
+
+void sampler__timing(const struct sampler *s, uint64_t *load_ns, uint64_t *attach_ns)
+{
+	*load_ns = s->load_ns;
+	*attach_ns = s->attach_ns;
 }
 
 size_t sampler_proc__n_sites(const struct sampler_proc *pr)

@@ -172,6 +172,8 @@ int sampler__span_names(const struct sampler *s,
 			int (*cb)(void *ctx, uint32_t id, const struct culpert_span_name *key),
 			void *ctx);
 size_t sampler_proc__n_sites(const struct sampler_proc *pr);
+/* how long sampler__new() took to load (and verify) the BPF programs, and to attach them */
+void sampler__timing(const struct sampler *s, uint64_t *load_ns, uint64_t *attach_ns);
 enum sampler_inuse sampler__inuse(const struct sampler *s);
 const char *sampler_inuse__name(enum sampler_inuse m);
 /* will uprobe sessions be used (uprobe_multi and 6.13+, not --no-session/--no-multi)? */

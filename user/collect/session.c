@@ -453,6 +453,22 @@ static int open_mem(pid_t pid)
 	return fd;
 }
 
+/* where attaching spent its time: one -v line (issue 14: attach is fast) */
+enum attach_phase { PHASE_MAPS, PHASE_UNWIND, PHASE_PLAN, PHASE__MAX };
+
+static void log_attach_time(const struct session *s, uint64_t t0, const uint64_t *lap)
+{
+	uint64_t load, attach, total = now_ns(CLOCK_MONOTONIC) - t0;
+
+	sampler__timing(s->sampler, &load, &attach);
+	pr_info("attach took %.0f ms: target and mappings %.0f, unwinding set-up %.0f, planning "
+		"%.0f, BPF load and verification %.0f, probes %.0f\n", (double)total / 1e6,
+		(double)(lap[PHASE_MAPS] - t0) / 1e6,
+		(double)(lap[PHASE_UNWIND] - lap[PHASE_MAPS]) / 1e6,
+		(double)(lap[PHASE_PLAN] - lap[PHASE_UNWIND]) / 1e6, (double)load / 1e6,
+		(double)attach / 1e6);
+}
+
 /*
  * --sampler: the otel_memory probes of an in-process sampler, or the
  * allocator's entry points; with the former the rate is the sampler's
@@ -495,6 +511,7 @@ static int plan_sampler(struct session *s, char *err, size_t errlen)
 static int session_open(const struct session_opts *o, struct sampler *shared, struct session **out,
 			char *err, size_t errlen)
 {
+	uint64_t t0 = now_ns(CLOCK_MONOTONIC), lap[PHASE__MAX] = { 0 };
 	struct sampler_opts so = { 0 };
 	struct session *s;
 	char why[PATH_MAX + 128];
@@ -539,6 +556,7 @@ static int session_open(const struct session_opts *o, struct sampler *shared, st
 		snprintf(err, errlen, "out of memory");
 		goto fail;
 	}
+	lap[PHASE_MAPS] = now_ns(CLOCK_MONOTONIC);
 	ret = session_unwind__choose(&s->t, mapview__maps(s->view), s->objs, o->unwind, &s->unwind, why,
 				     sizeof(why));
 	if (!ret && s->unwind == SESSION_UNWIND_DWARF) {
@@ -552,6 +570,7 @@ static int session_open(const struct session_opts *o, struct sampler *shared, st
 	if (!ret && s->unwind == SESSION_UNWIND_FP)
 		s->fpchain = fpchain__new(s->objs);
 	pr_info("unwinding: %s (%s)\n", s->unwind == SESSION_UNWIND_DWARF ? "dwarf" : "fp", why);
+	lap[PHASE_UNWIND] = now_ns(CLOCK_MONOTONIC);
 	s->go = target_is_go(s);
 	/* the agent's shared object is loaded for the allocators' entry points (docs/agent.md) */
 	if (shared)
@@ -611,9 +630,12 @@ static int session_open(const struct session_opts *o, struct sampler *shared, st
 		s->sampler = shared;
 		ret = sampler__add_proc(shared, &po, &s->proc, err, errlen);
 	} else {
+		lap[PHASE_PLAN] = now_ns(CLOCK_MONOTONIC);
 		ret = sampler__new(&so, &s->sampler, err, errlen);
-		if (!ret)
+		if (!ret) {
 			s->proc = sampler__proc(s->sampler);
+			log_attach_time(s, t0, lap);
+		}
 	}
 	if (ret)
 		goto fail;
