@@ -76,10 +76,14 @@ static const char *const wrapper_patterns[] = {
 	"std::__cxx11::basic_string<*>::_M_create*", "std::__cxx11::basic_string<*>::_M_mutate*",
 	"std::__cxx11::basic_string<*>::reserve*", "std::__cxx11::basic_string<*>::_M_construct*",
 	"std::__cxx11::basic_string<*>::_M_append*", "std::__cxx11::basic_string<*>::_M_replace*",
-	"std::__cxx11::basic_string<*>::basic_string*",
+	"std::__cxx11::basic_string<*>::basic_string*", "std::__cxx11::basic_string<*>::append*",
+	"std::__cxx11::basic_string<*>::push_back*", "std::__cxx11::basic_string<*>::operator+=*",
 	"std::basic_string<*>::_M_create*", "std::basic_string<*>::_M_mutate*",
 	"std::_Hashtable_alloc<*", "std::__detail::_Hashtable_alloc<*",
 	"std::_Hashtable<*>::_M_rehash*", "std::_Hashtable<*>::_M_allocate_buckets*",
+	"std::_Hashtable<*>::_Scoped_node::*", "std::_Hashtable<*>::_M_insert_unique_node*",
+	"std::__detail::_Map_base<*>::operator[]*", "std::unordered_map<*>::operator[]*",
+	"std::operator+<*",
 	"std::_Rb_tree<*>::_M_get_node*", "std::_Rb_tree<*>::_M_create_node*",
 	"std::_Deque_base<*", "std::deque<*>::_M_reserve_map_at_back*",
 	"std::deque<*>::_M_push_back_aux*",
@@ -132,7 +136,7 @@ static const char *without_return_type(const char *name)
 			depth++;
 		} else if ((*p == '>' || *p == ')' || *p == ']' || *p == '}') && depth) {
 			depth--;
-		} else if (*p == ' ' && !depth && p - name >= 8 && strncmp(p - 8, "operator", 8)) {
+		} else if (*p == ' ' && !depth && (p - name < 8 || strncmp(p - 8, "operator", 8))) {
 			start = p + 1;
 		}
 	}

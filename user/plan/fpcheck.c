@@ -153,12 +153,19 @@ bool fp_evidence__has_fp(const struct fp_evidence *ev)
 	return ev->functions && ev->with_fp * 2 >= ev->functions;
 }
 
-/* what a program allocates through: the C API, operator new, Rust's allocator shims */
+/*
+ * What a program allocates through: the C API, operator new, Rust's
+ * allocator shims.  A function named here is not judged as a caller: its
+ * callers are.  Rust's std-built __rdl_* (no frame pointers, like all of
+ * the prebuilt std) tail-call malloc and realloc; only their over-aligned
+ * path calls posix_memalign with a frame of their own, where an FP stack
+ * loses the shim's caller (__rust_alloc, itself a shim).
+ */
 static const char *const alloc_names[] = {
 	"malloc", "calloc", "realloc", "reallocarray", "posix_memalign", "aligned_alloc", "memalign",
 	"valloc", "pvalloc", "_Znwm", "_Znam", "_ZnwmRKSt9nothrow_t", "_ZnamRKSt9nothrow_t",
 	"_ZnwmSt11align_val_t", "_ZnamSt11align_val_t", "__rust_alloc", "__rust_alloc_zeroed",
-	"__rust_realloc",
+	"__rust_realloc", "__rdl_alloc", "__rdl_alloc_zeroed", "__rdl_realloc",
 };
 
 struct examine_ctx {
@@ -231,7 +238,12 @@ int fp_path_judge(const struct procmaps *maps, struct objcache *objs, const stru
 		fns += ev.functions;
 		with += ev.with_fp;
 	}
-	snprintf(why, len, "%s and %zu libraries keep frame pointers where they call the allocator "
-		 "(%zu of %zu such functions set up %s)", exe->path, libs, with, fns, reg);
+	if (!fns)
+		snprintf(why, len, "%s keeps frame pointers, and no code of it or its libraries "
+			 "calls the allocator through an import to judge beyond that", exe->path);
+	else
+		snprintf(why, len, "%s and %zu libraries keep frame pointers where they call the "
+			 "allocator (%zu of %zu such functions set up %s)", exe->path, libs, with,
+			 fns, reg);
 	return 1;
 }
