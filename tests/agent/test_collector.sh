@@ -91,6 +91,17 @@ test_heap_two_targets() {
 	grep -q "^culpert_target_alloc_probe_hits_total{pid=\"$a\".*} [1-9]" "$TMP/metrics" ||
 		fail "no probe hits of $a in /metrics"
 	grep -q "^culpert_agent_profiling_available 1" "$TMP/metrics" || fail "profiling not available"
+	# glibc's arenas read from outside, as `stats` reads them: the target is idle
+	# now (it holds its live blocks and waits), so both see the same heap
+	"$BIN_BPF" stats --pid "$a" --format prometheus >"$TMP/a.prom" 2>"$TMP/a.prom.err" ||
+		{ fail "stats: $(cat "$TMP/a.prom.err")"; return; }
+	for m in system_bytes top_bytes; do
+		want=$(sed -n "s/^culpert_allocator_${m}{.*arena=\"0\".*} \([0-9]*\)\$/\1/p" "$TMP/a.prom")
+		got=$(grep "^culpert_allocator_${m}{pid=\"$a\"" "$TMP/metrics" | grep 'arena="0"' |
+			sed -n 's/.* \([0-9]*\)$/\1/p')
+		[ -n "$want" ] && [ "$got" = "$want" ] ||
+			fail "culpert_allocator_$m of arena 0: /metrics '$got', stats '$want'"
+	done
 	return 0
 }
 

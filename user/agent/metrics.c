@@ -8,6 +8,7 @@
 #include <sys/resource.h>
 
 #include "agent.h"
+#include "allocstate.h"
 #include "duty.h"
 #include "endpoints.h"
 #include "kubeapi.h"
@@ -425,12 +426,27 @@ static int target_spans(FILE *f, struct endpoints *e, const struct agent_target 
 	return ret;
 }
 
+/*
+ * The allocator's own state (glibc's arenas read from outside with
+ * libc6-dbg; jemalloc's and mimalloc's through an in-process sampler's
+ * page), as `stats` reads it, by a reader of this scrape's: local debug
+ * files only (no debuginfod fetch while Prometheus waits) and without
+ * raising the sampler's listener semaphore (docs/agent.md).
+ */
+static struct alloc_reader *scrape_reader(void)
+{
+	struct alloc_reader_opts o = { .sz = sizeof(o), .no_debuginfod = true, .no_listen = true };
+
+	return alloc_reader__new(&o);
+}
+
 /* §6's picture of each live target, read now; a target gone meanwhile has none */
 static int target_memory(FILE *f, const struct agent_target *v, size_t n)
 {
 	struct memstats *m = calloc(n ? n : 1, sizeof(*m));
 	const struct memstats **mp = calloc(n ? n : 1, sizeof(*mp));
 	struct mem_prom_labels *labels = calloc(n ? n : 1, sizeof(*labels));
+	struct alloc_reader *ar = n ? scrape_reader() : NULL;
 	char err[256];
 	size_t i, k = 0;
 	int ret = -ENOMEM;
@@ -439,6 +455,9 @@ static int target_memory(FILE *f, const struct agent_target *v, size_t n)
 		for (i = 0; i < n; i++) {
 			if (v[i].exited_ns || memstats__read(v[i].pid, &m[k], err, sizeof(err)))
 				continue;
+			/* what cannot be read is said in the state, and left out of the metrics */
+			if (ar)
+				alloc_reader__read(ar, v[i].pid, &m[k].alloc);
 			/* the target's attribution, which also reads cgroup v1 paths */
 			snprintf(m[k].cg.container_id, sizeof(m[k].cg.container_id), "%s",
 				 v[i].ci.id);
@@ -453,6 +472,7 @@ static int target_memory(FILE *f, const struct agent_target *v, size_t n)
 		}
 		ret = memfmt_prometheus_many(f, mp, labels, k);
 	}
+	alloc_reader__free(ar);
 	free(m);
 	free(mp);
 	free(labels);
