@@ -686,9 +686,9 @@ test_signals() {
 	ids=$(cat /proc/"$agent_pid"/fdinfo/* 2>/dev/null | sed -n 's/^prog_id:[[:space:]]*//p' | sort -u)
 	names=$(for id in $ids; do bpftool prog show id "$id" | sed -n 's/.* name \([^ ]*\) .*/\1/p'; done |
 		sort | tr '\n' ' ')
-	# discovery's programs, and the collector's shared object (malloc_enter among them)
+	# discovery's programs, and the collector's shared object (alloc_enter among them)
 	case "$names" in
-	*"discover_exec discover_exit discover_fork "*"malloc_enter "*) ;;
+	*"alloc_enter "*"discover_exec discover_exit discover_fork "*) ;;
 	*) fail "the agent holds BPF programs '$names', want discover_exec/exit/fork and the collector's" ;;
 	esac
 	kill -KILL "$agent_pid"
