@@ -20,10 +20,12 @@
 static __always_inline void otel_track(__u64 id, __u64 ptr)
 {
 	struct live_alloc val = { .id = id };
+	struct culpert_live_key k;
 	bool tracked;
 
 	inuse_free(ptr);
-	tracked = !bpf_map_update_elem(&live_allocs, &ptr, &val, BPF_NOEXIST);
+	live_key(&k, ptr);
+	tracked = !bpf_map_update_elem(&live_allocs, &k, &val, BPF_NOEXIST);
 	if (!tracked)
 		count(CULPERT_CNT_LIVE_FULL);
 	emit_ret(id, ptr, tracked);
@@ -54,7 +56,8 @@ static __always_inline int handle_otel_alloc(struct pt_regs *ctx, __u64 ptr, __u
 		culpert_throttle(size, sp);
 		return 0;
 	}
-	id = culpert_emit_sample(ctx, size, CULPERT_FN_OTEL, sp, emit_how(proc, weight));
+	id = culpert_emit_sample((bpf_user_pt_regs_t *)ctx, size, CULPERT_FN_OTEL, sp,
+				 emit_how(proc, weight));
 	if (track_inuse && id)
 		otel_track(id, ptr);
 	return 0;

@@ -131,11 +131,15 @@ static __always_inline __u64 emit_how(const struct culpert_proc *proc, __u64 wei
 /*
  * The sample's record; its id, 0 when the ring buffer was full (or the
  * thread has no state).  A global function: verified once, on its own,
- * rather than along every path of every allocator program into it.
+ * rather than along every path of every allocator program into it.  Its
+ * context is bpf_user_pt_regs_t, the type the verifier knows a uprobe's
+ * context by (struct user_pt_regs on arm64: a struct pt_regs argument
+ * would be taken for plain memory there, and refused).
  */
-__noinline __u64 culpert_emit_sample(struct pt_regs *ctx, __u64 size, __u32 fn, __u64 sp,
+__noinline __u64 culpert_emit_sample(bpf_user_pt_regs_t *uctx, __u64 size, __u32 fn, __u64 sp,
 				     __u64 how)
 {
+	struct pt_regs *ctx = (struct pt_regs *)uctx;
 	__u64 weight = how & ~EMIT_DWARF;
 	__u32 cpu = bpf_get_smp_processor_id(), depth;
 	struct thread_state *ts = thread_state_find();
@@ -312,7 +316,7 @@ static __always_inline bool handle_alloc(struct pt_regs *ctx, __u32 fn, __u64 fl
 		culpert_throttle(size, sp);
 		return false;
 	}
-	id = culpert_emit_sample(ctx, size, fn, sp, emit_how(proc, 0));
+	id = culpert_emit_sample((bpf_user_pt_regs_t *)ctx, size, fn, sp, emit_how(proc, 0));
 	if (!track_inuse || !id)
 		return false;
 	if (flags & CULPERT_PROBE_F_NO_RETURN) {
