@@ -33,7 +33,7 @@ test_probes() {
 		"$TMP/probes.txt" || fail "malloc: $(grep -m1 '^  malloc ' "$TMP/probes.txt")"
 	grep -q '^  free .*(symbol +0: cbz x0, #0x[0-9a-f]* (simulated))' "$TMP/probes.txt" ||
 		fail "free: $(grep -m1 '^  free ' "$TMP/probes.txt")"
-	grep -q '^unwind: *fp (auto: .*alloc_exact .*keep frame pointers .*(.* set up x29)' \
+	grep -q '^unwind: *fp (auto: .*alloc_exact .*keeps* frame pointers .*(.* set up x29)' \
 		"$TMP/probes.txt" || fail "unwind: $(grep -m1 '^unwind' "$TMP/probes.txt")"
 	kill "$target_pid"
 	start_target "$TMP/probes2.out" "$TARGETS/alloc_nofp" || return
