@@ -63,32 +63,33 @@ test_inuse_every_return() {
 }
 
 # The leak allocated 3 s before the rest is what --leaks --min-age shows.
-# The age is counted to the end of the capture, after the rest of the work
-# (slower on a loaded machine) and the stop: the threshold is placed from
-# what the target measured, since_leak_ns from leak_early's end to "done",
-# 1.5 s under it.  leak_early's blocks are then older than it, keep_all's
-# (3 s younger than leak_early's end) younger as long as the stop comes
-# within 1.5 s of "done".
+# Ages are stored as power-of-two buckets of seconds (docs/profile-format.md)
+# and counted to the end of the capture.  The threshold is the bucket of
+# what the target measured, since_leak_ns from leak_early's end to "done"
+# (at least 3 s: the 2 s bucket or above): leak_early's blocks, older than
+# that, are in it or above; keep_all's, 3 s younger, are below it as long as
+# the stop comes soon enough after "done" (within a second at 3-4 s).
 test_leaks_and_age() {
 	need_root || return
 	[ -s "$TMP/live.pb.gz" ] || profile_live || return
 	since=$(awk '$1 == "since_leak_ns" { print $2 }' "$TMP/live.out")
 	[ -n "$since" ] || { fail "alloc_live did not say since_leak_ns"; return; }
-	min=$((since / 1000000 - 1500))
+	# the largest power of two of seconds within since_leak_ns, in ms
+	b=1
+	while [ $((b * 2 * 1000000000)) -le "$since" ]; do b=$((b * 2)); done
+	min=$((b * 1000))
 	[ "$since" -ge 3000000000 ] || fail "alloc_live: since_leak_ns $since, under its 3 s sleep"
 	"$BIN_CLI" report --leaks --min-age "${min}ms" "$TMP/live.pb.gz" >"$TMP/leaks" 2>&1 ||
 		fail "report --leaks: $(cat "$TMP/leaks")"
 	grep -q 'leak_early' "$TMP/leaks" || fail "leak_early not reported: $(cat "$TMP/leaks")"
 	grep -q 'keep_all\|keep_half\|grow' "$TMP/leaks" &&
 		fail "younger blocks reported as leaks (--min-age ${min}ms): $(cat "$TMP/leaks")"
-	# the age label, a power-of-two bucket of seconds (docs/profile-format.md): leak_early's
-	# blocks at least 3 s old are in the 2 s bucket or above; keep_all's, younger than the
-	# threshold, in a bucket below it (a bucket never exceeds the age)
+	# the age label: leak_early's blocks in the threshold's bucket or above, keep_all's below
 	"$PROFDUMP" "$TMP/live.pb.gz" | grep -v '^#' | awk -F'\t' -v thr="${min}e6" '
 		{ split($2, f, ";"); split($1, v, " "); age = -1; n = split($3, l, ",")
 		  for (i = 1; i <= n; i++) if (l[i] ~ /^age_ns=/) age = substr(l[i], 8) + 0
 		  if (v[4] > 0 && age < 0) print "no age on live " f[1]
-		  if (f[1] == "leak_early" && v[4] > 0 && age < 2e9) print "leak_early aged " age
+		  if (f[1] == "leak_early" && v[4] > 0 && age < thr + 0) print "leak_early aged " age
 		  if (f[1] == "keep_all" && v[4] > 0 && age >= thr + 0) print "keep_all aged " age }' \
 		>"$TMP/age.bad"
 	[ -s "$TMP/age.bad" ] && fail "$(sort -u "$TMP/age.bad" | tr '\n' ';')"
