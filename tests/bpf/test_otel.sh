@@ -97,9 +97,9 @@ no_losses() {
 # 256 KiB and 1 MiB blocks) with the sampler at 4 KiB, profiled through its
 # probes, and over the allocator alone through uprobes at --rate 4KiB: both
 # within 5 sigma of the truth (sigma 1.1% of a, 0.9% of b), so they agree.
-# The ring holds the whole run: ~20k samples of ~1 KiB (128 frames), made in
+# The ring holds the whole run: ~20k samples of ~2 KiB (frames, spans), made in
 # a fraction of a second once no call traps, while the reader may still be
-# loading the target's objects; 32 MiB lost ~1% of them in full-suite runs.
+# loading the target's objects; 32 MiB lost up to a quarter in full-suite runs.
 sampled_under() {
 	need_root && need_lib "$1" || return
 	under "$1" 4096
