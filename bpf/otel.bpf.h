@@ -40,6 +40,10 @@ static __always_inline int handle_otel_alloc(struct pt_regs *ctx, __u64 ptr, __u
 	/* a failed allocation is no sample the contract reports; one that says so is ignored */
 	if (!ptr)
 		return 0;
+	proc = proc_get();
+	/* the agent's budget: a hit here is a sampled call, the only kind this path pays for */
+	if (count_calls && proc)
+		__sync_fetch_and_add(&proc->calls_alloc, 1);
 	/* every call here is a sample: the thread's state is created now if it has none */
 	if (!thread_state_get()) {
 		count(CULPERT_CNT_NO_STATE);
@@ -51,7 +55,6 @@ static __always_inline int handle_otel_alloc(struct pt_regs *ctx, __u64 ptr, __u
 	 * their size at the sampler's rate: Poisson byte sampling, as the
 	 * contract's samplers do.
 	 */
-	proc = proc_get();
 	if (!stack_token(proc)) {
 		culpert_throttle(size, sp);
 		return 0;
@@ -73,6 +76,10 @@ int BPF_USDT(otel_alloc, __u64 ptr, __u64 size, __u64 weight)
 SEC("usdt")
 int BPF_USDT(otel_free, __u64 ptr)
 {
+	struct culpert_proc *proc;
+
+	if (count_calls && (proc = proc_get()))
+		__sync_fetch_and_add(&proc->calls_free, 1);
 	inuse_free(ptr);
 	return 0;
 }

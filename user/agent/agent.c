@@ -30,6 +30,7 @@
 #include "kfeatures.h"
 #include "kubeapi.h"
 #include "log.h"
+#include "otel.h"
 #include "readfile.h"
 #include "select.h"
 #include "snapshot.h"
@@ -538,11 +539,12 @@ static void announce(struct agent *a)
 		addr, a->o.n_selects, (int)a->self);
 	pr_info("culpert-bpf: collection options: --rate %s, %s, "
 		"--unwind %s, --max-depth %llu, %zu --span-fn, --max-overhead %g%%, --labels %s, "
-		"--max-stacks %llu\n", format_bytes(rate, sizeof(rate), (double)a->o.collect.rate),
+		"--max-stacks %llu, --sampler %s\n",
+		format_bytes(rate, sizeof(rate), (double)a->o.collect.rate),
 		a->o.collect.inuse ? "--inuse" : "--no-inuse", unwind[a->o.collect.unwind],
 		(unsigned long long)a->o.collect.max_depth, a->o.collect.n_span_fns,
 		a->o.max_overhead_pct, a->o.labels == AGENT_LABELS_ALL ? "all" : "span",
-		(unsigned long long)a->o.max_stacks);
+		(unsigned long long)a->o.max_stacks, otel_mode_names[a->o.collect.sampler]);
 	if (a->o.collect.n_span_fns)
 		pr_warn("--span-fn is not applied by the agent yet: span names of functions are "
 			"per process and the BPF object is shared; use USDT span probes\n");

@@ -26,6 +26,7 @@ struct agent_collect_opts {
 	size_t n_span_fns;
 	bool symbolize;
 	bool no_multi, no_session;
+	int sampler;			/* --sampler: enum otel_mode (auto, usdt, uprobes) */
 };
 
 enum agent_labels { AGENT_LABELS_SPAN, AGENT_LABELS_ALL };

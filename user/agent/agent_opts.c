@@ -13,6 +13,7 @@
 #include "culpert.h"
 #include "http.h"
 #include "opt.h"
+#include "otel.h"
 
 #define NS_PER_SEC 1000000000ULL
 
@@ -21,9 +22,8 @@ static const char agent_usage[] =
 	"\n"
 	"Profile the selected processes continuously: pick them up as they start or exec\n"
 	"(kernel events, plus a /proc rescan), drop them after they exit, and serve\n"
-	"/debug/pprof/allocs, /debug/pprof/heap, /metrics, /targets and /healthz over HTTP.\n"
-	"In this version profiles are not served yet (503): targets, attribution and\n"
-	"metrics are (docs/agent.md).\n"
+	"/debug/pprof/allocs, /debug/pprof/heap, /metrics, /targets and /healthz over HTTP\n"
+	"(docs/agent.md).\n"
 	"\n"
 	"Selection (OR'ed, repeatable):\n"
 	"      --select comm=REGEX      the whole comm matches the extended regex\n"
@@ -63,6 +63,11 @@ static const char agent_usage[] =
 	"                               target, default 16384)   --allocator NAME\n"
 	"      --span-fn PATTERN        (repeatable)   --max-span-fns N   --no-symbolize\n"
 	"      --no-multi, --no-session the older kernels' probe paths\n"
+	"      --sampler auto|usdt|uprobes  per target: its otel_memory USDT probes (an\n"
+	"                               in-process sampler, LD_PRELOAD=libculpert-sampler.so)\n"
+	"                               when its objects carry them, else the allocator's\n"
+	"                               uprobes (auto, default); usdt: those probes or the\n"
+	"                               target fails; uprobes: always the allocator's\n"
 	"  -v, --verbose                more diagnostics: -v logs pick-up and drop of targets\n"
 	"  -h, --help                   this help\n"
 	"\n"
@@ -76,7 +81,7 @@ enum {
 	O_SELECT = 256, O_LISTEN, O_TOKEN, O_OVERHEAD, O_DUTY_PERIOD, O_KEEP_EXITED, O_RESCAN, O_SNAPDIR,
 	O_INTERVAL, O_KEEP, O_LABELS, O_MAX_TARGETS, O_MAX_STACKS, O_PODS, O_KUBE, O_KUBE_SA,
 	O_RATE, O_INUSE, O_NO_INUSE, O_UNWIND, O_DEPTH, O_STACK_SIZE, O_RINGBUF, O_MAX_LIVE,
-	O_MAX_FNS, O_ALLOCATOR, O_SPANFN, O_SYM, O_NOSYM, O_NOMULTI, O_NOSESSION,
+	O_MAX_FNS, O_ALLOCATOR, O_SPANFN, O_SYM, O_NOSYM, O_NOMULTI, O_NOSESSION, O_SAMPLER,
 };
 
 static const struct option longopts[] = {
@@ -111,6 +116,7 @@ static const struct option longopts[] = {
 	{ "no-symbolize", no_argument, NULL, O_NOSYM },
 	{ "no-multi", no_argument, NULL, O_NOMULTI },
 	{ "no-session", no_argument, NULL, O_NOSESSION },
+	{ "sampler", required_argument, NULL, O_SAMPLER },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
@@ -268,6 +274,10 @@ static int parse_other(int c, const char *arg, struct agent_opts *o)
 	case O_NOSESSION:
 		o->collect.no_session = true;
 		return 0;
+	case O_SAMPLER:
+		i = opt_choice("--sampler", arg, otel_mode_names);
+		o->collect.sampler = i;
+		return i < 0 ? i : 0;
 	}
 	return -EINVAL;
 }

@@ -21,6 +21,7 @@
 #include "culpert.h"
 #include "export.h"
 #include "log.h"
+#include "otel.h"
 #include "sampler.h"
 #include "session.h"
 #include "targets.h"
@@ -202,6 +203,8 @@ struct collector *collector__new(const struct agent_collect_opts *o, size_t max_
 	so.max_live = o->max_live;
 	so.max_procs = max_targets;
 	so.count_calls = true;
+	/* both paths in the one object unless every target takes uprobes (a load less) */
+	so.otel_progs = o->sampler != OTEL_MODE_UPROBES;
 	so.on_event = on_record;
 	so.ctx = c;
 	if (sampler__open(&so, &c->sampler, err, errlen)) {
@@ -257,6 +260,7 @@ static int open_session(struct collector *c, pid_t pid, struct session **s, char
 		.no_multi = c->o.no_multi, .no_session = c->o.no_session,
 		.max_entries = c->max_stacks, .inuse = c->o.inuse, .unwind = c->unwind,
 		.stack_size = (unsigned int)c->o.stack_size, .max_live = c->o.max_live,
+		.sampler = c->o.sampler,
 	};
 
 	err[0] = 0;
@@ -290,6 +294,7 @@ static void attempted(struct ctarget *t, int ret, struct session *s, const char 
 	t->picked_ns = now;
 	t->st.error[0] = 0;
 	snprintf(t->st.probes, sizeof(t->st.probes), "attached");
+	snprintf(t->st.sampler, sizeof(t->st.sampler), "%s", session__sampler(s));
 	set_allocator(t);
 }
 

@@ -51,6 +51,7 @@ typedef int (*agent_span_totals_fn)(void *ctx, const struct agent_target *t,
 struct collector_state {
 	char allocator[32];	/* "glibc", "jemalloc", ... */
 	char probes[16];	/* "attached", "off" (duty cycle), "failed" */
+	char sampler[16];	/* "otel_memory" (its USDT probes) or "uprobes"; "" before attach */
 	char error[256];	/* why probes failed, "" */
 	double duty;		/* share of time the allocation probes were on since pick-up, 0..1 */
 	double overhead_pct;	/* estimated CPU the target pays, % of one CPU */

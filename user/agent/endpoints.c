@@ -238,7 +238,7 @@ static void target_json(struct json *j, const struct agent_target *t, const stru
 	format_rfc3339(since, sizeof(since), t->since_ns);
 	if (t->exited_ns)
 		format_rfc3339(exited, sizeof(exited), t->exited_ns);
-	/* keys in sorted order (json.h); allocator, duty and probes are the collector's: null */
+	/* keys in sorted order (json.h); allocator, duty, probes, sampler are the collector's: null */
 	json_begin(j, '{');
 	str_or_null(j, "allocator", have ? st.allocator : NULL);
 	str_or_null(j, "cgroup", ci->cgroup);
@@ -261,6 +261,7 @@ static void target_json(struct json *j, const struct agent_target *t, const stru
 	str_or_null(j, "probes", have ? st.probes : NULL);
 	str_or_null(j, "probes_error", have ? st.error : NULL);
 	str_or_null(j, "runtime", ci->runtime);
+	str_or_null(j, "sampler", have && st.sampler[0] ? st.sampler : NULL);
 	str_or_null(j, "service_name", ci->service_name);
 	str_or_null(j, "since", since);
 	str_or_null(j, "state", t->exited_ns ? "exited" : "live");

@@ -21,6 +21,13 @@
 #include "usdt_link.h"
 #include "vec.h"
 
+/* USDT links of one kind: uprobe_multi links (usdt_link.h), or libbpf's perf-event uprobes */
+struct usdt_links {
+	struct uprobe_set *multi;
+	struct bpf_link **links;
+	size_t n, cap;
+};
+
 /* one process's probes over the shared object */
 struct sampler_proc {
 	struct sampler *s;
@@ -32,10 +39,11 @@ struct sampler_proc {
 	struct culpert_alloc_text text;
 	struct uprobe_set *alloc_probes;	/* allocator entries and returns */
 	struct uprobe_set *probes;	/* deallocators and --span-fn: attached for good */
-	struct bpf_link **usdt_links;	/* span probes through libbpf's perf-event uprobes */
-	struct uprobe_set *usdt_probes;	/* or through uprobe_multi links (usdt_link.h) */
-	size_t n_usdt_links, cap_usdt_links;
-	size_t n_otel_sites;		/* otel_memory sites attached */
+	struct usdt_links usdt;		/* span probes and otel_memory:free: attached for good */
+	/* with otel: the otel_memory probes instead of the allocator's entry points */
+	const struct otel_plan *otel;	/* the caller's, kept for re-attaching */
+	struct usdt_links otel_alloc;	/* otel_memory:alloc: duty cycling takes it out */
+	size_t n_otel_alloc, n_otel_free;	/* their sites */
 	uint64_t armed_ns, disarmed_ns;	/* the window where every probe was live */
 	bool alloc_on;			/* allocation probes attached */
 	uint64_t on_since_ns, observed_ns;	/* time they were on */
@@ -51,6 +59,7 @@ struct sampler {
 	struct bpf_link *exit_link;	/* folds the totals of spans a thread exits inside */
 	enum uprobe_mode mode;
 	enum sampler_inuse inuse;
+	bool otel_loaded;		/* the otel_memory programs are loaded */
 	struct sampler_proc *only;	/* sampler__new(): the one process */
 	sampler_event_fn on_event;	/* the caller's, behind deliver() */
 	void *ctx;
@@ -132,9 +141,10 @@ static bool otel_use(const struct sampler_opts *o)
 }
 
 /*
- * The otel_memory programs are loaded only when used (free only for
- * --inuse), and then the allocator's entry and exit programs are not:
- * each costs its verification at attach.
+ * attach's own object loads the otel_memory programs only when used (free
+ * only for --inuse), and then the allocator's entry and exit programs are
+ * not: each costs its verification at attach.  The agent's shared object
+ * (otel_progs) loads both sets: each process takes one path or the other.
  */
 static int configure_otel(struct sampler *s, const struct sampler_opts *o)
 {
@@ -142,20 +152,22 @@ static int configure_otel(struct sampler *s, const struct sampler_opts *o)
 	struct bpf_program *unused[] = { s->skel->progs.alloc_enter, s->skel->progs.free_enter,
 					 s->skel->progs.alloc_exit, s->skel->progs.alloc_exit_point,
 					 s->skel->progs.alloc_exit_hoist };
-	bool with_free = otel_use(o) && o->otel->with_free;
+	bool load = otel_use(o) || o->otel_progs;
+	bool with_free = otel_use(o) ? o->otel->with_free : load && o->track_inuse;
 	size_t i;
 	int err = 0;
 
 	for (i = 0; otel_use(o) && i < sizeof(unused) / sizeof(unused[0]) && !err; i++)
 		err = bpf_program__set_autoload(unused[i], false);
 	if (!err)
-		err = bpf_program__set_autoload(alloc, otel_use(o));
+		err = bpf_program__set_autoload(alloc, load);
 	if (!err)
 		err = bpf_program__set_autoload(free, with_free);
-	if (!err && otel_use(o) && usdt_multi(s))
+	if (!err && load && usdt_multi(s))
 		err = bpf_program__set_expected_attach_type(alloc, uprobe_mode__attach_type(s->mode));
 	if (!err && with_free && usdt_multi(s))
 		err = bpf_program__set_expected_attach_type(free, uprobe_mode__attach_type(s->mode));
+	s->otel_loaded = load;
 	return err;
 }
 
@@ -532,7 +544,7 @@ static int attach_plan(struct sampler_proc *pr, bool alloc, char *err, size_t er
 }
 
 /* one probe of one object through a uprobe_multi link: CAP_BPF + CAP_PERFMON suffice */
-static int attach_usdt_multi(struct sampler_proc *pr, const char *path,
+static int attach_usdt_multi(struct sampler_proc *pr, struct usdt_links *to, const char *path,
 			     const struct bpf_program *prog, const char *provider, const char *name,
 			     char *err, size_t errlen)
 {
@@ -541,13 +553,13 @@ static int attach_usdt_multi(struct sampler_proc *pr, const char *path,
 				     .provider = provider, .name = name, .pid = pr->pid,
 				     .next_spec = &s->next_spec };
 
-	if (!pr->usdt_probes && !(pr->usdt_probes = uprobe_set__new()))
+	if (!to->multi && !(to->multi = uprobe_set__new()))
 		return -ENOMEM;
-	return usdt_link__attach(pr->usdt_probes, &uo, err, errlen);
+	return usdt_link__attach(to->multi, &uo, err, errlen);
 }
 
 /* one probe of one object, through uprobe_multi where it can, else libbpf's perf-event USDT */
-static int attach_usdt_probe(struct sampler_proc *pr, const char *path,
+static int attach_usdt_probe(struct sampler_proc *pr, struct usdt_links *to, const char *path,
 			     const struct bpf_program *prog, const char *provider, const char *name,
 			     char *err, size_t errlen)
 {
@@ -555,9 +567,8 @@ static int attach_usdt_probe(struct sampler_proc *pr, const char *path,
 	int ret;
 
 	if (usdt_multi(pr->s))
-		return attach_usdt_multi(pr, path, prog, provider, name, err, errlen);
-	if (vec_reserve(&pr->usdt_links, &pr->cap_usdt_links, pr->n_usdt_links + 1,
-			sizeof(*pr->usdt_links)))
+		return attach_usdt_multi(pr, to, path, prog, provider, name, err, errlen);
+	if (vec_reserve(&to->links, &to->cap, to->n + 1, sizeof(*to->links)))
 		return -ENOMEM;
 	l = bpf_program__attach_usdt(prog, pr->pid, path, provider, name, NULL);
 	if (!l) {
@@ -566,7 +577,41 @@ static int attach_usdt_probe(struct sampler_proc *pr, const char *path,
 			 path, strerror(-ret));
 		return ret;
 	}
-	pr->usdt_links[pr->n_usdt_links++] = l;
+	to->links[to->n++] = l;
+	return 0;
+}
+
+/* detach every link of `l`, keeping its array for the next attach */
+static void usdt_links__detach(struct usdt_links *l)
+{
+	uprobe_set__free(l->multi);
+	l->multi = NULL;
+	while (l->n)
+		bpf_link__destroy(l->links[--l->n]);
+}
+
+/* one side of the contract (alloc true: otel_memory:alloc) in every object that has it */
+static int attach_otel_side(struct sampler_proc *pr, bool alloc, char *err, size_t errlen)
+{
+	const struct culpert_bpf *skel = pr->s->skel;
+	const struct otel_plan *p = pr->otel;
+	size_t i, sites = 0;
+	int ret;
+
+	for (i = 0; i < p->n; i++) {
+		const struct otel_object *obj = &p->objects[i];
+		size_t n = alloc ? obj->n_alloc : obj->n_free;
+
+		if (!n)
+			continue;
+		ret = attach_usdt_probe(pr, alloc ? &pr->otel_alloc : &pr->usdt, obj->open_path,
+					alloc ? skel->progs.otel_alloc : skel->progs.otel_free,
+					"otel_memory", alloc ? "alloc" : "free", err, errlen);
+		if (ret)
+			return ret;
+		sites += n;
+	}
+	*(alloc ? &pr->n_otel_alloc : &pr->n_otel_free) = sites;
 	return 0;
 }
 
@@ -575,29 +620,17 @@ static int attach_usdt_probe(struct sampler_proc *pr, const char *path,
  * before alloc anywhere, so that no block whose alloc was seen has its
  * free missed while probes go in (it would look live to the end).
  */
-static int attach_otel(struct sampler_proc *pr, const struct otel_plan *p, char *err,
-		       size_t errlen)
+static int attach_otel(struct sampler_proc *pr, char *err, size_t errlen)
 {
-	const struct culpert_bpf *skel = pr->s->skel;
-	size_t i, pass;
-	int ret;
+	int ret = 0;
 
-	for (pass = p->with_free ? 0 : 1; pass < 2; pass++) {
-		for (i = 0; i < p->n; i++) {
-			const struct otel_object *obj = &p->objects[i];
-			size_t n = pass ? obj->n_alloc : obj->n_free;
-
-			if (!n)
-				continue;
-			ret = attach_usdt_probe(pr, obj->open_path, pass ? skel->progs.otel_alloc :
-						skel->progs.otel_free, "otel_memory",
-						pass ? "alloc" : "free", err, errlen);
-			if (ret)
-				return ret;
-			pr->n_otel_sites += n;
-		}
+	if (!pr->s->otel_loaded) {
+		snprintf(err, errlen, "the BPF object was loaded without the otel_memory programs");
+		return -EINVAL;
 	}
-	return 0;
+	if (pr->otel->with_free)
+		ret = attach_otel_side(pr, false, err, errlen);
+	return ret ?: attach_otel_side(pr, true, err, errlen);
 }
 
 static int attach_usdt(struct sampler_proc *pr, const struct sampler_proc_opts *o, char *err,
@@ -619,8 +652,8 @@ static int attach_usdt(struct sampler_proc *pr, const struct sampler_proc_opts *
 	 */
 	for (p = 0; p < 2; p++) {
 		for (i = 0; i < o->n_usdt_objects; i++) {
-			ret = attach_usdt_probe(pr, o->usdt_objects[i], progs[p], "culpert",
-						names[p], err, errlen);
+			ret = attach_usdt_probe(pr, &pr->usdt, o->usdt_objects[i], progs[p],
+						"culpert", names[p], err, errlen);
 			if (ret)
 				return ret;
 		}
@@ -746,14 +779,15 @@ int sampler__add_proc(struct sampler *s, const struct sampler_proc_opts *o,
 	pr->pid = o->pid;
 	pr->plan = o->plan;
 	pr->plans[pr->n_plans++] = o->plan;
+	pr->otel = o->otel && o->otel->use ? o->otel : NULL;
 	pr->probes = uprobe_set__new();
 	ret = pr->probes ? proc_register(pr, o, err, errlen) : -ENOMEM;
 	/* frees first: a block sampled before its free probe was in would look live for good */
-	if (!ret && o->otel && o->otel->use)
-		ret = attach_otel(pr, o->otel, err, errlen);
+	if (!ret && pr->otel)
+		ret = attach_otel(pr, err, errlen);
 	else if (!ret)
 		ret = attach_plan(pr, false, err, errlen);
-	if (!ret && !(o->otel && o->otel->use))
+	if (!ret && !pr->otel)
 		ret = attach_plan(pr, true, err, errlen);
 	if (!ret)
 		ret = attach_usdt(pr, o, err, errlen);
@@ -785,17 +819,21 @@ int sampler_proc__set_alloc(struct sampler_proc *pr, bool on, char *err, size_t 
 	if (!on) {
 		uprobe_set__free(pr->alloc_probes);
 		pr->alloc_probes = NULL;
+		usdt_links__detach(&pr->otel_alloc);
 		pr->observed_ns += now - pr->on_since_ns;
 		pr->alloc_on = false;
 		return 0;
 	}
-	for (i = 0, ret = 0; i < pr->n_plans && !ret; i++) {
+	/* otel_memory:free stayed (pr->usdt): only the alloc side comes back */
+	ret = pr->otel ? attach_otel_side(pr, true, err, errlen) : 0;
+	for (i = 0; !pr->otel && i < pr->n_plans && !ret; i++) {
 		pr->plan = pr->plans[i];
 		ret = attach_plan(pr, true, err, errlen);
 	}
 	if (ret) {
 		uprobe_set__free(pr->alloc_probes);
 		pr->alloc_probes = NULL;
+		usdt_links__detach(&pr->otel_alloc);
 		return ret;
 	}
 	pr->alloc_on = true;
@@ -815,6 +853,12 @@ int sampler_proc__extend(struct sampler_proc *pr, const struct alloc_plan *more,
 	}
 	if (pr->disarmed_ns)
 		return -ESRCH;
+	/* the in-process sampler sees every call of the allocator under it: no uprobe beside it */
+	if (pr->otel) {
+		snprintf(err, errlen, "pid %d is profiled through its otel_memory probes",
+			 (int)pr->pid);
+		return -EINVAL;
+	}
 	ret = set_text(pr, more, err, errlen);
 	pr->plan = more;
 	/* frees first, as at the start; the allocation side only while it is on */
@@ -938,10 +982,8 @@ bool sampler_proc__execed(const struct sampler_proc *pr)
 
 static void detach_usdt(struct sampler_proc *pr)
 {
-	uprobe_set__free(pr->usdt_probes);
-	pr->usdt_probes = NULL;
-	while (pr->n_usdt_links)
-		bpf_link__destroy(pr->usdt_links[--pr->n_usdt_links]);
+	usdt_links__detach(&pr->otel_alloc);
+	usdt_links__detach(&pr->usdt);
 }
 
 /*
@@ -1040,7 +1082,8 @@ void sampler_proc__free(struct sampler_proc *pr)
 	sampler_proc__unregister(pr);
 	if (pr->s->only == pr)
 		pr->s->only = NULL;
-	free(pr->usdt_links);
+	free(pr->usdt.links);
+	free(pr->otel_alloc.links);
 	free(pr);
 }
 
@@ -1302,12 +1345,28 @@ void sampler__timing(const struct sampler *s, uint64_t *load_ns, uint64_t *attac
 
 size_t sampler_proc__n_sites(const struct sampler_proc *pr)
 {
-	return uprobe_set__count(pr->probes) + uprobe_set__count(pr->alloc_probes) + pr->n_otel_sites;
+	return uprobe_set__count(pr->probes) + uprobe_set__count(pr->alloc_probes) +
+	       pr->n_otel_alloc + pr->n_otel_free;
 }
 
 enum sampler_inuse sampler__inuse(const struct sampler *s)
 {
 	return s->inuse;
+}
+
+enum sampler_inuse sampler_proc__inuse(const struct sampler_proc *pr)
+{
+	return pr->otel && pr->s->inuse != SAMPLER_INUSE_OFF ? SAMPLER_INUSE_OTEL : pr->s->inuse;
+}
+
+bool sampler__otel_loaded(const struct sampler *s)
+{
+	return s->otel_loaded;
+}
+
+bool sampler_proc__otel(const struct sampler_proc *pr)
+{
+	return pr->otel != NULL;
 }
 
 const char *sampler_inuse__name(enum sampler_inuse m)

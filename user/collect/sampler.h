@@ -62,6 +62,11 @@ struct sampler_opts {
 	/* sampler__open(): */
 	size_t max_procs;		/* processes at once (0: CULPERT_MAX_PROCS) */
 	bool count_calls;		/* count every probe hit per process (culpert_proc.calls_*) */
+	/*
+	 * load the otel_memory programs beside the allocator's (free with
+	 * track_inuse): each process then takes one path (its opts' otel)
+	 */
+	bool otel_progs;
 };
 
 /* one process's part: what sampler__add_proc() attaches */
@@ -97,15 +102,17 @@ void sampler_proc__unregister(struct sampler_proc *pr);
 /* remove every probe of the process; its records already queued can still be drained */
 void sampler_proc__detach(struct sampler_proc *pr);
 /*
- * Duty cycling: detach (on false) or re-attach its allocation probes,
- * keeping deallocators and span probes.  0 or -errno with the reason.
+ * Duty cycling: detach (on false) or re-attach its allocation probes (the
+ * allocator's entry points, or otel_memory:alloc), keeping deallocators
+ * (otel_memory:free) and span probes.  0 or -errno with the reason.
  */
 int sampler_proc__set_alloc(struct sampler_proc *pr, bool on, char *err, size_t errlen);
 bool sampler_proc__alloc_on(const struct sampler_proc *pr);
 /*
  * An allocator object mapped after the start (dlopen): attach its plan
  * (kept by pointer) beside the first, frees first.  0 or -errno with the
- * reason; a failure may leave part of it attached.
+ * reason (-EINVAL for a process on its otel_memory probes); a failure may
+ * leave part of it attached.
  */
 int sampler_proc__extend(struct sampler_proc *pr, const struct alloc_plan *more, char *err,
 			 size_t errlen);
@@ -175,6 +182,12 @@ size_t sampler_proc__n_sites(const struct sampler_proc *pr);
 /* how long sampler__new() took to load (and verify) the BPF programs, and to attach them */
 void sampler__timing(const struct sampler *s, uint64_t *load_ns, uint64_t *attach_ns);
 enum sampler_inuse sampler__inuse(const struct sampler *s);
+/* the process's: its otel_memory probes (SAMPLER_INUSE_OTEL) or the object's uprobe path */
+enum sampler_inuse sampler_proc__inuse(const struct sampler_proc *pr);
+/* the object can attach otel_memory probes (attach's when used, the agent's with otel_progs) */
+bool sampler__otel_loaded(const struct sampler *s);
+/* the process is profiled through its otel_memory probes */
+bool sampler_proc__otel(const struct sampler_proc *pr);
 const char *sampler_inuse__name(enum sampler_inuse m);
 /* will uprobe sessions be used (uprobe_multi and 6.13+, not --no-session/--no-multi)? */
 bool sampler_sessions(bool no_multi, bool no_session);

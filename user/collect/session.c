@@ -572,8 +572,11 @@ static int session_open(const struct session_opts *o, struct sampler *shared, st
 	pr_info("unwinding: %s (%s)\n", s->unwind == SESSION_UNWIND_DWARF ? "dwarf" : "fp", why);
 	lap[PHASE_UNWIND] = now_ns(CLOCK_MONOTONIC);
 	s->go = target_is_go(s);
-	/* the agent's shared object is loaded for the allocators' entry points (docs/agent.md) */
-	if (shared)
+	/*
+	 * The agent's shared object serves both paths when loaded with the
+	 * otel_memory programs (docs/agent.md); each process takes its own.
+	 */
+	if (shared && !sampler__otel_loaded(shared))
 		s->o.sampler = OTEL_MODE_UPROBES;
 	ret = plan_sampler(s, err, errlen);
 	if (ret)
@@ -623,7 +626,7 @@ static int session_open(const struct session_opts *o, struct sampler *shared, st
 		struct sampler_proc_opts po = {
 			.pid = so.pid, .plan = so.plan, .usdt_objects = so.usdt_objects,
 			.n_usdt_objects = so.n_usdt_objects, .stack_rate = so.stack_rate,
-			.unwind_dwarf = so.unwind_dwarf,
+			.unwind_dwarf = so.unwind_dwarf, .otel = so.otel,
 		};
 
 		s->shared = true;
@@ -641,7 +644,7 @@ static int session_open(const struct session_opts *o, struct sampler *shared, st
 		goto fail;
 	s->n_sites = sampler_proc__n_sites(s->proc);
 	if (o->inuse)
-		pr_info("in-use tracking through %s\n", sampler_inuse__name(sampler__inuse(s->sampler)));
+		pr_info("in-use tracking through %s\n", sampler_inuse__name(sampler_proc__inuse(s->proc)));
 	for (i = 0; i < s->fns.n_fns; i++)
 		pr_info("--span-fn %s in %s: %s\n", s->fns.fns[i].name,
 			s->fns.display[s->fns.fns[i].object],
@@ -929,7 +932,7 @@ static int add_run_comments(struct session *s)
 	}
 	if (!s->live)
 		return err ? -ENOMEM : 0;
-	err |= add_commentf(s, "inuse=%s", sampler_inuse__name(sampler__inuse(s->sampler)));
+	err |= add_commentf(s, "inuse=%s", sampler_inuse__name(sampler_proc__inuse(s->proc)));
 	/* live blocks are what the kernel's table held at the end: lost free records cost nothing */
 	err |= add_commentf(s, "inuse_live=kernel_table");
 	err |= add_commentf(s, "inuse_untracked=%llu", (unsigned long long)session__untracked(s));
@@ -1092,7 +1095,8 @@ int session__replan(struct session *s, char *err, size_t errlen)
 	struct alloc_plan *p;
 	int ret;
 
-	if (gen == s->plan_gen || s->n_more + 1 >= ALLOC_MAX_OBJECTS || s->detached)
+	/* on the otel_memory probes the in-process sampler sees the calls: no allocator to add */
+	if (gen == s->plan_gen || s->n_more + 1 >= ALLOC_MAX_OBJECTS || s->detached || s->otel.use)
 		return 0;
 	s->plan_gen = gen;
 	p = calloc(1, sizeof(*p));
