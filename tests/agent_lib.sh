@@ -42,3 +42,74 @@ wait_field() {
 		sleep 0.1
 	done
 }
+
+# duty_hook PID SAMPLER: tests/tools/dutycheck's phases on PID, a steady allocator
+# (16384 malloc/free pairs a second, each one a probe hit: on uprobes, or through
+# otel_memory probes at CULPERT_SAMPLER_RATE=1), held to what the hook promises
+duty_hook() {
+	"$OUTPUT/tests/tools/dutycheck" "$1" >"$TMP/duty" 2>&1 || { fail "$(cat "$TMP/duty")"; return 1; }
+	$PY - "$TMP/duty" "$2" <<-'EOF' >"$TMP/duty.out" 2>&1 || { fail "$(tail -1 "$TMP/duty.out"): $(tr '\n' ' ' <"$TMP/duty")"; return 1; }
+	import sys
+	on1, off, on2, probes, sampler = open(sys.argv[1]).read().splitlines()
+	on1, off, on2 = ([int(x) for x in l.split()[1:]] for l in (on1, off, on2))
+	# on: every malloc seen, and its free (a pair per block: equal up to the pairs
+	# cut by the phase's edges; the second phase's frees also count while the
+	# allocation probes go back in); about 16384 a second, less on a busy machine
+	assert on1[0] > 8192 and abs(on1[0] - on1[1]) < 200, "first on: %d allocation, %d free hits" % (on1[0], on1[1])
+	assert on2[0] > 8192 and on2[0] <= on2[1] + 200, "second on: %d allocation, %d free hits" % (on2[0], on2[1])
+	# the kernel lets go of a closed link's uprobes a few milliseconds later (RCU): a
+	# handful of hits may still come, never more than 1% of a second's
+	assert off[0] < on1[0] / 100, "off: %d allocation hits" % off[0]
+	assert off[1] > 8192, "off: %d free hits, want the free probes to stay" % off[1]
+	# observed: the two seconds on, not the one off
+	assert abs(off[2] - on1[2]) < 50e6, "observed time grew while off: %d -> %d" % (on1[2], off[2])
+	assert abs(on2[2] - 2e9) < 200e6, "observed %d ns, want 2 s" % on2[2]
+	assert probes == "probes attached", probes
+	assert sampler == "sampler " + sys.argv[2], sampler
+	EOF
+}
+
+# --- profiles fetched from the agent ($RAW: tests/tools/pprof_raw.py, $RATE: the
+# sampling rate check_live holds the estimates to)
+
+# copy NAME PROGRAM: the program under another name (its comm), in $TMP
+copy() {
+	[ -x "$TMP/$1" ] || cp "$2" "$TMP/$1"
+}
+
+# pprof_raw PATH?QUERY OUT: google/pprof fetches the URL itself, -raw to OUT
+pprof_raw() {
+	go tool pprof -raw "$agent_url$1" >"$2" 2>"$2.err" ||
+		{ fail "go tool pprof $1: $(tail -2 "$2.err")"; return 1; }
+}
+
+# within GOT WANT RATE: |GOT - WANT| <= 4 sigma, sigma = sqrt(RATE * WANT) (Poisson byte
+# sampling of blocks much smaller than RATE), plus 1% for what a block's rounding costs
+within() {
+	$PY -c 'import math, sys
+got, want, rate = map(float, sys.argv[1:4])
+sys.exit(0 if abs(got - want) <= 4 * math.sqrt(rate * want) + 0.01 * want else 1)' "$1" "$2" "$3"
+}
+
+# check_live NAME PID: each function's inuse_space in the agent's heap profile
+# against the "total FN ALLOCATED LIVE" lines of $TMP/NAME.out
+check_live() {
+	pprof_raw "/debug/pprof/heap?pid=$2" "$TMP/$1.heap" || return 1
+	$RAW --header <"$TMP/$1.heap" >"$TMP/$1.hdr"
+	grep -qx "default inuse_space" "$TMP/$1.hdr" || fail "$1: default $(grep default "$TMP/$1.hdr")"
+	grep -qx "types alloc_objects alloc_space inuse_objects inuse_space" "$TMP/$1.hdr" ||
+		fail "$1: $(grep types "$TMP/$1.hdr")"
+	$RAW inuse_space <"$TMP/$1.heap" >"$TMP/$1.live"
+	$RAW alloc_space <"$TMP/$1.heap" >"$TMP/$1.alloc"
+	while read -r _ fn alloc live; do
+		got=$(awk -v f="$fn" '$1 == f { print $2 }' "$TMP/$1.live")
+		within "${got:-0}" "$live" $RATE ||
+			fail "$1: $fn live ${got:-0} bytes, want $live (rate $RATE)"
+		got=$(awk -v f="$fn" '$1 == f { print $2 }' "$TMP/$1.alloc")
+		within "${got:-0}" "$alloc" $RATE ||
+			fail "$1: $fn allocated ${got:-0} bytes, want $alloc (rate $RATE)"
+	done <<-EOF
+	$(grep '^total ' "$TMP/$1.out")
+	EOF
+	return 0
+}

@@ -3,7 +3,8 @@
  * The collector's duty-cycling hook, driven as budget.c drives it: one
  * target under a collector, its allocation probes on for 1 s, off for 1 s,
  * on again for 1 s.  For each phase prints "PHASE ALLOC_HITS FREE_HITS
- * OBSERVED_NS" (the hits of that phase, the observed time so far).
+ * OBSERVED_NS" (the hits of that phase, the observed time so far), then
+ * "probes STATE" and "sampler PATH" (otel_memory or uprobes).
  *   dutycheck PID
  */
 #include <stdio.h>
@@ -75,7 +76,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	collector__state(c, t.pid, 0, &last);
-	printf("probes %s\n", last.probes);
+	printf("probes %s\nsampler %s\n", last.probes, last.sampler);
 	collector__free(c);
 	return 0;
 }
