@@ -65,7 +65,8 @@ exact_heap() {
 # SAMPLER (otel_memory or uprobes) at RATE
 path() {
 	[ "$(field "$2" sampler)" = "$3" ] || fail "$1: /targets sampler $(field "$2" sampler), want $3"
-	f=$(ls "$TMP/$1.raw" "$TMP/$1.heap" 2>/dev/null | head -1)
+	f=$TMP/$1.raw
+	[ -f "$f" ] || f=$TMP/$1.heap
 	grep -qx "Comment: sampler=$3" "$f" && grep -qx "Comment: rate=$4" "$f" ||
 		fail "$1: $(grep -E '^Comment: (sampler|rate)=' "$f" | tr '\n' ' '), want $3 at $4"
 }
@@ -174,8 +175,9 @@ test_budget_heap() {
 	copy "${TAG}b" "$TARGETS/alloc_bound"
 	# shellcheck disable=SC2086
 	start_target "$TMP/t.out" $SAMPLED "$TMP/${TAG}b" 20000 4096 1024 || return
-	AGENT_ARGS="" agent_start bud -v --select "pid=$target_pid" --max-overhead 1.8 \
-		--duty-period 1s --ringbuf-size 16MiB || return
+	# after $AGENT_ARGS' --max-overhead 0: the last one given holds
+	agent_start bud -v --select "pid=$target_pid" --max-overhead 1.8 --duty-period 1s \
+		--ringbuf-size 16MiB || return
 	wait_for "$TMP/bud.err" "pid $target_pid: .* duty" 20 ||
 		{ fail "no duty decision: $(tail -3 "$TMP/bud.err")"; return 1; }
 	[ "$(field "$target_pid" sampler)" = otel_memory ] ||
