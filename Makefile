@@ -263,9 +263,6 @@ $(PROTO_GEN) &: proto/profile.proto | $(OUTPUT)/proto
 
 # --- C -----------------------------------------------------------------------
 
-# Generated headers are order-only: they must exist before the first
-# compile, -MMD then records who includes them.  Only user/ includes the
-# BPF skeleton, so culpert builds without clang or bpftool.
 # The version is in the objects that print it: they are built again when it
 # changes (a commit, a dirty tree), not only on a clean build.  The stamp is
 # rewritten only when its content would change.
@@ -278,6 +275,9 @@ $(VERSION_OBJS): $(OUTPUT)/.version
 FORCE:
 .PHONY: FORCE
 
+# Generated headers are order-only: they must exist before the first
+# compile, -MMD then records who includes them.  Only user/ includes the
+# BPF skeleton, so culpert builds without clang or bpftool.
 $(OUTPUT)/lib/%.o: lib/%.c
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)

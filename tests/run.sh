@@ -2,9 +2,10 @@
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #
 # Run every test: unit binaries, then the shell tests of tests/bpf, tests/agent,
-# tests/archive and tests/deploy, then those of tests/cli beside the arm64 VM.  Each test prints "PASS name", "FAIL name: why" or
-# "SKIP name: why"; a test file that exits non-zero without saying FAIL
-# counts as one failure.  The last line is the summary "N passed, N failed".
+# tests/archive and tests/deploy, then those of tests/cli beside the arm64 VM.
+# Each test prints "PASS name", "FAIL name: why" or "SKIP name: why"; a test
+# file that exits non-zero without saying FAIL counts as one failure.  The
+# last line is the summary "N passed, N failed".
 # Under CI (CI set) a skipped test counts as failed too.
 #   run.sh [PATTERN]    only test files whose path contains PATTERN
 set -u

@@ -953,13 +953,16 @@ int session__span_totals(struct session *s, struct span_totals *out)
 
 int session__span_totals_now(struct session *s, struct span_totals *out)
 {
-	/* over a shared object the hot states are every process's: outside any span unknown */
+	/*
+	 * The calls seen are read at detach, and over a shared object they are
+	 * every process's: outside any span is not known here.
+	 */
 	static const struct culpert_calls_seen unknown;
 
 	if (s->o.no_exact || s->otel.use)
 		return -ENODATA;
 	sampler__span_names(s->sampler, store_name, s);
-	return span_totals_collect(s->proc, s->spans, s->shared ? &unknown : &s->seen, out);
+	return span_totals_collect(s->proc, s->spans, &unknown, out);
 }
 
 /* the exact span totals as the profile carries them (proto/totals.h) */

@@ -101,9 +101,10 @@ bool session__calls_seen(const struct session *s, uint64_t *calls, uint64_t *byt
 int session__span_totals(struct session *s, struct span_totals *out);
 /*
  * The same while the probes stay in (the agent): the spans closed so far
- * (one still open is in them once it closes, or its thread exits).  Over
- * a shared object outside_bytes and outside_calls are 0: not known per
- * process.  -ENODATA with --no-exact or on the otel_memory path.
+ * (one still open is in them once it closes, or its thread exits), and
+ * outside_bytes and outside_calls 0: not known before detach, nor per
+ * process over a shared object.  -ENODATA with --no-exact or on the
+ * otel_memory path.
  */
 int session__span_totals_now(struct session *s, struct span_totals *out);
 /* the target runs a Go program (exe_kind.h) */
