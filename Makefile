@@ -263,6 +263,18 @@ $(PROTO_GEN) &: proto/profile.proto | $(OUTPUT)/proto
 
 # --- C -----------------------------------------------------------------------
 
+# The version is in the objects that print it: they are built again when it
+# changes (a commit, a dirty tree), not only on a clean build.  The stamp is
+# rewritten only when its content would change.
+VERSION_OBJS := $(addprefix $(OUTPUT)/,lib/cmd.o user/collect/export.o user/agent/metrics.o \
+	cli/archive_client.o)
+$(OUTPUT)/.version: FORCE
+	$(Q)mkdir -p $(@D)
+	$(Q)[ "$$(cat $@ 2>/dev/null)" = "$(VERSION)" ] || echo "$(VERSION)" >$@
+$(VERSION_OBJS): $(OUTPUT)/.version
+FORCE:
+.PHONY: FORCE
+
 # Generated headers are order-only: they must exist before the first
 # compile, -MMD then records who includes them.  Only user/ includes the
 # BPF skeleton, so culpert builds without clang or bpftool.

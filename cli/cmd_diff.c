@@ -443,8 +443,7 @@ static void json_side(struct json *j, const char *key, const char *file, const s
 		json_int(j, (int64_t)v->n_sampled);
 	else
 		json_null(j);
-	json_key(j, "samples");
-	json_int(j, (int64_t)v->n_value_samples);
+	json_kv_int(j, "samples", (int64_t)v->n_value_samples);
 	json_key(j, "total_bytes");
 	json_round(j, total);
 	json_end(j, '}');

@@ -388,8 +388,7 @@ static void json_more(struct json *j, const char *list, size_t count, double byt
 	json_begin(j, '{');
 	json_key(j, "bytes");
 	json_round(j, bytes);
-	json_key(j, "count");
-	json_int(j, (int64_t)count);
+	json_kv_int(j, "count", (int64_t)count);
 	json_end(j, '}');
 }
 
@@ -470,8 +469,7 @@ static void json_span(struct report *r, uint32_t i, bool tree, uint32_t *buf)
 	json_str(j, view__path(r->v, i));
 	json_key(j, "pct");
 	json_pct(j, tree ? s->total : s->self, r->v->total_bytes);
-	json_key(j, "records");
-	json_int(j, (int64_t)(tree ? s->total_samples : s->self_samples));
+	json_kv_int(j, "records", (int64_t)(tree ? s->total_samples : s->self_samples));
 	json_sampled(r, tree ? s->total_sampled : s->self_sampled);
 	if (tree) {
 		json_key(j, "self_bytes");
@@ -529,8 +527,7 @@ static void json_callsites(struct report *r, const struct view_cs_row *rows, siz
 		}
 		json_key(j, "pct");
 		json_pct(j, rows[i].bytes, total);
-		json_key(j, "records");
-		json_int(j, (int64_t)rows[i].samples);
+		json_kv_int(j, "records", (int64_t)rows[i].samples);
 		json_sampled(r, rows[i].sampled);
 		json_end(j, '}');
 	}
@@ -592,17 +589,14 @@ static int print_json(struct report *r, uint32_t *buf)
 		json_key(j, "leaks");
 		json_bool(j, r->leaks);
 		if (r->leaks) {
-			json_key(j, "min_age_ns");
-			json_int(j, (int64_t)r->min_age_ns);
+			json_kv_int(j, "min_age_ns", (int64_t)r->min_age_ns);
 		}
 	}
 	losses__json_of(j, r->v->p);
 	json_key(j, "mode");
 	json_str(j, modes[r->mode]);
-	json_key(j, "rate");
-	json_int(j, r->v->rate);
-	json_key(j, "records");
-	json_int(j, (int64_t)r->v->n_value_samples);
+	json_kv_int(j, "rate", r->v->rate);
+	json_kv_int(j, "records", (int64_t)r->v->n_value_samples);
 	json_key(j, "sample_type");
 	json_str(j, value_name(r));
 	json_sampled(r, r->v->n_sampled);

@@ -116,35 +116,25 @@ int exact_print(const struct view *v, bool wide, FILE *f)
 void exact_json_span(struct json *j, const struct span_total *s)
 {
 	json_begin(j, '{');
-	json_key(j, "bytes");
-	json_int(j, (int64_t)s->incl_bytes);
-	json_key(j, "calls");
-	json_int(j, (int64_t)s->incl_calls);
-	json_key(j, "instances");
-	json_int(j, (int64_t)s->instances);
-	json_key(j, "open");
-	json_int(j, (int64_t)s->open);
+	json_kv_int(j, "bytes", (int64_t)s->incl_bytes);
+	json_kv_int(j, "calls", (int64_t)s->incl_calls);
+	json_kv_int(j, "instances", (int64_t)s->instances);
+	json_kv_int(j, "open", (int64_t)s->open);
 	json_key(j, "path");
 	json_str(j, s->path);
 	json_key(j, "per_instance");
 	if (s->instances) {
 		json_begin(j, '{');
-		json_key(j, "max");
-		json_int(j, (int64_t)s->max_bytes);
-		json_key(j, "mean");
-		json_int(j, (int64_t)mean_of(s));
-		json_key(j, "p50");
-		json_int(j, (int64_t)span_total__quantile(s, 0.5));
-		json_key(j, "p99");
-		json_int(j, (int64_t)span_total__quantile(s, 0.99));
+		json_kv_int(j, "max", (int64_t)s->max_bytes);
+		json_kv_int(j, "mean", (int64_t)mean_of(s));
+		json_kv_int(j, "p50", (int64_t)span_total__quantile(s, 0.5));
+		json_kv_int(j, "p99", (int64_t)span_total__quantile(s, 0.99));
 		json_end(j, '}');
 	} else {
 		json_null(j);
 	}
-	json_key(j, "self_bytes");
-	json_int(j, (int64_t)s->self_bytes);
-	json_key(j, "self_calls");
-	json_int(j, (int64_t)s->self_calls);
+	json_kv_int(j, "self_bytes", (int64_t)s->self_bytes);
+	json_kv_int(j, "self_calls", (int64_t)s->self_calls);
 	json_end(j, '}');
 }
 
@@ -157,23 +147,17 @@ void exact_json(struct json *j, const struct view *v)
 		return;
 	json_key(j, "exact");
 	json_begin(j, '{');
-	json_key(j, "inexact_events");
-	json_int(j, (int64_t)t->inexact);
+	json_kv_int(j, "inexact_events", (int64_t)t->inexact);
 	json_key(j, "outside");
 	json_begin(j, '{');
-	json_key(j, "bytes");
-	json_int(j, (int64_t)t->outside_bytes);
-	json_key(j, "calls");
-	json_int(j, (int64_t)t->outside_calls);
+	json_kv_int(j, "bytes", (int64_t)t->outside_bytes);
+	json_kv_int(j, "calls", (int64_t)t->outside_calls);
 	json_end(j, '}');
 	json_key(j, "overflow");
 	json_begin(j, '{');
-	json_key(j, "bytes");
-	json_int(j, (int64_t)t->over_bytes);
-	json_key(j, "calls");
-	json_int(j, (int64_t)t->over_calls);
-	json_key(j, "instances");
-	json_int(j, (int64_t)t->over_instances);
+	json_kv_int(j, "bytes", (int64_t)t->over_bytes);
+	json_kv_int(j, "calls", (int64_t)t->over_calls);
+	json_kv_int(j, "instances", (int64_t)t->over_instances);
 	json_end(j, '}');
 	json_key(j, "spans");
 	json_begin(j, '[');

@@ -102,20 +102,15 @@ void losses__json(struct json *j, const struct losses *l)
 		return;
 	json_key(j, "losses");
 	json_begin(j, '{');
-	json_key(j, "folded_samples");
-	json_int(j, (int64_t)l->folded);
+	json_kv_int(j, "folded_samples", (int64_t)l->folded);
 	json_key(j, "frees_doubtful");
 	json_bool(j, losses__frees_doubtful(l));
-	json_key(j, "frees_missed");
-	json_int(j, (int64_t)l->frees_missed);
+	json_kv_int(j, "frees_missed", (int64_t)l->frees_missed);
 	json_key(j, "lost_pct");
 	json_num(j, losses__lost_pct(l), 2);
-	json_key(j, "lost_samples");
-	json_int(j, (int64_t)l->lost_samples);
-	json_key(j, "probe_misses");
-	json_int(j, (int64_t)l->probe_misses);
-	json_key(j, "untracked_blocks");
-	json_int(j, (int64_t)l->untracked);
+	json_kv_int(j, "lost_samples", (int64_t)l->lost_samples);
+	json_kv_int(j, "probe_misses", (int64_t)l->probe_misses);
+	json_kv_int(j, "untracked_blocks", (int64_t)l->untracked);
 	json_end(j, '}');
 }
 

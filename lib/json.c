@@ -112,6 +112,12 @@ void json_int(struct json *j, int64_t v)
 	fprintf(j->f, "%" PRId64, v);
 }
 
+void json_kv_int(struct json *j, const char *key, int64_t v)
+{
+	json_key(j, key);
+	json_int(j, v);
+}
+
 /*
  * Sums of int64 sample values can leave the int64 range (two INT64_MAX): a
  * consumer reading int64 gets the saturated value rather than a number it

@@ -27,6 +27,8 @@ void json_end(struct json *j, char kind);	/* '}' or ']'; a newline after the out
 void json_key(struct json *j, const char *key);
 void json_str(struct json *j, const char *s);
 void json_int(struct json *j, int64_t v);
+/* "key": v, the most common pair of a report */
+void json_kv_int(struct json *j, const char *key, int64_t v);
 /*
  * a whole number from a double estimate (values are unbiased estimates,
  * rounded), saturated to the int64 range; NaN is null

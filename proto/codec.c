@@ -201,7 +201,7 @@ static int gzip_buf(const void *in, size_t in_len, void **out, size_t *out_len)
 	int zr;
 
 	/* windowBits 15 + 16: gzip wrapper; zlib writes mtime 0, so output is reproducible */
-	if (deflateInit2(&zs, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8,
+	if (deflateInit2(&zs, Z_BEST_SPEED, Z_DEFLATED, 15 + 16, 8,
 			 Z_DEFAULT_STRATEGY) != Z_OK)
 		return -ENOMEM;
 	cap = deflateBound(&zs, in_len);

@@ -43,6 +43,39 @@ wait_field() {
 	done
 }
 
+# free_port: a loopback TCP port nobody listens on now
+free_port() {
+	$PY -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# prom_start CONFIG: Debian's Prometheus with CONFIG (checked by promtool first) on a free
+# loopback port, its data in $TMP; sets $prom_port
+prom_start() {
+	promtool check config "$1" >"$TMP/pcc" 2>&1 ||
+		{ fail "promtool check config: $(cat "$TMP/pcc")"; return 1; }
+	prom_port=$(free_port)
+	rm -rf "$TMP/promdata"
+	prometheus --config.file="$1" --storage.tsdb.path="$TMP/promdata" \
+		--web.listen-address="127.0.0.1:$prom_port" >"$TMP/prom.log" 2>&1 &
+	track $!
+}
+
+# prom_query EXPR: the number of series Prometheus's HTTP query API returns for EXPR
+prom_query() {
+	curl -s --get --data-urlencode "query=$1" "http://127.0.0.1:$prom_port/api/v1/query" |
+		$PY -c 'import json, sys
+d = json.load(sys.stdin)
+print(len(d["data"]["result"]) if d.get("status") == "success" else -1)' 2>/dev/null || echo -1
+}
+
+# prom_value EXPR: the value of EXPR's one series, as Prometheus answers it; "-" if not one
+prom_value() {
+	curl -s --get --data-urlencode "query=$1" "http://127.0.0.1:$prom_port/api/v1/query" |
+		$PY -c 'import json, sys
+r = json.load(sys.stdin).get("data", {}).get("result", [])
+print(r[0]["value"][1] if len(r) == 1 else "-")' 2>/dev/null || echo -
+}
+
 # duty_hook PID SAMPLER: tests/tools/dutycheck's phases on PID, a steady allocator
 # (16384 malloc/free pairs a second, each one a probe hit: on uprobes, or through
 # otel_memory probes at CULPERT_SAMPLER_RATE=1), held to what the hook promises

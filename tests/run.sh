@@ -2,9 +2,10 @@
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #
 # Run every test: unit binaries, then the shell tests of tests/bpf, tests/agent,
-# tests/cli, tests/archive and tests/deploy.  Each test prints "PASS name", "FAIL name: why" or
-# "SKIP name: why"; a test file that exits non-zero without saying FAIL
-# counts as one failure.  The last line is the summary "N passed, N failed".
+# tests/archive and tests/deploy, then those of tests/cli beside the arm64 VM.
+# Each test prints "PASS name", "FAIL name: why" or "SKIP name: why"; a test
+# file that exits non-zero without saying FAIL counts as one failure.  The
+# last line is the summary "N passed, N failed".
 # Under CI (CI set) a skipped test counts as failed too.
 #   run.sh [PATTERN]    only test files whose path contains PATTERN
 set -u
@@ -73,10 +74,11 @@ run_one() {
 	report_file "$_n" "$jobdir/one"
 }
 
-# The sanitizer pass runs JOBS test files at once (SAN_JOBS, default 2): its
-# files wait on node, python and loopback servers as much as they compute,
+# The pool runs JOBS test files at once (SAN_JOBS, default 2): its files
+# wait on node, python, qemu and loopback servers as much as they compute,
 # and share nothing (each its own temporary directory and ports).  Reported
 # in order; pool_run NAME CMD... starts one once a slot is free.
+POOLED_VM=tests/bpf/test_arm64.sh
 pool_pids=""
 pool_names=""
 pool_n=0
@@ -108,12 +110,22 @@ pool_drain() {
 	done
 }
 
+# Alone, one after another: the files that measure time or CPU (overhead
+# budgets, attach latencies, ring buffers keeping up) or boot a VM of their own
 start=$(date +%s)
 for t in "$OUTPUT"/tests/unit/test_*; do
 	[ -x "$t" ] && run_one "$t" "$t"
 done
-for t in tests/bpf/*.sh tests/agent/*.sh tests/cli/*.sh tests/archive/*.sh tests/deploy/*.sh; do
+for t in tests/bpf/*.sh tests/agent/*.sh tests/archive/*.sh tests/deploy/*.sh; do
+	case "$t" in "$POOLED_VM") continue ;; esac
 	[ -f "$t" ] && run_one "$t" sh "$t"
+done
+
+# Then the pool: the arm64 VM (one core of TCG for minutes, checking exact
+# counts, never time) beside the CLI test files, which time nothing either
+pool_run "$POOLED_VM" sh "$POOLED_VM"
+for t in tests/cli/*.sh; do
+	[ -f "$t" ] && pool_run "$t" sh "$t"
 done
 
 # The sanitizer pass (make test under CI): the unit tests and the CLI test

@@ -280,6 +280,91 @@ test_many_targets() {
 	return 0
 }
 
+# agent_map_keys MAP TGID: keys of TGID (their first 4 bytes) in the agent's BPF map MAP
+agent_map_keys() {
+	for _id in $(grep -h '^map_id:' /proc/"$agent_pid"/fdinfo/* 2>/dev/null | awk '{ print $2 }'); do
+		bpftool map show id "$_id" -j 2>/dev/null | grep -q "\"name\":\"$1\"" || continue
+		bpftool map dump id "$_id" -j | $PY -c 'import json, struct, sys
+tgid = int(sys.argv[1])
+print(sum(1 for e in json.load(sys.stdin)
+          if struct.unpack("<I", bytes(int(b, 16) for b in e["key"][:4]))[0] == tgid))' "$2"
+		return
+	done
+	echo "no map $1"
+}
+
+# Exact span totals on /metrics, as a real Prometheus scrapes and queries
+# them: the target counts every allocator call it makes after SIGUSR1
+# (tests/targets/span_totals.c), so each counter must equal its truth
+# exactly, whatever the sampling rate; the histogram's quantiles fall in
+# the power of two of the true ones (histogram_quantile() interpolates
+# inside a bucket: that is its resolution).  A span still open is not in
+# the series until it closes; a thread exiting inside one counts it open.
+test_span_metrics() {
+	need_root || return
+	copy "${TAG}t" "$TARGETS/span_totals"
+	start_target "$TMP/t.out" "$TMP/${TAG}t" || return
+	pid=$target_pid
+	agent_start spans --select "comm=${TAG}t" || return
+	wait_field "$pid" probes attached 20 || { fail "probes $(field "$pid" probes)"; return; }
+	kill -USR1 "$pid"
+	wait_for "$TMP/t.out" "^done" 30 || { fail "the target did not finish"; return; }
+	cat >"$TMP/prom.yml" <<EOL
+global:
+  scrape_interval: 1s
+scrape_configs:
+  - job_name: agent
+    static_configs: [{targets: ['${agent_url#http://}']}]
+EOL
+	prom_start "$TMP/prom.yml" || return
+	sel="pid=\"$pid\""
+	i=0
+	until [ "$(prom_query "culpert_span_alloc_bytes_count{$sel,span=\"fill\"}")" = 1 ]; do
+		i=$((i + 1))
+		[ $i -gt 60 ] && { fail "no span series in Prometheus in 30 s: $(tail -2 "$TMP/prom.log")"; return; }
+		sleep 0.5
+	done
+	while read -r _ path self_b self_c incl_b incl_c inst open; do
+		q="{$sel,span=\"$path\"}"
+		if [ "$path" = still_open ]; then
+			[ "$(prom_query "culpert_span_alloc_calls_total$q")" = 0 ] ||
+				fail "a span still open has series"
+			continue
+		fi
+		for m in self_allocated_bytes_total:$self_b self_alloc_calls_total:$self_c \
+			allocated_bytes_total:$incl_b alloc_calls_total:$incl_c \
+			alloc_bytes_count:$inst open_instances:$open; do
+			got=$(prom_value "culpert_span_${m%%:*}$q")
+			[ "$got" = "${m#*:}" ] || fail "$path: culpert_span_${m%%:*} $got, truth ${m#*:}"
+		done
+	done <<-EOF
+	$(grep '^exact ' "$TMP/t.out")
+	EOF
+	want=$(awk '$1 == "exact" && $2 == "request" { print $5 }' "$TMP/t.out")
+	got=$(prom_value "culpert_span_alloc_bytes_sum{$sel,span=\"request\"}")
+	[ "$got" = "$want" ] || fail "request: _sum $got, truth $want (inclusive bytes of the closed)"
+	read -r _ _ p50 p99 _ <<-EOF
+	$(grep '^spread request ' "$TMP/t.out")
+	EOF
+	for q in 0.5:$p50 0.99:$p99; do
+		got=$(prom_value "histogram_quantile(${q%%:*}, culpert_span_alloc_bytes_bucket{$sel,span=\"request\"})")
+		$PY -c 'import math, sys
+got, want = float(sys.argv[1]), int(sys.argv[2])
+k = want.bit_length()
+sys.exit(0 if 2 ** (k - 1) - 1 < got <= 2 ** k - 1 else 1)' "$got" "${q#*:}" ||
+			fail "request: histogram_quantile(${q%%:*}) $got, truth ${q#*:} (in its power of two?)"
+	done
+	get /metrics | $PY tests/tools/promcheck.py pid comm >"$TMP/pc" ||
+		fail "promcheck: $(head -3 "$TMP/pc")"
+	# gone with the target: its series, and its paths from the kernel's table
+	# (a pid used again starts from nothing; the table does not fill up)
+	kill "$pid"
+	wait_field "$pid" state exited 10 || fail "the target is not seen to exit"
+	get /metrics | grep -q "^culpert_span_.*pid=\"$pid\"" && fail "an exited target's span series stay"
+	n=$(agent_map_keys span_totals "$pid")
+	[ "$n" = 0 ] || fail "$n span paths of the exited target left in the agent's span_totals"
+}
+
 run_test agent/collector/heap_two_targets test_heap_two_targets
 run_test agent/collector/allocs_window test_allocs_window
 run_test agent/collector/later_and_exit test_later_and_exit
@@ -289,3 +374,4 @@ run_test agent/collector/exec test_exec
 run_test agent/collector/snapshots test_snapshots
 run_test agent/collector/duty_hook test_duty_hook
 run_test agent/collector/many_targets test_many_targets
+run_test agent/collector/span_metrics test_span_metrics

@@ -457,18 +457,6 @@ test_kube_api() {
 		"$BIN_BPF" agent --select comm=x --kube-api="$kube_url" --kube-sa-dir "$TMP/none"
 }
 
-free_port() {
-	$PY -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-
-# prom_query EXPR: the number of series Prometheus's HTTP query API returns for EXPR
-prom_query() {
-	curl -s --get --data-urlencode "query=$1" "http://127.0.0.1:$prom_port/api/v1/query" |
-		$PY -c 'import json, sys
-d = json.load(sys.stdin)
-print(len(d["data"]["result"]) if d.get("status") == "success" else -1)' 2>/dev/null || echo -1
-}
-
 # A real Prometheus (Debian's) scrapes two agents over loopback, one open and
 # one behind a bearer token, and a third job with a wrong token; its query API
 # answers with the culpert_* series of both, and the refused scrapes are
@@ -485,7 +473,6 @@ test_prometheus() {
 	printf 'not-the-token\n' >"$TMP/wrong"
 	agent_start closed --select "comm=${TAG}p" --token-file "$TMP/token" || return
 	[ "$(status /metrics)" = 401 ] || fail "/metrics without the token: $(status /metrics)"
-	prom_port=$(free_port)
 	cat >"$TMP/prom.yml" <<EOL
 global:
   scrape_interval: 1s
@@ -499,10 +486,7 @@ scrape_configs:
     authorization: {credentials_file: '$TMP/wrong'}
     static_configs: [{targets: ['${agent_url#http://}']}]
 EOL
-	promtool check config "$TMP/prom.yml" >"$TMP/pcc" 2>&1 || fail "promtool check config: $(cat "$TMP/pcc")"
-	prometheus --config.file="$TMP/prom.yml" --storage.tsdb.path="$TMP/promdata" \
-		--web.listen-address="127.0.0.1:$prom_port" >"$TMP/prom.log" 2>&1 &
-	track $!
+	prom_start "$TMP/prom.yml" || return
 	i=0
 	until [ "$(prom_query "culpert_process_rss_bytes{pid=\"$watched\"}")" = 2 ] &&
 		[ "$(prom_query 'up{job="wrong"} == 0')" = 1 ]; do

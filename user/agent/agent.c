@@ -616,6 +616,8 @@ static int start(struct agent *a)
 	a->ep.profile = collector__profile;
 	a->ep.state = collector__state_cb;
 	a->ep.profile_ctx = a->coll;
+	a->ep.span_totals = collector__span_totals;
+	a->ep.span_totals_ctx = a->coll;
 	if (ret) {
 		pr_error("%s\n", err);
 		return ret;

@@ -641,3 +641,16 @@ out:
 			 (int)at->pid, at->comm, strerror(-ret));
 	return ret;
 }
+
+int collector__span_totals(void *ctx, const struct agent_target *at, struct span_totals *out)
+{
+	struct ctarget *t = lock_slot(ctx, at->pid, at->start_ticks, false);
+	int ret = -ENOENT;
+
+	if (!t)
+		return ret;
+	/* an exited target's paths left the kernel's table with it: no series then */
+	ret = t->exited || !t->s ? -ENODATA : session__span_totals_now(t->s, out);
+	pthread_mutex_unlock(&t->lock);
+	return ret;
+}

@@ -95,6 +95,9 @@ int collector__state(struct collector *c, pid_t pid, uint64_t start_ticks,
 /* an agent_state_fn, ctx the collector: t's own state, exited or live */
 int collector__state_cb(void *ctx, const struct agent_target *t, struct collector_state *out);
 
+/* an agent_span_totals_fn, ctx the collector: the spans closed so far, live targets only */
+int collector__span_totals(void *ctx, const struct agent_target *t, struct span_totals *out);
+
 /*
  * Duty cycling (budget.c calls it on the profiling thread): detach (on
  * false) or re-attach (on true) the target's allocation probes.  Its free

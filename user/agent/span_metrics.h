@@ -6,9 +6,8 @@
  * totals as counters, so a dashboard shows "bytes per request, p99, by
  * endpoint" without reading profiles.  docs/agent.md, "Span metrics".
  *
- * The collector that keeps each target's totals is not built yet
- * (collector.h): metrics.c calls span_metrics_write() with what
- * endpoints.span_totals gives, and writes nothing while that is NULL.
+ * metrics.c calls span_metrics_write() with what endpoints.span_totals
+ * (collector__span_totals()) gives, and writes nothing while that is NULL.
  */
 #ifndef CULPERT_SPAN_METRICS_H
 #define CULPERT_SPAN_METRICS_H

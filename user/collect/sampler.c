@@ -760,6 +760,15 @@ int sampler__open(const struct sampler_opts *o, struct sampler **out, char *err,
 		snprintf(err, errlen, "cannot set up the ring buffer: %s", strerror(ENOMEM));
 		goto fail;
 	}
+	/*
+	 * Optional: without it, spans a thread exits inside are not in the
+	 * totals.  One for the object: the agent's targets share it.
+	 */
+	if (!o->no_exact)
+		s->exit_link = bpf_program__attach(s->skel->progs.totals_thread_exit);
+	if (!o->no_exact && !s->exit_link)
+		pr_warn("cannot watch threads exit (%s); spans a thread exits inside are left out of the exact totals\n",
+			strerror(errno));
 	*out = s;
 	return 0;
 fail:
@@ -905,12 +914,6 @@ int sampler__new(const struct sampler_opts *o, struct sampler **out, char *err, 
 	if (!s->exec_link)
 		pr_warn("cannot watch for an exec of the target (%s); an exec may be reported as an exit\n",
 			strerror(errno));
-	/* optional too: without it, spans a thread exits inside are not in the totals */
-	if (!o->no_exact)
-		s->exit_link = bpf_program__attach(s->skel->progs.totals_thread_exit);
-	if (!o->no_exact && !s->exit_link)
-		pr_warn("cannot watch threads exit (%s); spans a thread exits inside are left out of the exact totals\n",
-			strerror(errno));
 	t0 = clock_ns(CLOCK_MONOTONIC);
 	ret = sampler__add_proc(s, &po, &s->only, err, errlen);
 	if (ret) {
@@ -1044,20 +1047,29 @@ void sampler_proc__detach(struct sampler_proc *pr)
 	}
 }
 
-/* the process's blocks in the live table: one key after another, theirs deleted */
-static void forget_live(struct sampler_proc *pr)
+/*
+ * The process's entries of a map keyed by tgid first (its blocks in the
+ * live table, its span paths' totals): one key after another, theirs
+ * deleted, so a pid used again starts from nothing.
+ */
+static void forget_keys(struct sampler_proc *pr, const struct bpf_map *map)
 {
-	int fd = bpf_map__fd(pr->s->skel->maps.live_allocs);
-	struct culpert_live_key key, next, *prev = NULL;
-	size_t bound = bpf_map__max_entries(pr->s->skel->maps.live_allocs) + 1;
+	char key[sizeof(struct culpert_total_key)], next[sizeof(key)];
+	size_t bound = bpf_map__max_entries(map) + 1, size = bpf_map__key_size(map);
+	int fd = bpf_map__fd(map);
+	bool first = true;
+	__u32 tgid;
 
-	while (bound-- && bpf_map_get_next_key(fd, prev, &next) == 0) {
-		if (next.tgid == (__u32)pr->pid) {
-			bpf_map_delete_elem(fd, &next);
+	if (size < sizeof(tgid) || size > sizeof(key))
+		return;
+	while (bound-- && bpf_map_get_next_key(fd, first ? NULL : key, next) == 0) {
+		memcpy(&tgid, next, sizeof(tgid));
+		if (tgid == (__u32)pr->pid) {
+			bpf_map_delete_elem(fd, next);
 			continue;	/* from the same predecessor again */
 		}
-		key = next;
-		prev = &key;
+		memcpy(key, next, size);
+		first = false;
 	}
 }
 
@@ -1072,7 +1084,8 @@ void sampler_proc__unregister(struct sampler_proc *pr)
 	pr->registered = false;
 	bpf_map_delete_elem(bpf_map__fd(pr->s->skel->maps.procs), &key);
 	bpf_map_delete_elem(bpf_map__fd(pr->s->skel->maps.alloc_text), &key);
-	forget_live(pr);
+	forget_keys(pr, pr->s->skel->maps.live_allocs);
+	forget_keys(pr, pr->s->skel->maps.span_totals);
 }
 
 void sampler_proc__free(struct sampler_proc *pr)

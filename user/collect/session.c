@@ -954,6 +954,20 @@ int session__span_totals(struct session *s, struct span_totals *out)
 	return span_totals_collect(s->proc, s->spans, &s->seen, out);
 }
 
+int session__span_totals_now(struct session *s, struct span_totals *out)
+{
+	/*
+	 * The calls seen are read at detach, and over a shared object they are
+	 * every process's: outside any span is not known here.
+	 */
+	static const struct culpert_calls_seen unknown;
+
+	if (s->o.no_exact || s->otel.use)
+		return -ENODATA;
+	sampler__span_names(s->sampler, store_name, s);
+	return span_totals_collect(s->proc, s->spans, &unknown, out);
+}
+
 /* the exact span totals as the profile carries them (proto/totals.h) */
 static int add_totals_comments(struct session *s)
 {

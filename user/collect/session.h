@@ -99,6 +99,14 @@ bool session__calls_seen(const struct session *s, uint64_t *calls, uint64_t *byt
  * when the calls seen could not be read; 0 or -errno.
  */
 int session__span_totals(struct session *s, struct span_totals *out);
+/*
+ * The same while the probes stay in (the agent): the spans closed so far
+ * (one still open is in them once it closes, or its thread exits), and
+ * outside_bytes and outside_calls 0: not known before detach, nor per
+ * process over a shared object.  -ENODATA with --no-exact or on the
+ * otel_memory path.
+ */
+int session__span_totals_now(struct session *s, struct span_totals *out);
 /* the target runs a Go program (exe_kind.h) */
 bool session__is_go(const struct session *s);
 /* from attach to detach */
