@@ -76,15 +76,24 @@ r = json.load(sys.stdin).get("data", {}).get("result", [])
 print(r[0]["value"][1] if len(r) == 1 else "-")' 2>/dev/null || echo -
 }
 
-# duty_hook PID SAMPLER: tests/tools/dutycheck's phases on PID, a steady allocator
-# (16384 malloc/free pairs a second, each one a probe hit: on uprobes, or through
-# otel_memory probes at CULPERT_SAMPLER_RATE=1), held to what the hook promises
+# duty_hook PID SAMPLER [CYCLES]: tests/tools/dutycheck's phases on PID, a steady
+# allocator (16384 malloc/free pairs a second, each one a probe hit: on uprobes, or
+# through otel_memory probes at CULPERT_SAMPLER_RATE=1), held to what the hook
+# promises; with CYCLES, every hit seen still after that many more off/on switches
 duty_hook() {
-	"$OUTPUT/tests/tools/dutycheck" "$1" >"$TMP/duty" 2>&1 || { fail "$(cat "$TMP/duty")"; return 1; }
+	# shellcheck disable=SC2086 # CYCLES: an optional argument
+	"$OUTPUT/tests/tools/dutycheck" "$1" ${3:-} >"$TMP/duty" 2>&1 ||
+		{ fail "$(tr '\n' ' ' <"$TMP/duty")"; return 1; }
 	$PY - "$TMP/duty" "$2" <<-'EOF' >"$TMP/duty.out" 2>&1 || { fail "$(tail -1 "$TMP/duty.out"): $(tr '\n' ' ' <"$TMP/duty")"; return 1; }
 	import sys
-	on1, off, on2, probes, sampler = open(sys.argv[1]).read().splitlines()
-	on1, off, on2 = ([int(x) for x in l.split()[1:]] for l in (on1, off, on2))
+	lines = open(sys.argv[1]).read().splitlines()
+	on1, off, on2 = ([int(x) for x in l.split()[1:]] for l in lines[:3])
+	probes, sampler = lines[-2:]
+	if len(lines) == 6:
+	    cycled = [int(x) for x in lines[3].split()[1:]]
+	    assert cycled[0] > 8192 and abs(cycled[0] - cycled[1]) < 200, "after the switches: %d allocation, %d free hits" % (cycled[0], cycled[1])
+	else:
+	    assert len(lines) == 5, lines
 	# on: every malloc seen, and its free (a pair per block: equal up to the pairs
 	# cut by the phase's edges; the second phase's frees also count while the
 	# allocation probes go back in); about 16384 a second, less on a busy machine

@@ -154,12 +154,14 @@ test_bad_sampler() {
 
 # The duty-cycling hook on a target on its otel_memory probes (16384
 # malloc/free pairs a second, every one a sample at rate 1):
-# otel_memory:alloc's links go while off, otel_memory:free's stay.
+# otel_memory:alloc's links go while off, otel_memory:free's stay; and
+# still after 600 more switches (each attach takes an argument spec of the
+# shared object's 256, each detach gives it back).
 test_duty_hook() {
 	need_root && need_sampler || return
 	# shellcheck disable=SC2086
 	start_target "$TMP/h.out" $SAMPLED "$TARGETS/alloc_steady" 4194304 || return
-	duty_hook "$target_pid" otel_memory
+	duty_hook "$target_pid" otel_memory 600
 	return 0
 }
 
@@ -201,8 +203,55 @@ $(grep "pid $target_pid:" "$TMP/bud.err" | tail -2)"; return 1; }
 	return 0
 }
 
+# count_attached COMM: "N" live targets of COMM attached through otel_memory, "failed: WHY"
+# for one that failed, from one /targets
+count_attached() {
+	get /targets | $PY -c 'import json, sys
+t = [x for x in json.load(sys.stdin)["targets"] if x["comm"] == sys.argv[1] and x["state"] == "live"]
+bad = [x for x in t if x["probes"] == "failed"]
+print("failed: %s" % bad[0]["probes_error"] if bad else
+      sum(x["probes"] == "attached" and x["sampler"] == "otel_memory" for x in t))' "$1"
+}
+
+# Targets come and go for as long as the agent runs: each one's otel_memory
+# sites (an alloc and a free) take argument specs of the shared object's
+# 256 (BPF_USDT_MAX_SPEC_CNT), given back when it leaves.  160 sampled
+# targets, 20 at a time, 320 specs over the run: every one attached through
+# its probes.
+test_many_pickups() {
+	need_root && need_sampler || return
+	copy "${TAG}m" "$TARGETS/alloc_steady"
+	agent_start pick --select "comm=${TAG}m" --keep-exited 0 || return
+	for round in 1 2 3 4 5 6 7 8; do
+		pids=""
+		for _ in $(seq 20); do
+			env LD_PRELOAD="$LIB" "$TMP/${TAG}m" 65536 >/dev/null 2>&1 &
+			track $!
+			pids="$pids $!"
+		done
+		i=0
+		while [ "$(count_attached "${TAG}m")" != 20 ]; do
+			i=$((i + 1))
+			[ $i -gt 300 ] && { fail "round $round: $(count_attached "${TAG}m") of 20 attached"; return; }
+			sleep 0.1
+		done
+		# shellcheck disable=SC2086
+		kill $pids
+		# shellcheck disable=SC2086
+		wait $pids 2>/dev/null
+		i=0
+		while [ "$(get /targets | grep -c "\"${TAG}m\"")" != 0 ]; do
+			i=$((i + 1))
+			[ $i -gt 300 ] && { fail "round $round: targets not dropped after exiting"; return; }
+			sleep 0.1
+		done
+	done
+	return 0
+}
+
 run_test agent/otel/mixed test_mixed
 run_test agent/otel/modes test_modes
 run_test agent/otel/bad_sampler test_bad_sampler
 run_test agent/otel/duty_hook test_duty_hook
 run_test agent/otel/budget_heap test_budget_heap
+run_test agent/otel/many_pickups test_many_pickups

@@ -4,8 +4,10 @@
  * target under a collector, its allocation probes on for 1 s, off for 1 s,
  * on again for 1 s.  For each phase prints "PHASE ALLOC_HITS FREE_HITS
  * OBSERVED_NS" (the hits of that phase, the observed time so far), then
- * "probes STATE" and "sampler PATH" (otel_memory or uprobes).
- *   dutycheck PID
+ * "probes STATE" and "sampler PATH" (otel_memory or uprobes).  With
+ * CYCLES, that many off/on switches at once after the phases, then one
+ * more second on: the phase "cycled".
+ *   dutycheck PID [CYCLES]
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,6 +52,15 @@ static int phase(struct collector *c, pid_t pid, const char *name, struct collec
 	return 0;
 }
 
+/*
+ * Switch, and count the next phase from the moment the switch returned: the
+ * hits while the links were being let go of belong to neither phase.
+ */
+static int switch_to(struct collector *c, pid_t pid, bool on, struct collector_state *last)
+{
+	return collector__set_alloc_probes(c, pid, 0, on) || collector__state(c, pid, 0, last);
+}
+
 int main(int argc, char **argv)
 {
 	struct agent_collect_opts o = { .rate = 512 * 1024, .inuse = true, .unwind = 0,
@@ -57,10 +68,12 @@ int main(int argc, char **argv)
 	struct agent_target t = { 0 };
 	struct collector_state last = { 0 };
 	struct collector *c;
+	unsigned long cycles, i;
 	char err[1024];
 
-	if (argc != 2)
+	if (argc != 2 && argc != 3)
 		return 2;
+	cycles = argc == 3 ? strtoul(argv[2], NULL, 10) : 0;
 	t.pid = atoi(argv[1]);
 	snprintf(t.comm, sizeof(t.comm), "target");
 	c = collector__new(&o, 4, 1024, false, err, sizeof(err));
@@ -69,9 +82,24 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	if (collector__add(c, &t) || phase(c, t.pid, "on", &last) ||
-	    collector__set_alloc_probes(c, t.pid, 0, false) || phase(c, t.pid, "off", &last) ||
-	    collector__set_alloc_probes(c, t.pid, 0, true) || phase(c, t.pid, "on", &last)) {
+	    switch_to(c, t.pid, false, &last) || phase(c, t.pid, "off", &last) ||
+	    switch_to(c, t.pid, true, &last) || phase(c, t.pid, "on", &last)) {
 		fprintf(stderr, "dutycheck: failed\n");
+		collector__free(c);
+		return 1;
+	}
+	for (i = 0; i < cycles; i++) {
+		if (collector__set_alloc_probes(c, t.pid, 0, false) ||
+		    collector__set_alloc_probes(c, t.pid, 0, true)) {
+			collector__state(c, t.pid, 0, &last);
+			fprintf(stderr, "dutycheck: switch %lu of %lu: %s\n", i + 1, cycles,
+				last.error);
+			collector__free(c);
+			return 1;
+		}
+	}
+	/* the phase after the switches, counted from the last one */
+	if (cycles && (collector__state(c, t.pid, 0, &last) || phase(c, t.pid, "cycled", &last))) {
 		collector__free(c);
 		return 1;
 	}

@@ -24,6 +24,7 @@
 /* USDT links of one kind: uprobe_multi links (usdt_link.h), or libbpf's perf-event uprobes */
 struct usdt_links {
 	struct uprobe_set *multi;
+	struct usdt_held held;		/* the multi links' argument specs */
 	struct bpf_link **links;
 	size_t n, cap;
 };
@@ -54,7 +55,7 @@ struct sampler_proc {
 struct sampler {
 	struct culpert_bpf *skel;
 	struct ring_buffer *rb;
-	int next_spec;			/* USDT argument specs stored */
+	struct usdt_spec_ids spec_ids;	/* USDT argument specs stored (uprobe_multi links) */
 	struct bpf_link *exec_link;	/* notes an exec of the target */
 	struct bpf_link *exit_link;	/* folds the totals of spans a thread exits inside */
 	enum uprobe_mode mode;
@@ -551,7 +552,7 @@ static int attach_usdt_multi(struct sampler_proc *pr, struct usdt_links *to, con
 	struct sampler *s = pr->s;
 	struct usdt_link_opts uo = { .obj = s->skel->obj, .prog = prog, .path = path,
 				     .provider = provider, .name = name, .pid = pr->pid,
-				     .next_spec = &s->next_spec };
+				     .pool = &s->spec_ids, .held = &to->held };
 
 	if (!to->multi && !(to->multi = uprobe_set__new()))
 		return -ENOMEM;
@@ -581,11 +582,12 @@ static int attach_usdt_probe(struct sampler_proc *pr, struct usdt_links *to, con
 	return 0;
 }
 
-/* detach every link of `l`, keeping its array for the next attach */
-static void usdt_links__detach(struct usdt_links *l)
+/* detach every link of `l`, keeping its arrays for the next attach; its spec ids go back */
+static void usdt_links__detach(struct sampler *s, struct usdt_links *l)
 {
 	uprobe_set__free(l->multi);
 	l->multi = NULL;
+	usdt_held__release(&l->held, &s->spec_ids);
 	while (l->n)
 		bpf_link__destroy(l->links[--l->n]);
 }
@@ -828,7 +830,7 @@ int sampler_proc__set_alloc(struct sampler_proc *pr, bool on, char *err, size_t 
 	if (!on) {
 		uprobe_set__free(pr->alloc_probes);
 		pr->alloc_probes = NULL;
-		usdt_links__detach(&pr->otel_alloc);
+		usdt_links__detach(pr->s, &pr->otel_alloc);
 		pr->observed_ns += now - pr->on_since_ns;
 		pr->alloc_on = false;
 		return 0;
@@ -842,7 +844,7 @@ int sampler_proc__set_alloc(struct sampler_proc *pr, bool on, char *err, size_t 
 	if (ret) {
 		uprobe_set__free(pr->alloc_probes);
 		pr->alloc_probes = NULL;
-		usdt_links__detach(&pr->otel_alloc);
+		usdt_links__detach(pr->s, &pr->otel_alloc);
 		return ret;
 	}
 	pr->alloc_on = true;
@@ -985,8 +987,8 @@ bool sampler_proc__execed(const struct sampler_proc *pr)
 
 static void detach_usdt(struct sampler_proc *pr)
 {
-	usdt_links__detach(&pr->otel_alloc);
-	usdt_links__detach(&pr->usdt);
+	usdt_links__detach(pr->s, &pr->otel_alloc);
+	usdt_links__detach(pr->s, &pr->usdt);
 }
 
 /*
@@ -1096,7 +1098,9 @@ void sampler_proc__free(struct sampler_proc *pr)
 	if (pr->s->only == pr)
 		pr->s->only = NULL;
 	free(pr->usdt.links);
+	free(pr->usdt.held.ids);
 	free(pr->otel_alloc.links);
+	free(pr->otel_alloc.held.ids);
 	free(pr);
 }
 

@@ -11,6 +11,7 @@
 #include "uprobe.h"
 #include "usdt.h"
 #include "usdt_link.h"
+#include "vec.h"
 
 /* <bpf/usdt.bpf.h>: enum __bpf_usdt_arg_type, BPF_USDT_MAX_ARG_CNT, struct __bpf_usdt_spec */
 enum { ARG_CONST, ARG_REG, ARG_REG_DEREF };
@@ -172,6 +173,39 @@ static int site_point(struct elfobj *elf, const struct usdt_site *site, struct u
 	return ret;
 }
 
+/*
+ * A free spec id below max, taken and held; -E2BIG when none is left,
+ * -ENOMEM.  The lowest: a link detached and attached again (duty cycling)
+ * gets the ids it gave back, the same specs in them.
+ */
+static int take_id(const struct usdt_link_opts *o, uint32_t max, uint32_t *id)
+{
+	uint32_t i;
+
+	if (max > USDT_SPEC_IDS_MAX)
+		max = USDT_SPEC_IDS_MAX;
+	if (vec_reserve(&o->held->ids, &o->held->cap, o->held->n + 1, sizeof(*o->held->ids)))
+		return -ENOMEM;
+	for (i = 0; i < max && o->pool->taken[i]; i++)
+		;
+	if (i == max)
+		return -E2BIG;
+	o->pool->taken[i] = 1;
+	o->held->ids[o->held->n++] = i;
+	*id = i;
+	return 0;
+}
+
+void usdt_held__release(struct usdt_held *h, struct usdt_spec_ids *pool)
+{
+	while (h->n) {
+		uint32_t id = h->ids[--h->n];
+
+		if (id < USDT_SPEC_IDS_MAX)
+			pool->taken[id] = 0;
+	}
+}
+
 /* each site's spec into the map, its id the cookie; 0 or -errno with the reason */
 static int store_specs(const struct usdt_link_opts *o, struct elfobj *elf,
 		       const struct usdt_site *sites, int n, uint64_t *offs, uint64_t *refs,
@@ -179,7 +213,8 @@ static int store_specs(const struct usdt_link_opts *o, struct elfobj *elf,
 {
 	struct bpf_map *map = bpf_object__find_map_by_name(o->obj, "__bpf_usdt_specs");
 	struct usdt_spec spec;
-	int i, ret, id;
+	uint32_t id;
+	int i, ret;
 
 	if (!map || bpf_map__value_size(map) != sizeof(spec)) {
 		snprintf(err, errlen, "libbpf's __bpf_usdt_specs map is not the layout this build knows");
@@ -192,11 +227,14 @@ static int store_specs(const struct usdt_link_opts *o, struct elfobj *elf,
 				 errlen);
 		if (ret)
 			return ret;
-		id = (*o->next_spec)++;
-		if ((uint32_t)id >= bpf_map__max_entries(map)) {
-			snprintf(err, errlen, "more than %u USDT sites", bpf_map__max_entries(map));
-			return -E2BIG;
-		}
+		ret = take_id(o, bpf_map__max_entries(map), &id);
+		if (ret == -E2BIG)
+			snprintf(err, errlen, "more than %u USDT sites attached at once",
+				 bpf_map__max_entries(map));
+		else if (ret)
+			snprintf(err, errlen, "out of memory");
+		if (ret)
+			return ret;
 		if (bpf_map_update_elem(bpf_map__fd(map), &id, &spec, BPF_ANY)) {
 			ret = -errno;
 			snprintf(err, errlen, "cannot store a USDT argument spec: %s", strerror(errno));

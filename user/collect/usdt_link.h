@@ -20,13 +20,34 @@ struct bpf_object;
 struct bpf_program;
 struct uprobe_set;
 
+/*
+ * The entries of one object's __bpf_usdt_specs map (BPF_USDT_MAX_SPEC_CNT,
+ * 256 by default): one per attached site, given back when its link goes.
+ * The agent attaches and detaches for as long as it runs (targets come
+ * and go, duty cycling re-attaches otel_memory:alloc every period).
+ */
+#define USDT_SPEC_IDS_MAX 4096
+struct usdt_spec_ids {
+	unsigned char taken[USDT_SPEC_IDS_MAX];
+};
+
+/* the spec ids one set of links holds */
+struct usdt_held {
+	uint32_t *ids;
+	size_t n, cap;
+};
+
+/* give every id of h back to pool, once h's links are gone; h's array is kept */
+void usdt_held__release(struct usdt_held *h, struct usdt_spec_ids *pool);
+
 struct usdt_link_opts {
 	struct bpf_object *obj;		/* holds __bpf_usdt_specs */
 	const struct bpf_program *prog;	/* a BPF_USDT() program, loaded for uprobe_multi */
 	const char *path;		/* the object, as the kernel should open it */
 	const char *provider, *name;
 	pid_t pid;
-	int *next_spec;			/* spec ids handed out so far, for every call */
+	struct usdt_spec_ids *pool;	/* the object's spec ids */
+	struct usdt_held *held;		/* ... the ones taken here are added to it */
 };
 
 /*
