@@ -79,16 +79,18 @@ int opt_size(const char *opt, const char *arg, uint64_t min, uint64_t max, uint6
 
 int opt_duration(const char *opt, const char *arg, uint64_t min_ns, uint64_t *out_ns)
 {
-	char min[32];
+	char min[32], example[32];
 	uint64_t v;
 
 	if (!parse_duration(arg, &v) && v >= min_ns) {
 		*out_ns = v;
 		return 0;
 	}
+	/* the example is one the option takes: twice its minimum */
 	if (min_ns > 1)
-		return opt_error("invalid %s '%s': use a duration of %s or more, such as 1s or 500ms",
-				 opt, arg, format_duration(min, sizeof(min), min_ns));
+		return opt_error("invalid %s '%s': use a duration of %s or more, such as %s", opt,
+				 arg, format_duration(min, sizeof(min), min_ns),
+				 format_duration(example, sizeof(example), 2 * min_ns));
 	return opt_error("invalid %s '%s': use a duration%s such as 30s, 2m or 1h", opt, arg,
 			 min_ns ? " above 0," : "");
 }

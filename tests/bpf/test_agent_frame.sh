@@ -87,7 +87,7 @@ test_bad_usage() {
 	expect_error 2 "invalid --max-overhead '-1': use a number >= 0" \
 		"$BIN_BPF" agent --select comm=x --max-overhead -1
 	expect_error 2 "invalid --max-overhead '1x'" "$BIN_BPF" agent --select comm=x --max-overhead 1x
-	expect_error 2 "invalid --duty-period '500ms': use a duration of 1.0s or more" \
+	expect_error 2 "invalid --duty-period '500ms': use a duration of 1.0s or more, such as 2.0s" \
 		"$BIN_BPF" agent --select comm=x --duty-period 500ms
 	expect_error 2 "invalid --labels 'some': use span or all" \
 		"$BIN_BPF" agent --select comm=x --labels some

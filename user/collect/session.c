@@ -484,7 +484,7 @@ static int plan_sampler(struct session *s, char *err, size_t errlen)
 	if (ret) {
 		snprintf(err, errlen, "%s%s", s->otel.why, ret != -ENOENT ? "" :
 			 "; start the program with LD_PRELOAD=libculpert-sampler.so "
-			 "(docs/sampler.md), or attach with --sampler auto or uprobes");
+			 "(docs/sampler.md), or use --sampler auto or uprobes");
 		return ret;
 	}
 	pr_info("sampler: %s\n", s->otel.why);
