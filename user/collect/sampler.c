@@ -141,68 +141,65 @@ static bool otel_use(const struct sampler_opts *o)
 	return o->otel && o->otel->use;
 }
 
+/* how one program is set up before the load */
+struct prog_setup {
+	struct bpf_program *prog;
+	bool load;
+	bool typed;			/* loaded with `mode`'s attach type (else libbpf's default) */
+	enum uprobe_mode mode;
+};
+
 /*
+ * Every program whose set-up depends on the capture, in one place.
+ *
+ * Programs this capture attaches nothing to are not loaded: each load is a
+ * verification, and attach waits for all of them (--span-fn's, the span
+ * probes', --inuse's).  That is for attach's own object only (opts->pid
+ * set): the agent's shared object serves processes it does not know yet.
+ *
  * attach's own object loads the otel_memory programs only when used (free
  * only for --inuse), and then the allocator's entry and exit programs are
- * not: each costs its verification at attach.  The agent's shared object
- * (otel_progs) loads both sets: each process takes one path or the other.
+ * not.  The agent's shared object (otel_progs) loads both sets: each
+ * process takes one path or the other.
+ *
+ * Allocator entries go through `mode`, USDT probes too where
+ * usdt_multi(); the session program needs the kfuncs of 6.13+, so it is
+ * not even loaded elsewhere.
  */
-static int configure_otel(struct sampler *s, const struct sampler_opts *o)
+static int setup_programs(struct sampler *s, const struct sampler_opts *o)
 {
-	struct bpf_program *alloc = s->skel->progs.otel_alloc, *free = s->skel->progs.otel_free;
-	struct bpf_program *unused[] = { s->skel->progs.alloc_enter, s->skel->progs.free_enter,
-					 s->skel->progs.alloc_exit, s->skel->progs.alloc_exit_point,
-					 s->skel->progs.alloc_exit_hoist };
-	bool load = otel_use(o) || o->otel_progs;
-	bool with_free = otel_use(o) ? o->otel->with_free : load && o->track_inuse;
+	const struct culpert_bpf *skel = s->skel;
+	bool own = o->pid != 0, otel = otel_use(o), multi = usdt_multi(s);
+	bool fns = o->span_fns && o->span_fns->n_fns, usdt = o->n_usdt_objects > 0;
+	bool inuse = s->inuse != SAMPLER_INUSE_OFF, session = s->inuse == SAMPLER_INUSE_SESSION;
+	bool every_return = s->inuse == SAMPLER_INUSE_EVERY_RETURN;
+	bool otel_alloc = otel || o->otel_progs;
+	bool otel_free = otel ? o->otel->with_free : otel_alloc && o->track_inuse;
+	enum uprobe_mode m = s->mode;
+	const struct prog_setup v[] = {
+		{ skel->progs.alloc_enter, !otel, true, m },
+		{ skel->progs.free_enter, !otel && (!own || inuse), true, m },
+		{ skel->progs.alloc_exit, !otel && (!own || every_return), true, m },
+		{ skel->progs.alloc_exit_point, !otel && (!own || inuse), true, m },
+		{ skel->progs.alloc_exit_hoist, !otel && (!own || inuse), true, m },
+		{ skel->progs.alloc_session, session, session, UPROBE_MODE_SESSION },
+		{ skel->progs.span_fn_enter, !own || fns, true, m },
+		{ skel->progs.span_fn_exit, !own || fns, true, m },
+		{ skel->progs.span_enter, !own || usdt, multi, m },
+		{ skel->progs.span_exit, !own || usdt, multi, m },
+		{ skel->progs.otel_alloc, otel_alloc, otel_alloc && multi, m },
+		{ skel->progs.otel_free, otel_free, otel_free && multi, m },
+	};
 	size_t i;
 	int err = 0;
 
-	for (i = 0; otel_use(o) && i < sizeof(unused) / sizeof(unused[0]) && !err; i++)
-		err = bpf_program__set_autoload(unused[i], false);
-	if (!err)
-		err = bpf_program__set_autoload(alloc, load);
-	if (!err)
-		err = bpf_program__set_autoload(free, with_free);
-	if (!err && load && usdt_multi(s))
-		err = bpf_program__set_expected_attach_type(alloc, uprobe_mode__attach_type(s->mode));
-	if (!err && with_free && usdt_multi(s))
-		err = bpf_program__set_expected_attach_type(free, uprobe_mode__attach_type(s->mode));
-	s->otel_loaded = load;
-	return err;
-}
-
-/*
- * Programs this capture attaches nothing to are not loaded: each load is a
- * verification, and attach waits for all of them (--span-fn's, the span
- * probes', --inuse's).  attach's own object only (opts->pid set): the
- * agent's shared object serves processes it does not know yet.
- */
-static int skip_unused(struct sampler *s, const struct sampler_opts *o)
-{
-	struct culpert_bpf *skel = s->skel;
-	bool fns = o->span_fns && o->span_fns->n_fns, usdt = o->n_usdt_objects > 0;
-	bool inuse = s->inuse != SAMPLER_INUSE_OFF;
-	int err;
-
-	if (!o->pid)
-		return 0;
-	err = bpf_program__set_autoload(skel->progs.span_fn_enter, fns);
-	if (!err)
-		err = bpf_program__set_autoload(skel->progs.span_fn_exit, fns);
-	if (!err)
-		err = bpf_program__set_autoload(skel->progs.span_enter, usdt);
-	if (!err)
-		err = bpf_program__set_autoload(skel->progs.span_exit, usdt);
-	if (!err)
-		err = bpf_program__set_autoload(skel->progs.free_enter, inuse);
-	if (!err)
-		err = bpf_program__set_autoload(skel->progs.alloc_exit_point, inuse);
-	if (!err)
-		err = bpf_program__set_autoload(skel->progs.alloc_exit_hoist, inuse);
-	if (!err)
-		err = bpf_program__set_autoload(skel->progs.alloc_exit,
-						s->inuse == SAMPLER_INUSE_EVERY_RETURN);
+	for (i = 0; i < sizeof(v) / sizeof(v[0]) && !err; i++) {
+		err = bpf_program__set_autoload(v[i].prog, v[i].load);
+		if (!err && v[i].typed)
+			err = bpf_program__set_expected_attach_type(v[i].prog,
+								    uprobe_mode__attach_type(v[i].mode));
+	}
+	s->otel_loaded = otel_alloc;
 	return err;
 }
 
@@ -246,43 +243,7 @@ static int configure(struct sampler *s, const struct sampler_opts *o)
 					       (__u32)libbpf_num_possible_cpus());
 	if (err)
 		return err;
-	/* allocator entries go through `mode`, USDT probes too where usdt_multi() */
-	err = bpf_program__set_expected_attach_type(skel->progs.alloc_enter,
-						    uprobe_mode__attach_type(s->mode));
-	if (!err)
-		err = bpf_program__set_expected_attach_type(skel->progs.free_enter,
-							    uprobe_mode__attach_type(s->mode));
-	if (!err)
-		err = bpf_program__set_expected_attach_type(skel->progs.span_fn_enter,
-						    uprobe_mode__attach_type(s->mode));
-	if (!err)
-		err = bpf_program__set_expected_attach_type(skel->progs.span_fn_exit,
-							    uprobe_mode__attach_type(s->mode));
-	if (!err)
-		err = bpf_program__set_expected_attach_type(skel->progs.alloc_exit,
-							    uprobe_mode__attach_type(s->mode));
-	if (!err)
-		err = bpf_program__set_expected_attach_type(skel->progs.alloc_exit_point,
-							    uprobe_mode__attach_type(s->mode));
-	if (!err)
-		err = bpf_program__set_expected_attach_type(skel->progs.alloc_exit_hoist,
-							    uprobe_mode__attach_type(s->mode));
-	/* span probes go through uprobe_multi too when allocator probes do (usdt_link.h) */
-	if (!err && usdt_multi(s))
-		err = bpf_program__set_expected_attach_type(skel->progs.span_enter,
-							    uprobe_mode__attach_type(s->mode));
-	if (!err && usdt_multi(s))
-		err = bpf_program__set_expected_attach_type(skel->progs.span_exit,
-							    uprobe_mode__attach_type(s->mode));
-	/* the session program needs the kfuncs of 6.13+: not even loaded elsewhere */
-	if (!err && s->inuse == SAMPLER_INUSE_SESSION)
-		err = bpf_program__set_expected_attach_type(skel->progs.alloc_session,
-					uprobe_mode__attach_type(UPROBE_MODE_SESSION));
-	if (!err)
-		err = bpf_program__set_autoload(skel->progs.alloc_session,
-						s->inuse == SAMPLER_INUSE_SESSION);
-	/* first what this capture does not use, then what the otel_memory path replaces */
-	return err ?: skip_unused(s, o) ?: configure_otel(s, o);
+	return setup_programs(s, o);
 }
 
 /* --span-fn names get ids 1..n before any probe fires; USDT names come after */
