@@ -95,18 +95,36 @@ IMAGE_PACKAGES := mmdebstrap podman runc uidmap libcap2-bin
 TEST_PACKAGES += $(IMAGE_PACKAGES) python3-kubernetes python3-yaml prometheus
 DEB_PACKAGES := $(sort $(BUILD_PACKAGES) $(TEST_PACKAGES))
 
-# The layers (SPEC §1): lib/ <- proto/ <- cli/ and user/.  Each part sees only
-# the headers of the parts below it, so a forbidden include does not compile
-# (`make check-layout` says which file and why).
+# The layers (README "Layout"): lib/ <- proto/ <- proto/query/ <- cli/ and user/.
+# Each part sees only the headers of the parts below it, so a forbidden include
+# does not compile (`make check-layout` says which file and why).
 LIB_DIRS := lib lib/sym
 PROTO_DIRS := proto $(OUTPUT)/proto
+QUERY_DIRS := $(PROTO_DIRS) proto/query
 CLI_DIRS := cli
-USER_DIRS := user $(patsubst %/,%,$(sort $(dir $(wildcard user/*/*.c user/*/*.h)))) bpf $(OUTPUT)
 iquote = $(addprefix -iquote ,$(1))
 LIB_INC := $(call iquote,$(LIB_DIRS))
 PROTO_INC := $(LIB_INC) $(call iquote,$(PROTO_DIRS))
-CLI_INC := $(PROTO_INC) $(call iquote,$(CLI_DIRS))
-USER_INC := $(PROTO_INC) $(call iquote,$(USER_DIRS))
+QUERY_INC := $(LIB_INC) $(call iquote,$(QUERY_DIRS))
+CLI_INC := $(QUERY_INC) $(call iquote,$(CLI_DIRS))
+
+# Inside user/, lowest first: what a process is (target/); probe placement
+# (probe/) and stack walking (unwind/) over it; allocator memory (mem/); the
+# collection of samples (collect/); the commands (cmd/) and the agent (agent/)
+# on top.  A folder sees itself and the folders its line names, never a
+# sibling; user/main.c sees them all.  Every folder sees bpf/ and the skeletons.
+USER_SEES_target := target
+USER_SEES_probe := target probe
+USER_SEES_unwind := target unwind
+USER_SEES_mem := target probe mem
+USER_SEES_collect := target probe unwind mem collect
+USER_SEES_cmd := target probe unwind mem collect cmd
+USER_SEES_agent := target probe unwind mem collect agent
+USER_SUBDIRS := target probe unwind mem collect cmd agent
+USER_SEES_main := $(USER_SUBDIRS)
+user_inc = $(QUERY_INC) -iquote user $(call iquote,$(addprefix user/,$(USER_SEES_$(1))) bpf $(OUTPUT))
+# tests and tools see every layer
+USER_INC := $(call user_inc,main)
 
 # libraries by layer; recursive (=) on purpose: evaluated after `make deps` may have installed them
 LIB_PC := libelf libdw libdebuginfod zlib libprotobuf-c
@@ -155,7 +173,7 @@ PROTO_H := $(OUTPUT)/proto/profile.pb-c.h
 
 objs_of = $(patsubst %.c,$(OUTPUT)/%.o,$(1))
 LIB_OBJS := $(call objs_of,$(wildcard $(addsuffix /*.c,$(LIB_DIRS))))
-PROTO_OBJS := $(OUTPUT)/proto/profile.pb-c.o $(call objs_of,$(wildcard proto/*.c))
+PROTO_OBJS := $(OUTPUT)/proto/profile.pb-c.o $(call objs_of,$(wildcard proto/*.c proto/query/*.c))
 USER_MAIN := $(OUTPUT)/user/main.o
 USER_OBJS := $(filter-out $(USER_MAIN),$(call objs_of,$(wildcard user/*.c user/*/*.c)))
 CLI_MAIN := $(OUTPUT)/cli/main.o
@@ -202,23 +220,23 @@ help:
 # --- dependencies ------------------------------------------------------------
 
 deps:
-	$(Q)DEB_PACKAGES="$(DEB_PACKAGES)" sh tests/install-deps.sh
+	$(Q)DEB_PACKAGES="$(DEB_PACKAGES)" sh scripts/install-deps.sh
 
 deps-demo:
-	$(Q)DEB_PACKAGES="$(BUILD_PACKAGES) $(DEMO_PACKAGES)" sh tests/install-deps.sh
+	$(Q)DEB_PACKAGES="$(BUILD_PACKAGES) $(DEMO_PACKAGES)" sh scripts/install-deps.sh
 
 # what `make deps` needs to be told to install the same
 DEPS_CMD := make deps$(if $(filter-out $(HOST_ARCH),$(ARCH)), ARCH=$(ARCH))
 export DEPS_CMD
 
 check-deps:
-	$(Q)DEB_PACKAGES="$(BUILD_PACKAGES)" sh tests/install-deps.sh --check
+	$(Q)DEB_PACKAGES="$(BUILD_PACKAGES)" sh scripts/install-deps.sh --check
 
 check-deps-cli:
-	$(Q)DEB_PACKAGES="$(CLI_PACKAGES)" sh tests/install-deps.sh --check
+	$(Q)DEB_PACKAGES="$(CLI_PACKAGES)" sh scripts/install-deps.sh --check
 
 check-layout:
-	$(Q)sh tests/check_layout.sh
+	$(Q)sh scripts/check_layout.sh
 
 # --- BPF ---------------------------------------------------------------------
 
@@ -288,6 +306,11 @@ $(OUTPUT)/proto/%.o: proto/%.c | $(PROTO_H)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(BASE_CFLAGS) $(LIB_PC_CFLAGS) $(PROTO_INC) -c $< -o $@
 
+$(OUTPUT)/proto/query/%.o: proto/query/%.c | $(PROTO_H)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) $(LIB_PC_CFLAGS) $(QUERY_INC) -c $< -o $@
+
 $(OUTPUT)/cli/%.o: cli/%.c | $(PROTO_H)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
@@ -296,7 +319,7 @@ $(OUTPUT)/cli/%.o: cli/%.c | $(PROTO_H)
 $(OUTPUT)/user/%.o: user/%.c | $(PROTO_H) $(SKELS)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(BASE_CFLAGS) $(PC_CFLAGS) $(USER_INC) -c $< -o $@
+	$(Q)$(CC) $(BASE_CFLAGS) $(PC_CFLAGS) $(call user_inc,$(firstword $(subst /, ,$*))) -c $< -o $@
 
 $(OUTPUT)/proto/profile.pb-c.o: $(OUTPUT)/proto/profile.pb-c.c
 	$(call msg,CC,$@)
@@ -326,7 +349,7 @@ $(BIN_CLI): $(CLI_MAIN) $(CLI_OBJS) $(LIBCULPERT)
 include examples/Makefile.inc
 include tests/Makefile.inc
 include deploy/archive/Makefile.inc
-include lib/sampler/Makefile.inc
+include preload/Makefile.inc
 include rust/Makefile.inc
 include deploy/image/Makefile.inc
 

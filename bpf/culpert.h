@@ -18,7 +18,7 @@
 #define CULPERT_MAX_ALLOC_OBJS		4
 /* open spans kept per thread; deeper ones are counted, attributed to the deepest kept */
 #define CULPERT_MAX_SPAN_DEPTH		32
-/* span name bytes kept (SPEC: at most 127) */
+/* span name bytes kept (docs/spans.md: at most 127) */
 #define CULPERT_SPAN_NAME_MAX		127
 /* distinct span names; more are counted and shown as "(unnamed span)" */
 #define CULPERT_MAX_SPAN_NAMES		16384
@@ -93,7 +93,7 @@ enum culpert_counter {
 
 /*
  * An exit "hoisted" to the emulated branch leading into a function's last
- * straight-line stretch before `ret` (user/plan/exits.c): a uprobe on a
+ * straight-line stretch before `ret` (user/probe/exits.c): a uprobe on a
  * jump costs ~1 us, one on `ret` is single-stepped (~20 us).  x86-64 only:
  * arm64 simulates `ret`, its exits stay there.  The cookie of such a probe
  * says, for each way the branch can go, where the result is and how far

@@ -204,7 +204,7 @@ static __always_inline int handle_alloc_exit_hoisted(struct pt_regs *ctx, __u64 
 }
 #else
 /*
- * arm64 exits stay on their return instructions (user/plan/exits.c): the
+ * arm64 exits stay on their return instructions (user/probe/exits.c): the
  * kernel simulates ret there, so there is nothing to gain by moving them,
  * and this program is never attached.
  */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * The client of the profile archive (deploy/archive, SPEC §8.6) that `culpert upload` and
+ * The client of the profile archive (deploy/archive) that `culpert upload` and
  * `culpert pull` share: the connection options and their environment variables, one HTTP
  * exchange with bounded retries, and the one-line message of each way it can fail.
  *

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
  * culpert pull --sha SHA | --latest-of BRANCH: a profile out of the archive, most often the
- * baseline a CI run diffs against (SPEC §8.6).  What arrives is checked whole before
+ * baseline a CI run diffs against (deploy/archive).  What arrives is checked whole before
  * anything is written: the announced length, then a full decode.
  */
 #include <errno.h>

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
-/* culpert upload FILE: a commit's profile into the archive, later runs' baseline (SPEC §8.6). */
+/* culpert upload FILE: a commit's profile into the archive, later runs' baseline (deploy/archive). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -22,7 +22,7 @@ const char *diff_kind_name(enum diff_kind k)
 }
 
 /*
- * SPEC §8.2, in its order: the first rule that applies decides.  Values may
+ * docs/cli.md ("diff"), in its order: the first rule that applies decides.  Values may
  * be negative (pprof -diff_base writes the base's samples negated, so a span
  * of such a file holds its net change): sizes are compared by magnitude, a
  * span is new or gone only when the side it is on is positive, and one that

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * The arithmetic of `culpert diff`, apart from its printing: span (or callsite) matching,
- * the classification of SPEC §8.2 and the sampling noise of each estimate.
+ * the classification of docs/cli.md ("diff") and the sampling noise of each estimate.
  */
 #ifndef CULPERT_CLI_DIFF_ROWS_H
 #define CULPERT_CLI_DIFF_ROWS_H

@@ -1,7 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #
-# The agent (issue 11, "Performance"):
+# The agent (docs/agent.md):
 #  1. the budget table: a target's allocator calls/s, the duty the agent
 #     chose, its estimate and the CPU the target lost (its ops per second
 #     of its own CPU, profiled vs unprofiled, interleaved; medians of

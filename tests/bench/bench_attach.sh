@@ -1,7 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #
-# Attach latency (issue 14, "attach is fast"): from culpert-bpf's start to
+# Attach latency (README, "Performance"): from culpert-bpf's start to
 # its readiness line (every probe live, sampling), with --unwind fp and
 # --unwind dwarf, on the example service (busy: allocates, enters spans) and
 # on a C++ program (libc and libstdc++ probed, idle while attached).  Also

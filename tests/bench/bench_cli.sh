@@ -6,7 +6,7 @@
 # distinct), next to go tool pprof -top and -tags on the same file: wall time
 # (median of BENCH_RUNS runs, hyperfine) and peak RSS against the profile's
 # decompressed size.  flamegraph must scale like report: its memory is the
-# records' order, not a node per distinct stack prefix (issue 14).
+# records' order, not a node per distinct stack prefix.
 . tests/lib.sh
 
 SAMPLES=${BENCH_SAMPLES:-200000}

@@ -14,7 +14,7 @@
 # scheduler's exact runtime) per malloc+free, the figure the ratios use; it
 # includes start-up and the thread's creation, well under 1% of a run.
 #
-# As root, side by side in the same rounds (issue 15): the sampler with
+# As root, side by side in the same rounds: the sampler with
 # culpert-bpf attached (its otel_memory probes, rate 512 KiB), the uprobe
 # floor (an empty BPF program on the malloc family, floor_attach), culpert-bpf
 # attached through uprobes, jemalloc's own prof (prof:true,lg_prof_sample:19)

@@ -28,7 +28,7 @@ test_span_ground_truth() {
 	[ "$n" -eq 3 ] || fail "worker span seen on $n threads, want 3"
 }
 
-# Labels as SPEC §4.3: name, id, parent id, path; innermost span's parent is the enclosing one
+# Labels as docs/profile-format.md says: name, id, parent id, path; innermost span's parent is the enclosing one
 # (in ground_truth's capture when it made one)
 test_span_labels() {
 	need_root || return

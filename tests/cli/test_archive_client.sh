@@ -1,7 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #
-# culpert upload / culpert pull (SPEC §8.6) against the real archive Worker, under the
+# culpert upload / culpert pull against the real archive Worker, under the
 # Workers runtime (deploy/archive/serve.mjs: miniflare, workerd) on a loopback port: round
 # trips byte for byte, by sha and by branch, with and without a project; the Worker's
 # refusals (401, 404, 413) as one clear error line.  Then what the Worker cannot be made to

@@ -234,7 +234,7 @@ span_prof() {
 	fi
 }
 
-# the boundary table of issue 4, --min-span-bytes 20MiB: before after kind exit [options]
+# diff's boundary table (docs/cli.md), --min-span-bytes 20MiB: before after kind exit [options]
 test_diff_boundaries() {
 	while read -r before after kind want opts; do
 		span_prof b.pb.gz "$before"

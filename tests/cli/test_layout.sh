@@ -4,20 +4,31 @@
 . tests/lib.sh
 
 test_layers_hold() {
-	sh tests/check_layout.sh 2>"$TMP/layout.err" || fail "$(cat "$TMP/layout.err")"
+	sh scripts/check_layout.sh 2>"$TMP/layout.err" || fail "$(cat "$TMP/layout.err")"
 }
 
-# the check must catch what it is for: a cli/ and a proto/ file including a user/ header
+# the check must catch what it is for: a cli/ and a proto/ file including a
+# user/ header, proto/ including the query engine above it, and user/
+# folders including a sibling's or a higher folder's header
 test_violation_caught() {
 	mkdir -p "$TMP/tree"
-	cp -r lib proto cli user bpf include "$TMP/tree/"
-	echo '#include "sampler.h"' >>"$TMP/tree/cli/table.h"
-	echo '#include "memstats.h"' >>"$TMP/tree/proto/view.h"
-	sh tests/check_layout.sh "$TMP/tree" 2>"$TMP/bad.err" && fail "a user/ header in cli/ passed"
-	grep -q 'cli/table.h includes "sampler.h" from user/' "$TMP/bad.err" ||
-		fail "cli/table.h not named: $(cat "$TMP/bad.err")"
-	grep -q 'proto/view.h includes "memstats.h" from user/' "$TMP/bad.err" ||
-		fail "proto/view.h not named: $(cat "$TMP/bad.err")"
+	cp -r Makefile lib proto cli user bpf include preload "$TMP/tree/"
+	echo '#include "bpfobj.h"' >>"$TMP/tree/cli/table.h"
+	echo '#include "memstats.h"' >>"$TMP/tree/proto/pprof.h"
+	echo '#include "view.h"' >>"$TMP/tree/proto/codec.c"
+	echo '#include "session.h"' >>"$TMP/tree/user/mem/memcg.c"
+	echo '#include "collector.h"' >>"$TMP/tree/user/cmd/summary.c"
+	echo '#include "unwind.h"' >>"$TMP/tree/user/probe/plt.c"
+	sh scripts/check_layout.sh "$TMP/tree" 2>"$TMP/bad.err" && fail "forbidden includes passed"
+	for want in 'cli/table.h includes "bpfobj.h" from user/collect/' \
+		'proto/pprof.h includes "memstats.h" from user/mem/' \
+		'proto/codec.c includes "view.h" from proto/query/' \
+		'user/mem/memcg.c includes "session.h" from user/collect/' \
+		'user/cmd/summary.c includes "collector.h" from user/agent/' \
+		'user/probe/plt.c includes "unwind.h" from user/unwind/'; do
+		grep -qF "$want" "$TMP/bad.err" || fail "not named: $want: $(cat "$TMP/bad.err")"
+	done
+	[ "$(wc -l <"$TMP/bad.err")" = 6 ] || fail "more than the six: $(cat "$TMP/bad.err")"
 }
 
 # culpert needs neither clang nor bpftool nor libbpf: no BPF object, no skeleton

@@ -240,7 +240,7 @@ agent_get() {
 }
 
 # The agent as the DaemonSet starts it: its args and the ConfigMap's options.  It runs
-# only once `culpert-bpf agent` exists (issue 11); until then this says so and passes
+# only once `culpert-bpf agent` exists; until then this says so and passes
 # nothing.
 test_image_agent() {
 	need_podman || return
@@ -333,7 +333,7 @@ run_test image_default_seccomp test_image_default_seccomp
 if podman_run "$(make -s image-name IMAGE_NAME=$NAME)" agent --help >/dev/null 2>&1; then
 	run_test image_agent test_image_agent
 else
-	echo "# image_agent not run: this culpert-bpf has no agent command yet (issue 11)"
+	echo "# image_agent not run: this culpert-bpf has no agent command yet"
 fi
 run_test image_multiarch test_image_multiarch
 cleanup_images

@@ -15,7 +15,7 @@
 #include <dlfcn.h>
 #include <new>
 
-#include "../../lib/sampler/culpert-sampler.h"
+#include <culpert/sampler.h>
 
 #define N 200
 

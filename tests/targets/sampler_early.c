@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../lib/sampler/culpert-sampler.h"
+#include <culpert/sampler.h>
 
 extern unsigned long early_lib_failed;
 extern char *early_lib_kept;

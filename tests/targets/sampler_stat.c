@@ -30,7 +30,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../lib/sampler/culpert-sampler.h"
+#include <culpert/sampler.h>
 
 #define NOINLINE __attribute__((noipa))
 #define N 200

@@ -12,7 +12,7 @@ KIND (N is the size of the attack):
     deep-span N      one sample whose span_path has N segments
     deep-named N     N spans chained by span_parent_id, each allocating
     deep-orphan N    a root span R with a path of N more under it, and R nested in top;R:
-                     R looks entered before attach (proto/orphans.c)
+                     R looks entered before attach (proto/query/orphans.c)
     deep-stack N     one sample with N frames (one location N times)
     inline-flood N   a location with N inline lines, in a stack N locations deep
     deep-wrapped N   one sample with N frames, w_alloc and work alternating (w_alloc the

@@ -23,7 +23,7 @@
 #include "allocator.h"
 #include "objcache.h"
 #include "procmaps.h"
-#include "sampler.h"
+#include "bpfobj.h"
 #include "target.h"
 
 static unsigned long records;
@@ -64,11 +64,11 @@ static int self_target(struct target *t)
 
 int main(int argc, char **argv)
 {
-	struct sampler_opts so = { .rate = 1, .max_depth = 8, .ringbuf_bytes = 1 << 20,
+	struct bpfobj_opts so = { .rate = 1, .max_depth = 8, .ringbuf_bytes = 1 << 20,
 				   .on_event = feed };
 	struct procmaps maps = { 0 };
 	struct alloc_plan plan;
-	struct sampler *s = NULL;
+	struct bpfobj *s = NULL;
 	struct objcache *objs;
 	struct target t;
 	double start, end, t0, dt, longest = 0;
@@ -87,7 +87,7 @@ int main(int argc, char **argv)
 	}
 	so.pid = t.pid;
 	so.plan = &plan;
-	if (sampler__new(&so, &s, err, sizeof(err))) {
+	if (bpfobj__new(&so, &s, err, sizeof(err))) {
 		fprintf(stderr, "selffeed: %s\n", err);
 		return 1;
 	}
@@ -98,7 +98,7 @@ int main(int argc, char **argv)
 	end = start + atof(argv[1]) * 1e3;
 	do {
 		t0 = now_ms();
-		n = sampler__poll(s, 100);
+		n = bpfobj__poll(s, 100);
 		dt = now_ms() - t0;
 		if (n < 0) {
 			fprintf(stderr, "selffeed: poll: %s\n", strerror(-n));
@@ -108,7 +108,7 @@ int main(int argc, char **argv)
 		if (dt > longest)
 			longest = dt;
 	} while (now_ms() < end);
-	sampler__free(s);
+	bpfobj__free(s);
 	printf("polls %lu records %lu longest_poll_ms %.0f\n", polls, records, longest);
 	alloc_plan__free(&plan);
 	objcache__free(objs);

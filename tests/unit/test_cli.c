@@ -21,7 +21,7 @@ static void test_classify_spec_order(void)
 		enum diff_kind want;
 		const char *reason;
 	} cases[] = {
-		/* issue 4's boundary table, --min-span-bytes 20MiB */
+		/* diff's boundary table (docs/cli.md), --min-span-bytes 20MiB */
 		{ 19, 19.5, KIND_QUIET, "min_span_bytes" },
 		{ 19, 20, KIND_REGRESSION, NULL },
 		{ 20, 19, KIND_IMPROVEMENT, NULL },	/* exactly -5%: the gate is >= */

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * arm64 probe offsets (user/plan/probe_offset_arm64.c): the kernel's
+ * arm64 probe offsets (user/probe/probe_offset_arm64.c): the kernel's
  * classes (simulated, single-stepped, rejected) and the moves on synthetic
  * code, then Debian's arm64 glibc (libc6:arm64, installed for the cross
  * build) against aarch64-linux-gnu-objdump, an independent decoder.

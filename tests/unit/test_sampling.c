@@ -7,7 +7,7 @@
 #include <linux/types.h>
 
 #include "aggregate.h"
-#include "sampler.h"
+#include "bpfobj.h"
 #include "test.h"
 
 static void test_weight_formula(void)
@@ -55,7 +55,7 @@ static void test_exp_table(void)
 	double sum = 0, below = 0;
 	size_t i;
 
-	sampler_fill_exp_table(t, rate);
+	bpfobj_fill_exp_table(t, rate);
 	for (i = 0; i < CULPERT_EXP_TABLE_SIZE; i++) {
 		sum += (double)t[i];
 		below += t[i] <= (__s64)rate;

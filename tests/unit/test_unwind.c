@@ -102,7 +102,7 @@ static bool ends_in_start(const struct procmaps *maps, const struct walk *w, int
 
 /*
  * What the kernel's frame-pointer walk makes of the same capture: ip, the
- * word at sp (the caller, put back as SPEC §3.3 says), then the rbp chain.
+ * word at sp (the caller, put back as docs/unwind.md says), then the rbp chain.
  */
 static int fp_walk(const struct unwind_capture *c, uint64_t *frames, int max)
 {

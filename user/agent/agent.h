@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* the collection options of attach: every target gets the same (SPEC §7) */
+/* the collection options of attach: every target gets the same (docs/agent.md) */
 struct agent_collect_opts {
 	uint64_t rate;			/* --rate: mean bytes between samples */
 	bool inuse;			/* --inuse (default) / --no-inuse */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * The agent's overhead budget (issue 11 item 3, docs/agent.md "Overhead
+ * The agent's overhead budget (docs/agent.md "Overhead
  * budget"): what one probe hit costs a process on this kernel (calibrated
  * once at start-up), each target's allocator call rate from the BPF
  * counters, and per period the share of time its allocation probes are

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * The agent's collector: one BPF object (sampler__open()) shared by every
+ * The agent's collector: one BPF object (bpfobj__open()) shared by every
  * target, and per target a session over it (session__open_shared()): its
  * plan, its uprobe links, its aggregate bounded by --max-stacks, its live
  * blocks.  Records carry their tgid; the profiling thread hands each to
@@ -22,7 +22,7 @@
 #include "export.h"
 #include "log.h"
 #include "otel.h"
-#include "sampler.h"
+#include "bpfobj.h"
 #include "session.h"
 #include "targets.h"
 
@@ -53,7 +53,7 @@ struct collector {
 	size_t max_stacks;
 	bool labels_all;
 	enum session_unwind unwind;
-	struct sampler *sampler;
+	struct bpfobj *sampler;
 	pthread_mutex_t table;		/* which slot is which target */
 	struct ctarget *v;
 	size_t n;
@@ -172,7 +172,7 @@ static int on_record(void *ctx, void *data, size_t size)
 struct collector *collector__new(const struct agent_collect_opts *o, size_t max_targets,
 				 size_t max_stacks, bool labels_all, char *err, size_t errlen)
 {
-	struct sampler_opts so = { 0 };
+	struct bpfobj_opts so = { 0 };
 	struct collector *c = calloc(1, sizeof(*c));
 	size_t i;
 
@@ -207,7 +207,7 @@ struct collector *collector__new(const struct agent_collect_opts *o, size_t max_
 	so.otel_progs = o->sampler != OTEL_MODE_UPROBES;
 	so.on_event = on_record;
 	so.ctx = c;
-	if (sampler__open(&so, &c->sampler, err, errlen)) {
+	if (bpfobj__open(&so, &c->sampler, err, errlen)) {
 		collector__free(c);
 		return NULL;
 	}
@@ -230,7 +230,7 @@ void collector__free(struct collector *c)
 		session__close(c->v[i].s);
 		pthread_mutex_destroy(&c->v[i].lock);
 	}
-	sampler__free(c->sampler);
+	bpfobj__free(c->sampler);
 	pthread_mutex_destroy(&c->table);
 	free(c->v);
 	free(c);
@@ -371,7 +371,7 @@ void collector__remove(struct collector *c, pid_t pid, uint64_t start_ticks)
 	struct ctarget *t;
 
 	/* its last records first: what it allocated just before it exited (no lock held here) */
-	sampler__poll(c->sampler, 0);
+	bpfobj__poll(c->sampler, 0);
 	t = lock_slot(c, pid, start_ticks, false);
 	if (!t)
 		return;
@@ -379,7 +379,7 @@ void collector__remove(struct collector *c, pid_t pid, uint64_t start_ticks)
 		t->exited = true;
 		/* out of the kernel's tables now: the pid may come back (an exec, a reuse) */
 		if (t->s)
-			sampler_proc__unregister(session__proc(t->s));
+			bpfobj_proc__unregister(session__proc(t->s));
 		snprintf(t->st.probes, sizeof(t->st.probes), "detached");
 	}
 	pthread_mutex_unlock(&t->lock);
@@ -406,7 +406,7 @@ void collector__forget(struct collector *c, pid_t pid, uint64_t start_ticks)
 
 int collector__fd(const struct collector *c)
 {
-	return sampler__fd(c->sampler);
+	return bpfobj__fd(c->sampler);
 }
 
 /* a library mapped since: a dlopen'd allocator gets its probes (target lock held) */
@@ -430,7 +430,7 @@ int collector__poll(struct collector *c, uint64_t now_ns)
 	size_t i;
 	int n;
 
-	n = sampler__poll(c->sampler, 0);
+	n = bpfobj__poll(c->sampler, 0);
 	retry_failed(c, now_ns);
 	/*
 	 * Also while no samples come: the kernel's buffers of new mappings
@@ -458,7 +458,7 @@ int collector__set_alloc_probes(struct collector *c, pid_t pid, uint64_t start_t
 	if (!t)
 		return ret;
 	if (!t->exited && t->s) {
-		ret = sampler_proc__set_alloc(session__proc(t->s), on, t->st.error,
+		ret = bpfobj_proc__set_alloc(session__proc(t->s), on, t->st.error,
 					      sizeof(t->st.error));
 		snprintf(t->st.probes, sizeof(t->st.probes), "%s",
 			 ret ? "failed" : on ? "attached" : "off");
@@ -472,18 +472,18 @@ static void fill_state(struct ctarget *t, struct collector_state *out)
 {
 	struct culpert_proc p = { 0 };
 	uint64_t elapsed, now = mono_ns();
-	struct sampler_proc *pr;
+	struct bpfobj_proc *pr;
 
 	*out = t->st;
 	if (!t->s)
 		return;
 	pr = session__proc(t->s);
-	sampler_proc__state(pr, &p);
+	bpfobj_proc__state(pr, &p);
 	out->samples = session__samples(t->s);
 	out->lost = p.counters[CULPERT_CNT_LOST_RINGBUF];
 	out->calls_alloc = p.calls_alloc;
 	out->calls_free = p.calls_free;
-	out->observed_ns = sampler_proc__observed_ns(pr);
+	out->observed_ns = bpfobj_proc__observed_ns(pr);
 	elapsed = now - t->picked_ns;
 	if (!t->exited && elapsed)
 		out->duty = (double)out->observed_ns / (double)elapsed > 1 ? 1 :
@@ -606,13 +606,13 @@ int collector__profile(void *ctx, const struct agent_target *at, enum agent_prof
 	if (!t)
 		return ret;
 	if (!seconds) {
-		obs1 = sampler_proc__observed_ns(session__proc(t->s));
+		obs1 = bpfobj_proc__observed_ns(session__proc(t->s));
 		ret = serialize(c, t, kind, NULL, 0, obs1, (int64_t)obs1, buf, len);
 		pthread_mutex_unlock(&t->lock);
 		goto out;
 	}
 	/* Go's net/http/pprof: values now, sleep, the difference */
-	obs0 = sampler_proc__observed_ns(session__proc(t->s));
+	obs0 = bpfobj_proc__observed_ns(session__proc(t->s));
 	ret = session__alloc_base(t->s, &base, &n_base);
 	pthread_mutex_unlock(&t->lock);
 	if (ret)
@@ -627,7 +627,7 @@ int collector__profile(void *ctx, const struct agent_target *at, enum agent_prof
 		free(base);
 		return ret;
 	}
-	obs1 = sampler_proc__observed_ns(session__proc(t->s));
+	obs1 = bpfobj_proc__observed_ns(session__proc(t->s));
 	/* probes on the whole window: it lasted what was asked; else what was observed of it */
 	ret = serialize(c, t, kind, base, n_base, obs1 - obs0,
 			obs1 - obs0 + NS_PER_SEC / 10 >= seconds * NS_PER_SEC ?

@@ -440,7 +440,7 @@ static struct alloc_reader *scrape_reader(void)
 	return alloc_reader__new(&o);
 }
 
-/* §6's picture of each live target, read now; a target gone meanwhile has none */
+/* the memory picture (docs/memory-picture.md) of each live target, read now; a target gone meanwhile has none */
 static int target_memory(FILE *f, const struct agent_target *v, size_t n)
 {
 	struct memstats *m = calloc(n ? n : 1, sizeof(*m));

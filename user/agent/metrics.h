@@ -3,7 +3,7 @@
  * GET /metrics: the Prometheus text exposition (format 0.0.4) of the
  * agent's own state (culpert_agent_*), one culpert_target_info series per
  * target with its container and pod, and the memory picture of every live
- * target (SPEC §6: culpert_process_*, culpert_cgroup_*, memfmt.h) with
+ * target (docs/memory-picture.md: culpert_process_*, culpert_cgroup_*, memfmt.h) with
  * pid, comm, container_id, container, namespace and pod labels.
  */
 #ifndef CULPERT_METRICS_H

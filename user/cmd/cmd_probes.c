@@ -17,7 +17,7 @@
 #include "objcache.h"
 #include "otel.h"
 #include "procmaps.h"
-#include "sampler.h"
+#include "bpfobj.h"
 #include "session.h"
 #include "spanfn.h"
 #include "target.h"
@@ -65,11 +65,11 @@ static void usage(FILE *f)
 		"  sudo culpert-bpf probes --pid 1234 --allocator je_\n");
 }
 
-/* the attach line follows --no-multi, as sampler__new() would */
+/* the attach line follows --no-multi, as bpfobj__new() would */
 static void print_kernel(const struct probes_args *a)
 {
 	const struct kfeatures *f = features__get();
-	bool multi = sampler_uprobe_mode(a->no_multi) == UPROBE_MODE_MULTI;
+	bool multi = bpfobj_uprobe_mode(a->no_multi) == UPROBE_MODE_MULTI;
 
 	printf("kernel:     %s (BTF %s, ring buffer %s, uprobe_multi %s, uprobe sessions %s)\n",
 	       f->release, f->btf ? "yes" : "NO", f->ringbuf ? "yes" : "NO",
@@ -229,8 +229,8 @@ static int print_span_fns(const struct target *t, const struct procmaps *maps,
 static void print_inuse(const struct probes_args *a, bool otel)
 {
 	printf("inuse:      with --inuse, returns through %s\n",
-	       sampler_inuse__name(otel ? SAMPLER_INUSE_OTEL :
-			       sampler_inuse_mode(a->no_multi, a->no_session)));
+	       bpfobj_inuse__name(otel ? BPFOBJ_INUSE_OTEL :
+			       bpfobj_inuse_mode(a->no_multi, a->no_session)));
 }
 
 /* the objects carrying the otel_memory contract, and the rate a sampler's page says */

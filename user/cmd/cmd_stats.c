@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
-/* culpert-bpf stats: the memory picture of a process, read from outside it (SPEC §6). */
+/* culpert-bpf stats: the memory picture of a process, read from outside it (docs/memory-picture.md). */
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>

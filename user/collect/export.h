@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
-/* Writing the aggregate of one capture as a pprof profile (SPEC §5). */
+/* Writing the aggregate of one capture as a pprof profile (docs/profile-format.md). */
 #ifndef CULPERT_EXPORT_H
 #define CULPERT_EXPORT_H
 

@@ -25,7 +25,7 @@
 #include "objcache.h"
 #include "otel.h"
 #include "procmaps.h"
-#include "sampler.h"
+#include "bpfobj.h"
 #include "session.h"
 #include "spanfn.h"
 #include "spanname.h"
@@ -59,8 +59,8 @@ struct session {
 	struct otel_plan otel;		/* the otel_memory contract, used when otel.use */
 	const char *rate_from;		/* where the rate came from with otel.use */
 	struct span_fn_plan fns;
-	struct sampler *sampler;	/* its own (attach), or shared (the agent) */
-	struct sampler_proc *proc;	/* this process's part of it */
+	struct bpfobj *sampler;	/* its own (attach), or shared (the agent) */
+	struct bpfobj_proc *proc;	/* this process's part of it */
 	bool shared;			/* the sampler is the caller's */
 	struct aggregate *agg;
 	struct spans *spans;
@@ -76,7 +76,7 @@ struct session {
 	uint64_t live_syncs;		/* reconciliations with the kernel's table while running */
 	uint64_t kernel_only;		/* live in the kernel, unknown here: untracked */
 	uint64_t first_id, last_id;	/* sample ids seen within the capture's window */
-	uint64_t misses, free_misses;	/* probe hits the kernel skipped (sampler__misses()) */
+	uint64_t misses, free_misses;	/* probe hits the kernel skipped (bpfobj__misses()) */
 	int mem_fd;			/* /proc/PID/mem: span names the kernel could not read */
 	uint64_t names_late;		/* such names read here */
 	uint64_t names_unresolved;	/* such names that could not be read at all */
@@ -308,7 +308,7 @@ static int64_t reconcile_live(struct session *s)
 	int err;
 
 	live__mark_begin(s->live);
-	err = sampler_proc__live_ids(s->proc, mark_live, &m);
+	err = bpfobj_proc__live_ids(s->proc, mark_live, &m);
 	if (err) {
 		pr_warn("cannot read the kernel's live table: %s; the live heap keeps the blocks the "
 			"ring buffer did not say were freed\n", strerror(-err));
@@ -343,7 +343,7 @@ static int on_alloc(struct session *s, const struct culpert_alloc_event *e)
 	int entry;
 
 	/* before every probe was live or after the first went: its spans are not known */
-	if (!sampler_proc__in_window(s->proc, e->ts_ns)) {
+	if (!bpfobj_proc__in_window(s->proc, e->ts_ns)) {
 		s->outside_window++;
 		return 0;
 	}
@@ -453,14 +453,14 @@ static int open_mem(pid_t pid)
 	return fd;
 }
 
-/* where attaching spent its time: one -v line (issue 14: attach is fast) */
+/* where attaching spent its time: one -v line (tests/bench/bench_attach.sh measures it) */
 enum attach_phase { PHASE_MAPS, PHASE_UNWIND, PHASE_PLAN, PHASE__MAX };
 
 static void log_attach_time(const struct session *s, uint64_t t0, const uint64_t *lap)
 {
 	uint64_t load, attach, total = now_ns(CLOCK_MONOTONIC) - t0;
 
-	sampler__timing(s->sampler, &load, &attach);
+	bpfobj__timing(s->sampler, &load, &attach);
 	pr_info("attach took %.0f ms: target and mappings %.0f, unwinding set-up %.0f, planning "
 		"%.0f, BPF load and verification %.0f, probes %.0f\n", (double)total / 1e6,
 		(double)(lap[PHASE_MAPS] - t0) / 1e6,
@@ -508,11 +508,11 @@ static int plan_sampler(struct session *s, char *err, size_t errlen)
 	return 0;
 }
 
-static int session_open(const struct session_opts *o, struct sampler *shared, struct session **out,
+static int session_open(const struct session_opts *o, struct bpfobj *shared, struct session **out,
 			char *err, size_t errlen)
 {
 	uint64_t t0 = now_ns(CLOCK_MONOTONIC), lap[PHASE__MAX] = { 0 };
-	struct sampler_opts so = { 0 };
+	struct bpfobj_opts so = { 0 };
 	struct session *s;
 	char why[PATH_MAX + 128];
 	size_t i;
@@ -576,7 +576,7 @@ static int session_open(const struct session_opts *o, struct sampler *shared, st
 	 * The agent's shared object serves both paths when loaded with the
 	 * otel_memory programs (docs/agent.md); each process takes its own.
 	 */
-	if (shared && !sampler__otel_loaded(shared))
+	if (shared && !bpfobj__otel_loaded(shared))
 		s->o.sampler = OTEL_MODE_UPROBES;
 	ret = plan_sampler(s, err, errlen);
 	if (ret)
@@ -623,7 +623,7 @@ static int session_open(const struct session_opts *o, struct sampler *shared, st
 	so.on_event = session__on_event;
 	so.ctx = s;
 	if (shared) {
-		struct sampler_proc_opts po = {
+		struct bpfobj_proc_opts po = {
 			.pid = so.pid, .plan = so.plan, .usdt_objects = so.usdt_objects,
 			.n_usdt_objects = so.n_usdt_objects, .stack_rate = so.stack_rate,
 			.unwind_dwarf = so.unwind_dwarf, .otel = so.otel,
@@ -631,26 +631,26 @@ static int session_open(const struct session_opts *o, struct sampler *shared, st
 
 		s->shared = true;
 		s->sampler = shared;
-		ret = sampler__add_proc(shared, &po, &s->proc, err, errlen);
+		ret = bpfobj__add_proc(shared, &po, &s->proc, err, errlen);
 	} else {
 		lap[PHASE_PLAN] = now_ns(CLOCK_MONOTONIC);
-		ret = sampler__new(&so, &s->sampler, err, errlen);
+		ret = bpfobj__new(&so, &s->sampler, err, errlen);
 		if (!ret) {
-			s->proc = sampler__proc(s->sampler);
+			s->proc = bpfobj__proc(s->sampler);
 			log_attach_time(s, t0, lap);
 		}
 	}
 	if (ret)
 		goto fail;
-	s->n_sites = sampler_proc__n_sites(s->proc);
+	s->n_sites = bpfobj_proc__n_sites(s->proc);
 	if (o->inuse)
-		pr_info("in-use tracking through %s\n", sampler_inuse__name(sampler_proc__inuse(s->proc)));
+		pr_info("in-use tracking through %s\n", bpfobj_inuse__name(bpfobj_proc__inuse(s->proc)));
 	for (i = 0; i < s->fns.n_fns; i++)
 		pr_info("--span-fn %s in %s: %s\n", s->fns.fns[i].name,
 			s->fns.display[s->fns.fns[i].object],
 			span_fn__how(&s->fns.fns[i], why, sizeof(why)));
 	s->start_wall_ns = (int64_t)now_ns(CLOCK_REALTIME);
-	sampler_proc__window(s->proc, &s->start_ns, &s->end_ns);
+	bpfobj_proc__window(s->proc, &s->start_ns, &s->end_ns);
 	*out = s;
 	return 0;
 fail:
@@ -670,7 +670,7 @@ int session__open(const struct session_opts *o, struct session **out, char *err,
 	return session_open(o, NULL, out, err, errlen);
 }
 
-int session__open_shared(const struct session_opts *o, struct sampler *shared,
+int session__open_shared(const struct session_opts *o, struct bpfobj *shared,
 			 struct session **out, char *err, size_t errlen)
 {
 	return session_open(o, shared, out, err, errlen);
@@ -681,7 +681,7 @@ static void status_line(struct session *s, bool final)
 	char rate[32];
 	double secs = (double)(now_ns(CLOCK_MONOTONIC) - s->start_ns) / 1e9;
 
-	sampler_proc__counters(s->proc, s->counters);
+	bpfobj_proc__counters(s->proc, s->counters);
 	format_bytes(rate, sizeof(rate), secs > 0 ? s->est_bytes / secs : 0);
 	fprintf(stderr, "\r\033[K  %llu samples, ~%s/s allocated, %llu lost%s",
 		(unsigned long long)s->samples, rate,
@@ -696,7 +696,7 @@ int session__run(struct session *s, uint64_t duration_ns, volatile sig_atomic_t 
 	int n;
 
 	for (;;) {
-		n = sampler__poll(s->sampler, 100);
+		n = bpfobj__poll(s->sampler, 100);
 		/* also while no samples come: the kernel's buffers of new mappings must not fill */
 		mapview__update(s->view);
 		if (n < 0) {
@@ -714,7 +714,7 @@ int session__run(struct session *s, uint64_t duration_ns, volatile sig_atomic_t 
 			break;
 		}
 		/* before the exit: a program exec'd and gone by now still ends as an exec */
-		if (sampler_proc__execed(s->proc) || target__execed(&s->t)) {
+		if (bpfobj_proc__execed(s->proc) || target__execed(&s->t)) {
 			*why = SESSION_END_TARGET_EXEC;
 			break;
 		}
@@ -738,20 +738,20 @@ void session__detach(struct session *s)
 	if (s->detached || !s->sampler)
 		return;
 	/* detach first: the target stops paying for probes while we finish */
-	sampler_proc__detach(s->proc);
-	sampler_proc__window(s->proc, &s->start_ns, &s->end_ns);
-	sampler__drain(s->sampler);
-	sampler__misses(s->sampler, &s->misses, &s->free_misses);
+	bpfobj_proc__detach(s->proc);
+	bpfobj_proc__window(s->proc, &s->start_ns, &s->end_ns);
+	bpfobj__drain(s->sampler);
+	bpfobj__misses(s->sampler, &s->misses, &s->free_misses);
 	pr_info("%llu records from the moments probes went in or out dropped: their spans are unknown\n",
 		(unsigned long long)s->outside_window);
-	sampler_proc__counters(s->proc, s->counters);
+	bpfobj_proc__counters(s->proc, s->counters);
 	/*
 	 * The hot states are every process's: only a capture of its own knows
 	 * whose calls they saw.  The contract reports sampled calls only: how
 	 * many calls there were is not known.
 	 */
 	if (!s->shared)
-		s->have_seen = !s->otel.use && !sampler__calls_seen(s->sampler, &s->seen);
+		s->have_seen = !s->otel.use && !bpfobj__calls_seen(s->sampler, &s->seen);
 	s->detached = true;
 }
 
@@ -803,7 +803,7 @@ static int add_throttled(struct session *s)
 	uint64_t over = 0, over_bytes = 0;
 	int err;
 
-	err = sampler_proc__throttled(s->proc, add_throttled_path, s, &over, &over_bytes);
+	err = bpfobj_proc__throttled(s->proc, add_throttled_path, s, &over, &over_bytes);
 	if (err || !over)
 		return err;
 	s->throttled += over;
@@ -932,7 +932,7 @@ static int add_run_comments(struct session *s)
 	}
 	if (!s->live)
 		return err ? -ENOMEM : 0;
-	err |= add_commentf(s, "inuse=%s", sampler_inuse__name(sampler_proc__inuse(s->proc)));
+	err |= add_commentf(s, "inuse=%s", bpfobj_inuse__name(bpfobj_proc__inuse(s->proc)));
 	/* live blocks are what the kernel's table held at the end: lost free records cost nothing */
 	err |= add_commentf(s, "inuse_live=kernel_table");
 	err |= add_commentf(s, "inuse_untracked=%llu", (unsigned long long)session__untracked(s));
@@ -964,7 +964,7 @@ int session__span_totals_now(struct session *s, struct span_totals *out)
 
 	if (s->o.no_exact || s->otel.use)
 		return -ENODATA;
-	sampler__span_names(s->sampler, store_name, s);
+	bpfobj__span_names(s->sampler, store_name, s);
 	return span_totals_collect(s->proc, s->spans, &unknown, out);
 }
 
@@ -1008,7 +1008,7 @@ int session__write(struct session *s, const char *path)
 
 	session__detach(s);
 	if (!s->run_comments)
-		sampler__span_names(s->sampler, store_name, s);
+		bpfobj__span_names(s->sampler, store_name, s);
 	if (s->live)
 		settle_live(s);
 	eo.duration_nanos = (int64_t)(s->end_ns - s->start_ns);
@@ -1054,10 +1054,10 @@ int session__profile(struct session *s, const struct session_profile_opts *po, v
 	eo.n_base = po->n_base;
 
 	if (!s->detached)
-		sampler_proc__counters(s->proc, s->counters);
+		bpfobj_proc__counters(s->proc, s->counters);
 	else
 		eo.end_mono_ns = s->end_ns;
-	sampler__span_names(s->sampler, store_name, s);
+	bpfobj__span_names(s->sampler, store_name, s);
 	eo.lost = s->counters[CULPERT_CNT_LOST_RINGBUF];
 	for (i = 0; i < po->n_extra && !ret; i++)
 		ret = session__add_comment(s, po->extra[i]);
@@ -1125,14 +1125,14 @@ int session__replan(struct session *s, char *err, size_t errlen)
 		return 0;
 	}
 	alloc_plan__log(p);
-	ret = sampler_proc__extend(s->proc, p, err, errlen);
+	ret = bpfobj_proc__extend(s->proc, p, err, errlen);
 	if (ret) {
 		/* what did attach stays attached: the plan must outlive it */
 		s->more[s->n_more++] = p;
 		return ret;
 	}
 	s->more[s->n_more++] = p;
-	s->n_sites = sampler_proc__n_sites(s->proc);
+	s->n_sites = bpfobj_proc__n_sites(s->proc);
 	return 1;
 }
 
@@ -1141,7 +1141,7 @@ size_t session__plans(const struct session *s, const struct alloc_plan **out)
 	return plans_of(s, out);
 }
 
-struct sampler_proc *session__proc(const struct session *s)
+struct bpfobj_proc *session__proc(const struct session *s)
 {
 	return s->proc;
 }
@@ -1340,9 +1340,9 @@ void session__close(struct session *s)
 		free(s->comments[i]);
 	free(s->comments);
 	if (s->shared)
-		sampler_proc__free(s->proc);
+		bpfobj_proc__free(s->proc);
 	else
-		sampler__free(s->sampler);
+		bpfobj__free(s->sampler);
 	aggregate__free(s->agg);
 	spans__free(s->spans);
 	live__free(s->live);

@@ -140,18 +140,18 @@ void session__close(struct session *s);
 
 /* --- the agent: many sessions over one sampler ------------------------------------ */
 
-struct sampler;
-struct sampler_proc;
+struct bpfobj;
+struct bpfobj_proc;
 struct alloc_plan;
 struct export_base;
 
 /*
- * A session whose probes go into `shared` (sampler__open()), which
+ * A session whose probes go into `shared` (bpfobj__open()), which
  * delivers every process's records to its caller: the caller hands this
  * session's (by the record's tgid) to session__on_event().  o->unwind must
  * not be dwarf unless the shared object was loaded for it, o->span_fns empty.
  */
-int session__open_shared(const struct session_opts *o, struct sampler *shared,
+int session__open_shared(const struct session_opts *o, struct bpfobj *shared,
 			 struct session **out, char *err, size_t errlen);
 int session__on_event(void *session, void *data, size_t size);
 /* take in new mappings (also while no samples come) */
@@ -165,7 +165,7 @@ void session__sync_maps(struct session *s);
 int session__replan(struct session *s, char *err, size_t errlen);
 /* the plans, the first one first, into out[ALLOC_MAX_OBJECTS]; how many */
 size_t session__plans(const struct session *s, const struct alloc_plan **out);
-struct sampler_proc *session__proc(const struct session *s);
+struct bpfobj_proc *session__proc(const struct session *s);
 const struct alloc_plan *session__plan(const struct session *s);
 
 struct session_profile_opts {

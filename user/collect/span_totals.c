@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "log.h"
-#include "sampler.h"
+#include "bpfobj.h"
 #include "span_totals.h"
 #include "spans.h"
 #include "totals.h"
@@ -106,7 +106,7 @@ static int merge_twins(struct span_totals *t)
 	return err;
 }
 
-int span_totals_collect(const struct sampler_proc *pr, struct spans *spans,
+int span_totals_collect(const struct bpfobj_proc *pr, struct spans *spans,
 			const struct culpert_calls_seen *seen, struct span_totals *out)
 {
 	struct collect_ctx c = { .spans = spans, .out = out };
@@ -115,7 +115,7 @@ int span_totals_collect(const struct sampler_proc *pr, struct spans *spans,
 	int err;
 
 	memset(out, 0, sizeof(*out));
-	err = sampler_proc__span_totals(pr, add_path, &c, &p);
+	err = bpfobj_proc__span_totals(pr, add_path, &c, &p);
 	if (!err)
 		err = merge_twins(out);
 	if (err) {

@@ -10,7 +10,7 @@
 
 #include "culpert.h"
 
-struct sampler;
+struct bpfobj;
 struct span_totals;
 struct spans;
 
@@ -19,7 +19,7 @@ struct spans;
  * what is outside any span is the rest of `seen` (every allocator call the
  * probes saw).  0 or -errno.
  */
-int span_totals_collect(const struct sampler_proc *pr, struct spans *spans,
+int span_totals_collect(const struct bpfobj_proc *pr, struct spans *spans,
 			const struct culpert_calls_seen *seen, struct span_totals *out);
 
 #endif /* CULPERT_COLLECT_SPAN_TOTALS_H */

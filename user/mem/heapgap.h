@@ -6,7 +6,7 @@
  * the profile.  So it is set against the growth of the resident memory the
  * allocator owns over the same time, and what was resident at attach is
  * stated as older memory, never as fragmentation.  Each line is one
- * component of the resident memory; issue 21's allocator state would add
+ * component of the resident memory; the allocator state (allocstate.h) would add
  * lines that split "resident at attach" further.
  */
 #ifndef CULPERT_HEAPGAP_H

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * The memory picture of a process, read from outside it (SPEC §6):
+ * The memory picture of a process, read from outside it (docs/memory-picture.md):
  * /proc/PID/smaps_rollup, /proc/PID/status, /proc/PID/smaps grouped by
  * kind of mapping, and its cgroup v2 memory files (memcg.h).
  *

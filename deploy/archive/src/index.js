@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
  * The culpert profile archive: CI baselines for `culpert upload` / `culpert pull`
- * (SPEC §8.6).  A Cloudflare Worker; the profiles are blobs in R2 (binding PROFILES), the
+ * (deploy/archive/README.md).  A Cloudflare Worker; the profiles are blobs in R2 (binding PROFILES), the
  * index is a D1 table (binding DB, migrations/).  It stores what it is sent byte for byte
  * and never parses pprof: it only checks the gzip magic.  README.md documents the API.
  *

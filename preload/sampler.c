@@ -29,8 +29,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "culpert-sampler.h"
-#include "sampler.h"
+#include <culpert/sampler.h>
+#include "sampler_internal.h"
 #include "usdt.h"
 
 #define DEFAULT_RATE		(512 * 1024)

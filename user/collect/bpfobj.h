@@ -2,12 +2,12 @@
 /*
  * The BPF side's lifecycle: open the skeleton, set the load-time knobs,
  * load, fill the exponential table, attach the plan's probes to one
- * process (attach: sampler__new()) or to each of many (the agent:
- * sampler__open(), then sampler__add_proc() per process, every record
+ * process (attach: bpfobj__new()) or to each of many (the agent:
+ * bpfobj__open(), then bpfobj__add_proc() per process, every record
  * carrying its tgid), then deliver ring-buffer records until detached.
  */
-#ifndef CULPERT_SAMPLER_H
-#define CULPERT_SAMPLER_H
+#ifndef CULPERT_BPFOBJ_H
+#define CULPERT_BPFOBJ_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -22,22 +22,22 @@
 struct alloc_plan;
 struct culpert_proc;
 struct otel_plan;
-struct sampler;
-struct sampler_proc;
+struct bpfobj;
+struct bpfobj_proc;
 struct span_fn_plan;
 
 /* a record from the ring buffer; return non-zero to stop consuming */
-typedef int (*sampler_event_fn)(void *ctx, void *data, size_t size);
+typedef int (*bpfobj_event_fn)(void *ctx, void *data, size_t size);
 
 /* how --inuse sees the pointers sampled calls return */
-enum sampler_inuse {
-	SAMPLER_INUSE_OFF,
-	SAMPLER_INUSE_SESSION,		/* uprobe sessions (6.13+): a return only for sampled calls */
-	SAMPLER_INUSE_EVERY_RETURN,	/* a return probe on every allocator call */
-	SAMPLER_INUSE_OTEL,		/* otel_memory: the pointer at alloc, free for sampled blocks only */
+enum bpfobj_inuse {
+	BPFOBJ_INUSE_OFF,
+	BPFOBJ_INUSE_SESSION,		/* uprobe sessions (6.13+): a return only for sampled calls */
+	BPFOBJ_INUSE_EVERY_RETURN,	/* a return probe on every allocator call */
+	BPFOBJ_INUSE_OTEL,		/* otel_memory: the pointer at alloc, free for sampled blocks only */
 };
 
-struct sampler_opts {
+struct bpfobj_opts {
 	pid_t pid;
 	uint64_t rate;			/* mean bytes between samples; 1 = every allocation */
 	unsigned int max_depth;		/* frames per sample, 1..127 */
@@ -57,9 +57,9 @@ struct sampler_opts {
 	char *const *usdt_objects;
 	size_t n_usdt_objects;
 	const struct span_fn_plan *span_fns;	/* --span-fn matches, may be NULL */
-	sampler_event_fn on_event;
+	bpfobj_event_fn on_event;
 	void *ctx;
-	/* sampler__open(): */
+	/* bpfobj__open(): */
 	size_t max_procs;		/* processes at once (0: CULPERT_MAX_PROCS) */
 	bool count_calls;		/* count every probe hit per process (culpert_proc.calls_*) */
 	/*
@@ -69,10 +69,10 @@ struct sampler_opts {
 	bool otel_progs;
 };
 
-/* one process's part: what sampler__add_proc() attaches */
-struct sampler_proc_opts {
+/* one process's part: what bpfobj__add_proc() attaches */
+struct bpfobj_proc_opts {
 	pid_t pid;
-	const struct alloc_plan *plan;	/* kept by pointer until sampler_proc__free() */
+	const struct alloc_plan *plan;	/* kept by pointer until bpfobj_proc__free() */
 	char *const *usdt_objects;
 	size_t n_usdt_objects;
 	const struct span_fn_plan *span_fns;
@@ -83,66 +83,66 @@ struct sampler_proc_opts {
 };
 
 /* load and attach to opts->pid; 0 or -errno with a user-facing reason in err */
-int sampler__new(const struct sampler_opts *opts, struct sampler **out, char *err, size_t errlen);
-/* sampler__new()'s process */
-struct sampler_proc *sampler__proc(const struct sampler *s);
-/* load only (opts->pid, plan, usdt_objects unused): processes come with sampler__add_proc() */
-int sampler__open(const struct sampler_opts *opts, struct sampler **out, char *err, size_t errlen);
+int bpfobj__new(const struct bpfobj_opts *opts, struct bpfobj **out, char *err, size_t errlen);
+/* bpfobj__new()'s process */
+struct bpfobj_proc *bpfobj__proc(const struct bpfobj *s);
+/* load only (opts->pid, plan, usdt_objects unused): processes come with bpfobj__add_proc() */
+int bpfobj__open(const struct bpfobj_opts *opts, struct bpfobj **out, char *err, size_t errlen);
 /* register a process and attach its probes, frees first; 0 or -errno with the reason in err */
-int sampler__add_proc(struct sampler *s, const struct sampler_proc_opts *o,
-		      struct sampler_proc **out, char *err, size_t errlen);
+int bpfobj__add_proc(struct bpfobj *s, const struct bpfobj_proc_opts *o,
+		      struct bpfobj_proc **out, char *err, size_t errlen);
 /* detach, forget its kernel state (procs entry, live blocks) */
-void sampler_proc__free(struct sampler_proc *pr);
+void bpfobj_proc__free(struct bpfobj_proc *pr);
 /*
  * The same, keeping the userspace side: the pid may be registered again
  * (an exec, a reuse); its procs entry as it was stays readable
- * (sampler_proc__state()).
+ * (bpfobj_proc__state()).
  */
-void sampler_proc__unregister(struct sampler_proc *pr);
+void bpfobj_proc__unregister(struct bpfobj_proc *pr);
 /* remove every probe of the process; its records already queued can still be drained */
-void sampler_proc__detach(struct sampler_proc *pr);
+void bpfobj_proc__detach(struct bpfobj_proc *pr);
 /*
  * Duty cycling: detach (on false) or re-attach its allocation probes (the
  * allocator's entry points, or otel_memory:alloc), keeping deallocators
  * (otel_memory:free) and span probes.  0 or -errno with the reason.
  */
-int sampler_proc__set_alloc(struct sampler_proc *pr, bool on, char *err, size_t errlen);
-bool sampler_proc__alloc_on(const struct sampler_proc *pr);
+int bpfobj_proc__set_alloc(struct bpfobj_proc *pr, bool on, char *err, size_t errlen);
+bool bpfobj_proc__alloc_on(const struct bpfobj_proc *pr);
 /*
  * An allocator object mapped after the start (dlopen): attach its plan
  * (kept by pointer) beside the first, frees first.  0 or -errno with the
  * reason (-EINVAL for a process on its otel_memory probes); a failure may
  * leave part of it attached.
  */
-int sampler_proc__extend(struct sampler_proc *pr, const struct alloc_plan *more, char *err,
+int bpfobj_proc__extend(struct bpfobj_proc *pr, const struct alloc_plan *more, char *err,
 			 size_t errlen);
 /* time its allocation probes were on, from arming to now or to detach */
-uint64_t sampler_proc__observed_ns(const struct sampler_proc *pr);
+uint64_t bpfobj_proc__observed_ns(const struct bpfobj_proc *pr);
 /* its procs map entry (counters, calls); zeroes when gone */
-void sampler_proc__state(const struct sampler_proc *pr, struct culpert_proc *out);
+void bpfobj_proc__state(const struct bpfobj_proc *pr, struct culpert_proc *out);
 /* the ring buffer's epoll fd */
-int sampler__fd(const struct sampler *s);
+int bpfobj__fd(const struct bpfobj *s);
 /* wait up to timeout_ms for records and deliver them; records consumed or -errno */
-int sampler__poll(struct sampler *s, int timeout_ms);
+int bpfobj__poll(struct bpfobj *s, int timeout_ms);
 /* deliver everything queued; records consumed or -errno */
-int sampler__drain(struct sampler *s);
+int bpfobj__drain(struct bpfobj *s);
 /*
  * The capture's window, CLOCK_MONOTONIC: from the moment every probe was
  * live to the moment the first one is let go of (0 while attached).
  * Outside it allocations are seen without their spans: their records are
- * to be dropped (sampler__in_window()).
+ * to be dropped (bpfobj__in_window()).
  */
-void sampler_proc__window(const struct sampler_proc *pr, uint64_t *start_ns, uint64_t *end_ns);
-bool sampler_proc__in_window(const struct sampler_proc *pr, uint64_t ts_ns);
+void bpfobj_proc__window(const struct bpfobj_proc *pr, uint64_t *start_ns, uint64_t *end_ns);
+bool bpfobj_proc__in_window(const struct bpfobj_proc *pr, uint64_t ts_ns);
 /* the process exec'd another program since the probes went in */
-bool sampler_proc__execed(const struct sampler_proc *pr);
-void sampler_proc__counters(const struct sampler_proc *pr, uint64_t out[CULPERT_CNT__MAX]);
+bool bpfobj_proc__execed(const struct bpfobj_proc *pr);
+void bpfobj_proc__counters(const struct bpfobj_proc *pr, uint64_t out[CULPERT_CNT__MAX]);
 /*
  * Exact totals, once detached (spans still open by then are folded as
  * open): cb(ctx, key, total) for each span path of the process, then its
  * culpert_proc (totals_over_*) into *proc.  0 or -errno.
  */
-int sampler_proc__span_totals(const struct sampler_proc *pr,
+int bpfobj_proc__span_totals(const struct bpfobj_proc *pr,
 			      int (*cb)(void *ctx, const struct culpert_total_key *key,
 					const struct culpert_span_total *total),
 			      void *ctx, struct culpert_proc *proc);
@@ -151,7 +151,7 @@ int sampler_proc__span_totals(const struct sampler_proc *pr,
  * and span path (path: the name ids outermost first, NULL outside spans);
  * then the ones the table had no room for, by number and bytes.  0 or -errno.
  */
-int sampler_proc__throttled(const struct sampler_proc *pr,
+int bpfobj_proc__throttled(const struct bpfobj_proc *pr,
 			    int (*cb)(void *ctx, uint64_t size,
 				      const struct culpert_throttle_path *path, uint64_t count),
 			    void *ctx, uint64_t *over_samples, uint64_t *over_bytes);
@@ -161,43 +161,43 @@ int sampler_proc__throttled(const struct sampler_proc *pr,
  * free that reached the BPF side is never lost).  cb returns non-zero to
  * stop; 0 or -errno.
  */
-int sampler_proc__live_ids(const struct sampler_proc *pr, int (*cb)(void *ctx, uint64_t id),
+int bpfobj_proc__live_ids(const struct bpfobj_proc *pr, int (*cb)(void *ctx, uint64_t id),
 			   void *ctx);
 /*
  * Probe hits the kernel skipped without running their program (it does
  * not nest BPF programs on a CPU): over all programs, and over those that
  * see frees -- a skipped free leaves its block looking live.
  */
-void sampler__misses(const struct sampler *s, uint64_t *all, uint64_t *frees);
+void bpfobj__misses(const struct bpfobj *s, uint64_t *all, uint64_t *frees);
 /* allocator calls the probes saw, and their bytes, summed over every thread; 0 or -errno */
-int sampler__calls_seen(const struct sampler *s, struct culpert_calls_seen *out);
+int bpfobj__calls_seen(const struct bpfobj *s, struct culpert_calls_seen *out);
 /*
  * Every span name the BPF side interned, as its map key (name bytes, or an
  * address with CULPERT_NAME_F_ADDR); cb returns non-zero to stop.  0 or -errno
  */
-int sampler__span_names(const struct sampler *s,
+int bpfobj__span_names(const struct bpfobj *s,
 			int (*cb)(void *ctx, uint32_t id, const struct culpert_span_name *key),
 			void *ctx);
-size_t sampler_proc__n_sites(const struct sampler_proc *pr);
-/* how long sampler__new() took to load (and verify) the BPF programs, and to attach them */
-void sampler__timing(const struct sampler *s, uint64_t *load_ns, uint64_t *attach_ns);
-enum sampler_inuse sampler__inuse(const struct sampler *s);
-/* the process's: its otel_memory probes (SAMPLER_INUSE_OTEL) or the object's uprobe path */
-enum sampler_inuse sampler_proc__inuse(const struct sampler_proc *pr);
+size_t bpfobj_proc__n_sites(const struct bpfobj_proc *pr);
+/* how long bpfobj__new() took to load (and verify) the BPF programs, and to attach them */
+void bpfobj__timing(const struct bpfobj *s, uint64_t *load_ns, uint64_t *attach_ns);
+enum bpfobj_inuse bpfobj__inuse(const struct bpfobj *s);
+/* the process's: its otel_memory probes (BPFOBJ_INUSE_OTEL) or the object's uprobe path */
+enum bpfobj_inuse bpfobj_proc__inuse(const struct bpfobj_proc *pr);
 /* the object can attach otel_memory probes (attach's when used, the agent's with otel_progs) */
-bool sampler__otel_loaded(const struct sampler *s);
+bool bpfobj__otel_loaded(const struct bpfobj *s);
 /* the process is profiled through its otel_memory probes */
-bool sampler_proc__otel(const struct sampler_proc *pr);
-const char *sampler_inuse__name(enum sampler_inuse m);
+bool bpfobj_proc__otel(const struct bpfobj_proc *pr);
+const char *bpfobj_inuse__name(enum bpfobj_inuse m);
 /* will uprobe sessions be used (uprobe_multi and 6.13+, not --no-session/--no-multi)? */
-bool sampler_sessions(bool no_multi, bool no_session);
+bool bpfobj_sessions(bool no_multi, bool no_session);
 /* how the allocator probes attach: uprobe_multi links unless --no-multi or too old a kernel */
-enum uprobe_mode sampler_uprobe_mode(bool no_multi);
+enum uprobe_mode bpfobj_uprobe_mode(bool no_multi);
 /* how --inuse would see returns, given the same options */
-enum sampler_inuse sampler_inuse_mode(bool no_multi, bool no_session);
-void sampler__free(struct sampler *s);
+enum bpfobj_inuse bpfobj_inuse_mode(bool no_multi, bool no_session);
+void bpfobj__free(struct bpfobj *s);
 
 /* fill table[CULPERT_EXP_TABLE_SIZE] with exponential variates of mean `rate` */
-void sampler_fill_exp_table(__s64 *table, uint64_t rate);
+void bpfobj_fill_exp_table(__s64 *table, uint64_t rate);
 
-#endif /* CULPERT_SAMPLER_H */
+#endif /* CULPERT_BPFOBJ_H */

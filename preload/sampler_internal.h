@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "culpert-sampler.h"
+#include <culpert/sampler.h>
 
 #define SAMPLER_HIDDEN	__attribute__((visibility("hidden")))
 #define SAMPLER_EXPORT	__attribute__((visibility("default")))

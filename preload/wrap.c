@@ -19,7 +19,7 @@
 #include <unistd.h>
 #include <dlfcn.h>
 
-#include "sampler.h"
+#include "sampler_internal.h"
 
 static int ready(void)
 {

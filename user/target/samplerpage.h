@@ -15,7 +15,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "../../lib/sampler/culpert-sampler.h"
+#include <culpert/sampler.h>
 
 struct remotemem;
 

@@ -15,8 +15,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "culpert-sampler.h"
-#include "sampler.h"
+#include <culpert/sampler.h>
+#include "sampler_internal.h"
 #include "usdt.h"
 
 #define STATS_INTERVAL_NS	1000000000ULL

@@ -15,7 +15,7 @@
 #include "kfeatures.h"
 #include "log.h"
 #include "otel.h"
-#include "sampler.h"
+#include "bpfobj.h"
 #include "spanfn.h"
 #include "uprobe.h"
 #include "usdt_link.h"
@@ -30,8 +30,8 @@ struct usdt_links {
 };
 
 /* one process's probes over the shared object */
-struct sampler_proc {
-	struct sampler *s;
+struct bpfobj_proc {
+	struct bpfobj *s;
 	pid_t pid;
 	const struct alloc_plan *plan;	/* the one attach_plan() works on */
 	/* the caller's, kept for re-attaching (duty cycling): the first, then later objects' */
@@ -52,26 +52,26 @@ struct sampler_proc {
 	struct culpert_proc final;	/* its entry when it left the map (unregistered) */
 };
 
-struct sampler {
+struct bpfobj {
 	struct culpert_bpf *skel;
 	struct ring_buffer *rb;
 	struct usdt_spec_ids spec_ids;	/* USDT argument specs stored (uprobe_multi links) */
 	struct bpf_link *exec_link;	/* notes an exec of the target */
 	struct bpf_link *exit_link;	/* folds the totals of spans a thread exits inside */
 	enum uprobe_mode mode;
-	enum sampler_inuse inuse;
+	enum bpfobj_inuse inuse;
 	bool otel_loaded;		/* the otel_memory programs are loaded */
-	struct sampler_proc *only;	/* sampler__new(): the one process */
-	sampler_event_fn on_event;	/* the caller's, behind deliver() */
+	struct bpfobj_proc *only;	/* bpfobj__new(): the one process */
+	bpfobj_event_fn on_event;	/* the caller's, behind deliver() */
 	void *ctx;
-	bool bounded;			/* in sampler__poll(), not draining */
+	bool bounded;			/* in bpfobj__poll(), not draining */
 	uint64_t poll_deadline_ns;	/* CLOCK_MONOTONIC; 0: set at the first record */
 	unsigned int since_check;	/* records since the clock was last read */
 	bool budget_spent;		/* deliver() stopped the ring at the deadline */
-	uint64_t load_ns, attach_ns;	/* sampler__timing() */
+	uint64_t load_ns, attach_ns;	/* bpfobj__timing() */
 };
 
-/* how long one sampler__poll() may deliver records, from the first, before it returns */
+/* how long one bpfobj__poll() may deliver records, from the first, before it returns */
 #define POLL_BUDGET_NS	(50 * 1000000ULL)
 /* the clock is read once per this many records */
 #define POLL_CHECK_EVERY 64
@@ -86,7 +86,7 @@ struct sampler {
  */
 static int deliver(void *ctx, void *data, size_t size)
 {
-	struct sampler *s = ctx;
+	struct bpfobj *s = ctx;
 	int ret = s->on_event(s->ctx, data, size);
 
 	if (ret || !s->bounded)
@@ -102,7 +102,7 @@ static int deliver(void *ctx, void *data, size_t size)
 	return -ECANCELED;
 }
 
-void sampler_fill_exp_table(__s64 *table, uint64_t rate)
+void bpfobj_fill_exp_table(__s64 *table, uint64_t rate)
 {
 	const size_t n = CULPERT_EXP_TABLE_SIZE;
 	double sum = 0, scale;
@@ -131,12 +131,12 @@ static size_t pow2_at_least(size_t v)
 }
 
 /* span probes through uprobe_multi links (usdt_link.h), or libbpf's perf-event uprobes */
-static bool usdt_multi(const struct sampler *s)
+static bool usdt_multi(const struct bpfobj *s)
 {
 	return s->mode == UPROBE_MODE_MULTI && usdt_link__supported();
 }
 
-static bool otel_use(const struct sampler_opts *o)
+static bool otel_use(const struct bpfobj_opts *o)
 {
 	return o->otel && o->otel->use;
 }
@@ -166,13 +166,13 @@ struct prog_setup {
  * usdt_multi(); the session program needs the kfuncs of 6.13+, so it is
  * not even loaded elsewhere.
  */
-static int setup_programs(struct sampler *s, const struct sampler_opts *o)
+static int setup_programs(struct bpfobj *s, const struct bpfobj_opts *o)
 {
 	const struct culpert_bpf *skel = s->skel;
 	bool own = o->pid != 0, otel = otel_use(o), multi = usdt_multi(s);
 	bool fns = o->span_fns && o->span_fns->n_fns, usdt = o->n_usdt_objects > 0;
-	bool inuse = s->inuse != SAMPLER_INUSE_OFF, session = s->inuse == SAMPLER_INUSE_SESSION;
-	bool every_return = s->inuse == SAMPLER_INUSE_EVERY_RETURN;
+	bool inuse = s->inuse != BPFOBJ_INUSE_OFF, session = s->inuse == BPFOBJ_INUSE_SESSION;
+	bool every_return = s->inuse == BPFOBJ_INUSE_EVERY_RETURN;
 	bool otel_alloc = otel || o->otel_progs;
 	bool otel_free = otel ? o->otel->with_free : otel_alloc && o->track_inuse;
 	enum uprobe_mode m = s->mode;
@@ -203,7 +203,7 @@ static int setup_programs(struct sampler *s, const struct sampler_opts *o)
 	return err;
 }
 
-static int configure(struct sampler *s, const struct sampler_opts *o)
+static int configure(struct bpfobj *s, const struct bpfobj_opts *o)
 {
 	struct culpert_bpf *skel = s->skel;
 	size_t ring;
@@ -214,7 +214,7 @@ static int configure(struct sampler *s, const struct sampler_opts *o)
 	skel->rodata->count_calls = o->count_calls;
 	skel->rodata->sample_every = o->rate == 1;
 	skel->rodata->page_size = (__u64)sysconf(_SC_PAGESIZE);
-	skel->rodata->track_inuse = s->inuse != SAMPLER_INUSE_OFF;
+	skel->rodata->track_inuse = s->inuse != BPFOBJ_INUSE_OFF;
 	skel->rodata->exact_totals = !o->no_exact;
 	skel->rodata->unwind_dwarf = o->unwind_dwarf;
 	if (o->stack_copy_bytes)
@@ -247,7 +247,7 @@ static int configure(struct sampler *s, const struct sampler_opts *o)
 }
 
 /* --span-fn names get ids 1..n before any probe fires; USDT names come after */
-static int register_fn_names(struct sampler *s, const struct span_fn_plan *p)
+static int register_fn_names(struct bpfobj *s, const struct span_fn_plan *p)
 {
 	int fd = bpf_map__fd(s->skel->maps.span_names);
 	struct culpert_span_name key;
@@ -281,10 +281,10 @@ static size_t dedupe(uint64_t *offs, size_t n)
 }
 
 /* the --span-fn functions of one object: every return instruction, then the entries */
-static int attach_span_fn_object(struct sampler_proc *pr, const struct sampler_proc_opts *o,
+static int attach_span_fn_object(struct bpfobj_proc *pr, const struct bpfobj_proc_opts *o,
 				 size_t obj, uint64_t *offs, uint64_t *cookies)
 {
-	struct sampler *s = pr->s;
+	struct bpfobj *s = pr->s;
 	const struct span_fn_plan *p = o->span_fns;
 	size_t i, n = 0;
 	int ret;
@@ -309,7 +309,7 @@ static int attach_span_fn_object(struct sampler_proc *pr, const struct sampler_p
 	return ret;
 }
 
-static int attach_span_fns(struct sampler_proc *pr, const struct sampler_proc_opts *o, char *err,
+static int attach_span_fns(struct bpfobj_proc *pr, const struct bpfobj_proc_opts *o, char *err,
 			   size_t errlen)
 {
 	const struct span_fn_plan *p = o->span_fns;
@@ -413,7 +413,7 @@ static size_t collect_hoists(const struct alloc_plan *plan, size_t obj, uint64_t
 }
 
 /* the entry program on the points of `set` in `obj`, every kind in one link */
-static int attach_entries(struct sampler_proc *pr, size_t obj, enum point_set set,
+static int attach_entries(struct bpfobj_proc *pr, size_t obj, enum point_set set,
 			  uint64_t *offs, uint64_t *cookies)
 {
 	size_t n = collect_points(pr->plan, obj, set, 0, offs, cookies);
@@ -429,29 +429,29 @@ static int attach_entries(struct sampler_proc *pr, size_t obj, enum point_set se
  * side only: duty cycling takes it out and puts it back (free_object()'s
  * probes stay).
  */
-static int alloc_object(struct sampler_proc *pr, size_t obj, uint64_t *offs, uint64_t *cookies)
+static int alloc_object(struct bpfobj_proc *pr, size_t obj, uint64_t *offs, uint64_t *cookies)
 {
 	const struct alloc_plan *plan = pr->plan;
 	const char *path = plan->objects[obj].open_path;
-	struct sampler *s = pr->s;
+	struct bpfobj *s = pr->s;
 	size_t n;
 	int ret;
 
 	ret = attach_entries(pr, obj, POINTS_EXITS, offs, cookies);
-	if (!ret && s->inuse == SAMPLER_INUSE_SESSION) {
+	if (!ret && s->inuse == BPFOBJ_INUSE_SESSION) {
 		n = collect_points(plan, obj, POINTS_RETURNED, 0, offs, cookies);
 		ret = uprobe_set__attach(pr->alloc_probes, UPROBE_MODE_SESSION,
 					 s->skel->progs.alloc_session, path, offs, cookies, n,
 					 pr->pid, 0);
 	} else if (!ret) {
 		ret = attach_entries(pr, obj, POINTS_RETURNED, offs, cookies);
-		if (!ret && s->inuse == SAMPLER_INUSE_EVERY_RETURN) {
+		if (!ret && s->inuse == BPFOBJ_INUSE_EVERY_RETURN) {
 			n = collect_points(plan, obj, POINTS_RETURNED, 0, offs, cookies);
 			ret = uprobe_set__attach(pr->alloc_probes, s->mode, s->skel->progs.alloc_exit,
 						 path, offs, NULL, n, pr->pid, 1);
 		}
 	}
-	if (ret || s->inuse == SAMPLER_INUSE_OFF)
+	if (ret || s->inuse == BPFOBJ_INUSE_OFF)
 		return ret;
 	n = collect_exits(plan, obj, offs);
 	ret = uprobe_set__attach(pr->alloc_probes, s->mode, s->skel->progs.alloc_exit_point, path,
@@ -464,12 +464,12 @@ static int alloc_object(struct sampler_proc *pr, size_t obj, uint64_t *offs, uin
 	return ret;
 }
 
-static int free_object(struct sampler_proc *pr, size_t obj, uint64_t *offs, uint64_t *cookies)
+static int free_object(struct bpfobj_proc *pr, size_t obj, uint64_t *offs, uint64_t *cookies)
 {
-	struct sampler *s = pr->s;
+	struct bpfobj *s = pr->s;
 	size_t n;
 
-	if (s->inuse == SAMPLER_INUSE_OFF)
+	if (s->inuse == BPFOBJ_INUSE_OFF)
 		return 0;
 	n = collect_points(pr->plan, obj, POINTS_FREE, 0, offs, cookies);
 	return uprobe_set__attach(pr->probes, s->mode, s->skel->progs.free_enter,
@@ -477,7 +477,7 @@ static int free_object(struct sampler_proc *pr, size_t obj, uint64_t *offs, uint
 }
 
 /* the plan's allocation probes (alloc true) or its free probes, every object */
-static int attach_plan(struct sampler_proc *pr, bool alloc, char *err, size_t errlen)
+static int attach_plan(struct bpfobj_proc *pr, bool alloc, char *err, size_t errlen)
 {
 	const struct alloc_plan *plan = pr->plan;
 	size_t obj, i, n = plan->n_points + 1;
@@ -506,11 +506,11 @@ static int attach_plan(struct sampler_proc *pr, bool alloc, char *err, size_t er
 }
 
 /* one probe of one object through a uprobe_multi link: CAP_BPF + CAP_PERFMON suffice */
-static int attach_usdt_multi(struct sampler_proc *pr, struct usdt_links *to, const char *path,
+static int attach_usdt_multi(struct bpfobj_proc *pr, struct usdt_links *to, const char *path,
 			     const struct bpf_program *prog, const char *provider, const char *name,
 			     char *err, size_t errlen)
 {
-	struct sampler *s = pr->s;
+	struct bpfobj *s = pr->s;
 	struct usdt_link_opts uo = { .obj = s->skel->obj, .prog = prog, .path = path,
 				     .provider = provider, .name = name, .pid = pr->pid,
 				     .pool = &s->spec_ids, .held = &to->held };
@@ -521,7 +521,7 @@ static int attach_usdt_multi(struct sampler_proc *pr, struct usdt_links *to, con
 }
 
 /* one probe of one object, through uprobe_multi where it can, else libbpf's perf-event USDT */
-static int attach_usdt_probe(struct sampler_proc *pr, struct usdt_links *to, const char *path,
+static int attach_usdt_probe(struct bpfobj_proc *pr, struct usdt_links *to, const char *path,
 			     const struct bpf_program *prog, const char *provider, const char *name,
 			     char *err, size_t errlen)
 {
@@ -544,7 +544,7 @@ static int attach_usdt_probe(struct sampler_proc *pr, struct usdt_links *to, con
 }
 
 /* detach every link of `l`, keeping its arrays for the next attach; its spec ids go back */
-static void usdt_links__detach(struct sampler *s, struct usdt_links *l)
+static void usdt_links__detach(struct bpfobj *s, struct usdt_links *l)
 {
 	uprobe_set__free(l->multi);
 	l->multi = NULL;
@@ -554,7 +554,7 @@ static void usdt_links__detach(struct sampler *s, struct usdt_links *l)
 }
 
 /* one side of the contract (alloc true: otel_memory:alloc) in every object that has it */
-static int attach_otel_side(struct sampler_proc *pr, bool alloc, char *err, size_t errlen)
+static int attach_otel_side(struct bpfobj_proc *pr, bool alloc, char *err, size_t errlen)
 {
 	const struct culpert_bpf *skel = pr->s->skel;
 	const struct otel_plan *p = pr->otel;
@@ -583,7 +583,7 @@ static int attach_otel_side(struct sampler_proc *pr, bool alloc, char *err, size
  * before alloc anywhere, so that no block whose alloc was seen has its
  * free missed while probes go in (it would look live to the end).
  */
-static int attach_otel(struct sampler_proc *pr, char *err, size_t errlen)
+static int attach_otel(struct bpfobj_proc *pr, char *err, size_t errlen)
 {
 	int ret = 0;
 
@@ -596,10 +596,10 @@ static int attach_otel(struct sampler_proc *pr, char *err, size_t errlen)
 	return ret ?: attach_otel_side(pr, true, err, errlen);
 }
 
-static int attach_usdt(struct sampler_proc *pr, const struct sampler_proc_opts *o, char *err,
+static int attach_usdt(struct bpfobj_proc *pr, const struct bpfobj_proc_opts *o, char *err,
 		       size_t errlen)
 {
-	struct sampler *s = pr->s;
+	struct bpfobj *s = pr->s;
 	struct bpf_program *progs[] = { s->skel->progs.span_exit, s->skel->progs.span_enter };
 	const char *names[] = { "span_exit", "span_enter" };
 	size_t i, p;
@@ -625,7 +625,7 @@ static int attach_usdt(struct sampler_proc *pr, const struct sampler_proc_opts *
 }
 
 /* the code ranges of a plan's objects, after those known, in the alloc_text map */
-static int set_text(struct sampler_proc *pr, const struct alloc_plan *plan, char *err,
+static int set_text(struct bpfobj_proc *pr, const struct alloc_plan *plan, char *err,
 		    size_t errlen)
 {
 	__u32 key = (__u32)pr->pid;
@@ -645,7 +645,7 @@ static int set_text(struct sampler_proc *pr, const struct alloc_plan *plan, char
 }
 
 /* the process's entry in the procs map, before any of its probes can fire */
-static int proc_register(struct sampler_proc *pr, const struct sampler_proc_opts *o, char *err,
+static int proc_register(struct bpfobj_proc *pr, const struct bpfobj_proc_opts *o, char *err,
 			 size_t errlen)
 {
 	struct culpert_proc p = { 0 };
@@ -667,7 +667,7 @@ static int proc_register(struct sampler_proc *pr, const struct sampler_proc_opts
 	return set_text(pr, o->plan, err, errlen);
 }
 
-static int proc_arm(struct sampler_proc *pr, char *err, size_t errlen)
+static int proc_arm(struct bpfobj_proc *pr, char *err, size_t errlen)
 {
 	__u32 key = (__u32)pr->pid, one = 1;
 
@@ -679,19 +679,19 @@ static int proc_arm(struct sampler_proc *pr, char *err, size_t errlen)
 	return 0;
 }
 
-int sampler__open(const struct sampler_opts *o, struct sampler **out, char *err, size_t errlen)
+int bpfobj__open(const struct bpfobj_opts *o, struct bpfobj **out, char *err, size_t errlen)
 {
-	struct sampler *s;
+	struct bpfobj *s;
 	uint64_t t0;
 	int ret;
 
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
-	s->mode = sampler_uprobe_mode(o->no_multi);
+	s->mode = bpfobj_uprobe_mode(o->no_multi);
 	if (o->track_inuse)
-		s->inuse = otel_use(o) ? SAMPLER_INUSE_OTEL :
-					 sampler_inuse_mode(o->no_multi, o->no_session);
+		s->inuse = otel_use(o) ? BPFOBJ_INUSE_OTEL :
+					 bpfobj_inuse_mode(o->no_multi, o->no_session);
 	s->skel = culpert_bpf__open();
 	if (!s->skel) {
 		ret = -errno;
@@ -709,7 +709,7 @@ int sampler__open(const struct sampler_opts *o, struct sampler **out, char *err,
 		goto fail;
 	}
 	/* before any probe fires: a zero table would sample every call */
-	sampler_fill_exp_table(s->skel->bss->exp_table, o->rate);
+	bpfobj_fill_exp_table(s->skel->bss->exp_table, o->rate);
 	ret = register_fn_names(s, o->span_fns);
 	if (ret) {
 		snprintf(err, errlen, "cannot register --span-fn names: %s", strerror(-ret));
@@ -735,14 +735,14 @@ int sampler__open(const struct sampler_opts *o, struct sampler **out, char *err,
 	*out = s;
 	return 0;
 fail:
-	sampler__free(s);
+	bpfobj__free(s);
 	return ret;
 }
 
-int sampler__add_proc(struct sampler *s, const struct sampler_proc_opts *o,
-		      struct sampler_proc **out, char *err, size_t errlen)
+int bpfobj__add_proc(struct bpfobj *s, const struct bpfobj_proc_opts *o,
+		      struct bpfobj_proc **out, char *err, size_t errlen)
 {
-	struct sampler_proc *pr = calloc(1, sizeof(*pr));
+	struct bpfobj_proc *pr = calloc(1, sizeof(*pr));
 	int ret;
 
 	if (!pr)
@@ -769,18 +769,18 @@ int sampler__add_proc(struct sampler *s, const struct sampler_proc_opts *o,
 	if (!ret)
 		ret = proc_arm(pr, err, errlen);
 	if (ret) {
-		sampler_proc__free(pr);
+		bpfobj_proc__free(pr);
 		return ret;
 	}
 	pr->alloc_on = true;
 	pr->on_since_ns = pr->armed_ns;
-	pr_info("attached %zu probe sites to pid %d with %s links\n", sampler_proc__n_sites(pr),
+	pr_info("attached %zu probe sites to pid %d with %s links\n", bpfobj_proc__n_sites(pr),
 		(int)pr->pid, uprobe_mode__name(s->mode));
 	*out = pr;
 	return 0;
 }
 
-int sampler_proc__set_alloc(struct sampler_proc *pr, bool on, char *err, size_t errlen)
+int bpfobj_proc__set_alloc(struct bpfobj_proc *pr, bool on, char *err, size_t errlen)
 {
 	uint64_t now = clock_ns(CLOCK_MONOTONIC);
 	size_t i;
@@ -813,7 +813,7 @@ int sampler_proc__set_alloc(struct sampler_proc *pr, bool on, char *err, size_t 
 	return 0;
 }
 
-int sampler_proc__extend(struct sampler_proc *pr, const struct alloc_plan *more, char *err,
+int bpfobj_proc__extend(struct bpfobj_proc *pr, const struct alloc_plan *more, char *err,
 			 size_t errlen)
 {
 	int ret;
@@ -843,30 +843,30 @@ int sampler_proc__extend(struct sampler_proc *pr, const struct alloc_plan *more,
 	return ret;
 }
 
-uint64_t sampler_proc__observed_ns(const struct sampler_proc *pr)
+uint64_t bpfobj_proc__observed_ns(const struct bpfobj_proc *pr)
 {
 	uint64_t end = pr->disarmed_ns ?: clock_ns(CLOCK_MONOTONIC);
 
 	return pr->observed_ns + (pr->alloc_on && end > pr->on_since_ns ? end - pr->on_since_ns : 0);
 }
 
-bool sampler_proc__alloc_on(const struct sampler_proc *pr)
+bool bpfobj_proc__alloc_on(const struct bpfobj_proc *pr)
 {
 	return pr->alloc_on;
 }
 
-int sampler__new(const struct sampler_opts *o, struct sampler **out, char *err, size_t errlen)
+int bpfobj__new(const struct bpfobj_opts *o, struct bpfobj **out, char *err, size_t errlen)
 {
-	struct sampler_proc_opts po = {
+	struct bpfobj_proc_opts po = {
 		.pid = o->pid, .plan = o->plan, .usdt_objects = o->usdt_objects,
 		.n_usdt_objects = o->n_usdt_objects, .span_fns = o->span_fns,
 		.stack_rate = o->stack_rate, .unwind_dwarf = o->unwind_dwarf, .otel = o->otel,
 	};
-	struct sampler *s;
+	struct bpfobj *s;
 	uint64_t t0;
 	int ret;
 
-	ret = sampler__open(o, &s, err, errlen);
+	ret = bpfobj__open(o, &s, err, errlen);
 	if (ret)
 		return ret;
 	/*
@@ -878,9 +878,9 @@ int sampler__new(const struct sampler_opts *o, struct sampler **out, char *err, 
 		pr_warn("cannot watch for an exec of the target (%s); an exec may be reported as an exit\n",
 			strerror(errno));
 	t0 = clock_ns(CLOCK_MONOTONIC);
-	ret = sampler__add_proc(s, &po, &s->only, err, errlen);
+	ret = bpfobj__add_proc(s, &po, &s->only, err, errlen);
 	if (ret) {
-		sampler__free(s);
+		bpfobj__free(s);
 		return ret;
 	}
 	s->attach_ns = clock_ns(CLOCK_MONOTONIC) - t0;
@@ -888,12 +888,12 @@ int sampler__new(const struct sampler_opts *o, struct sampler **out, char *err, 
 	return 0;
 }
 
-struct sampler_proc *sampler__proc(const struct sampler *s)
+struct bpfobj_proc *bpfobj__proc(const struct bpfobj *s)
 {
 	return s->only;
 }
 
-int sampler__fd(const struct sampler *s)
+int bpfobj__fd(const struct bpfobj *s)
 {
 	return ring_buffer__epoll_fd(s->rb);
 }
@@ -903,7 +903,7 @@ int sampler__fd(const struct sampler *s)
  * wakeup per sample would cost the target an irq_work and a task wakeup
  * each), so a poll that times out still reads what has come in.
  */
-int sampler__poll(struct sampler *s, int timeout_ms)
+int bpfobj__poll(struct bpfobj *s, int timeout_ms)
 {
 	int n;
 
@@ -922,23 +922,23 @@ int sampler__poll(struct sampler *s, int timeout_ms)
 }
 
 /* after detach: what is queued is finite, deliver all of it */
-int sampler__drain(struct sampler *s)
+int bpfobj__drain(struct bpfobj *s)
 {
 	return ring_buffer__consume(s->rb);
 }
 
-bool sampler_proc__in_window(const struct sampler_proc *pr, uint64_t ts_ns)
+bool bpfobj_proc__in_window(const struct bpfobj_proc *pr, uint64_t ts_ns)
 {
 	return ts_ns >= pr->armed_ns && (!pr->disarmed_ns || ts_ns < pr->disarmed_ns);
 }
 
-void sampler_proc__window(const struct sampler_proc *pr, uint64_t *start_ns, uint64_t *end_ns)
+void bpfobj_proc__window(const struct bpfobj_proc *pr, uint64_t *start_ns, uint64_t *end_ns)
 {
 	*start_ns = pr->armed_ns;
 	*end_ns = pr->disarmed_ns;
 }
 
-bool sampler_proc__execed(const struct sampler_proc *pr)
+bool bpfobj_proc__execed(const struct bpfobj_proc *pr)
 {
 	struct culpert_proc p;
 	__u32 key = (__u32)pr->pid;
@@ -946,7 +946,7 @@ bool sampler_proc__execed(const struct sampler_proc *pr)
 	return !bpf_map_lookup_elem(bpf_map__fd(pr->s->skel->maps.procs), &key, &p) && p.execed;
 }
 
-static void detach_usdt(struct sampler_proc *pr)
+static void detach_usdt(struct bpfobj_proc *pr)
 {
 	usdt_links__detach(pr->s, &pr->otel_alloc);
 	usdt_links__detach(pr->s, &pr->usdt);
@@ -957,7 +957,7 @@ static void detach_usdt(struct sampler_proc *pr)
  * each thread's into the totals as open (bpf/totals.bpf.h).  Reading the
  * iterator runs it; it writes nothing.
  */
-static void fold_open_spans(struct sampler *s)
+static void fold_open_spans(struct bpfobj *s)
 {
 	struct bpf_link *link = bpf_program__attach_iter(s->skel->progs.totals_open_spans, NULL);
 	char buf[64];
@@ -979,7 +979,7 @@ static void fold_open_spans(struct sampler *s)
 	bpf_link__destroy(link);
 }
 
-void sampler_proc__detach(struct sampler_proc *pr)
+void bpfobj_proc__detach(struct bpfobj_proc *pr)
 {
 	__u32 key = (__u32)pr->pid;
 
@@ -1015,7 +1015,7 @@ void sampler_proc__detach(struct sampler_proc *pr)
  * live table, its span paths' totals): one key after another, theirs
  * deleted, so a pid used again starts from nothing.
  */
-static void forget_keys(struct sampler_proc *pr, const struct bpf_map *map)
+static void forget_keys(struct bpfobj_proc *pr, const struct bpf_map *map)
 {
 	char key[sizeof(struct culpert_total_key)], next[sizeof(key)];
 	size_t bound = bpf_map__max_entries(map) + 1, size = bpf_map__key_size(map);
@@ -1036,14 +1036,14 @@ static void forget_keys(struct sampler_proc *pr, const struct bpf_map *map)
 	}
 }
 
-void sampler_proc__unregister(struct sampler_proc *pr)
+void bpfobj_proc__unregister(struct bpfobj_proc *pr)
 {
 	__u32 key = (__u32)pr->pid;
 
-	sampler_proc__detach(pr);
+	bpfobj_proc__detach(pr);
 	if (!pr->registered)
 		return;
-	sampler_proc__state(pr, &pr->final);
+	bpfobj_proc__state(pr, &pr->final);
 	pr->registered = false;
 	bpf_map_delete_elem(bpf_map__fd(pr->s->skel->maps.procs), &key);
 	bpf_map_delete_elem(bpf_map__fd(pr->s->skel->maps.alloc_text), &key);
@@ -1051,11 +1051,11 @@ void sampler_proc__unregister(struct sampler_proc *pr)
 	forget_keys(pr, pr->s->skel->maps.span_totals);
 }
 
-void sampler_proc__free(struct sampler_proc *pr)
+void bpfobj_proc__free(struct bpfobj_proc *pr)
 {
 	if (!pr)
 		return;
-	sampler_proc__unregister(pr);
+	bpfobj_proc__unregister(pr);
 	if (pr->s->only == pr)
 		pr->s->only = NULL;
 	free(pr->usdt.links);
@@ -1065,7 +1065,7 @@ void sampler_proc__free(struct sampler_proc *pr)
 	free(pr);
 }
 
-int sampler__span_names(const struct sampler *s,
+int bpfobj__span_names(const struct bpfobj *s,
 			int (*cb)(void *ctx, uint32_t id, const struct culpert_span_name *key),
 			void *ctx)
 {
@@ -1121,7 +1121,7 @@ static int live_ids_batch(int fd, __u32 tgid, int (*cb)(void *ctx, uint64_t id),
 	}
 }
 
-int sampler_proc__live_ids(const struct sampler_proc *pr, int (*cb)(void *ctx, uint64_t id),
+int bpfobj_proc__live_ids(const struct bpfobj_proc *pr, int (*cb)(void *ctx, uint64_t id),
 			   void *ctx)
 {
 	int fd = bpf_map__fd(pr->s->skel->maps.live_allocs), ret;
@@ -1156,7 +1156,7 @@ static uint64_t prog_misses(const struct bpf_program *p)
 	return info.recursion_misses;
 }
 
-void sampler__misses(const struct sampler *s, uint64_t *all, uint64_t *frees)
+void bpfobj__misses(const struct bpfobj *s, uint64_t *all, uint64_t *frees)
 {
 	struct bpf_program *p;
 
@@ -1172,12 +1172,12 @@ void sampler__misses(const struct sampler *s, uint64_t *all, uint64_t *frees)
 		 prog_misses(s->skel->progs.otel_free);
 }
 
-int sampler_proc__throttled(const struct sampler_proc *pr,
+int bpfobj_proc__throttled(const struct bpfobj_proc *pr,
 			    int (*cb)(void *ctx, uint64_t size,
 				      const struct culpert_throttle_path *path, uint64_t count),
 			    void *ctx, uint64_t *over_samples, uint64_t *over_bytes)
 {
-	const struct sampler *s = pr->s;
+	const struct bpfobj *s = pr->s;
 	int fd = bpf_map__fd(s->skel->maps.throttled);
 	int paths = bpf_map__fd(s->skel->maps.throttle_paths);
 	struct culpert_throttle_key key, next, *prev = NULL;
@@ -1208,7 +1208,7 @@ int sampler_proc__throttled(const struct sampler_proc *pr,
 }
 
 /* the process's entry in the procs map; zeroes once it is gone */
-void sampler_proc__state(const struct sampler_proc *pr, struct culpert_proc *out)
+void bpfobj_proc__state(const struct bpfobj_proc *pr, struct culpert_proc *out)
 {
 	__u32 key = (__u32)pr->pid;
 
@@ -1218,7 +1218,7 @@ void sampler_proc__state(const struct sampler_proc *pr, struct culpert_proc *out
 		memset(out, 0, sizeof(*out));
 }
 
-int sampler_proc__span_totals(const struct sampler_proc *pr,
+int bpfobj_proc__span_totals(const struct bpfobj_proc *pr,
 			      int (*cb)(void *ctx, const struct culpert_total_key *key,
 					const struct culpert_span_total *total),
 			      void *ctx, struct culpert_proc *proc)
@@ -1239,15 +1239,15 @@ int sampler_proc__span_totals(const struct sampler_proc *pr,
 		if (ret)
 			return ret;
 	}
-	sampler_proc__state(pr, proc);
+	bpfobj_proc__state(pr, proc);
 	return 0;
 }
 
-void sampler_proc__counters(const struct sampler_proc *pr, uint64_t out[CULPERT_CNT__MAX])
+void bpfobj_proc__counters(const struct bpfobj_proc *pr, uint64_t out[CULPERT_CNT__MAX])
 {
 	struct culpert_proc p;
 
-	sampler_proc__state(pr, &p);
+	bpfobj_proc__state(pr, &p);
 	memcpy(out, p.counters, CULPERT_CNT__MAX * sizeof(uint64_t));
 }
 
@@ -1269,7 +1269,7 @@ static void add_seen(const char *values, size_t n, size_t value_size,
  * One batch read of the whole array where the kernel has it (5.6+); a
  * lookup per slot otherwise.  Read once, after detaching.
  */
-int sampler__calls_seen(const struct sampler *s, struct culpert_calls_seen *out)
+int bpfobj__calls_seen(const struct bpfobj *s, struct culpert_calls_seen *out)
 {
 	const struct bpf_map *m = s->skel->maps.hot_states;
 	size_t vsz = bpf_map__value_size(m), n = bpf_map__max_entries(m), done = 0, i;
@@ -1315,75 +1315,75 @@ out:
 	return err;
 }
 
-void sampler__timing(const struct sampler *s, uint64_t *load_ns, uint64_t *attach_ns)
+void bpfobj__timing(const struct bpfobj *s, uint64_t *load_ns, uint64_t *attach_ns)
 {
 	*load_ns = s->load_ns;
 	*attach_ns = s->attach_ns;
 }
 
-size_t sampler_proc__n_sites(const struct sampler_proc *pr)
+size_t bpfobj_proc__n_sites(const struct bpfobj_proc *pr)
 {
 	return uprobe_set__count(pr->probes) + uprobe_set__count(pr->alloc_probes) +
 	       pr->n_otel_alloc + pr->n_otel_free;
 }
 
-enum sampler_inuse sampler__inuse(const struct sampler *s)
+enum bpfobj_inuse bpfobj__inuse(const struct bpfobj *s)
 {
 	return s->inuse;
 }
 
-enum sampler_inuse sampler_proc__inuse(const struct sampler_proc *pr)
+enum bpfobj_inuse bpfobj_proc__inuse(const struct bpfobj_proc *pr)
 {
-	return pr->otel && pr->s->inuse != SAMPLER_INUSE_OFF ? SAMPLER_INUSE_OTEL : pr->s->inuse;
+	return pr->otel && pr->s->inuse != BPFOBJ_INUSE_OFF ? BPFOBJ_INUSE_OTEL : pr->s->inuse;
 }
 
-bool sampler__otel_loaded(const struct sampler *s)
+bool bpfobj__otel_loaded(const struct bpfobj *s)
 {
 	return s->otel_loaded;
 }
 
-bool sampler_proc__otel(const struct sampler_proc *pr)
+bool bpfobj_proc__otel(const struct bpfobj_proc *pr)
 {
 	return pr->otel != NULL;
 }
 
-const char *sampler_inuse__name(enum sampler_inuse m)
+const char *bpfobj_inuse__name(enum bpfobj_inuse m)
 {
 	switch (m) {
-	case SAMPLER_INUSE_SESSION:
+	case BPFOBJ_INUSE_SESSION:
 		return "uprobe sessions: return probes for sampled calls only (operator new & co.: uprobes where they return, no return probe)";
-	case SAMPLER_INUSE_EVERY_RETURN:
+	case BPFOBJ_INUSE_EVERY_RETURN:
 		return "a return probe on every call (operator new & co.: uprobes where they return, no return probe)";
-	case SAMPLER_INUSE_OTEL:
+	case BPFOBJ_INUSE_OTEL:
 		return "otel_memory probes: the pointer at alloc, free fired for sampled blocks only";
 	default:
 		return "off";
 	}
 }
 
-bool sampler_sessions(bool no_multi, bool no_session)
+bool bpfobj_sessions(bool no_multi, bool no_session)
 {
 	const struct kfeatures *f = features__get();
 
 	return !no_multi && !no_session && f->uprobe_multi && f->uprobe_session;
 }
 
-enum uprobe_mode sampler_uprobe_mode(bool no_multi)
+enum uprobe_mode bpfobj_uprobe_mode(bool no_multi)
 {
 	return !no_multi && features__get()->uprobe_multi ? UPROBE_MODE_MULTI : UPROBE_MODE_PERF;
 }
 
-enum sampler_inuse sampler_inuse_mode(bool no_multi, bool no_session)
+enum bpfobj_inuse bpfobj_inuse_mode(bool no_multi, bool no_session)
 {
-	return sampler_sessions(no_multi, no_session) ? SAMPLER_INUSE_SESSION :
-							 SAMPLER_INUSE_EVERY_RETURN;
+	return bpfobj_sessions(no_multi, no_session) ? BPFOBJ_INUSE_SESSION :
+							 BPFOBJ_INUSE_EVERY_RETURN;
 }
 
-void sampler__free(struct sampler *s)
+void bpfobj__free(struct bpfobj *s)
 {
 	if (!s)
 		return;
-	sampler_proc__free(s->only);
+	bpfobj_proc__free(s->only);
 	bpf_link__destroy(s->exec_link);
 	bpf_link__destroy(s->exit_link);
 	ring_buffer__free(s->rb);

@@ -21,7 +21,7 @@
 #include <stdint.h>
 #include <sys/mman.h>
 
-#include "sampler.h"
+#include "sampler_internal.h"
 
 #define SLOTS		7
 #define NEIGHBOURS	4		/* buckets a pointer may land in, its own first */
