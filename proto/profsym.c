@@ -83,12 +83,6 @@ void profsym__free(struct profsym *ps)
 	free(ps);
 }
 
-const struct profsym_mapping *profsym__mappings(const struct profsym *ps, size_t *n)
-{
-	*n = ps->n_maps;
-	return ps->maps;
-}
-
 /* --- pass 1: every location once ------------------------------------------------------------ */
 
 static struct sym_object *object_of(struct profsym *ps, const struct pprof_profile *in, size_t mi)

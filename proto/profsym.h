@@ -57,8 +57,6 @@ void profsym__free(struct profsym *ps);
  * outlive the report.  0 or -errno.
  */
 int profsym__run(struct profsym *ps, const struct pprof_profile *in, struct pprof_writer **out);
-/* per input mapping, in the input's order */
-const struct profsym_mapping *profsym__mappings(const struct profsym *ps, size_t *n);
 /*
  * The report: a summary line, then one line per mapping that has locations
  * and is not fully symbolized (every mapping with `all`).

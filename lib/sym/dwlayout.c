@@ -50,11 +50,6 @@ void dwlayout__free(struct dwlayout *l)
 	free(l);
 }
 
-Dwarf *dwlayout__dwarf(struct dwlayout *l)
-{
-	return l->dw;
-}
-
 /* typedefs, const, volatile, restrict and _Atomic peeled off */
 static int peel(Dwarf_Die *die, Dwarf_Die *out)
 {

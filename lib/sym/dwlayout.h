@@ -26,8 +26,6 @@ struct dw_field {
 /* DWARF of elf (not owned; must outlive the dwlayout); NULL, errno ENODATA when it has none */
 struct dwlayout *dwlayout__new(Elf *elf);
 void dwlayout__free(struct dwlayout *l);
-/* libdw's handle (to attach a supplementary .gnu_debugaltlink file) */
-Dwarf *dwlayout__dwarf(struct dwlayout *l);
 
 /*
  * The type of the defined (not merely declared) global or static variable

@@ -313,7 +313,6 @@ static void publish(struct agent *a)
 	pthread_mutex_unlock(&a->ep.stats.lock);
 }
 
-/* a new pod list may name processes a pod=/namespace= selector passed over: look again soon */
 /* every live target's duty cycle, one turn */
 static void duty_turn(struct agent *a, int64_t now)
 {
@@ -328,6 +327,7 @@ static void duty_turn(struct agent *a, int64_t now)
 	free(starts);
 }
 
+/* a new pod list may name processes a pod=/namespace= selector passed over: look again soon */
 static void kube_changed(struct agent *a, int64_t now)
 {
 	struct kubeapi_counts k;

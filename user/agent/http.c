@@ -313,11 +313,6 @@ void http__stop(struct http_server *s)
 	free(s);
 }
 
-unsigned int http__port(const struct http_server *s)
-{
-	return s->port;
-}
-
 void http__address(const struct http_server *s, char *buf, size_t len)
 {
 	const struct sockaddr_storage *a = &s->o.listen.addr;

@@ -73,8 +73,6 @@ struct http_server;
 struct http_server *http__start(const struct http_opts *o, char *err, size_t errlen);
 /* closes every connection and joins the server's threads */
 void http__stop(struct http_server *s);
-/* the port actually bound (--listen ...:0 picks one) */
-unsigned int http__port(const struct http_server *s);
 /* "ADDR:PORT" or "[ADDR6]:PORT" as bound */
 void http__address(const struct http_server *s, char *buf, size_t len);
 void http__counts(struct http_server *s, struct http_counts *out);

@@ -850,11 +850,6 @@ uint64_t bpfobj_proc__observed_ns(const struct bpfobj_proc *pr)
 	return pr->observed_ns + (pr->alloc_on && end > pr->on_since_ns ? end - pr->on_since_ns : 0);
 }
 
-bool bpfobj_proc__alloc_on(const struct bpfobj_proc *pr)
-{
-	return pr->alloc_on;
-}
-
 int bpfobj__new(const struct bpfobj_opts *o, struct bpfobj **out, char *err, size_t errlen)
 {
 	struct bpfobj_proc_opts po = {
@@ -1327,11 +1322,6 @@ size_t bpfobj_proc__n_sites(const struct bpfobj_proc *pr)
 	       pr->n_otel_alloc + pr->n_otel_free;
 }
 
-enum bpfobj_inuse bpfobj__inuse(const struct bpfobj *s)
-{
-	return s->inuse;
-}
-
 enum bpfobj_inuse bpfobj_proc__inuse(const struct bpfobj_proc *pr)
 {
 	return pr->otel && pr->s->inuse != BPFOBJ_INUSE_OFF ? BPFOBJ_INUSE_OTEL : pr->s->inuse;
@@ -1340,11 +1330,6 @@ enum bpfobj_inuse bpfobj_proc__inuse(const struct bpfobj_proc *pr)
 bool bpfobj__otel_loaded(const struct bpfobj *s)
 {
 	return s->otel_loaded;
-}
-
-bool bpfobj_proc__otel(const struct bpfobj_proc *pr)
-{
-	return pr->otel != NULL;
 }
 
 const char *bpfobj_inuse__name(enum bpfobj_inuse m)

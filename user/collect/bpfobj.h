@@ -107,7 +107,6 @@ void bpfobj_proc__detach(struct bpfobj_proc *pr);
  * (otel_memory:free) and span probes.  0 or -errno with the reason.
  */
 int bpfobj_proc__set_alloc(struct bpfobj_proc *pr, bool on, char *err, size_t errlen);
-bool bpfobj_proc__alloc_on(const struct bpfobj_proc *pr);
 /*
  * An allocator object mapped after the start (dlopen): attach its plan
  * (kept by pointer) beside the first, frees first.  0 or -errno with the
@@ -181,13 +180,10 @@ int bpfobj__span_names(const struct bpfobj *s,
 size_t bpfobj_proc__n_sites(const struct bpfobj_proc *pr);
 /* how long bpfobj__new() took to load (and verify) the BPF programs, and to attach them */
 void bpfobj__timing(const struct bpfobj *s, uint64_t *load_ns, uint64_t *attach_ns);
-enum bpfobj_inuse bpfobj__inuse(const struct bpfobj *s);
 /* the process's: its otel_memory probes (BPFOBJ_INUSE_OTEL) or the object's uprobe path */
 enum bpfobj_inuse bpfobj_proc__inuse(const struct bpfobj_proc *pr);
 /* the object can attach otel_memory probes (attach's when used, the agent's with otel_progs) */
 bool bpfobj__otel_loaded(const struct bpfobj *s);
-/* the process is profiled through its otel_memory probes */
-bool bpfobj_proc__otel(const struct bpfobj_proc *pr);
 const char *bpfobj_inuse__name(enum bpfobj_inuse m);
 /* will uprobe sessions be used (uprobe_multi and 6.13+, not --no-session/--no-multi)? */
 bool bpfobj_sessions(bool no_multi, bool no_session);

@@ -1146,11 +1146,6 @@ struct bpfobj_proc *session__proc(const struct session *s)
 	return s->proc;
 }
 
-const struct alloc_plan *session__plan(const struct session *s)
-{
-	return &s->plan;
-}
-
 uint64_t session__samples(const struct session *s)
 {
 	return s->samples;
@@ -1196,31 +1191,6 @@ int session__live_each(struct session *s, void (*fn)(void *ctx, uint64_t size, d
 	b = live__blocks(s->live, &n);
 	for (i = 0; i < n; i++)
 		fn(ctx, b[i].size, b[i].weight);
-	return 0;
-}
-
-struct live_sum {
-	double sum, var;
-};
-
-static void add_live(void *ctx, uint64_t size, double weight)
-{
-	struct live_sum *t = ctx;
-	double y = (double)size;
-
-	t->sum += y * weight;
-	t->var += y * y * weight * (weight - 1);
-}
-
-int session__live_heap(struct session *s, double *bytes, double *stderr_bytes)
-{
-	struct live_sum t = { 0 };
-	int err = session__live_each(s, add_live, &t);
-
-	if (err)
-		return err;
-	*bytes = t.sum;
-	*stderr_bytes = sqrt(t.var);
 	return 0;
 }
 

@@ -113,12 +113,6 @@ bool session__is_go(const struct session *s);
 uint64_t session__duration_ns(const struct session *s);
 uint64_t session__lost(const struct session *s);
 /*
- * --inuse: the estimated live heap and its standard error.  The variance
- * of the unbiased estimate is sum size^2 w (w - 1) over the live samples
- * (w = 1 / P(sampled)).  Detaches first.  -ENODATA without --inuse.
- */
-int session__live_heap(struct session *s, double *bytes, double *stderr_bytes);
-/*
  * --inuse: fn(ctx, size, weight) for each sampled block of that estimate
  * (requested size, w = 1 / P(sampled)), for sums the allocator's rounding
  * needs (decompose.h).  Detaches first.  -ENODATA without --inuse.
@@ -166,7 +160,6 @@ int session__replan(struct session *s, char *err, size_t errlen);
 /* the plans, the first one first, into out[ALLOC_MAX_OBJECTS]; how many */
 size_t session__plans(const struct session *s, const struct alloc_plan **out);
 struct bpfobj_proc *session__proc(const struct session *s);
-const struct alloc_plan *session__plan(const struct session *s);
 
 struct session_profile_opts {
 	const char *default_sample_type;	/* NULL: alloc_space */
