@@ -211,6 +211,46 @@ stop_profiled() {
 	kill "$target_pid"
 }
 
+# wait_new_lines FILE N COUNT SECONDS: until FILE has COUNT lines after its
+# first N; 1 if not within SECONDS
+wait_new_lines() {
+	_i=0
+	while [ "$(wc -l <"$1")" -lt $(($2 + $3)) ]; do
+		_i=$((_i + 1))
+		[ "$_i" -gt $(($4 * 20)) ] && return 1
+		sleep 0.05
+	done
+}
+
+# check_semaphores NAME WORD CMD...: CMD prints "sem ENTER EXIT WORD N" a few
+# times a second (tests/targets/span_sem.c, its Rust twin): the span
+# semaphores as it sees them and how often it did the work a site does only
+# when a span is wanted.  Unprofiled every line reads 0 0 ... 0; attached
+# they count; once detached, every line printed after it reads 0 0 again.
+# Waits on the lines the program prints, bounded; files $TMP/NAME.*.
+check_semaphores() {
+	_n=$1
+	_w=$2
+	shift 2
+	"$@" >"$TMP/$_n.out" &
+	_p=$!
+	track "$_p"
+	wait_new_lines "$TMP/$_n.out" 0 2 10 || { fail "$1 printed nothing"; return; }
+	grep -v "^sem 0 0 $_w 0\$" "$TMP/$_n.out" >"$TMP/$_n.bad" &&
+		fail "unprofiled: $(head -1 "$TMP/$_n.bad")"
+	attach_bg "$TMP/$_n.err" --pid "$_p" -o "$TMP/$_n.pb.gz" || return
+	wait_for "$TMP/$_n.out" "^sem [1-9][0-9]* [1-9][0-9]* $_w [1-9]" 10 ||
+		fail "attached: $(tail -1 "$TMP/$_n.out")"
+	kill -INT "$attach_pid"
+	wait "$attach_pid"
+	_lines=$(wc -l <"$TMP/$_n.out")
+	# the first line after may have been printed as the probes went
+	wait_new_lines "$TMP/$_n.out" "$_lines" 3 10 || { fail "no line after detach"; return; }
+	tail -n +$((_lines + 2)) "$TMP/$_n.out" | grep -v '^sem 0 0 ' >"$TMP/$_n.bad" &&
+		fail "after detach: $(head -1 "$TMP/$_n.bad")"
+	return 0
+}
+
 # go_totals_agree PROFILE: go tool pprof, an independent reader, reads
 # PROFILE and sums every sample type to what profdump sums
 go_totals_agree() {

@@ -222,19 +222,7 @@ test_rust_labels() {
 # tests/targets/span_sem.c's test, through the layer
 test_rust_semaphores() {
 	need_root || return
-	"$RUST_OUT/examples/span_sem" >"$TMP/rsem.out" &
-	pid=$!
-	track "$pid"
-	sleep 0.35
-	tail -1 "$TMP/rsem.out" | grep -q '^sem 0 0 lookups 0$' || fail "unprofiled: $(tail -1 "$TMP/rsem.out")"
-	attach_bg "$TMP/rsem.err" --pid "$pid" -o "$TMP/rsem.pb.gz" || return
-	sleep 0.35
-	tail -1 "$TMP/rsem.out" | grep -q '^sem [1-9][0-9]* [1-9][0-9]* lookups [1-9]' ||
-		fail "attached: $(tail -1 "$TMP/rsem.out")"
-	kill -INT "$attach_pid"
-	wait "$attach_pid"
-	sleep 0.35
-	tail -1 "$TMP/rsem.out" | grep -q '^sem 0 0 ' || fail "after detach: $(tail -1 "$TMP/rsem.out")"
+	check_semaphores rsem lookups "$RUST_OUT/examples/span_sem"
 }
 
 # the culpert notes of an object, one line per probe, from readelf -n:
