@@ -7,8 +7,17 @@
 # file that exits non-zero without saying FAIL counts as one failure.  The
 # last line is the summary "N passed, N failed".
 # Under CI (CI set) a skipped test counts as failed too.
-#   run.sh [PATTERN]    only test files whose path contains PATTERN
+#   run.sh [--stress] [PATTERN]
+#     PATTERN     only test files whose path contains PATTERN
+#     --stress    with a CPU hog beside the suite (two busy loops, as many as
+#                 this machine has cores up to two), to prove that no verdict
+#                 depends on the machine's load
 set -u
+stress=""
+if [ "${1:-}" = "--stress" ]; then
+	stress=1
+	shift
+fi
 
 # A fresh machine (and most containers) mounts neither tracefs nor debugfs;
 # this one may have them from an earlier tool.  As root, run the suite in a
@@ -31,7 +40,15 @@ export OUTPUT
 pattern=${1:-}
 log=$(mktemp)
 jobdir=$(mktemp -d)
-trap 'rm -rf "$log" "$jobdir"' EXIT
+hogs=""
+trap 'for h in $hogs; do kill "$h" 2>/dev/null; done; rm -rf "$log" "$jobdir"' EXIT
+if [ -n "$stress" ]; then
+	for _i in 1 2; do
+		sh -c 'while :; do :; done' &
+		hogs="$hogs $!"
+	done
+	echo "# --stress: CPU hogs$hogs beside the suite"
+fi
 
 # a test file that runs longer than this is stopped and fails (TEST_TIMEOUT=seconds)
 limit=${TEST_TIMEOUT:-600}
