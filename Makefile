@@ -45,6 +45,8 @@ CXX ?= g++
 STRIP ?= strip
 HOSTCC ?= cc
 GO ?= go
+RUSTC ?= $(shell command -v rustc 2>/dev/null || echo $(HOME)/.cargo/bin/rustc)
+MUSL_GCC ?= musl-gcc
 PREFIX ?= /usr/local
 
 MULTIARCH := $(shell $(CC) -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)
@@ -163,6 +165,9 @@ Q = @
 msg = @printf '  %-9s %s\n' "$(1)" "$(2)";
 MAKEFLAGS += --no-print-directory
 endif
+# a recipe's start: its tagged line (V=1: the command instead), then its
+# target's directory, so that no rule makes directories of its own
+step = $(Q)$(if $(Q),printf '  %-9s %s\n' "$(1)" "$@"; )mkdir -p $(@D) &&
 
 BPF_SRCS := $(wildcard bpf/*.bpf.c)
 BPF_OBJS := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.bpf.o,$(BPF_SRCS))
@@ -244,16 +249,13 @@ $(OUTPUT) $(OUTPUT)/proto $(OUTPUT)/tests:
 	$(Q)mkdir -p $@
 
 $(OUTPUT)/%.tmp.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h) vmlinux/$(ARCH)/vmlinux.h | $(OUTPUT)
-	$(call msg,BPF,$@)
-	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+	$(call step,BPF) $(CLANG) $(BPF_CFLAGS) -c $< -o $@
 
 $(OUTPUT)/%.bpf.o: $(OUTPUT)/%.tmp.bpf.o
-	$(call msg,GEN-OBJ,$@)
-	$(Q)$(BPFTOOL) gen object $@ $<
+	$(call step,GEN-OBJ) $(BPFTOOL) gen object $@ $<
 
 $(OUTPUT)/%.skel.h: $(OUTPUT)/%.bpf.o
-	$(call msg,GEN-SKEL,$@)
-	$(Q)$(BPFTOOL) gen skeleton $< > $@
+	$(call step,GEN-SKEL) $(BPFTOOL) gen skeleton $< > $@
 
 # The host's from its running kernel; arm64's from the BTF inside the Image of Debian's
 # current arm64 kernel package (vmlinux/gen_deb.sh: the package version goes in the header)
@@ -269,8 +271,7 @@ vmlinux: $(OUTPUT)/btf_extract
 	$(Q)BPFTOOL="$(BPFTOOL)" sh vmlinux/gen_deb.sh $(ARCH) $(OUTPUT) $(OUTPUT)/btf_extract
 
 $(OUTPUT)/btf_extract: vmlinux/btf_extract.c | $(OUTPUT)
-	$(call msg,HOSTCC,$@)
-	$(Q)$(HOSTCC) -O2 $(WARNINGS) -o $@ $<
+	$(call step,HOSTCC) $(HOSTCC) -O2 $(WARNINGS) -o $@ $<
 endif
 
 # --- protobuf ----------------------------------------------------------------
@@ -297,49 +298,34 @@ FORCE:
 # compile, -MMD then records who includes them.  Only user/ includes the
 # BPF skeleton, so culpert builds without clang or bpftool.
 $(OUTPUT)/lib/%.o: lib/%.c
-	$(call msg,CC,$@)
-	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(BASE_CFLAGS) $(LIB_PC_CFLAGS) $(LIB_INC) -c $< -o $@
+	$(call step,CC) $(CC) $(BASE_CFLAGS) $(LIB_PC_CFLAGS) $(LIB_INC) -c $< -o $@
 
 $(OUTPUT)/proto/%.o: proto/%.c | $(PROTO_H)
-	$(call msg,CC,$@)
-	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(BASE_CFLAGS) $(LIB_PC_CFLAGS) $(PROTO_INC) -c $< -o $@
+	$(call step,CC) $(CC) $(BASE_CFLAGS) $(LIB_PC_CFLAGS) $(PROTO_INC) -c $< -o $@
 
 $(OUTPUT)/proto/query/%.o: proto/query/%.c | $(PROTO_H)
-	$(call msg,CC,$@)
-	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(BASE_CFLAGS) $(LIB_PC_CFLAGS) $(QUERY_INC) -c $< -o $@
+	$(call step,CC) $(CC) $(BASE_CFLAGS) $(LIB_PC_CFLAGS) $(QUERY_INC) -c $< -o $@
 
 $(OUTPUT)/cli/%.o: cli/%.c | $(PROTO_H)
-	$(call msg,CC,$@)
-	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(BASE_CFLAGS) $(LIB_PC_CFLAGS) $(CLI_PC_CFLAGS) $(CLI_INC) -c $< -o $@
+	$(call step,CC) $(CC) $(BASE_CFLAGS) $(LIB_PC_CFLAGS) $(CLI_PC_CFLAGS) $(CLI_INC) -c $< -o $@
 
 $(OUTPUT)/user/%.o: user/%.c | $(PROTO_H) $(SKELS)
-	$(call msg,CC,$@)
-	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(BASE_CFLAGS) $(PC_CFLAGS) $(call user_inc,$(firstword $(subst /, ,$*))) -c $< -o $@
+	$(call step,CC) $(CC) $(BASE_CFLAGS) $(PC_CFLAGS) $(call user_inc,$(firstword $(subst /, ,$*))) -c $< -o $@
 
 $(OUTPUT)/proto/profile.pb-c.o: $(OUTPUT)/proto/profile.pb-c.c
-	$(call msg,CC,$@)
-	$(Q)$(CC) $(CFLAGS) -I$(OUTPUT)/proto $(LIB_PC_CFLAGS) -c $< -o $@
+	$(call step,CC) $(CC) $(CFLAGS) -I$(OUTPUT)/proto $(LIB_PC_CFLAGS) -c $< -o $@
 
 $(LIBCULPERT): $(LIB_OBJS) $(PROTO_OBJS)
-	$(call msg,AR,$@)
-	$(Q)rm -f $@ && $(AR) rcs $@ $^
+	$(call step,AR) rm -f $@ && $(AR) rcs $@ $^
 
 $(LIBCOLLECT): $(USER_OBJS)
-	$(call msg,AR,$@)
-	$(Q)rm -f $@ && $(AR) rcs $@ $^
+	$(call step,AR) rm -f $@ && $(AR) rcs $@ $^
 
 $(BIN_BPF): $(USER_MAIN) $(LIBCOLLECT) $(LIBCULPERT)
-	$(call msg,LINK,$@)
-	$(Q)$(CC) $(ALL_LDFLAGS) $^ $(USER_LIBS) -o $@
+	$(call step,LINK) $(CC) $(ALL_LDFLAGS) $^ $(USER_LIBS) -o $@
 
 $(BIN_CLI): $(CLI_MAIN) $(CLI_OBJS) $(LIBCULPERT)
-	$(call msg,LINK,$@)
-	$(Q)$(CC) $(ALL_LDFLAGS) $^ $(LIB_LIBS) $(CLI_LIBS) -o $@
+	$(call step,LINK) $(CC) $(ALL_LDFLAGS) $^ $(LIB_LIBS) $(CLI_LIBS) -o $@
 
 # not the cross build's dependency files under .output/arm64
 -include $(shell find $(OUTPUT) -path '$(OUTPUT)/arm64' -prune -o -type f -name '*.d' -print 2>/dev/null)
@@ -361,6 +347,13 @@ demo: deps-demo
 
 test: deps
 	$(Q)$(MAKE) _test
+
+# everything the suite runs (each part adds to TEST_TARGETS); TESTS=pattern limits
+# the run to matching test files
+test-targets: $(TEST_TARGETS)
+_test: all test-targets $(if $(SANITIZE),sanitized $(FUZZ_BINS) fuzz-seeds)
+	$(Q)OUTPUT=$(OUTPUT) $(if $(SANITIZE),SAN_OUTPUT=$(SAN_OUTPUT) FUZZ_DIR=$(FUZZ_DIR) \
+		FUZZ_SHORT=$(FUZZ_SHORT)) sh tests/run.sh $(TESTS)
 
 bench: deps
 	$(Q)$(MAKE) _bench
