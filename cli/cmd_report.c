@@ -70,8 +70,7 @@ static void usage(FILE *f)
 		"                     unnamed frame by its name: 'nginx+0x278c4', 'nginx+*'\n"
 		"  --by WHAT          callsite (default) or caller: each callsite's bytes\n"
 		"                     under its first named caller outside the wrappers and\n"
-		"                     --skip (with --skip for constructors: --by caller\n"
-		"                     --skip 'createStringObject')\n"
+		"                     --skip (a constructor's under the code calling it)\n"
 		"  --wide             full names: no shortened C++ templates, no cut rows\n"
 		"  --format FMT       text (default) or json\n"
 		"  -h, --help         this help\n"
@@ -81,7 +80,8 @@ static void usage(FILE *f)
 		"  culpert report prof.pb.gz --flat --top 10\n"
 		"  culpert report prof.pb.gz --span handle_request\n"
 		"  culpert report prof.pb.gz --no-span --skip 'my_alloc*'\n"
-		"  culpert report prof.pb.gz --by caller --skip 'create*Object'\n"
+		"  culpert report prof.pb.gz --by caller\n"
+		"  culpert report prof.pb.gz --no-span --skip 'create*Object' --skip _sdsnewlen\n"
 		"  culpert report prof.pb.gz --leaks --min-age 30s\n"
 		"  culpert report prof.pb.gz --format json | jq .total_bytes\n");
 }
