@@ -325,13 +325,14 @@ static struct view *view_read(const char *path, const void *buf, size_t len,
 	if (!ret) {
 		v->rate = p->period;
 		ret = spantree__build(&b);
+		if (!ret && (ret = span_totals__read(&v->totals, p)) == -EINVAL)
+			snprintf(b.err, sizeof(b.err), "malformed span.total, span.hist or span.totals comments "
+				 "(docs/profile-format.md); the file was not written by culpert-bpf or was altered");
+		/* after the exact totals: their paths show nesting too, and move with the tree */
 		if (!ret)
 			ret = orphans__mark(&b);
 		if (!ret)
 			sum_sampled(&b);
-		if (!ret && (ret = span_totals__read(&v->totals, p)) == -EINVAL)
-			snprintf(b.err, sizeof(b.err), "malformed span.total, span.hist or span.totals comments "
-				 "(docs/profile-format.md); the file was not written by culpert-bpf or was altered");
 	}
 	if (b.err[0]) {
 		/* a reason of ours beats the reader's generic one */

@@ -97,6 +97,7 @@ struct view {
 
 	struct view_span *spans;
 	size_t n_spans;
+	uint32_t before_attach;		/* the VIEW_BEFORE_ATTACH node, or VIEW_NONE (orphans.c) */
 	char **callsites;		/* "function (file:line)" */
 	size_t *callsite_name_len;	/* the length of each one's "function" */
 	/*
@@ -134,6 +135,13 @@ struct view *view__decode(const void *buf, size_t len, const struct view_opts *o
 			  size_t errlen);
 void view__free(struct view *v);
 
+/*
+ * Move v's roots that `other` shows nested under another span (and their
+ * exact totals' paths) under v's VIEW_BEFORE_ATTACH node, as v's own nesting
+ * already did: two profiles of one program compare with one grouping
+ * whenever each attached.  0, -ENOMEM or -E2BIG.
+ */
+int view__orphans_from(struct view *v, const struct view *other);
 /* span i's path ("a;b;c"), in a buffer of the view's valid until the next call */
 const char *view__path(const struct view *v, uint32_t span);
 /* strcmp() of two spans' paths */
