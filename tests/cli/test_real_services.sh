@@ -82,7 +82,11 @@ test_nginx() {
 		{ fail "--skip nginx+* failed"; return; }
 	grep -q '^nginx+0x' "$TMP/skip2.out" && fail "--skip 'nginx+*' kept unnamed frames: $(cat "$TMP/skip2.out")"
 	grep -q '^Unnamed callsites' "$TMP/skip2.out" && fail "unnamed callsites counted after --skip 'nginx+*'"
-	true
+	# and flamegraph --skip leaves them out, their bytes going to the caller
+	"$C" flamegraph "$DATA/nginx.pb.gz" --skip 'nginx+*' >"$TMP/f.folded" || { fail "flamegraph failed"; return; }
+	grep -q 'nginx+0x' "$TMP/f.folded" && fail "flamegraph --skip 'nginx+*' kept unnamed frames: $(head -3 "$TMP/f.folded")"
+	"$C" flamegraph "$DATA/nginx.pb.gz" | grep -q ';nginx+0x278c4;ngx_alloc ' ||
+		fail "without --skip, the flame graph does not keep every frame"
 }
 
 test_postgres() {
