@@ -214,12 +214,13 @@ static size_t orphan_roots(const struct view *v, const struct names *names, cons
 	return n;
 }
 
-/* is the sampled root named `name` too deep to move? */
-static bool full_root_named(const struct view *v, const bool *full, const char *name, size_t len)
+/* is the sampled root named `name` too deep to move?  (full[]: of the first n spans) */
+static bool full_root_named(const struct view *v, const bool *full, size_t n, const char *name,
+			    size_t len)
 {
 	size_t i;
 
-	for (i = 0; i < v->n_spans; i++)
+	for (i = 0; i < n && i < v->n_spans; i++)
 		if (full[i] && !v->spans[i].depth && strlen(v->spans[i].name) == len &&
 		    !strncmp(v->spans[i].name, name, len))
 			return true;
@@ -228,9 +229,10 @@ static bool full_root_named(const struct view *v, const bool *full, const char *
 
 /*
  * The exact totals' paths whose first span is named in `names` go under the
- * marker; the marker's own entry sums its children.  0 or -ENOMEM.
+ * marker; the marker's own entry sums its children.  full[] is of the first
+ * n spans.  0 or -ENOMEM.
  */
-static int move_totals(struct view *v, const struct names *names, const bool *full)
+static int move_totals(struct view *v, const struct names *names, const bool *full, size_t n)
 {
 	struct span_totals *t = &v->totals;
 	size_t mlen = strlen(VIEW_BEFORE_ATTACH), i;
@@ -252,7 +254,7 @@ static int move_totals(struct view *v, const struct names *names, const bool *fu
 			continue;
 		memcpy(first, s->path, len);
 		first[len] = 0;
-		if (!names_has(names, first) || full_root_named(v, full, s->path, len))
+		if (!names_has(names, first) || full_root_named(v, full, n, s->path, len))
 			continue;
 		path = malloc(mlen + 1 + strlen(s->path) + 1);
 		if (!path)
@@ -323,7 +325,7 @@ static int mark(struct view *v, struct pprof_budget *budget, size_t *cap_spans,
 		}
 	}
 	if (!ret)
-		ret = move_totals(v, names, full);
+		ret = move_totals(v, names, full, n);
 	free(moved);
 	free(full);
 	return ret;
