@@ -319,8 +319,8 @@ test_diff_outputs() {
 # instance that grew is one too with --threshold-p99-pct
 test_exact_totals() {
 	golden report_exact_before_attach 0 report exact_before_attach.pb.gz
-	awk '/^Exact/ { e = 1 } e && /^\(entered before attach\) +2\.00 MB +2\.00 MB / { m = NR }
-	     e && /^  build_response +2\.00 MB / { b = NR } END { exit !(m && b == m + 1) }' \
+	awk '/^Exact/ { e = 1 } e && /^\(entered before attach\) +2\.00 Mi?B +2\.00 Mi?B / { m = NR }
+	     e && /^  build_response +2\.00 Mi?B / { b = NR } END { exit !(m && b == m + 1) }' \
 		report_exact_before_attach.out ||
 		fail "exact rows not under the marker: $(cat report_exact_before_attach.out)"
 	"$C" report exact_before_attach.pb.gz --format json >eba.json
