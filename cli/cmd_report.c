@@ -418,7 +418,8 @@ static int print_cum_far(const struct report *r, const struct view_cs_row *rows,
 				 format_pct(b, sizeof(b), pick[i].self, total));
 			line_item(item, !i, &col, width);
 		}
-		printf("\n'--by caller' sums each callsite under its first caller past the wrappers.\n");
+		printf("\n'--by caller' sums each callsite under its first caller past the "
+		       "wrappers.\n");
 	}
 	free(pick);
 	free(self);
@@ -505,15 +506,18 @@ static int print_callsites(const struct report *r, const struct view_cs_row *row
 		snprintf(c1, sizeof(c1), "%.0f", rest_o);
 		format_bytes(bytes, sizeof(bytes), rest_b);
 		format_pct(pct, sizeof(pct), rest_b, total);
-		ret = r->leaks ? table__add(t, (const char *const[]){ more, c1, bytes, pct, "", "" }) :
-				 table__add(t, (const char *const[]){ more, "", c1, bytes, pct, "" });
+		if (r->leaks)
+			ret = table__add(t, (const char *const[]){ more, c1, bytes, pct, "", "" });
+		else
+			ret = table__add(t, (const char *const[]){ more, "", c1, bytes, pct, "" });
 	}
 	if (t)
 		cli_fit_names(t, 0, r->wide);
 	print_header(r, "Total:", r->v->total_bytes);
 	printf("%s: %s in %zu %s\n\n",
 	       esc_text(esc, sizeof(esc), selection_name(r, sel, sizeof(sel))),
-	       format_bytes(bytes, sizeof(bytes), total), n, r->by_caller ? "callers" : "callsites");
+	       format_bytes(bytes, sizeof(bytes), total), n,
+	       r->by_caller ? "callers" : "callsites");
 	if (!ret)
 		ret = print_wrappers(r, total);
 	if (!ret)

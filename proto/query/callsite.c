@@ -365,7 +365,8 @@ int callsite__of_sample(struct builder *b, const struct pprof_sample_ref *s, uin
 	/* no callsite was found past any wrapper */
 	*wrapper = VIEW_NONE;
 	if (!l) {
-		ret = intern_callsite(b, &none, "(no stack)", strlen("(no stack)"), UINT64_MAX, out);
+		ret = intern_callsite(b, &none, "(no stack)", strlen("(no stack)"), UINT64_MAX,
+				      out);
 		if (!ret && caller)
 			*caller = *out;
 		return ret;
