@@ -97,7 +97,8 @@ struct view {
 
 	struct view_span *spans;
 	size_t n_spans;
-	uint32_t before_attach;		/* the VIEW_BEFORE_ATTACH node or VIEW_NONE (orphans.c) */
+	/* the VIEW_BEFORE_ATTACH node, or VIEW_NONE (orphans.c) */
+	uint32_t before_attach;
 	char **callsites;		/* "function (file:line)" */
 	size_t *callsite_name_len;	/* the length of each one's "function" */
 	/*
