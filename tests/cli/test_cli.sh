@@ -169,6 +169,11 @@ test_report_before_attach() {
 	"$C" report before_attach.pb.gz --span build_response >ba_span.out &&
 		grep -q '^span build_response: 35.00 MB' ba_span.out ||
 		fail "--span by name no longer finds both: $(cat ba_span.out)"
+	# the flame graph groups alike
+	"$C" flamegraph before_attach.pb.gz >ba.folded
+	grep -q '^(entered before attach);build_response;main;render 3145728$' ba.folded &&
+		! grep -q '^build_response;' ba.folded ||
+		fail "the flame graph does not group under the marker: $(cat ba.folded)"
 }
 
 # diff --tree of two captures that began mid-request: the merged tree has the marker over
