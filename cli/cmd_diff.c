@@ -693,7 +693,12 @@ int cmd_diff(int argc, char **argv)
 		goto out;
 	}
 	d.o.rate = d.v[0]->rate;
-	ret = diff_result__build(&d.res, d.v[0], d.v[1], &d.o);
+	/* spans one profile shows nested and the other as roots: one grouping for both */
+	ret = view__orphans_from(d.v[0], d.v[1]);
+	if (!ret)
+		ret = view__orphans_from(d.v[1], d.v[0]);
+	if (!ret)
+		ret = diff_result__build(&d.res, d.v[0], d.v[1], &d.o);
 	buf = calloc(d.res.n_rows ?: 1, sizeof(*buf));
 	d.key = malloc(VIEW_PATH_MAX);
 	if (ret || !buf || !d.key) {

@@ -16,6 +16,7 @@
 #include "json.h"
 #include "log.h"
 #include "losses.h"
+#include "machinery.h"
 #include "shorten.h"
 #include "table.h"
 #include "units.h"
@@ -24,6 +25,10 @@
 #define CMD "report"
 /* wrappers named on the "callsites skip wrappers" line; the rest are counted */
 #define WRAPPERS_SHOWN 5
+/* functions named on the line of those whose inclusive bytes are far from their own */
+#define CUM_SHOWN 3
+/* objects named on the line of unnamed callsites */
+#define UNNAMED_SHOWN 3
 
 enum report_mode { MODE_TREE, MODE_FLAT, MODE_CALLSITES };
 
@@ -38,6 +43,7 @@ struct report {
 	uint64_t top;
 	bool json;
 	bool wide;		/* --wide: full names, however long */
+	bool by_caller;		/* --by caller: rows by each callsite's first caller */
 	char **skip;		/* --skip GLOB */
 	size_t n_skip;
 	struct view *v;
@@ -60,7 +66,11 @@ static void usage(FILE *f)
 		"  --leaks            live allocations by callsite, with their age\n"
 		"  --min-age D        with --leaks: only allocations at least D old (e.g. 30s)\n"
 		"  --skip GLOB        look through functions matching GLOB (repeatable) as\n"
-		"                     allocation wrappers, beside the built-in list\n"
+		"                     allocation wrappers, beside the built-in list; an\n"
+		"                     unnamed frame by its name: 'nginx+0x278c4', 'nginx+*'\n"
+		"  --by WHAT          callsite (default) or caller: each callsite's bytes\n"
+		"                     under its first named caller outside the wrappers and\n"
+		"                     --skip (a constructor's under the code calling it)\n"
 		"  --wide             full names: no shortened C++ templates, no cut rows\n"
 		"  --format FMT       text (default) or json\n"
 		"  -h, --help         this help\n"
@@ -70,6 +80,8 @@ static void usage(FILE *f)
 		"  culpert report prof.pb.gz --flat --top 10\n"
 		"  culpert report prof.pb.gz --span handle_request\n"
 		"  culpert report prof.pb.gz --no-span --skip 'my_alloc*'\n"
+		"  culpert report prof.pb.gz --by caller\n"
+		"  culpert report prof.pb.gz --no-span --skip 'create*Object' --skip _sdsnewlen\n"
 		"  culpert report prof.pb.gz --leaks --min-age 30s\n"
 		"  culpert report prof.pb.gz --format json | jq .total_bytes\n");
 }
@@ -231,10 +243,33 @@ static bool rec_selected(const struct view_rec *rec, void *ctx)
 	return true;
 }
 
-/* sum the selected records by callsite; rows sorted by bytes; *total their sum */
+/* sum the selected records by callsite (or caller); rows sorted by bytes; *total their sum */
 static struct view_cs_row *callsite_rows(const struct report *r, size_t *n, double *total)
 {
+	if (r->by_caller)
+		return view__caller_rows(r->v, rec_selected, (void *)r, n, total);
 	return view__callsite_rows(r->v, rec_selected, (void *)r, n, total);
+}
+
+/* a row's inclusive bytes: its function's, from view__inclusive() (cum, of nf) */
+static double row_cum(const struct report *r, const struct view_cs_row *row, const double *cum,
+		      size_t nf)
+{
+	uint64_t fid = r->v->callsite_fid[row->callsite];
+
+	return fid < nf && cum[fid] >= row->bytes ? cum[fid] : row->bytes;
+}
+
+/* the bytes of the rows whose callsite is unnamed */
+static double unnamed_bytes(const struct report *r, const struct view_cs_row *rows, size_t n)
+{
+	double b = 0;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (view__callsite_unnamed(r->v, rows[i].callsite))
+			b += rows[i].bytes;
+	return b;
 }
 
 static const char *selection_name(const struct report *r, char *buf, size_t len)
@@ -312,17 +347,139 @@ static int print_wrappers(const struct report *r, double total)
 	return 0;
 }
 
+/* is a function (by view__frame_fid()) the program's own, and named? */
+static bool own_function(const struct view *v, uint64_t fid)
+{
+	const char *name;
+
+	if (fid >= v->p->n_strings)
+		return false;
+	name = pprof_profile__str(v->p, (int64_t)fid);
+	return name[0] && strcmp(name, "??") && !machinery__classify(name, v->opts.skip,
+								      v->opts.n_skip);
+}
+
+struct cum_pick {
+	uint64_t fid;
+	double cum, self, depth;	/* depth: mean frames from the leaf */
+};
+
+static int cmp_pick(const void *a, const void *b)
+{
+	const struct cum_pick *x = a, *y = b;
+
+	if (x->depth != y->depth)
+		return x->depth < y->depth ? -1 : 1;
+	return x->fid < y->fid ? -1 : x->fid > y->fid;
+}
+
+/*
+ * The functions whose inclusive bytes exceed their own by more than half of
+ * the selection (processMultibulkBuffer above redis' string constructors),
+ * innermost (nearest the leaves on average) first: where the table's top
+ * rows are not the code to change.
+ */
+static int print_cum_far(const struct report *r, const struct view_cs_row *rows, size_t n,
+			 const double *cum, const double *depth, size_t nf, double total)
+{
+	const struct view *v = r->v;
+	double *self = calloc(nf ?: 1, sizeof(*self));
+	struct cum_pick *pick = NULL;
+	char name[512], esc[2048], a[32], b[32], item[sizeof(esc) + 96];
+	size_t i, k = 0, col, width = cli_term_width();
+
+	if (!self)
+		return -1;
+	for (i = 0; i < n; i++)
+		if (v->callsite_fid[rows[i].callsite] < nf)
+			self[v->callsite_fid[rows[i].callsite]] += rows[i].bytes;
+	for (i = 0; i < nf; i++)
+		k += cum[i] - self[i] > total / 2 && own_function(v, i);
+	pick = malloc((k ?: 1) * sizeof(*pick));
+	if (!pick) {
+		free(self);
+		return -1;
+	}
+	k = 0;
+	for (i = 0; i < nf; i++)
+		if (cum[i] - self[i] > total / 2 && own_function(v, i))
+			pick[k++] = (struct cum_pick){ i, cum[i], self[i], depth[i] / cum[i] };
+	qsort(pick, k, sizeof(*pick), cmp_pick);
+	if (k) {
+		fputs("\nCUM beyond self by more than half of the bytes:", stdout);
+		col = strlen("CUM beyond self by more than half of the bytes:");
+		for (i = 0; i < k && i < CUM_SHOWN; i++) {
+			const char *full = pprof_profile__str(v->p, (int64_t)pick[i].fid);
+
+			esc_text(esc, sizeof(esc), r->wide ? full :
+				 shorten_name(full, strlen(full), name, sizeof(name)));
+			snprintf(item, sizeof(item), "%s (CUM %s, self %s)", esc,
+				 format_pct(a, sizeof(a), pick[i].cum, total),
+				 format_pct(b, sizeof(b), pick[i].self, total));
+			line_item(item, !i, &col, width);
+		}
+		printf("\n'--by caller' sums each callsite under its first caller past the "
+		       "wrappers.\n");
+	}
+	free(pick);
+	free(self);
+	return 0;
+}
+
+/* how much of the selection has unnamed callsites, in which objects, and how to name them */
+static void print_unnamed(const struct report *r, const struct view_cs_row *rows, size_t n,
+			  double total)
+{
+	char objs[UNNAMED_SHOWN][256], pct[32], esc[1024], file[4096], item[32];
+	size_t i, k = 0, m, more = 0, col, width = cli_term_width();
+	double b = unnamed_bytes(r, rows, n);
+
+	if (b <= 0)
+		return;
+	for (i = 0; i < n; i++) {
+		const char *cs = r->v->callsites[rows[i].callsite], *plus = strrchr(cs, '+');
+		size_t len = plus ? (size_t)(plus - cs) : strlen(cs);
+
+		if (!view__callsite_unnamed(r->v, rows[i].callsite))
+			continue;
+		for (m = 0; m < k && (strlen(objs[m]) != len || strncmp(objs[m], cs, len)); m++)
+			;
+		if (m < k)
+			continue;
+		if (k == UNNAMED_SHOWN) {
+			more++;
+			continue;
+		}
+		snprintf(objs[k++], sizeof(objs[0]), "%.*s", (int)len, cs);
+	}
+	printf("\nUnnamed callsites (no symbol at the address) hold %s of the bytes, in",
+	       format_pct(pct, sizeof(pct), b, total));
+	col = strlen("Unnamed callsites (no symbol at the address) hold 100.00% of the bytes, in");
+	for (i = 0; i < k; i++)
+		line_item(esc_text(esc, sizeof(esc), objs[i]), !i, &col, width);
+	if (more) {
+		snprintf(item, sizeof(item), "%zu more", more);
+		line_item(item, false, &col, width);
+	}
+	printf(".\nTo name them, install their debug symbols (Debian: the package's -dbgsym\n"
+	       "package) or set DEBUGINFOD_URLS, then run 'culpert symbolize %s'.\n",
+	       esc_text(file, sizeof(file), r->file));
+}
+
 static int print_callsites(const struct report *r, const struct view_cs_row *rows, size_t n,
 			   double total)
 {
-	static const char *const leak_cols[] = { "CALLSITE", "OBJECTS", "BYTES", "PCT", "OLDEST" };
-	const char *const cols[] = { "CALLSITE", cli_count_heading(r->v), "OBJECTS", "BYTES",
-				     "PCT" };
-	struct table *t = table__new("lrrrr", r->leaks ? leak_cols : cols);
+	const char *what = r->by_caller ? "CALLER" : "CALLSITE";
+	const char *const leak_cols[] = { what, "OBJECTS", "BYTES", "PCT", "CUM", "OLDEST" };
+	const char *const cols[] = { what, cli_count_heading(r->v), "OBJECTS", "BYTES", "PCT",
+				     "CUM" };
+	struct table *t = table__new("lrrrrr", r->leaks ? leak_cols : cols);
 	char sel[512], esc[2048], c1[32], c2[32], bytes[32], pct[32], more[64], label[8192];
+	char cp[32];
 	double rest_b = 0, rest_o = 0;
-	size_t i;
-	int ret = t ? 0 : -1;
+	size_t i, nf = 0;
+	double *depth = NULL, *cum = view__inclusive(r->v, rec_selected, (void *)r, &nf, &depth);
+	int ret = t && cum ? 0 : -1;
 
 	for (i = 0; i < n && !ret; i++) {
 		if (i >= r->top) {
@@ -332,15 +489,16 @@ static int print_callsites(const struct report *r, const struct view_cs_row *row
 		}
 		format_bytes(bytes, sizeof(bytes), rows[i].bytes);
 		format_pct(pct, sizeof(pct), rows[i].bytes, total);
+		format_pct(cp, sizeof(cp), row_cum(r, &rows[i], cum, nf), total);
 		snprintf(c1, sizeof(c1), "%.0f", rows[i].objects);
 		view__callsite_label(r->v, rows[i].callsite, r->wide, label, sizeof(label));
 		if (r->leaks)
-			ret = table__add(t, (const char *const[]){ label, c1, bytes, pct,
+			ret = table__add(t, (const char *const[]){ label, c1, bytes, pct, cp,
 				age_str(c2, sizeof(c2), rows[i].oldest_ns) });
 		else {
 			snprintf(c2, sizeof(c2), "%" PRIu64,
 				 cli_count(r->v, rows[i].samples, rows[i].sampled));
-			ret = table__add(t, (const char *const[]){ label, c2, c1, bytes, pct });
+			ret = table__add(t, (const char *const[]){ label, c2, c1, bytes, pct, cp });
 		}
 	}
 	if (!ret && n > r->top) {
@@ -348,20 +506,29 @@ static int print_callsites(const struct report *r, const struct view_cs_row *row
 		snprintf(c1, sizeof(c1), "%.0f", rest_o);
 		format_bytes(bytes, sizeof(bytes), rest_b);
 		format_pct(pct, sizeof(pct), rest_b, total);
-		ret = r->leaks ? table__add(t, (const char *const[]){ more, c1, bytes, pct, "" }) :
-				 table__add(t, (const char *const[]){ more, "", c1, bytes, pct });
+		if (r->leaks)
+			ret = table__add(t, (const char *const[]){ more, c1, bytes, pct, "", "" });
+		else
+			ret = table__add(t, (const char *const[]){ more, "", c1, bytes, pct, "" });
 	}
 	if (t)
 		cli_fit_names(t, 0, r->wide);
 	print_header(r, "Total:", r->v->total_bytes);
-	printf("%s: %s in %zu callsites\n\n",
+	printf("%s: %s in %zu %s\n\n",
 	       esc_text(esc, sizeof(esc), selection_name(r, sel, sizeof(sel))),
-	       format_bytes(bytes, sizeof(bytes), total), n);
+	       format_bytes(bytes, sizeof(bytes), total), n,
+	       r->by_caller ? "callers" : "callsites");
 	if (!ret)
 		ret = print_wrappers(r, total);
 	if (!ret)
 		table__print(t, stdout);
+	if (!ret && !r->by_caller)
+		ret = print_cum_far(r, rows, n, cum, depth, nf, total);
+	if (!ret)
+		print_unnamed(r, rows, n, total);
 	table__free(t);
+	free(cum);
+	free(depth);
 	return ret;
 }
 
@@ -497,12 +664,19 @@ static void json_flat(struct report *r, uint32_t *buf)
 		json_more(&r->j, "spans", n - (size_t)r->top, rest);
 }
 
-static void json_callsites(struct report *r, const struct view_cs_row *rows, size_t n,
-			   double total)
+static int json_callsites(struct report *r, const struct view_cs_row *rows, size_t n,
+			  double total)
 {
 	struct json *j = &r->j;
 	double rest = 0;
-	size_t i;
+	size_t i, nf = 0;
+	double *depth = NULL, *cum = view__inclusive(r->v, rec_selected, (void *)r, &nf, &depth);
+
+	free(depth);
+	if (!cum)
+		return -1;
+	json_key(j, "by");
+	json_str(j, r->by_caller ? "caller" : "callsite");
 
 	json_key(j, "callsites");
 	json_begin(j, '[');
@@ -516,6 +690,8 @@ static void json_callsites(struct report *r, const struct view_cs_row *rows, siz
 		json_round(j, rows[i].bytes);
 		json_key(j, "callsite");
 		json_str(j, r->v->callsites[rows[i].callsite]);
+		json_key(j, "cum_bytes");
+		json_round(j, row_cum(r, &rows[i], cum, nf));
 		json_key(j, "objects");
 		json_round(j, rows[i].objects);
 		if (r->leaks) {
@@ -534,6 +710,8 @@ static void json_callsites(struct report *r, const struct view_cs_row *rows, siz
 	json_end(j, ']');
 	if (n > r->top)
 		json_more(j, "callsites", n - (size_t)r->top, rest);
+	free(cum);
+	return 0;
 }
 
 /* "wrappers": what the callsites were found past, by bytes */
@@ -576,8 +754,10 @@ static int print_json(struct report *r, uint32_t *buf)
 		return -1;
 	json_init(j, stdout);
 	json_begin(j, '{');
-	if (r->mode == MODE_CALLSITES)
-		json_callsites(r, rows, n, total);
+	if (r->mode == MODE_CALLSITES && json_callsites(r, rows, n, total)) {
+		free(rows);
+		return -1;
+	}
 	if (empty_reason(r, why, sizeof(why))) {
 		json_key(j, "empty_reason");
 		json_str(j, why);
@@ -619,6 +799,10 @@ static int print_json(struct report *r, uint32_t *buf)
 	json_round(j, r->v->total_bytes);
 	json_key(j, "total_objects");
 	json_round(j, r->v->total_objects);
+	if (r->mode == MODE_CALLSITES) {
+		json_key(j, "unnamed_bytes");
+		json_round(j, unnamed_bytes(r, rows, n));
+	}
 	if (r->mode == MODE_CALLSITES && json_wrappers(r, total)) {
 		free(rows);
 		return -1;
@@ -634,6 +818,7 @@ static int print_json(struct report *r, uint32_t *buf)
 static int parse_args(struct report *r, int argc, char **argv)
 {
 	static const char *const formats[] = { "text", "json", NULL };
+	static const char *const bys[] = { "callsite", "caller", NULL };
 	static const struct option opts[] = {
 		{ "flat", no_argument, NULL, 'F' },
 		{ "span", required_argument, NULL, 's' },
@@ -645,10 +830,11 @@ static int parse_args(struct report *r, int argc, char **argv)
 		{ "format", required_argument, NULL, 'f' },
 		{ "skip", required_argument, NULL, 'S' },
 		{ "wide", no_argument, NULL, 'W' },
+		{ "by", required_argument, NULL, 'B' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	bool flat = false, min_age = false;
+	bool flat = false, min_age = false, by = false;
 	int c;
 
 	r->top = 20;
@@ -660,6 +846,12 @@ static int parse_args(struct report *r, int argc, char **argv)
 		case 'i': r->inuse = true; break;
 		case 'l': r->leaks = true; break;
 		case 'W': r->wide = true; break;
+		case 'B':
+			if ((c = opt_choice("--by", optarg, bys)) < 0)
+				return CMD_ERROR;
+			r->by_caller = c == 1;
+			by = true;
+			break;
 		case 'S':
 			if (opt_append(&r->skip, &r->n_skip, optarg))
 				return CMD_ERROR;
@@ -692,12 +884,15 @@ static int parse_args(struct report *r, int argc, char **argv)
 	if (flat && (r->span || r->no_span || r->leaks))
 		return opt_error("--flat lists spans; --span, --no-span and --leaks "
 				 "list callsites");
+	if (flat && by)
+		return opt_error("--flat lists spans; --by groups callsites");
 	if (min_age && !r->leaks)
 		return opt_error("--min-age goes with --leaks");
 	if (r->inuse && r->leaks)
 		pr_info("--leaks reads in-use values already\n");
 	r->inuse |= r->leaks;
-	r->mode = flat ? MODE_FLAT : r->span || r->no_span || r->leaks ? MODE_CALLSITES : MODE_TREE;
+	r->mode = flat ? MODE_FLAT :
+		  r->span || r->no_span || r->leaks || by ? MODE_CALLSITES : MODE_TREE;
 	return CMD_OK;
 }
 
@@ -708,6 +903,9 @@ static int load(struct report *r)
 
 	vo.skip = (const char *const *)r->skip;
 	vo.n_skip = r->n_skip;
+	/* the callsite table's CUM column walks each record's stack */
+	vo.stacks = r->mode == MODE_CALLSITES;
+	vo.callers = r->by_caller;
 	r->v = cli_load(r->file, &vo);
 	if (!r->v)
 		return CMD_ERROR;

@@ -398,6 +398,22 @@ static void classify_exact(struct diff_row *row, const struct diff_opts *o)
 	}
 }
 
+/* is the row a span under "(entered before attach)" (orphans.c)? */
+static bool before_attach(const struct diff_result *r, const struct diff_row *row)
+{
+	size_t len = strlen(VIEW_BEFORE_ATTACH);
+	uint32_t n;
+
+	if (row->exact)
+		return !strncmp(row->name, VIEW_BEFORE_ATTACH, len) &&
+		       (!row->name[len] || row->name[len] == ';');
+	if (r->by != DIFF_BY_PATH)
+		return false;
+	for (n = row->node; r->tree->nodes[n].parent != VIEW_NONE; n = r->tree->nodes[n].parent)
+		;
+	return !r->tree->nodes[n].no_span && !strcmp(r->tree->nodes[n].name, VIEW_BEFORE_ATTACH);
+}
+
 static int group_rank(enum diff_kind k)
 {
 	return k == KIND_REGRESSION || k == KIND_NEW ? 0 : k == KIND_QUIET ? 2 : 1;
@@ -456,6 +472,15 @@ int diff_result__build(struct diff_result *r, const struct view *before, const s
 			row->se_delta = sqrt(row->se_before * row->se_before +
 					     row->se_after * row->se_after);
 			row->kind = diff_classify(row->before, row->after, o, &row->reason);
+		}
+		/*
+		 * How much of a span ran before the attach depends on when the
+		 * attach landed, not on the program: no change of such a span
+		 * counts (docs/cli.md, "diff").
+		 */
+		if (row->kind != KIND_QUIET && before_attach(r, row)) {
+			row->kind = KIND_QUIET;
+			row->reason = "before_attach";
 		}
 		r->count[row->kind]++;
 		r->order[i] = i;

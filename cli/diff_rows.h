@@ -38,7 +38,8 @@ struct diff_row {
 	/* standard errors of the estimates: sqrt(rate * bytes) per side, combined for delta */
 	double se_before, se_after, se_delta;
 	enum diff_kind kind;
-	const char *reason;	/* why quiet: "min_span_bytes", "threshold", "noise"; or NULL */
+	/* why quiet: "min_span_bytes", "threshold", "noise", "before_attach"; or NULL */
+	const char *reason;
 	/* exact: from both profiles' exact span totals (no noise), name is the span path */
 	bool exact;
 	bool p99_regressed;	/* p99 per instance grew by --threshold-p99-pct or more */

@@ -84,7 +84,10 @@ static int intern_all(struct interner *in)
 	for (i = 0; i < p->n_locations && !ret; i++) {
 		const struct pprof_location *l = &p->locations[i];
 
-		if (!l->n_lines)
+		/* an unnamed frame: --skip names it "object+0xoffset" */
+		if (!l->n_lines && view__frame_skipped(v, l, 0))
+			t->loc_key[i] = KEY_SKIP;
+		else if (!l->n_lines)
 			ret = intern(in, view__frame_name(v, l, 0, false, buf, sizeof(buf)),
 				     &t->loc_key[i]);
 		for (j = 0; j < l->n_lines && !ret; j++) {
@@ -138,7 +141,7 @@ static int rank_names(struct flame_tree *t)
 	/* one frame per location is the common case: its key without a look at the location */
 	for (i = 0; i < p->n_locations; i++)
 		if (!p->locations[i].n_lines)
-			t->loc_key[i] = rank[t->loc_key[i]] * 2;
+			t->loc_key[i] = t->loc_key[i] == KEY_SKIP ? KEY_SKIP : rank[t->loc_key[i]] * 2;
 		else if (p->locations[i].n_lines == 1)
 			t->loc_key[i] = t->line_key[p->locations[i].line_off];
 		else

@@ -47,9 +47,13 @@ static const char *const wrapper_patterns[] = {
 	/* redis */
 	"zmalloc", "zmalloc_usable", "zcalloc", "zcalloc_usable", "zrealloc", "zrealloc_usable",
 	"ztrymalloc*", "ztrycalloc*", "ztryrealloc*", "zmalloc_no_tcache", "zstrdup",
-	/* nginx */
-	"ngx_alloc", "ngx_calloc", "ngx_memalign", "ngx_palloc", "ngx_pnalloc", "ngx_pcalloc",
-	"ngx_pmemalign", "ngx_palloc_small", "ngx_palloc_large", "ngx_palloc_block",
+	/* nginx: the pool (ngx_palloc_small, _large and _block inside) and what it calls */
+	"ngx_alloc", "ngx_calloc", "ngx_memalign", "ngx_palloc*", "ngx_pnalloc", "ngx_pcalloc",
+	"ngx_pmemalign",
+	/* postgres: palloc and the memory contexts behind it */
+	"palloc", "palloc0", "palloc_extended", "palloc_aligned", "MemoryContextAlloc*",
+	"repalloc*", "AllocSetAlloc*", "AllocSetRealloc", "GenerationAlloc*", "GenerationRealloc",
+	"SlabAlloc*", "BumpAlloc*",
 	/* sqlite */
 	"sqlite3Malloc*", "sqlite3_malloc*", "sqlite3Realloc", "sqlite3_realloc*",
 	"sqlite3MemMalloc", "sqlite3MemRealloc", "sqlite3DbMalloc*", "sqlite3DbRealloc*",
@@ -97,6 +101,17 @@ static const char *const wrapper_patterns[] = {
 	"alloc::string::String::push*", "alloc::boxed::Box<*>::new*",
 	"hashbrown::raw::*::reserve_rehash*", "hashbrown::raw::*::resize*",
 	"hashbrown::raw::alloc::*",
+	NULL,
+};
+
+/*
+ * Wrappers only the wrapper family itself calls: their callers are its
+ * static internals (nginx's ngx_palloc_large and ngx_palloc_block, which
+ * ngx_palloc reaches by a tail call, so no frame of it is left), so an
+ * unnamed frame calling one of them is taken for those internals.
+ */
+static const char *const inner_patterns[] = {
+	"ngx_alloc", "ngx_calloc", "ngx_memalign",
 	NULL,
 };
 
@@ -162,6 +177,11 @@ enum machinery_kind machinery__classify(const char *name, const char *const *ski
 	k = classify(name, skip, n_skip);
 	bare = without_return_type(name);
 	return k == MACHINERY_NONE && bare != name ? classify(bare, skip, n_skip) : k;
+}
+
+bool machinery__inner(const char *name)
+{
+	return name[0] && match_list(inner_patterns, name);
 }
 
 bool machinery__match(const char *name)

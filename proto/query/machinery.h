@@ -25,6 +25,12 @@ enum machinery_kind {
  * `skip`, the user's --skip globs (wrappers too).
  */
 enum machinery_kind machinery__classify(const char *name, const char *const *skip, size_t n_skip);
+/*
+ * Is it a wrapper whose callers are the wrapper family's own static internals
+ * (nginx's ngx_alloc, called by the pool's)?  An unnamed frame calling it is
+ * looked through too.
+ */
+bool machinery__inner(const char *name);
 /* is it machinery of either kind, with no globs of the user's? */
 bool machinery__match(const char *name);
 /* does the name match one of the globs (fnmatch(3), no escapes)? */

@@ -130,9 +130,10 @@ static int cmp_cs(const void *a, const void *b, void *ctx)
 	return strcmp(v->callsites[x->callsite], v->callsites[y->callsite]);
 }
 
-struct view_cs_row *view__callsite_rows(const struct view *v,
-					bool (*select)(const struct view_rec *rec, void *ctx),
-					void *ctx, size_t *n, double *total)
+/* the selected records summed by their callsite, or by their caller */
+static struct view_cs_row *cs_rows(const struct view *v, bool by_caller,
+				   bool (*select)(const struct view_rec *rec, void *ctx),
+				   void *ctx, size_t *n, double *total)
 {
 	struct view_cs_row *rows = calloc(v->n_callsites ?: 1, sizeof(*rows));
 	size_t i, k = 0;
@@ -146,7 +147,8 @@ struct view_cs_row *view__callsite_rows(const struct view *v,
 	}
 	for (i = 0; i < v->n_recs; i++) {
 		const struct view_rec *rec = &v->recs[i];
-		struct view_cs_row *row = &rows[rec->callsite];
+		uint32_t cs = by_caller && rec->caller != VIEW_NONE ? rec->caller : rec->callsite;
+		struct view_cs_row *row = &rows[cs];
 
 		if (select && !select(rec, ctx))
 			continue;
@@ -164,6 +166,67 @@ struct view_cs_row *view__callsite_rows(const struct view *v,
 	qsort_r(rows, k, sizeof(*rows), cmp_cs, (void *)v);
 	*n = k;
 	return rows;
+}
+
+struct view_cs_row *view__callsite_rows(const struct view *v,
+					bool (*select)(const struct view_rec *rec, void *ctx),
+					void *ctx, size_t *n, double *total)
+{
+	return cs_rows(v, false, select, ctx, n, total);
+}
+
+struct view_cs_row *view__caller_rows(const struct view *v,
+				      bool (*select)(const struct view_rec *rec, void *ctx),
+				      void *ctx, size_t *n, double *total)
+{
+	return cs_rows(v, true, select, ctx, n, total);
+}
+
+bool view__callsite_unnamed(const struct view *v, uint32_t i)
+{
+	return v->callsite_fid[i] >= v->p->n_strings && v->callsite_fid[i] != UINT64_MAX;
+}
+
+double *view__inclusive(const struct view *v, bool (*select)(const struct view_rec *rec, void *ctx),
+			void *ctx, size_t *n, double **depth)
+{
+	size_t nf = v->p->n_strings + v->p->n_locations, i;
+	double *cum = calloc(nf ?: 1, sizeof(*cum));
+	/* the last record that counted each function: once per record, recursion or not */
+	uint32_t *seen = calloc(nf ?: 1, sizeof(*seen));
+	uint32_t k, j, at;
+
+	*depth = calloc(nf ?: 1, sizeof(**depth));
+	if (!cum || !seen || !*depth) {
+		free(cum);
+		free(seen);
+		free(*depth);
+		*depth = NULL;
+		return NULL;
+	}
+	for (i = 0; i < v->n_recs && v->stack_off; i++) {
+		const struct view_rec *rec = &v->recs[i];
+
+		if (rec->stack == VIEW_NONE || (select && !select(rec, ctx)))
+			continue;
+		at = 0;
+		for (k = v->stack_off[rec->stack]; k < v->stack_off[rec->stack + 1]; k++) {
+			const struct pprof_location *l = &v->p->locations[v->stack_locs[k]];
+
+			for (j = 0; j < (l->n_lines ?: 1); j++, at++) {
+				uint64_t fid = view__frame_fid(v, l, j);
+
+				if (fid >= nf || seen[fid] == i + 1)
+					continue;
+				seen[fid] = (uint32_t)(i + 1);
+				cum[fid] += rec->bytes;
+				(*depth)[fid] += rec->bytes * at;
+			}
+		}
+	}
+	free(seen);
+	*n = nf;
+	return cum;
 }
 
 static int cmp_wrap(const void *a, const void *b, void *ctx)

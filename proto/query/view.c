@@ -71,7 +71,7 @@ static bool rec_eq(uint32_t idx, const void *key, void *ctx)
 	const struct view_rec *a = &((struct builder *)ctx)->v->recs[idx], *k = key;
 
 	return a->span == k->span && a->callsite == k->callsite && a->stack == k->stack &&
-	       a->age_ns == k->age_ns && a->wrapper == k->wrapper;
+	       a->age_ns == k->age_ns && a->wrapper == k->wrapper && a->caller == k->caller;
 }
 
 static int add_rec(struct builder *b, const struct view_rec *k)
@@ -82,7 +82,7 @@ static int add_rec(struct builder *b, const struct view_rec *k)
 	uint32_t idx;
 	int ret;
 
-	h = hash_u64(k->span, hash_u64(k->callsite, hash_u64(k->wrapper, h)));
+	h = hash_u64(k->span, hash_u64(k->callsite, hash_u64(k->wrapper, hash_u64(k->caller, h))));
 	if (!hashtab__find(&b->rec_ht, h, k, rec_eq, b, &idx)) {
 		if (v->n_recs >= UINT32_MAX - 1)
 			return -E2BIG;
@@ -147,15 +147,15 @@ static void sample_labels(const struct pprof_profile *p, const struct pprof_samp
 
 /* callsite__of_sample(), with the names of new callsites and wrappers charged to the budget */
 static int callsite_of(struct builder *b, const struct pprof_sample_ref *s, uint32_t *out,
-		       uint32_t *wrapper)
+		       uint32_t *wrapper, uint32_t *caller)
 {
 	size_t cs = b->v->n_callsites, wr = b->v->n_wrappers, i;
-	int ret = callsite__of_sample(b, s, out, wrapper);
+	int ret = callsite__of_sample(b, s, out, wrapper, b->v->opts.callers ? caller : NULL);
 
 	for (i = cs; i < b->v->n_callsites && !ret; i++)
 		ret = pprof_budget__charge(&b->budget, strlen(b->v->callsites[i]) + 1 +
 					   sizeof(struct cs_key) + sizeof(char *) +
-					   sizeof(size_t) + 24);
+					   sizeof(size_t) + sizeof(uint64_t) + 24);
 	for (i = wr; i < b->v->n_wrappers && !ret; i++)
 		ret = pprof_budget__charge(&b->budget, strlen(b->v->wrappers[i]) + 1 +
 					   sizeof(char *) + 12);
@@ -166,7 +166,7 @@ static int on_sample(const struct pprof_profile *p, const struct pprof_sample_re
 {
 	struct builder *b = ctx;
 	struct view *v = b->v;
-	struct view_rec k = { .stack = VIEW_NONE };
+	struct view_rec k = { .stack = VIEW_NONE, .caller = VIEW_NONE };
 	struct raw_span r;
 	int64_t sampled;
 	int ret;
@@ -193,7 +193,7 @@ static int on_sample(const struct pprof_profile *p, const struct pprof_sample_re
 	v->n_sampled += k.sampled;
 	ret = spantree__intern_raw(b, &r, &k.span);
 	if (!ret)
-		ret = callsite_of(b, s, &k.callsite, &k.wrapper);
+		ret = callsite_of(b, s, &k.callsite, &k.wrapper, &k.caller);
 	if (!ret && v->opts.stacks)
 		ret = intern_stack(b, s, &k.stack);
 	if (!ret)
@@ -325,13 +325,14 @@ static struct view *view_read(const char *path, const void *buf, size_t len,
 	if (!ret) {
 		v->rate = p->period;
 		ret = spantree__build(&b);
+		if (!ret && (ret = span_totals__read(&v->totals, p)) == -EINVAL)
+			snprintf(b.err, sizeof(b.err), "malformed span.total, span.hist or span.totals comments "
+				 "(docs/profile-format.md); the file was not written by culpert-bpf or was altered");
+		/* after the exact totals: their paths show nesting too, and move with the tree */
 		if (!ret)
 			ret = orphans__mark(&b);
 		if (!ret)
 			sum_sampled(&b);
-		if (!ret && (ret = span_totals__read(&v->totals, p)) == -EINVAL)
-			snprintf(b.err, sizeof(b.err), "malformed span.total, span.hist or span.totals comments "
-				 "(docs/profile-format.md); the file was not written by culpert-bpf or was altered");
 	}
 	if (b.err[0]) {
 		/* a reason of ours beats the reader's generic one */
@@ -383,6 +384,7 @@ void view__free(struct view *v)
 	free(v->spans);
 	free(v->callsites);
 	free(v->callsite_name_len);
+	free(v->callsite_fid);
 	free(v->wrappers);
 	free(v->recs);
 	free(v->stack_locs);

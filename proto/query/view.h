@@ -46,6 +46,8 @@ struct view_opts {
 	/* --skip: globs of functions looked through as wrappers, beside the default list */
 	const char *const *skip;
 	size_t n_skip;
+	/* each record's caller too: the callsite's first caller outside the machinery */
+	bool callers;
 };
 
 /* a node of the span tree; (no span) is a root of its own; its path is view__path()'s */
@@ -66,6 +68,7 @@ struct view_rec {
 	uint32_t span;		/* index into spans */
 	uint32_t callsite;	/* index into callsites */
 	uint32_t wrapper;	/* index into wrappers: the outermost one skipped; VIEW_NONE */
+	uint32_t caller;	/* index into callsites, with opts.callers; VIEW_NONE */
 	uint32_t stack;		/* index into stacks, VIEW_NONE without opts.stacks */
 	int64_t age_ns;		/* the age_ns label; -1 when absent */
 	double bytes, objects;
@@ -94,8 +97,16 @@ struct view {
 
 	struct view_span *spans;
 	size_t n_spans;
+	/* the VIEW_BEFORE_ATTACH node, or VIEW_NONE (orphans.c) */
+	uint32_t before_attach;
 	char **callsites;		/* "function (file:line)" */
 	size_t *callsite_name_len;	/* the length of each one's "function" */
+	/*
+	 * the function of each, as view__frame_fid() names it: the name's string
+	 * index, p->n_strings + the location index for an unnamed frame,
+	 * UINT64_MAX for "(no stack)"
+	 */
+	uint64_t *callsite_fid;
 	size_t n_callsites;
 	char **wrappers;		/* functions looked through to find a callsite */
 	size_t n_wrappers;
@@ -125,6 +136,13 @@ struct view *view__decode(const void *buf, size_t len, const struct view_opts *o
 			  size_t errlen);
 void view__free(struct view *v);
 
+/*
+ * Move v's roots that `other` shows nested under another span (and their
+ * exact totals' paths) under v's VIEW_BEFORE_ATTACH node, as v's own nesting
+ * already did: two profiles of one program compare with one grouping
+ * whenever each attached.  0, -ENOMEM or -E2BIG.
+ */
+int view__orphans_from(struct view *v, const struct view *other);
 /* span i's path ("a;b;c"), in a buffer of the view's valid until the next call */
 const char *view__path(const struct view *v, uint32_t span);
 /* strcmp() of two spans' paths */
@@ -187,6 +205,29 @@ const char *view__callsite_label(const struct view *v, uint32_t i, bool full, ch
  * every frame unless the user names it.
  */
 bool view__frame_skipped(const struct view *v, const struct pprof_location *l, uint32_t line);
+/*
+ * The function of line `line` of location l, for inclusive sums: its name's
+ * string index; an unnamed frame's is p->n_strings + its location index.
+ */
+uint64_t view__frame_fid(const struct view *v, const struct pprof_location *l, uint32_t line);
+/* is callsite i an unnamed frame ("object+0xoffset")? */
+bool view__callsite_unnamed(const struct view *v, uint32_t i);
+/*
+ * The inclusive bytes of every function (view__frame_fid()) over the records
+ * select() keeps (NULL: all), each record's bytes once per function on its
+ * stack (opts.stacks), in a malloc'd array of *n; NULL when out of memory.
+ * *depth (malloc'd too) sums each function's frames from the leaf, by
+ * bytes: over its inclusive bytes, how deep it is on average.
+ */
+double *view__inclusive(const struct view *v, bool (*select)(const struct view_rec *rec, void *ctx),
+			void *ctx, size_t *n, double **depth);
+/*
+ * The records select() keeps (NULL: all) summed by caller (opts.callers), as
+ * view__callsite_rows() by callsite.
+ */
+struct view_cs_row *view__caller_rows(const struct view *v,
+				      bool (*select)(const struct view_rec *rec, void *ctx),
+				      void *ctx, size_t *n, double *total);
 /*
  * The display name of line `line` of location l into buf: "function", or with
  * `where` "function (file:line)"; "lib.so+0x1f0" when l has no lines.

@@ -41,7 +41,7 @@ struct builder {
 	size_t n_raw, cap_raw;
 	struct hashtab raw_ht;
 	struct cs_key *cs;
-	size_t cap_cs, cap_callsites, cap_name_len;
+	size_t cap_cs, cap_callsites, cap_name_len, cap_fid;
 	struct hashtab cs_ht;
 	size_t cap_recs;
 	struct hashtab rec_ht;
@@ -65,10 +65,11 @@ struct builder {
 int callsite__prepare(struct builder *b);
 /*
  * The callsite of a sample: its first frame from the leaf that is not
- * machinery; *wrapper the outermost wrapper skipped on the way (VIEW_NONE).
+ * machinery; *wrapper the outermost wrapper skipped on the way (VIEW_NONE);
+ * and, with caller, its first caller outside the machinery (opts.callers).
  */
 int callsite__of_sample(struct builder *b, const struct pprof_sample_ref *s, uint32_t *out,
-			uint32_t *wrapper);
+			uint32_t *wrapper, uint32_t *caller);
 void callsite__free(struct builder *b);
 
 /* spantree.c: a sample's raw span, interned; the tree once every sample is read */

@@ -126,7 +126,7 @@ test_report_wrappers() {
 	import re, sys
 	for f in sys.argv[1:]:
 	    for line in open(f, encoding="utf-8"):
-	        m = re.match(r"(.*?) +\d+ +\d+ +[\d.]+ [KMG]?B +[\d.]+%$", line.rstrip("\n"))
+	        m = re.match(r"(.*?) +\d+ +\d+ +[\d.]+ [KMG]?B +[\d.]+% +[\d.]+%$", line.rstrip("\n"))
 	        assert not m or len(m.group(1)) <= 120, (f, line)
 	EOF
 	awk 'length($0) > 200 { found = 1 } END { exit !found }' report_wrappers_wide.out ||
@@ -169,6 +169,11 @@ test_report_before_attach() {
 	"$C" report before_attach.pb.gz --span build_response >ba_span.out &&
 		grep -q '^span build_response: 35.00 MB' ba_span.out ||
 		fail "--span by name no longer finds both: $(cat ba_span.out)"
+	# the flame graph groups alike
+	"$C" flamegraph before_attach.pb.gz >ba.folded
+	grep -q '^(entered before attach);build_response;main;render 3145728$' ba.folded &&
+		! grep -q '^build_response;' ba.folded ||
+		fail "the flame graph does not group under the marker: $(cat ba.folded)"
 }
 
 # diff --tree of two captures that began mid-request: the merged tree has the marker over
@@ -178,7 +183,8 @@ test_diff_tree_before_attach() {
 	sed 's/^sample 2 2MiB \(.*\)sampled_allocs=#2$/sample 9 9MiB \1sampled_allocs=#9/' \
 		"$OLDPWD_ROOT/$DATA/before_attach.spec" >ba_after.spec
 	"$OLDPWD_ROOT/$MKPROF" -o ba_after.pb.gz ba_after.spec
-	golden diff_tree_before_attach 1 diff before_attach.pb.gz ba_after.pb.gz --tree
+	# how much ran before the attach is the attach's doing: no regression
+	golden diff_tree_before_attach 0 diff before_attach.pb.gz ba_after.pb.gz --tree
 	awk '/^\(entered before attach\) / { m = NR } /^  build_response .*12.00 MB/ { b = NR }
 	     /^    json .*9.00 MB/ { j = NR } END { exit !(m && b == m + 1 && j == b + 1) }' \
 		diff_tree_before_attach.out ||
@@ -186,6 +192,28 @@ test_diff_tree_before_attach() {
 	"$C" diff before_attach.pb.gz ba_after.pb.gz --format json >ba_diff.json
 	grep -q '"key": "(entered before attach);build_response;json"' ba_diff.json ||
 		fail "the json row's key is not under the marker: $(grep '"key"' ba_diff.json)"
+	/usr/bin/python3 - ba_diff.json <<-'EOF' || fail "the marker's rows are not quiet (above)"
+	import json, sys
+	rows = {r["key"]: r for r in json.load(open(sys.argv[1]))["rows"]}
+	r = rows["(entered before attach);build_response;json"]
+	assert r["kind"] == "quiet" and r["quiet_reason"] == "before_attach", r
+	EOF
+	# a profile that saw no whole request shows build_response as a root: the other one's
+	# nesting puts it under the marker too, so it is no new span (the requests it did
+	# not see are gone, which fails nothing)
+	grep -v 'span_path=handle_request' "$OLDPWD_ROOT/$DATA/before_attach.spec" |
+		sed 's/^sample 3 3MiB \(.*\)sampled_allocs=#3$/sample 30 30MiB \1sampled_allocs=#30/' >ba_alone.spec
+	"$OLDPWD_ROOT/$MKPROF" -o ba_alone.pb.gz ba_alone.spec
+	for pair in "before_attach ba_alone"; do
+		set -- $pair
+		"$C" diff "$1.pb.gz" "$2.pb.gz" >ba_pair.out 2>&1 ||
+			fail "diff $1 $2 failed (exit $?): $(cat ba_pair.out)"
+		"$C" diff "$1.pb.gz" "$2.pb.gz" --format json >ba_pair.json
+		grep -q '"key": "(entered before attach);build_response"' ba_pair.json ||
+			fail "diff $1 $2: build_response not under the marker: $(grep '"key"' ba_pair.json)"
+		grep -q '"key": "build_response"' ba_pair.json &&
+			fail "diff $1 $2: build_response still a root: $(grep '"key"' ba_pair.json)"
+	done
 }
 
 # diff --by callsite: what --skip looks through changes what is matched
@@ -295,6 +323,29 @@ test_diff_outputs() {
 # regression, while the same profiles' sampled rows (--by name) call it noise; a p99 per
 # instance that grew is one too with --threshold-p99-pct
 test_exact_totals() {
+	golden report_exact_before_attach 0 report exact_before_attach.pb.gz
+	awk '/^Exact/ { e = 1 } e && /^\(entered before attach\) +2\.00 Mi?B +2\.00 Mi?B / { m = NR }
+	     e && /^  build_response +2\.00 Mi?B / { b = NR } END { exit !(m && b == m + 1) }' \
+		report_exact_before_attach.out ||
+		fail "exact rows not under the marker: $(cat report_exact_before_attach.out)"
+	"$C" report exact_before_attach.pb.gz --format json >eba.json
+	/usr/bin/python3 - eba.json <<-'EOF' || fail "exact JSON paths not under the marker (above)"
+	import json, sys
+	r = json.load(open(sys.argv[1]))
+	paths = [s["path"] for s in r["exact"]["spans"]]
+	assert "(entered before attach);build_response;json" in paths, paths
+	assert "build_response" not in paths, paths
+	m = [s for s in r["spans"] if s["name"] == "(entered before attach)"][0]
+	assert m["exact"]["bytes"] == 2097152, m
+	EOF
+	# the same program attached between requests: no span is new, either way
+	grep -v 'span_path=build_response\|span.total.build_response' \
+		"$OLDPWD_ROOT/$DATA/exact_before_attach.spec" >eba_clean.spec
+	"$OLDPWD_ROOT/$MKPROF" -o eba_clean.pb.gz eba_clean.spec
+	"$C" diff eba_clean.pb.gz exact_before_attach.pb.gz >eba_diff.out ||
+		fail "a span entered before attach made the exact diff fail: $(cat eba_diff.out)"
+	"$C" diff exact_before_attach.pb.gz eba_clean.pb.gz >eba_diff.out ||
+		fail "a span entered before attach made the exact diff fail: $(cat eba_diff.out)"
 	golden report_exact 0 report exact_base.pb.gz
 	golden report_exact_json 0 report exact_base.pb.gz --format json
 	golden diff_exact 1 diff exact_base.pb.gz exact_1pct.pb.gz --threshold-pct 0.5 \
