@@ -626,7 +626,7 @@ static int session_open(const struct session_opts *o, struct bpfobj *shared, str
 		struct bpfobj_proc_opts po = {
 			.pid = so.pid, .plan = so.plan, .usdt_objects = so.usdt_objects,
 			.n_usdt_objects = so.n_usdt_objects, .stack_rate = so.stack_rate,
-			.unwind_dwarf = so.unwind_dwarf, .otel = so.otel,
+			.unwind_dwarf = so.unwind_dwarf, .otel = so.otel, .span_fns = so.span_fns,
 		};
 
 		s->shared = true;
@@ -713,15 +713,8 @@ int session__run(struct session *s, uint64_t duration_ns, volatile sig_atomic_t 
 			*why = SESSION_END_DURATION;
 			break;
 		}
-		/* before the exit: a program exec'd and gone by now still ends as an exec */
-		if (bpfobj_proc__execed(s->proc) || target__execed(&s->t)) {
-			*why = SESSION_END_TARGET_EXEC;
+		if (session__ended(s, why))
 			break;
-		}
-		if (!target__alive(&s->t)) {
-			*why = SESSION_END_TARGET_EXIT;
-			break;
-		}
 		if (tty && now - last_status >= 1000000000ULL) {
 			status_line(s, false);
 			last_status = now;
@@ -1001,7 +994,8 @@ static struct export_opts export_opts_of(const struct session *s)
 	};
 }
 
-int session__write(struct session *s, const char *path)
+/* to path, or with path NULL into *buf */
+static int session_write(struct session *s, const char *path, void **buf, size_t *len)
 {
 	struct export_opts eo = export_opts_of(s);
 	int ret;
@@ -1028,7 +1022,29 @@ int session__write(struct session *s, const char *path)
 	}
 	eo.extra = (const char *const *)s->comments;
 	eo.n_extra = s->n_comments;
-	return export_profile(s->agg, &eo, path);
+	return path ? export_profile(s->agg, &eo, path) : export_profile_buf(s->agg, &eo, buf, len);
+}
+
+int session__write(struct session *s, const char *path)
+{
+	return session_write(s, path, NULL, NULL);
+}
+
+int session__write_buf(struct session *s, void **buf, size_t *len)
+{
+	return session_write(s, NULL, buf, len);
+}
+
+bool session__ended(struct session *s, enum session_end *why)
+{
+	/* before the exit: a program exec'd and gone by now still ends as an exec */
+	if (bpfobj_proc__execed(s->proc) || target__execed(&s->t))
+		*why = SESSION_END_TARGET_EXEC;
+	else if (!target__alive(&s->t))
+		*why = SESSION_END_TARGET_EXIT;
+	else
+		return false;
+	return true;
 }
 
 /*

@@ -86,6 +86,10 @@ int session__add_comment(struct session *s, const char *comment);
 int session__add_comment_cb(void *session, const char *comment);
 /* write the profile; 0 or -errno */
 int session__write(struct session *s, const char *path);
+/* the same into a malloc'd buffer (gzip'd) */
+int session__write_buf(struct session *s, void **buf, size_t *len);
+/* the process exited or exec'd since the probes went in (why says which) */
+bool session__ended(struct session *s, enum session_end *why);
 uint64_t session__samples(const struct session *s);
 /* the sampling rate of the capture: --rate, or the in-process sampler's (otel_memory) */
 uint64_t session__rate(const struct session *s);
