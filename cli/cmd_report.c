@@ -635,9 +635,12 @@ static int json_processes(struct report *r)
 	struct view_proc *rows = view__process_rows(r->v, &n);
 	char pid[24];
 	const char *c;
+	double rest = 0;
 
 	if (!rows)
 		return -1;
+	for (i = r->top; i < n; i++)
+		rest += rows[i].bytes;
 	json_key(j, "processes");
 	json_begin(j, '[');
 	for (i = 0; i < n && i < r->top; i++) {
@@ -656,6 +659,8 @@ static int json_processes(struct report *r)
 		json_end(j, '}');
 	}
 	json_end(j, ']');
+	if (n > r->top)
+		json_more(j, "processes", n - (size_t)r->top, rest);
 	free(rows);
 	return 0;
 }
