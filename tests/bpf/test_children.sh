@@ -57,6 +57,9 @@ EOF
 	grep -q "^ *$late  *prefork  *400  *400.00 KB" "$TMP/pf.txt" ||
 		fail "the text table lacks the late worker: $(cat "$TMP/pf.txt")"
 	"$PROFDUMP" "$TMP/pf.pb.gz" | grep -q "^# comment processes=5$" || fail "no processes=5 comment"
+	grep -q "^culpert-bpf: 1 children forked while profiled had their probes in " "$TMP/pf.err" ||
+		fail "the lag of the late worker is not said"
+	go_totals_agree "$TMP/pf.pb.gz"
 	kill -USR1 "$master"
 }
 

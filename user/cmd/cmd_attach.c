@@ -547,6 +547,10 @@ static int run(struct attach_args *a, bool capture)
 				   mr && mr->have_gap ? &mr->gap : NULL,
 				   mr && mr->have_decomp ? &mr->decomp : NULL))
 		pr_warn("cannot read %s back for the summary\n", out);
+	if (capture && fam)
+		fprintf(stderr, "culpert-bpf: the memory picture is pid %d's alone; its "
+			"descendants' allocations are in the profile ('culpert report %s "
+			"--by-process')\n", (int)session__pid(s), out);
 	free(mr);
 	close_capture(s, fam);
 	return 0;

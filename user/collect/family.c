@@ -676,9 +676,11 @@ void family__warn_losses(const struct family *f)
 	if (f->full)
 		pr_warn("%llu child processes were not followed: %d processes at once is the most "
 			"one capture serves\n", (unsigned long long)f->full, CULPERT_MAX_PROCS);
+	/* not a loss of the capture's, but the profile's limit: said every time */
 	if (f->lag_n)
-		pr_info("children forked while profiled had their probes in %.1f ms after the fork "
-			"on average (at most %.1f ms): allocations before are not seen\n",
+		fprintf(stderr, "culpert-bpf: %llu children forked while profiled had their probes "
+			"in %.1f ms after the fork on average (at most %.1f ms): what they allocated "
+			"before is not in the profile\n", (unsigned long long)f->lag_n,
 			(double)f->lag_sum_ns / (double)f->lag_n / 1e6, (double)f->lag_max_ns / 1e6);
 }
 
