@@ -155,7 +155,16 @@ test_probes_names_children() {
 		fail "no 'children: none' for a process without children"
 }
 
+# --span-fn is one process's: refused with --children, one error line
+test_children_span_fn() {
+	need_root || return
+	start_target "$TMP/sf.out" "$TARGETS/prefork" workers 1 || return
+	expect_error 2 "span-fn and --children do not go together" \
+		"$BIN_BPF" attach --pid "$target_pid" --children --span-fn churn -d 1s -o "$TMP/sf.pb.gz"
+}
+
 run_test bpf/children/prefork test_prefork
 run_test bpf/children/forking_server test_forking_server
 run_test bpf/children/hint_without_children test_hint_without_children
 run_test bpf/children/probes_names_children test_probes_names_children
+run_test bpf/children/span_fn test_children_span_fn

@@ -284,6 +284,10 @@ static int parse_args(int argc, char **argv, struct attach_args *a, bool capture
 	if (opt_need_pid(argc, argv, a->so.pid,
 		       "the process to profile"))
 		return -EINVAL;
+	/* the names of --span-fn are the BPF object's, set when it is loaded for one process */
+	if (a->children && a->so.n_span_fns)
+		return opt_error("--span-fn and --children do not go together yet: profile one "
+				 "process with --span-fn, or the tree without it");
 	/* the rate may be the in-process sampler's: the session scales the bound to it */
 	a->so.stack_rate_auto = !stack_rate_set;
 	return 0;

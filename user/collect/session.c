@@ -626,7 +626,7 @@ static int session_open(const struct session_opts *o, struct bpfobj *shared, str
 		struct bpfobj_proc_opts po = {
 			.pid = so.pid, .plan = so.plan, .usdt_objects = so.usdt_objects,
 			.n_usdt_objects = so.n_usdt_objects, .stack_rate = so.stack_rate,
-			.unwind_dwarf = so.unwind_dwarf, .otel = so.otel, .span_fns = so.span_fns,
+			.unwind_dwarf = so.unwind_dwarf, .otel = so.otel,
 		};
 
 		s->shared = true;
