@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -21,6 +23,12 @@
 #define FAMILY_RINGBUF_DWARF	(8 << 20)
 /* the /proc walk that finds what the fork events missed (a full ring), in ms */
 #define RESCAN_MS		1000
+/*
+ * Children gone whose profiles wait for a quiet moment: writing one
+ * (symbolizing it) takes ~100 ms, in which a fork would wait for its
+ * probes.  Past this many, one is written anyway.
+ */
+#define MAX_PENDING		16
 
 struct member {
 	struct session *s;	/* NULL once its profile is in buf */
@@ -29,6 +37,7 @@ struct member {
 	void *buf;		/* its profile, gzip'd, once written */
 	size_t len;
 	uint64_t samples, lost;
+	bool ended;		/* exited or exec'd: its profile is written when the loop is idle */
 };
 
 struct family {
@@ -39,11 +48,14 @@ struct family {
 	size_t n, cap;
 	int epfd;
 	bool root_execed;
+	char root_exe[PATH_MAX];	/* what the first process runs: its forks run it too */
+	uint64_t root_mnt_ns;		/* and where: the files its objects came from */
 	uint64_t missed;	/* children gone before their probes were in */
 	uint64_t failed;	/* children whose probes could not go in */
 	uint64_t full;		/* children past the processes one object serves */
 	char failure[512];	/* the first failure's reason */
 	uint64_t lag_max_ns, lag_sum_ns, lag_n;	/* fork to probes in, for children seen forking */
+	uint64_t events;	/* fork, exec and exit events handled: the loop is not idle */
 	struct culpert_calls_seen seen;
 	bool have_seen;
 };
@@ -54,6 +66,36 @@ static uint64_t mono_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+/* /proc/PID/exe, "" when it cannot be read */
+static void exe_of(pid_t pid, char *buf, size_t len)
+{
+	char path[64];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+	n = readlink(path, buf, len - 1);
+	buf[n > 0 ? n : 0] = '\0';
+}
+
+/* the inode of /proc/PID/ns/mnt, 0 when it cannot be read */
+static uint64_t mnt_ns(pid_t pid)
+{
+	char path[64];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "/proc/%d/ns/mnt", (int)pid);
+	return stat(path, &st) ? 0 : (uint64_t)st.st_ino;
+}
+
+static bool same_program(const struct family *f, pid_t pid)
+{
+	char exe[PATH_MAX];
+	uint64_t ns = mnt_ns(pid);
+
+	exe_of(pid, exe, sizeof(exe));
+	return exe[0] && !strcmp(exe, f->root_exe) && ns && ns == f->root_mnt_ns;
 }
 
 static struct member *find_live(const struct family *f, pid_t pid)
@@ -84,6 +126,8 @@ static int on_record(void *ctx, void *data, size_t size)
 	return ret == -ENOMEM ? 0 : ret;
 }
 
+static void finish_member(struct family *f, struct member *m);
+
 /*
  * A child: its own session over the shared object.  fork_ns (CLOCK_BOOTTIME)
  * is when it was forked when a fork event said so, for the lag until its
@@ -93,11 +137,16 @@ static int on_record(void *ctx, void *data, size_t size)
 static int add_member(struct family *f, pid_t pid, uint64_t fork_ns, char *err, size_t errlen)
 {
 	struct session_opts o = f->o;
-	char why[512];
+	struct member *m;
+	char why[512], exe[PATH_MAX];
 	struct session *s;
 	int ret;
 
-	if (find_live(f, pid))
+	m = find_live(f, pid);
+	/* the pid again, a new process: the old one's profile first */
+	if (m && m->ended)
+		finish_member(f, m);
+	else if (m)
 		return 0;
 	if (f->n && n_live(f) >= CULPERT_MAX_PROCS) {
 		f->full++;
@@ -110,12 +159,30 @@ static int add_member(struct family *f, pid_t pid, uint64_t fork_ns, char *err, 
 		pr_debug("cannot watch pid %d for forks: its children are found by the /proc walk\n",
 			 (int)pid);
 	o.pid = pid;
+	/*
+	 * A fork runs its parent's code from the same files: the first
+	 * process's unwinding choice holds for it, and its objects are parsed
+	 * already.  Judging again (every object's frame pointers) and parsing
+	 * again would take a short-lived child's whole life; another program,
+	 * or one in another mount namespace, has its own.
+	 */
+	if (f->n && same_program(f, pid)) {
+		o.unwind = session__unwind(f->v[0].s);
+		o.objs = session__objs(f->v[0].s);
+	}
 	ret = session__open_shared(&o, f->obj, &s, f->n ? why : err, f->n ? sizeof(why) : errlen);
 	if (ret && !f->n)
 		return ret;
 	if (ret) {
+		uint64_t start;
+
 		discover__untrack(f->disc, pid);
-		if (ret == -ESRCH) {
+		/*
+		 * Gone by now, whatever the step that met it, or on its way out
+		 * (its exe link goes with its memory): it exited, not failed
+		 */
+		exe_of(pid, exe, sizeof(exe));
+		if (ret == -ESRCH || proc_start_ticks(pid, true, &start) || !exe[0]) {
 			f->missed++;
 			pr_info("child pid %d exited before its probes were in\n", (int)pid);
 		} else if (!f->failed++) {
@@ -140,7 +207,7 @@ static int add_member(struct family *f, pid_t pid, uint64_t fork_ns, char *err, 
 	return 0;
 }
 
-/* a child gone (or another program now): its profile now, its kernel state freed */
+/* a child gone (or another program now): its profile, its kernel state freed */
 static void finish_member(struct family *f, struct member *m)
 {
 	int ret = session__write_buf(m->s, &m->buf, &m->len);
@@ -162,6 +229,7 @@ static void on_discover(void *ctx, enum discover_what what, pid_t pid, uint64_t 
 	struct member *m;
 	char err[8];
 
+	f->events++;
 	if (what == DISCOVERED_FORK) {
 		if (add_member(f, pid, time_ns, err, sizeof(err)) == -ENOMEM)
 			pr_warn("out of memory: child pid %d is not followed\n", (int)pid);
@@ -175,7 +243,7 @@ static void on_discover(void *ctx, enum discover_what what, pid_t pid, uint64_t 
 		f->root_execed = what == DISCOVERED_EXEC;
 		return;
 	}
-	finish_member(f, m);
+	m->ended = true;
 }
 
 struct scan_ctx {
@@ -306,6 +374,10 @@ int family__open(const struct session_opts *o, struct family **out, char *err, s
 			snprintf(err, errlen, "cannot wait for records: %s", strerror(-ret));
 	}
 	ret = ret ?: add_member(f, o->pid, 0, err, errlen);
+	if (!ret) {
+		exe_of(f->v[0].pid, f->root_exe, sizeof(f->root_exe));
+		f->root_mnt_ns = mnt_ns(f->v[0].pid);
+	}
 	if (ret) {
 		if (ret == -ENOMEM)
 			snprintf(err, errlen, "out of memory");
@@ -329,7 +401,15 @@ int family__run(struct family *f, uint64_t duration_ns, volatile sig_atomic_t *s
 	int n;
 
 	for (;;) {
-		epoll_wait(f->epfd, ev, 2, 100);
+		uint64_t events = f->events;
+		size_t pending = 0, oldest = 0;
+
+		for (i = f->n; i-- > 1;)
+			if (f->v[i].s && f->v[i].ended) {
+				pending++;
+				oldest = i;
+			}
+		epoll_wait(f->epfd, ev, 2, pending ? 10 : 100);
 		/* forks first: a child's probes go in before the records of the others are read */
 		discover__consume(f->disc);
 		n = bpfobj__poll(f->obj, 0);
@@ -338,12 +418,15 @@ int family__run(struct family *f, uint64_t duration_ns, volatile sig_atomic_t *s
 			*why = SESSION_END_SIGNAL;
 			break;
 		}
+		/* quiet (no fork, exit or exec came), or too many waiting: one profile written */
+		if (pending && (f->events == events || pending > MAX_PENDING) && f->v[oldest].s)
+			finish_member(f, &f->v[oldest]);
 		for (i = 1; i < f->n; i++) {
-			if (!f->v[i].s)
+			if (!f->v[i].s || f->v[i].ended)
 				continue;
 			session__sync_maps(f->v[i].s);
-			if (session__ended(f->v[i].s, why))
-				finish_member(f, &f->v[i]);
+			if (!f->v[i].ended && session__ended(f->v[i].s, why))
+				f->v[i].ended = true;
 		}
 		session__sync_maps(f->v[0].s);
 		if (f->root_execed) {

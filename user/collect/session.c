@@ -536,7 +536,7 @@ static int session_open(const struct session_opts *o, struct bpfobj *shared, str
 		session__close(s);
 		return ret;
 	}
-	s->objs = objcache__new(&s->t);
+	s->objs = o->objs ?: objcache__new(&s->t);
 	if (!s->objs)
 		snprintf(err, errlen, "out of memory");
 	else
@@ -1311,6 +1311,16 @@ const char *session__comm(const struct session *s)
 	return s->t.comm;
 }
 
+struct objcache *session__objs(const struct session *s)
+{
+	return s->objs;
+}
+
+enum session_unwind session__unwind(const struct session *s)
+{
+	return s->unwind;
+}
+
 pid_t session__pid(const struct session *s)
 {
 	return s->t.pid;
@@ -1345,7 +1355,8 @@ void session__close(struct session *s)
 	otel_plan__free(&s->otel);
 	span_fn_plan__free(&s->fns);
 	mapview__free(s->view);
-	objcache__free(s->objs);
+	if (!s->o.objs)
+		objcache__free(s->objs);
 	if (s->mem_fd >= 0)
 		close(s->mem_fd);
 	target__close(&s->t);

@@ -58,6 +58,12 @@ struct session_opts {
 	uint64_t stack_rate;		/* --max-stack-rate: stack captures per second (0: no limit) */
 	bool stack_rate_auto;		/* ... not given: session_default_stack_rate() of the rate used */
 	int sampler;			/* --sampler: enum otel_mode (otel.h) */
+	/*
+	 * The object cache of another session of the same program in the same
+	 * mount namespace (a process tree's forks), which outlives this one;
+	 * NULL: its own
+	 */
+	struct objcache *objs;
 };
 
 /*
@@ -133,6 +139,10 @@ size_t session__n_span_sites(const struct session *s);
 /* functions matched by --span-fn */
 size_t session__n_span_fns(const struct session *s);
 const char *session__comm(const struct session *s);
+/* the unwinding used, fp or dwarf (auto decided) */
+enum session_unwind session__unwind(const struct session *s);
+/* its object cache, for session_opts.objs of a fork */
+struct objcache *session__objs(const struct session *s);
 pid_t session__pid(const struct session *s);
 void session__close(struct session *s);
 
