@@ -30,7 +30,7 @@
 /* objects named on the line of unnamed callsites */
 #define UNNAMED_SHOWN 3
 
-enum report_mode { MODE_TREE, MODE_FLAT, MODE_CALLSITES };
+enum report_mode { MODE_TREE, MODE_FLAT, MODE_CALLSITES, MODE_PROCESSES };
 
 struct report {
 	const char *file;
@@ -59,6 +59,7 @@ static void usage(FILE *f)
 		"\n"
 		"Options:\n"
 		"  --flat             spans sorted by their own bytes: span samples bytes bytes%%\n"
+		"  --by-process       bytes by process (pid and comm), as attach --children records\n"
 		"  --span NAME        top callsites inside span NAME (or a ';'-joined span path)\n"
 		"  --no-span          top callsites outside any span\n"
 		"  --top N            rows per list, children per node in the tree (default 20)\n"
@@ -78,6 +79,7 @@ static void usage(FILE *f)
 		"EXAMPLES:\n"
 		"  culpert report prof.pb.gz\n"
 		"  culpert report prof.pb.gz --flat --top 10\n"
+		"  culpert report prof.pb.gz --by-process\n"
 		"  culpert report prof.pb.gz --span handle_request\n"
 		"  culpert report prof.pb.gz --no-span --skip 'my_alloc*'\n"
 		"  culpert report prof.pb.gz --by caller\n"
@@ -224,6 +226,69 @@ static int print_flat(const struct report *r, uint32_t *buf)
 	if (!ret)
 		table__print(t, stdout);
 	table__free(t);
+	return ret;
+}
+
+/* --- processes --------------------------------------------------------------------- */
+
+/*
+ * A row's pid and comm: its labels; without them (not attach --children)
+ * the profile's target, whose samples they all are
+ */
+static void proc_names(const struct report *r, const struct view_proc *pr, char *pid, size_t plen,
+		       const char **comm)
+{
+	const struct pprof_profile *p = r->v->p;
+	const char *tpid = pprof_profile__comment(p, "target.pid");
+
+	*comm = pprof_profile__str(p, pr->comm);
+	if (pr->pid >= 0) {
+		snprintf(pid, plen, "%" PRId64, pr->pid);
+		return;
+	}
+	snprintf(pid, plen, "%s", !r->v->has_procs && tpid ? tpid : "?");
+	*comm = !r->v->has_procs ? pprof_profile__comment(p, "target.comm") : "(no pid label)";
+	if (!*comm)
+		*comm = "?";
+}
+
+static int print_processes(const struct report *r)
+{
+	const struct view *v = r->v;
+	struct table *t = table__new("rlrrr", (const char *const[]){ "PID", "COMM",
+				     cli_count_heading(v), "BYTES", "BYTES%" });
+	size_t n = 0, i;
+	struct view_proc *rows = view__process_rows(v, &n);
+	char samples[32], bytes[32], pct[32], more[64], pid[24], comm[256];
+	const char *c;
+	double rest = 0;
+	int ret = t && rows ? 0 : -1;
+
+	for (i = 0; i < n && !ret; i++) {
+		if (i >= r->top) {
+			rest += rows[i].bytes;
+			continue;
+		}
+		proc_names(r, &rows[i], pid, sizeof(pid), &c);
+		snprintf(samples, sizeof(samples), "%" PRIu64,
+			 cli_count(v, rows[i].samples, rows[i].sampled));
+		ret = table__add(t, (const char *const[]){ pid, esc_text(comm, sizeof(comm), c),
+			samples, format_bytes(bytes, 32, rows[i].bytes),
+			format_pct(pct, 32, rows[i].bytes, v->total_bytes) });
+	}
+	if (!ret && n > r->top) {
+		snprintf(more, sizeof(more), "... %zu more", n - (size_t)r->top);
+		ret = table__add(t, (const char *const[]){ more, "", "", format_bytes(bytes, 32, rest),
+			format_pct(pct, 32, rest, v->total_bytes) });
+	}
+	print_header(r, "Total:", v->total_bytes);
+	if (!ret)
+		table__print(t, stdout);
+	if (!ret && !v->has_procs)
+		puts("\nThe profile has no pid labels: it is one process's "
+		     "('culpert-bpf attach --children' labels each process of a tree).");
+	table__free(t);
+	free(rows);
 	return ret;
 }
 
@@ -741,9 +806,46 @@ static int json_wrappers(struct report *r, double total)
 	return 0;
 }
 
+static int json_processes(struct report *r)
+{
+	struct json *j = &r->j;
+	size_t n = 0, i;
+	struct view_proc *rows = view__process_rows(r->v, &n);
+	char pid[24];
+	const char *c;
+	double rest = 0;
+
+	if (!rows)
+		return -1;
+	for (i = r->top; i < n; i++)
+		rest += rows[i].bytes;
+	json_key(j, "processes");
+	json_begin(j, '[');
+	for (i = 0; i < n && i < r->top; i++) {
+		proc_names(r, &rows[i], pid, sizeof(pid), &c);
+		json_begin(j, '{');
+		json_key(j, "bytes");
+		json_round(j, rows[i].bytes);
+		json_key(j, "comm");
+		json_str(j, c);
+		json_key(j, "objects");
+		json_round(j, rows[i].objects);
+		json_key(j, "pct");
+		json_pct(j, rows[i].bytes, r->v->total_bytes);
+		json_kv_int(j, "pid", strtoll(pid, NULL, 10));
+		json_sampled(r, rows[i].sampled);
+		json_end(j, '}');
+	}
+	json_end(j, ']');
+	if (n > r->top)
+		json_more(j, "processes", n - (size_t)r->top, rest);
+	free(rows);
+	return 0;
+}
+
 static int print_json(struct report *r, uint32_t *buf)
 {
-	static const char *const modes[] = { "tree", "flat", "callsites" };
+	static const char *const modes[] = { "tree", "flat", "callsites", "processes" };
 	struct json *j = &r->j;
 	struct view_cs_row *rows = NULL;
 	double total = 0;
@@ -758,6 +860,8 @@ static int print_json(struct report *r, uint32_t *buf)
 		free(rows);
 		return -1;
 	}
+	if (r->mode == MODE_PROCESSES && json_processes(r))
+		return -1;
 	if (empty_reason(r, why, sizeof(why))) {
 		json_key(j, "empty_reason");
 		json_str(j, why);
@@ -821,6 +925,7 @@ static int parse_args(struct report *r, int argc, char **argv)
 	static const char *const bys[] = { "callsite", "caller", NULL };
 	static const struct option opts[] = {
 		{ "flat", no_argument, NULL, 'F' },
+		{ "by-process", no_argument, NULL, 'P' },
 		{ "span", required_argument, NULL, 's' },
 		{ "no-span", no_argument, NULL, 'N' },
 		{ "top", required_argument, NULL, 't' },
@@ -834,13 +939,14 @@ static int parse_args(struct report *r, int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	bool flat = false, min_age = false, by = false;
+	bool flat = false, min_age = false, by = false, procs = false;
 	int c;
 
 	r->top = 20;
 	while ((c = opt_next(argc, argv, "h", opts)) != -1) {
 		switch (c) {
 		case 'F': flat = true; break;
+		case 'P': procs = true; break;
 		case 's': r->span = optarg; break;
 		case 'N': r->no_span = true; break;
 		case 'i': r->inuse = true; break;
@@ -886,13 +992,17 @@ static int parse_args(struct report *r, int argc, char **argv)
 				 "list callsites");
 	if (flat && by)
 		return opt_error("--flat lists spans; --by groups callsites");
+	if (procs && (flat || by || r->span || r->no_span || r->leaks))
+		return opt_error("--by-process lists processes; --flat, --by, --span, --no-span and "
+				 "--leaks list spans or callsites");
 	if (min_age && !r->leaks)
 		return opt_error("--min-age goes with --leaks");
 	if (r->inuse && r->leaks)
 		pr_info("--leaks reads in-use values already\n");
 	r->inuse |= r->leaks;
 	r->mode = flat ? MODE_FLAT :
-		  r->span || r->no_span || r->leaks || by ? MODE_CALLSITES : MODE_TREE;
+		  r->span || r->no_span || r->leaks || by ? MODE_CALLSITES :
+		  procs ? MODE_PROCESSES : MODE_TREE;
 	return CMD_OK;
 }
 
@@ -958,6 +1068,8 @@ int cmd_report(int argc, char **argv)
 		ret = print_tree(&r, buf);
 	else if (r.mode == MODE_FLAT)
 		ret = print_flat(&r, buf);
+	else if (r.mode == MODE_PROCESSES)
+		ret = print_processes(&r);
 	else if (!(rows = callsite_rows(&r, &n, &total)))
 		ret = -1;
 	else

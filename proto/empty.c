@@ -35,19 +35,44 @@ void empty_facts__from_profile(const struct pprof_profile *p, uint64_t samples,
 	f->duration_ns = p->duration_nanos > 0 ? (uint64_t)p->duration_nanos : 0;
 	f->go = rt && !strcmp(rt, "go");
 	f->pid = pid ? strtol(pid, NULL, 10) : 0;
+	f->children = pprof_profile__comment(p, "target.children");
 }
 
-/* "--rate 256" or "--rate 4KiB": a power of two of bytes giving about SAMPLES_WANTED */
-static char *rate_hint(char *buf, size_t len, uint64_t bytes)
+/*
+ * "--rate 256 (about 100 samples at this load)": a power of two of bytes
+ * giving about SAMPLES_WANTED; with no more calls than that, rate 1 samples
+ * each of them, and says how many that is
+ */
+static char *rate_hint(char *buf, size_t len, uint64_t bytes, uint64_t calls)
 {
 	uint64_t want = bytes / SAMPLES_WANTED, r = 1;
+	char rate[32];
 
-	while (r * 2 <= want && r < (1ULL << 40))
+	/* a sample is at most a call: with this few, each call is one */
+	while (calls > SAMPLES_WANTED && r * 2 <= want && r < (1ULL << 40))
 		r *= 2;
 	if (r >= 1024)
-		snprintf(buf, len, "%" PRIu64 "KiB", r / 1024);
+		snprintf(rate, sizeof(rate), "%" PRIu64 "KiB", r / 1024);
 	else
-		snprintf(buf, len, "%" PRIu64, r);
+		snprintf(rate, sizeof(rate), "%" PRIu64, r);
+	if (r == 1)
+		snprintf(buf, len, "--rate 1 (every call: %" PRIu64 " sample%s at this load)", calls,
+			 calls == 1 ? "" : "s");
+	else
+		snprintf(buf, len, "--rate %s (about %" PRIu64 " samples at this load)", rate,
+			 bytes / r < calls ? bytes / r : calls);
+	return buf;
+}
+
+/* " (pid 12's child processes 13 (nginx), 14 (nginx) were not profiled: ...)" */
+static const char *children_hint(char *buf, size_t len, const struct empty_facts *f,
+				 const char *pid)
+{
+	if (!f->children || !f->children[0])
+		return "";
+	snprintf(buf, len, "; its child processes %s were not profiled: they may be the ones "
+		 "that allocate (a server's workers, a database's backends): "
+		 "'culpert-bpf attach --pid %s --children' follows them", f->children, pid);
 	return buf;
 }
 
@@ -64,7 +89,7 @@ static char *during(char *buf, size_t len, uint64_t ns)
 
 bool empty__explain(const struct empty_facts *f, char *buf, size_t len)
 {
-	char b[32], r[32], hint[32], in[48], pid[24];
+	char b[32], r[32], hint[96], in[48], pid[24], kids[640];
 
 	if (f->samples)
 		return false;
@@ -86,18 +111,28 @@ bool empty__explain(const struct empty_facts *f, char *buf, size_t len)
 			 "profile a Go heap with runtime/pprof or net/http/pprof's /debug/pprof/heap",
 			 seen);
 	}
+	else if (f->have_calls && !f->calls && f->children && f->children[0])
+		snprintf(buf, len, "no allocator call was seen%s: pid %s itself did not allocate "
+			 "while profiled%s", in, pid, children_hint(kids, sizeof(kids), f, pid));
 	else if (f->have_calls && !f->calls)
 		snprintf(buf, len, "no allocator call was seen%s: the process did not allocate "
 			 "while profiled (idle or blocked), or its code allocates through another "
 			 "allocator than the one probed ('culpert-bpf probes --pid %s' shows it)", in,
 			 pid);
+	else if (f->have_calls && f->rate > 1 && f->children && f->children[0] &&
+		 f->calls < SAMPLES_WANTED)
+		/* a few calls of a parent that serves through its children: the rate is not it */
+		snprintf(buf, len, "only %" PRIu64 " allocator call%s for %s%s by pid %s itself, and "
+			 "no sample fell at one per %s%s", f->calls, f->calls == 1 ? "" : "s",
+			 format_bytes(b, sizeof(b), (double)f->bytes), in, pid, r,
+			 children_hint(kids, sizeof(kids), f, pid));
 	else if (f->have_calls && f->rate > 1)
 		snprintf(buf, len, "%" PRIu64 " allocator call%s for %s%s: %.2g samples expected at "
-			 "one per %s, and none fell; try --rate %s (about %d samples at this load) "
-			 "or a longer --duration", f->calls, f->calls == 1 ? "" : "s",
-			 format_bytes(b, sizeof(b), (double)f->bytes), in,
+			 "one per %s, and none fell; try %s or a longer --duration%s", f->calls,
+			 f->calls == 1 ? "" : "s", format_bytes(b, sizeof(b), (double)f->bytes), in,
 			 (double)f->bytes / (double)f->rate, r,
-			 rate_hint(hint, sizeof(hint), f->bytes), SAMPLES_WANTED);
+			 rate_hint(hint, sizeof(hint), f->bytes, f->calls),
+			 children_hint(kids, sizeof(kids), f, pid));
 	else if (f->have_calls)
 		snprintf(buf, len, "%" PRIu64 " allocator calls were seen%s but none was recorded "
 			 "(lost: see lost_samples)", f->calls, in);

@@ -23,9 +23,14 @@ struct empty_facts {
 	uint64_t duration_ns;	/* 0 unknown */
 	bool go;		/* the program is written in Go */
 	long pid;		/* the target's, for the commands suggested; 0 unknown */
+	/* its child processes, not profiled ("124 (nginx), 125 (nginx)"); NULL or "": none */
+	const char *children;
 };
 
-/* the facts a culpert-bpf profile records: alloc_calls=, alloc_bytes=, target.runtime= ... */
+/*
+ * the facts a culpert-bpf profile records: alloc_calls=, alloc_bytes=,
+ * target.runtime=, target.children= ... (f->children points into p)
+ */
 void empty_facts__from_profile(const struct pprof_profile *p, uint64_t samples,
 			       struct empty_facts *f);
 /* why nothing was sampled, into buf; false (buf untouched) when something was */

@@ -198,6 +198,8 @@ static int on_sample(const struct pprof_profile *p, const struct pprof_sample_re
 		ret = intern_stack(b, s, &k.stack);
 	if (!ret)
 		ret = add_rec(b, &k);
+	if (!ret)
+		ret = procs__add(b, p, s, &k);
 	return ret;
 }
 
@@ -291,6 +293,7 @@ static void builder_free(struct builder *b)
 	callsite__free(b);
 	hashtab__free(&b->rec_ht);
 	hashtab__free(&b->stack_ht);
+	hashtab__free(&b->proc_ht);
 	free(b->scratch);
 }
 
@@ -387,6 +390,7 @@ void view__free(struct view *v)
 	free(v->callsite_fid);
 	free(v->wrappers);
 	free(v->recs);
+	free(v->procs);
 	free(v->stack_locs);
 	free(v->stack_off);
 	pprof_profile__free(v->p);

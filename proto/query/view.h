@@ -63,6 +63,18 @@ struct view_span {
 	uint64_t self_sampled, total_sampled;	/* sampled allocations (view.has_sampled) */
 };
 
+/*
+ * The selected values of one process: pid and comm labels (attach
+ * --children); pid -1 and comm 0 for the samples without them
+ */
+struct view_proc {
+	int64_t pid;
+	int64_t comm;		/* string index, 0 when absent */
+	double bytes, objects;
+	uint64_t samples;	/* records */
+	uint64_t sampled;	/* sampled allocations */
+};
+
 /* samples with equal span, callsite, age (and stack, with opts.stacks), summed */
 struct view_rec {
 	uint32_t span;		/* index into spans */
@@ -115,6 +127,11 @@ struct view {
 	uint32_t *stack_locs;		/* indices into p->locations, leaf first, of every stack */
 	uint32_t *stack_off;		/* stack i: stack_locs[stack_off[i]..stack_off[i+1]] */
 	size_t n_stacks;
+
+	/* the records by process (view_proc); has_procs: some sample has a pid label */
+	struct view_proc *procs;
+	size_t n_procs;
+	bool has_procs;
 
 	/* exact span totals from the profile's comments (totals.h); .present false if none */
 	struct span_totals totals;
@@ -234,5 +251,8 @@ struct view_cs_row *view__caller_rows(const struct view *v,
  */
 const char *view__frame_name(const struct view *v, const struct pprof_location *l, uint32_t line,
 			     bool where, char *buf, size_t len);
+
+/* the processes, by selected bytes, largest first, ties by pid; malloc'd, NULL when out of memory */
+struct view_proc *view__process_rows(const struct view *v, size_t *n);
 
 #endif /* CULPERT_VIEW_H */

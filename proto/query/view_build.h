@@ -58,6 +58,8 @@ struct builder {
 	size_t cap_wrappers;
 	uint8_t *fn_mach;	/* per function index: 0 unknown, 1 machinery, 2 not */
 	uint64_t unlabelled;	/* value records without a sampled_allocs label */
+	struct hashtab proc_ht;	/* (pid, comm) -> index into v->procs */
+	size_t cap_procs;
 	char err[256];		/* why prepare() refused the profile */
 };
 
@@ -79,5 +81,9 @@ void spantree__free(struct builder *b);
 
 /* orphans.c: roots that are children of a span entered before attach, under a marker; 0 or -ENOMEM */
 int orphans__mark(struct builder *b);
+
+/* process.c: a value record's share of its process (pid and comm labels); 0 or -errno */
+int procs__add(struct builder *b, const struct pprof_profile *p, const struct pprof_sample_ref *s,
+	       const struct view_rec *r);
 
 #endif /* CULPERT_VIEW_BUILD_H */

@@ -44,12 +44,12 @@ test_never_allocates() {
 }
 
 # 64 calls of 64 bytes at one sample per 16 MiB: P(a sample) = 1 - e^(-4096/2^24) = 0.02%.
-# The probes count every call: exactly 64 and 4096 bytes, and the hint is the rate
-# that gives ~100 samples for 4096 bytes: 4096 / 100 = 40 -> 32.
+# The probes count every call: exactly 64 and 4096 bytes, and with no more than
+# ~100 calls the hint is rate 1, which samples each of them.
 test_too_few_to_sample() {
 	need_root || return
 	attach_quiet little "--rate 16MiB" "$TARGETS/quiet_little" 64 || return
-	grep -q "^culpert-bpf: the profile is empty: 64 allocator calls for 4.00 KB in .* try --rate 32 " \
+	grep -q "^culpert-bpf: the profile is empty: 64 allocator calls for 4.00 KB in .* try --rate 1 (every call: 64 samples at this load) " \
 		"$TMP/little.err" || fail "attach does not say why: $(cat "$TMP/little.err")"
 	[ "$(comment_of "$TMP/little.pb.gz" alloc_calls)" = 64 ] &&
 		[ "$(comment_of "$TMP/little.pb.gz" alloc_bytes)" = 4096 ] ||

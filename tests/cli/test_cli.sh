@@ -55,6 +55,14 @@ test_report_tree() {
 	golden report_tree_json 0 report basic.pb.gz --format json
 }
 
+# --by-process: the pid and comm labels of attach --children; a profile without is its target's
+test_report_by_process() {
+	golden report_by_process 0 report procs.pb.gz --by-process
+	golden report_by_process_json 0 report procs.pb.gz --by-process --top 2 --format json
+	golden report_by_process_nolabels 0 report basic.pb.gz --by-process
+	one_error report procs.pb.gz --by-process --flat
+}
+
 test_report_flat() {
 	golden report_flat 0 report basic.pb.gz --flat
 	golden report_flat_json 0 report basic.pb.gz --flat --top 2 --format json
@@ -593,6 +601,7 @@ test_go_heap_profile() {
 }
 
 run_test cli/report_tree test_report_tree
+run_test cli/report_by_process test_report_by_process
 run_test cli/report_flat test_report_flat
 run_test cli/report_callsites test_report_callsites
 run_test cli/report_inuse_leaks test_report_inuse

@@ -247,6 +247,24 @@ static void test_empty(void)
 	ASSERT_TRUE(strstr(buf, "written in Go") && strstr(buf, "(640 C allocator calls for 10.00 MB"),
 		    buf);
 	f.go = false;
+	/* 2 calls of 128 B: rate 1 samples both, not "about 100" */
+	f.calls = 2;
+	f.bytes = 256;
+	empty__explain(&f, buf, sizeof(buf));
+	ASSERT_TRUE(strstr(buf, "try --rate 1 (every call: 2 samples at this load)") &&
+		    !strstr(buf, "about 100"), buf);
+	/* a parent whose children serve: they are named, --children suggested, no rate hint */
+	f.children = "43 (nginx), 44 (nginx)";
+	empty__explain(&f, buf, sizeof(buf));
+	ASSERT_TRUE(strstr(buf, "only 2 allocator calls for 256 B in 5.0s by pid 42 itself") &&
+		    strstr(buf, "child processes 43 (nginx), 44 (nginx) were not profiled") &&
+		    strstr(buf, "'culpert-bpf attach --pid 42 --children'") &&
+		    !strstr(buf, "--rate 1"), buf);
+	f.calls = 0;
+	f.bytes = 0;
+	empty__explain(&f, buf, sizeof(buf));
+	ASSERT_TRUE(strstr(buf, "pid 42 itself did not allocate") && strstr(buf, "--children"), buf);
+	f.children = NULL;
 	f.have_calls = false;
 	empty__explain(&f, buf, sizeof(buf));
 	ASSERT_TRUE(strstr(buf, "does not say how many allocator calls"), buf);

@@ -68,31 +68,6 @@ static uint64_t mono_ns(void)
 	return (uint64_t)ts.tv_sec * NS_PER_SEC + (uint64_t)ts.tv_nsec;
 }
 
-/* the tgid a record belongs to; 0 for a record too short to say */
-static uint32_t record_tgid(const void *data, size_t size)
-{
-	const __u32 *kind = data;
-
-	if (size < sizeof(*kind))
-		return 0;
-	switch (*kind) {
-	case CULPERT_EV_ALLOC:
-		return size >= sizeof(struct culpert_alloc_event) ?
-			       ((const struct culpert_alloc_event *)data)->tgid : 0;
-	case CULPERT_EV_ALLOC_RET:
-		return size >= sizeof(struct culpert_ret_event) ?
-			       ((const struct culpert_ret_event *)data)->tgid : 0;
-	case CULPERT_EV_FREE:
-		return size >= sizeof(struct culpert_free_event) ?
-			       ((const struct culpert_free_event *)data)->tgid : 0;
-	case CULPERT_EV_SPAN_NAME:
-		return size >= sizeof(struct culpert_name_event) ?
-			       ((const struct culpert_name_event *)data)->tgid : 0;
-	default:
-		return 0;
-	}
-}
-
 /* the live target of a tgid; table lock held */
 static struct ctarget *find_live(struct collector *c, pid_t pid)
 {
@@ -158,7 +133,7 @@ static int on_record(void *ctx, void *data, size_t size)
 	 * waits for a target an HTTP thread is serializing.
 	 */
 	pthread_mutex_lock(&c->table);
-	t = find_live(c, (pid_t)record_tgid(data, size));
+	t = find_live(c, (pid_t)bpfobj_record_tgid(data, size));
 	pthread_mutex_unlock(&c->table);
 	if (t && t->s) {
 		pthread_mutex_lock(&t->lock);

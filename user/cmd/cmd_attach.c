@@ -17,6 +17,7 @@
 #include "culpert.h"
 #include "decompose.h"
 #include "empty.h"
+#include "family.h"
 #include "heapgap.h"
 #include "kfeatures.h"
 #include "log.h"
@@ -43,6 +44,9 @@ static void on_signal(int sig)
 
 static const char attach_options[] =
 	"  -p, --pid PID            process to profile (any of its thread ids works)\n"
+	"      --children           also its descendants, those there and those it forks while\n"
+	"                           profiled (workers, backends): one profile, a pid and comm\n"
+	"                           label on each sample ('culpert report --by-process')\n"
 	"  -d, --duration D         stop after D (30s, 2m, 1h); default: until Ctrl-C\n"
 	"  -o, --output FILE        profile path, '-' for stdout;\n"
 	"                           default culpert-COMM-PID-TIMESTAMP.pb.gz\n"
@@ -112,7 +116,8 @@ static void usage(FILE *f, bool capture)
 		"EXAMPLES:\n"
 		"  sudo culpert-bpf attach --pid 1234 -o prof.pb.gz      # Ctrl-C to stop\n"
 		"  sudo culpert-bpf attach -p 1234 -d 30s --rate 64KiB\n"
-		"  sudo culpert-bpf attach -p 1234 -d 10s -o - | culpert report -\n",
+		"  sudo culpert-bpf attach -p 1234 -d 10s -o - | culpert report -\n"
+		"  sudo culpert-bpf attach -p $(cat /run/nginx.pid) --children -d 30s\n",
 		attach_options);
 }
 
@@ -122,6 +127,7 @@ struct attach_args {
 	const char *output;
 	char **span_fns;
 	bool stats;
+	bool children;		/* --children: the descendants too (family.h) */
 };
 
 /* capture: attach with --inuse and --stats, for 30 s unless told otherwise */
@@ -129,7 +135,7 @@ static int parse_args(int argc, char **argv, struct attach_args *a, bool capture
 {
 	enum { OPT_RATE = 256, OPT_DEPTH, OPT_ALLOC, OPT_SYM, OPT_NOSYM, OPT_RB, OPT_MAXST,
 	       OPT_NOMULTI, OPT_NOSESSION, OPT_NOEXACT, OPT_SPANFN, OPT_MAXFNS, OPT_STATS, OPT_INUSE,
-	       OPT_MAXLIVE, OPT_UNWIND, OPT_STACKSIZE, OPT_STACKRATE, OPT_SAMPLER };
+	       OPT_MAXLIVE, OPT_UNWIND, OPT_STACKSIZE, OPT_STACKRATE, OPT_SAMPLER, OPT_CHILDREN };
 	static const struct option opts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "duration", required_argument, NULL, 'd' },
@@ -153,6 +159,7 @@ static int parse_args(int argc, char **argv, struct attach_args *a, bool capture
 		{ "stack-size", required_argument, NULL, OPT_STACKSIZE },
 		{ "max-stack-rate", required_argument, NULL, OPT_STACKRATE },
 		{ "sampler", required_argument, NULL, OPT_SAMPLER },
+		{ "children", no_argument, NULL, OPT_CHILDREN },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -259,6 +266,9 @@ static int parse_args(int argc, char **argv, struct attach_args *a, bool capture
 			if (a->so.sampler < 0)
 				return -EINVAL;
 			break;
+		case OPT_CHILDREN:
+			a->children = true;
+			break;
 		case OPT_MAXLIVE:
 			if (opt_count("--max-live", optarg, 1, 1 << 26, &v))
 				return -EINVAL;
@@ -274,6 +284,10 @@ static int parse_args(int argc, char **argv, struct attach_args *a, bool capture
 	if (opt_need_pid(argc, argv, a->so.pid,
 		       "the process to profile"))
 		return -EINVAL;
+	/* the names of --span-fn are the BPF object's, set when it is loaded for one process */
+	if (a->children && a->so.n_span_fns)
+		return opt_error("--span-fn and --children do not go together yet: profile one "
+				 "process with --span-fn, or the tree without it");
 	/* the rate may be the in-process sampler's: the session scales the bound to it */
 	a->so.stack_rate_auto = !stack_rate_set;
 	return 0;
@@ -309,24 +323,26 @@ static void install_signals(void)
 }
 
 /* a profile without a sample: why, with the numbers that say so */
-static void explain_empty(struct session *s, uint64_t rate)
+static void explain_empty(struct session *s, const struct family *fam, const char *children)
 {
 	struct empty_facts f = {
-		.samples = session__samples(s),
-		.rate = rate,
+		.samples = fam ? family__samples(fam) : session__samples(s),
+		.rate = session__rate(s),
 		.duration_ns = session__duration_ns(s),
 		.go = session__is_go(s),
 		.pid = session__pid(s),
+		.children = children,
 	};
-	char why[1024];
+	char why[2048];
 
-	f.have_calls = session__calls_seen(s, &f.calls, &f.bytes);
+	f.have_calls = fam ? family__calls_seen(fam, &f.calls, &f.bytes) :
+			     session__calls_seen(s, &f.calls, &f.bytes);
 	if (empty__explain(&f, why, sizeof(why)))
 		fprintf(stderr, "culpert-bpf: the profile is empty: %s\n", why);
 }
 
-static void report_end(struct session *s, enum session_end why, const char *path,
-		       uint64_t rate)
+static void report_end(struct session *s, const struct family *fam, enum session_end why,
+		       const char *path, const char *children)
 {
 	if (why == SESSION_END_TARGET_EXIT)
 		fprintf(stderr, "culpert-bpf: pid %d (%s) exited; writing what was collected\n",
@@ -334,11 +350,20 @@ static void report_end(struct session *s, enum session_end why, const char *path
 	if (why == SESSION_END_TARGET_EXEC)
 		fprintf(stderr, "culpert-bpf: pid %d (%s) exec'd another program; writing what was "
 			"collected before\n", (int)session__pid(s), session__comm(s));
-	session__warn_losses(s);
-	fprintf(stderr, "culpert-bpf: wrote %s (%llu samples, %llu lost)\n",
-		strcmp(path, "-") ? path : "profile to stdout",
-		(unsigned long long)session__samples(s), (unsigned long long)session__lost(s));
-	explain_empty(s, rate);
+	if (fam) {
+		family__warn_losses(fam);
+		fprintf(stderr, "culpert-bpf: wrote %s (%zu processes, %llu samples, %llu lost)\n",
+			strcmp(path, "-") ? path : "profile to stdout", family__processes(fam),
+			(unsigned long long)family__samples(fam),
+			(unsigned long long)family__lost(fam));
+	} else {
+		session__warn_losses(s);
+		fprintf(stderr, "culpert-bpf: wrote %s (%llu samples, %llu lost)\n",
+			strcmp(path, "-") ? path : "profile to stdout",
+			(unsigned long long)session__samples(s),
+			(unsigned long long)session__lost(s));
+	}
+	explain_empty(s, fam, children);
 }
 
 /* what capture says about the memory: the gap, the decomposition of the RSS */
@@ -384,7 +409,12 @@ cleanup:
  * where -o said goes to $TMPDIR (or /tmp) under its default name, and the
  * one error line says where.
  */
-static void write_fallback(struct session *s, const char *out, int why)
+static int write_profile(struct session *s, struct family *fam, const char *path)
+{
+	return fam ? family__write(fam, path) : session__write(s, path);
+}
+
+static void write_fallback(struct session *s, struct family *fam, const char *out, int why)
 {
 	const char *dir = getenv("TMPDIR");
 	char path[PATH_MAX], name[128];
@@ -393,7 +423,7 @@ static void write_fallback(struct session *s, const char *out, int why)
 		dir = "/tmp";
 	default_output(name, sizeof(name), session__comm(s), session__pid(s));
 	if (snprintf(path, sizeof(path), "%s/%s", dir, name) >= (int)sizeof(path) ||
-	    session__write(s, path)) {
+	    write_profile(s, fam, path)) {
 		pr_error("cannot write the profile to %s: %s, nor to %s: the capture is lost\n",
 			 out, strerror(-why), path);
 		return;
@@ -402,10 +432,41 @@ static void write_fallback(struct session *s, const char *out, int why)
 		 strerror(-why), path);
 }
 
+static void close_capture(struct session *s, struct family *fam)
+{
+	if (fam)
+		family__close(fam);
+	else
+		session__close(s);
+}
+
+/*
+ * Without --children: a process whose descendants are not profiled says so
+ * at the start (a master or postmaster allocates little itself), and the
+ * profile carries them (target.children=) for the explanation of an empty one.
+ */
+static void note_children(struct session *s, char *kids, size_t len, bool at_end)
+{
+	char now[640], c[700];
+
+	if (family_describe(session__pid(s), now, sizeof(now)))
+		snprintf(kids, len, "%s", now);
+	if (!kids[0])
+		return;
+	snprintf(c, sizeof(c), "target.children=%s", kids);
+	/* without it the profile says nothing of them: the line at the end still does */
+	if (at_end && session__add_comment(s, c))
+		pr_warn("out of memory: the profile does not name the child processes\n");
+	else if (!at_end)
+		fprintf(stderr, "culpert-bpf: pid %d (%s) has child processes, not profiled: %s; "
+			"--children follows them too\n", (int)session__pid(s), session__comm(s), kids);
+}
+
 /* attach and capture: one flow, capture adds the memory picture and a summary */
 static int run(struct attach_args *a, bool capture)
 {
-	char err[1024], out[PATH_MAX], rate[32];
+	char err[1024], out[PATH_MAX], rate[32], kids[640] = "", who[64] = "";
+	struct family *fam = NULL;
 	struct session *s = NULL;
 	struct memsnap *ms = NULL;
 	enum session_end why;
@@ -421,7 +482,12 @@ static int run(struct attach_args *a, bool capture)
 		pr_error("%s\n", blocker);
 		return 1;
 	}
-	ret = session__open(&a->so, &s, err, sizeof(err));
+	if (a->children) {
+		ret = family__open(&a->so, &fam, err, sizeof(err));
+		s = ret ? NULL : family__root(fam);
+	} else {
+		ret = session__open(&a->so, &s, err, sizeof(err));
+	}
 	if (ret) {
 		pr_error("%s\n", err);
 		return 1;
@@ -434,7 +500,7 @@ static int run(struct attach_args *a, bool capture)
 	if (outfile_check(out, err, sizeof(err))) {
 		pr_error("cannot write the profile to %s: %s; choose another path with -o\n",
 			 *out ? out : "\"\"", err);
-		session__close(s);
+		close_capture(s, fam);
 		return 1;
 	}
 	/* without it the pictures are still taken, only the allocator's state is left out */
@@ -448,13 +514,20 @@ static int run(struct attach_args *a, bool capture)
 		start = NULL;
 	}
 	install_signals();
-	fprintf(stderr, "culpert-bpf: profiling pid %d (%s): %zu %s sites, %zu span sites, "
+	if (fam)
+		snprintf(who, sizeof(who), " and %zu descendants", family__processes(fam) - 1);
+	else
+		note_children(s, kids, sizeof(kids), false);
+	fprintf(stderr, "culpert-bpf: profiling pid %d (%s)%s: %zu %s sites, %zu span sites, "
 		"%zu span functions, 1 sample per ~%s; %s\n",
-		(int)session__pid(s), session__comm(s), session__n_sites(s), session__sampler(s),
+		(int)session__pid(s), session__comm(s), who, session__n_sites(s), session__sampler(s),
 		session__n_span_sites(s), session__n_span_fns(s),
 		format_bytes(rate, sizeof(rate), (double)session__rate(s)),
 		a->duration_ns ? "stops after --duration or Ctrl-C" : "Ctrl-C to stop");
-	session__run(s, a->duration_ns, &stop_requested, &why);
+	if (fam)
+		family__run(fam, a->duration_ns, &stop_requested, &why);
+	else
+		session__run(s, a->duration_ns, &stop_requested, &why);
 	if (capture && why != SESSION_END_TARGET_EXIT && why != SESSION_END_TARGET_EXEC &&
 	    (mr = calloc(1, sizeof(*mr))))
 		add_gap(ms, s, start, mr);
@@ -462,21 +535,28 @@ static int run(struct attach_args *a, bool capture)
 		memsnap__add(ms, s, "mem.end", NULL);
 	free(start);
 	memsnap__free(ms);
-	ret = session__write(s, out);
+	if (!fam)
+		note_children(s, kids, sizeof(kids), true);
+	ret = write_profile(s, fam, out);
 	if (ret) {
-		write_fallback(s, out, ret);
+		write_fallback(s, fam, out, ret);
 		free(mr);
-		session__close(s);
+		close_capture(s, fam);
 		return 1;
 	}
-	report_end(s, why, out, session__rate(s));
+	report_end(s, fam, why, out, kids);
 	if (capture && strcmp(out, "-") &&
-	    capture_summary__print(stderr, out, session__lost(s), session__untracked(s),
+	    capture_summary__print(stderr, out, fam ? family__lost(fam) : session__lost(s),
+				   session__untracked(s),
 				   mr && mr->have_gap ? &mr->gap : NULL,
 				   mr && mr->have_decomp ? &mr->decomp : NULL))
 		pr_warn("cannot read %s back for the summary\n", out);
+	if (capture && fam)
+		fprintf(stderr, "culpert-bpf: the memory picture is pid %d's alone; its "
+			"descendants' allocations are in the profile ('culpert report %s "
+			"--by-process')\n", (int)session__pid(s), out);
 	free(mr);
-	session__close(s);
+	close_capture(s, fam);
 	return 0;
 }
 

@@ -6,12 +6,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "allocator.h"
 #include "cmd_common.h"
 #include "commands.h"
 #include "elfobj.h"
 #include "exe_kind.h"
+#include "family.h"
 #include "kfeatures.h"
 #include "log.h"
 #include "objcache.h"
@@ -277,6 +279,63 @@ static int print_sampler(const struct target *t, const struct procmaps *maps,
 	return ret;
 }
 
+/* user + system CPU time of a process, in clock ticks (/proc/PID/stat fields 14, 15); 0 unknown */
+static uint64_t cpu_ticks(pid_t pid)
+{
+	unsigned long long ut = 0, st = 0;
+	char path[64], buf[1024], *p;
+	size_t n = 0;
+	FILE *f;
+	int i;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "re");
+	if (f) {
+		n = fread(buf, 1, sizeof(buf) - 1, f);
+		fclose(f);
+	}
+	buf[n] = '\0';
+	/* comm may hold blanks and ')': the fields start after the last ')' */
+	p = strrchr(buf, ')');
+	for (i = 2; p && i < 14; i++)
+		p = strchr(p + 1, ' ');
+	if (!p || sscanf(p, " %llu %llu", &ut, &st) != 2)
+		return 0;
+	return ut + st;
+}
+
+/*
+ * A master or postmaster allocates little itself; its workers or backends
+ * do, and attach without --children sees none of them: named, with the CPU
+ * each side has used, which says who does the work.  1 when there are some.
+ */
+static int print_children(const struct target *t)
+{
+	char names[640];
+	size_t n = family_describe(t->pid, names, sizeof(names)), i;
+	pid_t *v;
+	uint64_t kids = 0;
+	double hz = (double)sysconf(_SC_CLK_TCK);
+
+	if (!n) {
+		printf("children:   none\n");
+		return 0;
+	}
+	v = family_descendants(t->pid, &n);
+	for (i = 0; v && i < n; i++)
+		kids += cpu_ticks(v[i]);
+	free(v);
+	printf("children:   %zu descendant process%s: %s\n", n, n == 1 ? "" : "es", names);
+	printf("            CPU used so far: %.2f s by pid %d itself, %.2f s by its descendants\n",
+	       (double)cpu_ticks(t->pid) / (hz > 0 ? hz : 100), (int)t->pid,
+	       (double)kids / (hz > 0 ? hz : 100));
+	printf("            attach profiles pid %d alone: its descendants allocate on their own "
+	       "(a server's workers, a database's backends); 'culpert-bpf attach --pid %d "
+	       "--children' follows them too, and those forked while profiled\n", (int)t->pid,
+	       (int)t->pid);
+	return 1;
+}
+
 static int parse_args(int argc, char **argv, struct probes_args *a)
 {
 	enum { OPT_ALLOC = 256, OPT_UNWIND, OPT_SPANFN, OPT_MAXFNS, OPT_NOSESSION, OPT_NOMULTI,
@@ -357,7 +416,7 @@ int cmd_probes(int argc, char **argv)
 	struct objcache *objs = NULL;
 	struct target t;
 	char err[1024];
-	int ret = 1, warnings = 0;
+	int ret = 1, warnings = 0, children;
 	bool otel = false;
 
 	if (parse_args(argc, argv, &a)) {
@@ -401,13 +460,15 @@ int cmd_probes(int argc, char **argv)
 	if (print_sampler(&t, &maps, objs, &a, &otel))
 		goto out;
 	print_inuse(&a, otel);
+	children = print_children(&t);
 	if (blocker) {
 		printf("status:     attach would fail\n");
 		pr_error("%s\n", blocker);
 		goto out;
 	}
-	printf("status:     ok, attach would work%s\n",
-	       warnings ? ", but see the warning: it may sample nothing" : "");
+	printf("status:     ok, attach would work%s%s\n",
+	       warnings ? ", but see the warning: it may sample nothing" : "",
+	       children ? " (on this process alone: see children)" : "");
 	ret = 0;
 out:
 	free(a.span_fns);

@@ -1375,3 +1375,28 @@ void bpfobj__free(struct bpfobj *s)
 	culpert_bpf__destroy(s->skel);
 	free(s);
 }
+
+/* the tgid a record belongs to; 0 for a record too short to say */
+uint32_t bpfobj_record_tgid(const void *data, size_t size)
+{
+	const __u32 *kind = data;
+
+	if (size < sizeof(*kind))
+		return 0;
+	switch (*kind) {
+	case CULPERT_EV_ALLOC:
+		return size >= sizeof(struct culpert_alloc_event) ?
+			       ((const struct culpert_alloc_event *)data)->tgid : 0;
+	case CULPERT_EV_ALLOC_RET:
+		return size >= sizeof(struct culpert_ret_event) ?
+			       ((const struct culpert_ret_event *)data)->tgid : 0;
+	case CULPERT_EV_FREE:
+		return size >= sizeof(struct culpert_free_event) ?
+			       ((const struct culpert_free_event *)data)->tgid : 0;
+	case CULPERT_EV_SPAN_NAME:
+		return size >= sizeof(struct culpert_name_event) ?
+			       ((const struct culpert_name_event *)data)->tgid : 0;
+	default:
+		return 0;
+	}
+}

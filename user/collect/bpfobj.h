@@ -192,6 +192,8 @@ enum uprobe_mode bpfobj_uprobe_mode(bool no_multi);
 /* how --inuse would see returns, given the same options */
 enum bpfobj_inuse bpfobj_inuse_mode(bool no_multi, bool no_session);
 void bpfobj__free(struct bpfobj *s);
+/* the tgid a ring-buffer record belongs to; 0 for a record too short to say */
+uint32_t bpfobj_record_tgid(const void *data, size_t size);
 
 /* fill table[CULPERT_EXP_TABLE_SIZE] with exponential variates of mean `rate` */
 void bpfobj_fill_exp_table(__s64 *table, uint64_t rate);

@@ -536,7 +536,7 @@ static int session_open(const struct session_opts *o, struct bpfobj *shared, str
 		session__close(s);
 		return ret;
 	}
-	s->objs = objcache__new(&s->t);
+	s->objs = o->objs ?: objcache__new(&s->t);
 	if (!s->objs)
 		snprintf(err, errlen, "out of memory");
 	else
@@ -713,15 +713,8 @@ int session__run(struct session *s, uint64_t duration_ns, volatile sig_atomic_t 
 			*why = SESSION_END_DURATION;
 			break;
 		}
-		/* before the exit: a program exec'd and gone by now still ends as an exec */
-		if (bpfobj_proc__execed(s->proc) || target__execed(&s->t)) {
-			*why = SESSION_END_TARGET_EXEC;
+		if (session__ended(s, why))
 			break;
-		}
-		if (!target__alive(&s->t)) {
-			*why = SESSION_END_TARGET_EXIT;
-			break;
-		}
 		if (tty && now - last_status >= 1000000000ULL) {
 			status_line(s, false);
 			last_status = now;
@@ -1001,7 +994,8 @@ static struct export_opts export_opts_of(const struct session *s)
 	};
 }
 
-int session__write(struct session *s, const char *path)
+/* to path, or with path NULL into *buf */
+static int session_write(struct session *s, const char *path, void **buf, size_t *len)
 {
 	struct export_opts eo = export_opts_of(s);
 	int ret;
@@ -1028,7 +1022,29 @@ int session__write(struct session *s, const char *path)
 	}
 	eo.extra = (const char *const *)s->comments;
 	eo.n_extra = s->n_comments;
-	return export_profile(s->agg, &eo, path);
+	return path ? export_profile(s->agg, &eo, path) : export_profile_buf(s->agg, &eo, buf, len);
+}
+
+int session__write(struct session *s, const char *path)
+{
+	return session_write(s, path, NULL, NULL);
+}
+
+int session__write_buf(struct session *s, void **buf, size_t *len)
+{
+	return session_write(s, NULL, buf, len);
+}
+
+bool session__ended(struct session *s, enum session_end *why)
+{
+	/* before the exit: a program exec'd and gone by now still ends as an exec */
+	if (bpfobj_proc__execed(s->proc) || target__execed(&s->t))
+		*why = SESSION_END_TARGET_EXEC;
+	else if (!target__alive(&s->t))
+		*why = SESSION_END_TARGET_EXIT;
+	else
+		return false;
+	return true;
 }
 
 /*
@@ -1295,6 +1311,16 @@ const char *session__comm(const struct session *s)
 	return s->t.comm;
 }
 
+struct objcache *session__objs(const struct session *s)
+{
+	return s->objs;
+}
+
+enum session_unwind session__unwind(const struct session *s)
+{
+	return s->unwind;
+}
+
 pid_t session__pid(const struct session *s)
 {
 	return s->t.pid;
@@ -1329,7 +1355,8 @@ void session__close(struct session *s)
 	otel_plan__free(&s->otel);
 	span_fn_plan__free(&s->fns);
 	mapview__free(s->view);
-	objcache__free(s->objs);
+	if (!s->o.objs)
+		objcache__free(s->objs);
 	if (s->mem_fd >= 0)
 		close(s->mem_fd);
 	target__close(&s->t);

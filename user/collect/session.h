@@ -58,6 +58,12 @@ struct session_opts {
 	uint64_t stack_rate;		/* --max-stack-rate: stack captures per second (0: no limit) */
 	bool stack_rate_auto;		/* ... not given: session_default_stack_rate() of the rate used */
 	int sampler;			/* --sampler: enum otel_mode (otel.h) */
+	/*
+	 * The object cache of another session of the same program in the same
+	 * mount namespace (a process tree's forks), which outlives this one;
+	 * NULL: its own
+	 */
+	struct objcache *objs;
 };
 
 /*
@@ -86,6 +92,10 @@ int session__add_comment(struct session *s, const char *comment);
 int session__add_comment_cb(void *session, const char *comment);
 /* write the profile; 0 or -errno */
 int session__write(struct session *s, const char *path);
+/* the same into a malloc'd buffer (gzip'd) */
+int session__write_buf(struct session *s, void **buf, size_t *len);
+/* the process exited or exec'd since the probes went in (why says which) */
+bool session__ended(struct session *s, enum session_end *why);
 uint64_t session__samples(const struct session *s);
 /* the sampling rate of the capture: --rate, or the in-process sampler's (otel_memory) */
 uint64_t session__rate(const struct session *s);
@@ -129,6 +139,10 @@ size_t session__n_span_sites(const struct session *s);
 /* functions matched by --span-fn */
 size_t session__n_span_fns(const struct session *s);
 const char *session__comm(const struct session *s);
+/* the unwinding used, fp or dwarf (auto decided) */
+enum session_unwind session__unwind(const struct session *s);
+/* its object cache, for session_opts.objs of a fork */
+struct objcache *session__objs(const struct session *s);
 pid_t session__pid(const struct session *s);
 void session__close(struct session *s);
 
