@@ -173,6 +173,7 @@ static void exited(struct agent *a, pid_t pid, uint64_t start, const char *why)
 	if (targets__mark_exited(a->targets, pid, start, why, unix_ns(), &t))
 		return;
 	discover__untrack(a->disc, pid);
+	discover__unhold_entry(a->disc, pid);
 	collector__remove(a->coll, pid, start);
 	a->warned_full = false;
 	pr_info("culpert-bpf: pid %d (%s) %s; its data is kept for --keep-exited %s\n", (int)pid,
@@ -252,16 +253,51 @@ static void drain(struct agent *a)
 		consider(a, a->pending[--a->n_pending], 0, 0, SEEN_FORK);
 }
 
+/*
+ * A process the kernel stopped for the agent goes on: picked up, with its
+ * probes live; or not picked up.  One stopped at its exec whose allocator
+ * is not mapped yet runs on to its entry point, where the loader is done,
+ * and stops there again (docs/agent.md, "Pick-up at exec").
+ */
+static void let_go(struct agent *a, pid_t pid, uint64_t start, enum discover_what what)
+{
+	if (what == DISCOVERED_EXEC && collector__pending(a->coll, pid, start)) {
+		if (!discover__hold_entry(a->disc, pid))
+			collector__await_entry(a->coll, pid, start);
+		else
+			pr_debug("pid %d: cannot stop it at its entry point: its probes come at "
+				 "the next try\n", (int)pid);
+	}
+	proc_release(pid, start);
+}
+
 static void on_discovered(void *ctx, enum discover_what what, pid_t pid, uint64_t start,
-			  uint64_t when)
+			  uint64_t when, bool held)
 {
 	struct agent *a = ctx;
 
-	if (what == DISCOVERED_EXIT)
+	if (what == DISCOVERED_EXIT) {
 		exited(a, pid, start, "exited");
-	else
+	} else if (what == DISCOVERED_ENTRY) {
+		discover__unhold_entry(a->disc, pid);
+		collector__retry(a->coll, pid, start);
+	} else {
 		consider(a, pid, start, when, what == DISCOVERED_EXEC ? SEEN_EXEC : SEEN_FORK);
+	}
+	if (held)
+		let_go(a, pid, start, what);
 	drain(a);
+}
+
+static int hold_name(void *ctx, const char *name)
+{
+	struct agent *a = ctx;
+	int ret = discover__hold_comm(a->disc, name);
+
+	if (ret)
+		pr_warn("cannot have programs named %s stopped at exec (%s): they are picked up "
+			"after they start\n", name, strerror(-ret));
+	return 0;
 }
 
 static void rescan_one(void *ctx, pid_t pid)
@@ -624,6 +660,11 @@ static int start(struct agent *a)
 	}
 	if (start_duty(a))
 		return -ENOMEM;
+	selectors__names(a->sel, hold_name, a);
+	if (!discover__holds_forks(a->disc))
+		pr_info("culpert-bpf: this kernel cannot stop a new child (bpf_send_signal_task, "
+			"6.13+): a target's children are probed once they are seen, not from their "
+			"first allocation\n");
 	if (a->o.kube_api && start_kube(a))
 		return -EINVAL;
 	if (a->o.snapshot_dir)
