@@ -122,8 +122,13 @@ static __always_inline void on_fork(struct task_struct *parent, struct task_stru
 	e = fill(DISCOVER_FORK, child, ptgid);
 	if (!e)
 		return;
-	/* the child has not run yet: stopped, it runs its first instruction probed */
-	if (hold && !bpf_send_signal_task(child, HOLD_SIGNAL, PIDTYPE_TGID, 0))
+	/*
+	 * The child has not run yet: stopped, it runs its first instruction
+	 * probed.  Not a vfork()/posix_spawn() child, which shares its parent's
+	 * memory only to exec: its parent waits for it, and its exec is seen.
+	 */
+	if (hold && BPF_CORE_READ(child, mm) != BPF_CORE_READ(parent, mm) &&
+	    !bpf_send_signal_task(child, HOLD_SIGNAL, PIDTYPE_TGID, 0))
 		e->held = 1;
 	bpf_ringbuf_submit(e, 0);
 }
