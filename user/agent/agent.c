@@ -60,6 +60,7 @@ struct agent {
 	int64_t next_rescan;
 	int64_t next_snapshot;
 	bool warned_full;
+	pid_t held_exec;		/* the process being considered is stopped at its exec */
 	/* children of new targets, to look at once the current event is handled */
 	pid_t *pending;
 	size_t n_pending, cap_pending;
@@ -157,7 +158,14 @@ static void add_target(struct agent *a, const struct proc_info *pi, uint64_t see
 		pr_debug("cannot track pid %d in the kernel: its exit is found by the rescan\n",
 			 (int)t.pid);
 	log_pick_up(&t, sel);
-	collector__add(a->coll, &t);
+	/*
+	 * Stopped at its exec, a dynamically linked program has only its
+	 * executable and its loader mapped: planned at its entry point instead.
+	 */
+	if (a->held_exec == t.pid && proc_has_loader(t.pid))
+		collector__add_later(a->coll, &t);
+	else
+		collector__add(a->coll, &t);
 	/*
 	 * Forks are reported from now on; a child forked between the exec and
 	 * this moment was not, but it is in the children list now.
@@ -279,10 +287,16 @@ static void on_discovered(void *ctx, enum discover_what what, pid_t pid, uint64_
 	if (what == DISCOVERED_EXIT) {
 		exited(a, pid, start, "exited");
 	} else if (what == DISCOVERED_ENTRY) {
-		discover__unhold_entry(a->disc, pid);
 		collector__retry(a->coll, pid, start);
+		if (held)
+			proc_release(pid, start);
+		/* after: a uprobe takes a while to go (RCU), and the hit was its last */
+		discover__unhold_entry(a->disc, pid);
+		held = false;
 	} else {
+		a->held_exec = held && what == DISCOVERED_EXEC ? pid : 0;
 		consider(a, pid, start, when, what == DISCOVERED_EXEC ? SEEN_EXEC : SEEN_FORK);
+		a->held_exec = 0;
 	}
 	if (held)
 		let_go(a, pid, start, what);

@@ -343,13 +343,11 @@ static void attempted(struct ctarget *t, int ret, struct session *s, const char 
 	set_allocator(t);
 }
 
-int collector__add(struct collector *c, const struct agent_target *at)
+/* a free slot for at, its probes pending; NULL when every slot is used */
+static struct ctarget *claim_slot(struct collector *c, const struct agent_target *at)
 {
-	struct session *s = NULL;
 	struct ctarget *t = NULL;
-	char err[sizeof(t->st.error)];
 	size_t i;
-	int ret;
 
 	/* the slot first, so a scrape during the attach waits for it rather than missing it */
 	pthread_mutex_lock(&c->table);
@@ -375,6 +373,16 @@ int collector__add(struct collector *c, const struct agent_target *at)
 		pthread_mutex_unlock(&t->lock);
 	}
 	pthread_mutex_unlock(&c->table);
+	return t;
+}
+
+int collector__add(struct collector *c, const struct agent_target *at)
+{
+	struct session *s = NULL;
+	struct ctarget *t = claim_slot(c, at);
+	char err[sizeof(t->st.error)];
+	int ret;
+
 	if (!t)
 		return -ENOSPC;
 	ret = open_session(c, at->pid, &s, err, sizeof(err));
@@ -389,6 +397,22 @@ int collector__add(struct collector *c, const struct agent_target *at)
 		pr_info("culpert-bpf: cannot profile pid %d (%s) yet: %s; trying again in %llu ms\n",
 			(int)at->pid, at->comm, err, (unsigned long long)(t->retry_wait_ns / 1000000));
 	return ret;
+}
+
+int collector__add_later(struct collector *c, const struct agent_target *at)
+{
+	struct ctarget *t = claim_slot(c, at);
+
+	if (!t)
+		return -ENOSPC;
+	pthread_mutex_lock(&t->lock);
+	t->attaching = false;
+	t->picked_ns = mono_ns();
+	t->retry_wait_ns = RETRY_FIRST_NS;
+	t->retry_ns = t->picked_ns + RETRY_FIRST_NS;
+	snprintf(t->st.error, sizeof(t->st.error), "its loader has not mapped its libraries yet");
+	pthread_mutex_unlock(&t->lock);
+	return 0;
 }
 
 bool collector__pending(struct collector *c, pid_t pid, uint64_t start_ticks)

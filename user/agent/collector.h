@@ -90,6 +90,12 @@ void collector__stop(struct collector *c);
 void collector__free(struct collector *c);
 /* plan and attach a new target; a failure is kept in its state, not fatal to the agent */
 int collector__add(struct collector *c, const struct agent_target *t);
+/*
+ * A new target planned later, not now: a program stopped at its exec
+ * whose loader has not mapped its libraries (its plan would find no
+ * allocator).  Pending, retried as a failed target; 0 or -ENOSPC.
+ */
+int collector__add_later(struct collector *c, const struct agent_target *t);
 /* a live target whose probes are not live yet (pending or failed) */
 bool collector__pending(struct collector *c, pid_t pid, uint64_t start_ticks);
 /* a pending target stopped at exec is planned at its entry point: no retries before */

@@ -348,8 +348,8 @@ int discover__hold_comm(struct discover *d, const char *comm)
 	return 0;
 }
 
-/* AT_ENTRY of pid: where its program starts once the loader is done */
-static int entry_of(pid_t pid, uint64_t *out)
+/* the auxiliary vector's value of type for pid: AT_ENTRY, AT_BASE */
+static int auxv_get(pid_t pid, uint64_t type, uint64_t *out)
 {
 	char path[64], *text;
 	size_t len, i;
@@ -364,7 +364,7 @@ static int entry_of(pid_t pid, uint64_t *out)
 		uint64_t kv[2];
 
 		memcpy(kv, text + i, sizeof(kv));
-		if (kv[0] == AT_ENTRY) {
+		if (kv[0] == type) {
 			*out = kv[1];
 			ret = 0;
 			break;
@@ -372,6 +372,14 @@ static int entry_of(pid_t pid, uint64_t *out)
 	}
 	free(text);
 	return ret;
+}
+
+bool proc_has_loader(pid_t pid)
+{
+	uint64_t base = 0;
+
+	/* AT_BASE: where the kernel mapped the program's interpreter; 0 for a static one */
+	return !auxv_get(pid, AT_BASE, &base) && base;
 }
 
 int discover__hold_entry(struct discover *d, pid_t pid)
@@ -392,7 +400,7 @@ int discover__hold_entry(struct discover *d, pid_t pid)
 			h = &d->holds[i];
 	if (!h)
 		return -ENOSPC;
-	ret = entry_of(pid, &entry);
+	ret = auxv_get(pid, AT_ENTRY, &entry);
 	ret = ret ?: procmaps__read(pid, &maps);
 	if (ret)
 		return ret;

@@ -45,6 +45,9 @@ int proc_children(pid_t pid, void (*cb)(void *ctx, pid_t pid), void *ctx);
  */
 int proc_release(pid_t pid, uint64_t start_ticks);
 
+/* the program of pid has a dynamic loader (the kernel mapped an interpreter for it) */
+bool proc_has_loader(pid_t pid);
+
 /* DISCOVERED_ENTRY: a process discover__hold_entry() named reached its entry point */
 enum discover_what { DISCOVERED_EXEC, DISCOVERED_FORK, DISCOVERED_EXIT, DISCOVERED_ENTRY };
 
