@@ -162,7 +162,7 @@ int discover_entry(struct pt_regs *ctx)
 
 	if (bpf_map_delete_elem(&hold_entry, &tgid))
 		return 0;
-	e = fill(DISCOVER_ENTRY, bpf_get_current_task_btf(), 0);
+	e = fill(DISCOVER_ENTRY, (struct task_struct *)bpf_get_current_task(), 0);
 	if (!e)
 		return 0;
 	if (!bpf_send_signal(HOLD_SIGNAL))
