@@ -12,17 +12,21 @@ enum discover_kind {
 	DISCOVER_EXEC = 1,	/* a process exec'd a program (every process of the machine) */
 	DISCOVER_FORK,		/* a tracked process forked a new process (threads are not) */
 	DISCOVER_EXIT,		/* the last thread of a tracked process exited */
+	DISCOVER_ENTRY,		/* a held process reached its program's entry point */
 };
 
 struct discover_event {
 	__u32 kind;		/* enum discover_kind */
 	__u32 tgid;		/* the process (for DISCOVER_FORK: the child) */
 	__u32 parent_tgid;	/* DISCOVER_FORK: the tracked parent; else 0 */
-	__u32 pad;
+	__u32 held;		/* 1: the process is stopped (SIGSTOP) until the agent lets it go */
 	__u64 start_boottime;	/* start, ns since boot: with tgid, the process's identity */
 	__u64 time_boottime;	/* when it happened, ns since boot (CLOCK_BOOTTIME) */
 	char comm[16];		/* TASK_COMM_LEN */
 };
+
+/* the keys of the hold_comms map: a comm, NUL-padded */
+#define DISCOVER_COMM_LEN	16
 
 /* the ring buffer between the two; events are small and rare next to allocations */
 #define DISCOVER_RINGBUF_BYTES	(256 * 1024)

@@ -60,7 +60,9 @@ run_file() {
 	shift
 	_t0=$(date +%s)
 	timeout -k 10 "$limit" "$@" >"$_o" 2>&1
-	echo "$? $(( $(date +%s) - _t0 ))" >"$_o.rc"
+	# whole or not at all: the pool looks for it while this runs
+	echo "$? $(( $(date +%s) - _t0 ))" >"$_o.rc.tmp"
+	mv "$_o.rc.tmp" "$_o.rc"
 }
 
 # report_file NAME OUT: what run_file left, printed and logged
@@ -91,59 +93,79 @@ run_one() {
 	report_file "$_n" "$jobdir/one"
 }
 
-# The pool runs JOBS test files at once (SAN_JOBS, default 2): its files
-# wait on node, python, qemu and loopback servers as much as they compute,
-# and share nothing (each its own temporary directory and ports).  Reported
-# in order; pool_run NAME CMD... starts one once a slot is free.
+# The pool runs JOBS test files at once (SAN_JOBS, default 2); they share
+# nothing (each its own temporary directory and ports).  Reported in order;
+# pool_run NAME CMD... starts one once a slot is free.
 POOLED_VM=tests/bpf/test_arm64.sh
-pool_pids=""
 pool_names=""
 pool_n=0
 pool_done=""
-pool_wait_oldest() {
-	# shellcheck disable=SC2086 # pids are words
-	set -- $pool_pids
-	wait "$1"
-	shift
-	pool_pids="$*"
-	_first=${pool_names%%|*}
-	pool_names=${pool_names#*|}
-	report_file "${_first#*=}" "$jobdir/${_first%%=*}"
+# how many started files have not finished
+pool_running() {
+	_r=0
+	_q=$pool_names
+	while [ -n "$_q" ]; do
+		_e=${_q%%|*}
+		_q=${_q#*|}
+		[ -f "$jobdir/${_e%%=*}.rc" ] || _r=$((_r + 1))
+	done
+	echo "$_r"
 }
+# report the finished files at the head of the queue, in the order they started
+pool_report() {
+	while [ -n "$pool_names" ]; do
+		_e=${pool_names%%|*}
+		[ -f "$jobdir/${_e%%=*}.rc" ] || return 0
+		pool_names=${pool_names#*|}
+		report_file "${_e#*=}" "$jobdir/${_e%%=*}"
+	done
+}
+# a new file starts as soon as any running one has finished
 pool_run() {
 	selected "$1" || return 0
 	_n=$1
 	shift
+	while [ "$(pool_running)" -ge "${SAN_JOBS:-2}" ]; do
+		pool_report
+		sleep 0.2
+	done
+	pool_report
 	pool_n=$((pool_n + 1))
-	# shellcheck disable=SC2086 # pids are words
-	[ "$(echo $pool_pids | wc -w)" -ge "${SAN_JOBS:-2}" ] && pool_wait_oldest
 	run_file "$jobdir/$pool_n" "$@" &
-	pool_pids="${pool_pids:+$pool_pids }$!"
 	pool_names="$pool_names$pool_n=$_n|"
 }
 pool_drain() {
-	while [ -n "$pool_pids" ]; do
-		pool_wait_oldest
+	while [ -n "$pool_names" ]; do
+		pool_report
+		[ -n "$pool_names" ] && sleep 0.2
 	done
+	wait
 }
 
-# Alone, one after another: the files that measure time or CPU (overhead
-# budgets, attach latencies, ring buffers keeping up) or boot a VM of their own
+# Alone, one after another: the files that measure CPU or keeping up (overhead
+# budgets, a ring buffer that must not overflow, poll latencies)
+SOLO="tests/agent/test_budget.sh tests/agent/test_agent_otel.sh tests/bpf/test_throttle.sh"
+SOLO="$SOLO tests/bpf/test_odd_targets.sh tests/bpf/test_losses.sh"
 start=$(date +%s)
 for t in "$OUTPUT"/tests/unit/test_*; do
 	[ -x "$t" ] && run_one "$t" "$t"
 done
-for t in tests/bpf/*.sh tests/agent/*.sh tests/archive/*.sh tests/deploy/*.sh; do
-	case "$t" in "$POOLED_VM") continue ;; esac
+for t in $SOLO; do
 	[ -f "$t" ] && run_one "$t" sh "$t"
 done
 
-# Then the pool: the arm64 VM (one core of TCG for minutes, checking exact
-# counts, never time) beside the CLI test files, which time nothing either
-pool_run "$POOLED_VM" sh "$POOLED_VM"
-for t in tests/cli/*.sh; do
+# Then the pool, two at a time: every other file checks counts, totals and
+# exact ground truth, which no load changes (tests/run.sh --stress shows it),
+# and waits on qemu, loopback servers and the targets' own pace as much as it
+# computes.  The longest first, so the pool ends sooner.
+for t in "$POOLED_VM" tests/bpf/test_oldkernel.sh tests/deploy/test_image.sh \
+	tests/bpf/test_agent_frame.sh tests/bpf/test_allocators.sh tests/bpf/*.sh tests/agent/*.sh \
+	tests/archive/*.sh tests/deploy/*.sh tests/cli/*.sh; do
+	case " $SOLO $pool_done " in *" $t "*) continue ;; esac
+	pool_done="$pool_done $t"
 	[ -f "$t" ] && pool_run "$t" sh "$t"
 done
+pool_done=""
 
 # The sanitizer pass (make test under CI): the unit tests and the CLI test
 # files again, against the ASan/UBSan build in SAN_OUTPUT (targets are the

@@ -672,8 +672,8 @@ test_signals() {
 		sort | tr '\n' ' ')
 	# discovery's programs, and the collector's shared object (alloc_enter among them)
 	case "$names" in
-	*"alloc_enter "*"discover_exec discover_exit discover_fork "*) ;;
-	*) fail "the agent holds BPF programs '$names', want discover_exec/exit/fork and the collector's" ;;
+	*"alloc_enter "*"discover_entry discover_exec discover_exit discover_fork"*) ;;
+	*) fail "the agent holds BPF programs '$names', want discover_entry/exec/exit/fork and the collector's" ;;
 	esac
 	kill -KILL "$agent_pid"
 	wait "$agent_pid" 2>/dev/null

@@ -216,6 +216,32 @@ static void test_selectors(void)
 	ASSERT_TRUE(!sel("comm="), "empty value");
 }
 
+static int add_name(void *ctx, const char *name)
+{
+	char *out = ctx;
+	size_t len = strlen(out);
+
+	snprintf(out + len, 256 - len, "%s%s", len ? " " : "", name);
+	return 0;
+}
+
+/* the names the kernel stops at exec: comm= plain names, exe= globs ending in a plain name */
+static void test_selector_names(void)
+{
+	char *v[] = { "comm=redis-server", "comm=nginx|php-fpm8.2", "comm=ng.*", "comm=(a|b)",
+		      "exe=/usr/bin/memcached", "exe=*/postgres", "exe=/opt/*", "exe=/opt/a[bc]",
+		      "pid=42", "cgroup=/x", "usdt" };
+	char names[256] = "";
+	struct selectors *s;
+
+	if (!ASSERT_EQ(selectors__parse(v, sizeof(v) / sizeof(v[0]), &s), 0, "parse"))
+		return;
+	ASSERT_EQ(selectors__names(s, add_name, names), 0, "names");
+	ASSERT_STREQ(names, "redis-server nginx php-fpm8.2 memcached postgres",
+		     "plain names only; a regex or a wildcard last holds nothing");
+	selectors__free(s);
+}
+
 static struct agent_target tgt(pid_t pid, const char *comm, const char *id, bool exited)
 {
 	struct agent_target t = { .pid = pid, .exited_ns = exited ? 5 : 0, .since_ns = pid };
@@ -463,6 +489,7 @@ int main(void)
 	RUN_TEST(test_proc_cgroup);
 	RUN_TEST(test_log_dirs);
 	RUN_TEST(test_selectors);
+	RUN_TEST(test_selector_names);
 	RUN_TEST(test_resolve);
 	RUN_TEST(test_token_and_listen);
 	RUN_TEST(test_snapshots);

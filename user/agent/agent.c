@@ -60,6 +60,7 @@ struct agent {
 	int64_t next_rescan;
 	int64_t next_snapshot;
 	bool warned_full;
+	pid_t held_exec;		/* the process being considered is stopped at its exec */
 	/* children of new targets, to look at once the current event is handled */
 	pid_t *pending;
 	size_t n_pending, cap_pending;
@@ -157,7 +158,14 @@ static void add_target(struct agent *a, const struct proc_info *pi, uint64_t see
 		pr_debug("cannot track pid %d in the kernel: its exit is found by the rescan\n",
 			 (int)t.pid);
 	log_pick_up(&t, sel);
-	collector__add(a->coll, &t);
+	/*
+	 * Stopped at its exec, a dynamically linked program has only its
+	 * executable and its loader mapped: planned at its entry point instead.
+	 */
+	if (a->held_exec == t.pid && proc_has_loader(t.pid))
+		collector__add_later(a->coll, &t);
+	else
+		collector__add(a->coll, &t);
 	/*
 	 * Forks are reported from now on; a child forked between the exec and
 	 * this moment was not, but it is in the children list now.
@@ -173,6 +181,7 @@ static void exited(struct agent *a, pid_t pid, uint64_t start, const char *why)
 	if (targets__mark_exited(a->targets, pid, start, why, unix_ns(), &t))
 		return;
 	discover__untrack(a->disc, pid);
+	discover__unhold_entry(a->disc, pid);
 	collector__remove(a->coll, pid, start);
 	a->warned_full = false;
 	pr_info("culpert-bpf: pid %d (%s) %s; its data is kept for --keep-exited %s\n", (int)pid,
@@ -252,16 +261,57 @@ static void drain(struct agent *a)
 		consider(a, a->pending[--a->n_pending], 0, 0, SEEN_FORK);
 }
 
+/*
+ * A process the kernel stopped for the agent goes on: picked up, with its
+ * probes live; or not picked up.  One stopped at its exec whose allocator
+ * is not mapped yet runs on to its entry point, where the loader is done,
+ * and stops there again (docs/agent.md, "Pick-up at exec").
+ */
+static void let_go(struct agent *a, pid_t pid, uint64_t start, enum discover_what what)
+{
+	if (what == DISCOVERED_EXEC && collector__pending(a->coll, pid, start)) {
+		if (!discover__hold_entry(a->disc, pid))
+			collector__await_entry(a->coll, pid, start);
+		else
+			pr_debug("pid %d: cannot stop it at its entry point: its probes come at "
+				 "the next try\n", (int)pid);
+	}
+	proc_release(pid, start);
+}
+
 static void on_discovered(void *ctx, enum discover_what what, pid_t pid, uint64_t start,
-			  uint64_t when)
+			  uint64_t when, bool held)
 {
 	struct agent *a = ctx;
 
-	if (what == DISCOVERED_EXIT)
+	if (what == DISCOVERED_EXIT) {
 		exited(a, pid, start, "exited");
-	else
+	} else if (what == DISCOVERED_ENTRY) {
+		collector__retry(a->coll, pid, start);
+		if (held)
+			proc_release(pid, start);
+		/* after: a uprobe takes a while to go (RCU), and the hit was its last */
+		discover__unhold_entry(a->disc, pid);
+		held = false;
+	} else {
+		a->held_exec = held && what == DISCOVERED_EXEC ? pid : 0;
 		consider(a, pid, start, when, what == DISCOVERED_EXEC ? SEEN_EXEC : SEEN_FORK);
+		a->held_exec = 0;
+	}
+	if (held)
+		let_go(a, pid, start, what);
 	drain(a);
+}
+
+static int hold_name(void *ctx, const char *name)
+{
+	struct agent *a = ctx;
+	int ret = discover__hold_comm(a->disc, name);
+
+	if (ret)
+		pr_warn("cannot have programs named %s stopped at exec (%s): they are picked up "
+			"after they start\n", name, strerror(-ret));
+	return 0;
 }
 
 static void rescan_one(void *ctx, pid_t pid)
@@ -608,7 +658,7 @@ static int start(struct agent *a)
 	a->ep.opts = &a->o;
 	a->ep.start_unix_ns = unix_ns();
 	pthread_mutex_init(&a->ep.stats.lock, NULL);
-	a->disc = discover__open(a->o.max_targets, on_discovered, a, err, sizeof(err));
+	a->disc = discover__open(a->o.max_targets, a->o.hold_start, on_discovered, a, err, sizeof(err));
 	if (a->disc)
 		a->coll = collector__new(&a->o.collect, a->o.max_targets, a->o.max_stacks,
 					 a->o.labels == AGENT_LABELS_ALL, err, sizeof(err));
@@ -624,6 +674,12 @@ static int start(struct agent *a)
 	}
 	if (start_duty(a))
 		return -ENOMEM;
+	if (a->o.hold_start)
+		selectors__names(a->sel, hold_name, a);
+	if (a->o.hold_start && !discover__holds_forks(a->disc))
+		pr_info("culpert-bpf: this kernel cannot stop a new child (bpf_send_signal_task, "
+			"6.13+): a target's children are probed once they are seen, not from their "
+			"first allocation\n");
 	if (a->o.kube_api && start_kube(a))
 		return -EINVAL;
 	if (a->o.snapshot_dir)

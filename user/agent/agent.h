@@ -48,6 +48,7 @@ struct agent_opts {
 	uint64_t max_stacks;		/* per target */
 	const char *pods_log_dir;
 	bool kube_api;
+	bool hold_start;		/* --hold-start: stop new programs until probed */
 	const char *kube_api_url;	/* NULL: https://$KUBERNETES_SERVICE_HOST:$..._PORT */
 	const char *kube_sa_dir;	/* the service account's token and ca.crt */
 	struct agent_collect_opts collect;

@@ -36,6 +36,10 @@ static const char agent_usage[] =
 	"      --max-targets N          processes kept at once, live and exited (default 64)\n"
 	"      --keep-exited D          keep an exited target's data for D (default 5m)\n"
 	"      --rescan D               walk /proc every D for what events missed (default 10s)\n"
+	"      --hold-start             stop a program a comm= or exe= selector names at exec,\n"
+	"                               and a target's forked child, until its probes are in:\n"
+	"                               every allocation from the first (SIGSTOP: a parent\n"
+	"                               waiting with WUNTRACED sees it; docs/agent.md)\n"
 	"Serving:\n"
 	"      --listen ADDR:PORT       (default 127.0.0.1:7790; [ADDR6]:PORT for IPv6)\n"
 	"      --token-file FILE        clients must send 'Authorization: Bearer <its content>';\n"
@@ -81,7 +85,7 @@ enum {
 	O_SELECT = 256, O_LISTEN, O_TOKEN, O_OVERHEAD, O_DUTY_PERIOD, O_KEEP_EXITED, O_RESCAN, O_SNAPDIR,
 	O_INTERVAL, O_KEEP, O_LABELS, O_MAX_TARGETS, O_MAX_STACKS, O_PODS, O_KUBE, O_KUBE_SA,
 	O_RATE, O_INUSE, O_NO_INUSE, O_UNWIND, O_DEPTH, O_STACK_SIZE, O_RINGBUF, O_MAX_LIVE,
-	O_MAX_FNS, O_ALLOCATOR, O_SPANFN, O_SYM, O_NOSYM, O_NOMULTI, O_NOSESSION, O_SAMPLER,
+	O_MAX_FNS, O_ALLOCATOR, O_SPANFN, O_SYM, O_NOSYM, O_NOMULTI, O_NOSESSION, O_SAMPLER, O_HOLD,
 };
 
 static const struct option longopts[] = {
@@ -117,6 +121,7 @@ static const struct option longopts[] = {
 	{ "no-multi", no_argument, NULL, O_NOMULTI },
 	{ "no-session", no_argument, NULL, O_NOSESSION },
 	{ "sampler", required_argument, NULL, O_SAMPLER },
+	{ "hold-start", no_argument, NULL, O_HOLD },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
@@ -273,6 +278,9 @@ static int parse_other(int c, const char *arg, struct agent_opts *o)
 		return 0;
 	case O_NOSESSION:
 		o->collect.no_session = true;
+		return 0;
+	case O_HOLD:
+		o->hold_start = true;
 		return 0;
 	case O_SAMPLER:
 		i = opt_choice("--sampler", arg, otel_mode_names);

@@ -8,6 +8,7 @@
  * that target's lock.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,10 +20,12 @@
 #include "allocator.h"
 #include "collector.h"
 #include "culpert.h"
+#include "endpoints.h"
 #include "export.h"
 #include "log.h"
 #include "otel.h"
 #include "bpfobj.h"
+#include "readfile.h"
 #include "session.h"
 #include "targets.h"
 
@@ -38,6 +41,7 @@
 struct ctarget {
 	bool used, exited;
 	bool attaching;			/* its session is being opened (no lock held for that) */
+	bool awaiting_entry;		/* planned again when it reaches its entry point */
 	pid_t pid;
 	uint64_t start_ticks;
 	pthread_mutex_t lock;		/* the session: profiling thread vs HTTP threads */
@@ -45,6 +49,8 @@ struct ctarget {
 	struct collector_state st;	/* allocator, probes, error */
 	uint64_t picked_ns;		/* CLOCK_MONOTONIC */
 	uint64_t retry_ns, retry_wait_ns;	/* failed: when to plan again, and the wait after */
+	int64_t live_unix_ns;		/* when its probes went live (CLOCK_REALTIME); 0 before */
+	uint64_t anon_rss_at;		/* its anonymous RSS then, bytes (what came before) */
 	char comm[16];
 };
 
@@ -246,6 +252,40 @@ static int open_session(struct collector *c, pid_t pid, struct session **s, char
 #define RETRY_FIRST_NS	(500 * 1000000ULL)
 #define RETRY_MAX_NS	(30 * NS_PER_SEC)
 
+/* RssAnon of /proc/PID/status in bytes; 0 when it cannot be read */
+static uint64_t anon_rss(pid_t pid)
+{
+	unsigned long long kb = 0;
+	char path[40], *text, *p;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	if (read_file_at(AT_FDCWD, path, &text, NULL))
+		return 0;
+	p = strstr(text, "\nRssAnon:");
+	if (!p || sscanf(p + 9, "%llu", &kb) != 1)
+		kb = 0;
+	free(text);
+	return kb * 1024;
+}
+
+static int64_t unix_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * (int64_t)NS_PER_SEC + ts.tv_nsec;
+}
+
+/*
+ * Nothing mapped defines an allocator yet: a process picked up at its exec
+ * before the loader mapped its libraries, or one that loads its allocator
+ * later.  Its probes are pending, not failed.
+ */
+static bool not_mapped_yet(const char *err)
+{
+	return !strncmp(err, "allocator not found: no ", 24);
+}
+
 /* the outcome of an attempt, target lock held */
 static void attempted(struct ctarget *t, int ret, struct session *s, const char *err)
 {
@@ -253,7 +293,8 @@ static void attempted(struct ctarget *t, int ret, struct session *s, const char 
 
 	t->s = ret ? NULL : s;
 	if (ret) {
-		snprintf(t->st.probes, sizeof(t->st.probes), "failed");
+		snprintf(t->st.probes, sizeof(t->st.probes), "%s",
+			 t->awaiting_entry || not_mapped_yet(err) ? "pending" : "failed");
 		snprintf(t->st.error, sizeof(t->st.error), "%s", err);
 		/*
 		 * Picked up at its exec, a process has not mapped its libraries
@@ -267,19 +308,21 @@ static void attempted(struct ctarget *t, int ret, struct session *s, const char 
 		return;
 	}
 	t->picked_ns = now;
+	/* what the heap covers: blocks allocated from now on, beside what the process had */
+	t->live_unix_ns = unix_ns();
+	t->anon_rss_at = anon_rss(t->pid);
+	t->awaiting_entry = false;
 	t->st.error[0] = 0;
 	snprintf(t->st.probes, sizeof(t->st.probes), "attached");
 	snprintf(t->st.sampler, sizeof(t->st.sampler), "%s", session__sampler(s));
 	set_allocator(t);
 }
 
-int collector__add(struct collector *c, const struct agent_target *at)
+/* a free slot for at, its probes pending; NULL when every slot is used */
+static struct ctarget *claim_slot(struct collector *c, const struct agent_target *at)
 {
-	struct session *s = NULL;
 	struct ctarget *t = NULL;
-	char err[sizeof(t->st.error)];
 	size_t i;
-	int ret;
 
 	/* the slot first, so a scrape during the attach waits for it rather than missing it */
 	pthread_mutex_lock(&c->table);
@@ -292,16 +335,29 @@ int collector__add(struct collector *c, const struct agent_target *at)
 		t->used = true;
 		t->exited = false;
 		t->attaching = true;
+		t->awaiting_entry = false;
+		t->live_unix_ns = 0;
+		t->anon_rss_at = 0;
 		t->s = NULL;
 		t->pid = at->pid;
 		t->start_ticks = at->start_ticks;
 		t->retry_wait_ns = 0;
 		t->st.duty = 1;
 		memcpy(t->comm, at->comm, sizeof(t->comm));
-		snprintf(t->st.probes, sizeof(t->st.probes), "attaching");
+		snprintf(t->st.probes, sizeof(t->st.probes), "pending");
 		pthread_mutex_unlock(&t->lock);
 	}
 	pthread_mutex_unlock(&c->table);
+	return t;
+}
+
+int collector__add(struct collector *c, const struct agent_target *at)
+{
+	struct session *s = NULL;
+	struct ctarget *t = claim_slot(c, at);
+	char err[sizeof(t->st.error)];
+	int ret;
+
 	if (!t)
 		return -ENOSPC;
 	ret = open_session(c, at->pid, &s, err, sizeof(err));
@@ -315,6 +371,70 @@ int collector__add(struct collector *c, const struct agent_target *at)
 	if (ret)
 		pr_info("culpert-bpf: cannot profile pid %d (%s) yet: %s; trying again in %llu ms\n",
 			(int)at->pid, at->comm, err, (unsigned long long)(t->retry_wait_ns / 1000000));
+	return ret;
+}
+
+int collector__add_later(struct collector *c, const struct agent_target *at)
+{
+	struct ctarget *t = claim_slot(c, at);
+
+	if (!t)
+		return -ENOSPC;
+	pthread_mutex_lock(&t->lock);
+	t->attaching = false;
+	t->picked_ns = mono_ns();
+	t->retry_wait_ns = RETRY_FIRST_NS;
+	t->retry_ns = t->picked_ns + RETRY_FIRST_NS;
+	snprintf(t->st.error, sizeof(t->st.error), "its loader has not mapped its libraries yet");
+	pthread_mutex_unlock(&t->lock);
+	return 0;
+}
+
+bool collector__pending(struct collector *c, pid_t pid, uint64_t start_ticks)
+{
+	struct ctarget *t = lock_slot(c, pid, start_ticks, false);
+	bool pending;
+
+	if (!t)
+		return false;
+	pending = !t->exited && !t->s;
+	pthread_mutex_unlock(&t->lock);
+	return pending;
+}
+
+void collector__await_entry(struct collector *c, pid_t pid, uint64_t start_ticks)
+{
+	struct ctarget *t = lock_slot(c, pid, start_ticks, false);
+
+	if (!t)
+		return;
+	/* planned at the entry point; the retries only if that never comes */
+	t->awaiting_entry = true;
+	t->retry_ns = mono_ns() + RETRY_MAX_NS;
+	snprintf(t->st.probes, sizeof(t->st.probes), "pending");
+	pthread_mutex_unlock(&t->lock);
+}
+
+int collector__retry(struct collector *c, pid_t pid, uint64_t start_ticks)
+{
+	char err[sizeof(c->v[0].st.error)];
+	struct session *s = NULL;
+	struct ctarget *t;
+	int ret;
+
+	/* only the profiling thread changes slots: found now, it is still there below */
+	pthread_mutex_lock(&c->table);
+	t = find_live(c, pid);
+	pthread_mutex_unlock(&c->table);
+	if (!t || t->start_ticks != start_ticks || t->s || t->attaching)
+		return -ENOENT;
+	ret = open_session(c, pid, &s, err, sizeof(err));
+	pthread_mutex_lock(&t->lock);
+	t->awaiting_entry = false;
+	attempted(t, ret, s, err);
+	pthread_mutex_unlock(&t->lock);
+	if (!ret)
+		pr_info("culpert-bpf: profiling pid %d (%s) now\n", (int)t->pid, t->comm);
 	return ret;
 }
 
@@ -459,6 +579,8 @@ static void fill_state(struct ctarget *t, struct collector_state *out)
 	out->calls_alloc = p.calls_alloc;
 	out->calls_free = p.calls_free;
 	out->observed_ns = bpfobj_proc__observed_ns(pr);
+	out->live_unix_ns = t->live_unix_ns;
+	out->anon_rss_at = t->anon_rss_at;
 	elapsed = now - t->picked_ns;
 	if (!t->exited && elapsed)
 		out->duty = (double)out->observed_ns / (double)elapsed > 1 ? 1 :
@@ -521,8 +643,9 @@ static struct ctarget *lock_target(struct collector *c, const struct agent_targe
 			 at->comm);
 		*ret = -ESRCH;
 	} else if (!t->s) {
-		snprintf(err, errlen, "pid %d (%s) could not be profiled: %s", (int)at->pid,
-			 at->comm, t->st.error);
+		snprintf(err, errlen, "pid %d (%s) %s: %s", (int)at->pid, at->comm,
+			 strcmp(t->st.probes, "pending") ? "could not be profiled" :
+			 "is not profiled yet (its probes are pending)", t->st.error);
 		pthread_mutex_unlock(&t->lock);
 		*ret = -EAGAIN;
 		t = NULL;
@@ -546,21 +669,24 @@ static int serialize(struct collector *c, struct ctarget *t, enum agent_profile 
 		     int64_t duration_ns, void **buf, size_t *len)
 {
 	struct collector_state st;
-	char comments[2][64];
-	const char *extra[2] = { comments[0], comments[1] };
+	char comments[3][160], when[40];
+	const char *extra[3] = { comments[0], comments[1], comments[2] };
 	struct session_profile_opts po = {
 		.default_sample_type = kind == AGENT_PROFILE_HEAP ? "inuse_space" : "alloc_space",
 		.span_labels_only = !c->labels_all,
 		.base = base,
 		.n_base = n_base,
 		.extra = extra,
-		.n_extra = 2,
+		.n_extra = 3,
 	};
 
 	fill_state(t, &st);
 	snprintf(comments[0], sizeof(comments[0]), "observed_ns=%llu",
 		 (unsigned long long)observed_ns);
 	snprintf(comments[1], sizeof(comments[1]), "duty=%.3f", st.duty);
+	format_rfc3339(when, sizeof(when), t->live_unix_ns);
+	snprintf(comments[2], sizeof(comments[2]), "picked_up=%s anon_rss_at_pickup=%llu: %s", when,
+		 (unsigned long long)t->anon_rss_at, COLLECTOR_COVERAGE);
 	po.duration_nanos = duration_ns;
 	if (base)
 		po.time_nanos = (int64_t)time(NULL) * (int64_t)NS_PER_SEC - duration_ns;

@@ -47,10 +47,18 @@ struct span_totals;
 typedef int (*agent_span_totals_fn)(void *ctx, const struct agent_target *t,
 				    struct span_totals *out);
 
+/* what a target's heap covers, in its profile's comment and in /targets */
+#define COLLECTOR_COVERAGE "blocks allocated before pick-up are not included"
+
 /* what /targets shows beside the target's identity; absent (null) without a collector */
 struct collector_state {
 	char allocator[32];	/* "glibc", "jemalloc", ... */
-	char probes[16];	/* "attached", "off" (duty cycle), "failed" */
+	/*
+	 * "pending" (not live yet: being attached, waiting for the loader's
+	 * mappings or an allocator to be mapped), "attached", "off" (duty
+	 * cycle), "failed" (error says why), "detached" (exited)
+	 */
+	char probes[16];
 	char sampler[16];	/* "otel_memory" (its USDT probes) or "uprobes"; "" before attach */
 	char error[256];	/* why probes failed, "" */
 	double duty;		/* share of time the allocation probes were on since pick-up, 0..1 */
@@ -64,6 +72,8 @@ struct collector_state {
 	 */
 	uint64_t calls_alloc, calls_free;
 	uint64_t observed_ns;	/* time the allocation probes were on since pick-up */
+	int64_t live_unix_ns;	/* pick-up: when the probes went live, Unix ns; 0 while pending */
+	uint64_t anon_rss_at;	/* the process's anonymous RSS then, bytes (RssAnon) */
 };
 
 /* the state of a target for /targets and /metrics: 0, or -ENOENT (fields null) */
@@ -80,6 +90,18 @@ void collector__stop(struct collector *c);
 void collector__free(struct collector *c);
 /* plan and attach a new target; a failure is kept in its state, not fatal to the agent */
 int collector__add(struct collector *c, const struct agent_target *t);
+/*
+ * A new target planned later, not now: a program stopped at its exec
+ * whose loader has not mapped its libraries (its plan would find no
+ * allocator).  Pending, retried as a failed target; 0 or -ENOSPC.
+ */
+int collector__add_later(struct collector *c, const struct agent_target *t);
+/* a live target whose probes are not live yet (pending or failed) */
+bool collector__pending(struct collector *c, pid_t pid, uint64_t start_ticks);
+/* a pending target stopped at exec is planned at its entry point: no retries before */
+void collector__await_entry(struct collector *c, pid_t pid, uint64_t start_ticks);
+/* plan and attach a pending target now (at its entry point); 0, or -errno as collector__add */
+int collector__retry(struct collector *c, pid_t pid, uint64_t start_ticks);
 /* the target exited: detach, keep its aggregate until collector__forget() */
 void collector__remove(struct collector *c, pid_t pid, uint64_t start_ticks);
 void collector__forget(struct collector *c, pid_t pid, uint64_t start_ticks);

@@ -230,14 +230,17 @@ static void heap_route(void *ctx, const struct http_request *r, struct http_repl
 
 static void target_json(struct json *j, const struct agent_target *t, const struct endpoints *e)
 {
-	char since[40], exited[40];
+	char since[40], exited[40], picked[40];
 	const struct container_info *ci = &t->ci;
 	struct collector_state st;
 	bool have = e->state && !e->state(e->profile_ctx, t, &st);
+	bool live = have && st.live_unix_ns;
 
 	format_rfc3339(since, sizeof(since), t->since_ns);
 	if (t->exited_ns)
 		format_rfc3339(exited, sizeof(exited), t->exited_ns);
+	if (live)
+		format_rfc3339(picked, sizeof(picked), st.live_unix_ns);
 	/* keys in sorted order (json.h); allocator, duty, probes, sampler are the collector's: null */
 	json_begin(j, '{');
 	str_or_null(j, "allocator", have ? st.allocator : NULL);
@@ -253,6 +256,14 @@ static void target_json(struct json *j, const struct agent_target *t, const stru
 	str_or_null(j, "exe", t->exe);
 	str_or_null(j, "exit_reason", t->exited_ns ? t->exit_reason : NULL);
 	str_or_null(j, "exited", t->exited_ns ? exited : NULL);
+	/* what its heap covers: from when the probes went live, beside what it held then */
+	str_or_null(j, "heap_covers", live ? COLLECTOR_COVERAGE : NULL);
+	str_or_null(j, "picked_up", live ? picked : NULL);
+	json_key(j, "picked_up_anon_rss");
+	if (live)
+		json_int(j, (int64_t)st.anon_rss_at);
+	else
+		json_null(j);
 	json_key(j, "pid");
 	json_int(j, t->pid);
 	str_or_null(j, "pod_name", ci->pod_name);

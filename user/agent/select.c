@@ -199,6 +199,53 @@ const char *selectors__match(struct selectors *s, const struct select_input *in)
 	return NULL;
 }
 
+/* the names of "a|b-c|d.e" into cb: only plain characters, or none at all */
+static int plain_names(const char *re, int (*cb)(void *ctx, const char *name), void *ctx)
+{
+	char name[256];
+	const char *p;
+	size_t len;
+	int ret;
+
+	for (p = re; *p; p++)
+		if (!strchr("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-.|",
+			    *p))
+			return 0;
+	for (p = re;; p += len + 1) {
+		len = strcspn(p, "|");
+		if (len && len < sizeof(name)) {
+			memcpy(name, p, len);
+			name[len] = 0;
+			ret = cb(ctx, name);
+			if (ret)
+				return ret;
+		}
+		if (!p[len])
+			return 0;
+	}
+}
+
+int selectors__names(const struct selectors *s, int (*cb)(void *ctx, const char *name),
+		     void *ctx)
+{
+	const char *base;
+	size_t i;
+	int ret = 0;
+
+	for (i = 0; i < s->n && !ret; i++) {
+		if (s->v[i].kind == SEL_COMM) {
+			ret = plain_names(s->v[i].arg, cb, ctx);
+		} else if (s->v[i].kind == SEL_EXE) {
+			/* the comm of an exec is the file name it was run by */
+			base = strrchr(s->v[i].arg, '/');
+			base = base ? base + 1 : s->v[i].arg;
+			if (*base && !strpbrk(base, "*?[\\"))
+				ret = cb(ctx, base);
+		}
+	}
+	return ret;
+}
+
 static bool obj_eq(uint32_t idx, const void *key, void *ctx)
 {
 	const struct usdt_obj *o = &((struct selectors *)ctx)->objs[idx], *k = key;

@@ -36,6 +36,15 @@ void selectors__free(struct selectors *s);
 /* the first selector that matches in (its text in *which), or NULL */
 const char *selectors__match(struct selectors *s, const struct select_input *in);
 
+/*
+ * cb(ctx, name) for each program name a selector names outright: a comm=
+ * regex of plain names ("redis-server", "a|b"), an exe= glob whose last
+ * component has no wildcard.  What the kernel stops at exec (discover.h);
+ * the others are picked up as they are seen.  Returns the first non-zero cb.
+ */
+int selectors__names(const struct selectors *s, int (*cb)(void *ctx, const char *name),
+		     void *ctx);
+
 /* does the process map an object with culpert or otel_memory USDT probes?  Objects cached */
 bool select_has_usdt(struct selectors *s, pid_t pid);
 

@@ -3,23 +3,33 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <elf.h>
 #include <linux/types.h>
 #include <bpf/bpf.h>
+#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
 #include "discover.h"
 #include "discover.skel.h"
 #include "discover_event.h"
 #include "log.h"
+#include "procmaps.h"
 #include "readfile.h"
 
 /* PF_KTHREAD in /proc/PID/stat's flags: kernel threads have no program to profile */
 #define PF_KTHREAD_FLAG 0x00200000UL
+
+/* a process stopped at exec whose entry point stops it again (discover__hold_entry) */
+struct entry_hold {
+	pid_t pid;
+	struct bpf_link *link;
+};
 
 struct discover {
 	struct discover_bpf *skel;
@@ -28,6 +38,11 @@ struct discover {
 	void *ctx;
 	uint64_t ns_per_tick;
 	struct discover_counts counts;
+	bool hold;			/* discover__open()'s: processes may be stopped */
+	bool fork_hold;			/* the kernel stops a tracked process's children */
+	bool closing;			/* discover__free: only let held processes go */
+	struct entry_hold *holds;	/* max_tracked of them */
+	size_t n_holds;
 };
 
 /* "pid (comm) S ppid ...": comm may hold ')' and blanks, so fields start after the last ')' */
@@ -183,14 +198,32 @@ int proc_children(pid_t pid, void (*cb)(void *ctx, pid_t pid), void *ctx)
 	return 0;
 }
 
+int proc_release(pid_t pid, uint64_t start_ticks)
+{
+	uint64_t now;
+	int ret = proc_start_ticks(pid, false, &now);
+
+	/* the same process still (a held one can only die of SIGKILL): never another's */
+	if (ret || now != start_ticks)
+		return ret ? ret : -ESRCH;
+	return kill(pid, SIGCONT) ? -errno : 0;
+}
+
 static int on_event(void *ctx, void *data, size_t len)
 {
 	struct discover *d = ctx;
 	const struct discover_event *e = data;
+	uint64_t start;
 	enum discover_what what;
 
 	if (len < sizeof(*e))
 		return 0;
+	start = e->start_boottime / d->ns_per_tick;
+	if (d->closing) {
+		if (e->held)
+			proc_release((pid_t)e->tgid, start);
+		return 0;
+	}
 	switch (e->kind) {
 	case DISCOVER_EXEC:
 		what = DISCOVERED_EXEC;
@@ -204,11 +237,16 @@ static int on_event(void *ctx, void *data, size_t len)
 		what = DISCOVERED_EXIT;
 		d->counts.exits++;
 		break;
+	case DISCOVER_ENTRY:
+		what = DISCOVERED_ENTRY;
+		d->counts.entries++;
+		break;
 	default:
 		return 0;
 	}
+	d->counts.held += e->held != 0;
 	/* /proc/PID/stat's starttime is nsec_to_clock_t(start_boottime) */
-	d->fn(d->ctx, what, (pid_t)e->tgid, e->start_boottime / d->ns_per_tick, e->time_boottime);
+	d->fn(d->ctx, what, (pid_t)e->tgid, start, e->time_boottime, e->held != 0);
 	return 0;
 }
 
@@ -222,8 +260,21 @@ static struct discover *fail_open(struct discover *d, char *err, size_t errlen, 
 	return NULL;
 }
 
-struct discover *discover__open(size_t max_tracked, discover_fn fn, void *ctx, char *err,
-				size_t errlen)
+/* a function in the kernel's BTF: a kfunc the BPF side may call */
+static bool kernel_has_func(const char *name)
+{
+	struct btf *btf = btf__load_vmlinux_btf();
+	bool found;
+
+	if (!btf)
+		return false;
+	found = btf__find_by_name_kind(btf, name, BTF_KIND_FUNC) >= 0;
+	btf__free(btf);
+	return found;
+}
+
+struct discover *discover__open(size_t max_tracked, bool hold, discover_fn fn, void *ctx,
+				char *err, size_t errlen)
 {
 	struct discover *d = calloc(1, sizeof(*d));
 	long hz = sysconf(_SC_CLK_TCK);
@@ -234,10 +285,21 @@ struct discover *discover__open(size_t max_tracked, discover_fn fn, void *ctx, c
 	d->fn = fn;
 	d->ctx = ctx;
 	d->ns_per_tick = 1000000000ULL / (uint64_t)(hz > 0 ? hz : 100);
+	d->holds = calloc(max_tracked ?: 1, sizeof(*d->holds));
+	if (!d->holds)
+		return fail_open(d, err, errlen, "allocate", ENOMEM);
 	d->skel = discover_bpf__open();
 	if (!d->skel)
 		return fail_open(d, err, errlen, "open", errno);
+	/* one of the two fork programs: the one that holds the child needs a 6.13+ kfunc */
+	d->hold = hold;
+	d->fork_hold = hold && kernel_has_func("bpf_send_signal_task");
+	bpf_program__set_autoload(d->fork_hold ? d->skel->progs.discover_fork :
+				  d->skel->progs.discover_fork_hold, false);
+	/* attached per held process, by discover__hold_entry() */
+	bpf_program__set_autoattach(d->skel->progs.discover_entry, false);
 	ret = bpf_map__set_max_entries(d->skel->maps.tracked_tgids, (__u32)max_tracked);
+	ret = ret ?: bpf_map__set_max_entries(d->skel->maps.hold_entry, (__u32)max_tracked);
 	ret = ret ?: discover_bpf__load(d->skel);
 	if (ret)
 		return fail_open(d, err, errlen, "load", ret);
@@ -247,16 +309,140 @@ struct discover *discover__open(size_t max_tracked, discover_fn fn, void *ctx, c
 	d->rb = ring_buffer__new(bpf_map__fd(d->skel->maps.discover_events), on_event, d, NULL);
 	if (!d->rb)
 		return fail_open(d, err, errlen, "read", errno);
+	d->n_holds = max_tracked;
 	return d;
 }
 
 void discover__free(struct discover *d)
 {
+	size_t i;
+
 	if (!d)
 		return;
+	for (i = 0; i < d->n_holds; i++)
+		bpf_link__destroy(d->holds[i].link);
+	/* no more stops; then every process stopped whose record is unread goes on */
+	if (d->skel)
+		discover_bpf__detach(d->skel);
+	d->closing = true;
+	if (d->rb)
+		ring_buffer__consume(d->rb);
 	ring_buffer__free(d->rb);
 	discover_bpf__destroy(d->skel);
+	free(d->holds);
 	free(d);
+}
+
+bool discover__holds_forks(const struct discover *d)
+{
+	return d->fork_hold;
+}
+
+int discover__hold_comm(struct discover *d, const char *comm)
+{
+	char key[DISCOVER_COMM_LEN] = { 0 };
+	__u8 one = 1;
+
+	if (!d->hold)
+		return -EPERM;
+	/* the kernel keeps the first 15 bytes of a program's name as its comm */
+	strncpy(key, comm, sizeof(key) - 1);
+	if (bpf_map_update_elem(bpf_map__fd(d->skel->maps.hold_comms), key, &one, BPF_ANY))
+		return -errno;
+	return 0;
+}
+
+/* the auxiliary vector's value of type for pid: AT_ENTRY, AT_BASE */
+static int auxv_get(pid_t pid, uint64_t type, uint64_t *out)
+{
+	char path[64], *text;
+	size_t len, i;
+	int ret;
+
+	snprintf(path, sizeof(path), "/proc/%d/auxv", (int)pid);
+	ret = read_file_at(AT_FDCWD, path, &text, &len);
+	if (ret)
+		return ret;
+	ret = -ENOENT;
+	for (i = 0; i + 2 * sizeof(uint64_t) <= len; i += 2 * sizeof(uint64_t)) {
+		uint64_t kv[2];
+
+		memcpy(kv, text + i, sizeof(kv));
+		if (kv[0] == type) {
+			*out = kv[1];
+			ret = 0;
+			break;
+		}
+	}
+	free(text);
+	return ret;
+}
+
+bool proc_has_loader(pid_t pid)
+{
+	uint64_t base = 0;
+
+	/* AT_BASE: where the kernel mapped the program's interpreter; 0 for a static one */
+	return !auxv_get(pid, AT_BASE, &base) && base;
+}
+
+int discover__hold_entry(struct discover *d, pid_t pid)
+{
+	LIBBPF_OPTS(bpf_uprobe_opts, uo);
+	struct entry_hold *h = NULL;
+	struct procmaps maps = { 0 };
+	const struct procmap *m;
+	char path[96];
+	uint64_t entry;
+	__u32 key = (__u32)pid;
+	__u8 one = 1;
+	size_t i;
+	int ret;
+
+	for (i = 0; i < d->n_holds && !h; i++)
+		if (!d->holds[i].link)
+			h = &d->holds[i];
+	if (!h)
+		return -ENOSPC;
+	ret = auxv_get(pid, AT_ENTRY, &entry);
+	ret = ret ?: procmaps__read(pid, &maps);
+	if (ret)
+		return ret;
+	m = procmaps__find(&maps, entry);
+	if (!m || !procmap__is_file(m)) {
+		procmaps__free(&maps);
+		return -ENOENT;
+	}
+	/* the mapped file itself, whatever mount namespace the process sees it in */
+	snprintf(path, sizeof(path), "/proc/%d/map_files/%llx-%llx", (int)pid,
+		 (unsigned long long)m->start, (unsigned long long)m->end);
+	entry = entry - m->start + m->offset;
+	procmaps__free(&maps);
+	if (bpf_map_update_elem(bpf_map__fd(d->skel->maps.hold_entry), &key, &one, BPF_ANY))
+		return -errno;
+	h->link = bpf_program__attach_uprobe_opts(d->skel->progs.discover_entry, pid, path,
+						  (size_t)entry, &uo);
+	if (!h->link) {
+		ret = -errno;
+		bpf_map_delete_elem(bpf_map__fd(d->skel->maps.hold_entry), &key);
+		return ret;
+	}
+	h->pid = pid;
+	return 0;
+}
+
+void discover__unhold_entry(struct discover *d, pid_t pid)
+{
+	__u32 key = (__u32)pid;
+	size_t i;
+
+	for (i = 0; i < d->n_holds; i++) {
+		if (!d->holds[i].link || d->holds[i].pid != pid)
+			continue;
+		bpf_link__destroy(d->holds[i].link);
+		d->holds[i].link = NULL;
+		bpf_map_delete_elem(bpf_map__fd(d->skel->maps.hold_entry), &key);
+	}
 }
 
 int discover__fd(const struct discover *d)

@@ -222,8 +222,9 @@ static void finish_member(struct family *f, struct member *m)
 	m->s = NULL;
 }
 
+/* opened without holding: held is never set */
 static void on_discover(void *ctx, enum discover_what what, pid_t pid, uint64_t start_ticks,
-			uint64_t time_ns)
+			uint64_t time_ns, bool held)
 {
 	struct family *f = ctx;
 	struct member *m;
@@ -364,7 +365,7 @@ int family__open(const struct session_opts *o, struct family **out, char *err, s
 	so.on_event = on_record;
 	so.ctx = f;
 	ret = bpfobj__open(&so, &f->obj, err, errlen);
-	if (!ret && !(f->disc = discover__open(CULPERT_MAX_PROCS, on_discover, f, err, errlen)))
+	if (!ret && !(f->disc = discover__open(CULPERT_MAX_PROCS, false, on_discover, f, err, errlen)))
 		ret = -EINVAL;
 	if (!ret) {
 		f->epfd = epoll_create1(EPOLL_CLOEXEC);

@@ -1,0 +1,140 @@
+#!/bin/sh
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#
+# Pick-up from the first allocation (docs/agent.md, "Pick-up at exec"): with
+# --hold-start, a program started after the agent, and a target's forked
+# child, are probed before they run; without it nothing is ever stopped; /targets says "pending" until the probes are live; the
+# heap and /targets say what it covers.  Real programs, google/pprof's own
+# fetcher (`go tool pprof -raw URL`) as the reader, --rate 1 (every byte).
+. tests/lib.sh
+. tests/agent_lib.sh
+# no budget: every byte of the run is the ground truth
+AGENT_ARGS="--max-overhead 0"
+
+PY=/usr/bin/python3
+RAW="$PY tests/tools/pprof_raw.py"
+TAG=pk$$
+# tests/targets/alloc_start: 512 blocks of 4096 bytes in at_start()
+START_BYTES=2097152
+
+# at_least NAME PID: at_start's bytes, allocated and live, in the heap of PID >= 99% of the truth
+at_least() {
+	pprof_raw "/debug/pprof/heap?pid=$2" "$TMP/$1.heap" || return 1
+	for t in alloc_space inuse_space; do
+		got=$($RAW $t <"$TMP/$1.heap" | awk '$1 == "at_start" { print $2 }')
+		[ "${got:-0}" -ge $((START_BYTES * 99 / 100)) ] ||
+			{ fail "$1: at_start $t ${got:-0} bytes of $START_BYTES"; return 1; }
+	done
+}
+
+# covers NAME PID: the heap's comment and /targets say from when, with the anon RSS then
+covers() {
+	grep -q "^Comment: picked_up=20[0-9-]*T[0-9:.]*Z anon_rss_at_pickup=[1-9][0-9]*: blocks allocated before pick-up are not included$" "$TMP/$1.heap" ||
+		fail "$1: no pick-up comment: $(grep -i pick "$TMP/$1.heap")"
+	get /targets | $PY -c 'import json, sys
+t = [x for x in json.load(sys.stdin)["targets"] if x["pid"] == int(sys.argv[1])][0]
+assert t["heap_covers"] == "blocks allocated before pick-up are not included", t["heap_covers"]
+assert t["picked_up"] and t["picked_up"] >= t["since"], (t["picked_up"], t["since"])
+assert t["picked_up_anon_rss"] > 0, t["picked_up_anon_rss"]' "$2" 2>"$TMP/$1.cov" ||
+		fail "$1: /targets: $(tail -1 "$TMP/$1.cov")"
+}
+
+# A program started after the agent that allocates at once and exits: all
+# of it in the exited target's heap, three runs of three.
+test_start_exit() {
+	need_root || return
+	copy "${TAG}s" "$TARGETS/alloc_start"
+	agent_start st --hold-start --select "comm=${TAG}s" --rate 1 --rescan 1h || return
+	for i in 1 2 3; do
+		"$TMP/${TAG}s" >"$TMP/s$i.out" 2>&1 &
+		s=$!
+		wait "$s" || { fail "run $i: exit $?: $(cat "$TMP/s$i.out")"; return; }
+		wait_field "$s" state exited 30 || { fail "run $i: $s: $(field "$s" state)"; return; }
+		at_least "s$i" "$s" || return
+	done
+	covers s3 "$s"
+}
+
+# What a parent waiting with WUNTRACED sees of a program the agent selects:
+# a stop with --hold-start (the price of its first allocation, documented),
+# none without; either way the program runs to its end.
+parent_sees() {
+	$PY -c 'import os, signal, sys
+pid = os.fork()
+if pid == 0:
+    os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
+    os.execv(sys.argv[1], [sys.argv[1]])
+stops = 0
+while True:
+    _, st = os.waitpid(pid, os.WUNTRACED)
+    if os.WIFSTOPPED(st):
+        stops += 1
+        os.kill(pid, signal.SIGCONT)
+        continue
+    print("stops", stops, "exit", os.WEXITSTATUS(st) if os.WIFEXITED(st) else "signal")
+    break' "$1"
+}
+
+test_no_hold_no_stop() {
+	need_root || return
+	copy "${TAG}n" "$TARGETS/alloc_start"
+	agent_start nh --select "comm=${TAG}n" --rate 1 --rescan 1h || return
+	out=$(parent_sees "$TMP/${TAG}n")
+	[ "$out" = "stops 0 exit 0" ] || fail "without --hold-start: $out"
+	kill -TERM "$agent_pid"
+	wait "$agent_pid"
+	agent_start hs --hold-start --select "comm=${TAG}n" --rate 1 --rescan 1h || return
+	out=$(parent_sees "$TMP/${TAG}n")
+	case "$out" in "stops "[1-9]*" exit 0") ;; *) fail "with --hold-start: $out" ;; esac
+}
+
+# A target's child, forked and allocating at once, then gone: all of it in its heap.
+test_fork_child() {
+	need_root || return
+	copy "${TAG}f" "$TARGETS/alloc_start"
+	agent_start fk --hold-start --select "comm=${TAG}f" --rate 1 --rescan 1h || return
+	grep -q "cannot stop a new child" "$TMP/fk.err" && { skip "kernel before 6.13"; return; }
+	# held at its exec too, until the agent has read it: no 5 s bound on its start
+	"$TMP/${TAG}f" fork >"$TMP/f.out" 2>&1 &
+	f=$!
+	track "$f"
+	wait_for "$TMP/f.out" "ready" 30 || { fail "parent did not start"; return; }
+	wait_field "$f" probes attached 20 || { fail "parent: probes $(field "$f" probes)"; return; }
+	kill -USR1 "$f"
+	wait_for "$TMP/f.out" "^done" 20 || { fail "parent did not finish: $(cat "$TMP/f.out")"; return; }
+	c=$(sed -n 's/^child //p' "$TMP/f.out")
+	wait_field "$c" state exited 30 || { fail "child $c: $(field "$c" state)"; return; }
+	at_least child "$c" || return
+	covers child "$c"
+}
+
+# Stopped at its exec before its libraries are mapped, a program runs on to
+# its entry point; in between (here: a preloaded library's constructor
+# waits) /targets says pending, and nothing is served yet; at the entry
+# point the probes go in, and main's allocations are all there.
+test_pending_then_live() {
+	need_root || return
+	copy "${TAG}p" "$TARGETS/alloc_start"
+	agent_start pd --hold-start --select "comm=${TAG}p" --rate 1 --rescan 1h || return
+	# held at its exec until the agent has read it, behind the machine's other execs
+	# (hundreds a second under the suite's load): no 5 s bound on its start
+	env LD_PRELOAD="$PWD/$TARGETS/libwait_ctor.so" "$TMP/${TAG}p" >"$TMP/p.out" 2>&1 &
+	track $!
+	wait_for "$TMP/p.out" "ready" 30 || { fail "did not reach its constructor"; return; }
+	p=$(sed -n 's/^pid \([0-9]*\) ready$/\1/p' "$TMP/p.out")
+	wait_field "$p" probes pending 10 || { fail "before its entry: probes $(field "$p" probes)"; return; }
+	[ "$(field "$p" picked_up)" = null ] || fail "picked_up before the probes: $(field "$p" picked_up)"
+	code=$(curl -s -o "$TMP/p.503" -w '%{http_code}' "$agent_url/debug/pprof/heap?pid=$p")
+	[ "$code" = 503 ] && grep -q pending "$TMP/p.503" ||
+		fail "heap while pending: $code $(head -c 200 "$TMP/p.503")"
+	kill -USR1 "$p"
+	wait_for "$TMP/p.out" "^total" 20 || { fail "did not run: $(cat "$TMP/p.out")"; return; }
+	wait_field "$p" state exited 30 || { fail "$p: $(field "$p" state)"; return; }
+	at_least p "$p" || return
+	covers p "$p"
+}
+
+run_test agent/pickup/start_exit test_start_exit
+run_test agent/pickup/no_hold_no_stop test_no_hold_no_stop
+run_test agent/pickup/fork_child test_fork_child
+run_test agent/pickup/pending_then_live test_pending_then_live
