@@ -24,7 +24,8 @@
 struct duty_entry {
 	pid_t pid;
 	uint64_t start;
-	bool used, seen, on, failed;
+	bool used, seen, on, free_on, failed;
+	bool costs_set;			/* bt.costs from the calibration and its mode */
 	struct budget_target bt;
 };
 
@@ -41,6 +42,7 @@ struct duty {
 	size_t n_views;
 	int calib_state;		/* 0 running, 1 done, -errno failed */
 	struct budget_calibration cal;
+	struct budget_calibration used_cal;	/* the profiling thread's copy */
 };
 
 static void *calibrate(void *arg)
@@ -54,9 +56,11 @@ static void *calibrate(void *arg)
 		pr_warn("cannot calibrate the cost of a probe hit: %s; --max-overhead is not "
 			"enforced, the allocation probes stay on\n", err);
 	else
-		pr_info("culpert-bpf: a probe hit costs %.0f ns on this kernel (a call %.1f ns "
-			"without; median of %u rounds of %llu calls); a detach + attach %.0f us "
-			"of CPU\n", cal.ns_per_hit, cal.bare_ns, cal.rounds,
+		pr_info("culpert-bpf: a probe hit costs %.0f ns on this kernel on an emulated "
+			"instruction, %.0f ns single-stepped, a return probe %.0f ns more, a "
+			"session's entry %.0f ns (a call %.1f ns without; median of %u rounds of "
+			"%llu calls); a detach + attach %.0f us of CPU\n", cal.ns_per_hit,
+			cal.step_ns, cal.ret_ns, cal.session_ns, cal.bare_ns, cal.rounds,
 			(unsigned long long)cal.calls, cal.switch_ns / 1e3);
 	pthread_mutex_lock(&d->lock);
 	d->calib_state = ret ? ret : 1;
@@ -84,7 +88,9 @@ struct duty *duty__new(const struct duty_opts *o, const struct duty_ops *ops, vo
 	d->model.period_ns = o->period_ns;
 	d->model.min_on_ns = BUDGET_MIN_ON_NS;
 	d->model.max_period_ns = o->period_ns * MAX_PERIOD_FACTOR;
+	d->model.window_ns = o->window_ns ? o->window_ns : BUDGET_WINDOW_NS;
 	d->model.can_drop_inuse = ops->drop_inuse != NULL;
+	d->model.can_cycle_free = ops->set_free != NULL;
 	pthread_mutex_init(&d->lock, NULL);
 	if (!o->calibrate) {
 		d->calib_state = 1;
@@ -154,22 +160,39 @@ static uint64_t thread_cpu_ns(void)
 }
 
 /*
- * Switch the allocation probes; what it cost in CPU (twice: a period has a
- * detach and an attach) goes into the model's switch cost, a moving
- * average over the agent's switches that replaces the calibration's.
+ * Switch the allocation probes (and the free probes when the budget
+ * cycles them too: off after the allocation probes, on before them, so no
+ * block is sampled while its free would go unseen); what it cost in CPU
+ * (twice: a period has a detach and an attach) goes into the model's
+ * switch cost, a moving average over the agent's switches that replaces
+ * the calibration's.
  */
-static void switch_alloc(struct duty *d, struct duty_entry *e, bool on)
+static void switch_alloc(struct duty *d, struct duty_entry *e, bool on, bool with_free)
 {
 	uint64_t cpu = thread_cpu_ns();
-	int ret = d->ops.set_alloc(d->ctx, e->pid, e->start, on);
+	int ret = 0;
 
+	with_free = with_free && d->ops.set_free && e->bt.rates.inuse && e->free_on != on;
+	if (with_free && on) {
+		ret = d->ops.set_free(d->ctx, e->pid, e->start, true);
+		if (!ret)
+			e->free_on = true;
+	}
+	if (!ret)
+		ret = d->ops.set_alloc(d->ctx, e->pid, e->start, on);
+	if (!ret && with_free && !on) {
+		ret = d->ops.set_free(d->ctx, e->pid, e->start, false);
+		if (!ret)
+			e->free_on = false;
+	}
 	cpu = thread_cpu_ns() - cpu;
 	d->model.switch_ns = 0.8 * d->model.switch_ns + 0.2 * 2 * (double)cpu;
 	if (ret) {
 		/* the collector keeps the reason in the target's state ("failed") */
 		e->failed = true;
-		pr_warn("pid %d: cannot %s its allocation probes: %s; its duty cycle stops\n",
-			(int)e->pid, on ? "re-attach" : "detach", strerror(-ret));
+		pr_warn("pid %d: cannot %s its %s probes: %s; its duty cycle stops\n",
+			(int)e->pid, on ? "re-attach" : "detach",
+			with_free ? "allocation and free" : "allocation", strerror(-ret));
 		return;
 	}
 	e->on = on;
@@ -183,22 +206,32 @@ static void log_decision(const struct duty *d, const struct duty_entry *e)
 	const struct budget_choice *c = &e->bt.choice;
 
 	pr_info("culpert-bpf: pid %d: %.0f allocator calls/s and %.0f frees/s while probed, "
-		"%.0f ns a hit: duty %.4g (allocation probes on %.2f s of every %.1f s), "
+		"%.0f and %.0f ns a hit: duty %.4g (allocation probes%s on %.2f s of every %.1f s), "
 		"estimated %.3g%% of a CPU (budget %g%%%s)%s\n", (int)e->pid,
-		e->bt.rates.alloc_per_s, e->bt.rates.free_per_s, d->model.ns_per_hit, c->duty,
-		(double)c->on_ns / 1e9, (double)c->period_ns / 1e9, c->est_pct, d->o.max_pct,
+		e->bt.rates.alloc_per_s, e->bt.rates.free_per_s,
+		e->bt.rates.alloc_ns > 0 ? e->bt.rates.alloc_ns : d->model.ns_per_hit,
+		e->bt.rates.free_ns > 0 ? e->bt.rates.free_ns : d->model.ns_per_hit, c->duty,
+		c->free_cycled ? " and free probes" : "", (double)c->on_ns / 1e9,
+		(double)c->period_ns / 1e9, c->est_pct, d->o.max_pct,
 		d->o.max_pct > 0 ? "" : ": no limit", c->over ? "; over the budget even so" : "");
+	if (c->free_cycled)
+		pr_info("culpert-bpf: pid %d: its free probes alone would cost %.3g%% of a CPU: they "
+			"go off with the allocation probes, its heap holds only the blocks allocated "
+			"since they were last re-attached\n", (int)e->pid,
+			e->bt.rates.free_per_s * (e->bt.rates.free_ns > 0 ? e->bt.rates.free_ns :
+						  d->model.ns_per_hit) / 1e7);
 }
 
 /* in-use tracking cannot stay within the budget: the free probes go, live blocks with them */
 static void drop_inuse(struct duty *d, struct duty_entry *e)
 {
 	double free_per_s = e->bt.rates.free_per_s;
+	double ns = e->bt.rates.free_ns > 0 ? e->bt.rates.free_ns : d->model.ns_per_hit;
 	int ret = d->ops.drop_inuse(d->ctx, e->pid, e->start);
 
 	pr_warn("pid %d: its free probes alone would cost %.3g%% of a CPU (%.0f frees/s), over "
 		"--max-overhead %g%%: in-use (heap) tracking %s\n", (int)e->pid,
-		free_per_s * d->model.ns_per_hit / 1e7, free_per_s, d->o.max_pct,
+		free_per_s * ns / 1e7, free_per_s, d->o.max_pct,
 		ret ? "could not be dropped: the free probes stay and the target is over budget" :
 		"is dropped for this target, its heap profile says so");
 	if (ret) {
@@ -206,37 +239,6 @@ static void drop_inuse(struct duty *d, struct duty_entry *e)
 		e->bt.rates.inuse = true;
 		d->model.can_drop_inuse = false;
 	}
-}
-
-static void step(struct duty *d, struct duty_entry *e, uint64_t now_ns)
-{
-	struct budget_action act;
-	uint64_t alloc, freed;
-
-	if (e->failed || d->ops.counters(d->ctx, e->pid, e->start, &alloc, &freed))
-		return;
-	budget_target_step(&e->bt, &d->model, now_ns, alloc, freed, &act);
-	if (act.drop_inuse)
-		drop_inuse(d, e);
-	if (act.decided)
-		log_decision(d, e);
-	if (act.switch_alloc)
-		switch_alloc(d, e, act.alloc_on);
-}
-
-/* a target new to the duty cycle: its probes are on (the collector attached them) */
-static void start_entry(struct duty *d, struct duty_entry *e, pid_t pid, uint64_t start,
-			uint64_t now_ns)
-{
-	uint64_t alloc, freed;
-
-	if (d->ops.counters(d->ctx, pid, start, &alloc, &freed))
-		return;
-	memset(e, 0, sizeof(*e));
-	e->pid = pid;
-	e->start = start;
-	e->used = e->seen = e->on = true;
-	budget_target_init(&e->bt, now_ns, d->o.inuse, alloc, freed);
 }
 
 /* the calibration's figures in the model once it is done; false until then (or if it failed) */
@@ -250,7 +252,59 @@ static bool calibrated(struct duty *d)
 		return false;
 	d->model.ns_per_hit = cal.ns_per_hit > 0 ? cal.ns_per_hit : 1;
 	d->model.switch_ns = cal.switch_ns;
+	d->used_cal = cal;
 	return true;
+}
+
+/*
+ * The target's costs by site class: its return mode from the collector,
+ * the classes' costs from the calibration (the BPF side counts the hits on
+ * single-stepped sites apart, so the mix is measured, not assumed).
+ */
+static void set_costs(struct duty *d, struct duty_entry *e)
+{
+	bool session = false, every_return = false;
+
+	if (d->ops.returns && d->ops.returns(d->ctx, e->pid, e->start, &session, &every_return))
+		return;
+	budget_site_costs(&d->used_cal, session, every_return, &e->bt.costs);
+	if (!(e->bt.costs.alloc > 0))
+		e->bt.costs = (struct budget_site_costs){ 0 };
+	e->costs_set = true;
+}
+
+static void step(struct duty *d, struct duty_entry *e, uint64_t now_ns)
+{
+	struct budget_action act;
+	struct budget_counts c;
+
+	if (e->failed || d->ops.counters(d->ctx, e->pid, e->start, &c))
+		return;
+	if (!e->costs_set)
+		set_costs(d, e);
+	budget_target_step(&e->bt, &d->model, now_ns, &c, &act);
+	if (act.drop_inuse)
+		drop_inuse(d, e);
+	if (act.decided)
+		log_decision(d, e);
+	if (act.switch_alloc)
+		switch_alloc(d, e, act.alloc_on, act.switch_free);
+}
+
+/* a target new to the duty cycle: its probes are on (the collector attached them) */
+static void start_entry(struct duty *d, struct duty_entry *e, pid_t pid, uint64_t start,
+			uint64_t now_ns)
+{
+	struct budget_counts c;
+
+	if (d->ops.counters(d->ctx, pid, start, &c))
+		return;
+	memset(e, 0, sizeof(*e));
+	e->pid = pid;
+	e->start = start;
+	e->used = e->seen = e->on = true;
+	e->free_on = d->o.inuse;
+	budget_target_init(&e->bt, now_ns, d->o.inuse, &c);
 }
 
 static void view_of(const struct duty *d, const struct duty_entry *e, uint64_t now_ns,
@@ -262,6 +316,10 @@ static void view_of(const struct duty *d, const struct duty_entry *e, uint64_t n
 	v->inuse = e->bt.rates.inuse;
 	v->over = e->bt.choice.over;
 	v->decided = e->bt.decisions > 0;
+	v->free_on = e->free_on;
+	v->free_cycled = e->bt.choice.free_cycled;
+	v->alloc_ns = e->bt.rates.alloc_ns > 0 ? e->bt.rates.alloc_ns : d->model.ns_per_hit;
+	v->free_ns = e->bt.rates.free_ns > 0 ? e->bt.rates.free_ns : d->model.ns_per_hit;
 	v->duty = e->bt.choice.duty;
 	v->est_pct = e->bt.choice.est_pct;
 	v->alloc_per_s = e->bt.rates.alloc_per_s;
