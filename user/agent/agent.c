@@ -573,6 +573,11 @@ static int duty_returns(void *ctx, pid_t pid, uint64_t start, bool *session, boo
 	return ret;
 }
 
+static void duty_prog_run_ns(void *ctx, uint64_t *alloc_ns, uint64_t *free_ns)
+{
+	collector__prog_run_ns(ctx, alloc_ns, free_ns);
+}
+
 static int duty_set_free(void *ctx, pid_t pid, uint64_t start, bool on)
 {
 	return collector__set_free_probes(ctx, pid, start, on);
@@ -590,7 +595,8 @@ static int start_duty(struct agent *a)
 	static const struct duty_ops ops = { .counters = duty_counters,
 					     .set_alloc = duty_set_alloc,
 					     .set_free = duty_set_free,
-					     .returns = duty_returns };
+					     .returns = duty_returns,
+					     .prog_run_ns = duty_prog_run_ns };
 	struct duty_opts o = {
 		.max_pct = a->o.max_overhead_pct,
 		.period_ns = a->o.duty_period_ns,

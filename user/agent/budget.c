@@ -173,10 +173,14 @@ static void decide(struct budget_target *bt, const struct budget_model *m, uint6
 	bt->rates.alloc_per_s = per_s(da, on);
 	bt->rates.alloc_ns = mean_cost(da, c->alloc_stepped - bt->at_on.alloc_stepped,
 				       bt->costs.alloc, bt->costs.alloc_stepped);
+	if (bt->rates.alloc_ns > 0)
+		bt->rates.alloc_ns += m->alloc_prog_ns;
 	if (bt->rates.inuse) {
 		bt->rates.free_per_s = per_s(df, on);
 		bt->rates.free_ns = mean_cost(df, c->free_stepped - bt->at_on.free_stepped,
 					      bt->costs.free, bt->costs.free_stepped);
+		if (bt->rates.free_ns > 0)
+			bt->rates.free_ns += m->free_prog_ns;
 	}
 	bt->decided_ns = now_ns;
 	budget_choose(m, &bt->rates, &bt->choice);
@@ -336,6 +340,7 @@ static const char *const calib_class_names[CALIB_CLASSES] = {
 
 struct calib {
 	struct calib_bpf *skel;
+	uint64_t prog_ns, prog_hits;	/* the programs' run time in probed runs, and their hits */
 	pid_t child;
 	int to_child, from_child;
 	char path[64];
@@ -458,6 +463,27 @@ static double calib_run(const struct calib *c, uint64_t n)
 	return ns;
 }
 
+/* the calibration programs' run time so far (BPF run-time stats on), else 0 */
+static uint64_t calib_prog_ns(const struct calib *c)
+{
+	const struct bpf_program *progs[] = { c->skel->progs.calib_hit, c->skel->progs.calib_ret,
+					      c->skel->progs.calib_session };
+	struct bpf_prog_info info;
+	uint64_t sum = 0;
+	__u32 len;
+	size_t i;
+	int fd;
+
+	for (i = 0; i < sizeof(progs) / sizeof(progs[0]); i++) {
+		memset(&info, 0, sizeof(info));
+		len = sizeof(info);
+		fd = bpf_program__fd(progs[i]);
+		if (fd >= 0 && !bpf_obj_get_info_by_fd(fd, &info, &len))
+			sum += info.run_time_ns;
+	}
+	return sum;
+}
+
 /* the probes of a class on the child; 0 or -errno */
 static int calib_attach(const struct calib *c, enum calib_class cls, struct uprobe_set *set)
 {
@@ -485,10 +511,10 @@ static int calib_attach(const struct calib *c, enum calib_class cls, struct upro
  * breakpoint into the process and taking it out, done in this thread; the
  * detach's wait for the probe's last runs is time, not CPU).  0 or -errno.
  */
-static int calib_probed(const struct calib *c, enum calib_class cls, uint64_t n, double *ns,
+static int calib_probed(struct calib *c, enum calib_class cls, uint64_t n, double *ns,
 			double *switch_ns, char *err, size_t errlen)
 {
-	uint64_t cpu = thread_cpu_ns(), before, hits, want = cls == CALIB_RETURN ? 2 * n : n;
+	uint64_t cpu = thread_cpu_ns(), before, hits, run0, want = cls == CALIB_RETURN ? 2 * n : n;
 	struct uprobe_set *set = uprobe_set__new();
 	int ret = set ? calib_attach(c, cls, set) : -ENOMEM;
 
@@ -500,8 +526,11 @@ static int calib_probed(const struct calib *c, enum calib_class cls, uint64_t n,
 	}
 	cpu = thread_cpu_ns() - cpu;
 	before = calib_hits(c);
+	run0 = calib_prog_ns(c);
 	*ns = calib_run(c, n | (cls == CALIB_STEPPED ? CALIB_STEP : 0));
 	hits = calib_hits(c) - before;
+	c->prog_ns += calib_prog_ns(c) - run0;
+	c->prog_hits += hits;
 	cpu -= thread_cpu_ns();
 	uprobe_set__free(set);
 	*switch_ns = (double)(cpu + thread_cpu_ns());
@@ -535,7 +564,7 @@ struct calib_result {
 };
 
 /* rounds of a bare and a probed run, their order alternating so that a drift cancels out */
-static int calib_rounds(const struct calib *c, enum calib_class cls, unsigned int rounds,
+static int calib_rounds(struct calib *c, enum calib_class cls, unsigned int rounds,
 			uint64_t n, struct calib_result *out, char *err, size_t errlen)
 {
 	double diff[rounds], bare[rounds], sw[rounds], probed = 0;
@@ -564,11 +593,11 @@ static int calib_rounds(const struct calib *c, enum calib_class cls, unsigned in
 }
 
 /*
- * Every class in turn; the dearer ones on a fifth of the calls (a
- * single-stepped hit costs about ten emulated ones), so that each class's
- * runs take about as long.
+ * Every class in turn; the dearer ones on a tenth of the calls (a
+ * single-stepped hit costs about fifteen emulated ones), so that no class's
+ * runs take much longer than the others'.
  */
-static int calib_classes(const struct calib *c, unsigned int rounds, uint64_t calls,
+static int calib_classes(struct calib *c, unsigned int rounds, uint64_t calls,
 			 struct budget_calibration *out, char *err, size_t errlen)
 {
 	struct calib_result r[CALIB_CLASSES] = { 0 };
@@ -578,7 +607,7 @@ static int calib_classes(const struct calib *c, unsigned int rounds, uint64_t ca
 		if (cls == CALIB_SESSION && !c->sessions)
 			continue;
 		ret = calib_rounds(c, cls, rounds, cls == CALIB_STEPPED || cls == CALIB_RETURN ?
-				   (calls + 4) / 5 : calls, &r[cls], err, errlen);
+				   (calls + 9) / 10 : calls, &r[cls], err, errlen);
 	}
 	if (ret)
 		return ret;
@@ -591,6 +620,7 @@ static int calib_classes(const struct calib *c, unsigned int rounds, uint64_t ca
 	if (out->ret_ns < 0)
 		out->ret_ns = 0;
 	out->session_ns = r[CALIB_SESSION].hit_ns;
+	out->prog_ns = c->prog_hits ? (double)c->prog_ns / (double)c->prog_hits : 0;
 	out->rounds = rounds;
 	out->calls = calls;
 	return 0;
@@ -631,9 +661,11 @@ void budget_site_costs(const struct budget_calibration *cal, bool session, bool 
 {
 	double step_extra = cal->step_ns > cal->ns_per_hit ? cal->step_ns - cal->ns_per_hit : 0;
 	double entry = session && cal->session_ns > 0 ? cal->session_ns : cal->ns_per_hit;
+	/* with the programs' run time known, the traps alone: the collector's programs are added */
+	double prog = cal->prog_ns > 0 && cal->prog_ns < cal->ns_per_hit ? cal->prog_ns : 0;
 
-	out->alloc = entry + (every_return ? cal->ret_ns : 0);
+	out->alloc = entry - prog + (every_return ? cal->ret_ns - prog : 0);
 	out->alloc_stepped = out->alloc + step_extra;
-	out->free = cal->ns_per_hit;
-	out->free_stepped = cal->ns_per_hit + step_extra;
+	out->free = cal->ns_per_hit - prog;
+	out->free_stepped = out->free + step_extra;
 }

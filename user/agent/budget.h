@@ -44,6 +44,12 @@ struct budget_model {
 	uint64_t window_ns;
 	bool can_drop_inuse;	/* the collector can detach the free probes for good */
 	bool can_cycle_free;	/* the collector can switch the free probes off and on */
+	/*
+	 * the collector's programs' own CPU per allocator and per free hit, as
+	 * the BPF run-time stats measure them on the targets; 0: in the
+	 * site costs already (the calibration's program stands in)
+	 */
+	double alloc_prog_ns, free_prog_ns;
 };
 
 /* a target's measured rates, probe hits per second of the time the probes were on */
@@ -135,6 +141,8 @@ struct budget_calibration {
 	double ret_ns;		/* a return probe's part of an entry + return probe pair */
 	double session_ns;	/* a uprobe session's entry that asks for no return; 0: no sessions */
 	double bare_ns;		/* median ns per call without the probe */
+	/* of each hit, what the calibration's program ran (BPF run-time stats); 0: not known */
+	double prog_ns;
 	double switch_ns;	/* median CPU of one attach + detach */
 	unsigned int rounds;
 	uint64_t calls;		/* per run */

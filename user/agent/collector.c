@@ -468,6 +468,11 @@ int collector__set_alloc_probes(struct collector *c, pid_t pid, uint64_t start_t
 	return ret;
 }
 
+void collector__prog_run_ns(struct collector *c, uint64_t *alloc_ns, uint64_t *free_ns)
+{
+	bpfobj__prog_run_ns(c->sampler, alloc_ns, free_ns);
+}
+
 int collector__set_free_probes(struct collector *c, pid_t pid, uint64_t start_ticks, bool on)
 {
 	struct bpfobj_proc *pr;

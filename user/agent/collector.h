@@ -121,5 +121,7 @@ int collector__set_alloc_probes(struct collector *c, pid_t pid, uint64_t start_t
  * heap_since_unix_ns says since when).  0 or -errno as above.
  */
 int collector__set_free_probes(struct collector *c, pid_t pid, uint64_t start_ticks, bool on);
+/* the CPU its allocation-side and free-side BPF programs ran so far, all targets (stats on) */
+void collector__prog_run_ns(struct collector *c, uint64_t *alloc_ns, uint64_t *free_ns);
 
 #endif /* CULPERT_COLLECTOR_H */

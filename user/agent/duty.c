@@ -12,12 +12,17 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
 
 #include "duty.h"
 #include "log.h"
 
 #define CALIB_ROUNDS 7
-#define CALIB_CALLS 50000
+#define CALIB_CALLS 20000
+/* the collector's programs' cost per hit is measured over at least this long and this many */
+#define PROG_MEASURE_NS (1000ULL * 1000000ULL)
+#define PROG_MEASURE_HITS 1000
 /* the longest a period stretches to keep a window (BUDGET_MIN_ON_NS) */
 #define MAX_PERIOD_FACTOR 10
 
@@ -26,6 +31,7 @@ struct duty_entry {
 	uint64_t start;
 	bool used, seen, on, free_on, failed;
 	bool costs_set;			/* bt.costs from the calibration and its mode */
+	struct budget_counts last;	/* the counters at its last step */
 	struct budget_target bt;
 };
 
@@ -43,6 +49,10 @@ struct duty {
 	int calib_state;		/* 0 running, 1 done, -errno failed */
 	struct budget_calibration cal;
 	struct budget_calibration used_cal;	/* the profiling thread's copy */
+	int stats_fd;			/* BPF run-time stats on while held; -1: off */
+	/* the collector's programs' run time and the hits they ran for, since prog_t0 */
+	uint64_t prog_t0, prog_alloc0, prog_free0, hits_alloc, hits_free;
+	bool prog_measured;
 };
 
 static void *calibrate(void *arg)
@@ -75,6 +85,7 @@ struct duty *duty__new(const struct duty_opts *o, const struct duty_ops *ops, vo
 
 	if (!d)
 		return NULL;
+	d->stats_fd = -1;
 	d->e = calloc(o->max_targets, sizeof(*d->e));
 	d->views = calloc(o->max_targets, sizeof(*d->views));
 	if (!d->e || !d->views) {
@@ -92,6 +103,15 @@ struct duty *duty__new(const struct duty_opts *o, const struct duty_ops *ops, vo
 	d->model.can_drop_inuse = ops->drop_inuse != NULL;
 	d->model.can_cycle_free = ops->set_free != NULL;
 	pthread_mutex_init(&d->lock, NULL);
+	/*
+	 * Run-time stats: what the collector's programs cost a hit is measured
+	 * on the targets themselves (and the calibration's own program, to be
+	 * left out of the traps' cost).  On for every BPF program while held.
+	 */
+	d->stats_fd = o->calibrate ? bpf_enable_stats(BPF_STATS_RUN_TIME) : -1;
+	if (o->calibrate && d->stats_fd < 0)
+		pr_info("culpert-bpf: no BPF run-time stats (%s): the calibration's program stands "
+			"in for the collector's in the cost of a hit\n", strerror(errno));
 	if (!o->calibrate) {
 		d->calib_state = 1;
 		d->cal = o->given;
@@ -110,6 +130,8 @@ void duty__free(struct duty *d)
 		return;
 	if (d->calib_started)
 		pthread_join(d->calib_thread, NULL);
+	if (d->stats_fd >= 0)
+		close(d->stats_fd);
 	if (d->views)
 		pthread_mutex_destroy(&d->lock);
 	free(d->e);
@@ -252,6 +274,8 @@ static bool calibrated(struct duty *d)
 		return false;
 	d->model.ns_per_hit = cal.ns_per_hit > 0 ? cal.ns_per_hit : 1;
 	d->model.switch_ns = cal.switch_ns;
+	/* the calibration's program until the collector's are measured (the traps are without) */
+	d->model.alloc_prog_ns = d->model.free_prog_ns = cal.prog_ns;
 	d->used_cal = cal;
 	return true;
 }
@@ -280,6 +304,9 @@ static void step(struct duty *d, struct duty_entry *e, uint64_t now_ns)
 
 	if (e->failed || d->ops.counters(d->ctx, e->pid, e->start, &c))
 		return;
+	d->hits_alloc += c.alloc - e->last.alloc;
+	d->hits_free += c.free - e->last.free;
+	e->last = c;
 	if (!e->costs_set)
 		set_costs(d, e);
 	budget_target_step(&e->bt, &d->model, now_ns, &c, &act);
@@ -304,7 +331,50 @@ static void start_entry(struct duty *d, struct duty_entry *e, pid_t pid, uint64_
 	e->start = start;
 	e->used = e->seen = e->on = true;
 	e->free_on = d->o.inuse;
+	e->last = c;
 	budget_target_init(&e->bt, now_ns, d->o.inuse, &c);
+}
+
+/* blend a new measurement into a figure: the first replaces the stand-in */
+static void blend(double *into, double v, bool first)
+{
+	*into = first ? v : 0.5 * *into + 0.5 * v;
+}
+
+/*
+ * The collector's programs' CPU per allocator hit and per free hit, all
+ * targets together, over a second at least: what they cost on top of the
+ * trap (a program that samples, follows returns and tracks blocks costs
+ * several times the calibration's).
+ */
+static void measure_progs(struct duty *d, uint64_t now_ns)
+{
+	uint64_t a, f;
+
+	if (!d->ops.prog_run_ns || d->stats_fd < 0)
+		return;
+	d->ops.prog_run_ns(d->ctx, &a, &f);
+	if (!d->prog_t0) {
+		d->prog_t0 = now_ns;
+		d->prog_alloc0 = a;
+		d->prog_free0 = f;
+		d->hits_alloc = d->hits_free = 0;
+		return;
+	}
+	if (now_ns - d->prog_t0 < PROG_MEASURE_NS)
+		return;
+	if (d->hits_alloc >= PROG_MEASURE_HITS && a >= d->prog_alloc0)
+		blend(&d->model.alloc_prog_ns, (double)(a - d->prog_alloc0) / (double)d->hits_alloc,
+		      !d->prog_measured);
+	if (d->hits_free >= PROG_MEASURE_HITS && f >= d->prog_free0)
+		blend(&d->model.free_prog_ns, (double)(f - d->prog_free0) / (double)d->hits_free,
+		      !d->prog_measured);
+	if (d->hits_alloc >= PROG_MEASURE_HITS)
+		d->prog_measured = true;
+	d->prog_t0 = now_ns;
+	d->prog_alloc0 = a;
+	d->prog_free0 = f;
+	d->hits_alloc = d->hits_free = 0;
 }
 
 static void view_of(const struct duty *d, const struct duty_entry *e, uint64_t now_ns,
@@ -362,6 +432,8 @@ void duty__tick(struct duty *d, const pid_t *pids, const uint64_t *starts, size_
 			step(d, e, now_ns);
 		e->seen = e->used;
 	}
+	if (ready)
+		measure_progs(d, now_ns);
 	/* exited: the collector detached everything */
 	for (i = 0; i < d->o.max_targets; i++)
 		if (d->e[i].used && !d->e[i].seen)

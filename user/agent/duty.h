@@ -31,6 +31,12 @@ struct duty_ops {
 	int (*returns)(void *ctx, pid_t pid, uint64_t start, bool *session, bool *every_return);
 	/* detach the free probes and discard the live blocks for good; NULL if impossible */
 	int (*drop_inuse)(void *ctx, pid_t pid, uint64_t start);
+	/*
+	 * the CPU time the collector's allocation-side and free-side programs
+	 * ran so far, every target together (BPF run-time stats); NULL: the
+	 * calibration's program stands in for them
+	 */
+	void (*prog_run_ns)(void *ctx, uint64_t *alloc_ns, uint64_t *free_ns);
 	/* the clock of duty__tick's now_ns, read after an attach; NULL: CLOCK_MONOTONIC */
 	uint64_t (*now)(void *ctx);
 };

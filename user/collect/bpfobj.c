@@ -1484,6 +1484,29 @@ const char *bpfobj_inuse__name(enum bpfobj_inuse m)
 	}
 }
 
+/* a loaded program's CPU time in its runs so far (BPF run-time stats on), else 0 */
+static uint64_t prog_run_ns(const struct bpf_program *prog)
+{
+	struct bpf_prog_info info;
+	__u32 len = sizeof(info);
+	int fd = bpf_program__fd(prog);
+
+	memset(&info, 0, sizeof(info));
+	if (fd < 0 || bpf_obj_get_info_by_fd(fd, &info, &len))
+		return 0;
+	return info.run_time_ns;
+}
+
+void bpfobj__prog_run_ns(const struct bpfobj *s, uint64_t *alloc_ns, uint64_t *free_ns)
+{
+	const struct culpert_bpf *k = s->skel;
+
+	*alloc_ns = prog_run_ns(k->progs.alloc_enter) + prog_run_ns(k->progs.alloc_exit) +
+		    prog_run_ns(k->progs.alloc_exit_point) + prog_run_ns(k->progs.alloc_exit_hoist) +
+		    prog_run_ns(k->progs.alloc_session) + prog_run_ns(k->progs.otel_alloc);
+	*free_ns = prog_run_ns(k->progs.free_enter) + prog_run_ns(k->progs.otel_free);
+}
+
 bool bpfobj_sessions(bool no_multi, bool no_session)
 {
 	const struct kfeatures *f = features__get();

@@ -200,6 +200,12 @@ bool bpfobj__otel_loaded(const struct bpfobj *s);
 const char *bpfobj_inuse__name(enum bpfobj_inuse m);
 /* will uprobe sessions be used (uprobe_multi and 6.13+, not --no-session/--no-multi)? */
 bool bpfobj_sessions(bool no_multi, bool no_session);
+/*
+ * The CPU time the object's allocation-side programs (entries, returns,
+ * sessions) and its free-side programs have run, every process together;
+ * 0 unless BPF run-time stats are on (bpf_enable_stats()).
+ */
+void bpfobj__prog_run_ns(const struct bpfobj *s, uint64_t *alloc_ns, uint64_t *free_ns);
 /* how the allocator probes attach: uprobe_multi links unless --no-multi or too old a kernel */
 enum uprobe_mode bpfobj_uprobe_mode(bool no_multi);
 /* how --inuse would see returns, given the same options */
