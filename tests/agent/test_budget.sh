@@ -16,18 +16,40 @@ RAW="$PY tests/tools/pprof_raw.py"
 TAG=bud$$
 
 # A flat-out malloc loop (no in-use: its free probes alone would be most of
-# a CPU) under --max-overhead 10: the CPU it loses is 10% +- 50%, i.e.
-# between 5% and 15% of one CPU; 10% rather than the default 1% so that it
-# stands out of the rounds' spread (about 1% of a CPU).  The period is 2 s so
-# that each 8 s window holds whole periods.
+# a CPU) under --max-overhead 10: the duty chosen is below 1 and the
+# estimate the budget (functional, whatever the load); and the CPU it loses
+# is 10% of a CPU within a tolerance that comes from the spread measured in
+# the same run: the unprofiled windows compared with each other (A/A) show
+# what the measure reads where nothing is lost; the tolerance is the larger
+# of 50% of the budget and 3 times that spread.  Where 3 times the spread
+# exceeds the budget itself, the machine is too noisy to resolve it: the
+# measurement is reported, not judged (the budget tests below judge every
+# round on targets whose CPU shows it).  The period is 2 s so that each 8 s
+# window holds whole periods.
 test_budget_overhead() {
 	need_root || return
 	cp "$TARGETS/alloc_bound" "$TMP/${TAG}o"
 	start_target "$TMP/t.out" "$TMP/${TAG}o" || return
-	rounds 10 8 --no-inuse --duty-period 2s || return
-	echo "  CPU lost at --max-overhead 10: median $loss% (rounds: $losses)"
-	$PY -c 'import sys; sys.exit(0 if 5 <= float(sys.argv[1]) <= 15 else 1)' "$loss" ||
-		fail "the target lost $loss% of a CPU (rounds $losses), budget 10% +- 50%"
+	ROUNDS=4 rounds 10 8 --no-inuse --duty-period 2s || return
+	spread=$(aa_spread "$TMP/u")
+	echo "  CPU lost at --max-overhead 10: median $loss% (rounds: $losses); A/A spread" \
+		"$spread%; duties $(tr '\n' ' ' <"$TMP/duty"); estimates $(tr '\n' ' ' <"$TMP/est")"
+	$PY - "$TMP/duty" "$TMP/est" <<-'PYEOF' || fail "duty or estimate: $(cat "$TMP/duty" "$TMP/est" | tr '\n' ' ')"
+	import sys
+	duty = [float(l) for l in open(sys.argv[1]) if l.strip()]
+	est = [float(l) for l in open(sys.argv[2]) if l.strip()]
+	sys.exit(0 if duty and est and all(0 < d < 1 for d in duty) and
+		 all(0.09 <= e <= 0.11 for e in est) else 1)
+	PYEOF
+	$PY -c 'import sys
+loss, spread = float(sys.argv[1]), float(sys.argv[2])
+tol = max(5, 3 * spread)
+if 3 * spread > 10:
+    print("  A/A spread %.2f%%: 3 times it is over the budget, the loss is not judged" % spread)
+    sys.exit(0)
+print("  tolerance +- %.2f%% of a CPU" % tol)
+sys.exit(0 if abs(loss - 10) <= tol else 1)' "$loss" "$spread" ||
+		fail "the target lost $loss% of a CPU (rounds $losses), budget 10% +- max(50%, 3 x A/A spread $spread%)"
 	kill "$target_pid"
 	wait "$target_pid" 2>/dev/null
 	return 0
@@ -41,10 +63,10 @@ test_budget_overhead() {
 # processed and its CPU from /proc/PID/stat; on alloc_bound (glibc) by its
 # own counts.  4 s periods: each 8 s window holds whole ones.
 budget_inuse() {
-	rounds 10 8 --inuse --duty-period 4s || return 1
-	echo "  $1 at --max-overhead 10 with --inuse: lost $losses% of a CPU, estimated" \
+	rounds "$2" 8 --inuse --duty-period 4s || return 1
+	echo "  $1 at --max-overhead $2 with --inuse: lost $losses% of a CPU, estimated" \
 		"$(awk '{ printf "%.2f%% ", $1 * 100 }' "$TMP/est")"
-	bad=$(check_rounds 10)
+	bad=$(check_rounds "$2")
 	[ -z "$bad" ] || fail "$1: $bad"
 }
 
@@ -52,7 +74,7 @@ test_budget_redis_inuse() {
 	need_root || return
 	redis_start || return
 	SAMPLER=sample_redis
-	budget_inuse redis
+	budget_inuse redis 10
 	SAMPLER=
 	redis_stop
 	return 0
@@ -61,8 +83,10 @@ test_budget_redis_inuse() {
 test_budget_glibc_inuse() {
 	need_root || return
 	cp "$TARGETS/alloc_bound" "$TMP/${TAG}g"
-	start_target "$TMP/t.out" "$TMP/${TAG}g" 0 1024 64 || return
-	budget_inuse alloc_bound
+	start_target "$TMP/t.out" "$TMP/${TAG}g" 30000 1024 64 || return
+	ROUND_WAIT="costs scaled"
+	budget_inuse alloc_bound 5
+	ROUND_WAIT=
 	kill "$target_pid"
 	wait "$target_pid" 2>/dev/null
 	return 0

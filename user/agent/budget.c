@@ -138,6 +138,7 @@ void budget_target_init(struct budget_target *bt, uint64_t now_ns, bool inuse,
 	bt->rates.inuse = inuse;
 	bt->choice.duty = 1;
 	bt->choice.inuse = inuse;
+	bt->cost_scale = 1;
 }
 
 static double per_s(uint64_t hits, uint64_t ns)
@@ -174,13 +175,13 @@ static void decide(struct budget_target *bt, const struct budget_model *m, uint6
 	bt->rates.alloc_ns = mean_cost(da, c->alloc_stepped - bt->at_on.alloc_stepped,
 				       bt->costs.alloc, bt->costs.alloc_stepped);
 	if (bt->rates.alloc_ns > 0)
-		bt->rates.alloc_ns += m->alloc_prog_ns;
+		bt->rates.alloc_ns = (bt->rates.alloc_ns + m->alloc_prog_ns) * bt->cost_scale;
 	if (bt->rates.inuse) {
 		bt->rates.free_per_s = per_s(df, on);
 		bt->rates.free_ns = mean_cost(df, c->free_stepped - bt->at_on.free_stepped,
 					      bt->costs.free, bt->costs.free_stepped);
 		if (bt->rates.free_ns > 0)
-			bt->rates.free_ns += m->free_prog_ns;
+			bt->rates.free_ns = (bt->rates.free_ns + m->free_prog_ns) * bt->cost_scale;
 	}
 	bt->decided_ns = now_ns;
 	budget_choose(m, &bt->rates, &bt->choice);
@@ -195,6 +196,21 @@ static void decide(struct budget_target *bt, const struct budget_model *m, uint6
 	if (bt->cycled_on && now_ns > bt->phase_end_ns)
 		late = now_ns - bt->phase_end_ns;
 	bt->cycled_on = false;
+	/*
+	 * Within budget but near it, costs never checked: off for a moment, a
+	 * few times, for the target's own CPU time to say what the probes cost
+	 */
+	if (bt->choice.duty >= 1 && m->max_pct > 0 && !bt->scale_checked &&
+	    bt->check_tries < BUDGET_CHECK_TRIES && bt->choice.est_pct > m->max_pct / 4) {
+		bt->check_tries++;
+		bt->phase = BUDGET_OFF;
+		bt->phase_end_ns = now_ns + BUDGET_CHECK_OFF_NS;
+		/* the next on window measures again, as long as a short window */
+		bt->choice.on_ns = m->window_ns ? m->window_ns : bt->choice.period_ns;
+		act->switch_alloc = true;
+		act->alloc_on = false;
+		return;
+	}
 	if (bt->choice.duty >= 1) {
 		/* stays on: measured again a short window from now */
 		bt->on_start_ns = now_ns;

@@ -27,6 +27,12 @@
  * window needs it), so the estimate follows the load within it.
  */
 #define BUDGET_WINDOW_NS (4000ULL * 1000000ULL)
+/*
+ * A target within budget but near it has its allocation probes off this
+ * long, a few times, so that its own CPU time can check the costs
+ */
+#define BUDGET_CHECK_OFF_NS (1000ULL * 1000000ULL)
+#define BUDGET_CHECK_TRIES 3
 
 /* what the choice is made from, the same for every target */
 struct budget_model {
@@ -107,6 +113,13 @@ struct budget_target {
 	struct budget_choice choice;	/* the last decision (duty 1 until the first) */
 	unsigned int decisions;
 	bool cycled_on;			/* the current on window is a cycle's (not a measurement) */
+	/*
+	 * what the target's own CPU time said the probes cost it, over what
+	 * the site costs predicted (1 until measured): scales its costs
+	 */
+	double cost_scale;
+	bool scale_checked;		/* cost_scale measured at least once */
+	unsigned int check_tries;	/* off windows taken only to check the costs */
 };
 
 /* what the profiling thread must do after budget_target_step() */

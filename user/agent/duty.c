@@ -7,8 +7,10 @@
  * is done, every target's probes stay on (what the collector attached),
  * and the first decision waits for it.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -32,6 +34,10 @@ struct duty_entry {
 	bool used, seen, on, free_on, failed;
 	bool costs_set;			/* bt.costs from the calibration and its mode */
 	struct budget_counts last;	/* the counters at its last step */
+	/* its own CPU (schedstat, every thread) at the last switch, for checking the costs */
+	uint64_t mark_ns, mark_run, mark_wait;
+	bool marked, have_on, on_busy;
+	double on_cpu, on_pred;		/* the last on window: CPU share, the costs' prediction */
 	struct budget_target bt;
 };
 
@@ -181,6 +187,8 @@ static uint64_t thread_cpu_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
+static void check_costs(struct duty *d, struct duty_entry *e);
+
 /*
  * Switch the allocation probes (and the free probes when the budget
  * cycles them too: off after the allocation probes, on before them, so no
@@ -191,9 +199,11 @@ static uint64_t thread_cpu_ns(void)
  */
 static void switch_alloc(struct duty *d, struct duty_entry *e, bool on, bool with_free)
 {
-	uint64_t cpu = thread_cpu_ns();
+	uint64_t cpu;
 	int ret = 0;
 
+	check_costs(d, e);
+	cpu = thread_cpu_ns();
 	with_free = with_free && d->ops.set_free && e->bt.rates.inuse && e->free_on != on;
 	if (with_free && on) {
 		ret = d->ops.set_free(d->ctx, e->pid, e->start, true);
@@ -242,6 +252,89 @@ static void log_decision(const struct duty *d, const struct duty_entry *e)
 			"since they were last re-attached\n", (int)e->pid,
 			e->bt.rates.free_per_s * (e->bt.rates.free_ns > 0 ? e->bt.rates.free_ns :
 						  d->model.ns_per_hit) / 1e7);
+}
+
+/* the process's CPU time and run-queue wait so far, every thread (/proc/PID/task/N/schedstat) */
+static int proc_sched(pid_t pid, uint64_t *run, uint64_t *wait)
+{
+	char path[64];
+	struct dirent *de;
+	unsigned long long r, w;
+	DIR *dir;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	dir = opendir(path);
+	if (!dir)
+		return -errno;
+	*run = *wait = 0;
+	while ((de = readdir(dir))) {
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%.16s/schedstat", (int)pid, de->d_name);
+		f = fopen(path, "re");
+		if (!f)
+			continue;
+		if (fscanf(f, "%llu %llu", &r, &w) == 2) {
+			*run += r;
+			*wait += w;
+		}
+		fclose(f);
+	}
+	closedir(dir);
+	return 0;
+}
+
+/*
+ * The costs checked against the target's own CPU time: over an on window
+ * and the off window after it, the CPU share it ran with the probes on
+ * less the share with them off is what the probes switched cost it,
+ * against what the site costs predicted for the rates of that window.
+ * Only where both windows had the target idle part of the time (its CPU
+ * plus its run-queue wait under 90% of the time): a process that would
+ * run all the time pays the probes in work it does not do, not in more
+ * CPU.  The ratio scales the target's costs from then on (blended, within
+ * 0.5-10): the traps of a site shared with other consumers, the caches a
+ * real program loses, what no calibration in a child can see.
+ */
+static void check_costs(struct duty *d, struct duty_entry *e)
+{
+	uint64_t now = d->ops.now ? d->ops.now(d->ctx) : mono_ns(), run = 0, wait = 0, dt;
+	const struct budget_rates *r = &e->bt.rates;
+	double cpu, k, pred;
+	bool busy;
+
+	if (!d->o.calibrate || proc_sched(e->pid, &run, &wait))
+		return;
+	dt = now - e->mark_ns;
+	if (e->marked && dt > 0 && run >= e->mark_run && wait >= e->mark_wait) {
+		cpu = (double)(run - e->mark_run) / (double)dt;
+		busy = (double)(run - e->mark_run + wait - e->mark_wait) > 0.9 * (double)dt;
+		if (e->on) {
+			/* the window ending now was on: what the costs say it cost, raw */
+			pred = r->alloc_per_s * r->alloc_ns / 1e9;
+			if (e->bt.choice.free_cycled && r->inuse)
+				pred += r->free_per_s * r->free_ns / 1e9;
+			e->on_cpu = cpu;
+			e->on_busy = busy;
+			e->on_pred = e->bt.cost_scale > 0 ? pred / e->bt.cost_scale : pred;
+			e->have_on = true;
+		} else if (e->have_on && !e->on_busy && !busy && e->on_pred > 0.003) {
+			k = (e->on_cpu - cpu) / e->on_pred;
+			k = k < 0.5 ? 0.5 : k > 10 ? 10 : k;
+			e->bt.cost_scale = e->bt.scale_checked ? 0.6 * e->bt.cost_scale + 0.4 * k : k;
+			e->bt.scale_checked = true;
+			pr_info("culpert-bpf: pid %d: its CPU with the probes on %.3g%%, off %.3g%%: "
+				"they cost it %.3g%% of a CPU, the site costs said %.3g%%: costs "
+				"scaled by %.3g\n", (int)e->pid, e->on_cpu * 100, cpu * 100,
+				(e->on_cpu - cpu) * 100, e->on_pred * 100, e->bt.cost_scale);
+			e->have_on = false;
+		}
+	}
+	e->mark_ns = now;
+	e->mark_run = run;
+	e->mark_wait = wait;
+	e->marked = true;
 }
 
 /* in-use tracking cannot stay within the budget: the free probes go, live blocks with them */
@@ -333,6 +426,7 @@ static void start_entry(struct duty *d, struct duty_entry *e, pid_t pid, uint64_
 	e->free_on = d->o.inuse;
 	e->last = c;
 	budget_target_init(&e->bt, now_ns, d->o.inuse, &c);
+	check_costs(d, e);
 }
 
 /* blend a new measurement into a figure: the first replaces the stand-in */
