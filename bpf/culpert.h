@@ -152,7 +152,10 @@ struct culpert_proc {
 	__u64 totals_over_bytes;	/* their self bytes and calls, and how many */
 	__u64 totals_over_calls;
 	__u64 totals_over_instances;
-	/* of calls_alloc and calls_free, the hits on single-stepped probes (CULPERT_PROBE_F_STEPPED) */
+	/*
+	 * of calls_alloc and calls_free, the hits on single-stepped probes
+	 * (CULPERT_PROBE_F_STEPPED)
+	 */
 	__u64 calls_alloc_stepped;
 	__u64 calls_free_stepped;
 };

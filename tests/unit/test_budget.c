@@ -62,7 +62,8 @@ static void test_duty(void)
 	ASSERT_NEAR((double)c.on_ns, 5.96e9, 1, "window");
 	ASSERT_NEAR(c.est_pct, 1, 1e-9, "estimate at the budget");
 	ASSERT_NEAR(c.free_pct, 0.5, 1e-9, "free part");
-	ASSERT_NEAR(budget_estimate_pct(&model, &(struct budget_rates){ .alloc_per_s = 100000, .free_per_s = 10000, .inuse = true },
+	ASSERT_NEAR(budget_estimate_pct(&model, &(struct budget_rates){ .alloc_per_s = 100000,
+					.free_per_s = 10000, .inuse = true },
 					0.5, 60 * S), 2.5 + 0.5 + 2e6 / 60e9 * 100, 1e-9,
 		    "estimate at duty 0.5");
 	ASSERT_TRUE(c.inuse && !c.over, "in-use kept, not over");
@@ -104,7 +105,8 @@ static void test_drop_inuse(void)
 	 */
 	{
 		struct budget_model m = model;
-		struct budget_rates r = { .alloc_per_s = 100000, .free_per_s = 30000, .inuse = true };
+		struct budget_rates r = { .alloc_per_s = 100000, .free_per_s = 30000,
+					  .inuse = true };
 
 		m.can_drop_inuse = false;
 		budget_choose(&m, &r, &c);
@@ -159,19 +161,23 @@ static void test_cycle(void)
 	struct budget_action a;
 
 	budget_target_init(&bt, 0, true, &(struct budget_counts){ .alloc = 0, .free = 0 });
-	budget_target_step(&bt, &model, S / 2, &(struct budget_counts){ .alloc = 50000, .free = 5000 }, &a);
+	budget_target_step(&bt, &model, S / 2,
+			   &(struct budget_counts){ .alloc = 50000, .free = 5000 }, &a);
 	ASSERT_TRUE(!a.switch_alloc && !a.decided, "nothing before the first second");
-	budget_target_step(&bt, &model, S, &(struct budget_counts){ .alloc = 100000, .free = 10000 }, &a);
+	budget_target_step(&bt, &model, S,
+			   &(struct budget_counts){ .alloc = 100000, .free = 10000 }, &a);
 	ASSERT_TRUE(a.decided && a.switch_alloc && !a.alloc_on && !a.drop_inuse, "off");
 	ASSERT_NEAR(bt.rates.alloc_per_s, 100000, 1e-6, "alloc rate");
 	ASSERT_NEAR(bt.rates.free_per_s, 10000, 1e-6, "free rate");
 	ASSERT_NEAR(bt.choice.duty, 5.96 / 60, 1e-9, "duty");
 	ASSERT_NEAR((double)bt.phase_end_ns, 55.04e9, 1, "off until 55.04 s");
 	ASSERT_EQ(budget_target_observed(&bt, 30 * S), S, "observed while off");
-	budget_target_step(&bt, &model, 55040000000ULL, &(struct budget_counts){ .alloc = 100000, .free = 550400 }, &a);
+	budget_target_step(&bt, &model, 55040000000ULL,
+			   &(struct budget_counts){ .alloc = 100000, .free = 550400 }, &a);
 	ASSERT_TRUE(a.switch_alloc && a.alloc_on && !a.decided, "on again");
 	ASSERT_NEAR((double)budget_target_observed(&bt, 58 * S), 3.96e9, 1, "observed while on");
-	budget_target_step(&bt, &model, 61 * S, &(struct budget_counts){ .alloc = 100000 + 596000, .free = 610000 }, &a);
+	budget_target_step(&bt, &model, 61 * S,
+			   &(struct budget_counts){ .alloc = 100000 + 596000, .free = 610000 }, &a);
 	ASSERT_TRUE(a.switch_alloc && !a.alloc_on && !a.decided, "off, same duty");
 	ASSERT_NEAR(bt.rates.alloc_per_s, 100000, 1e-6, "alloc rate of the window");
 	ASSERT_NEAR(bt.rates.free_per_s, 10000, 1e-6, "free rate over the period");
@@ -185,13 +191,15 @@ static void test_cycle_on_and_drop(void)
 	struct budget_action a;
 
 	budget_target_init(&bt, 10 * S, true, &(struct budget_counts){ .alloc = 7, .free = 7 });
-	budget_target_step(&bt, &model, 11 * S, &(struct budget_counts){ .alloc = 1007, .free = 507 }, &a);
+	budget_target_step(&bt, &model, 11 * S,
+			   &(struct budget_counts){ .alloc = 1007, .free = 507 }, &a);
 	ASSERT_TRUE(a.decided && !a.switch_alloc, "stays on");
 	ASSERT_EQ(bt.phase_end_ns, 71 * S, "next decision a period later");
 	ASSERT_EQ(budget_target_observed(&bt, 41 * S), 31 * S, "observed all along");
 
 	budget_target_init(&bt, 0, true, &(struct budget_counts){ .alloc = 0, .free = 0 });
-	budget_target_step(&bt, &model, S, &(struct budget_counts){ .alloc = 100000, .free = 30000 }, &a);
+	budget_target_step(&bt, &model, S,
+			   &(struct budget_counts){ .alloc = 100000, .free = 30000 }, &a);
 	ASSERT_TRUE(a.decided && a.drop_inuse && a.switch_alloc && !a.alloc_on, "dropped, off");
 	ASSERT_TRUE(!bt.rates.inuse && !bt.choice.inuse, "in-use off for good");
 	ASSERT_NEAR(bt.choice.duty, 11.96 / 60, 1e-9, "duty");

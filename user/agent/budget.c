@@ -201,8 +201,14 @@ static void decide(struct budget_target *bt, const struct budget_model *m, uint6
 	 * few times, for the target's own CPU time to say what the probes cost
 	 */
 	if (bt->choice.duty >= 1 && m->max_pct > 0 && !bt->scale_checked &&
-	    bt->check_tries < BUDGET_CHECK_TRIES && bt->choice.est_pct > m->max_pct / 4) {
+	    bt->check_tries < BUDGET_CHECK_TRIES && bt->choice.est_pct > m->max_pct / 10) {
 		bt->check_tries++;
+		/*
+		 * the free probes too: their traps are part of what is checked
+		 * (the heap restarts once they are back, and says so)
+		 */
+		bt->check_free = bt->rates.inuse;
+		act->switch_free = bt->check_free;
 		bt->phase = BUDGET_OFF;
 		bt->phase_end_ns = now_ns + BUDGET_CHECK_OFF_NS;
 		/* the next on window measures again, as long as a short window */
@@ -252,7 +258,8 @@ void budget_target_step(struct budget_target *bt, const struct budget_model *m, 
 	bt->phase_end_ns = now_ns + bt->choice.on_ns;
 	act->switch_alloc = true;
 	act->alloc_on = true;
-	act->switch_free = bt->choice.free_cycled;
+	act->switch_free = bt->choice.free_cycled || bt->check_free;
+	bt->check_free = false;
 }
 
 uint64_t budget_target_observed(const struct budget_target *bt, uint64_t now_ns)
@@ -356,7 +363,8 @@ static const char *const calib_class_names[CALIB_CLASSES] = {
 
 struct calib {
 	struct calib_bpf *skel;
-	uint64_t prog_ns, prog_hits;	/* the programs' run time in probed runs, and their hits */
+	/* the programs' run time in probed runs, and their hits */
+	uint64_t prog_ns, prog_hits;
 	pid_t child;
 	int to_child, from_child;
 	char path[64];

@@ -72,7 +72,10 @@ struct budget_choice {
 	uint64_t period_ns;
 	uint64_t on_ns;		/* duty * period_ns */
 	bool inuse;		/* false: the free probes alone exceed the budget, in-use dropped */
-	/* the free probes alone exceed it: they go off with the allocation probes, the heap is partial */
+	/*
+	 * the free probes alone exceed it: they go off with the allocation probes, the heap is
+	 * partial
+	 */
 	bool free_cycled;
 	bool over;		/* even the shortest window at the longest period exceeds it */
 	double est_pct;		/* estimated CPU the target pays, % of one CPU */
@@ -97,7 +100,8 @@ struct budget_counts {
 
 /* what one hit costs this target, by the class of the probe it hits (ns) */
 struct budget_site_costs {
-	double alloc, alloc_stepped;	/* allocator entries (with their return probes, if any) */
+	/* allocator entries (with their return probes, if any) */
+	double alloc, alloc_stepped;
 	double free, free_stepped;	/* deallocator entries */
 };
 
@@ -112,7 +116,8 @@ struct budget_target {
 	struct budget_rates rates;	/* as last measured */
 	struct budget_choice choice;	/* the last decision (duty 1 until the first) */
 	unsigned int decisions;
-	bool cycled_on;			/* the current on window is a cycle's (not a measurement) */
+	/* the current on window is a cycle's (not a measurement) */
+	bool cycled_on;
 	/*
 	 * what the target's own CPU time said the probes cost it, over what
 	 * the site costs predicted (1 until measured): scales its costs
@@ -120,6 +125,7 @@ struct budget_target {
 	double cost_scale;
 	bool scale_checked;		/* cost_scale measured at least once */
 	unsigned int check_tries;	/* off windows taken only to check the costs */
+	bool check_free;		/* the current check has the free probes off too */
 };
 
 /* what the profiling thread must do after budget_target_step() */
@@ -127,7 +133,8 @@ struct budget_action {
 	bool switch_alloc;	/* attach (alloc_on) or detach the allocation probes now */
 	bool alloc_on;
 	bool drop_inuse;	/* detach the free probes and discard the live blocks, for good */
-	bool switch_free;	/* the free probes too: off after the allocation probes, on before */
+	/* the free probes too: off after the allocation probes, on before */
+	bool switch_free;
 	bool decided;		/* a new choice was made (-v logs it when the duty changed) */
 };
 
@@ -149,10 +156,12 @@ uint64_t budget_target_observed(const struct budget_target *bt, uint64_t now_ns)
 double budget_median(double *v, unsigned int n);
 
 struct budget_calibration {
-	double ns_per_hit;	/* median over rounds of (probed - bare) per call: an emulated probe */
+	/* median over rounds of (probed - bare) per call: an emulated probe */
+	double ns_per_hit;
 	double step_ns;		/* the same on a single-stepped instruction */
 	double ret_ns;		/* a return probe's part of an entry + return probe pair */
-	double session_ns;	/* a uprobe session's entry that asks for no return; 0: no sessions */
+	/* a uprobe session's entry that asks for no return; 0: no sessions */
+	double session_ns;
 	double bare_ns;		/* median ns per call without the probe */
 	/* of each hit, what the calibration's program ran (BPF run-time stats); 0: not known */
 	double prog_ns;

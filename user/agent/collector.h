@@ -63,7 +63,8 @@ struct collector_state {
 	 * probes are off are not counted: calls_alloc stands still then.
 	 */
 	uint64_t calls_alloc, calls_free;
-	uint64_t calls_alloc_stepped, calls_free_stepped;	/* of those, single-stepped sites' */
+	/* of those, single-stepped sites' */
+	uint64_t calls_alloc_stepped, calls_free_stepped;
 	uint64_t observed_ns;	/* time the allocation probes were on since pick-up */
 	/*
 	 * Unix ns since when the heap is complete: the free probes were off

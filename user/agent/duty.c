@@ -35,9 +35,12 @@ struct duty_entry {
 	bool costs_set;			/* bt.costs from the calibration and its mode */
 	struct budget_counts last;	/* the counters at its last step */
 	/* its own CPU (schedstat, every thread) at the last switch, for checking the costs */
-	uint64_t mark_ns, mark_run, mark_wait;
+	uint64_t mark_ns, mark_run, mark_wait, mark_sys;
 	bool marked, have_on, on_busy;
-	double on_cpu, on_pred;		/* the last on window: CPU share, the costs' prediction */
+	/* the last on window: CPU and system CPU shares, length, the costs' prediction */
+	double on_cpu, on_sys, on_dt, on_pred_alloc, on_pred_free;
+	/* the probes' cost measured and predicted, over the pairs */
+	double extra_ns, pred_ns;
 	struct budget_target bt;
 };
 
@@ -238,7 +241,8 @@ static void log_decision(const struct duty *d, const struct duty_entry *e)
 	const struct budget_choice *c = &e->bt.choice;
 
 	pr_info("culpert-bpf: pid %d: %.0f allocator calls/s and %.0f frees/s while probed, "
-		"%.0f and %.0f ns a hit: duty %.4g (allocation probes%s on %.2f s of every %.1f s), "
+		"%.0f and %.0f ns a hit: duty %.4g (allocation probes%s on %.2f s of every "
+		"%.1f s), "
 		"estimated %.3g%% of a CPU (budget %g%%%s)%s\n", (int)e->pid,
 		e->bt.rates.alloc_per_s, e->bt.rates.free_per_s,
 		e->bt.rates.alloc_ns > 0 ? e->bt.rates.alloc_ns : d->model.ns_per_hit,
@@ -247,27 +251,35 @@ static void log_decision(const struct duty *d, const struct duty_entry *e)
 		(double)c->period_ns / 1e9, c->est_pct, d->o.max_pct,
 		d->o.max_pct > 0 ? "" : ": no limit", c->over ? "; over the budget even so" : "");
 	if (c->free_cycled)
-		pr_info("culpert-bpf: pid %d: its free probes alone would cost %.3g%% of a CPU: they "
-			"go off with the allocation probes, its heap holds only the blocks allocated "
-			"since they were last re-attached\n", (int)e->pid,
+		pr_info("culpert-bpf: pid %d: its free probes alone would cost %.3g%% of a "
+			"CPU: they go off with the allocation probes, its heap holds only the "
+			"blocks allocated since they were last re-attached\n", (int)e->pid,
 			e->bt.rates.free_per_s * (e->bt.rates.free_ns > 0 ? e->bt.rates.free_ns :
 						  d->model.ns_per_hit) / 1e7);
 }
 
-/* the process's CPU time and run-queue wait so far, every thread (/proc/PID/task/N/schedstat) */
-static int proc_sched(pid_t pid, uint64_t *run, uint64_t *wait)
+/*
+ * The process's CPU time, its system part and its run-queue wait so far,
+ * every thread: /proc/PID/task/N/schedstat (ns) and /proc/PID/stat's
+ * stime (clock ticks)
+ */
+static int proc_sched(pid_t pid, uint64_t *run, uint64_t *wait, uint64_t *sys)
 {
-	char path[64];
+	unsigned long long r, w, st;
+	static long hz;
 	struct dirent *de;
-	unsigned long long r, w;
+	char path[64];
 	DIR *dir;
 	FILE *f;
+	int n;
 
+	if (!hz)
+		hz = sysconf(_SC_CLK_TCK) > 0 ? sysconf(_SC_CLK_TCK) : 100;
 	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
 	dir = opendir(path);
 	if (!dir)
 		return -errno;
-	*run = *wait = 0;
+	*run = *wait = *sys = 0;
 	while ((de = readdir(dir))) {
 		if (de->d_name[0] == '.')
 			continue;
@@ -282,58 +294,83 @@ static int proc_sched(pid_t pid, uint64_t *run, uint64_t *wait)
 		fclose(f);
 	}
 	closedir(dir);
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	/* past "(comm)", which may hold spaces: the 13th field after is stime */
+	n = fscanf(f, "%*d (%*[^)]) %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %llu", &st);
+	fclose(f);
+	if (n != 1)
+		return -EINVAL;
+	*sys = st * 1000000000ULL / (unsigned long long)hz;
 	return 0;
 }
 
 /*
  * The costs checked against the target's own CPU time: over an on window
  * and the off window after it, the CPU share it ran with the probes on
- * less the share with them off is what the probes switched cost it,
- * against what the site costs predicted for the rates of that window.
- * Only where both windows had the target idle part of the time (its CPU
- * plus its run-queue wait under 90% of the time): a process that would
- * run all the time pays the probes in work it does not do, not in more
- * CPU.  The ratio scales the target's costs from then on (blended, within
- * 0.5-10): the traps of a site shared with other consumers, the caches a
- * real program loses, what no calibration in a child can see.
+ * less the share with them off is what the probes switched cost it.  A
+ * process that would run all the time (its CPU plus its run-queue wait
+ * over 90% of the time) pays the probes in work it does not do rather
+ * than in more CPU: there the system part of its CPU, where the traps and
+ * the programs are, says it instead.  Summed over the pairs (older ones
+ * fading), against what the site costs predicted for the rates of each
+ * window: the ratio (within 0.5-10) scales the target's costs from then
+ * on.  It catches what no calibration in a child can see: the traps of a
+ * site shared with other consumers, the caches a real program loses.
  */
 static void check_costs(struct duty *d, struct duty_entry *e)
 {
-	uint64_t now = d->ops.now ? d->ops.now(d->ctx) : mono_ns(), run = 0, wait = 0, dt;
+	uint64_t now = d->ops.now ? d->ops.now(d->ctx) : mono_ns(), run = 0, wait = 0, sys = 0;
 	const struct budget_rates *r = &e->bt.rates;
-	double cpu, k, pred;
+	double dt, cpu, sysr, pred, k;
 	bool busy;
 
-	if (!d->o.calibrate || proc_sched(e->pid, &run, &wait))
+	if (!d->o.calibrate || proc_sched(e->pid, &run, &wait, &sys))
 		return;
-	dt = now - e->mark_ns;
-	if (e->marked && dt > 0 && run >= e->mark_run && wait >= e->mark_wait) {
-		cpu = (double)(run - e->mark_run) / (double)dt;
-		busy = (double)(run - e->mark_run + wait - e->mark_wait) > 0.9 * (double)dt;
+	dt = (double)(now - e->mark_ns);
+	if (e->marked && dt > 0 && run >= e->mark_run && wait >= e->mark_wait &&
+	    sys >= e->mark_sys) {
+		cpu = (double)(run - e->mark_run) / dt;
+		sysr = (double)(sys - e->mark_sys) / dt;
+		busy = (double)(run - e->mark_run + wait - e->mark_wait) > 0.9 * dt;
 		if (e->on) {
-			/* the window ending now was on: what the costs say it cost, raw */
-			pred = r->alloc_per_s * r->alloc_ns / 1e9;
-			if (e->bt.choice.free_cycled && r->inuse)
-				pred += r->free_per_s * r->free_ns / 1e9;
+			/* the window ending now was on: what the costs say each side cost, raw */
+			k = e->bt.cost_scale > 0 ? e->bt.cost_scale : 1;
+			e->on_pred_alloc = r->alloc_per_s * r->alloc_ns / 1e9 / k;
+			e->on_pred_free = r->inuse ? r->free_per_s * r->free_ns / 1e9 / k : 0;
 			e->on_cpu = cpu;
+			e->on_sys = sysr;
 			e->on_busy = busy;
-			e->on_pred = e->bt.cost_scale > 0 ? pred / e->bt.cost_scale : pred;
+			e->on_dt = dt;
 			e->have_on = true;
-		} else if (e->have_on && !e->on_busy && !busy && e->on_pred > 0.003) {
-			k = (e->on_cpu - cpu) / e->on_pred;
-			k = k < 0.5 ? 0.5 : k > 10 ? 10 : k;
-			e->bt.cost_scale = e->bt.scale_checked ? 0.6 * e->bt.cost_scale + 0.4 * k : k;
-			e->bt.scale_checked = true;
-			pr_info("culpert-bpf: pid %d: its CPU with the probes on %.3g%%, off %.3g%%: "
-				"they cost it %.3g%% of a CPU, the site costs said %.3g%%: costs "
-				"scaled by %.3g\n", (int)e->pid, e->on_cpu * 100, cpu * 100,
-				(e->on_cpu - cpu) * 100, e->on_pred * 100, e->bt.cost_scale);
+		} else if (e->have_on) {
+			/* the off window ending now had the free probes off too, or not */
+			pred = e->on_pred_alloc + (e->free_on ? 0 : e->on_pred_free);
+			busy = busy || e->on_busy;
+			e->extra_ns = 0.8 * e->extra_ns +
+				      (busy ? e->on_sys - sysr : e->on_cpu - cpu) * e->on_dt;
+			e->pred_ns = 0.8 * e->pred_ns + pred * e->on_dt;
 			e->have_on = false;
+			/* 10 ms of predicted cost at least: a few clock ticks of stime */
+			if (e->pred_ns >= 1e7) {
+				k = e->extra_ns / e->pred_ns;
+				e->bt.cost_scale = k < 0.5 ? 0.5 : k > 10 ? 10 : k;
+				e->bt.scale_checked = true;
+				pr_info("culpert-bpf: pid %d: its %s with the probes on %.3g%% "
+					"of a CPU, off %.3g%%: the costs of a hit scaled by "
+					"%.3g\n",
+					(int)e->pid, busy ? "system CPU" : "CPU",
+					(busy ? e->on_sys : e->on_cpu) * 100,
+					(busy ? sysr : cpu) * 100, e->bt.cost_scale);
+			}
 		}
 	}
 	e->mark_ns = now;
 	e->mark_run = run;
 	e->mark_wait = wait;
+	e->mark_sys = sys;
 	e->marked = true;
 }
 

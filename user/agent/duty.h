@@ -27,7 +27,10 @@ struct duty_ops {
 	 * then on); NULL: they stay attached
 	 */
 	int (*set_free)(void *ctx, pid_t pid, uint64_t start, bool on);
-	/* how the target's allocations return: a session, a return probe on every call; NULL: neither */
+	/*
+	 * how the target's allocations return: a session, a return probe on every call; NULL:
+	 * neither
+	 */
 	int (*returns)(void *ctx, pid_t pid, uint64_t start, bool *session, bool *every_return);
 	/* detach the free probes and discard the live blocks for good; NULL if impossible */
 	int (*drop_inuse)(void *ctx, pid_t pid, uint64_t start);
@@ -62,7 +65,8 @@ struct duty_view {
 	bool free_on;		/* free probes attached now (with inuse) */
 	bool free_cycled;	/* the free probes are switched too: the heap is partial */
 	double duty, est_pct, alloc_per_s, free_per_s;
-	double alloc_ns, free_ns;	/* its mean cost of a hit, by the classes of the sites hit */
+	/* its mean cost of a hit, by the classes of the sites hit */
+	double alloc_ns, free_ns;
 	uint64_t observed_ns, period_ns;
 };
 

@@ -273,9 +273,11 @@ static const struct duty_series {
 	{ "culpert_target_inuse_tracking", "gauge",
 	  "1 while frees are followed (in-use); 0 once dropped for the budget." },
 	{ "culpert_target_free_probes_on", "gauge",
-	  "1 while the free probes are on; the budget switches them only when they alone exceed it." },
+	  "1 while the free probes are on; the budget switches them only when they alone "
+	  "exceed it." },
 	{ "culpert_target_seconds_per_hit", "gauge",
-	  "What a probe hit costs the target, by the classes of the sites it hit, as last measured." },
+	  "What a probe hit costs the target, by the classes of the sites it hit, as last "
+	  "measured." },
 };
 
 static void duty_line(FILE *f, size_t k, const struct agent_target *t, const char *probe,

@@ -55,8 +55,10 @@ struct bpfobj_proc {
 	size_t n_otel_alloc, n_otel_free;	/* their sites */
 	uint64_t armed_ns, disarmed_ns;	/* the window where every probe was live */
 	bool alloc_on;			/* allocation probes attached */
-	bool free_off;			/* deallocator probes detached (bpfobj_proc__set_free) */
-	uint64_t heap_since_ns;		/* blocks allocated before this are not in the live table */
+	/* deallocator probes detached (bpfobj_proc__set_free) */
+	bool free_off;
+	/* blocks allocated before this are not in the live table */
+	uint64_t heap_since_ns;
 	uint64_t on_since_ns, observed_ns;	/* time they were on */
 	bool registered;		/* in the procs map */
 	struct culpert_proc final;	/* its entry when it left the map (unregistered) */
@@ -911,7 +913,8 @@ int bpfobj_proc__set_free(struct bpfobj_proc *pr, bool on, char *err, size_t err
 	}
 	if (!on) {
 		if (pr->alloc_on) {
-			snprintf(err, errlen, "pid %d: free probes off while allocation probes are on",
+			snprintf(err, errlen,
+				 "pid %d: free probes off while allocation probes are on",
 				 (int)pr->pid);
 			return -EBUSY;
 		}
@@ -1502,7 +1505,8 @@ void bpfobj__prog_run_ns(const struct bpfobj *s, uint64_t *alloc_ns, uint64_t *f
 	const struct culpert_bpf *k = s->skel;
 
 	*alloc_ns = prog_run_ns(k->progs.alloc_enter) + prog_run_ns(k->progs.alloc_exit) +
-		    prog_run_ns(k->progs.alloc_exit_point) + prog_run_ns(k->progs.alloc_exit_hoist) +
+		    prog_run_ns(k->progs.alloc_exit_point) +
+		    prog_run_ns(k->progs.alloc_exit_hoist) +
 		    prog_run_ns(k->progs.alloc_session) + prog_run_ns(k->progs.otel_alloc);
 	*free_ns = prog_run_ns(k->progs.free_enter) + prog_run_ns(k->progs.otel_free);
 }
