@@ -204,11 +204,10 @@ static void decide(struct budget_target *bt, const struct budget_model *m, uint6
 	    bt->check_tries < BUDGET_CHECK_TRIES && bt->choice.est_pct > m->max_pct / 10) {
 		bt->check_tries++;
 		/*
-		 * the free probes too: their traps are part of what is checked
-		 * (the heap restarts once they are back, and says so)
+		 * the allocation probes only: the free probes going off would
+		 * restart the heap of a target that is within its budget
 		 */
-		bt->check_free = bt->rates.inuse;
-		act->switch_free = bt->check_free;
+		bt->check_free = false;
 		bt->phase = BUDGET_OFF;
 		bt->phase_end_ns = now_ns + BUDGET_CHECK_OFF_NS;
 		/* the next on window measures again, as long as a short window */
