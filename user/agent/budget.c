@@ -370,6 +370,7 @@ struct calib {
 	uint64_t offset, step_offset;	/* of budget_calib_fn, budget_calib_step */
 	enum uprobe_mode mode;		/* the collector's, for entries */
 	bool sessions;
+	const volatile int *stop;	/* set: cut the calibration short */
 };
 
 /* the file offset of fn in the executable mapped here (and in the child) */
@@ -596,6 +597,10 @@ static int calib_rounds(struct calib *c, enum calib_class cls, unsigned int roun
 	int ret = 0;
 
 	for (r = 0; r < rounds && !ret; r++) {
+		if (c->stop && *c->stop) {
+			snprintf(err, errlen, "the agent is stopping");
+			return -ECANCELED;
+		}
 		if (r % 2)
 			ret = calib_probed(c, cls, n, &probed, &sw[r], err, errlen);
 		bare[r] = calib_run(c, bare_n);
@@ -649,10 +654,10 @@ static int calib_classes(struct calib *c, unsigned int rounds, uint64_t calls,
 	return 0;
 }
 
-int budget_calibrate(unsigned int rounds, uint64_t calls, struct budget_calibration *out,
-		     char *err, size_t errlen)
+int budget_calibrate(unsigned int rounds, uint64_t calls, const volatile int *stop,
+		     struct budget_calibration *out, char *err, size_t errlen)
 {
-	struct calib c = { .to_child = -1, .from_child = -1 };
+	struct calib c = { .to_child = -1, .from_child = -1, .stop = stop };
 	int ret;
 
 	memset(out, 0, sizeof(*out));

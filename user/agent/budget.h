@@ -176,10 +176,12 @@ struct budget_calibration {
  * `rounds` rounds; every probed run's hits are checked against the calls.
  * Each class of probe site its own way: an emulated instruction, a
  * single-stepped one, an entry with a return probe, a session (where the
- * kernel has them).  0, or -errno with the reason in err.
+ * kernel has them).  Cut short (-ECANCELED) between two runs once *stop
+ * (may be NULL) is set: an agent stopping does not wait for a calibration
+ * of several seconds.  0, or -errno with the reason in err.
  */
-int budget_calibrate(unsigned int rounds, uint64_t calls, struct budget_calibration *out,
-		     char *err, size_t errlen);
+int budget_calibrate(unsigned int rounds, uint64_t calls, const volatile int *stop,
+		     struct budget_calibration *out, char *err, size_t errlen);
 
 /* a target's costs by site class from the calibration, for its inuse mode */
 void budget_site_costs(const struct budget_calibration *cal, bool session, bool every_return,

@@ -62,6 +62,7 @@ struct duty {
 	/* the collector's programs' run time and the hits they ran for, since prog_t0 */
 	uint64_t prog_t0, prog_alloc0, prog_free0, hits_alloc, hits_free;
 	bool prog_measured;
+	volatile int stopping;		/* duty__free(): the calibration stops at its next run */
 };
 
 static void *calibrate(void *arg)
@@ -69,12 +70,14 @@ static void *calibrate(void *arg)
 	struct duty *d = arg;
 	struct budget_calibration cal;
 	char err[256] = "";
-	int ret = budget_calibrate(CALIB_ROUNDS, CALIB_CALLS, &cal, err, sizeof(err));
+	int ret = budget_calibrate(CALIB_ROUNDS, CALIB_CALLS, &d->stopping, &cal, err,
+				   sizeof(err));
 
-	if (ret)
+	/* cut short by a stop: nothing to say */
+	if (ret && ret != -ECANCELED)
 		pr_warn("cannot calibrate the cost of a probe hit: %s; --max-overhead is not "
 			"enforced, the allocation probes stay on\n", err);
-	else
+	else if (!ret)
 		pr_info("culpert-bpf: a probe hit costs %.0f ns on this kernel on an emulated "
 			"instruction, %.0f ns single-stepped, a return probe %.0f ns more, a "
 			"session's entry %.0f ns (a call %.1f ns without; median of %u rounds of "
@@ -137,6 +140,7 @@ void duty__free(struct duty *d)
 {
 	if (!d)
 		return;
+	d->stopping = 1;
 	if (d->calib_started)
 		pthread_join(d->calib_thread, NULL);
 	if (d->stats_fd >= 0)
