@@ -48,8 +48,11 @@ int BPF_KPROBE(free_enter, void *ptr)
 {
 	struct culpert_proc *p;
 
-	if (count_calls && (p = proc_get()))
+	if (count_calls && (p = proc_get())) {
 		__sync_fetch_and_add(&p->calls_free, 1);
+		if (bpf_get_attach_cookie(ctx) & CULPERT_PROBE_F_STEPPED)
+			__sync_fetch_and_add(&p->calls_free_stepped, 1);
+	}
 	inuse_free((__u64)ptr);
 	return 0;
 }

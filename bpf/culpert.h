@@ -70,6 +70,12 @@ enum culpert_fn {
  * operator new calling malloc): that nested call's return probe gives it
  */
 #define CULPERT_PROBE_F_DELEGATE	(1U << 19)
+/*
+ * the probe sits on an instruction the kernel single-steps (not one it
+ * emulates): its hits are counted apart (calls_*_stepped), since each
+ * costs several times an emulated one (docs/agent.md, "Overhead budget")
+ */
+#define CULPERT_PROBE_F_STEPPED		(1U << 20)
 
 /* kernel-side counters, one __u64 each in the `counters` array */
 enum culpert_counter {
@@ -146,6 +152,12 @@ struct culpert_proc {
 	__u64 totals_over_bytes;	/* their self bytes and calls, and how many */
 	__u64 totals_over_calls;
 	__u64 totals_over_instances;
+	/*
+	 * of calls_alloc and calls_free, the hits on single-stepped probes
+	 * (CULPERT_PROBE_F_STEPPED)
+	 */
+	__u64 calls_alloc_stepped;
+	__u64 calls_free_stepped;
 };
 
 /*

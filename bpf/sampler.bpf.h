@@ -286,8 +286,11 @@ static __always_inline bool handle_alloc(struct pt_regs *ctx, __u32 fn, __u64 fl
 	 * (uprobe_multi checks the thread group, perf uprobes the mm), and
 	 * this runs on every allocation.
 	 */
-	if (count_calls && (proc = proc_get()))
+	if (count_calls && (proc = proc_get())) {
 		__sync_fetch_and_add(&proc->calls_alloc, 1);
+		if (flags & CULPERT_PROBE_F_STEPPED)
+			__sync_fetch_and_add(&proc->calls_alloc_stepped, 1);
+	}
 	hs = hot_state_get();
 	if (!hs) {
 		count(CULPERT_CNT_NO_STATE);

@@ -42,3 +42,19 @@ done
 apt-get update -qq >/dev/null
 # shellcheck disable=SC2086
 apt-get install -y -qq --no-install-recommends $missing >/dev/null
+# services the tests start instances of their own of (redis-server): not left running
+for svc in redis-server; do
+	case " $missing " in
+	*" $svc "*)
+		if command -v service >/dev/null 2>&1; then
+			service "$svc" stop >/dev/null 2>&1 || true
+		fi
+		if command -v update-rc.d >/dev/null 2>&1; then
+			update-rc.d "$svc" disable >/dev/null 2>&1 || true
+		fi
+		if command -v systemctl >/dev/null 2>&1; then
+			systemctl disable --now "$svc" >/dev/null 2>&1 || true
+		fi
+		;;
+	esac
+done

@@ -62,7 +62,8 @@ static void test_duty(void)
 	ASSERT_NEAR((double)c.on_ns, 5.96e9, 1, "window");
 	ASSERT_NEAR(c.est_pct, 1, 1e-9, "estimate at the budget");
 	ASSERT_NEAR(c.free_pct, 0.5, 1e-9, "free part");
-	ASSERT_NEAR(budget_estimate_pct(&model, &(struct budget_rates){ 100000, 10000, true },
+	ASSERT_NEAR(budget_estimate_pct(&model, &(struct budget_rates){ .alloc_per_s = 100000,
+					.free_per_s = 10000, .inuse = true },
 					0.5, 60 * S), 2.5 + 0.5 + 2e6 / 60e9 * 100, 1e-9,
 		    "estimate at duty 0.5");
 	ASSERT_TRUE(c.inuse && !c.over, "in-use kept, not over");
@@ -104,7 +105,8 @@ static void test_drop_inuse(void)
 	 */
 	{
 		struct budget_model m = model;
-		struct budget_rates r = { 100000, 30000, true };
+		struct budget_rates r = { .alloc_per_s = 100000, .free_per_s = 30000,
+					  .inuse = true };
 
 		m.can_drop_inuse = false;
 		budget_choose(&m, &r, &c);
@@ -158,20 +160,24 @@ static void test_cycle(void)
 	struct budget_target bt;
 	struct budget_action a;
 
-	budget_target_init(&bt, 0, true, 0, 0);
-	budget_target_step(&bt, &model, S / 2, 50000, 5000, &a);
+	budget_target_init(&bt, 0, true, &(struct budget_counts){ .alloc = 0, .free = 0 });
+	budget_target_step(&bt, &model, S / 2,
+			   &(struct budget_counts){ .alloc = 50000, .free = 5000 }, &a);
 	ASSERT_TRUE(!a.switch_alloc && !a.decided, "nothing before the first second");
-	budget_target_step(&bt, &model, S, 100000, 10000, &a);
+	budget_target_step(&bt, &model, S,
+			   &(struct budget_counts){ .alloc = 100000, .free = 10000 }, &a);
 	ASSERT_TRUE(a.decided && a.switch_alloc && !a.alloc_on && !a.drop_inuse, "off");
 	ASSERT_NEAR(bt.rates.alloc_per_s, 100000, 1e-6, "alloc rate");
 	ASSERT_NEAR(bt.rates.free_per_s, 10000, 1e-6, "free rate");
 	ASSERT_NEAR(bt.choice.duty, 5.96 / 60, 1e-9, "duty");
 	ASSERT_NEAR((double)bt.phase_end_ns, 55.04e9, 1, "off until 55.04 s");
 	ASSERT_EQ(budget_target_observed(&bt, 30 * S), S, "observed while off");
-	budget_target_step(&bt, &model, 55040000000ULL, 100000, 550400, &a);
+	budget_target_step(&bt, &model, 55040000000ULL,
+			   &(struct budget_counts){ .alloc = 100000, .free = 550400 }, &a);
 	ASSERT_TRUE(a.switch_alloc && a.alloc_on && !a.decided, "on again");
 	ASSERT_NEAR((double)budget_target_observed(&bt, 58 * S), 3.96e9, 1, "observed while on");
-	budget_target_step(&bt, &model, 61 * S, 100000 + 596000, 610000, &a);
+	budget_target_step(&bt, &model, 61 * S,
+			   &(struct budget_counts){ .alloc = 100000 + 596000, .free = 610000 }, &a);
 	ASSERT_TRUE(a.switch_alloc && !a.alloc_on && !a.decided, "off, same duty");
 	ASSERT_NEAR(bt.rates.alloc_per_s, 100000, 1e-6, "alloc rate of the window");
 	ASSERT_NEAR(bt.rates.free_per_s, 10000, 1e-6, "free rate over the period");
@@ -184,17 +190,99 @@ static void test_cycle_on_and_drop(void)
 	struct budget_target bt;
 	struct budget_action a;
 
-	budget_target_init(&bt, 10 * S, true, 7, 7);
-	budget_target_step(&bt, &model, 11 * S, 1007, 507, &a);
+	budget_target_init(&bt, 10 * S, true, &(struct budget_counts){ .alloc = 7, .free = 7 });
+	budget_target_step(&bt, &model, 11 * S,
+			   &(struct budget_counts){ .alloc = 1007, .free = 507 }, &a);
 	ASSERT_TRUE(a.decided && !a.switch_alloc, "stays on");
 	ASSERT_EQ(bt.phase_end_ns, 71 * S, "next decision a period later");
 	ASSERT_EQ(budget_target_observed(&bt, 41 * S), 31 * S, "observed all along");
 
-	budget_target_init(&bt, 0, true, 0, 0);
-	budget_target_step(&bt, &model, S, 100000, 30000, &a);
+	budget_target_init(&bt, 0, true, &(struct budget_counts){ .alloc = 0, .free = 0 });
+	budget_target_step(&bt, &model, S,
+			   &(struct budget_counts){ .alloc = 100000, .free = 30000 }, &a);
 	ASSERT_TRUE(a.decided && a.drop_inuse && a.switch_alloc && !a.alloc_on, "dropped, off");
 	ASSERT_TRUE(!bt.rates.inuse && !bt.choice.inuse, "in-use off for good");
 	ASSERT_NEAR(bt.choice.duty, 11.96 / 60, 1e-9, "duty");
+}
+
+/*
+ * 30k frees/s = 1.5% alone over 1%, with a collector that can switch the
+ * free probes: both go off and on together, a + f = 6.5%, the window is
+ * (1% * 60 s - 2 ms) / 6.5% = 9.2 s; the estimate is the budget
+ */
+static void test_free_cycled(void)
+{
+	struct budget_model m = model;
+	struct budget_rates r = { .alloc_per_s = 100000, .free_per_s = 30000, .inuse = true };
+	struct budget_choice c;
+
+	m.can_cycle_free = true;
+	budget_choose(&m, &r, &c);
+	ASSERT_TRUE(c.inuse && c.free_cycled && !c.over, "in-use kept, free probes cycled");
+	ASSERT_NEAR((double)c.on_ns, 9.2e9, 1, "window");
+	ASSERT_NEAR(c.est_pct, 1, 1e-9, "estimate at the budget");
+	ASSERT_NEAR(c.free_pct, 1.5 * 9.2 / 60, 1e-9, "free part, paid while on");
+	/* the free probes within the budget: they stay, only the allocation probes cycle */
+	r.free_per_s = 10000;
+	budget_choose(&m, &r, &c);
+	ASSERT_TRUE(!c.free_cycled, "free probes stay on");
+	ASSERT_NEAR(c.duty, 5.96 / 60, 1e-9, "duty as without cycling");
+}
+
+/*
+ * Hits by class: 90k allocator hits on emulated sites (500 ns) and 10k on
+ * single-stepped ones (5 us) in the first second: 950 ns a hit, 9.5% of a
+ * CPU; the free side all stepped, 1k/s: 0.5%
+ */
+static void test_site_classes(void)
+{
+	struct budget_target bt;
+	struct budget_action a;
+	struct budget_counts c = { 0 };
+
+	budget_target_init(&bt, 0, true, &c);
+	bt.costs = (struct budget_site_costs){ .alloc = 500, .alloc_stepped = 5000,
+					       .free = 500, .free_stepped = 5000 };
+	c = (struct budget_counts){ .alloc = 100000, .alloc_stepped = 10000, .free = 1000,
+				    .free_stepped = 1000 };
+	budget_target_step(&bt, &model, S, &c, &a);
+	ASSERT_NEAR(bt.rates.alloc_ns, 950, 1e-9, "mean allocator hit");
+	ASSERT_NEAR(bt.rates.free_ns, 5000, 1e-9, "mean free hit");
+	/* window ((1% - 0.5%) * 60 s - 2 ms) / 9.5% */
+	ASSERT_NEAR((double)bt.choice.on_ns, (0.005 * 60 - 0.002) / 0.095 * 1e9, 1, "window");
+}
+
+/*
+ * window_ns 4 s: the period is 4 s, the window ((1% - 0.5%) * 4 s - 2 ms) /
+ * 5% = 0.36 s; an on window the agent ended late (1.08 s, three times as
+ * long) is followed by an off window three times as long, so the time on
+ * stays the duty; a target on all the time is measured again 4 s later
+ */
+static void test_window(void)
+{
+	struct budget_model m = model;
+	struct budget_target bt;
+	struct budget_action a;
+
+	m.window_ns = 4 * S;
+	budget_target_init(&bt, 0, true, &(struct budget_counts){ 0 });
+	budget_target_step(&bt, &m, S, &(struct budget_counts){ .alloc = 100000, .free = 10000 },
+			   &a);
+	ASSERT_EQ(bt.choice.period_ns, 4 * S, "period");
+	ASSERT_NEAR((double)bt.choice.on_ns, 0.36e9, 1, "window");
+	ASSERT_NEAR((double)bt.phase_end_ns, 1e9 + 3.64e9, 1, "off for the period's rest");
+	budget_target_step(&bt, &m, 4640000000ULL,
+			   &(struct budget_counts){ .alloc = 100000, .free = 10000 }, &a);
+	ASSERT_TRUE(a.switch_alloc && a.alloc_on, "on");
+	budget_target_step(&bt, &m, 5720000000ULL,
+			   &(struct budget_counts){ .alloc = 208000, .free = 20800 }, &a);
+	ASSERT_TRUE(a.switch_alloc && !a.alloc_on, "off, late");
+	ASSERT_NEAR((double)bt.phase_end_ns, 5.72e9 + 3 * 3.64e9, 1e3, "off three times as long");
+
+	budget_target_init(&bt, 0, true, &(struct budget_counts){ 0 });
+	budget_target_step(&bt, &m, S, &(struct budget_counts){ .alloc = 100, .free = 100 }, &a);
+	ASSERT_TRUE(!a.switch_alloc, "stays on");
+	ASSERT_EQ(bt.phase_end_ns, 5 * S, "measured again 4 s later");
 }
 
 static void test_median(void)
@@ -215,14 +303,13 @@ struct sim {
 	uint64_t now_ns;
 };
 
-static int sim_counters(void *ctx, pid_t pid, uint64_t start, uint64_t *alloc, uint64_t *freed)
+static int sim_counters(void *ctx, pid_t pid, uint64_t start, struct budget_counts *out)
 {
 	struct sim *s = ctx;
 
 	if (pid != 42)
 		return -ENOENT;
-	*alloc = (uint64_t)s->alloc;
-	*freed = (uint64_t)s->freed;
+	*out = (struct budget_counts){ .alloc = (uint64_t)s->alloc, .free = (uint64_t)s->freed };
 	return 0;
 }
 
@@ -249,7 +336,8 @@ static uint64_t sim_now(void *ctx)
  */
 static void test_runner(void)
 {
-	struct duty_opts o = { .max_pct = 1, .period_ns = 60 * S, .inuse = true, .max_targets = 4,
+	struct duty_opts o = { .max_pct = 1, .period_ns = 60 * S, .window_ns = 60 * S,
+			       .inuse = true, .max_targets = 4,
 			       .given = { .ns_per_hit = 500, .switch_ns = 2e6 } };
 	struct duty_ops ops = { .counters = sim_counters, .set_alloc = sim_set_alloc,
 				.now = sim_now };
@@ -307,6 +395,9 @@ int main(void)
 	RUN_TEST(test_no_limit);
 	RUN_TEST(test_cycle);
 	RUN_TEST(test_cycle_on_and_drop);
+	RUN_TEST(test_free_cycled);
+	RUN_TEST(test_site_classes);
+	RUN_TEST(test_window);
 	RUN_TEST(test_median);
 	RUN_TEST(test_runner);
 	return TEST_EXIT();

@@ -601,14 +601,36 @@ static void announce(struct agent *a)
 }
 
 /* the duty cycles' side of the collector: its probe-hit counters and its switch */
-static int duty_counters(void *ctx, pid_t pid, uint64_t start, uint64_t *alloc, uint64_t *freed)
+static int duty_counters(void *ctx, pid_t pid, uint64_t start, struct budget_counts *out)
 {
 	struct collector_state st;
 	int ret = collector__state(ctx, pid, start, &st);
 
-	*alloc = st.calls_alloc;
-	*freed = st.calls_free;
+	out->alloc = st.calls_alloc;
+	out->free = st.calls_free;
+	out->alloc_stepped = st.calls_alloc_stepped;
+	out->free_stepped = st.calls_free_stepped;
 	return ret;
+}
+
+static int duty_returns(void *ctx, pid_t pid, uint64_t start, bool *session, bool *every_return)
+{
+	struct collector_state st;
+	int ret = collector__state(ctx, pid, start, &st);
+
+	*session = st.session;
+	*every_return = st.every_return;
+	return ret;
+}
+
+static void duty_prog_run_ns(void *ctx, uint64_t *alloc_ns, uint64_t *free_ns)
+{
+	collector__prog_run_ns(ctx, alloc_ns, free_ns);
+}
+
+static int duty_set_free(void *ctx, pid_t pid, uint64_t start, bool on)
+{
+	return collector__set_free_probes(ctx, pid, start, on);
 }
 
 static int duty_set_alloc(void *ctx, pid_t pid, uint64_t start, bool on)
@@ -619,9 +641,12 @@ static int duty_set_alloc(void *ctx, pid_t pid, uint64_t start, bool on)
 /* the budget: the calibration starts on its own thread now, the cycles with the targets */
 static int start_duty(struct agent *a)
 {
-	/* no drop_inuse: the collector cannot detach a target's free probes yet */
+	/* no drop_inuse: the free probes are cycled with the allocation probes instead */
 	static const struct duty_ops ops = { .counters = duty_counters,
-					     .set_alloc = duty_set_alloc };
+					     .set_alloc = duty_set_alloc,
+					     .set_free = duty_set_free,
+					     .returns = duty_returns,
+					     .prog_run_ns = duty_prog_run_ns };
 	struct duty_opts o = {
 		.max_pct = a->o.max_overhead_pct,
 		.period_ns = a->o.duty_period_ns,

@@ -28,22 +28,39 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "bpfobj.h"
 #include "budget.h"
 #include "calib.skel.h"
 #include "procmaps.h"
+#include "uprobe.h"
 
 #define NS 1e9
+
+static double alloc_cost(const struct budget_model *m, const struct budget_rates *r)
+{
+	return r->alloc_per_s * (r->alloc_ns > 0 ? r->alloc_ns : m->ns_per_hit) / NS;
+}
+
+static double free_cost(const struct budget_model *m, const struct budget_rates *r)
+{
+	return r->inuse ? r->free_per_s * (r->free_ns > 0 ? r->free_ns : m->ns_per_hit) / NS : 0;
+}
+
+/* the free probes cycled with the allocation probes: both are paid only while on */
+static double estimate(const struct budget_model *m, const struct budget_rates *r, double duty,
+		       uint64_t period_ns, bool free_cycled)
+{
+	double share = duty * alloc_cost(m, r) + (free_cycled ? duty : 1) * free_cost(m, r);
+
+	if (duty < 1 && period_ns)
+		share += m->switch_ns / (double)period_ns;
+	return share * 100;
+}
 
 double budget_estimate_pct(const struct budget_model *m, const struct budget_rates *r,
 			   double duty, uint64_t period_ns)
 {
-	double share = duty * r->alloc_per_s * m->ns_per_hit / NS;
-
-	if (r->inuse)
-		share += r->free_per_s * m->ns_per_hit / NS;
-	if (duty < 1 && period_ns)
-		share += m->switch_ns / (double)period_ns;
-	return share * 100;
+	return estimate(m, r, duty, period_ns, false);
 }
 
 /*
@@ -52,18 +69,22 @@ double budget_estimate_pct(const struct budget_model *m, const struct budget_rat
  * window is shorter than min_on_ns, the period stretches so that the
  * window is min_on_ns and the estimate still the budget:
  *	((b - f) * P - s) / a = min_on  =>  P = (min_on * a + s) / (b - f)
+ * a: the probes the cycle switches (the free probes too when f alone is
+ * over the budget and they can be switched), f: those that stay.
  */
-static void choose_duty(const struct budget_model *m, const struct budget_rates *r,
+static void choose_duty(const struct budget_model *m, double a, double f,
 			struct budget_choice *out)
 {
-	double b = m->max_pct / 100, a = r->alloc_per_s * m->ns_per_hit / NS;
-	double f = r->inuse ? r->free_per_s * m->ns_per_hit / NS : 0, p = (double)m->period_ns;
+	double b = m->max_pct / 100, p = (double)m->period_ns;
 	double on;
 
 	out->duty = 1;
 	out->period_ns = m->period_ns;
 	if (m->max_pct <= 0 || a + f <= b)
 		return;
+	/* a short period: the next measurement is never far off */
+	if (m->window_ns && p > (double)m->window_ns)
+		p = (double)m->window_ns;
 	on = ((b - f) * p - m->switch_ns) / a;
 	if (on < (double)m->min_on_ns) {
 		p = b > f ? ((double)m->min_on_ns * a + m->switch_ns) / (b - f) : 0;
@@ -81,34 +102,43 @@ void budget_choose(const struct budget_model *m, const struct budget_rates *r,
 		   struct budget_choice *out)
 {
 	struct budget_rates kept = *r;
-	double f;
+	double a, f, b = m->max_pct / 100;
 
 	memset(out, 0, sizeof(*out));
-	f = kept.inuse ? kept.free_per_s * m->ns_per_hit / NS : 0;
-	if (m->max_pct > 0 && f > m->max_pct / 100 && m->can_drop_inuse)
+	f = free_cost(m, &kept);
+	if (m->max_pct > 0 && f > b && m->can_cycle_free)
+		out->free_cycled = true;
+	else if (m->max_pct > 0 && f > b && m->can_drop_inuse)
 		kept.inuse = false;
 	out->inuse = kept.inuse;
-	choose_duty(m, &kept, out);
+	a = alloc_cost(m, &kept);
+	f = free_cost(m, &kept);
+	if (out->free_cycled)
+		choose_duty(m, a + f, 0, out);
+	else
+		choose_duty(m, a, f, out);
+	if (out->duty >= 1)
+		out->free_cycled = false;
 	out->on_ns = (uint64_t)(out->duty * (double)out->period_ns);
-	out->est_pct = budget_estimate_pct(m, &kept, out->duty, out->period_ns);
-	out->free_pct = kept.inuse ? kept.free_per_s * m->ns_per_hit / NS * 100 : 0;
+	out->est_pct = estimate(m, &kept, out->duty, out->period_ns, out->free_cycled);
+	out->free_pct = f * (out->free_cycled ? out->duty : 1) * 100;
 	if (m->max_pct > 0 && out->est_pct > m->max_pct * (1 + 1e-9))
 		out->over = true;
 }
 
 void budget_target_init(struct budget_target *bt, uint64_t now_ns, bool inuse,
-			uint64_t alloc_hits, uint64_t free_hits)
+			const struct budget_counts *c)
 {
 	memset(bt, 0, sizeof(*bt));
 	bt->phase = BUDGET_ON;
 	bt->phase_end_ns = now_ns + BUDGET_FIRST_ON_NS;
 	bt->on_start_ns = now_ns;
-	bt->alloc_at_on = alloc_hits;
+	bt->at_on = *c;
 	bt->decided_ns = now_ns;
-	bt->free_at_decided = free_hits;
 	bt->rates.inuse = inuse;
 	bt->choice.duty = 1;
 	bt->choice.inuse = inuse;
+	bt->cost_scale = 1;
 }
 
 static double per_s(uint64_t hits, uint64_t ns)
@@ -116,55 +146,119 @@ static double per_s(uint64_t hits, uint64_t ns)
 	return ns ? (double)hits * NS / (double)ns : 0;
 }
 
-/* the end of an on window: the rates it measured, the choice for the next period */
+/* the mean cost of the hits between two counts, by their classes; 0 when not known */
+static double mean_cost(uint64_t hits, uint64_t stepped, double emulated_ns, double stepped_ns)
+{
+	if (emulated_ns <= 0)
+		return 0;
+	if (!hits)
+		return stepped_ns > emulated_ns && stepped ? stepped_ns : emulated_ns;
+	if (stepped > hits)
+		stepped = hits;
+	return ((double)(hits - stepped) * emulated_ns + (double)stepped * stepped_ns) /
+	       (double)hits;
+}
+
+/*
+ * The end of an on window: the rates it measured (allocation and free
+ * probes were both on all of it), the choice for the next period.
+ */
 static void decide(struct budget_target *bt, const struct budget_model *m, uint64_t now_ns,
-		   uint64_t alloc_hits, uint64_t free_hits, struct budget_action *act)
+		   const struct budget_counts *c, struct budget_action *act)
 {
 	double old_duty = bt->choice.duty;
+	bool was_cycled = bt->choice.free_cycled;
+	uint64_t on = now_ns - bt->on_start_ns, off, late = 0;
+	uint64_t da = c->alloc - bt->at_on.alloc, df = c->free - bt->at_on.free;
 
-	bt->rates.alloc_per_s = per_s(alloc_hits - bt->alloc_at_on, now_ns - bt->on_start_ns);
-	if (bt->rates.inuse)
-		bt->rates.free_per_s = per_s(free_hits - bt->free_at_decided,
-					     now_ns - bt->decided_ns);
+	bt->rates.alloc_per_s = per_s(da, on);
+	bt->rates.alloc_ns = mean_cost(da, c->alloc_stepped - bt->at_on.alloc_stepped,
+				       bt->costs.alloc, bt->costs.alloc_stepped);
+	if (bt->rates.alloc_ns > 0)
+		bt->rates.alloc_ns = (bt->rates.alloc_ns + m->alloc_prog_ns) * bt->cost_scale;
+	if (bt->rates.inuse) {
+		bt->rates.free_per_s = per_s(df, on);
+		bt->rates.free_ns = mean_cost(df, c->free_stepped - bt->at_on.free_stepped,
+					      bt->costs.free, bt->costs.free_stepped);
+		if (bt->rates.free_ns > 0)
+			bt->rates.free_ns = (bt->rates.free_ns + m->free_prog_ns) * bt->cost_scale;
+	}
 	bt->decided_ns = now_ns;
-	bt->free_at_decided = free_hits;
 	budget_choose(m, &bt->rates, &bt->choice);
 	bt->decisions++;
-	act->decided = bt->decisions == 1 || bt->choice.duty != old_duty;
+	act->decided = bt->decisions == 1 || bt->choice.duty != old_duty ||
+		       bt->choice.free_cycled != was_cycled;
 	if (bt->rates.inuse && !bt->choice.inuse) {
 		act->drop_inuse = true;
 		bt->rates.inuse = false;
 	}
-	bt->observed_ns += now_ns - bt->on_start_ns;
-	if (bt->choice.duty >= 1) {
-		/* stays on: the next measurement is a period from now */
-		bt->on_start_ns = now_ns;
-		bt->alloc_at_on = alloc_hits;
-		bt->phase_end_ns = now_ns + bt->choice.period_ns;
+	bt->observed_ns += on;
+	if (bt->cycled_on && now_ns > bt->phase_end_ns)
+		late = now_ns - bt->phase_end_ns;
+	bt->cycled_on = false;
+	/*
+	 * Within budget but near it, costs never checked: off for a moment, a
+	 * few times, for the target's own CPU time to say what the probes cost
+	 */
+	if (bt->choice.duty >= 1 && m->max_pct > 0 && !bt->scale_checked &&
+	    bt->check_tries < BUDGET_CHECK_TRIES && bt->choice.est_pct > m->max_pct / 10) {
+		bt->check_tries++;
+		/*
+		 * the allocation probes only: the free probes going off would
+		 * restart the heap of a target that is within its budget
+		 */
+		bt->check_free = false;
+		bt->phase = BUDGET_OFF;
+		bt->phase_end_ns = now_ns + BUDGET_CHECK_OFF_NS;
+		/* the next on window measures again, as long as a short window */
+		bt->choice.on_ns = m->window_ns ? m->window_ns : bt->choice.period_ns;
+		act->switch_alloc = true;
+		act->alloc_on = false;
 		return;
 	}
+	if (bt->choice.duty >= 1) {
+		/* stays on: measured again a short window from now */
+		bt->on_start_ns = now_ns;
+		bt->at_on = *c;
+		bt->phase_end_ns = now_ns + (m->window_ns && m->window_ns < bt->choice.period_ns ?
+					     m->window_ns : bt->choice.period_ns);
+		return;
+	}
+	/*
+	 * Off for the rest of the period, and for what a window of the cycle
+	 * that ended late (a loaded machine's late turn of the agent) needs at
+	 * this duty on top: the share of time on stays the duty.
+	 */
+	off = bt->choice.period_ns - bt->choice.on_ns +
+	      (uint64_t)((double)late * (1 - bt->choice.duty) / bt->choice.duty);
+	if (off > m->max_period_ns)
+		off = m->max_period_ns;
 	bt->phase = BUDGET_OFF;
-	bt->phase_end_ns = now_ns + (bt->choice.period_ns - bt->choice.on_ns);
+	bt->phase_end_ns = now_ns + off;
 	act->switch_alloc = true;
 	act->alloc_on = false;
+	act->switch_free = bt->choice.free_cycled;
 }
 
 void budget_target_step(struct budget_target *bt, const struct budget_model *m, uint64_t now_ns,
-			uint64_t alloc_hits, uint64_t free_hits, struct budget_action *act)
+			const struct budget_counts *c, struct budget_action *act)
 {
 	memset(act, 0, sizeof(*act));
 	if (now_ns < bt->phase_end_ns)
 		return;
 	if (bt->phase == BUDGET_ON) {
-		decide(bt, m, now_ns, alloc_hits, free_hits, act);
+		decide(bt, m, now_ns, c, act);
 		return;
 	}
 	bt->phase = BUDGET_ON;
+	bt->cycled_on = true;
 	bt->on_start_ns = now_ns;
-	bt->alloc_at_on = alloc_hits;
+	bt->at_on = *c;
 	bt->phase_end_ns = now_ns + bt->choice.on_ns;
 	act->switch_alloc = true;
 	act->alloc_on = true;
+	act->switch_free = bt->choice.free_cycled || bt->check_free;
+	bt->check_free = false;
 }
 
 uint64_t budget_target_observed(const struct budget_target *bt, uint64_t now_ns)
@@ -193,26 +287,37 @@ double budget_median(double *v, unsigned int n)
 /* --- calibration ---------------------------------------------------------- */
 
 /*
- * What the child calls: one jump to the next instruction and a return, in
- * assembly so that the probed instruction is one the kernel emulates (a
- * direct jump, on x86-64 as on arm64), as the collector places its
- * allocation probes (docs/probe-offsets.md): a single-stepped one costs
- * ten times more, and a compiler would choose the first instruction.
+ * What the child calls: budget_calib_fn is one jump to the next
+ * instruction and a return, in assembly so that the probed instruction is
+ * one the kernel emulates (a direct jump, on x86-64 as on arm64);
+ * budget_calib_step starts with a register move, which the kernel
+ * single-steps out of line (docs/probe-offsets.md).  A compiler would
+ * choose the first instruction.
  */
 #if defined(__x86_64__)
 #define CALIB_BODY "\tjmp 1f\n1:\tret\n"
+#define CALIB_STEP_BODY "\tmov %rdi, %rax\n\tret\n"
 #elif defined(__aarch64__)
 #define CALIB_BODY "\tb 1f\n1:\tret\n"
+#define CALIB_STEP_BODY "\tmov x1, x0\n\tret\n"
 #else
-#error "budget.c: the calibration function needs this architecture's two instructions"
+#error "budget.c: the calibration functions need this architecture's instructions"
 #endif
 __asm__(".pushsection .text\n"
 	".globl budget_calib_fn\n"
 	".type budget_calib_fn, %function\n"
 	"budget_calib_fn:\n" CALIB_BODY
 	".size budget_calib_fn, . - budget_calib_fn\n"
+	".globl budget_calib_step\n"
+	".type budget_calib_step, %function\n"
+	"budget_calib_step:\n" CALIB_STEP_BODY
+	".size budget_calib_step, . - budget_calib_step\n"
 	".popsection\n");
 void budget_calib_fn(uint64_t i);
+void budget_calib_step(uint64_t i);
+
+/* a run's count with this bit set calls budget_calib_step */
+#define CALIB_STEP (1ULL << 63)
 
 static uint64_t thread_cpu_ns(void)
 {
@@ -231,34 +336,58 @@ static uint64_t thread_cpu_ns(void)
 static void __attribute__((noreturn)) calib_child(int in, int out)
 {
 	uint64_t n, i, t0;
+	void (*fn)(uint64_t);
 	double ns;
 
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	while (read(in, &n, sizeof(n)) == sizeof(n) && n) {
+		fn = n & CALIB_STEP ? budget_calib_step : budget_calib_fn;
+		n &= ~CALIB_STEP;
 		t0 = thread_cpu_ns();
 		for (i = 0; i < n; i++)
-			budget_calib_fn(i);
-		ns = (double)(thread_cpu_ns() - t0) / (double)n;
+			fn(i);
+		ns = (double)(thread_cpu_ns() - t0) / (double)(n ? n : 1);
 		if (write(out, &ns, sizeof(ns)) != sizeof(ns))
 			break;
 	}
 	_exit(0);
 }
 
+/* the classes of probe site calibrated, each its own program, function and link kind */
+enum calib_class { CALIB_EMULATED, CALIB_STEPPED, CALIB_RETURN, CALIB_SESSION, CALIB_CLASSES };
+
+static const char *const calib_class_names[CALIB_CLASSES] = {
+	"an emulated probe", "a single-stepped probe", "an entry and return probe", "a session",
+};
+
 struct calib {
 	struct calib_bpf *skel;
+	/* the programs' run time in probed runs, and their hits */
+	uint64_t prog_ns, prog_hits;
 	pid_t child;
 	int to_child, from_child;
 	char path[64];
-	uint64_t offset;
+	uint64_t offset, step_offset;	/* of budget_calib_fn, budget_calib_step */
+	enum uprobe_mode mode;		/* the collector's, for entries */
+	bool sessions;
+	const volatile int *stop;	/* set: cut the calibration short */
 };
 
-/* the file offset of budget_calib_fn in the executable mapped here (and in the child) */
-static int calib_offset(struct calib *c, char *err, size_t errlen)
+/* the file offset of fn in the executable mapped here (and in the child) */
+static int calib_offset(const struct procmaps *maps, void (*fn)(uint64_t), uint64_t *off)
 {
-	uint64_t addr = (uint64_t)(uintptr_t)&budget_calib_fn;
+	uint64_t addr = (uint64_t)(uintptr_t)fn;
+	const struct procmap *m = procmaps__find(maps, addr);
+
+	if (!m || !procmap__is_file(m))
+		return -ENOENT;
+	*off = addr - m->start + m->offset;
+	return 0;
+}
+
+static int calib_offsets(struct calib *c, char *err, size_t errlen)
+{
 	struct procmaps maps = { 0 };
-	const struct procmap *m;
 	int ret = procmaps__read(getpid(), &maps);
 
 	/* the executable as the child sees it, even if replaced on disk since */
@@ -267,28 +396,54 @@ static int calib_offset(struct calib *c, char *err, size_t errlen)
 		snprintf(err, errlen, "cannot read /proc/self/maps: %s", strerror(-ret));
 		return ret;
 	}
-	m = procmaps__find(&maps, addr);
-	ret = m && procmap__is_file(m) ? 0 : -ENOENT;
+	ret = calib_offset(&maps, budget_calib_fn, &c->offset);
 	if (!ret)
-		c->offset = addr - m->start + m->offset;
-	else
-		snprintf(err, errlen, "the calibration function is in no file mapping");
+		ret = calib_offset(&maps, budget_calib_step, &c->step_offset);
+	if (ret)
+		snprintf(err, errlen, "the calibration functions are in no file mapping");
 	procmaps__free(&maps);
+	return ret;
+}
+
+/* the programs loaded for the link kinds the collector uses on this kernel */
+static int calib_load(struct calib *c, char *err, size_t errlen)
+{
+	unsigned int type = uprobe_mode__attach_type(c->mode);
+	int ret;
+
+	c->skel = calib_bpf__open();
+	if (!c->skel) {
+		snprintf(err, errlen, "cannot open the calibration BPF program: %s",
+			 strerror(errno));
+		return -errno ? -errno : -EINVAL;
+	}
+	ret = bpf_program__set_expected_attach_type(c->skel->progs.calib_hit, type);
+	if (!ret)
+		ret = bpf_program__set_expected_attach_type(c->skel->progs.calib_ret, type);
+	if (!ret && c->sessions)
+		ret = bpf_program__set_expected_attach_type(c->skel->progs.calib_session,
+				uprobe_mode__attach_type(UPROBE_MODE_SESSION));
+	if (!ret)
+		ret = bpf_program__set_autoload(c->skel->progs.calib_session, c->sessions);
+	if (!ret)
+		ret = calib_bpf__load(c->skel);
+	if (ret)
+		snprintf(err, errlen, "cannot load the calibration BPF programs: %s",
+			 strerror(-ret));
 	return ret;
 }
 
 static int calib_start(struct calib *c, char *err, size_t errlen)
 {
-	int down[2], up[2];
+	int down[2], up[2], ret;
 	uint64_t zero = 0;
 	__u32 key;
 
-	c->skel = calib_bpf__open_and_load();
-	if (!c->skel) {
-		snprintf(err, errlen, "cannot load the calibration BPF program: %s",
-			 strerror(errno));
-		return -errno ? -errno : -EINVAL;
-	}
+	c->mode = bpfobj_uprobe_mode(false);
+	c->sessions = bpfobj_sessions(false, false);
+	ret = calib_load(c, err, errlen);
+	if (ret)
+		return ret;
 	if (pipe2(down, O_CLOEXEC) || pipe2(up, O_CLOEXEC)) {
 		snprintf(err, errlen, "cannot create a pipe: %s", strerror(errno));
 		return -errno;
@@ -321,7 +476,7 @@ static uint64_t calib_hits(const struct calib *c)
 	return n;
 }
 
-/* one run of n calls in the child: its ns per call, or a negative value */
+/* one run of n calls in the child (n | CALIB_STEP: the stepped function): ns per call or < 0 */
 static double calib_run(const struct calib *c, uint64_t n)
 {
 	double ns = -1;
@@ -332,35 +487,81 @@ static double calib_run(const struct calib *c, uint64_t n)
 	return ns;
 }
 
-/*
- * A run with the probe attached: its ns per call, and the CPU time of the
- * attach and the detach (the kernel's work of putting the breakpoint into
- * the process and taking it out, done in this thread; the detach's wait
- * for the probe's last runs is time, not CPU).  0 or -errno.
- */
-static int calib_probed(const struct calib *c, uint64_t n, double *ns, double *switch_ns,
-			char *err, size_t errlen)
+/* the calibration programs' run time so far (BPF run-time stats on), else 0 */
+static uint64_t calib_prog_ns(const struct calib *c)
 {
-	uint64_t cpu = thread_cpu_ns(), before, hits;
-	struct bpf_link *link;
+	const struct bpf_program *progs[] = { c->skel->progs.calib_hit, c->skel->progs.calib_ret,
+					      c->skel->progs.calib_session };
+	struct bpf_prog_info info;
+	uint64_t sum = 0;
+	__u32 len;
+	size_t i;
+	int fd;
 
-	link = bpf_program__attach_uprobe(c->skel->progs.calib_hit, false, c->child, c->path,
-					  c->offset);
-	if (!link) {
-		snprintf(err, errlen, "cannot attach the calibration uprobe to %s+%#llx: %s",
-			 c->path, (unsigned long long)c->offset, strerror(errno));
-		return -errno ? -errno : -EINVAL;
+	for (i = 0; i < sizeof(progs) / sizeof(progs[0]); i++) {
+		memset(&info, 0, sizeof(info));
+		len = sizeof(info);
+		fd = bpf_program__fd(progs[i]);
+		if (fd >= 0 && !bpf_obj_get_info_by_fd(fd, &info, &len))
+			sum += info.run_time_ns;
+	}
+	return sum;
+}
+
+/* the probes of a class on the child; 0 or -errno */
+static int calib_attach(const struct calib *c, enum calib_class cls, struct uprobe_set *set)
+{
+	uint64_t off = cls == CALIB_STEPPED ? c->step_offset : c->offset;
+	int ret;
+
+	switch (cls) {
+	case CALIB_SESSION:
+		return uprobe_set__attach(set, UPROBE_MODE_SESSION, c->skel->progs.calib_session,
+					  c->path, &off, NULL, 1, c->child, 0);
+	case CALIB_RETURN:
+		ret = uprobe_set__attach(set, c->mode, c->skel->progs.calib_hit, c->path, &off,
+					 NULL, 1, c->child, 0);
+		return ret ?: uprobe_set__attach(set, c->mode, c->skel->progs.calib_ret, c->path,
+						 &off, NULL, 1, c->child, 1);
+	default:
+		return uprobe_set__attach(set, c->mode, c->skel->progs.calib_hit, c->path, &off,
+					  NULL, 1, c->child, 0);
+	}
+}
+
+/*
+ * A run with the class's probes attached: its ns per call, and the CPU
+ * time of the attach and the detach (the kernel's work of putting the
+ * breakpoint into the process and taking it out, done in this thread; the
+ * detach's wait for the probe's last runs is time, not CPU).  0 or -errno.
+ */
+static int calib_probed(struct calib *c, enum calib_class cls, uint64_t n, double *ns,
+			double *switch_ns, char *err, size_t errlen)
+{
+	uint64_t cpu = thread_cpu_ns(), before, hits, run0, want = cls == CALIB_RETURN ? 2 * n : n;
+	struct uprobe_set *set = uprobe_set__new();
+	int ret = set ? calib_attach(c, cls, set) : -ENOMEM;
+
+	if (ret) {
+		uprobe_set__free(set);
+		snprintf(err, errlen, "cannot attach the calibration uprobe (%s) to %s: %s",
+			 calib_class_names[cls], c->path, strerror(-ret));
+		return ret;
 	}
 	cpu = thread_cpu_ns() - cpu;
 	before = calib_hits(c);
-	*ns = calib_run(c, n);
+	run0 = calib_prog_ns(c);
+	*ns = calib_run(c, n | (cls == CALIB_STEPPED ? CALIB_STEP : 0));
 	hits = calib_hits(c) - before;
+	c->prog_ns += calib_prog_ns(c) - run0;
+	c->prog_hits += hits;
 	cpu -= thread_cpu_ns();
-	bpf_link__destroy(link);
+	uprobe_set__free(set);
 	*switch_ns = (double)(cpu + thread_cpu_ns());
-	if (hits != n) {
-		snprintf(err, errlen, "the calibration uprobe was hit %llu times for %llu calls",
-			 (unsigned long long)hits, (unsigned long long)n);
+	if (hits != want) {
+		snprintf(err, errlen, "the calibration uprobe (%s) was hit %llu times for %llu "
+			 "calls", calib_class_names[cls], (unsigned long long)hits,
+			 (unsigned long long)n);
 		return -EPROTO;
 	}
 	return *ns < 0 ? -EPIPE : 0;
@@ -382,20 +583,29 @@ static void calib_stop(struct calib *c)
 	calib_bpf__destroy(c->skel);
 }
 
+struct calib_result {
+	double hit_ns, bare_ns, switch_ns;
+};
+
 /* rounds of a bare and a probed run, their order alternating so that a drift cancels out */
-static int calib_rounds(const struct calib *c, unsigned int rounds, uint64_t n,
-			struct budget_calibration *out, char *err, size_t errlen)
+static int calib_rounds(struct calib *c, enum calib_class cls, unsigned int rounds,
+			uint64_t n, struct calib_result *out, char *err, size_t errlen)
 {
 	double diff[rounds], bare[rounds], sw[rounds], probed = 0;
+	uint64_t bare_n = n | (cls == CALIB_STEPPED ? CALIB_STEP : 0);
 	unsigned int r;
 	int ret = 0;
 
 	for (r = 0; r < rounds && !ret; r++) {
+		if (c->stop && *c->stop) {
+			snprintf(err, errlen, "the agent is stopping");
+			return -ECANCELED;
+		}
 		if (r % 2)
-			ret = calib_probed(c, n, &probed, &sw[r], err, errlen);
-		bare[r] = calib_run(c, n);
+			ret = calib_probed(c, cls, n, &probed, &sw[r], err, errlen);
+		bare[r] = calib_run(c, bare_n);
 		if (!ret && r % 2 == 0)
-			ret = calib_probed(c, n, &probed, &sw[r], err, errlen);
+			ret = calib_probed(c, cls, n, &probed, &sw[r], err, errlen);
 		if (!ret && bare[r] < 0)
 			ret = -EPIPE;
 		diff[r] = probed - bare[r];
@@ -404,33 +614,86 @@ static int calib_rounds(const struct calib *c, unsigned int rounds, uint64_t n,
 		snprintf(err, errlen, "the calibration process died");
 	if (ret)
 		return ret;
-	out->ns_per_hit = budget_median(diff, rounds);
+	out->hit_ns = budget_median(diff, rounds);
 	out->bare_ns = budget_median(bare, rounds);
 	out->switch_ns = budget_median(sw, rounds);
-	out->rounds = rounds;
-	out->calls = n;
 	return 0;
 }
 
-int budget_calibrate(unsigned int rounds, uint64_t calls, struct budget_calibration *out,
-		     char *err, size_t errlen)
+/*
+ * Every class in turn; the dearer ones on a tenth of the calls (a
+ * single-stepped hit costs about fifteen emulated ones), so that no class's
+ * runs take much longer than the others'.
+ */
+static int calib_classes(struct calib *c, unsigned int rounds, uint64_t calls,
+			 struct budget_calibration *out, char *err, size_t errlen)
 {
-	struct calib c = { .to_child = -1, .from_child = -1 };
+	struct calib_result r[CALIB_CLASSES] = { 0 };
+	int cls, ret = 0;
+
+	for (cls = 0; cls < CALIB_CLASSES && !ret; cls++) {
+		if (cls == CALIB_SESSION && !c->sessions)
+			continue;
+		ret = calib_rounds(c, cls, rounds, cls == CALIB_STEPPED || cls == CALIB_RETURN ?
+				   (calls + 9) / 10 : calls, &r[cls], err, errlen);
+	}
+	if (ret)
+		return ret;
+	out->ns_per_hit = r[CALIB_EMULATED].hit_ns;
+	out->bare_ns = r[CALIB_EMULATED].bare_ns;
+	out->switch_ns = r[CALIB_EMULATED].switch_ns;
+	out->step_ns = r[CALIB_STEPPED].hit_ns;
+	/* the return probe's part: the pair less its entry */
+	out->ret_ns = r[CALIB_RETURN].hit_ns - r[CALIB_EMULATED].hit_ns;
+	if (out->ret_ns < 0)
+		out->ret_ns = 0;
+	out->session_ns = r[CALIB_SESSION].hit_ns;
+	out->prog_ns = c->prog_hits ? (double)c->prog_ns / (double)c->prog_hits : 0;
+	out->rounds = rounds;
+	out->calls = calls;
+	return 0;
+}
+
+int budget_calibrate(unsigned int rounds, uint64_t calls, const volatile int *stop,
+		     struct budget_calibration *out, char *err, size_t errlen)
+{
+	struct calib c = { .to_child = -1, .from_child = -1, .stop = stop };
 	int ret;
 
 	memset(out, 0, sizeof(*out));
 	if (!rounds || rounds > 64 || !calls)
 		return -EINVAL;
-	ret = calib_offset(&c, err, errlen);
+	ret = calib_offsets(&c, err, errlen);
 	if (!ret)
 		ret = calib_start(&c, err, errlen);
-	/* a warm-up run: page faults, the CPU's clock */
-	if (!ret && calib_run(&c, calls) < 0) {
+	/* a warm-up run of each function: page faults, the CPU's clock */
+	if (!ret && (calib_run(&c, calls) < 0 || calib_run(&c, calls | CALIB_STEP) < 0)) {
 		snprintf(err, errlen, "the calibration process died");
 		ret = -EPIPE;
 	}
 	if (!ret)
-		ret = calib_rounds(&c, rounds, calls, out, err, errlen);
+		ret = calib_classes(&c, rounds, calls, out, err, errlen);
 	calib_stop(&c);
 	return ret;
+}
+
+/*
+ * What a hit costs a target of this inuse mode, by the class of the site
+ * it hits.  Sessions ask for a return only on sampled calls (rare): an
+ * unsampled call pays the session's entry; with a return probe on every
+ * call (--no-session, or kernels before sessions) each call pays both.  A
+ * single-stepped site adds what stepping costs over emulating.
+ */
+void budget_site_costs(const struct budget_calibration *cal, bool session, bool every_return,
+		       struct budget_site_costs *out)
+{
+	double step_extra = cal->step_ns > cal->ns_per_hit ? cal->step_ns - cal->ns_per_hit : 0;
+	double entry = session && cal->session_ns > 0 ? cal->session_ns : cal->ns_per_hit;
+	/* with the programs' run time known, the traps alone: the collector's programs are added */
+	double prog = cal->prog_ns > 0 && cal->prog_ns < cal->ns_per_hit ? cal->prog_ns : 0;
+
+	out->alloc = entry - prog + (every_return ? cal->ret_ns - prog : 0);
+	out->alloc_stepped = out->alloc + step_extra;
+	out->free = cal->ns_per_hit - prog;
+	out->free_stepped = out->free + step_extra;
 }

@@ -48,6 +48,7 @@ struct ctarget {
 	struct session *s;		/* NULL: its probes failed (st.error says why) */
 	struct collector_state st;	/* allocator, probes, error */
 	uint64_t picked_ns;		/* CLOCK_MONOTONIC */
+	int64_t heap_since_unix_ns;	/* the free probes were last re-attached; 0: never off */
 	uint64_t retry_ns, retry_wait_ns;	/* failed: when to plan again, and the wait after */
 	int64_t live_unix_ns;		/* when its probes went live (CLOCK_REALTIME); 0 before */
 	uint64_t anon_rss_at;		/* its anonymous RSS then, bytes (what came before) */
@@ -562,6 +563,34 @@ int collector__set_alloc_probes(struct collector *c, pid_t pid, uint64_t start_t
 	return ret;
 }
 
+void collector__prog_run_ns(struct collector *c, uint64_t *alloc_ns, uint64_t *free_ns)
+{
+	bpfobj__prog_run_ns(c->sampler, alloc_ns, free_ns);
+}
+
+int collector__set_free_probes(struct collector *c, pid_t pid, uint64_t start_ticks, bool on)
+{
+	struct bpfobj_proc *pr;
+	struct ctarget *t;
+	int ret = -ENOENT;
+
+	t = lock_slot(c, pid, start_ticks, false);
+	if (!t)
+		return ret;
+	if (!t->exited && t->s) {
+		pr = session__proc(t->s);
+		ret = bpfobj_proc__set_free(pr, on, t->st.error, sizeof(t->st.error));
+		if (!ret && on && bpfobj_proc__heap_since(pr)) {
+			session__heap_since(t->s, bpfobj_proc__heap_since(pr));
+			t->heap_since_unix_ns = (int64_t)time(NULL) * (int64_t)NS_PER_SEC;
+		}
+		if (ret)
+			snprintf(t->st.probes, sizeof(t->st.probes), "failed");
+	}
+	pthread_mutex_unlock(&t->lock);
+	return ret;
+}
+
 /* the state, target lock held */
 static void fill_state(struct ctarget *t, struct collector_state *out)
 {
@@ -578,9 +607,14 @@ static void fill_state(struct ctarget *t, struct collector_state *out)
 	out->lost = p.counters[CULPERT_CNT_LOST_RINGBUF];
 	out->calls_alloc = p.calls_alloc;
 	out->calls_free = p.calls_free;
+	out->calls_alloc_stepped = p.calls_alloc_stepped;
+	out->calls_free_stepped = p.calls_free_stepped;
 	out->observed_ns = bpfobj_proc__observed_ns(pr);
 	out->live_unix_ns = t->live_unix_ns;
 	out->anon_rss_at = t->anon_rss_at;
+	out->heap_since_unix_ns = t->heap_since_unix_ns;
+	out->session = bpfobj_proc__inuse(pr) == BPFOBJ_INUSE_SESSION;
+	out->every_return = bpfobj_proc__inuse(pr) == BPFOBJ_INUSE_EVERY_RETURN;
 	elapsed = now - t->picked_ns;
 	if (!t->exited && elapsed)
 		out->duty = (double)out->observed_ns / (double)elapsed > 1 ? 1 :
@@ -669,8 +703,8 @@ static int serialize(struct collector *c, struct ctarget *t, enum agent_profile 
 		     int64_t duration_ns, void **buf, size_t *len)
 {
 	struct collector_state st;
-	char comments[3][160], when[40];
-	const char *extra[3] = { comments[0], comments[1], comments[2] };
+	char comments[4][160], when[40];
+	const char *extra[4] = { comments[0], comments[1], comments[2], comments[3] };
 	struct session_profile_opts po = {
 		.default_sample_type = kind == AGENT_PROFILE_HEAP ? "inuse_space" : "alloc_space",
 		.span_labels_only = !c->labels_all,
@@ -687,6 +721,13 @@ static int serialize(struct collector *c, struct ctarget *t, enum agent_profile 
 	format_rfc3339(when, sizeof(when), t->live_unix_ns);
 	snprintf(comments[2], sizeof(comments[2]), "picked_up=%s anon_rss_at_pickup=%llu: %s", when,
 		 (unsigned long long)t->anon_rss_at, COLLECTOR_COVERAGE);
+	/* the budget switched the free probes off: what the heap leaves out */
+	if (st.heap_since_unix_ns && kind == AGENT_PROFILE_HEAP) {
+		snprintf(comments[3], sizeof(comments[3]), "heap_since_unix_ns=%lld: the free "
+			 "probes were off before, blocks allocated then are not included",
+			 (long long)st.heap_since_unix_ns);
+		po.n_extra = 4;
+	}
 	po.duration_nanos = duration_ns;
 	if (base)
 		po.time_nanos = (int64_t)time(NULL) * (int64_t)NS_PER_SEC - duration_ns;

@@ -71,9 +71,18 @@ struct collector_state {
 	 * probes are off are not counted: calls_alloc stands still then.
 	 */
 	uint64_t calls_alloc, calls_free;
+	/* of those, single-stepped sites' */
+	uint64_t calls_alloc_stepped, calls_free_stepped;
 	uint64_t observed_ns;	/* time the allocation probes were on since pick-up */
 	int64_t live_unix_ns;	/* pick-up: when the probes went live, Unix ns; 0 while pending */
 	uint64_t anon_rss_at;	/* the process's anonymous RSS then, bytes (RssAnon) */
+	/*
+	 * Unix ns since when the heap is complete: the free probes were off
+	 * before (the budget switched them), blocks allocated then are not in
+	 * it.  0: complete since pick-up.
+	 */
+	int64_t heap_since_unix_ns;
+	bool session, every_return;	/* how its allocations' returns are probed */
 };
 
 /* the state of a target for /targets and /metrics: 0, or -ENOENT (fields null) */
@@ -129,5 +138,13 @@ int collector__span_totals(void *ctx, const struct agent_target *t, struct span_
  * re-attaching failed (kept in its state: probes "failed").
  */
 int collector__set_alloc_probes(struct collector *c, pid_t pid, uint64_t start_ticks, bool on);
+/*
+ * The same for its free probes (--inuse), off only after the allocation
+ * probes: back on, its heap restarts from then (collector_state's
+ * heap_since_unix_ns says since when).  0 or -errno as above.
+ */
+int collector__set_free_probes(struct collector *c, pid_t pid, uint64_t start_ticks, bool on);
+/* the CPU its allocation-side and free-side BPF programs ran so far, all targets (stats on) */
+void collector__prog_run_ns(struct collector *c, uint64_t *alloc_ns, uint64_t *free_ns);
 
 #endif /* CULPERT_COLLECTOR_H */

@@ -7,24 +7,40 @@
  * is done, every target's probes stay on (what the collector attached),
  * and the first decision waits for it.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
 
 #include "duty.h"
 #include "log.h"
 
 #define CALIB_ROUNDS 7
-#define CALIB_CALLS 50000
+#define CALIB_CALLS 20000
+/* the collector's programs' cost per hit is measured over at least this long and this many */
+#define PROG_MEASURE_NS (1000ULL * 1000000ULL)
+#define PROG_MEASURE_HITS 1000
 /* the longest a period stretches to keep a window (BUDGET_MIN_ON_NS) */
 #define MAX_PERIOD_FACTOR 10
 
 struct duty_entry {
 	pid_t pid;
 	uint64_t start;
-	bool used, seen, on, failed;
+	bool used, seen, on, free_on, failed;
+	bool costs_set;			/* bt.costs from the calibration and its mode */
+	struct budget_counts last;	/* the counters at its last step */
+	/* its own CPU (schedstat, every thread) at the last switch, for checking the costs */
+	uint64_t mark_ns, mark_run, mark_wait, mark_sys;
+	bool marked, have_on, on_busy;
+	/* the last on window: CPU and system CPU shares, length, the costs' prediction */
+	double on_cpu, on_sys, on_dt, on_pred_alloc, on_pred_free;
+	/* the probes' cost measured and predicted, over the pairs */
+	double extra_ns, pred_ns;
 	struct budget_target bt;
 };
 
@@ -41,6 +57,12 @@ struct duty {
 	size_t n_views;
 	int calib_state;		/* 0 running, 1 done, -errno failed */
 	struct budget_calibration cal;
+	struct budget_calibration used_cal;	/* the profiling thread's copy */
+	int stats_fd;			/* BPF run-time stats on while held; -1: off */
+	/* the collector's programs' run time and the hits they ran for, since prog_t0 */
+	uint64_t prog_t0, prog_alloc0, prog_free0, hits_alloc, hits_free;
+	bool prog_measured;
+	volatile int stopping;		/* duty__free(): the calibration stops at its next run */
 };
 
 static void *calibrate(void *arg)
@@ -48,15 +70,19 @@ static void *calibrate(void *arg)
 	struct duty *d = arg;
 	struct budget_calibration cal;
 	char err[256] = "";
-	int ret = budget_calibrate(CALIB_ROUNDS, CALIB_CALLS, &cal, err, sizeof(err));
+	int ret = budget_calibrate(CALIB_ROUNDS, CALIB_CALLS, &d->stopping, &cal, err,
+				   sizeof(err));
 
-	if (ret)
+	/* cut short by a stop: nothing to say */
+	if (ret && ret != -ECANCELED)
 		pr_warn("cannot calibrate the cost of a probe hit: %s; --max-overhead is not "
 			"enforced, the allocation probes stay on\n", err);
-	else
-		pr_info("culpert-bpf: a probe hit costs %.0f ns on this kernel (a call %.1f ns "
-			"without; median of %u rounds of %llu calls); a detach + attach %.0f us "
-			"of CPU\n", cal.ns_per_hit, cal.bare_ns, cal.rounds,
+	else if (!ret)
+		pr_info("culpert-bpf: a probe hit costs %.0f ns on this kernel on an emulated "
+			"instruction, %.0f ns single-stepped, a return probe %.0f ns more, a "
+			"session's entry %.0f ns (a call %.1f ns without; median of %u rounds of "
+			"%llu calls); a detach + attach %.0f us of CPU\n", cal.ns_per_hit,
+			cal.step_ns, cal.ret_ns, cal.session_ns, cal.bare_ns, cal.rounds,
 			(unsigned long long)cal.calls, cal.switch_ns / 1e3);
 	pthread_mutex_lock(&d->lock);
 	d->calib_state = ret ? ret : 1;
@@ -71,6 +97,7 @@ struct duty *duty__new(const struct duty_opts *o, const struct duty_ops *ops, vo
 
 	if (!d)
 		return NULL;
+	d->stats_fd = -1;
 	d->e = calloc(o->max_targets, sizeof(*d->e));
 	d->views = calloc(o->max_targets, sizeof(*d->views));
 	if (!d->e || !d->views) {
@@ -84,8 +111,19 @@ struct duty *duty__new(const struct duty_opts *o, const struct duty_ops *ops, vo
 	d->model.period_ns = o->period_ns;
 	d->model.min_on_ns = BUDGET_MIN_ON_NS;
 	d->model.max_period_ns = o->period_ns * MAX_PERIOD_FACTOR;
+	d->model.window_ns = o->window_ns ? o->window_ns : BUDGET_WINDOW_NS;
 	d->model.can_drop_inuse = ops->drop_inuse != NULL;
+	d->model.can_cycle_free = ops->set_free != NULL;
 	pthread_mutex_init(&d->lock, NULL);
+	/*
+	 * Run-time stats: what the collector's programs cost a hit is measured
+	 * on the targets themselves (and the calibration's own program, to be
+	 * left out of the traps' cost).  On for every BPF program while held.
+	 */
+	d->stats_fd = o->calibrate ? bpf_enable_stats(BPF_STATS_RUN_TIME) : -1;
+	if (o->calibrate && d->stats_fd < 0)
+		pr_info("culpert-bpf: no BPF run-time stats (%s): the calibration's program stands "
+			"in for the collector's in the cost of a hit\n", strerror(errno));
 	if (!o->calibrate) {
 		d->calib_state = 1;
 		d->cal = o->given;
@@ -102,8 +140,11 @@ void duty__free(struct duty *d)
 {
 	if (!d)
 		return;
+	d->stopping = 1;
 	if (d->calib_started)
 		pthread_join(d->calib_thread, NULL);
+	if (d->stats_fd >= 0)
+		close(d->stats_fd);
 	if (d->views)
 		pthread_mutex_destroy(&d->lock);
 	free(d->e);
@@ -153,23 +194,44 @@ static uint64_t thread_cpu_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
-/*
- * Switch the allocation probes; what it cost in CPU (twice: a period has a
- * detach and an attach) goes into the model's switch cost, a moving
- * average over the agent's switches that replaces the calibration's.
- */
-static void switch_alloc(struct duty *d, struct duty_entry *e, bool on)
-{
-	uint64_t cpu = thread_cpu_ns();
-	int ret = d->ops.set_alloc(d->ctx, e->pid, e->start, on);
+static void check_costs(struct duty *d, struct duty_entry *e);
 
+/*
+ * Switch the allocation probes (and the free probes when the budget
+ * cycles them too: off after the allocation probes, on before them, so no
+ * block is sampled while its free would go unseen); what it cost in CPU
+ * (twice: a period has a detach and an attach) goes into the model's
+ * switch cost, a moving average over the agent's switches that replaces
+ * the calibration's.
+ */
+static void switch_alloc(struct duty *d, struct duty_entry *e, bool on, bool with_free)
+{
+	uint64_t cpu;
+	int ret = 0;
+
+	check_costs(d, e);
+	cpu = thread_cpu_ns();
+	with_free = with_free && d->ops.set_free && e->bt.rates.inuse && e->free_on != on;
+	if (with_free && on) {
+		ret = d->ops.set_free(d->ctx, e->pid, e->start, true);
+		if (!ret)
+			e->free_on = true;
+	}
+	if (!ret)
+		ret = d->ops.set_alloc(d->ctx, e->pid, e->start, on);
+	if (!ret && with_free && !on) {
+		ret = d->ops.set_free(d->ctx, e->pid, e->start, false);
+		if (!ret)
+			e->free_on = false;
+	}
 	cpu = thread_cpu_ns() - cpu;
 	d->model.switch_ns = 0.8 * d->model.switch_ns + 0.2 * 2 * (double)cpu;
 	if (ret) {
 		/* the collector keeps the reason in the target's state ("failed") */
 		e->failed = true;
-		pr_warn("pid %d: cannot %s its allocation probes: %s; its duty cycle stops\n",
-			(int)e->pid, on ? "re-attach" : "detach", strerror(-ret));
+		pr_warn("pid %d: cannot %s its %s probes: %s; its duty cycle stops\n",
+			(int)e->pid, on ? "re-attach" : "detach",
+			with_free ? "allocation and free" : "allocation", strerror(-ret));
 		return;
 	}
 	e->on = on;
@@ -183,22 +245,149 @@ static void log_decision(const struct duty *d, const struct duty_entry *e)
 	const struct budget_choice *c = &e->bt.choice;
 
 	pr_info("culpert-bpf: pid %d: %.0f allocator calls/s and %.0f frees/s while probed, "
-		"%.0f ns a hit: duty %.4g (allocation probes on %.2f s of every %.1f s), "
+		"%.0f and %.0f ns a hit: duty %.4g (allocation probes%s on %.2f s of every "
+		"%.1f s), "
 		"estimated %.3g%% of a CPU (budget %g%%%s)%s\n", (int)e->pid,
-		e->bt.rates.alloc_per_s, e->bt.rates.free_per_s, d->model.ns_per_hit, c->duty,
-		(double)c->on_ns / 1e9, (double)c->period_ns / 1e9, c->est_pct, d->o.max_pct,
+		e->bt.rates.alloc_per_s, e->bt.rates.free_per_s,
+		e->bt.rates.alloc_ns > 0 ? e->bt.rates.alloc_ns : d->model.ns_per_hit,
+		e->bt.rates.free_ns > 0 ? e->bt.rates.free_ns : d->model.ns_per_hit, c->duty,
+		c->free_cycled ? " and free probes" : "", (double)c->on_ns / 1e9,
+		(double)c->period_ns / 1e9, c->est_pct, d->o.max_pct,
 		d->o.max_pct > 0 ? "" : ": no limit", c->over ? "; over the budget even so" : "");
+	if (c->free_cycled)
+		pr_info("culpert-bpf: pid %d: its free probes alone would cost %.3g%% of a "
+			"CPU: they go off with the allocation probes, its heap holds only the "
+			"blocks allocated since they were last re-attached\n", (int)e->pid,
+			e->bt.rates.free_per_s * (e->bt.rates.free_ns > 0 ? e->bt.rates.free_ns :
+						  d->model.ns_per_hit) / 1e7);
+}
+
+/*
+ * The process's CPU time, its system part and its run-queue wait so far,
+ * every thread: /proc/PID/task/N/schedstat (ns) and /proc/PID/stat's
+ * stime (clock ticks)
+ */
+static int proc_sched(pid_t pid, uint64_t *run, uint64_t *wait, uint64_t *sys)
+{
+	unsigned long long r, w, st;
+	static long hz;
+	struct dirent *de;
+	char path[64];
+	DIR *dir;
+	FILE *f;
+	int n;
+
+	if (!hz)
+		hz = sysconf(_SC_CLK_TCK) > 0 ? sysconf(_SC_CLK_TCK) : 100;
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	dir = opendir(path);
+	if (!dir)
+		return -errno;
+	*run = *wait = *sys = 0;
+	while ((de = readdir(dir))) {
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%.16s/schedstat", (int)pid, de->d_name);
+		f = fopen(path, "re");
+		if (!f)
+			continue;
+		if (fscanf(f, "%llu %llu", &r, &w) == 2) {
+			*run += r;
+			*wait += w;
+		}
+		fclose(f);
+	}
+	closedir(dir);
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	/* past "(comm)", which may hold spaces: the 13th field after is stime */
+	n = fscanf(f, "%*d (%*[^)]) %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %llu", &st);
+	fclose(f);
+	if (n != 1)
+		return -EINVAL;
+	*sys = st * 1000000000ULL / (unsigned long long)hz;
+	return 0;
+}
+
+/*
+ * The costs checked against the target's own CPU time: over an on window
+ * and the off window after it, the CPU share it ran with the probes on
+ * less the share with them off is what the probes switched cost it.  A
+ * process that would run all the time (its CPU plus its run-queue wait
+ * over 90% of the time) pays the probes in work it does not do rather
+ * than in more CPU: there the system part of its CPU, where the traps and
+ * the programs are, says it instead.  Summed over the pairs (older ones
+ * fading), against what the site costs predicted for the rates of each
+ * window: the ratio (within 0.5-10) scales the target's costs from then
+ * on.  It catches what no calibration in a child can see: the traps of a
+ * site shared with other consumers, the caches a real program loses.
+ */
+static void check_costs(struct duty *d, struct duty_entry *e)
+{
+	uint64_t now = d->ops.now ? d->ops.now(d->ctx) : mono_ns(), run = 0, wait = 0, sys = 0;
+	const struct budget_rates *r = &e->bt.rates;
+	double dt, cpu, sysr, pred, k;
+	bool busy;
+
+	if (!d->o.calibrate || proc_sched(e->pid, &run, &wait, &sys))
+		return;
+	dt = (double)(now - e->mark_ns);
+	if (e->marked && dt > 0 && run >= e->mark_run && wait >= e->mark_wait &&
+	    sys >= e->mark_sys) {
+		cpu = (double)(run - e->mark_run) / dt;
+		sysr = (double)(sys - e->mark_sys) / dt;
+		busy = (double)(run - e->mark_run + wait - e->mark_wait) > 0.9 * dt;
+		if (e->on) {
+			/* the window ending now was on: what the costs say each side cost, raw */
+			k = e->bt.cost_scale > 0 ? e->bt.cost_scale : 1;
+			e->on_pred_alloc = r->alloc_per_s * r->alloc_ns / 1e9 / k;
+			e->on_pred_free = r->inuse ? r->free_per_s * r->free_ns / 1e9 / k : 0;
+			e->on_cpu = cpu;
+			e->on_sys = sysr;
+			e->on_busy = busy;
+			e->on_dt = dt;
+			e->have_on = true;
+		} else if (e->have_on) {
+			/* the off window ending now had the free probes off too, or not */
+			pred = e->on_pred_alloc + (e->free_on ? 0 : e->on_pred_free);
+			busy = busy || e->on_busy;
+			e->extra_ns = 0.8 * e->extra_ns +
+				      (busy ? e->on_sys - sysr : e->on_cpu - cpu) * e->on_dt;
+			e->pred_ns = 0.8 * e->pred_ns + pred * e->on_dt;
+			e->have_on = false;
+			/* 10 ms of predicted cost at least: a few clock ticks of stime */
+			if (e->pred_ns >= 1e7) {
+				k = e->extra_ns / e->pred_ns;
+				e->bt.cost_scale = k < 0.5 ? 0.5 : k > 10 ? 10 : k;
+				e->bt.scale_checked = true;
+				pr_info("culpert-bpf: pid %d: its %s with the probes on %.3g%% "
+					"of a CPU, off %.3g%%: the costs of a hit scaled by "
+					"%.3g\n",
+					(int)e->pid, busy ? "system CPU" : "CPU",
+					(busy ? e->on_sys : e->on_cpu) * 100,
+					(busy ? sysr : cpu) * 100, e->bt.cost_scale);
+			}
+		}
+	}
+	e->mark_ns = now;
+	e->mark_run = run;
+	e->mark_wait = wait;
+	e->mark_sys = sys;
+	e->marked = true;
 }
 
 /* in-use tracking cannot stay within the budget: the free probes go, live blocks with them */
 static void drop_inuse(struct duty *d, struct duty_entry *e)
 {
 	double free_per_s = e->bt.rates.free_per_s;
+	double ns = e->bt.rates.free_ns > 0 ? e->bt.rates.free_ns : d->model.ns_per_hit;
 	int ret = d->ops.drop_inuse(d->ctx, e->pid, e->start);
 
 	pr_warn("pid %d: its free probes alone would cost %.3g%% of a CPU (%.0f frees/s), over "
 		"--max-overhead %g%%: in-use (heap) tracking %s\n", (int)e->pid,
-		free_per_s * d->model.ns_per_hit / 1e7, free_per_s, d->o.max_pct,
+		free_per_s * ns / 1e7, free_per_s, d->o.max_pct,
 		ret ? "could not be dropped: the free probes stay and the target is over budget" :
 		"is dropped for this target, its heap profile says so");
 	if (ret) {
@@ -206,37 +395,6 @@ static void drop_inuse(struct duty *d, struct duty_entry *e)
 		e->bt.rates.inuse = true;
 		d->model.can_drop_inuse = false;
 	}
-}
-
-static void step(struct duty *d, struct duty_entry *e, uint64_t now_ns)
-{
-	struct budget_action act;
-	uint64_t alloc, freed;
-
-	if (e->failed || d->ops.counters(d->ctx, e->pid, e->start, &alloc, &freed))
-		return;
-	budget_target_step(&e->bt, &d->model, now_ns, alloc, freed, &act);
-	if (act.drop_inuse)
-		drop_inuse(d, e);
-	if (act.decided)
-		log_decision(d, e);
-	if (act.switch_alloc)
-		switch_alloc(d, e, act.alloc_on);
-}
-
-/* a target new to the duty cycle: its probes are on (the collector attached them) */
-static void start_entry(struct duty *d, struct duty_entry *e, pid_t pid, uint64_t start,
-			uint64_t now_ns)
-{
-	uint64_t alloc, freed;
-
-	if (d->ops.counters(d->ctx, pid, start, &alloc, &freed))
-		return;
-	memset(e, 0, sizeof(*e));
-	e->pid = pid;
-	e->start = start;
-	e->used = e->seen = e->on = true;
-	budget_target_init(&e->bt, now_ns, d->o.inuse, alloc, freed);
 }
 
 /* the calibration's figures in the model once it is done; false until then (or if it failed) */
@@ -250,7 +408,108 @@ static bool calibrated(struct duty *d)
 		return false;
 	d->model.ns_per_hit = cal.ns_per_hit > 0 ? cal.ns_per_hit : 1;
 	d->model.switch_ns = cal.switch_ns;
+	/* the calibration's program until the collector's are measured (the traps are without) */
+	d->model.alloc_prog_ns = d->model.free_prog_ns = cal.prog_ns;
+	d->used_cal = cal;
 	return true;
+}
+
+/*
+ * The target's costs by site class: its return mode from the collector,
+ * the classes' costs from the calibration (the BPF side counts the hits on
+ * single-stepped sites apart, so the mix is measured, not assumed).
+ */
+static void set_costs(struct duty *d, struct duty_entry *e)
+{
+	bool session = false, every_return = false;
+
+	if (d->ops.returns && d->ops.returns(d->ctx, e->pid, e->start, &session, &every_return))
+		return;
+	budget_site_costs(&d->used_cal, session, every_return, &e->bt.costs);
+	if (!(e->bt.costs.alloc > 0))
+		e->bt.costs = (struct budget_site_costs){ 0 };
+	e->costs_set = true;
+}
+
+static void step(struct duty *d, struct duty_entry *e, uint64_t now_ns)
+{
+	struct budget_action act;
+	struct budget_counts c;
+
+	if (e->failed || d->ops.counters(d->ctx, e->pid, e->start, &c))
+		return;
+	d->hits_alloc += c.alloc - e->last.alloc;
+	d->hits_free += c.free - e->last.free;
+	e->last = c;
+	if (!e->costs_set)
+		set_costs(d, e);
+	budget_target_step(&e->bt, &d->model, now_ns, &c, &act);
+	if (act.drop_inuse)
+		drop_inuse(d, e);
+	if (act.decided)
+		log_decision(d, e);
+	if (act.switch_alloc)
+		switch_alloc(d, e, act.alloc_on, act.switch_free);
+}
+
+/* a target new to the duty cycle: its probes are on (the collector attached them) */
+static void start_entry(struct duty *d, struct duty_entry *e, pid_t pid, uint64_t start,
+			uint64_t now_ns)
+{
+	struct budget_counts c;
+
+	if (d->ops.counters(d->ctx, pid, start, &c))
+		return;
+	memset(e, 0, sizeof(*e));
+	e->pid = pid;
+	e->start = start;
+	e->used = e->seen = e->on = true;
+	e->free_on = d->o.inuse;
+	e->last = c;
+	budget_target_init(&e->bt, now_ns, d->o.inuse, &c);
+	check_costs(d, e);
+}
+
+/* blend a new measurement into a figure: the first replaces the stand-in */
+static void blend(double *into, double v, bool first)
+{
+	*into = first ? v : 0.5 * *into + 0.5 * v;
+}
+
+/*
+ * The collector's programs' CPU per allocator hit and per free hit, all
+ * targets together, over a second at least: what they cost on top of the
+ * trap (a program that samples, follows returns and tracks blocks costs
+ * several times the calibration's).
+ */
+static void measure_progs(struct duty *d, uint64_t now_ns)
+{
+	uint64_t a, f;
+
+	if (!d->ops.prog_run_ns || d->stats_fd < 0)
+		return;
+	d->ops.prog_run_ns(d->ctx, &a, &f);
+	if (!d->prog_t0) {
+		d->prog_t0 = now_ns;
+		d->prog_alloc0 = a;
+		d->prog_free0 = f;
+		d->hits_alloc = d->hits_free = 0;
+		return;
+	}
+	if (now_ns - d->prog_t0 < PROG_MEASURE_NS)
+		return;
+	if (d->hits_alloc >= PROG_MEASURE_HITS && a >= d->prog_alloc0)
+		blend(&d->model.alloc_prog_ns, (double)(a - d->prog_alloc0) / (double)d->hits_alloc,
+		      !d->prog_measured);
+	if (d->hits_free >= PROG_MEASURE_HITS && f >= d->prog_free0)
+		blend(&d->model.free_prog_ns, (double)(f - d->prog_free0) / (double)d->hits_free,
+		      !d->prog_measured);
+	if (d->hits_alloc >= PROG_MEASURE_HITS)
+		d->prog_measured = true;
+	d->prog_t0 = now_ns;
+	d->prog_alloc0 = a;
+	d->prog_free0 = f;
+	d->hits_alloc = d->hits_free = 0;
 }
 
 static void view_of(const struct duty *d, const struct duty_entry *e, uint64_t now_ns,
@@ -262,6 +521,10 @@ static void view_of(const struct duty *d, const struct duty_entry *e, uint64_t n
 	v->inuse = e->bt.rates.inuse;
 	v->over = e->bt.choice.over;
 	v->decided = e->bt.decisions > 0;
+	v->free_on = e->free_on;
+	v->free_cycled = e->bt.choice.free_cycled;
+	v->alloc_ns = e->bt.rates.alloc_ns > 0 ? e->bt.rates.alloc_ns : d->model.ns_per_hit;
+	v->free_ns = e->bt.rates.free_ns > 0 ? e->bt.rates.free_ns : d->model.ns_per_hit;
 	v->duty = e->bt.choice.duty;
 	v->est_pct = e->bt.choice.est_pct;
 	v->alloc_per_s = e->bt.rates.alloc_per_s;
@@ -304,6 +567,8 @@ void duty__tick(struct duty *d, const pid_t *pids, const uint64_t *starts, size_
 			step(d, e, now_ns);
 		e->seen = e->used;
 	}
+	if (ready)
+		measure_progs(d, now_ns);
 	/* exited: the collector detached everything */
 	for (i = 0; i < d->o.max_targets; i++)
 		if (d->e[i].used && !d->e[i].seen)

@@ -18,12 +18,28 @@
 #include "budget.h"
 
 struct duty_ops {
-	/* cumulative allocation and free probe hits since pick-up; 0 or -errno */
-	int (*counters)(void *ctx, pid_t pid, uint64_t start, uint64_t *alloc, uint64_t *free);
+	/* cumulative allocation and free probe hits since pick-up, by class; 0 or -errno */
+	int (*counters)(void *ctx, pid_t pid, uint64_t start, struct budget_counts *out);
 	/* detach (false) or re-attach (true) the allocation probes; 0 or -errno */
 	int (*set_alloc)(void *ctx, pid_t pid, uint64_t start, bool on);
+	/*
+	 * the same for the free probes (with --inuse; the heap is partial from
+	 * then on); NULL: they stay attached
+	 */
+	int (*set_free)(void *ctx, pid_t pid, uint64_t start, bool on);
+	/*
+	 * how the target's allocations return: a session, a return probe on every call; NULL:
+	 * neither
+	 */
+	int (*returns)(void *ctx, pid_t pid, uint64_t start, bool *session, bool *every_return);
 	/* detach the free probes and discard the live blocks for good; NULL if impossible */
 	int (*drop_inuse)(void *ctx, pid_t pid, uint64_t start);
+	/*
+	 * the CPU time the collector's allocation-side and free-side programs
+	 * ran so far, every target together (BPF run-time stats); NULL: the
+	 * calibration's program stands in for them
+	 */
+	void (*prog_run_ns)(void *ctx, uint64_t *alloc_ns, uint64_t *free_ns);
 	/* the clock of duty__tick's now_ns, read after an attach; NULL: CLOCK_MONOTONIC */
 	uint64_t (*now)(void *ctx);
 };
@@ -31,6 +47,7 @@ struct duty_ops {
 struct duty_opts {
 	double max_pct;		/* --max-overhead */
 	uint64_t period_ns;	/* --duty-period */
+	uint64_t window_ns;	/* the oldest a measurement gets; 0: BUDGET_WINDOW_NS */
 	bool inuse;		/* --inuse: the free probes are attached */
 	size_t max_targets;
 	bool calibrate;		/* false: the caller gives the calibration (tests) */
@@ -45,7 +62,11 @@ struct duty_view {
 	bool inuse;
 	bool over;		/* even the longest period exceeds the budget */
 	bool decided;		/* measured at least once */
+	bool free_on;		/* free probes attached now (with inuse) */
+	bool free_cycled;	/* the free probes are switched too: the heap is partial */
 	double duty, est_pct, alloc_per_s, free_per_s;
+	/* its mean cost of a hit, by the classes of the sites hit */
+	double alloc_ns, free_ns;
 	uint64_t observed_ns, period_ns;
 };
 

@@ -230,7 +230,7 @@ static void heap_route(void *ctx, const struct http_request *r, struct http_repl
 
 static void target_json(struct json *j, const struct agent_target *t, const struct endpoints *e)
 {
-	char since[40], exited[40], picked[40];
+	char since[40], exited[40], picked[40], heap_since[40];
 	const struct container_info *ci = &t->ci;
 	struct collector_state st;
 	bool have = e->state && !e->state(e->profile_ctx, t, &st);
@@ -264,6 +264,10 @@ static void target_json(struct json *j, const struct agent_target *t, const stru
 		json_int(j, (int64_t)st.anon_rss_at);
 	else
 		json_null(j);
+	/* the budget switched its free probes off: its heap holds the blocks allocated since */
+	if (have && st.heap_since_unix_ns)
+		format_rfc3339(heap_since, sizeof(heap_since), (uint64_t)st.heap_since_unix_ns);
+	str_or_null(j, "heap_since", have && st.heap_since_unix_ns ? heap_since : NULL);
 	json_key(j, "pid");
 	json_int(j, t->pid);
 	str_or_null(j, "pod_name", ci->pod_name);

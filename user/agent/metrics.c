@@ -233,6 +233,16 @@ static void agent_budget(FILE *f, struct endpoints *e)
 	one(f, "culpert_agent_calibration_seconds_per_hit", "gauge",
 	    "What one uprobe hit costs a process on this kernel, calibrated at start-up.",
 	    cal.ns_per_hit / 1e9);
+	one(f, "culpert_agent_calibration_seconds_per_stepped_hit", "gauge",
+	    "What one hit costs on a probed instruction the kernel single-steps, calibrated.",
+	    cal.step_ns / 1e9);
+	one(f, "culpert_agent_calibration_seconds_per_return_hit", "gauge",
+	    "What a return probe adds to an entry probe's hit, calibrated at start-up.",
+	    cal.ret_ns / 1e9);
+	if (cal.session_ns > 0)
+		one(f, "culpert_agent_calibration_seconds_per_session_hit", "gauge",
+		    "What a uprobe session's entry costs when it asks for no return, calibrated.",
+		    cal.session_ns / 1e9);
 	one(f, "culpert_agent_calibration_switch_cpu_seconds", "gauge",
 	    "The CPU of one detach and re-attach of a uprobe, calibrated at start-up.",
 	    cal.switch_ns / 1e9);
@@ -262,6 +272,12 @@ static const struct duty_series {
 	{ "culpert_target_alloc_probes_on", "gauge", "1 while the allocation probes are on." },
 	{ "culpert_target_inuse_tracking", "gauge",
 	  "1 while frees are followed (in-use); 0 once dropped for the budget." },
+	{ "culpert_target_free_probes_on", "gauge",
+	  "1 while the free probes are on; the budget switches them only when they alone "
+	  "exceed it." },
+	{ "culpert_target_seconds_per_hit", "gauge",
+	  "What a probe hit costs the target, by the classes of the sites it hit, as last "
+	  "measured." },
 };
 
 static void duty_line(FILE *f, size_t k, const struct agent_target *t, const char *probe,
@@ -277,8 +293,15 @@ static void duty_line(FILE *f, size_t k, const struct agent_target *t, const cha
 static void duty_value(FILE *f, size_t k, const struct agent_target *t,
 		       const struct duty_view *d)
 {
-	const double v[] = { d->duty, d->est_pct / 100, d->alloc_per_s, d->on, d->inuse };
+	const double v[] = { d->duty, d->est_pct / 100, d->alloc_per_s, d->on, d->inuse,
+			     d->inuse && d->free_on };
 
+	if (k == 6) {
+		duty_line(f, k, t, "alloc", d->alloc_ns / 1e9);
+		if (d->inuse)
+			duty_line(f, k, t, "free", d->free_ns / 1e9);
+		return;
+	}
 	if (k != 2) {
 		duty_line(f, k, t, NULL, v[k]);
 		return;
@@ -303,7 +326,7 @@ static int target_budget(FILE *f, struct endpoints *e, const struct agent_target
 		family(f, duty_series[k].name, duty_series[k].type, duty_series[k].help);
 		for (i = 0; i < nd; i++) {
 			t = target_of(v, n, &d[i]);
-			if (t && (d[i].decided || k >= 3))
+			if (t && (d[i].decided || (k >= 3 && k != 6)))
 				duty_value(f, k, t, &d[i]);
 		}
 	}

@@ -2,6 +2,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,10 +17,14 @@
 #include "log.h"
 #include "otel.h"
 #include "bpfobj.h"
+#include "probe_offset.h"
 #include "spanfn.h"
 #include "uprobe.h"
 #include "usdt_link.h"
 #include "vec.h"
+#if defined(__x86_64__)
+#include "x86dec.h"
+#endif
 
 /* USDT links of one kind: uprobe_multi links (usdt_link.h), or libbpf's perf-event uprobes */
 struct usdt_links {
@@ -39,7 +44,10 @@ struct bpfobj_proc {
 	size_t n_plans, n_objects;
 	struct culpert_alloc_text text;
 	struct uprobe_set *alloc_probes;	/* allocator entries and returns */
-	struct uprobe_set *probes;	/* deallocators and --span-fn: attached for good */
+	struct uprobe_set *probes;	/* --span-fn: attached for good */
+	struct uprobe_set *free_probes;	/* deallocators: off only when the budget says so */
+	/* per plan, per point: 0 not looked at yet, else CULPERT_PROBE_F_STEPPED or 1 */
+	uint32_t *site_class[CULPERT_MAX_ALLOC_OBJS];
 	struct usdt_links usdt;		/* span probes and otel_memory:free: attached for good */
 	/* with otel: the otel_memory probes instead of the allocator's entry points */
 	const struct otel_plan *otel;	/* the caller's, kept for re-attaching */
@@ -47,6 +55,10 @@ struct bpfobj_proc {
 	size_t n_otel_alloc, n_otel_free;	/* their sites */
 	uint64_t armed_ns, disarmed_ns;	/* the window where every probe was live */
 	bool alloc_on;			/* allocation probes attached */
+	/* deallocator probes detached (bpfobj_proc__set_free) */
+	bool free_off;
+	/* blocks allocated before this are not in the live table */
+	uint64_t heap_since_ns;
 	uint64_t on_since_ns, observed_ns;	/* time they were on */
 	bool registered;		/* in the procs map */
 	struct culpert_proc final;	/* its entry when it left the map (unregistered) */
@@ -352,19 +364,83 @@ static bool point_in(const struct probe_point *p, enum point_set set)
 	return set == POINTS_RETURNED;
 }
 
-/* offsets (and cookies: the entry kind and flags) of the plan's points in `obj` in `set` of kind fn (0: any) */
-static size_t collect_points(const struct alloc_plan *plan, size_t obj, enum point_set set,
-			     uint32_t fn, uint64_t *offs, uint64_t *cookies)
+/*
+ * Does the kernel single-step the instruction at file offset `off` of
+ * `path` (rather than emulate it)?  What the probe actually sits on,
+ * whoever placed it: its hits cost several times an emulated one's, and
+ * the BPF side counts them apart for the overhead budget.  arm64 is not
+ * classified (every site counts as emulated); unreadable code counts as
+ * single-stepped, the dearer guess.
+ */
+static bool site_stepped(const char *path, uint64_t off)
 {
+#if defined(__x86_64__)
+	uint8_t code[16];
+	const cs_insn *in;
+	struct x86dec d;
+	bool stepped = true;
+	ssize_t n;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return true;
+	n = pread(fd, code, sizeof(code), (off_t)off);
+	close(fd);
+	if (n <= 0 || x86dec__open(&d, code, (size_t)n, off))
+		return true;
+	in = x86dec__at(&d, 0);
+	if (in)
+		stepped = !probe_offset__emulated(in->bytes, in->size);
+	x86dec__close(&d);
+	return stepped;
+#else
+	(void)path;
+	(void)off;
+	return false;
+#endif
+}
+
+/* CULPERT_PROBE_F_STEPPED for point i of the plan being attached, looked at once */
+static uint32_t point_class(struct bpfobj_proc *pr, size_t i)
+{
+	const struct alloc_plan *plan = pr->plan;
+	const struct probe_point *p = &plan->points[i];
+	size_t k;
+	uint32_t *cls;
+
+	for (k = 0; k < pr->n_plans && pr->plans[k] != plan; k++)
+		;
+	if (k == pr->n_plans || k >= CULPERT_MAX_ALLOC_OBJS)
+		return site_stepped(plan->objects[p->object].open_path, p->offset) ?
+		       CULPERT_PROBE_F_STEPPED : 0;
+	if (!pr->site_class[k])
+		pr->site_class[k] = calloc(plan->n_points ?: 1, sizeof(uint32_t));
+	cls = pr->site_class[k];
+	if (!cls)
+		return CULPERT_PROBE_F_STEPPED;
+	if (!cls[i])
+		cls[i] = site_stepped(plan->objects[p->object].open_path, p->offset) ?
+			 CULPERT_PROBE_F_STEPPED : 1;
+	return cls[i] & CULPERT_PROBE_F_STEPPED;
+}
+
+/*
+ * offsets (and cookies: the entry kind, flags and the site's class) of the
+ * points of the plan being attached in `obj` in `set`
+ */
+static size_t collect_points(struct bpfobj_proc *pr, size_t obj, enum point_set set,
+			     uint64_t *offs, uint64_t *cookies)
+{
+	const struct alloc_plan *plan = pr->plan;
 	size_t i, n = 0;
 
 	for (i = 0; i < plan->n_points; i++) {
 		const struct probe_point *p = &plan->points[i];
 
-		if (p->object != (int)obj || !point_in(p, set) || (fn && p->fn != fn))
+		if (p->object != (int)obj || !point_in(p, set))
 			continue;
 		offs[n] = p->offset;
-		cookies[n++] = p->fn | p->flags;
+		cookies[n++] = p->fn | p->flags | point_class(pr, i);
 	}
 	return n;
 }
@@ -416,7 +492,7 @@ static size_t collect_hoists(const struct alloc_plan *plan, size_t obj, uint64_t
 static int attach_entries(struct bpfobj_proc *pr, size_t obj, enum point_set set,
 			  uint64_t *offs, uint64_t *cookies)
 {
-	size_t n = collect_points(pr->plan, obj, set, 0, offs, cookies);
+	size_t n = collect_points(pr, obj, set, offs, cookies);
 
 	return uprobe_set__attach(pr->alloc_probes, pr->s->mode, pr->s->skel->progs.alloc_enter,
 				  pr->plan->objects[obj].open_path, offs, cookies, n, pr->pid, 0);
@@ -439,14 +515,14 @@ static int alloc_object(struct bpfobj_proc *pr, size_t obj, uint64_t *offs, uint
 
 	ret = attach_entries(pr, obj, POINTS_EXITS, offs, cookies);
 	if (!ret && s->inuse == BPFOBJ_INUSE_SESSION) {
-		n = collect_points(plan, obj, POINTS_RETURNED, 0, offs, cookies);
+		n = collect_points(pr, obj, POINTS_RETURNED, offs, cookies);
 		ret = uprobe_set__attach(pr->alloc_probes, UPROBE_MODE_SESSION,
 					 s->skel->progs.alloc_session, path, offs, cookies, n,
 					 pr->pid, 0);
 	} else if (!ret) {
 		ret = attach_entries(pr, obj, POINTS_RETURNED, offs, cookies);
 		if (!ret && s->inuse == BPFOBJ_INUSE_EVERY_RETURN) {
-			n = collect_points(plan, obj, POINTS_RETURNED, 0, offs, cookies);
+			n = collect_points(pr, obj, POINTS_RETURNED, offs, cookies);
 			ret = uprobe_set__attach(pr->alloc_probes, s->mode, s->skel->progs.alloc_exit,
 						 path, offs, NULL, n, pr->pid, 1);
 		}
@@ -471,9 +547,9 @@ static int free_object(struct bpfobj_proc *pr, size_t obj, uint64_t *offs, uint6
 
 	if (s->inuse == BPFOBJ_INUSE_OFF)
 		return 0;
-	n = collect_points(pr->plan, obj, POINTS_FREE, 0, offs, cookies);
-	return uprobe_set__attach(pr->probes, s->mode, s->skel->progs.free_enter,
-				  pr->plan->objects[obj].open_path, offs, NULL, n, pr->pid, 0);
+	n = collect_points(pr, obj, POINTS_FREE, offs, cookies);
+	return uprobe_set__attach(pr->free_probes, s->mode, s->skel->progs.free_enter,
+				  pr->plan->objects[obj].open_path, offs, cookies, n, pr->pid, 0);
 }
 
 /* the plan's allocation probes (alloc true) or its free probes, every object */
@@ -490,6 +566,8 @@ static int attach_plan(struct bpfobj_proc *pr, bool alloc, char *err, size_t err
 	cookies = calloc(n, sizeof(*cookies));
 	ret = offs && cookies ? 0 : -ENOMEM;
 	if (!ret && alloc && !pr->alloc_probes && !(pr->alloc_probes = uprobe_set__new()))
+		ret = -ENOMEM;
+	if (!ret && !alloc && !pr->free_probes && !(pr->free_probes = uprobe_set__new()))
 		ret = -ENOMEM;
 
 	for (obj = 0; obj < plan->n_objects && !ret; obj++) {
@@ -813,6 +891,63 @@ int bpfobj_proc__set_alloc(struct bpfobj_proc *pr, bool on, char *err, size_t er
 	return 0;
 }
 
+static void forget_keys(struct bpfobj_proc *pr, const struct bpf_map *map);
+
+/*
+ * The deallocators' probes go only once the allocation probes are off (no
+ * block is sampled while frees go unseen), and come back first.  A block
+ * sampled before they went may have been freed while they were off: the
+ * live table forgets every block of the process then, and from that time
+ * on holds the blocks allocated since (bpfobj_proc__heap_since()).
+ */
+int bpfobj_proc__set_free(struct bpfobj_proc *pr, bool on, char *err, size_t errlen)
+{
+	size_t i;
+	int ret = 0;
+
+	if (on == !pr->free_off || pr->disarmed_ns || pr->s->inuse == BPFOBJ_INUSE_OFF)
+		return 0;
+	if (pr->otel) {
+		snprintf(err, errlen, "pid %d: its otel_memory:free probes stay", (int)pr->pid);
+		return -EOPNOTSUPP;
+	}
+	if (!on) {
+		if (pr->alloc_on) {
+			snprintf(err, errlen,
+				 "pid %d: free probes off while allocation probes are on",
+				 (int)pr->pid);
+			return -EBUSY;
+		}
+		uprobe_set__free(pr->free_probes);
+		pr->free_probes = NULL;
+		pr->free_off = true;
+		return 0;
+	}
+	for (i = 0; i < pr->n_plans && !ret; i++) {
+		pr->plan = pr->plans[i];
+		ret = attach_plan(pr, false, err, errlen);
+	}
+	if (ret) {
+		uprobe_set__free(pr->free_probes);
+		pr->free_probes = NULL;
+		return ret;
+	}
+	pr->free_off = false;
+	forget_keys(pr, pr->s->skel->maps.live_allocs);
+	pr->heap_since_ns = clock_ns(CLOCK_MONOTONIC);
+	return 0;
+}
+
+uint64_t bpfobj_proc__heap_since(const struct bpfobj_proc *pr)
+{
+	return pr->heap_since_ns;
+}
+
+bool bpfobj_proc__free_on(const struct bpfobj_proc *pr)
+{
+	return !pr->free_off && pr->s->inuse != BPFOBJ_INUSE_OFF;
+}
+
 int bpfobj_proc__extend(struct bpfobj_proc *pr, const struct alloc_plan *more, char *err,
 			 size_t errlen)
 {
@@ -833,8 +968,8 @@ int bpfobj_proc__extend(struct bpfobj_proc *pr, const struct alloc_plan *more, c
 	}
 	ret = set_text(pr, more, err, errlen);
 	pr->plan = more;
-	/* frees first, as at the start; the allocation side only while it is on */
-	if (!ret)
+	/* frees first, as at the start; each side only while it is on */
+	if (!ret && !pr->free_off)
 		ret = attach_plan(pr, false, err, errlen);
 	if (!ret && pr->alloc_on)
 		ret = attach_plan(pr, true, err, errlen);
@@ -992,6 +1127,8 @@ void bpfobj_proc__detach(struct bpfobj_proc *pr)
 	pr->alloc_probes = NULL;
 	uprobe_set__free(pr->probes);
 	pr->probes = NULL;
+	uprobe_set__free(pr->free_probes);
+	pr->free_probes = NULL;
 	detach_usdt(pr);
 	/*
 	 * attach's own object: the spans its threads still have open are
@@ -1048,6 +1185,8 @@ void bpfobj_proc__unregister(struct bpfobj_proc *pr)
 
 void bpfobj_proc__free(struct bpfobj_proc *pr)
 {
+	size_t i;
+
 	if (!pr)
 		return;
 	bpfobj_proc__unregister(pr);
@@ -1057,6 +1196,8 @@ void bpfobj_proc__free(struct bpfobj_proc *pr)
 	free(pr->usdt.held.ids);
 	free(pr->otel_alloc.links);
 	free(pr->otel_alloc.held.ids);
+	for (i = 0; i < CULPERT_MAX_ALLOC_OBJS; i++)
+		free(pr->site_class[i]);
 	free(pr);
 }
 
@@ -1319,7 +1460,7 @@ void bpfobj__timing(const struct bpfobj *s, uint64_t *load_ns, uint64_t *attach_
 size_t bpfobj_proc__n_sites(const struct bpfobj_proc *pr)
 {
 	return uprobe_set__count(pr->probes) + uprobe_set__count(pr->alloc_probes) +
-	       pr->n_otel_alloc + pr->n_otel_free;
+	       uprobe_set__count(pr->free_probes) + pr->n_otel_alloc + pr->n_otel_free;
 }
 
 enum bpfobj_inuse bpfobj_proc__inuse(const struct bpfobj_proc *pr)
@@ -1344,6 +1485,30 @@ const char *bpfobj_inuse__name(enum bpfobj_inuse m)
 	default:
 		return "off";
 	}
+}
+
+/* a loaded program's CPU time in its runs so far (BPF run-time stats on), else 0 */
+static uint64_t prog_run_ns(const struct bpf_program *prog)
+{
+	struct bpf_prog_info info;
+	__u32 len = sizeof(info);
+	int fd = bpf_program__fd(prog);
+
+	memset(&info, 0, sizeof(info));
+	if (fd < 0 || bpf_obj_get_info_by_fd(fd, &info, &len))
+		return 0;
+	return info.run_time_ns;
+}
+
+void bpfobj__prog_run_ns(const struct bpfobj *s, uint64_t *alloc_ns, uint64_t *free_ns)
+{
+	const struct culpert_bpf *k = s->skel;
+
+	*alloc_ns = prog_run_ns(k->progs.alloc_enter) + prog_run_ns(k->progs.alloc_exit) +
+		    prog_run_ns(k->progs.alloc_exit_point) +
+		    prog_run_ns(k->progs.alloc_exit_hoist) +
+		    prog_run_ns(k->progs.alloc_session) + prog_run_ns(k->progs.otel_alloc);
+	*free_ns = prog_run_ns(k->progs.free_enter) + prog_run_ns(k->progs.otel_free);
 }
 
 bool bpfobj_sessions(bool no_multi, bool no_session)

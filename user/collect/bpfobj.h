@@ -108,6 +108,19 @@ void bpfobj_proc__detach(struct bpfobj_proc *pr);
  */
 int bpfobj_proc__set_alloc(struct bpfobj_proc *pr, bool on, char *err, size_t errlen);
 /*
+ * The budget's second step, with --inuse: detach (on false, only once the
+ * allocation probes are off) or re-attach its deallocator probes.  On
+ * their return the live table forgets the process's blocks (any may have
+ * been freed unseen): it holds those allocated since
+ * bpfobj_proc__heap_since().  0 or -errno with the reason (-EOPNOTSUPP on
+ * otel_memory probes, -EBUSY with the allocation probes on).
+ */
+int bpfobj_proc__set_free(struct bpfobj_proc *pr, bool on, char *err, size_t errlen);
+/* CLOCK_MONOTONIC since when the live table is complete; 0: since the probes went in */
+uint64_t bpfobj_proc__heap_since(const struct bpfobj_proc *pr);
+/* its deallocator probes are attached (in-use tracking on, not switched off) */
+bool bpfobj_proc__free_on(const struct bpfobj_proc *pr);
+/*
  * An allocator object mapped after the start (dlopen): attach its plan
  * (kept by pointer) beside the first, frees first.  0 or -errno with the
  * reason (-EINVAL for a process on its otel_memory probes); a failure may
@@ -187,6 +200,12 @@ bool bpfobj__otel_loaded(const struct bpfobj *s);
 const char *bpfobj_inuse__name(enum bpfobj_inuse m);
 /* will uprobe sessions be used (uprobe_multi and 6.13+, not --no-session/--no-multi)? */
 bool bpfobj_sessions(bool no_multi, bool no_session);
+/*
+ * The CPU time the object's allocation-side programs (entries, returns,
+ * sessions) and its free-side programs have run, every process together;
+ * 0 unless BPF run-time stats are on (bpf_enable_stats()).
+ */
+void bpfobj__prog_run_ns(const struct bpfobj *s, uint64_t *alloc_ns, uint64_t *free_ns);
 /* how the allocator probes attach: uprobe_multi links unless --no-multi or too old a kernel */
 enum uprobe_mode bpfobj_uprobe_mode(bool no_multi);
 /* how --inuse would see returns, given the same options */

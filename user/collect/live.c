@@ -194,6 +194,22 @@ bool live__full(const struct live *l)
 	return l->n >= l->max;
 }
 
+size_t live__drop_before(struct live *l, uint64_t ts_ns)
+{
+	size_t i = 0, dropped = 0;
+
+	/* live__release() moves the last block into the hole: look at i again */
+	while (i < l->n) {
+		if (l->v[i].ts_ns < ts_ns) {
+			live__release(l, l->v[i].id);
+			dropped++;
+		} else {
+			i++;
+		}
+	}
+	return dropped;
+}
+
 const struct live_block *live__blocks(const struct live *l, size_t *n)
 {
 	*n = l->n;

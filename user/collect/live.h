@@ -34,6 +34,8 @@ int live__alloc(struct live *l, const struct live_block *b);
 void live__ret(struct live *l, uint64_t id, bool tracked);
 /* its free */
 void live__release(struct live *l, uint64_t id);
+/* forget the blocks allocated before ts_ns (their frees may have gone unseen); how many */
+size_t live__drop_before(struct live *l, uint64_t ts_ns);
 /* the blocks; pointer valid until the next change */
 const struct live_block *live__blocks(const struct live *l, size_t *n);
 /* reconcile with the kernel's table: unmark all, mark each id it holds, sweep the unmarked */

@@ -93,6 +93,7 @@ struct session {
 	bool have_seen;
 	bool go;			/* a Go program: its heap is not malloc's */
 	size_t n_sites;
+	uint64_t heap_since_ns;		/* live blocks allocated before this are dropped */
 	char **comments;		/* extra "key=value" comments */
 	size_t n_comments, cap_comments;
 	bool run_comments;		/* add_run_comments() done */
@@ -351,7 +352,8 @@ static int on_alloc(struct session *s, const struct culpert_alloc_event *e)
 
 	if (entry < 0)
 		return entry;
-	if (!s->live)
+	/* allocated before the free probes came back: its free may have gone unseen */
+	if (!s->live || e->ts_ns < s->heap_since_ns)
 		return 0;
 	b.entry = (uint32_t)entry;
 	b.weight = sample_objects(s, e);
@@ -746,6 +748,13 @@ void session__detach(struct session *s)
 	if (!s->shared)
 		s->have_seen = !s->otel.use && !bpfobj__calls_seen(s->sampler, &s->seen);
 	s->detached = true;
+}
+
+void session__heap_since(struct session *s, uint64_t since_ns)
+{
+	s->heap_since_ns = since_ns;
+	if (s->live)
+		live__drop_before(s->live, since_ns);
 }
 
 int session__add_comment(struct session *s, const char *comment)

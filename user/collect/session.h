@@ -86,6 +86,11 @@ int session__run(struct session *s, uint64_t duration_ns, volatile sig_atomic_t 
 		 enum session_end *why);
 /* detach and drain what is queued; idempotent */
 void session__detach(struct session *s);
+/*
+ * The free probes were off until since_ns (CLOCK_MONOTONIC): the live
+ * blocks allocated before are forgotten, the heap holds those since.
+ */
+void session__heap_since(struct session *s, uint64_t since_ns);
 /* one more "key=value" comment for the profile (copied); 0 or -errno */
 int session__add_comment(struct session *s, const char *comment);
 /* the same, for callbacks of type int (*)(void *ctx, const char *comment) */
