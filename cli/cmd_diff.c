@@ -137,7 +137,7 @@ static char *noise_str(char *buf, size_t len, const struct diff_row *r)
 	return buf;
 }
 
-/* "1.50 KB -> 1.75 KB (+16.67%)", "-" without closed instances on a side */
+/* "1.50 KiB -> 1.75 KiB (+16.67%)", "-" without closed instances on a side */
 static char *p99_str(char *buf, size_t len, const struct diff_row *r)
 {
 	char b[32], a[32];

@@ -70,7 +70,7 @@ int parse_duration(const char *s, uint64_t *out_ns)
 
 char *format_bytes(char *buf, size_t len, double bytes)
 {
-	static const char *const names[] = { "KB", "MB", "GB", "TB", "PB", "EB" };
+	static const char *const names[] = { "KiB", "MiB", "GiB", "TiB", "PiB", "EiB" };
 	double v = fabs(bytes);
 	const char *sign = bytes < 0 ? "-" : "";
 	int i = -1;
@@ -83,7 +83,7 @@ char *format_bytes(char *buf, size_t len, double bytes)
 		v /= 1024;
 		i++;
 	}
-	/* 1023.999 KB would print as "1024.00 KB": carry into the next unit */
+	/* 1023.999 KiB would print as "1024.00 KiB": carry into the next unit */
 	if (v >= 1023.995 && i < 5) {
 		v /= 1024;
 		i++;

@@ -14,9 +14,9 @@ int parse_size(const char *s, uint64_t *out);
 /* "30s", "2m", "500ms", "1h", "1.5s", "10" (seconds): nanoseconds.  0 or -EINVAL. */
 int parse_duration(const char *s, uint64_t *out_ns);
 
-/* "1.30 GB", "512.00 KB", whole bytes under 1 KiB ("0 B"); returns buf */
+/* "1.30 GiB", "512.00 KiB" (base 1024, named so), whole bytes under 1 KiB ("0 B"); returns buf */
 char *format_bytes(char *buf, size_t len, double bytes);
-/* the same with a sign: "+1.00 MB", "-12 B", "0 B" */
+/* the same with a sign: "+1.00 MiB", "-12 B", "0 B" */
 char *format_bytes_signed(char *buf, size_t len, double bytes);
 /* "1m30s", "250ms", "2h0m5s" */
 char *format_duration(char *buf, size_t len, uint64_t ns);

@@ -451,7 +451,7 @@ m = re.search(r'^Allocator: +glibc 2\.36 \(mem\.end\)\n +(\d+) arenas, ([0-9.]+ 
               info, re.M)
 if not m or m.group(1) != '4':
     bad.append('culpert info: %s' % re.findall(r'^Allocator:.*\n.*', info, re.M))
-if not re.search(r'^ +6 mmapped blocks, [0-9.]+ MB; [0-9.]+ KB free in the threads. tcaches$', info, re.M):
+if not re.search(r'^ +6 mmapped blocks, [0-9.]+ MiB; [0-9.]+ KiB free in the threads. tcaches$', info, re.M):
     bad.append('culpert info: no mmapped/tcache line')
 print('; '.join(bad))
 sys.exit(1 if bad else 0)

@@ -163,11 +163,11 @@ test_report_before_attach() {
 	golden report_before_attach_flat 0 report before_attach.pb.gz --flat
 	golden report_before_attach_json 0 report before_attach.pb.gz --format json
 	grep -q '^(entered before attach)  ' report_before_attach.out &&
-		grep -q '^  build_response  .*(3.00 MB)$' report_before_attach.out &&
+		grep -q '^  build_response  .*(3.00 MiB)$' report_before_attach.out &&
 		grep -q '^walk  ' report_before_attach.out ||
 		fail "no before-attach marker over build_response: $(cat report_before_attach.out)"
 	"$C" report before_attach.pb.gz --span build_response >ba_span.out &&
-		grep -q '^span build_response: 35.00 MB' ba_span.out ||
+		grep -q '^span build_response: 35.00 MiB' ba_span.out ||
 		fail "--span by name no longer finds both: $(cat ba_span.out)"
 }
 
@@ -179,8 +179,8 @@ test_diff_tree_before_attach() {
 		"$OLDPWD_ROOT/$DATA/before_attach.spec" >ba_after.spec
 	"$OLDPWD_ROOT/$MKPROF" -o ba_after.pb.gz ba_after.spec
 	golden diff_tree_before_attach 1 diff before_attach.pb.gz ba_after.pb.gz --tree
-	awk '/^\(entered before attach\) / { m = NR } /^  build_response .*12.00 MB/ { b = NR }
-	     /^    json .*9.00 MB/ { j = NR } END { exit !(m && b == m + 1 && j == b + 1) }' \
+	awk '/^\(entered before attach\) / { m = NR } /^  build_response .*12.00 MiB/ { b = NR }
+	     /^    json .*9.00 MiB/ { j = NR } END { exit !(m && b == m + 1 && j == b + 1) }' \
 		diff_tree_before_attach.out ||
 		fail "build_response (and json) not under the marker: $(cat diff_tree_before_attach.out)"
 	"$C" diff before_attach.pb.gz ba_after.pb.gz --format json >ba_diff.json
@@ -401,7 +401,7 @@ test_flamegraph() {
 	"$C" flamegraph basic.pb.gz --format svg -o fg.svg || { fail "svg: exit $?"; return; }
 	xmllint --noout fg.svg || fail "the SVG is not well-formed XML"
 	# every folded stack is a frame of the SVG, with its bytes
-	grep -q '<title>parse_header (40.00 MB, 40.00%)</title>' fg.svg || fail "svg lacks parse_header"
+	grep -q '<title>parse_header (40.00 MiB, 40.00%)</title>' fg.svg || fail "svg lacks parse_header"
 	grep -q 'http://www.w3.org/2000/svg' fg.svg && ! grep -q 'src=\|href=' fg.svg ||
 		fail "the SVG is not self-contained"
 	# the folded weights add up to the report's total
@@ -537,8 +537,8 @@ test_go_heap_profile() {
 	assert 100 * 65536 <= top["bytes"] < 101 * 65536, top
 	assert 100 <= top["objects"] <= 102, top
 	EOF
-	"$C" report goheap.pb.gz --inuse --no-span | grep -q '^main.allocBlocks (.*  6.25 MB ' ||
-		fail "Go heap profile: in-use of allocBlocks is not 6.25 MB"
+	"$C" report goheap.pb.gz --inuse --no-span | grep -q '^main.allocBlocks (.*  6.25 MiB ' ||
+		fail "Go heap profile: in-use of allocBlocks is not 6.25 MiB"
 }
 
 run_test cli/report_tree test_report_tree

@@ -111,9 +111,9 @@ test_deep_span() {
 	all_commands "$TMP/ds.pb.gz" ds
 	# --wide: the rows whole (without it the 254 columns of indentation are cut to the cap)
 	bounded ds-tree report "$TMP/ds.pb.gz" --wide
-	[ "$(grep -c '4.00 KB  100.00%' "$TMP/ds-tree.out")" = 128 ] ||
-		fail "report: $(grep -c '4.00 KB  100.00%' "$TMP/ds-tree.out") span rows, want 128"
-	tail -1 "$TMP/ds-tree.out" | grep -q "^ \{254\}…  *4.00 KB" ||
+	[ "$(grep -c '4.00 KiB  100.00%' "$TMP/ds-tree.out")" = 128 ] ||
+		fail "report: $(grep -c '4.00 KiB  100.00%' "$TMP/ds-tree.out") span rows, want 128"
+	tail -1 "$TMP/ds-tree.out" | grep -q "^ \{254\}…  *4.00 KiB" ||
 		fail "the deepest row is not '…' at depth 127: $(tail -1 "$TMP/ds-tree.out" | head -c 300)"
 	/usr/bin/python3 - "$(out ds "report @ --format json")" <<-'EOF' || fail "report json: the chain is not 128 spans ending in …"
 	import json, sys
@@ -259,7 +259,7 @@ test_diff_base() {
 	# noise of a negative estimate: sqrt(rate * |bytes|), rate 524288
 	assert abs(k["request;shrink"][2] - (524288 * 20 * M) ** 0.5) <= 1, k
 	EOF
-	grep -q '^Total:   -11.00 MB' "$(out db "report @")" || fail "report total of -diff_base is not -11.00 MB"
+	grep -q '^Total:   -11.00 MiB' "$(out db "report @")" || fail "report total of -diff_base is not -11.00 MiB"
 	# --by callsite: the same rules on callsites, summed over the spans (shrink: two spans)
 	bounded db-cs diff "$TMP/base.pb.gz" "$TMP/db.pb.gz" --by callsite --format json --threshold-bytes 1
 	contract db-cs "1" || return
@@ -277,7 +277,7 @@ test_diff_base() {
 	assert abs(k["shrink (work.c:10)"][4] - (524288 * 21 * M) ** 0.5) <= 1, k
 	EOF
 	bounded db-cst diff "$TMP/base.pb.gz" "$TMP/db.pb.gz" --by callsite --threshold-bytes 1
-	contract db-cst "1" && grep -q '^improvement  shrink (work.c:10)  *0 B  *-21.00 MB  *-21.00 MB  *- ' \
+	contract db-cst "1" && grep -q '^improvement  shrink (work.c:10)  *0 B  *-21.00 MiB  *-21.00 MiB  *- ' \
 		"$TMP/db-cst.out" || fail "diff --by callsite text: $(cat "$TMP/db-cst.out")"
 	[ "$(cat "$(out db "flamegraph @")")" = "request;grow;grow $((10 << 20))" ] ||
 		fail "flamegraph draws other than the positive record: $(head -c 200 "$(out db "flamegraph @")")"
@@ -288,13 +288,13 @@ test_memory_budget() {
 	$CRAFT bomb 64000000 -o "$TMP/bomb.pb.gz" || { fail "craft"; return; }
 	for cmd in report info flamegraph; do
 		bounded bomb-$cmd $cmd "$TMP/bomb.pb.gz"
-		contract bomb-$cmd 2 && grep -q 'profile too large: reading it takes more than 256.00 MB' \
+		contract bomb-$cmd 2 && grep -q 'profile too large: reading it takes more than 256.00 MiB' \
 			"$TMP/bomb-$cmd.err" || fail "bomb $cmd: $(cat "$TMP/bomb-$cmd.err")"
 	done
 	$CRAFT sample-bomb 100000 -o "$TMP/sb.pb.gz" || { fail "craft"; return; }
 	export CULPERT_MAX_MEMORY=2MiB
 	bounded sb-small report "$TMP/sb.pb.gz"
-	contract sb-small 2 && grep -q 'more than the 2.00 MB of memory CULPERT_MAX_MEMORY allows' \
+	contract sb-small 2 && grep -q 'more than the 2.00 MiB of memory CULPERT_MAX_MEMORY allows' \
 		"$TMP/sb-small.err" || fail "CULPERT_MAX_MEMORY=2MiB: $(cat "$TMP/sb-small.err")"
 	unset CULPERT_MAX_MEMORY
 	bounded sb report "$TMP/sb.pb.gz"
@@ -318,7 +318,7 @@ test_lengths() {
 	$CRAFT many-types 20000 -o "$TMP/mt.pb.gz" && all_commands "$TMP/mt.pb.gz" mt
 	$CRAFT long-name 1000000 -o "$TMP/ln.pb.gz" && all_commands "$TMP/ln.pb.gz" ln
 	grep -q "\"name\": \"$(printf '%0255d' 0 | tr 0 s)\"" "$(out ln "report @ --format json")" ||
-		fail "a 1 MB span name is not cut to 255 bytes"
+		fail "a 1 MiB span name is not cut to 255 bytes"
 }
 
 # the hostile-name corpus as allocation wrappers: the report's "callsites skip wrappers" line

@@ -202,13 +202,13 @@ static void test_glibc(void)
 	text = render(d);
 	ASSERT_TRUE(text && strstr(text, "anonymous RSS decomposed (glibc's 2 arenas, read from the "
 				   "target; m measured"), "header");
-	ASSERT_TRUE(text && strstr(text, "    live heap allocated since attach         19.62 MB "
-				   "+- 438.18 KB  e"), "an estimated line");
-	ASSERT_TRUE(text && strstr(text, "    bins: holes between live blocks          16.00 MB "
-				   "              m  4096 chunks"), "a measured line");
-	ASSERT_TRUE(text && strstr(text, "    per arena (bins + fastbins + top): 0 main 16.02 MB, "
-				   "1 1.00 KB\n"), "per arena");
-	ASSERT_TRUE(text && strstr(text, "  not resident: main arena pages untouched  -12.00 KB"),
+	ASSERT_TRUE(text && strstr(text, "    live heap allocated since attach         19.62 MiB "
+				   "+- 438.18 KiB  e"), "an estimated line");
+	ASSERT_TRUE(text && strstr(text, "    bins: holes between live blocks          16.00 MiB "
+				   "               m  4096 chunks"), "a measured line");
+	ASSERT_TRUE(text && strstr(text, "    per arena (bins + fastbins + top): 0 main 16.02 MiB, "
+				   "1 1.00 KiB\n"), "per arena");
+	ASSERT_TRUE(text && strstr(text, "  not resident: main arena pages untouched  -12.00 KiB"),
 		    "not resident, as a subtraction");
 	free(text);
 	ASSERT_EQ(mem_decomp__comments(d, "mem.decomp", collect, c), 0, "comments");

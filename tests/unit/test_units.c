@@ -41,11 +41,11 @@ static void test_format_bytes(void)
 
 	ASSERT_STREQ(format_bytes(b, sizeof(b), 0), "0 B", "zero");
 	ASSERT_STREQ(format_bytes(b, sizeof(b), 1023), "1023 B", "under 1 KiB");
-	ASSERT_STREQ(format_bytes(b, sizeof(b), 1024), "1.00 KB", "1 KiB");
-	ASSERT_STREQ(format_bytes(b, sizeof(b), 524288), "512.00 KB", "512 KiB");
-	ASSERT_STREQ(format_bytes(b, sizeof(b), 1.30 * 1073741824.0), "1.30 GB", "GB");
-	ASSERT_STREQ(format_bytes(b, sizeof(b), 1048575), "1.00 MB", "carry into the next unit");
-	ASSERT_STREQ(format_bytes_signed(b, sizeof(b), 1048576), "+1.00 MB", "signed +");
+	ASSERT_STREQ(format_bytes(b, sizeof(b), 1024), "1.00 KiB", "1 KiB");
+	ASSERT_STREQ(format_bytes(b, sizeof(b), 524288), "512.00 KiB", "512 KiB");
+	ASSERT_STREQ(format_bytes(b, sizeof(b), 1.30 * 1073741824.0), "1.30 GiB", "GB");
+	ASSERT_STREQ(format_bytes(b, sizeof(b), 1048575), "1.00 MiB", "carry into the next unit");
+	ASSERT_STREQ(format_bytes_signed(b, sizeof(b), 1048576), "+1.00 MiB", "signed +");
 	ASSERT_STREQ(format_bytes_signed(b, sizeof(b), -12), "-12 B", "signed -");
 	ASSERT_STREQ(format_bytes_signed(b, sizeof(b), 0), "0 B", "signed zero");
 }

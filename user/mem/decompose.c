@@ -290,7 +290,7 @@ static void glibc_free(struct mem_decomp *d, const struct glibc_heap *h)
 		note(it, "the tcaches were not read: they count as in use");
 }
 
-/* "0 main 16.06 MB, 1 132.00 KB, ..." of each arena's free bytes */
+/* "0 main 16.06 MiB, 1 132.00 KiB, ..." of each arena's free bytes */
 static void glibc_per_arena(struct mem_decomp *d, const struct glibc_heap *h)
 {
 	size_t n = 0, len = sizeof(d->per_arena);
@@ -513,7 +513,7 @@ static void print_part(FILE *f, const struct mem_decomp *d, enum mem_decomp_part
 		format_bytes(v, sizeof(v), it->bytes);
 	if (it->kind != MEM_DECOMP_MEASURED)
 		snprintf(se, sizeof(se), "+- %s", format_bytes(sig, sizeof(sig), it->stderr));
-	fprintf(f, "%*s%-*s %10s %-13s %c%s%s\n", 2 + 2 * depth, "", 40 - 2 * depth,
+	fprintf(f, "%*s%-*s %11s %-14s %c%s%s\n", 2 + 2 * depth, "", 40 - 2 * depth,
 		it->label ?: part_text[p].label, v, se, kind_letter[it->kind],
 		it->note[0] ? "  " : "", it->note);
 }
