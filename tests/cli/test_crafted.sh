@@ -239,6 +239,32 @@ test_extreme_values() {
 	/usr/bin/python3 -c 'import json,sys,jsonschema; jsonschema.validate(json.load(open(sys.argv[2])), json.load(open(sys.argv[1])))' \
 		docs/diff-schema.json "$(out xv "diff @ @ --format json")" ||
 		fail "diff json of extreme values does not validate against docs/diff-schema.json"
+	# saturated, and saying so, the same in every format; percentages of the same sums
+	grep -q '^Total:   >=8.00 EiB alloc_space$' "$(out xv "report @")" ||
+		fail "report: $(grep '^Total' "$(out xv "report @")"), want >=8.00 EiB"
+	grep -q '^big  *>=8.00 EiB  50.00%  (>=8.00 EiB)$' "$(out xv "report @")" ||
+		fail "report: $(grep '^big' "$(out xv "report @")")"
+	grep -q '^Total: .*>=8.00 EiB alloc_space in >=9223372036854775807 objects$' \
+		"$(out xv "info @")" || fail "info: $(grep '^Total' "$(out xv "info @")")"
+	/usr/bin/python3 - "$(out xv "report @ --format json")" "$(out xv "diff @ @ --format json")" <<-'PY' ||
+	import json, sys
+	r, d = (json.load(open(f)) for f in sys.argv[1:])
+	big = [s for s in r["spans"] if s["name"] == "big"][0]
+	assert big["bytes"] == 2**63 - 1 and big["pct"] == 50.0, big
+	assert d["before"]["total_bytes"] == 2**63 - 1, d["before"]
+	PY
+		fail "json of extreme values: not saturated the way the text says"
+	"$OUTPUT/culpert" flamegraph "$TMP/xv.pb.gz" >"$TMP/xv.folded" || fail "flamegraph"
+	grep -q '^big;work 9223372036854775807$' "$TMP/xv.folded" ||
+		fail "folded: $(grep '^big' "$TMP/xv.folded"), want the saturated weight"
+	# a rate the text calls unknown is null in JSON, not a negative number
+	printf 'rate -524288\nsample 1 1MiB stack=work span_path=a\n' | "$MKPROF" -o "$TMP/negrate.pb.gz"
+	"$OUTPUT/culpert" diff "$TMP/negrate.pb.gz" "$TMP/negrate.pb.gz" >"$TMP/negrate.txt"
+	grep -q 'unknown' "$TMP/negrate.txt" || fail "diff text: $(grep Rate "$TMP/negrate.txt")"
+	"$OUTPUT/culpert" diff "$TMP/negrate.pb.gz" "$TMP/negrate.pb.gz" --format json |
+		grep -q '^  "rate": null,$' || fail "diff json: the unknown rate is not null"
+	"$OUTPUT/culpert" report "$TMP/negrate.pb.gz" --format json |
+		grep -q '^  "rate": null,$' || fail "report json: the unknown rate is not null"
 }
 
 # pprof -diff_base output: negative spans are changes by their sign (docs/cli.md)
