@@ -919,6 +919,7 @@ static int add_run_comments(struct session *s)
 	if (s->have_seen) {
 		err |= add_commentf(s, "alloc_calls=%llu", (unsigned long long)s->seen.calls);
 		err |= add_commentf(s, "alloc_bytes=%llu", (unsigned long long)s->seen.bytes);
+		err |= add_commentf(s, "alloc_failed=%llu", (unsigned long long)s->seen.failed);
 	}
 	if (s->go)
 		err |= add_commentf(s, "target.runtime=go");
