@@ -267,6 +267,36 @@ test_extreme_values() {
 		grep -q '^  "rate": null,$' || fail "report json: the unknown rate is not null"
 }
 
+# a span name holding ';' is one span, its path escaped (docs/profile-format.md):
+# report, exact totals, diff, --span and folded output agree
+test_semicolon_span() {
+	printf '%s\n' 'sample 1 1MiB stack=work span_path=semi\;colon;frame span_name=frame' \
+		'sample 1 2MiB stack=work span_path=semi\;colon span_name=semi;colon' \
+		'comment span.total.semi\;colon=2097152,2,3145728,3,1,0,3145728,3145728' \
+		'comment span.total.semi\;colon;frame=1048576,1,1048576,1,1,0,1048576,1048576' \
+		'comment span.totals.outside=0,0' | "$MKPROF" -o "$TMP/semi.pb.gz" || { fail "mkprof"; return; }
+	"$OUTPUT/culpert" report "$TMP/semi.pb.gz" >"$TMP/semi.txt" || fail "report"
+	grep -q '^semi;colon  *3.00 MiB' "$TMP/semi.txt" && grep -q '^  frame  *1.00 MiB' "$TMP/semi.txt" ||
+		fail "report: $(cat "$TMP/semi.txt")"
+	grep -q '^ *colon\|^ *semi  ' "$TMP/semi.txt" && fail "report: nested at the ';': $(cat "$TMP/semi.txt")"
+	"$OUTPUT/culpert" report "$TMP/semi.pb.gz" --format json >"$TMP/semi.json" || fail "report json"
+	"$OUTPUT/culpert" diff "$TMP/semi.pb.gz" "$TMP/semi.pb.gz" --format json >"$TMP/semi.diff" ||
+		fail "diff"
+	/usr/bin/python3 - "$TMP/semi.json" "$TMP/semi.diff" <<-'PY' || fail "report and diff disagree"
+	import json, sys
+	r, d = (json.load(open(f)) for f in sys.argv[1:])
+	top = [s for s in r["spans"] if not s["no_span"]]
+	assert [(s["path"], s["bytes"]) for s in top] == [("semi\\;colon", 3 << 20)], top
+	assert [c["path"] for c in top[0]["children"]] == ["semi\\;colon;frame"], top
+	keys = sorted(x["key"] for x in d["rows"] if x["key"] != "(no span)")
+	assert keys == ["semi\\;colon", "semi\\;colon;frame"], d["rows"]
+	PY
+	"$OUTPUT/culpert" report "$TMP/semi.pb.gz" --span 'semi\;colon;frame' | grep -q '^span semi\\;colon;frame: 1.00 MiB' ||
+		fail "--span with the escaped path"
+	"$OUTPUT/culpert" flamegraph "$TMP/semi.pb.gz" | grep -q '^semi:colon;frame;work 1048576$' ||
+		fail "folded: $("$OUTPUT/culpert" flamegraph "$TMP/semi.pb.gz")"
+}
+
 # pprof -diff_base output: negative spans are changes by their sign (docs/cli.md)
 test_diff_base() {
 	$CRAFT diff-base -o "$TMP/db.pb.gz" || { fail "craft"; return; }
@@ -434,6 +464,7 @@ run_test cli/crafted_inline_flood test_inline_flood
 run_test cli/crafted_loc_flood test_loc_flood
 run_test cli/crafted_span_flood test_span_flood
 run_test cli/crafted_extreme_values test_extreme_values
+run_test cli/crafted_semicolon_span test_semicolon_span
 run_test cli/crafted_diff_base test_diff_base
 run_test cli/crafted_memory_budget test_memory_budget
 run_test cli/crafted_lengths test_lengths

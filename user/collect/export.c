@@ -186,7 +186,8 @@ struct label_keys {
 static size_t span_labels(struct exporter *x, uint32_t chain, const struct label_keys *k,
 			  struct pprof_label *out)
 {
-	char path[CULPERT_MAX_SPAN_DEPTH * (CULPERT_SPAN_NAME_MAX + 1) + 1];
+	/* each byte of a name escaped, at worst (lib/treepath.h) */
+	char path[CULPERT_MAX_SPAN_DEPTH * (2 * CULPERT_SPAN_NAME_MAX + 1) + 1];
 	const char *inner;
 	struct span_chain c;
 	size_t n = 0;
