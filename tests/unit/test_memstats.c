@@ -448,6 +448,13 @@ static void test_heap_gap(void)
 	ASSERT_TRUE(buf && strstr(buf, "-1.00 MiB +- 256.00 KiB\n    the new live blocks took less growth"),
 		    "a negative gap");
 	free(buf);
+	/* no growth and no live block: no gap, not "less growth than their size" */
+	heap_gap__compute(&end, &end, 0, 0, &g);
+	buf = gap_text(&g);
+	ASSERT_TRUE(buf && strstr(buf, "0 B +- 0 B\n    none: the new live blocks explain") &&
+		    !strstr(buf, "less growth"), buf ? buf : "gap text");
+	free(buf);
+	heap_gap__compute(&start, &end, 13 << 20, 256 << 10, &g);
 	heap_gap__comments(&g, "mem.gap", collect, &c);
 	ASSERT_EQ(c.n, 8, "eight comments");
 	ASSERT_STREQ(c.c[1], "mem.gap.growth_bytes=12582912", "growth comment");
