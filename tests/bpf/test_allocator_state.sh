@@ -447,7 +447,7 @@ for phase in ('start', 'end'):
             v = v[part]
         if c.get(p + 'glibc.' + k) != str(v):
             bad.append('%sglibc.%s=%s, stats %s' % (p, k, c.get(p + 'glibc.' + k), v))
-m = re.search(r'^Allocator: +glibc 2\.36 \(mem\.end\)\n +(\d+) arenas, ([0-9.]+ [KMG]B) from the system',
+m = re.search(r'^Allocator: +glibc 2\.36 \(mem\.end\)\n +(\d+) arenas, ([0-9.]+ [KMGTPE]iB) from the system',
               info, re.M)
 if not m or m.group(1) != '4':
     bad.append('culpert info: %s' % re.findall(r'^Allocator:.*\n.*', info, re.M))

@@ -126,7 +126,7 @@ test_report_wrappers() {
 	import re, sys
 	for f in sys.argv[1:]:
 	    for line in open(f, encoding="utf-8"):
-	        m = re.match(r"(.*?) +\d+ +\d+ +[\d.]+ [KMG]?B +[\d.]+%$", line.rstrip("\n"))
+	        m = re.match(r"(.*?) +\d+ +\d+ +[\d.]+ (?:[KMGTPE]iB|B) +[\d.]+%$", line.rstrip("\n"))
 	        assert not m or len(m.group(1)) <= 120, (f, line)
 	EOF
 	awk 'length($0) > 200 { found = 1 } END { exit !found }' report_wrappers_wide.out ||
