@@ -170,7 +170,7 @@ if not m or int(m.group(1)) != g['mmapped_bytes']:
     bad.append('mmapped_bytes: prometheus %s' % (m and m.group(1)))
 if not re.search(r'^allocator: glibc 2\.36 serves malloc \(.*libc\.so\.6\)$', text, re.M):
     bad.append('no allocator line in the text')
-if len(re.findall(r'^  [0-3]( main)? +[0-9.]+ [KM]B', text, re.M)) != 4 or '\n  total ' not in text:
+if len(re.findall(r'^  [0-3]( main)? +[0-9.]+ [KM]iB', text, re.M)) != 4 or '\n  total ' not in text:
     bad.append('text: not 4 arena rows and a total')
 if not re.search(r'^  mmapped +6 blocks', text, re.M):
     bad.append('text: no mmapped line')
