@@ -36,6 +36,8 @@ test_null() {
 		"$BIN_CLI" report "$TMP/$name.pb.gz" >"$TMP/$name.report" || fail "$name: report"
 		grep -q '^Failed:  3000 allocator calls asked for more than can ever be allocated' \
 			"$TMP/$name.report" || fail "$name: report says no failed calls: $(head -5 "$TMP/$name.report")"
+		grep -q '^culpert-bpf: 3000 allocator calls asked for more than can ever be allocated and failed' \
+			"$TMP/$name.err" || fail "$name: attach did not say: $(tail -3 "$TMP/$name.err")"
 		"$PROFDUMP" "$TMP/$name.pb.gz" | grep -q 'bad_' &&
 			fail "$name: a failed call was sampled: $("$PROFDUMP" "$TMP/$name.pb.gz" | grep bad_)"
 	done

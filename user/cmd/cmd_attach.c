@@ -338,6 +338,10 @@ static void report_end(struct session *s, enum session_end why, const char *path
 	fprintf(stderr, "culpert-bpf: wrote %s (%llu samples, %llu lost)\n",
 		strcmp(path, "-") ? path : "profile to stdout",
 		(unsigned long long)session__samples(s), (unsigned long long)session__lost(s));
+	if (session__failed_calls(s))
+		fprintf(stderr, "culpert-bpf: %llu allocator calls asked for more than can ever be "
+			"allocated and failed: counted apart, in no total\n",
+			(unsigned long long)session__failed_calls(s));
 	explain_empty(s, rate);
 }
 

@@ -1162,6 +1162,11 @@ const char *session__sampler(const struct session *s)
 	return s->otel.use ? "otel_memory" : "uprobes";
 }
 
+uint64_t session__failed_calls(const struct session *s)
+{
+	return s->have_seen ? s->seen.failed : 0;
+}
+
 bool session__calls_seen(const struct session *s, uint64_t *calls, uint64_t *bytes)
 {
 	*calls = s->seen.calls;
