@@ -313,14 +313,14 @@ static __always_inline bool handle_alloc(struct pt_regs *ctx, __u32 fn, __u64 fl
 	pending_expire(hs, sp);
 	if (may_nest(flags))
 		guard_set(ctx, hs, sp, ip);
-	if (track_inuse && (fn == CULPERT_FN_REALLOC || fn == CULPERT_FN_REALLOCARRAY))
-		inuse_free(PT_REGS_PARM1(ctx));
 	size = alloc_size(ctx, fn);
-	/* a call that must fail allocates nothing: no bytes, no sample */
+	/* a call that must fail allocates nothing: no bytes, no sample; a realloc's block stays */
 	if (size >= NEVER_FITS) {
 		hs->seen.failed++;
 		return false;
 	}
+	if (track_inuse && (fn == CULPERT_FN_REALLOC || fn == CULPERT_FN_REALLOCARRAY))
+		inuse_free(PT_REGS_PARM1(ctx));
 	hs->seen.calls++;
 	hs->seen.bytes += size;
 	if (!countdown_expired(hs, size))

@@ -17,27 +17,34 @@ total_of() {
 	"$BIN_CLI" report "$1" --format json | sed -n 's/^  "total_bytes": \([-0-9]*\),*$/\1/p'
 }
 
-# At --rate 1 every call is seen: 3000 NULLs counted apart, and the total
-# is exactly the successful calls' bytes
+# At --rate 1 every call is seen: 9000 NULLs (3000 of malloc((size_t)-1),
+# of an overflowing calloc and of realloc(p, (size_t)-1)) counted apart, the
+# total exactly the successful calls' bytes; with --inuse, a failed realloc
+# leaves its block live
 test_null() {
 	need_root || return
 	for mode in "" --inuse; do
 		name=null${mode}
-		profile "$name" 1 "$mode" "$TARGETS/alloc_fail" 1500 || return
-		grep -qx 'failed 3000' "$TMP/$name.out" || { fail "$name: $(cat "$TMP/$name.out")"; return; }
+		profile "$name" 1 "$mode" "$TARGETS/alloc_fail" 3000 || return
+		grep -qx 'failed 9000' "$TMP/$name.out" || { fail "$name: $(cat "$TMP/$name.out")"; return; }
 		want=$(sed -n 's/^total //p' "$TMP/$name.out")
 		# good() tail-calls malloc; the program allocates nothing else after attach
 		t=$(total_of "$TMP/$name.pb.gz")
 		[ "$t" = "$want" ] || fail "$name: total '$t', want $want"
-		[ "$(failed_of "$TMP/$name.pb.gz")" = 3000 ] ||
-			fail "$name: info says $("$BIN_CLI" info "$TMP/$name.pb.gz" | grep Failed), want 3000"
-		"$PROFDUMP" "$TMP/$name.pb.gz" | grep -qx '# comment alloc_calls=1500' ||
-			fail "$name: $("$PROFDUMP" "$TMP/$name.pb.gz" | grep alloc_calls), want 1500"
+		[ "$(failed_of "$TMP/$name.pb.gz")" = 9000 ] ||
+			fail "$name: info says $("$BIN_CLI" info "$TMP/$name.pb.gz" | grep Failed), want 9000"
+		"$PROFDUMP" "$TMP/$name.pb.gz" | grep -qx '# comment alloc_calls=3000' ||
+			fail "$name: $("$PROFDUMP" "$TMP/$name.pb.gz" | grep alloc_calls), want 3000"
 		"$BIN_CLI" report "$TMP/$name.pb.gz" >"$TMP/$name.report" || fail "$name: report"
-		grep -q '^Failed:  3000 allocator calls asked for more than can ever be allocated' \
+		grep -q '^Failed:  9000 allocator calls asked for more than can ever be allocated' \
 			"$TMP/$name.report" || fail "$name: report says no failed calls: $(head -5 "$TMP/$name.report")"
-		grep -q '^culpert-bpf: 3000 allocator calls asked for more than can ever be allocated and failed' \
+		grep -q '^culpert-bpf: 9000 allocator calls asked for more than can ever be allocated and failed' \
 			"$TMP/$name.err" || fail "$name: attach did not say: $(tail -3 "$TMP/$name.err")"
+		if [ -n "$mode" ]; then
+			live=$("$BIN_CLI" report "$TMP/$name.pb.gz" --inuse --format json |
+				sed -n 's/^  "total_bytes": \([-0-9]*\),*$/\1/p')
+			[ "$live" = "$want" ] || fail "$name: live $live, want $want (a failed realloc frees nothing)"
+		fi
 		"$PROFDUMP" "$TMP/$name.pb.gz" | grep -q 'bad_' &&
 			fail "$name: a failed call was sampled: $("$PROFDUMP" "$TMP/$name.pb.gz" | grep bad_)"
 	done

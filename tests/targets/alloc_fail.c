@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
  * Allocator calls that cannot succeed, between calls that do: each round
- * malloc((size_t)-1) and calloc(2^33, 2^33) (n * size overflows) fail with
- * NULL, and good() keeps malloc(1000).
+ * malloc((size_t)-1), calloc(2^33, 2^33) (n * size overflows) and
+ * realloc(block, (size_t)-1) fail with NULL (the block stays allocated),
+ * and good() allocates a 1000-byte block, kept to the end.
  * Prints "pid N ready", waits for SIGUSR1, runs, prints "failed F" (the
- * NULLs it got) and "total BYTES" (what the successful calls asked for),
- * frees everything and exits 0.
- *   alloc_fail [ROUNDS]        (default 1500: 3000 failed calls)
+ * NULLs it got) and "total BYTES" (what the successful calls asked for, all
+ * still live), and exits 0 without freeing them.
+ *   alloc_fail [ROUNDS]        (default 3000)
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -29,6 +30,11 @@ static NOINLINE void *bad_calloc(void)
 	return calloc(half, half);
 }
 
+static NOINLINE void *bad_realloc(void *p)
+{
+	return realloc(p, huge);
+}
+
 static NOINLINE void *good(void)
 {
 	return malloc(1000);
@@ -36,8 +42,8 @@ static NOINLINE void *good(void)
 
 int main(int argc, char **argv)
 {
-	long rounds = argc > 1 ? strtol(argv[1], NULL, 10) : 1500, i, failed = 0;
-	void **kept = calloc((size_t)rounds, sizeof(*kept));
+	long rounds = argc > 1 ? strtol(argv[1], NULL, 10) : 3000, i, failed = 0;
+	void **kept = calloc((size_t)(rounds > 0 ? rounds : 1), sizeof(*kept));
 
 	if (!kept || rounds <= 0)
 		return 1;
@@ -46,10 +52,9 @@ int main(int argc, char **argv)
 		failed += !bad_malloc();
 		failed += !bad_calloc();
 		kept[i] = good();
+		failed += !bad_realloc(kept[i]);
 	}
 	printf("failed %ld\ntotal %ld\n", failed, rounds * 1000);
-	for (i = 0; i < rounds; i++)
-		free(kept[i]);
-	free(kept);
+	fflush(stdout);
 	return 0;
 }
