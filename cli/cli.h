@@ -18,7 +18,7 @@
 /* the one FILE operand left after the options; 0, or -EINVAL with the error printed */
 int cli_one_file(int argc, char **argv, const char **file);
 
-/* CULPERT_MAX_MEMORY (0 when unset: the default of the file's size), or an error: line and -EINVAL */
+/* CULPERT_MAX_MEMORY (0 when unset: the file's default), or an error: line and -EINVAL */
 int cli_max_memory(size_t *out);
 /* load a view, or print "error: PATH: reason" and return NULL */
 struct view *cli_load(const char *path, const struct view_opts *opts);

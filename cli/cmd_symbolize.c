@@ -129,8 +129,8 @@ static void explain_budget(const struct pprof_budget *b, char *buf, size_t len)
 	format_bytes(m, sizeof(m), (double)b->max);
 	format_bytes(in, sizeof(in), (double)b->input);
 	if (b->input)
-		snprintf(buf, len, "symbolizing it takes more than %s of memory (the limit for a %s "
-			 "file: %dx its size, at least %llu MiB, at most %llu MiB); "
+		snprintf(buf, len, "symbolizing it takes more than %s of memory (the limit "
+			 "for a %s file: %dx its size, at least %llu MiB, at most %llu MiB); "
 			 "CULPERT_MAX_MEMORY=SIZE sets another limit", m, in, PPROF_MEM_RATIO,
 			 PPROF_MEM_FLOOR >> 20, PPROF_MEM_CEILING >> 20);
 	else
@@ -182,7 +182,7 @@ int cmd_symbolize(int argc, char **argv)
 		goto out;
 	}
 	profsym__print(ps, stderr, log_level >= LOG_INFO);
-	/* the report was the last user of the input and the objects: their memory goes before encoding */
+	/* the report was the last user of the input and the objects: freed before encoding */
 	profsym__free(ps);
 	symbolizer__free(po.sym);
 	pprof_profile__free(in);

@@ -99,8 +99,8 @@ void losses__print(FILE *f, const struct losses *l, const char *who, bool markdo
 			 "allocated and failed (NULL or bad_alloc): counted apart, in no total",
 			 (unsigned long long)l->failed);
 		if (markdown)
-			fprintf(f, "> **Failed calls%s%s:** %s\n>\n", who ? " in " : "", who ? who : "",
-				buf);
+			fprintf(f, "> **Failed calls%s%s:** %s\n>\n", who ? " in " : "",
+				who ? who : "", buf);
 		else
 			fprintf(f, "Failed:  %s%s%s\n", who ? who : "", who ? ": " : "", buf);
 	}

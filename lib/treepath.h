@@ -23,7 +23,7 @@ struct treepath_tree {
 	const char *(*name)(const void *ctx, uint32_t node);
 };
 
-/* name escaped for a path ("semi\\;colon") into buf (NUL-terminated, cut to fit); its whole length */
+/* name escaped for a path ("semi\\;colon") into buf (NUL-terminated, cut); its whole length */
 size_t treepath_escape(const char *name, char *buf, size_t len);
 /* the length of path's first name: up to the first ';' that no '\\' escapes */
 size_t treepath_seg_len(const char *path);

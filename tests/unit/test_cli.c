@@ -237,14 +237,16 @@ static void test_empty(void)
 	f.calls = 640;
 	f.bytes = 40960;
 	empty__explain(&f, buf, sizeof(buf));
-	ASSERT_TRUE(strstr(buf, "640 allocator calls for 40.00 KiB in 5.0s: 0.078 samples expected at "
+	ASSERT_TRUE(strstr(buf, "640 allocator calls for 40.00 KiB in 5.0s: 0.078 samples expected "
+			   "at "
 			   "one per 512.00 KiB") && strstr(buf, "try --rate 256 "), buf);
 	f.bytes = 10 << 20;	/* 10 MiB / 100 = 104857 -> 64KiB */
 	empty__explain(&f, buf, sizeof(buf));
 	ASSERT_TRUE(strstr(buf, "try --rate 64KiB "), buf);
 	f.go = true;
 	empty__explain(&f, buf, sizeof(buf));
-	ASSERT_TRUE(strstr(buf, "written in Go") && strstr(buf, "(640 C allocator calls for 10.00 MiB"),
+	ASSERT_TRUE(strstr(buf, "written in Go") &&
+		    strstr(buf, "(640 C allocator calls for 10.00 MiB"),
 		    buf);
 	f.go = false;
 	f.have_calls = false;

@@ -278,7 +278,8 @@ static void test_glibc_caveats(void)
 	mem_decomp__compute(NULL, end, &lv, d);
 	ASSERT_TRUE(d->part[MD_OTHER].bytes < 0, "other below 0");
 	text = render(d);
-	ASSERT_TRUE(text && strstr(text, "  other anonymous memory                           0 B ") &&
+	ASSERT_TRUE(text &&
+		    strstr(text, "  other anonymous memory                           0 B ") &&
 		    strstr(text, "read at different moments") && !strstr(text, "    -"),
 		    text ? text : "render");
 	free(text);

@@ -163,7 +163,7 @@ static void test_treepath(void)
 	}
 }
 
-/* names holding the separator: 0 "semi;colon" <- 1 "frame"; 2 "back\\slash"; 3 "semi" <- 4 "colon" */
+/* with the separator: 0 "semi;colon" <- 1 "frame"; 2 "back\\slash"; 3 "semi" <- 4 "colon" */
 static const uint32_t sparents[] = { TREEPATH_NONE, 0, TREEPATH_NONE, TREEPATH_NONE, 3 };
 static const char *const snames[] = { "semi;colon", "frame", "back\\slash", "semi", "colon" };
 
@@ -191,8 +191,9 @@ static void test_treepath_escape(void)
 	ASSERT_STREQ(b, "back\\\\slash", "a name's '\\' escaped");
 	treepath_write(&t, 4, b, sizeof(b));
 	ASSERT_STREQ(b, "semi;colon", "nesting is not escaped");
-	ASSERT_TRUE(treepath_is(&t, 1, "semi\\;colon;frame") && !treepath_is(&t, 1, "semi;colon;frame") &&
-		    treepath_is(&t, 4, "semi;colon") && !treepath_is(&t, 0, "semi;colon") &&
+	ASSERT_TRUE(treepath_is(&t, 1, "semi\\;colon;frame") &&
+		    !treepath_is(&t, 1, "semi;colon;frame") && treepath_is(&t, 4, "semi;colon") &&
+		    !treepath_is(&t, 0, "semi;colon") &&
 		    treepath_is(&t, 0, "semi\\;colon"), "is: escapes are part of the path");
 	n = treepath_seg_len(p);
 	ASSERT_EQ(n, 11, "the first name ends at the unescaped ';'");

@@ -428,11 +428,14 @@ static void test_heap_gap(void)
 	buf = gap_text(&g);
 	ASSERT_TRUE(buf && strstr(buf, "(the live heap counts only blocks allocated since attach)"),
 		    "says what the live heap covers");
-	ASSERT_TRUE(buf && strstr(buf, "  [heap] + anonymous resident          20.00 MiB -> 32.00 MiB: "
+	ASSERT_TRUE(buf && strstr(buf, "  [heap] + anonymous resident          20.00 MiB -> "
+				   "32.00 MiB: "
 				   "+12.00 MiB\n"), "the growth");
-	ASSERT_TRUE(buf && strstr(buf, "  growth beyond the new live blocks    +1.00 MiB +- 256.00 KiB\n"
+	ASSERT_TRUE(buf && strstr(buf, "  growth beyond the new live blocks    +1.00 MiB +- "
+				   "256.00 KiB\n"
 				   "    RSS grew more than the blocks still live"), "a significant gap");
-	ASSERT_TRUE(buf && strstr(buf, "  resident at attach                   20.00 MiB\n    memory "
+	ASSERT_TRUE(buf && strstr(buf, "  resident at attach                   20.00 MiB\n"
+				   "    memory "
 				   "from before attach"), "what was there before is older memory");
 	/* what was resident at attach is not called fragmentation */
 	ASSERT_TRUE(buf && !strstr(strstr(buf, "resident at attach"), "fragmentation"), "older memory");
@@ -445,7 +448,8 @@ static void test_heap_gap(void)
 	/* 13 MiB live: the new blocks reused memory resident at attach */
 	heap_gap__compute(&start, &end, 13 << 20, 256 << 10, &g);
 	buf = gap_text(&g);
-	ASSERT_TRUE(buf && strstr(buf, "-1.00 MiB +- 256.00 KiB\n    the new live blocks took less growth"),
+	ASSERT_TRUE(buf && strstr(buf, "-1.00 MiB +- 256.00 KiB\n"
+				   "    the new live blocks took less growth"),
 		    "a negative gap");
 	free(buf);
 	/* no growth and no live block: no gap, not "less growth than their size" */

@@ -46,9 +46,10 @@ int heap_gap__compute(const struct memstats *start, const struct memstats *end, 
 static const char *gap_meaning(const struct heap_gap *g)
 {
 	/* <=: no growth and no live blocks (sigma 0) is no gap, not "less growth" */
+	if (fabs(g->gap_bytes) <= GAP_SIGNIFICANT_SIGMA * g->gap_stderr && g->gap_stderr > 0)
+		return "within 2 sigma of 0: the new live blocks explain the growth";
 	if (fabs(g->gap_bytes) <= GAP_SIGNIFICANT_SIGMA * g->gap_stderr)
-		return g->gap_stderr > 0 ? "within 2 sigma of 0: the new live blocks explain the "
-					   "growth" : "none: the new live blocks explain the growth";
+		return "none: the new live blocks explain the growth";
 	if (g->gap_bytes > 0)
 		return "RSS grew more than the blocks still live: overhead and fragmentation of "
 		       "the new allocations, or memory freed during the capture that the allocator "
