@@ -210,6 +210,11 @@ struct culpert_throttle_path {
 struct culpert_calls_seen {
 	__u64 calls;
 	__u64 bytes;
+	/*
+	 * calls asking for more than any allocator can give (docs/profile-format.md,
+	 * alloc_failed=): they fail, and are neither in calls/bytes nor sampled
+	 */
+	__u64 failed;
 };
 
 /*

@@ -14,7 +14,20 @@ const volatile __u64 page_size = 4096;
 /* the agent: count every probe hit per process, for its overhead budget */
 const volatile bool count_calls;
 
-static __always_inline __u64 mul_or_zero(__u64 a, __u64 b)
+/*
+ * The smallest size no allocator can ever return: a block must fit in the
+ * part of the address space mmap(NULL, ...) hands out, 47 bits on x86-64
+ * (also with 5-level paging, unless asked for a hint above), 48 on arm64.
+ * Such a call fails (NULL, or bad_alloc from operator new) whatever the
+ * allocator: it is counted as failed, never as bytes (docs/profile-format.md).
+ */
+#if defined(__TARGET_ARCH_arm64)
+#define NEVER_FITS (1ULL << 48)
+#else
+#define NEVER_FITS (1ULL << 47)
+#endif
+
+static __always_inline __u64 mul_or_never(__u64 a, __u64 b)
 {
 	__u64 limit;
 
@@ -24,7 +37,7 @@ static __always_inline __u64 mul_or_zero(__u64 a, __u64 b)
 	limit = ~0ULL / a;
 	/* keep clang from folding the check into a 128-bit multiply BPF cannot do */
 	barrier_var(limit);
-	return b > limit ? 0 : a * b;
+	return b > limit ? NEVER_FITS : a * b;
 }
 
 static __always_inline __u64 round_up_page(__u64 size)
@@ -208,16 +221,18 @@ static __always_inline __u64 alloc_size(struct pt_regs *ctx, __u32 fn)
 {
 	switch (fn) {
 	case CULPERT_FN_CALLOC:
-		return mul_or_zero(PT_REGS_PARM1(ctx), PT_REGS_PARM2(ctx));
+		return mul_or_never(PT_REGS_PARM1(ctx), PT_REGS_PARM2(ctx));
 	case CULPERT_FN_REALLOC:
 	case CULPERT_FN_MEMALIGN:
 		return PT_REGS_PARM2(ctx);
 	case CULPERT_FN_REALLOCARRAY:
-		return mul_or_zero(PT_REGS_PARM2(ctx), PT_REGS_PARM3(ctx));
+		return mul_or_never(PT_REGS_PARM2(ctx), PT_REGS_PARM3(ctx));
 	case CULPERT_FN_POSIX_MEMALIGN:
 		return PT_REGS_PARM3(ctx);
 	case CULPERT_FN_PVALLOC:
-		return round_up_page(PT_REGS_PARM1(ctx));
+		/* rounding (size_t)-1 up would wrap to 0 */
+		return PT_REGS_PARM1(ctx) >= NEVER_FITS ? NEVER_FITS :
+							   round_up_page(PT_REGS_PARM1(ctx));
 	default:
 		return PT_REGS_PARM1(ctx);
 	}
@@ -301,9 +316,14 @@ static __always_inline bool handle_alloc(struct pt_regs *ctx, __u32 fn, __u64 fl
 	pending_expire(hs, sp);
 	if (may_nest(flags))
 		guard_set(ctx, hs, sp, ip);
+	size = alloc_size(ctx, fn);
+	/* a call that must fail allocates nothing: no bytes, no sample; a realloc's block stays */
+	if (size >= NEVER_FITS) {
+		hs->seen.failed++;
+		return false;
+	}
 	if (track_inuse && (fn == CULPERT_FN_REALLOC || fn == CULPERT_FN_REALLOCARRAY))
 		inuse_free(PT_REGS_PARM1(ctx));
-	size = alloc_size(ctx, fn);
 	hs->seen.calls++;
 	hs->seen.bytes += size;
 	if (!countdown_expired(hs, size))

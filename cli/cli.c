@@ -20,20 +20,28 @@ int cli_one_file(int argc, char **argv, const char **file)
 	return 0;
 }
 
-struct view *cli_load(const char *path, const struct view_opts *opts)
+int cli_max_memory(size_t *out)
 {
 	const char *env = getenv("CULPERT_MAX_MEMORY");
-	struct view_opts o = *opts;
 	uint64_t max = 0;
-	struct view *v;
-	char err[512];
 
 	/* the limit of reading one profile (pprof.h), for a file that needs more */
 	if (env && env[0] && (parse_size(env, &max) || !max || max > SIZE_MAX)) {
 		pr_error("CULPERT_MAX_MEMORY='%s' is not a size (e.g. 8GiB); fix or unset it\n", env);
-		return NULL;
+		return -EINVAL;
 	}
-	o.max_memory = (size_t)max;
+	*out = (size_t)max;
+	return 0;
+}
+
+struct view *cli_load(const char *path, const struct view_opts *opts)
+{
+	struct view_opts o = *opts;
+	struct view *v;
+	char err[512];
+
+	if (cli_max_memory(&o.max_memory))
+		return NULL;
 	err[0] = '\0';
 	v = view__load(path, &o, err, sizeof(err));
 	if (!v)

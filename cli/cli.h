@@ -18,6 +18,8 @@
 /* the one FILE operand left after the options; 0, or -EINVAL with the error printed */
 int cli_one_file(int argc, char **argv, const char **file);
 
+/* CULPERT_MAX_MEMORY (0 when unset: the file's default), or an error: line and -EINVAL */
+int cli_max_memory(size_t *out);
 /* load a view, or print "error: PATH: reason" and return NULL */
 struct view *cli_load(const char *path, const struct view_opts *opts);
 
@@ -38,7 +40,7 @@ char *format_counts(char *buf, size_t len, const struct view *v);
 uint64_t cli_count(const struct view *v, uint64_t records, uint64_t sampled);
 const char *cli_count_heading(const struct view *v);
 
-/* "64.00 KB/alloc"; "unknown rate" when the profile has none */
+/* "64.00 KiB/alloc"; "unknown rate" when the profile has none */
 char *format_rate(char *buf, size_t len, int64_t rate);
 /* "12.34%" of part in whole; "-" when whole is 0 */
 char *format_pct(char *buf, size_t len, double part, double whole);

@@ -137,7 +137,7 @@ static char *noise_str(char *buf, size_t len, const struct diff_row *r)
 	return buf;
 }
 
-/* "1.50 KB -> 1.75 KB (+16.67%)", "-" without closed instances on a side */
+/* "1.50 KiB -> 1.75 KiB (+16.67%)", "-" without closed instances on a side */
 static char *p99_str(char *buf, size_t len, const struct diff_row *r)
 {
 	char b[32], a[32];
@@ -508,8 +508,12 @@ static void print_json(const struct diff *d)
 	json_key(&j, "by");
 	json_str(&j, d->o.by == DIFF_BY_CALLSITE ? "callsite" : d->o.by == DIFF_BY_NAME ? "name" :
 		     "path");
+	/* what the text calls an unknown rate (none, or not positive) is null */
 	json_key(&j, "rate");
-	json_int(&j, d->v[0]->rate);
+	if (d->v[0]->rate > 0)
+		json_int(&j, d->v[0]->rate);
+	else
+		json_null(&j);
 	json_key(&j, "rows");
 	json_begin(&j, '[');
 	for (i = 0; i < r->n_rows; i++)

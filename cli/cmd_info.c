@@ -122,7 +122,7 @@ static void print_empty(const struct view *v)
 static void print_totals(const struct view *v)
 {
 	const struct pprof_profile *p = v->p;
-	char b[32], rate[48];
+	char b[32], n[32], rate[48];
 	size_t i, spans = 0, roots = 0;
 
 	printf("Rate:          %s\n", format_rate(rate, sizeof(rate), v->rate));
@@ -140,10 +140,11 @@ static void print_totals(const struct view *v)
 	printf("\n");
 	printf("Total:         %s ", format_bytes(b, sizeof(b), v->total_bytes));
 	esc_text_fputs(p->strings[p->sample_types[v->bytes_idx].type], stdout);
-	printf(" in %.0f objects\n", v->total_objects);
+	printf(" in %s objects\n", format_count(n, sizeof(n), v->total_objects));
 	if (v->has_inuse)
-		printf("In use:        %s in %.0f objects at the end of the capture\n",
-		       format_bytes(b, sizeof(b), v->inuse_bytes), v->inuse_objects);
+		printf("In use:        %s in %s objects at the end of the capture\n",
+		       format_bytes(b, sizeof(b), v->inuse_bytes),
+		       format_count(n, sizeof(n), v->inuse_objects));
 	for (i = 0; i < v->n_spans; i++) {
 		spans += !v->spans[i].no_span;
 		roots += !v->spans[i].no_span && v->spans[i].parent == VIEW_NONE;
@@ -335,6 +336,12 @@ int cmd_info(int argc, char **argv)
 	printf("\nLost samples:  ");
 	esc_text_fputs(comment_or(p, "lost_samples", "unknown"), stdout);
 	printf("\n");
+	/* calls no allocator can satisfy: counted apart, in no total */
+	if (pprof_profile__comment(p, "alloc_failed")) {
+		printf("Failed calls:  ");
+		esc_text_fputs(comment_or(p, "alloc_failed", "unknown"), stdout);
+		printf(" (asked for more than can ever be allocated; in no total)\n");
+	}
 	ret = print_mappings(p);
 	print_allocator(p);
 	printf("Comments:      %zu\n", p->n_comments);

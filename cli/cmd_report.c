@@ -555,7 +555,7 @@ static int print_callsites(const struct report *r, const struct view_cs_row *row
 		format_bytes(bytes, sizeof(bytes), rows[i].bytes);
 		format_pct(pct, sizeof(pct), rows[i].bytes, total);
 		format_pct(cp, sizeof(cp), row_cum(r, &rows[i], cum, nf), total);
-		snprintf(c1, sizeof(c1), "%.0f", rows[i].objects);
+		format_count(c1, sizeof(c1), rows[i].objects);
 		view__callsite_label(r->v, rows[i].callsite, r->wide, label, sizeof(label));
 		if (r->leaks)
 			ret = table__add(t, (const char *const[]){ label, c1, bytes, pct, cp,
@@ -568,7 +568,7 @@ static int print_callsites(const struct report *r, const struct view_cs_row *row
 	}
 	if (!ret && n > r->top) {
 		snprintf(more, sizeof(more), "... %zu more", n - (size_t)r->top);
-		snprintf(c1, sizeof(c1), "%.0f", rest_o);
+		format_count(c1, sizeof(c1), rest_o);
 		format_bytes(bytes, sizeof(bytes), rest_b);
 		format_pct(pct, sizeof(pct), rest_b, total);
 		if (r->leaks)
@@ -879,7 +879,12 @@ static int print_json(struct report *r, uint32_t *buf)
 	losses__json_of(j, r->v->p);
 	json_key(j, "mode");
 	json_str(j, modes[r->mode]);
-	json_kv_int(j, "rate", r->v->rate);
+	/* an unknown rate (none, or not positive, as the text says) is null */
+	json_key(j, "rate");
+	if (r->v->rate > 0)
+		json_int(j, r->v->rate);
+	else
+		json_null(j);
 	json_kv_int(j, "records", (int64_t)r->v->n_value_samples);
 	json_key(j, "sample_type");
 	json_str(j, value_name(r));

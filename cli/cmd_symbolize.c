@@ -15,6 +15,7 @@
 #include "pprof.h"
 #include "profsym.h"
 #include "symbolize.h"
+#include "units.h"
 
 /* --debug-dir and --binary-dir given more often than this are refused */
 #define MAX_DIRS 64
@@ -120,6 +121,23 @@ static int parse_args(int argc, char **argv, struct symbolize_args *a)
 	return 0;
 }
 
+/* why the budget stopped it, as pprof_budget__explain() says it of reading */
+static void explain_budget(const struct pprof_budget *b, char *buf, size_t len)
+{
+	char m[32], in[32];
+
+	format_bytes(m, sizeof(m), (double)b->max);
+	format_bytes(in, sizeof(in), (double)b->input);
+	if (b->input)
+		snprintf(buf, len, "symbolizing it takes more than %s of memory (the limit "
+			 "for a %s file: %dx its size, at least %llu MiB, at most %llu MiB); "
+			 "CULPERT_MAX_MEMORY=SIZE sets another limit", m, in, PPROF_MEM_RATIO,
+			 PPROF_MEM_FLOOR >> 20, PPROF_MEM_CEILING >> 20);
+	else
+		snprintf(buf, len, "symbolizing it takes more than the %s of memory "
+			 "CULPERT_MAX_MEMORY allows", m);
+}
+
 int cmd_symbolize(int argc, char **argv)
 {
 	struct symbolize_args a = { 0 };
@@ -128,17 +146,20 @@ int cmd_symbolize(int argc, char **argv)
 	struct pprof_writer *out = NULL;
 	struct pprof_profile *in = NULL;
 	struct profsym *ps = NULL;
+	/* one budget for reading, symbolizing and rebuilding: docs/cli.md, "Memory" */
+	struct pprof_budget budget = { 0 };
+	struct pprof_read_opts ro = { .sz = sizeof(ro), .budget = &budget };
 	char err[PATH_MAX + 256];
 	int ret = CMD_ERROR, e;
 
-	if (parse_args(argc, argv, &a))
+	if (parse_args(argc, argv, &a) || cli_max_memory(&budget.max))
 		return CMD_ERROR;
 	/* before the work: symbolizing a large profile takes a while */
 	if (outfile_check(a.out, err, sizeof(err))) {
 		pr_error("cannot write %s: %s\n", *a.out ? a.out : "\"\"", err);
 		return CMD_ERROR;
 	}
-	in = pprof_read_file(a.in, err, sizeof(err));
+	in = pprof_read_file_opts(a.in, &ro, err, sizeof(err));
 	if (!in) {
 		pr_error("cannot read %s: %s\n", a.in, err);
 		return CMD_ERROR;
@@ -149,13 +170,25 @@ int cmd_symbolize(int argc, char **argv)
 	so.n_binary_dirs = a.n_binary_dirs;
 	so.no_debuginfod = a.no_debuginfod;
 	po.sym = symbolizer__new(&so);
+	po.budget = &budget;
 	ps = po.sym ? profsym__new(&po) : NULL;
 	e = ps ? profsym__run(ps, in, &out) : -ENOMEM;
-	if (e) {
+	if (e == -E2BIG && budget.exceeded) {
+		explain_budget(&budget, err, sizeof(err));
+		pr_error("cannot symbolize %s: %s\n", a.in, err);
+		goto out;
+	} else if (e) {
 		pr_error("cannot symbolize %s: %s\n", a.in, strerror(-e));
 		goto out;
 	}
 	profsym__print(ps, stderr, log_level >= LOG_INFO);
+	/* the report was the last user of the input and the objects: freed before encoding */
+	profsym__free(ps);
+	symbolizer__free(po.sym);
+	pprof_profile__free(in);
+	ps = NULL;
+	po.sym = NULL;
+	in = NULL;
 	e = pprof_writer__write(out, a.out);
 	if (e) {
 		pr_error("cannot write %s: %s\n", a.out, strerror(-e));

@@ -40,13 +40,16 @@ static uint64_t mean_of(const struct span_total *s)
 
 static int exact_row(struct table *t, const struct view *v, const struct span_total *s)
 {
-	const char *name = strrchr(s->path, ';');
-	char label[512], c[10][40];
+	const char *name = s->path, *p;
+	char label[768], c[10][40], last[512];
 	size_t depth = 0, i;
 
-	for (i = 0; s->path[i]; i++)
-		depth += s->path[i] == ';';
-	snprintf(label, sizeof(label), "%*s%s", (int)(2 * depth), "", name ? name + 1 : s->path);
+	/* the path's names, a name's own ';' escaped (lib/treepath.h): the last one, indented */
+	for (p = s->path; p[treepath_seg_len(p)]; p += treepath_seg_len(p) + 1)
+		depth++;
+	name = p;
+	treepath_unescape(name, strlen(name), last, sizeof(last));
+	snprintf(label, sizeof(label), "%*s%s", (int)(2 * depth), "", last);
 	format_bytes(c[0], 40, (double)s->incl_bytes);
 	format_bytes(c[1], 40, exact_sampled_bytes(v, s->path));
 	snprintf(c[2], 40, "(%s)", format_bytes(c[9], 32, (double)s->self_bytes));

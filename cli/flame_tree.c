@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "escape.h"
 #include "flame_tree.h"
+#include "units.h"
 #include "vec.h"
 
 /* an element of a record's sequence: a name's rank among all names, times 2, +1 for a span */
@@ -484,7 +486,11 @@ static void folded_line(const char *const *names, size_t n, double bytes, void *
 			fputc(';', f);
 		fputs(names[i], f);
 	}
-	fprintf(f, " %.0f\n", bytes);
+	/* a weight past INT64_MAX is saturated there, as in every other output */
+	if (bytes_saturated(bytes))
+		fprintf(f, " %" PRId64 "\n", INT64_MAX);
+	else
+		fprintf(f, " %.0f\n", bytes);
 }
 
 int flame_tree__folded(const struct flame_tree *t, FILE *f)

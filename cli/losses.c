@@ -24,6 +24,7 @@ void losses__read(const struct pprof_profile *p, struct losses *l)
 	l->probe_misses = comment_u64(p, "probe_misses");
 	l->untracked = comment_u64(p, "inuse_untracked");
 	l->folded = comment_u64(p, "aggregate_folded");
+	l->failed = comment_u64(p, "alloc_failed");
 	l->inuse = pprof_profile__comment(p, "inuse") != NULL;
 	l->frees_missed = comment_u64(p, "inuse_frees_missed");
 	/*
@@ -37,7 +38,8 @@ void losses__read(const struct pprof_profile *p, struct losses *l)
 
 bool losses__any(const struct losses *l)
 {
-	return l->lost_samples || l->probe_misses || l->untracked || l->frees_missed || l->folded;
+	return l->lost_samples || l->probe_misses || l->untracked || l->frees_missed || l->folded ||
+	       l->failed;
 }
 
 bool losses__frees_doubtful(const struct losses *l)
@@ -92,6 +94,16 @@ void losses__print(FILE *f, const struct losses *l, const char *who, bool markdo
 			 "than --max-stacks)", (unsigned long long)l->folded);
 		say(f, markdown, who, buf);
 	}
+	if (l->failed) {
+		snprintf(buf, sizeof(buf), "%llu allocator calls asked for more than can ever be "
+			 "allocated and failed (NULL or bad_alloc): counted apart, in no total",
+			 (unsigned long long)l->failed);
+		if (markdown)
+			fprintf(f, "> **Failed calls%s%s:** %s\n>\n", who ? " in " : "",
+				who ? who : "", buf);
+		else
+			fprintf(f, "Failed:  %s%s%s\n", who ? who : "", who ? ": " : "", buf);
+	}
 	if (losses__any(l) && markdown)
 		fprintf(f, "\n");
 }
@@ -102,6 +114,7 @@ void losses__json(struct json *j, const struct losses *l)
 		return;
 	json_key(j, "losses");
 	json_begin(j, '{');
+	json_kv_int(j, "failed_calls", (int64_t)l->failed);
 	json_kv_int(j, "folded_samples", (int64_t)l->folded);
 	json_key(j, "frees_doubtful");
 	json_bool(j, losses__frees_doubtful(l));

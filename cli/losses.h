@@ -4,7 +4,8 @@
  * and said in one wording by every command that draws conclusions from it
  * (report, diff, --leaks): samples lost in the kernel make every total low,
  * untracked blocks make the live heap low, and frees the profiler may have
- * missed make live blocks doubtful as leaks.  A profile without these
+ * missed make live blocks doubtful as leaks; calls that failed are in no
+ * total (docs/profile-format.md, alloc_failed).  A profile without these
  * comments (another tool's) states no loss.
  */
 #ifndef CULPERT_LOSSES_H
@@ -24,6 +25,7 @@ struct losses {
 	uint64_t untracked;		/* --inuse: sampled blocks the live table could not hold */
 	uint64_t frees_missed;		/* --inuse: frees the probes may not have seen */
 	uint64_t folded;		/* samples whose stack was cut (--max-stacks) */
+	uint64_t failed;		/* allocator calls that could not succeed: in no total */
 	bool inuse;			/* the profile followed frees */
 };
 

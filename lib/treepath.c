@@ -3,6 +3,62 @@
 
 #include "treepath.h"
 
+/* s (l bytes) at buf + off, as much as fits before the NUL */
+static void append(char *buf, size_t len, size_t off, const char *s, size_t l)
+{
+	size_t k;
+
+	if (off + 1 >= len)
+		return;
+	k = l < len - 1 - off ? l : len - 1 - off;
+	memcpy(buf + off, s, k);
+	buf[off + k] = '\0';
+}
+
+static bool needs_escape(char c)
+{
+	return c == ';' || c == '\\';
+}
+
+size_t treepath_escape(const char *name, char *buf, size_t len)
+{
+	size_t off = 0;
+
+	if (len)
+		buf[0] = '\0';
+	for (; *name; name++) {
+		if (needs_escape(*name))
+			append(buf, len, off++, "\\", 1);
+		append(buf, len, off++, name, 1);
+	}
+	return off;
+}
+
+size_t treepath_seg_len(const char *path)
+{
+	size_t i;
+
+	for (i = 0; path[i] && path[i] != ';'; i++)
+		if (path[i] == '\\' && needs_escape(path[i + 1]))
+			i++;
+	return i;
+}
+
+size_t treepath_unescape(const char *seg, size_t n, char *buf, size_t len)
+{
+	size_t i, off = 0;
+
+	if (!len)
+		return 0;
+	for (i = 0; i < n && off + 1 < len; i++) {
+		if (seg[i] == '\\' && i + 1 < n && needs_escape(seg[i + 1]))
+			i++;
+		buf[off++] = seg[i];
+	}
+	buf[off] = '\0';
+	return off;
+}
+
 size_t treepath_chain(const struct treepath_tree *t, uint32_t node,
 		      uint32_t chain[TREEPATH_MAX_DEPTH])
 {
@@ -19,18 +75,6 @@ size_t treepath_chain(const struct treepath_tree *t, uint32_t node,
 	return n;
 }
 
-/* s (l bytes) at buf + off, as much as fits before the NUL */
-static void append(char *buf, size_t len, size_t off, const char *s, size_t l)
-{
-	size_t k;
-
-	if (off + 1 >= len)
-		return;
-	k = l < len - 1 - off ? l : len - 1 - off;
-	memcpy(buf + off, s, k);
-	buf[off + k] = '\0';
-}
-
 size_t treepath_write(const struct treepath_tree *t, uint32_t node, char *buf, size_t len)
 {
 	uint32_t chain[TREEPATH_MAX_DEPTH];
@@ -43,8 +87,11 @@ size_t treepath_write(const struct treepath_tree *t, uint32_t node, char *buf, s
 
 		if (i)
 			append(buf, len, off++, ";", 1);
-		append(buf, len, off, s, strlen(s));
-		off += strlen(s);
+		for (; *s; s++) {
+			if (needs_escape(*s))
+				append(buf, len, off++, "\\", 1);
+			append(buf, len, off++, s, 1);
+		}
 	}
 	return off;
 }
@@ -56,6 +103,7 @@ struct path_chars {
 	size_t n, i;
 	const char *p;
 	bool sep;
+	bool escaped;		/* the '\\' before *p was given */
 };
 
 static int next_char(struct path_chars *c)
@@ -72,6 +120,11 @@ static int next_char(struct path_chars *c)
 		c->p = c->t->name(c->t->ctx, c->chain[c->i]);
 		c->sep = false;
 	}
+	if (needs_escape(*c->p) && !c->escaped) {
+		c->escaped = true;
+		return '\\';
+	}
+	c->escaped = false;
 	return (unsigned char)*c->p++;
 }
 
@@ -79,7 +132,8 @@ int treepath_cmp(const struct treepath_tree *t, uint32_t a, uint32_t b)
 {
 	uint32_t ca[TREEPATH_MAX_DEPTH], cb[TREEPATH_MAX_DEPTH];
 	size_t na = treepath_chain(t, a, ca), nb = treepath_chain(t, b, cb), k = 0;
-	struct path_chars x = { t, ca, na, 0, NULL, false }, y = { t, cb, nb, 0, NULL, false };
+	struct path_chars x = { t, ca, na, 0, NULL, false, false };
+	struct path_chars y = { t, cb, nb, 0, NULL, false, false };
 	int p, q;
 
 	/* a shared node is a shared prefix; the rest begins with the ';' after it */
@@ -100,22 +154,17 @@ int treepath_cmp(const struct treepath_tree *t, uint32_t a, uint32_t b)
 
 bool treepath_is(const struct treepath_tree *t, uint32_t node, const char *path)
 {
-	size_t left = strlen(path), depth = 0;
+	uint32_t chain[TREEPATH_MAX_DEPTH];
+	size_t n = treepath_chain(t, node, chain);
+	struct path_chars x = { t, chain, n, 0, NULL, false, false };
+	const unsigned char *p = (const unsigned char *)path;
+	int c;
 
-	/* from the innermost name back: each must end the rest of path, after a ';' */
-	for (; node != TREEPATH_NONE && depth < TREEPATH_MAX_DEPTH; depth++) {
-		const char *s = t->name(t->ctx, node);
-		size_t l = strlen(s);
-
-		if (l > left || memcmp(path + left - l, s, l))
+	/* the path as written, escapes included, character by character */
+	if (!n || (node != TREEPATH_NONE && t->parent(t->ctx, chain[0]) != TREEPATH_NONE))
+		return false;
+	while ((c = next_char(&x)) >= 0)
+		if (c != *p++)
 			return false;
-		left -= l;
-		node = t->parent(t->ctx, node);
-		if (node == TREEPATH_NONE)
-			return left == 0;
-		if (!left || path[left - 1] != ';')
-			return false;
-		left--;
-	}
-	return false;
+	return !*p;
 }

@@ -70,11 +70,19 @@ int parse_duration(const char *s, uint64_t *out_ns)
 
 char *format_bytes(char *buf, size_t len, double bytes)
 {
-	static const char *const names[] = { "KB", "MB", "GB", "TB", "PB", "EB" };
+	static const char *const names[] = { "KiB", "MiB", "GiB", "TiB", "PiB", "EiB" };
 	double v = fabs(bytes);
 	const char *sign = bytes < 0 ? "-" : "";
 	int i = -1;
 
+	/*
+	 * A pprof value is an int64: a sum at or past its largest (8 EiB - 1)
+	 * is saturated, so it says "at least" rather than a number it is not.
+	 */
+	if (bytes_saturated(bytes)) {
+		snprintf(buf, len, "%s8.00 EiB", bytes < 0 ? "<=-" : ">=");
+		return buf;
+	}
 	if (v < 1024) {
 		snprintf(buf, len, "%s%.0f B", sign, v);
 		return buf;
@@ -83,7 +91,7 @@ char *format_bytes(char *buf, size_t len, double bytes)
 		v /= 1024;
 		i++;
 	}
-	/* 1023.999 KB would print as "1024.00 KB": carry into the next unit */
+	/* 1023.999 KiB would print as "1024.00 KiB": carry into the next unit */
 	if (v >= 1023.995 && i < 5) {
 		v /= 1024;
 		i++;
@@ -92,12 +100,46 @@ char *format_bytes(char *buf, size_t len, double bytes)
 	return buf;
 }
 
+bool bytes_saturated(double v)
+{
+	return fabs(v) >= 9223372036854775807.0;
+}
+
+double saturate_i64(double v)
+{
+	if (v >= 9223372036854775807.0)
+		return 9223372036854775807.0;
+	if (v <= -9223372036854775808.0)
+		return -9223372036854775808.0;
+	return v;
+}
+
+int64_t round_sat(double v)
+{
+	if (isnan(v))
+		return 0;
+	if (v >= 9223372036854775807.0)
+		return INT64_MAX;
+	if (v <= -9223372036854775808.0)
+		return INT64_MIN;
+	return llround(v);
+}
+
+char *format_count(char *buf, size_t len, double n)
+{
+	if (bytes_saturated(n))
+		snprintf(buf, len, "%s9223372036854775807", n < 0 ? "<=-" : ">=");
+	else
+		snprintf(buf, len, "%.0f", n);
+	return buf;
+}
+
 char *format_bytes_signed(char *buf, size_t len, double bytes)
 {
 	char tmp[64];
 
 	format_bytes(tmp, sizeof(tmp), bytes);
-	if (bytes > 0 && strcmp(tmp, "0 B"))
+	if (bytes > 0 && strcmp(tmp, "0 B") && !bytes_saturated(bytes))
 		snprintf(buf, len, "+%s", tmp);
 	else if (!strcmp(tmp, "-0 B"))
 		snprintf(buf, len, "0 B");

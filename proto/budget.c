@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* The memory budget of reading one profile (pprof.h). */
 #include <errno.h>
+#include <malloc.h>
 #include <stdio.h>
 
 #include "pprof.h"
@@ -60,6 +61,20 @@ int pprof_budget__insert(struct pprof_budget *b, struct hashtab *h, uint64_t has
 			return ret;
 	}
 	return hashtab__insert(h, hash, idx);
+}
+
+int pprof_budget__check_heap(struct pprof_budget *b)
+{
+	struct mallinfo2 m;
+
+	if (!b || !b->max)
+		return 0;
+	/* in use from the arenas, and the blocks malloc mmapped on their own */
+	m = mallinfo2();
+	if (m.uordblks + m.hblkhd <= b->max)
+		return 0;
+	b->exceeded = true;
+	return -E2BIG;
 }
 
 void pprof_budget__explain(const struct pprof_budget *b, char *buf, size_t len)

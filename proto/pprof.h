@@ -149,7 +149,14 @@ int pprof_budget__reserve(struct pprof_budget *b, void *ptrp, size_t *cap, size_
 			  size_t elem);
 /* hashtab__insert() with the growth of the table charged */
 int pprof_budget__insert(struct pprof_budget *b, struct hashtab *h, uint64_t hash, uint32_t idx);
-/* "reading it needs more than 256.00 MB of memory (...)": why a charge failed */
+/*
+ * The whole malloc heap of the process against b's limit, for work whose
+ * memory is not all charged (culpert symbolize: libdw and libelf allocate
+ * for themselves): 0, or -E2BIG (b->exceeded set) when the heap is past it.
+ * Mapped files (an object's sections) are page cache, not counted.
+ */
+int pprof_budget__check_heap(struct pprof_budget *b);
+/* "reading it needs more than 256.00 MiB of memory (...)": why a charge failed */
 void pprof_budget__explain(const struct pprof_budget *b, char *buf, size_t len);
 
 /* one sample as read, valid only during the call */

@@ -252,6 +252,9 @@ static int symbolize_all(struct profsym *ps, const struct pprof_profile *in)
 	}
 	for (i = 0; i < in->n_locations; i++) {
 		err = symbolize_location(ps, in, i);
+		/* an object's debug info is read at its first location: checked often enough */
+		if (!err && !(i % 256))
+			err = pprof_budget__check_heap(ps->o.budget);
 		if (err)
 			return err;
 	}
@@ -466,7 +469,8 @@ int profsym__run(struct profsym *ps, const struct pprof_profile *in, struct ppro
 
 	reset(ps);
 	err = symbolize_all(ps, in);
-	return err ?: rebuild(ps, in, out);
+	err = err ?: rebuild(ps, in, out);
+	return err ?: pprof_budget__check_heap(ps->o.budget);
 }
 
 /* --- the report --------------------------------------------------------------------------------- */

@@ -20,6 +20,7 @@
 #include "symbolize.h"
 
 struct elfobj;
+struct pprof_budget;
 struct pprof_mapping;
 struct pprof_profile;
 struct pprof_writer;
@@ -34,6 +35,11 @@ struct profsym_opts {
 	 */
 	struct elfobj *(*local_object)(void *ctx, const struct pprof_mapping *m);
 	void *ctx;
+	/*
+	 * When set, the process's heap is checked against it as the work goes
+	 * (pprof_budget__check_heap): -E2BIG from profsym__run past it.
+	 */
+	struct pprof_budget *budget;
 };
 
 /* what became of one mapping; strings borrowed from the input profile and the symbolizer */

@@ -130,17 +130,23 @@ static int span_child(struct builder *b, uint32_t parent, const char *name, size
 	return new_span(b, &k, h, out);
 }
 
-/* the node of a ';'-joined path, created along the way; past the last level the rest is not read */
+/*
+ * The node of a ';'-joined path (a name's own ';' escaped, lib/treepath.h),
+ * created along the way; past the last level the rest is not read.
+ */
 static int span_path(struct builder *b, const char *path, uint32_t *out)
 {
+	/* a name is cut to VIEW_SPAN_NAME_MAX bytes: room for that and a character more */
+	char name[VIEW_SPAN_NAME_MAX + 8];
 	uint32_t node = VIEW_NONE;
 	int ret = 0;
 
 	while (!ret) {
-		size_t n = strcspn(path, ";");
+		size_t n = treepath_seg_len(path);
+		size_t l = treepath_unescape(path, n, name, sizeof(name));
 
-		if (n)
-			ret = span_child(b, node, path, n, false, &node);
+		if (l)
+			ret = span_child(b, node, name, l, false, &node);
 		else
 			ret = span_child(b, node, "(unnamed)", 9, false, &node);
 		if (!path[n] || b->v->spans[node].depth + 1 >= VIEW_MAX_SPAN_DEPTH)

@@ -25,11 +25,12 @@
  * spans of 127 bytes): a span path keeps its first VIEW_MAX_SPAN_DEPTH - 1
  * spans, everything deeper is one span named VIEW_DEEPER at the last level;
  * names are cut to VIEW_SPAN_NAME_MAX bytes (at a character boundary).  So
- * every path fits VIEW_PATH_MAX bytes and every printer's recursion is bounded.
+ * every path fits VIEW_PATH_MAX bytes (each byte of a name escaped, at worst)
+ * and every printer's recursion is bounded.
  */
 #define VIEW_MAX_SPAN_DEPTH	TREEPATH_MAX_DEPTH
 #define VIEW_SPAN_NAME_MAX	255
-#define VIEW_PATH_MAX		(VIEW_MAX_SPAN_DEPTH * (VIEW_SPAN_NAME_MAX + 1))
+#define VIEW_PATH_MAX		(VIEW_MAX_SPAN_DEPTH * (2 * VIEW_SPAN_NAME_MAX + 1))
 #define VIEW_DEEPER		"\u2026"
 /* the parent of spans whose own parent was entered before culpert-bpf attached (orphans.c) */
 #define VIEW_BEFORE_ATTACH	"(entered before attach)"

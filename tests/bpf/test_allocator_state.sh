@@ -170,7 +170,7 @@ if not m or int(m.group(1)) != g['mmapped_bytes']:
     bad.append('mmapped_bytes: prometheus %s' % (m and m.group(1)))
 if not re.search(r'^allocator: glibc 2\.36 serves malloc \(.*libc\.so\.6\)$', text, re.M):
     bad.append('no allocator line in the text')
-if len(re.findall(r'^  [0-3]( main)? +[0-9.]+ [KM]B', text, re.M)) != 4 or '\n  total ' not in text:
+if len(re.findall(r'^  [0-3]( main)? +[0-9.]+ [KM]iB', text, re.M)) != 4 or '\n  total ' not in text:
     bad.append('text: not 4 arena rows and a total')
 if not re.search(r'^  mmapped +6 blocks', text, re.M):
     bad.append('text: no mmapped line')
@@ -447,11 +447,11 @@ for phase in ('start', 'end'):
             v = v[part]
         if c.get(p + 'glibc.' + k) != str(v):
             bad.append('%sglibc.%s=%s, stats %s' % (p, k, c.get(p + 'glibc.' + k), v))
-m = re.search(r'^Allocator: +glibc 2\.36 \(mem\.end\)\n +(\d+) arenas, ([0-9.]+ [KMG]B) from the system',
+m = re.search(r'^Allocator: +glibc 2\.36 \(mem\.end\)\n +(\d+) arenas, ([0-9.]+ [KMGTPE]iB) from the system',
               info, re.M)
 if not m or m.group(1) != '4':
     bad.append('culpert info: %s' % re.findall(r'^Allocator:.*\n.*', info, re.M))
-if not re.search(r'^ +6 mmapped blocks, [0-9.]+ MB; [0-9.]+ KB free in the threads. tcaches$', info, re.M):
+if not re.search(r'^ +6 mmapped blocks, [0-9.]+ MiB; [0-9.]+ KiB free in the threads. tcaches$', info, re.M):
     bad.append('culpert info: no mmapped/tcache line')
 print('; '.join(bad))
 sys.exit(1 if bad else 0)

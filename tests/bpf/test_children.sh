@@ -54,7 +54,7 @@ EOF
 	mb=$(awk -v p="$master" '$1 == p { print $2 }' "$TMP/pf.procs")
 	[ "${mb:-0}" -le 4096 ] || fail "the master allocated nothing meanwhile, the profile says $mb bytes"
 	"$BIN_CLI" report "$TMP/pf.pb.gz" --by-process >"$TMP/pf.txt"
-	grep -q "^ *$late  *prefork  *400  *400.00 KB" "$TMP/pf.txt" ||
+	grep -q "^ *$late  *prefork  *400  *400.00 KiB" "$TMP/pf.txt" ||
 		fail "the text table lacks the late worker: $(cat "$TMP/pf.txt")"
 	"$PROFDUMP" "$TMP/pf.pb.gz" | grep -q "^# comment processes=5$" || fail "no processes=5 comment"
 	grep -q "^culpert-bpf: 1 children forked while profiled had their probes in " "$TMP/pf.err" ||

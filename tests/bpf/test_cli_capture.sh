@@ -94,7 +94,7 @@ test_cxx_names_capture() {
 	def names(path):
 	    out = []
 	    for line in open(path, encoding="utf-8"):
-	        m = re.match(r"(.*?) +\d+ +\d+ +[\d.]+ [KMG]?B +[\d.]+% +[\d.]+%$", line.rstrip("\n"))
+	        m = re.match(r"(.*?) +\d+ +\d+ +[\d.]+ (?:[KMGTPE]iB|B) +[\d.]+% +[\d.]+%$", line.rstrip("\n"))
 	        if m:
 	            out.append(m.group(1))
 	    return out

@@ -49,7 +49,7 @@ test_never_allocates() {
 test_too_few_to_sample() {
 	need_root || return
 	attach_quiet little "--rate 16MiB" "$TARGETS/quiet_little" 64 || return
-	grep -q "^culpert-bpf: the profile is empty: 64 allocator calls for 4.00 KB in .* try --rate 1 (every call: 64 samples at this load) " \
+	grep -q "^culpert-bpf: the profile is empty: 64 allocator calls for 4.00 KiB in .* try --rate 1 (every call: 64 samples at this load) " \
 		"$TMP/little.err" || fail "attach does not say why: $(cat "$TMP/little.err")"
 	[ "$(comment_of "$TMP/little.pb.gz" alloc_calls)" = 64 ] &&
 		[ "$(comment_of "$TMP/little.pb.gz" alloc_bytes)" = 4096 ] ||
@@ -57,7 +57,7 @@ test_too_few_to_sample() {
 	"$BIN_CLI" report "$TMP/little.pb.gz" --format json >"$TMP/little.json"
 	/usr/bin/python3 -c 'import json, sys
 r = json.load(open(sys.argv[1]))
-assert "64 allocator calls for 4.00 KB" in r["empty_reason"] and r["records"] == 0, r' \
+assert "64 allocator calls for 4.00 KiB" in r["empty_reason"] and r["records"] == 0, r' \
 		"$TMP/little.json" || fail "report JSON has no empty_reason: $(cat "$TMP/little.json")"
 }
 
@@ -73,7 +73,7 @@ test_calls_seen() {
 		fail "calls and bytes made: $truth; seen by the probes: $seen"
 	# and the report counts sampled allocations as the collector did
 	n=$(sed -n 's/.* (\([0-9]*\) samples, .*/\1/p' "$TMP/abc.err")
-	"$BIN_CLI" report "$TMP/abc.pb.gz" | grep -q "^Samples: $n allocations in [0-9]* records  Rate: 64.00 KB/alloc" ||
+	"$BIN_CLI" report "$TMP/abc.pb.gz" | grep -q "^Samples: $n allocations in [0-9]* records  Rate: 64.00 KiB/alloc" ||
 		fail "report's header does not count the $n samples: $("$BIN_CLI" report "$TMP/abc.pb.gz" | head -2)"
 }
 

@@ -245,7 +245,7 @@ test_probes_and_errors() {
 	"$BIN_BPF" probes --pid "$target_pid" >"$TMP/p.probes" 2>&1 || fail "probes: $(cat "$TMP/p.probes")"
 	grep -q '^sampler:    otel_memory probes (auto): 1 alloc site in 1 object' "$TMP/p.probes" &&
 		grep -q "libculpert-sampler.so: 1 otel_memory:alloc site (semaphore), 1 otel_memory:free site (semaphore), culpert_sampler_page" "$TMP/p.probes" &&
-		grep -q '^  rate 512.00 KB (the sampler' "$TMP/p.probes" ||
+		grep -q '^  rate 512.00 KiB (the sampler' "$TMP/p.probes" ||
 		fail "probes: $(grep -A2 '^sampler:' "$TMP/p.probes" | tr '\n' ';')"
 	"$BIN_BPF" probes --pid "$target_pid" --sampler uprobes >"$TMP/p2.probes" 2>&1
 	grep -q '^sampler:    uprobes on the allocator (as asked' "$TMP/p2.probes" ||

@@ -28,6 +28,42 @@ test_span_ground_truth() {
 	[ "$n" -eq 3 ] || fail "worker span seen on $n threads, want 3"
 }
 
+# A span name holding the path's separator is one span: "semi;colon" is
+# escaped in span_path (docs/profile-format.md), and the sampled tree, the
+# exact totals and diff name the same spans with the same bytes (--rate 1)
+test_span_semicolon() {
+	need_root || return
+	profile_target span_semi 1 || return
+	"$PROFDUMP" "$TMP/span_semi.pb.gz" | grep -q 'span_path=semi\\;colon;frame' ||
+		fail "span_path labels: $("$PROFDUMP" "$TMP/span_semi.pb.gz" | grep -o 'span_path=[^,]*' | sort -u)"
+	"$BIN_CLI" report "$TMP/span_semi.pb.gz" --format json >"$TMP/semi.report.json" || fail "report"
+	"$BIN_CLI" diff "$TMP/span_semi.pb.gz" "$TMP/span_semi.pb.gz" --format json \
+		>"$TMP/semi.diff.json" || fail "diff exited $?"
+	/usr/bin/python3 - "$TMP/semi.report.json" "$TMP/semi.diff.json" <<-'EOF' || fail "report and diff disagree"
+	import json, sys
+	r, d = (json.load(open(f)) for f in sys.argv[1:])
+	def walk(spans, out, key):
+	    for s in spans:
+	        if not s["no_span"]:
+	            out[s["path"]] = s[key]
+	        walk(s["children"], out, key)
+	    return out
+	rep = walk(r["spans"], {}, "bytes")
+	want = {"semi\\;colon": 3000000, "semi\\;colon;frame": 1000000, "back\\\\slash": 4000000}
+	assert rep == want, rep
+	# diff's rows are each path's own bytes
+	dif = {x["key"]: x["after"] for x in d["rows"] if x["key"] != "(no span)"}
+	assert dif == walk(r["spans"], {}, "self_bytes"), (dif, rep)
+	exact = {s["path"]: s["bytes"] for s in r["exact"]["spans"]}
+	assert exact == rep, (exact, rep)
+	EOF
+	"$BIN_CLI" report "$TMP/span_semi.pb.gz" >"$TMP/semi.report" || fail "report text"
+	grep -q '^semi;colon  ' "$TMP/semi.report" && grep -q '^  frame  ' "$TMP/semi.report" ||
+		fail "report: $(cat "$TMP/semi.report")"
+	"$BIN_CLI" report "$TMP/span_semi.pb.gz" --span 'semi\;colon;frame' >"$TMP/semi.span" ||
+		fail "--span with the escaped path: $(cat "$TMP/semi.span")"
+}
+
 # Labels as docs/profile-format.md says: name, id, parent id, path; innermost span's parent is the enclosing one
 # (in ground_truth's capture when it made one)
 test_span_labels() {
@@ -286,6 +322,7 @@ test_span_attach_while_running() {
 }
 
 run_test bpf/spans/ground_truth test_span_ground_truth
+run_test bpf/spans/semicolon test_span_semicolon
 run_test bpf/spans/cold_names test_span_cold_names
 run_test bpf/spans/max_stacks test_max_stacks
 run_test bpf/spans/attach_midrun test_span_attach_midrun

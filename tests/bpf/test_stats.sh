@@ -136,7 +136,7 @@ test_formats() {
 		"mappings by kind (/proc/$target_pid/smaps)" "cgroup "; do
 		grep -qF "$s" "$TMP/f.txt" || fail "text has no section '$s'"
 	done
-	grep -Eq '^  heap +1 +16\.00 MB +16\.00 MB' "$TMP/f.txt" || fail "text heap row: $(grep '^  heap' "$TMP/f.txt")"
+	grep -Eq '^  heap +1 +16\.00 MiB +16\.00 MiB' "$TMP/f.txt" || fail "text heap row: $(grep '^  heap' "$TMP/f.txt")"
 }
 
 # --watch: one JSON object per line, as many as --count

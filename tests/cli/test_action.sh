@@ -255,7 +255,7 @@ test_pr_regression_warns() {
 Gate on a regression=skipped Upload the profile=success" ] || fail "steps: $(outcomes prwarn)"
 	# the markdown, as culpert diff writes it, in the summary and as the comment's text
 	expected_diff "$TMP/base.pb.gz" "$TMP/regressed.pb.gz" markdown >"$TMP/want.md"
-	grep -q '^| `handle_request` | 10.00 MB | 20.00 MB | +10.00 MB | +100.00% |' "$TMP/want.md" ||
+	grep -q '^| `handle_request` | 10.00 MiB | 20.00 MiB | +10.00 MiB | +100.00% |' "$TMP/want.md" ||
 		fail "the expected diff has no regression row: $(cat "$TMP/want.md")"
 	res prwarn 'r["summary"]' >"$TMP/summary.md"
 	cmp -s "$TMP/want.md" "$TMP/summary.md" ||
@@ -317,7 +317,7 @@ test_options() {
 		--with min-span-bytes=100MiB --with min-confidence=3sigma --with upload=false \
 		--with sticky-comment=false --with fail-on-regression=true
 	[ "$act_rc" = 0 ] || fail "min-span-bytes 100MiB: exit $act_rc: $(tail -3 "$TMP/quiet.log")"
-	res quiet 'r["summary"]' | grep -q 'min span 100.00 MB' || fail "min-span-bytes not passed"
+	res quiet 'r["summary"]' | grep -q 'min span 100.00 MiB' || fail "min-span-bytes not passed"
 	expected_diff "$TMP/base.pb.gz" "$TMP/regressed.pb.gz" markdown --min-span-bytes 100MiB \
 		--min-confidence 3sigma >"$TMP/want.md"
 	res quiet 'r["summary"]' | cmp -s - "$TMP/want.md" ||

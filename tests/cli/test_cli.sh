@@ -134,7 +134,7 @@ test_report_wrappers() {
 	import re, sys
 	for f in sys.argv[1:]:
 	    for line in open(f, encoding="utf-8"):
-	        m = re.match(r"(.*?) +\d+ +\d+ +[\d.]+ [KMG]?B +[\d.]+% +[\d.]+%$", line.rstrip("\n"))
+	        m = re.match(r"(.*?) +\d+ +\d+ +[\d.]+ (?:[KMGTPE]iB|B) +[\d.]+% +[\d.]+%$", line.rstrip("\n"))
 	        assert not m or len(m.group(1)) <= 120, (f, line)
 	EOF
 	awk 'length($0) > 200 { found = 1 } END { exit !found }' report_wrappers_wide.out ||
@@ -171,11 +171,11 @@ test_report_before_attach() {
 	golden report_before_attach_flat 0 report before_attach.pb.gz --flat
 	golden report_before_attach_json 0 report before_attach.pb.gz --format json
 	grep -q '^(entered before attach)  ' report_before_attach.out &&
-		grep -q '^  build_response  .*(3.00 MB)$' report_before_attach.out &&
+		grep -q '^  build_response  .*(3.00 MiB)$' report_before_attach.out &&
 		grep -q '^walk  ' report_before_attach.out ||
 		fail "no before-attach marker over build_response: $(cat report_before_attach.out)"
 	"$C" report before_attach.pb.gz --span build_response >ba_span.out &&
-		grep -q '^span build_response: 35.00 MB' ba_span.out ||
+		grep -q '^span build_response: 35.00 MiB' ba_span.out ||
 		fail "--span by name no longer finds both: $(cat ba_span.out)"
 	# the flame graph groups alike
 	"$C" flamegraph before_attach.pb.gz >ba.folded
@@ -193,8 +193,8 @@ test_diff_tree_before_attach() {
 	"$OLDPWD_ROOT/$MKPROF" -o ba_after.pb.gz ba_after.spec
 	# how much ran before the attach is the attach's doing: no regression
 	golden diff_tree_before_attach 0 diff before_attach.pb.gz ba_after.pb.gz --tree
-	awk '/^\(entered before attach\) / { m = NR } /^  build_response .*12.00 MB/ { b = NR }
-	     /^    json .*9.00 MB/ { j = NR } END { exit !(m && b == m + 1 && j == b + 1) }' \
+	awk '/^\(entered before attach\) / { m = NR } /^  build_response .*12.00 MiB/ { b = NR }
+	     /^    json .*9.00 MiB/ { j = NR } END { exit !(m && b == m + 1 && j == b + 1) }' \
 		diff_tree_before_attach.out ||
 		fail "build_response (and json) not under the marker: $(cat diff_tree_before_attach.out)"
 	"$C" diff before_attach.pb.gz ba_after.pb.gz --format json >ba_diff.json
@@ -460,7 +460,7 @@ test_flamegraph() {
 	"$C" flamegraph basic.pb.gz --format svg -o fg.svg || { fail "svg: exit $?"; return; }
 	xmllint --noout fg.svg || fail "the SVG is not well-formed XML"
 	# every folded stack is a frame of the SVG, with its bytes
-	grep -q '<title>parse_header (40.00 MB, 40.00%)</title>' fg.svg || fail "svg lacks parse_header"
+	grep -q '<title>parse_header (40.00 MiB, 40.00%)</title>' fg.svg || fail "svg lacks parse_header"
 	grep -q 'http://www.w3.org/2000/svg' fg.svg && ! grep -q 'src=\|href=' fg.svg ||
 		fail "the SVG is not self-contained"
 	# the folded weights add up to the report's total
@@ -596,8 +596,8 @@ test_go_heap_profile() {
 	assert 100 * 65536 <= top["bytes"] < 101 * 65536, top
 	assert 100 <= top["objects"] <= 102, top
 	EOF
-	"$C" report goheap.pb.gz --inuse --no-span | grep -q '^main.allocBlocks (.*  6.25 MB ' ||
-		fail "Go heap profile: in-use of allocBlocks is not 6.25 MB"
+	"$C" report goheap.pb.gz --inuse --no-span | grep -q '^main.allocBlocks (.*  6.25 MiB ' ||
+		fail "Go heap profile: in-use of allocBlocks is not 6.25 MiB"
 }
 
 run_test cli/report_tree test_report_tree

@@ -111,9 +111,9 @@ test_deep_span() {
 	all_commands "$TMP/ds.pb.gz" ds
 	# --wide: the rows whole (without it the 254 columns of indentation are cut to the cap)
 	bounded ds-tree report "$TMP/ds.pb.gz" --wide
-	[ "$(grep -c '4.00 KB  100.00%' "$TMP/ds-tree.out")" = 128 ] ||
-		fail "report: $(grep -c '4.00 KB  100.00%' "$TMP/ds-tree.out") span rows, want 128"
-	tail -1 "$TMP/ds-tree.out" | grep -q "^ \{254\}…  *4.00 KB" ||
+	[ "$(grep -c '4.00 KiB  100.00%' "$TMP/ds-tree.out")" = 128 ] ||
+		fail "report: $(grep -c '4.00 KiB  100.00%' "$TMP/ds-tree.out") span rows, want 128"
+	tail -1 "$TMP/ds-tree.out" | grep -q "^ \{254\}…  *4.00 KiB" ||
 		fail "the deepest row is not '…' at depth 127: $(tail -1 "$TMP/ds-tree.out" | head -c 300)"
 	/usr/bin/python3 - "$(out ds "report @ --format json")" <<-'EOF' || fail "report json: the chain is not 128 spans ending in …"
 	import json, sys
@@ -239,6 +239,62 @@ test_extreme_values() {
 	/usr/bin/python3 -c 'import json,sys,jsonschema; jsonschema.validate(json.load(open(sys.argv[2])), json.load(open(sys.argv[1])))' \
 		docs/diff-schema.json "$(out xv "diff @ @ --format json")" ||
 		fail "diff json of extreme values does not validate against docs/diff-schema.json"
+	# saturated, and saying so, the same in every format; percentages of the same sums
+	grep -q '^Total:   >=8.00 EiB alloc_space$' "$(out xv "report @")" ||
+		fail "report: $(grep '^Total' "$(out xv "report @")"), want >=8.00 EiB"
+	grep -q '^big  *>=8.00 EiB  50.00%  (>=8.00 EiB)$' "$(out xv "report @")" ||
+		fail "report: $(grep '^big' "$(out xv "report @")")"
+	grep -q '^Total: .*>=8.00 EiB alloc_space in >=9223372036854775807 objects$' \
+		"$(out xv "info @")" || fail "info: $(grep '^Total' "$(out xv "info @")")"
+	/usr/bin/python3 - "$(out xv "report @ --format json")" "$(out xv "diff @ @ --format json")" <<-'PY' ||
+	import json, sys
+	r, d = (json.load(open(f)) for f in sys.argv[1:])
+	big = [s for s in r["spans"] if s["name"] == "big"][0]
+	assert big["bytes"] == 2**63 - 1 and big["pct"] == 50.0, big
+	assert d["before"]["total_bytes"] == 2**63 - 1, d["before"]
+	PY
+		fail "json of extreme values: not saturated the way the text says"
+	"$OUTPUT/culpert" flamegraph "$TMP/xv.pb.gz" >"$TMP/xv.folded" || fail "flamegraph"
+	grep -q '^big;work 9223372036854775807$' "$TMP/xv.folded" ||
+		fail "folded: $(grep '^big' "$TMP/xv.folded"), want the saturated weight"
+	# a rate the text calls unknown is null in JSON, not a negative number
+	printf 'rate -524288\nsample 1 1MiB stack=work span_path=a\n' | "$MKPROF" -o "$TMP/negrate.pb.gz"
+	"$OUTPUT/culpert" diff "$TMP/negrate.pb.gz" "$TMP/negrate.pb.gz" >"$TMP/negrate.txt"
+	grep -q 'unknown' "$TMP/negrate.txt" || fail "diff text: $(grep Rate "$TMP/negrate.txt")"
+	"$OUTPUT/culpert" diff "$TMP/negrate.pb.gz" "$TMP/negrate.pb.gz" --format json |
+		grep -q '^  "rate": null,$' || fail "diff json: the unknown rate is not null"
+	"$OUTPUT/culpert" report "$TMP/negrate.pb.gz" --format json |
+		grep -q '^  "rate": null,$' || fail "report json: the unknown rate is not null"
+}
+
+# a span name holding ';' is one span, its path escaped (docs/profile-format.md):
+# report, exact totals, diff, --span and folded output agree
+test_semicolon_span() {
+	printf '%s\n' 'sample 1 1MiB stack=work span_path=semi\;colon;frame span_name=frame' \
+		'sample 1 2MiB stack=work span_path=semi\;colon span_name=semi;colon' \
+		'comment span.total.semi\;colon=2097152,2,3145728,3,1,0,3145728,3145728' \
+		'comment span.total.semi\;colon;frame=1048576,1,1048576,1,1,0,1048576,1048576' \
+		'comment span.totals.outside=0,0' | "$MKPROF" -o "$TMP/semi.pb.gz" || { fail "mkprof"; return; }
+	"$OUTPUT/culpert" report "$TMP/semi.pb.gz" >"$TMP/semi.txt" || fail "report"
+	grep -q '^semi;colon  *3.00 MiB' "$TMP/semi.txt" && grep -q '^  frame  *1.00 MiB' "$TMP/semi.txt" ||
+		fail "report: $(cat "$TMP/semi.txt")"
+	grep -q '^ *colon\|^ *semi  ' "$TMP/semi.txt" && fail "report: nested at the ';': $(cat "$TMP/semi.txt")"
+	"$OUTPUT/culpert" report "$TMP/semi.pb.gz" --format json >"$TMP/semi.json" || fail "report json"
+	"$OUTPUT/culpert" diff "$TMP/semi.pb.gz" "$TMP/semi.pb.gz" --format json >"$TMP/semi.diff" ||
+		fail "diff"
+	/usr/bin/python3 - "$TMP/semi.json" "$TMP/semi.diff" <<-'PY' || fail "report and diff disagree"
+	import json, sys
+	r, d = (json.load(open(f)) for f in sys.argv[1:])
+	top = [s for s in r["spans"] if not s["no_span"]]
+	assert [(s["path"], s["bytes"]) for s in top] == [("semi\\;colon", 3 << 20)], top
+	assert [c["path"] for c in top[0]["children"]] == ["semi\\;colon;frame"], top
+	keys = sorted(x["key"] for x in d["rows"] if x["key"] != "(no span)")
+	assert keys == ["semi\\;colon", "semi\\;colon;frame"], d["rows"]
+	PY
+	"$OUTPUT/culpert" report "$TMP/semi.pb.gz" --span 'semi\;colon;frame' | grep -q '^span semi\\;colon;frame: 1.00 MiB' ||
+		fail "--span with the escaped path"
+	"$OUTPUT/culpert" flamegraph "$TMP/semi.pb.gz" | grep -q '^semi:colon;frame;work 1048576$' ||
+		fail "folded: $("$OUTPUT/culpert" flamegraph "$TMP/semi.pb.gz")"
 }
 
 # pprof -diff_base output: negative spans are changes by their sign (docs/cli.md)
@@ -259,7 +315,7 @@ test_diff_base() {
 	# noise of a negative estimate: sqrt(rate * |bytes|), rate 524288
 	assert abs(k["request;shrink"][2] - (524288 * 20 * M) ** 0.5) <= 1, k
 	EOF
-	grep -q '^Total:   -11.00 MB' "$(out db "report @")" || fail "report total of -diff_base is not -11.00 MB"
+	grep -q '^Total:   -11.00 MiB' "$(out db "report @")" || fail "report total of -diff_base is not -11.00 MiB"
 	# --by callsite: the same rules on callsites, summed over the spans (shrink: two spans)
 	bounded db-cs diff "$TMP/base.pb.gz" "$TMP/db.pb.gz" --by callsite --format json --threshold-bytes 1
 	contract db-cs "1" || return
@@ -277,7 +333,7 @@ test_diff_base() {
 	assert abs(k["shrink (work.c:10)"][4] - (524288 * 21 * M) ** 0.5) <= 1, k
 	EOF
 	bounded db-cst diff "$TMP/base.pb.gz" "$TMP/db.pb.gz" --by callsite --threshold-bytes 1
-	contract db-cst "1" && grep -q '^improvement  shrink (work.c:10)  *0 B  *-21.00 MB  *-21.00 MB  *- ' \
+	contract db-cst "1" && grep -q '^improvement  shrink (work.c:10)  *0 B  *-21.00 MiB  *-21.00 MiB  *- ' \
 		"$TMP/db-cst.out" || fail "diff --by callsite text: $(cat "$TMP/db-cst.out")"
 	[ "$(cat "$(out db "flamegraph @")")" = "request;grow;grow $((10 << 20))" ] ||
 		fail "flamegraph draws other than the positive record: $(head -c 200 "$(out db "flamegraph @")")"
@@ -288,13 +344,13 @@ test_memory_budget() {
 	$CRAFT bomb 64000000 -o "$TMP/bomb.pb.gz" || { fail "craft"; return; }
 	for cmd in report info flamegraph; do
 		bounded bomb-$cmd $cmd "$TMP/bomb.pb.gz"
-		contract bomb-$cmd 2 && grep -q 'profile too large: reading it takes more than 256.00 MB' \
+		contract bomb-$cmd 2 && grep -q 'profile too large: reading it takes more than 256.00 MiB' \
 			"$TMP/bomb-$cmd.err" || fail "bomb $cmd: $(cat "$TMP/bomb-$cmd.err")"
 	done
 	$CRAFT sample-bomb 100000 -o "$TMP/sb.pb.gz" || { fail "craft"; return; }
 	export CULPERT_MAX_MEMORY=2MiB
 	bounded sb-small report "$TMP/sb.pb.gz"
-	contract sb-small 2 && grep -q 'more than the 2.00 MB of memory CULPERT_MAX_MEMORY allows' \
+	contract sb-small 2 && grep -q 'more than the 2.00 MiB of memory CULPERT_MAX_MEMORY allows' \
 		"$TMP/sb-small.err" || fail "CULPERT_MAX_MEMORY=2MiB: $(cat "$TMP/sb-small.err")"
 	unset CULPERT_MAX_MEMORY
 	bounded sb report "$TMP/sb.pb.gz"
@@ -318,7 +374,7 @@ test_lengths() {
 	$CRAFT many-types 20000 -o "$TMP/mt.pb.gz" && all_commands "$TMP/mt.pb.gz" mt
 	$CRAFT long-name 1000000 -o "$TMP/ln.pb.gz" && all_commands "$TMP/ln.pb.gz" ln
 	grep -q "\"name\": \"$(printf '%0255d' 0 | tr 0 s)\"" "$(out ln "report @ --format json")" ||
-		fail "a 1 MB span name is not cut to 255 bytes"
+		fail "a 1 MiB span name is not cut to 255 bytes"
 }
 
 # the hostile-name corpus as allocation wrappers: the report's "callsites skip wrappers" line
@@ -408,6 +464,7 @@ run_test cli/crafted_inline_flood test_inline_flood
 run_test cli/crafted_loc_flood test_loc_flood
 run_test cli/crafted_span_flood test_span_flood
 run_test cli/crafted_extreme_values test_extreme_values
+run_test cli/crafted_semicolon_span test_semicolon_span
 run_test cli/crafted_diff_base test_diff_base
 run_test cli/crafted_memory_budget test_memory_budget
 run_test cli/crafted_lengths test_lengths

@@ -135,7 +135,30 @@ test_errors() {
 	"$BIN_CLI" symbolize --help | grep -q '^Usage: culpert symbolize' || fail "no usage in --help"
 }
 
+# the memory budget of every command (docs/cli.md): the whole heap, libdw's
+# and libelf's included, within CULPERT_MAX_MEMORY, or one error line, exit
+# 2 and the input untouched; by default within 32x the file (>= 256 MiB)
+test_memory_budget() {
+	"$OBJPROF" "$TMP/big.pb.gz" --per-object 4000 --samples 20000 "$TARGETS/sym_cpp" \
+		"$L/libc.so.6" "$L/libstdc++.so.6" "$L/libcrypto.so.3" "$L/libsqlite3.so.0" \
+		>/dev/null || { fail "objprof failed"; return; }
+	cp "$TMP/big.pb.gz" "$TMP/big.orig.pb.gz"
+	CULPERT_MAX_MEMORY=8MiB "$BIN_CLI" symbolize "$TMP/big.pb.gz" >"$TMP/budget.out" \
+		2>"$TMP/budget.err"
+	rc=$?
+	[ "$rc" = 2 ] || fail "exit $rc under CULPERT_MAX_MEMORY=8MiB, want 2"
+	[ "$(cat "$TMP/budget.err")" = "error: cannot symbolize $TMP/big.pb.gz: symbolizing it takes more than the 8.00 MiB of memory CULPERT_MAX_MEMORY allows" ] ||
+		fail "stderr: $(head -c 400 "$TMP/budget.err")"
+	cmp -s "$TMP/big.pb.gz" "$TMP/big.orig.pb.gz" || fail "the refused input was changed"
+	expect_error 2 "CULPERT_MAX_MEMORY='lots' is not a size" \
+		env CULPERT_MAX_MEMORY=lots "$BIN_CLI" symbolize "$TMP/big.pb.gz"
+	# the default: RSS (the heap and the mapped objects) within the 256 MiB floor
+	/usr/bin/time -f '%M' -o "$TMP/rss" "$BIN_CLI" symbolize "$TMP/big.pb.gz" \
+		-o "$TMP/big.sym.pb.gz" 2>/dev/null || fail "symbolize under the default budget failed"
+	[ "$(tail -1 "$TMP/rss")" -le $((256 * 1024)) ] || fail "peak RSS $(tail -1 "$TMP/rss") KiB"
+}
+
 for t in matches_addr2line idempotent no_build_id_no_match debuglink dwz_supplementary_file \
-	errors; do
+	errors memory_budget; do
 	run_test "symbolize_$t" "test_$t"
 done

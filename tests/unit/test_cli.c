@@ -181,12 +181,12 @@ static void test_table(void)
 	size_t len = 0;
 	FILE *f = open_memstream(&out, &len);
 
-	table__add(t, (const char *const[]){ "  deep", "1.00 MB" });
+	table__add(t, (const char *const[]){ "  deep", "1.00 MiB" });
 	table__add(t, (const char *const[]){ "σ", "12 B" });
 	table__add(t, (const char *const[]){ "x", "" });
 	table__print(t, f);
 	fclose(f);
-	ASSERT_STREQ(out, "NAME      BYTES\n  deep  1.00 MB\nσ          12 B\nx\n",
+	ASSERT_STREQ(out, "NAME       BYTES\n  deep  1.00 MiB\nσ           12 B\nx\n",
 		     "aligned by display width, no trailing blanks");
 	free(out);
 	table__free(t);
@@ -237,14 +237,16 @@ static void test_empty(void)
 	f.calls = 640;
 	f.bytes = 40960;
 	empty__explain(&f, buf, sizeof(buf));
-	ASSERT_TRUE(strstr(buf, "640 allocator calls for 40.00 KB in 5.0s: 0.078 samples expected at "
-			   "one per 512.00 KB") && strstr(buf, "try --rate 256 "), buf);
+	ASSERT_TRUE(strstr(buf, "640 allocator calls for 40.00 KiB in 5.0s: 0.078 samples expected "
+			   "at "
+			   "one per 512.00 KiB") && strstr(buf, "try --rate 256 "), buf);
 	f.bytes = 10 << 20;	/* 10 MiB / 100 = 104857 -> 64KiB */
 	empty__explain(&f, buf, sizeof(buf));
 	ASSERT_TRUE(strstr(buf, "try --rate 64KiB "), buf);
 	f.go = true;
 	empty__explain(&f, buf, sizeof(buf));
-	ASSERT_TRUE(strstr(buf, "written in Go") && strstr(buf, "(640 C allocator calls for 10.00 MB"),
+	ASSERT_TRUE(strstr(buf, "written in Go") &&
+		    strstr(buf, "(640 C allocator calls for 10.00 MiB"),
 		    buf);
 	f.go = false;
 	/* 2 calls of 128 B: rate 1 samples both, not "about 100" */

@@ -202,13 +202,13 @@ static void test_glibc(void)
 	text = render(d);
 	ASSERT_TRUE(text && strstr(text, "anonymous RSS decomposed (glibc's 2 arenas, read from the "
 				   "target; m measured"), "header");
-	ASSERT_TRUE(text && strstr(text, "    live heap allocated since attach         19.62 MB "
-				   "+- 438.18 KB  e"), "an estimated line");
-	ASSERT_TRUE(text && strstr(text, "    bins: holes between live blocks          16.00 MB "
-				   "              m  4096 chunks"), "a measured line");
-	ASSERT_TRUE(text && strstr(text, "    per arena (bins + fastbins + top): 0 main 16.02 MB, "
-				   "1 1.00 KB\n"), "per arena");
-	ASSERT_TRUE(text && strstr(text, "  not resident: main arena pages untouched  -12.00 KB"),
+	ASSERT_TRUE(text && strstr(text, "    live heap allocated since attach         19.62 MiB "
+				   "+- 438.18 KiB  e"), "an estimated line");
+	ASSERT_TRUE(text && strstr(text, "    bins: holes between live blocks          16.00 MiB "
+				   "               m  4096 chunks"), "a measured line");
+	ASSERT_TRUE(text && strstr(text, "    per arena (bins + fastbins + top): 0 main 16.02 MiB, "
+				   "1 1.00 KiB\n"), "per arena");
+	ASSERT_TRUE(text && strstr(text, "  not resident: main arena pages untouched  -12.00 KiB"),
 		    "not resident, as a subtraction");
 	free(text);
 	ASSERT_EQ(mem_decomp__comments(d, "mem.decomp", collect, c), 0, "comments");
@@ -233,6 +233,7 @@ static void test_glibc_caveats(void)
 	struct memstats *end = glibc_picture(80);
 	struct mem_decomp *d = calloc(1, sizeof(*d));
 	struct mem_live lv;
+	char *text;
 
 	if (!ASSERT_TRUE(end && d, "allocated"))
 		goto cleanup;
@@ -258,6 +259,30 @@ static void test_glibc_caveats(void)
 	mem_decomp__compute(NULL, end, &lv, d);
 	ASSERT_TRUE(d->part[MD_BEFORE].bytes < 0 &&
 		    strstr(d->part[MD_BEFORE].note, "below 0 beyond 2 sigma"), "negative before");
+	/* printed as an amount: 0, not below */
+	text = render(d);
+	ASSERT_TRUE(text && strstr(text, "    allocated before attach, still in use          0 B "
+				   "+- "), text ? text : "render");
+	free(text);
+	/* below 0 within 2 sigma: the range from 0 */
+	mem_live__init(&lv, end);
+	for (int i = 0; i < 9500; i++)
+		mem_live__add(&lv, 8192, 1.0);
+	d->part[MD_BEFORE].bytes = -0.5 * d->part[MD_BEFORE].stderr;
+	text = render(d);
+	ASSERT_TRUE(text && strstr(text, "    allocated before attach, still in use  0..") &&
+		    strstr(text, " (2 sigma)      i"), text ? text : "render");
+	free(text);
+	/* a measured difference below 0 (RSS read after the arenas shrank): 0, and why */
+	set_anon(end, 1 << 20);
+	mem_decomp__compute(NULL, end, &lv, d);
+	ASSERT_TRUE(d->part[MD_OTHER].bytes < 0, "other below 0");
+	text = render(d);
+	ASSERT_TRUE(text &&
+		    strstr(text, "  other anonymous memory                           0 B ") &&
+		    strstr(text, "read at different moments") && !strstr(text, "    -"),
+		    text ? text : "render");
+	free(text);
 	/* no live estimate: in use is not split */
 	mem_decomp__compute(NULL, end, NULL, d);
 	ASSERT_TRUE(d->available && !d->part[MD_LIVE].present && !d->part[MD_BEFORE].present,

@@ -163,6 +163,56 @@ static void test_treepath(void)
 	}
 }
 
+/* with the separator: 0 "semi;colon" <- 1 "frame"; 2 "back\\slash"; 3 "semi" <- 4 "colon" */
+static const uint32_t sparents[] = { TREEPATH_NONE, 0, TREEPATH_NONE, TREEPATH_NONE, 3 };
+static const char *const snames[] = { "semi;colon", "frame", "back\\slash", "semi", "colon" };
+
+static uint32_t s_parent(const void *ctx, uint32_t n)
+{
+	return sparents[n];
+}
+
+static const char *s_name(const void *ctx, uint32_t n)
+{
+	return snames[n];
+}
+
+static void test_treepath_escape(void)
+{
+	struct treepath_tree t = { NULL, s_parent, s_name };
+	char b[64], pa[64], pb[64];
+	const char *p = "semi\\;colon;frame";
+	uint32_t i, k;
+	size_t n;
+
+	ASSERT_EQ(treepath_write(&t, 1, b, sizeof(b)), 17, "length, escapes included");
+	ASSERT_STREQ(b, "semi\\;colon;frame", "a name's ';' escaped");
+	treepath_write(&t, 2, b, sizeof(b));
+	ASSERT_STREQ(b, "back\\\\slash", "a name's '\\' escaped");
+	treepath_write(&t, 4, b, sizeof(b));
+	ASSERT_STREQ(b, "semi;colon", "nesting is not escaped");
+	ASSERT_TRUE(treepath_is(&t, 1, "semi\\;colon;frame") &&
+		    !treepath_is(&t, 1, "semi;colon;frame") && treepath_is(&t, 4, "semi;colon") &&
+		    !treepath_is(&t, 0, "semi;colon") &&
+		    treepath_is(&t, 0, "semi\\;colon"), "is: escapes are part of the path");
+	n = treepath_seg_len(p);
+	ASSERT_EQ(n, 11, "the first name ends at the unescaped ';'");
+	ASSERT_EQ(treepath_unescape(p, n, b, sizeof(b)), 10, "unescaped length");
+	ASSERT_STREQ(b, "semi;colon", "unescaped");
+	ASSERT_EQ(treepath_seg_len(p + n + 1), 5, "then frame");
+	ASSERT_EQ(treepath_unescape("C:\\dir", 6, b, sizeof(b)), 6, "a lone '\\' is kept");
+	ASSERT_STREQ(b, "C:\\dir", "kept");
+	ASSERT_EQ(treepath_escape("a;b\\c", b, sizeof(b)), 7, "escape");
+	ASSERT_STREQ(b, "a\\;b\\\\c", "escaped");
+	for (i = 0; i < 5; i++) {
+		for (k = 0; k < 5; k++) {
+			treepath_write(&t, i, pa, sizeof(pa));
+			treepath_write(&t, k, pb, sizeof(pb));
+			ASSERT_EQ(sign(treepath_cmp(&t, i, k)), sign(strcmp(pa, pb)), pa);
+		}
+	}
+}
+
 int main(void)
 {
 	test_group = "unit/escape";
@@ -173,5 +223,6 @@ int main(void)
 	RUN_TEST(test_json);
 	RUN_TEST(test_json_numbers);
 	RUN_TEST(test_treepath);
+	RUN_TEST(test_treepath_escape);
 	return TEST_EXIT();
 }

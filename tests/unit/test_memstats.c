@@ -428,11 +428,14 @@ static void test_heap_gap(void)
 	buf = gap_text(&g);
 	ASSERT_TRUE(buf && strstr(buf, "(the live heap counts only blocks allocated since attach)"),
 		    "says what the live heap covers");
-	ASSERT_TRUE(buf && strstr(buf, "  [heap] + anonymous resident          20.00 MB -> 32.00 MB: "
-				   "+12.00 MB\n"), "the growth");
-	ASSERT_TRUE(buf && strstr(buf, "  growth beyond the new live blocks    +1.00 MB +- 256.00 KB\n"
+	ASSERT_TRUE(buf && strstr(buf, "  [heap] + anonymous resident          20.00 MiB -> "
+				   "32.00 MiB: "
+				   "+12.00 MiB\n"), "the growth");
+	ASSERT_TRUE(buf && strstr(buf, "  growth beyond the new live blocks    +1.00 MiB +- "
+				   "256.00 KiB\n"
 				   "    RSS grew more than the blocks still live"), "a significant gap");
-	ASSERT_TRUE(buf && strstr(buf, "  resident at attach                   20.00 MB\n    memory "
+	ASSERT_TRUE(buf && strstr(buf, "  resident at attach                   20.00 MiB\n"
+				   "    memory "
 				   "from before attach"), "what was there before is older memory");
 	/* what was resident at attach is not called fragmentation */
 	ASSERT_TRUE(buf && !strstr(strstr(buf, "resident at attach"), "fragmentation"), "older memory");
@@ -445,9 +448,17 @@ static void test_heap_gap(void)
 	/* 13 MiB live: the new blocks reused memory resident at attach */
 	heap_gap__compute(&start, &end, 13 << 20, 256 << 10, &g);
 	buf = gap_text(&g);
-	ASSERT_TRUE(buf && strstr(buf, "-1.00 MB +- 256.00 KB\n    the new live blocks took less growth"),
+	ASSERT_TRUE(buf && strstr(buf, "-1.00 MiB +- 256.00 KiB\n"
+				   "    the new live blocks took less growth"),
 		    "a negative gap");
 	free(buf);
+	/* no growth and no live block: no gap, not "less growth than their size" */
+	heap_gap__compute(&end, &end, 0, 0, &g);
+	buf = gap_text(&g);
+	ASSERT_TRUE(buf && strstr(buf, "0 B +- 0 B\n    none: the new live blocks explain") &&
+		    !strstr(buf, "less growth"), buf ? buf : "gap text");
+	free(buf);
+	heap_gap__compute(&start, &end, 13 << 20, 256 << 10, &g);
 	heap_gap__comments(&g, "mem.gap", collect, &c);
 	ASSERT_EQ(c.n, 8, "eight comments");
 	ASSERT_STREQ(c.c[1], "mem.gap.growth_bytes=12582912", "growth comment");

@@ -41,13 +41,32 @@ static void test_format_bytes(void)
 
 	ASSERT_STREQ(format_bytes(b, sizeof(b), 0), "0 B", "zero");
 	ASSERT_STREQ(format_bytes(b, sizeof(b), 1023), "1023 B", "under 1 KiB");
-	ASSERT_STREQ(format_bytes(b, sizeof(b), 1024), "1.00 KB", "1 KiB");
-	ASSERT_STREQ(format_bytes(b, sizeof(b), 524288), "512.00 KB", "512 KiB");
-	ASSERT_STREQ(format_bytes(b, sizeof(b), 1.30 * 1073741824.0), "1.30 GB", "GB");
-	ASSERT_STREQ(format_bytes(b, sizeof(b), 1048575), "1.00 MB", "carry into the next unit");
-	ASSERT_STREQ(format_bytes_signed(b, sizeof(b), 1048576), "+1.00 MB", "signed +");
+	ASSERT_STREQ(format_bytes(b, sizeof(b), 1024), "1.00 KiB", "1 KiB");
+	ASSERT_STREQ(format_bytes(b, sizeof(b), 524288), "512.00 KiB", "512 KiB");
+	ASSERT_STREQ(format_bytes(b, sizeof(b), 1.30 * 1073741824.0), "1.30 GiB", "GB");
+	ASSERT_STREQ(format_bytes(b, sizeof(b), 1048575), "1.00 MiB", "carry into the next unit");
+	ASSERT_STREQ(format_bytes_signed(b, sizeof(b), 1048576), "+1.00 MiB", "signed +");
 	ASSERT_STREQ(format_bytes_signed(b, sizeof(b), -12), "-12 B", "signed -");
 	ASSERT_STREQ(format_bytes_signed(b, sizeof(b), 0), "0 B", "signed zero");
+	ASSERT_STREQ(format_bytes(b, sizeof(b), 7.5 * 1152921504606846976.0), "7.50 EiB", "EiB");
+}
+
+/* sums past the int64 a pprof value is: saturated, and saying so */
+static void test_saturation(void)
+{
+	char b[32];
+
+	ASSERT_STREQ(format_bytes(b, sizeof(b), 2.0 * 9223372036854775807.0), ">=8.00 EiB",
+		     "a sum past INT64_MAX");
+	ASSERT_STREQ(format_bytes(b, sizeof(b), 9223372036854775807.0), ">=8.00 EiB", "INT64_MAX");
+	ASSERT_STREQ(format_bytes(b, sizeof(b), -3.0 * 9223372036854775807.0), "<=-8.00 EiB",
+		     "below INT64_MIN");
+	ASSERT_STREQ(format_bytes_signed(b, sizeof(b), 1e19), ">=8.00 EiB", "signed, saturated");
+	ASSERT_STREQ(format_count(b, sizeof(b), 1e19), ">=9223372036854775807", "a count");
+	ASSERT_STREQ(format_count(b, sizeof(b), 12), "12", "a small count");
+	ASSERT_EQ(round_sat(1e19), INT64_MAX, "rounded, saturated");
+	ASSERT_EQ(round_sat(-1e19), INT64_MIN, "rounded, saturated below");
+	ASSERT_EQ(round_sat(2.5), 3, "rounded");
 }
 
 int main(void)
@@ -56,5 +75,6 @@ int main(void)
 	RUN_TEST(test_parse_size);
 	RUN_TEST(test_parse_duration);
 	RUN_TEST(test_format_bytes);
+	RUN_TEST(test_saturation);
 	return TEST_EXIT();
 }

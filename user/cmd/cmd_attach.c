@@ -363,6 +363,10 @@ static void report_end(struct session *s, const struct family *fam, enum session
 			(unsigned long long)session__samples(s),
 			(unsigned long long)session__lost(s));
 	}
+	if (session__failed_calls(s))
+		fprintf(stderr, "culpert-bpf: %llu allocator calls asked for more than can ever be "
+			"allocated and failed: counted apart, in no total\n",
+			(unsigned long long)session__failed_calls(s));
 	explain_empty(s, fam, children);
 }
 

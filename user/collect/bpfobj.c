@@ -1398,6 +1398,7 @@ static void add_seen(const char *values, size_t n, size_t value_size,
 		memcpy(&c, values + i * value_size + value_size - sizeof(c), sizeof(c));
 		out->calls += c.calls;
 		out->bytes += c.bytes;
+		out->failed += c.failed;
 	}
 }
 

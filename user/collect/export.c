@@ -23,6 +23,7 @@
 #include "profsym.h"
 #include "spans.h"
 #include "target.h"
+#include "units.h"
 
 struct exporter {
 	const struct export_opts *o;
@@ -185,7 +186,8 @@ struct label_keys {
 static size_t span_labels(struct exporter *x, uint32_t chain, const struct label_keys *k,
 			  struct pprof_label *out)
 {
-	char path[CULPERT_MAX_SPAN_DEPTH * (CULPERT_SPAN_NAME_MAX + 1) + 1];
+	/* each byte of a name escaped, at worst (lib/treepath.h) */
+	char path[CULPERT_MAX_SPAN_DEPTH * (2 * CULPERT_SPAN_NAME_MAX + 1) + 1];
 	const char *inner;
 	struct span_chain c;
 	size_t n = 0;
@@ -271,13 +273,13 @@ static int add_entry(struct exporter *x, const struct aggregate *a, uint32_t idx
 	const struct agg_entry *e = &aggregate__entries(a, &(size_t){ 0 })[idx];
 	uint64_t ids[CULPERT_EXPORT_MAX_FRAMES];
 	struct pprof_label labels[8];
-	int64_t v[4] = { llround(e->alloc_objects), llround(e->alloc_space), 0, 0 };
+	int64_t v[4] = { round_sat(e->alloc_objects), round_sat(e->alloc_space), 0, 0 };
 	size_t n, n_labels;
 	int err;
 
 	if (idx < x->o->n_base) {
-		v[0] = llround(e->alloc_objects - x->o->base[idx].alloc_objects);
-		v[1] = llround(e->alloc_space - x->o->base[idx].alloc_space);
+		v[0] = round_sat(e->alloc_objects - x->o->base[idx].alloc_objects);
+		v[1] = round_sat(e->alloc_space - x->o->base[idx].alloc_space);
 	}
 	/* a delta leaves out what did not change, unless blocks of it are live */
 	if (x->o->base && !v[0] && !v[1] &&
@@ -303,8 +305,8 @@ static int add_entry(struct exporter *x, const struct aggregate *a, uint32_t idx
 			blocks++;
 		}
 		v[0] = v[1] = 0;
-		v[2] = llround(objects);
-		v[3] = llround(space);
+		v[2] = round_sat(objects);
+		v[3] = round_sat(space);
 		labels[n_labels] = (struct pprof_label){ .key = keys->sampled_allocs, .num = blocks,
 							 .num_unit = keys->count };
 		labels[n_labels + 1] = (struct pprof_label){ .key = keys->age_ns, .num = bucket,

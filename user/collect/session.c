@@ -921,6 +921,7 @@ static int add_run_comments(struct session *s)
 	if (s->have_seen) {
 		err |= add_commentf(s, "alloc_calls=%llu", (unsigned long long)s->seen.calls);
 		err |= add_commentf(s, "alloc_bytes=%llu", (unsigned long long)s->seen.bytes);
+		err |= add_commentf(s, "alloc_failed=%llu", (unsigned long long)s->seen.failed);
 	}
 	if (s->go)
 		err |= add_commentf(s, "target.runtime=go");
@@ -1184,6 +1185,11 @@ uint64_t session__rate(const struct session *s)
 const char *session__sampler(const struct session *s)
 {
 	return s->otel.use ? "otel_memory" : "uprobes";
+}
+
+uint64_t session__failed_calls(const struct session *s)
+{
+	return s->have_seen ? s->seen.failed : 0;
 }
 
 bool session__calls_seen(const struct session *s, uint64_t *calls, uint64_t *bytes)

@@ -108,6 +108,8 @@ uint64_t session__rate(const struct session *s);
 const char *session__sampler(const struct session *s);
 /* once detached: the allocator calls the probes saw and their bytes; false if unknown */
 bool session__calls_seen(const struct session *s, uint64_t *calls, uint64_t *bytes);
+/* allocator calls that could never succeed (docs/allocators.md): 0 when not counted */
+uint64_t session__failed_calls(const struct session *s);
 /*
  * The exact span totals (proto/totals.h), once detached; the names are
  * those read so far (session__write() reads them all first).  -ENODATA

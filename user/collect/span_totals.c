@@ -10,7 +10,8 @@
 #include "totals.h"
 
 /* names of 32 spans of up to 127 bytes, and their separators */
-#define PATH_MAX_TEXT (CULPERT_MAX_SPAN_DEPTH * (CULPERT_SPAN_NAME_MAX + 1) + 1)
+/* each byte of a name escaped, at worst (lib/treepath.h) */
+#define PATH_MAX_TEXT (CULPERT_MAX_SPAN_DEPTH * (2 * CULPERT_SPAN_NAME_MAX + 1) + 1)
 
 struct collect_ctx {
 	struct spans *spans;

@@ -6,6 +6,7 @@
 
 #include "hashtab.h"
 #include "spans.h"
+#include "treepath.h"
 #include "vec.h"
 
 struct chain {
@@ -162,11 +163,16 @@ char *spans__path(const struct spans *s, uint32_t chain, char *buf, size_t len)
 	buf[0] = 0;
 	if (spans__get(s, chain, &c))
 		return buf;
-	for (i = 0; i < c.depth && used < len; i++) {
+	/* a name's own ';' would read as nesting: escaped (lib/treepath.h) */
+	for (i = 0; i < c.depth && used + 1 < len; i++) {
 		const char *n = spans__name(s, c.name_ids[i]);
 
-		used += (size_t)snprintf(buf + used, len - used, "%s%s", i ? ";" : "",
-					 n ? n : "(unnamed span)");
+		if (i)
+			buf[used++] = ';';
+		used += treepath_escape(n ? n : "(unnamed span)", buf + used, len - used);
 	}
+	if (used >= len)
+		used = len - 1;
+	buf[used] = '\0';
 	return buf;
 }

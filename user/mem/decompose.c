@@ -290,7 +290,7 @@ static void glibc_free(struct mem_decomp *d, const struct glibc_heap *h)
 		note(it, "the tcaches were not read: they count as in use");
 }
 
-/* "0 main 16.06 MB, 1 132.00 KB, ..." of each arena's free bytes */
+/* "0 main 16.06 MiB, 1 132.00 KiB, ..." of each arena's free bytes */
 static void glibc_per_arena(struct mem_decomp *d, const struct glibc_heap *h)
 {
 	size_t n = 0, len = sizeof(d->per_arena);
@@ -499,23 +499,40 @@ int mem_decomp__compute(const struct memstats *start, const struct memstats *end
 
 static const char kind_letter[] = { 'm', 'e', 'i' };
 
+/*
+ * A part is an amount, never printed below 0 (docs/memory-picture.md): an
+ * estimate or inference below 0 is the range from 0 to its value + 2 sigma
+ * ("0..1.20 MiB"), 0 when even that is below 0; a measured difference
+ * below 0 (figures read at different moments) is 0, with what it was.
+ * "not resident" is a subtraction and keeps its sign.
+ */
 static void print_part(FILE *f, const struct mem_decomp *d, enum mem_decomp_part p)
 {
 	const struct mem_decomp_item *it = &d->part[p];
 	int depth = part_text[p].depth;
-	char v[32], se[48] = "", sig[32];
+	char v[32], se[48] = "", sig[32], why[128] = "";
+	bool below = p != MD_NOT_RESIDENT && it->bytes < 0;
+	double hi = it->bytes + 2 * it->stderr;
 
 	if (!it->present)
 		return;
 	if (p == MD_NOT_RESIDENT)
 		format_bytes_signed(v, sizeof(v), it->bytes);
+	else if (below && it->kind != MEM_DECOMP_MEASURED && hi > 0)
+		snprintf(v, sizeof(v), "0..%s", format_bytes(sig, sizeof(sig), hi));
 	else
-		format_bytes(v, sizeof(v), it->bytes);
-	if (it->kind != MEM_DECOMP_MEASURED)
+		format_bytes(v, sizeof(v), below ? 0 : it->bytes);
+	if (below && it->kind != MEM_DECOMP_MEASURED && hi > 0)
+		snprintf(se, sizeof(se), "(2 sigma)");
+	else if (it->kind != MEM_DECOMP_MEASURED)
 		snprintf(se, sizeof(se), "+- %s", format_bytes(sig, sizeof(sig), it->stderr));
-	fprintf(f, "%*s%-*s %10s %-13s %c%s%s\n", 2 + 2 * depth, "", 40 - 2 * depth,
+	if (below && it->kind == MEM_DECOMP_MEASURED)
+		snprintf(why, sizeof(why), "%sthe figures it is the difference of add up to %s "
+			 "more: read at different moments", it->note[0] ? "; " : "",
+			 format_bytes(sig, sizeof(sig), -it->bytes));
+	fprintf(f, "%*s%-*s %11s %-14s %c%s%s%s\n", 2 + 2 * depth, "", 40 - 2 * depth,
 		it->label ?: part_text[p].label, v, se, kind_letter[it->kind],
-		it->note[0] ? "  " : "", it->note);
+		it->note[0] || why[0] ? "  " : "", it->note, why);
 }
 
 /* the parts in the order they are read: the whole, in use (where, then when), free, the rest */

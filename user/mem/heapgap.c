@@ -45,8 +45,11 @@ int heap_gap__compute(const struct memstats *start, const struct memstats *end, 
 /* what a growth gap of this sign and size means */
 static const char *gap_meaning(const struct heap_gap *g)
 {
-	if (fabs(g->gap_bytes) < GAP_SIGNIFICANT_SIGMA * g->gap_stderr)
+	/* <=: no growth and no live blocks (sigma 0) is no gap, not "less growth" */
+	if (fabs(g->gap_bytes) <= GAP_SIGNIFICANT_SIGMA * g->gap_stderr && g->gap_stderr > 0)
 		return "within 2 sigma of 0: the new live blocks explain the growth";
+	if (fabs(g->gap_bytes) <= GAP_SIGNIFICANT_SIGMA * g->gap_stderr)
+		return "none: the new live blocks explain the growth";
 	if (g->gap_bytes > 0)
 		return "RSS grew more than the blocks still live: overhead and fragmentation of "
 		       "the new allocations, or memory freed during the capture that the allocator "
@@ -61,28 +64,28 @@ void heap_gap__print(FILE *f, const struct heap_gap *g)
 	char live[32], se[32], a[32], b[32], c[32];
 
 	fprintf(f, "heap vs RSS (the live heap counts only blocks allocated since attach)\n");
-	fprintf(f, "  %-34s %10s +- %s (1 sigma of sampling)\n", "live heap allocated since attach",
+	fprintf(f, "  %-34s %11s +- %s (1 sigma of sampling)\n", "live heap allocated since attach",
 		format_bytes(live, sizeof(live), g->live_bytes),
 		format_bytes(se, sizeof(se), g->live_stderr));
 	if (!g->have_start) {
-		fprintf(f, "  %-34s %10s\n    no picture at attach: older memory and the growth "
+		fprintf(f, "  %-34s %11s\n    no picture at attach: older memory and the growth "
 			"cannot be told apart; the profile sees only the line above\n",
 			"[heap] + anonymous resident, end", format_bytes(b, sizeof(b),
 									 (double)g->heap_rss));
-		fprintf(f, "  %-34s %10s\n", "anonymous RSS, whole process",
+		fprintf(f, "  %-34s %11s\n", "anonymous RSS, whole process",
 			format_bytes(c, sizeof(c), (double)g->anon_rss));
 		return;
 	}
-	fprintf(f, "  %-34s %10s -> %s: %s\n", "[heap] + anonymous resident",
+	fprintf(f, "  %-34s %11s -> %s: %s\n", "[heap] + anonymous resident",
 		format_bytes(a, sizeof(a), (double)g->start_rss),
 		format_bytes(b, sizeof(b), (double)g->heap_rss),
 		format_bytes_signed(c, sizeof(c), g->growth_bytes));
-	fprintf(f, "  %-34s %10s +- %s\n    %s\n", "growth beyond the new live blocks",
+	fprintf(f, "  %-34s %11s +- %s\n    %s\n", "growth beyond the new live blocks",
 		format_bytes_signed(a, sizeof(a), g->gap_bytes), se, gap_meaning(g));
-	fprintf(f, "  %-34s %10s\n    memory from before attach: older live blocks, freed "
+	fprintf(f, "  %-34s %11s\n    memory from before attach: older live blocks, freed "
 		"memory the allocator kept, its overhead (the profile cannot split them)\n",
 		"resident at attach", format_bytes(a, sizeof(a), (double)g->start_rss));
-	fprintf(f, "  %-34s %10s\n", "anonymous RSS, whole process",
+	fprintf(f, "  %-34s %11s\n", "anonymous RSS, whole process",
 		format_bytes(c, sizeof(c), (double)g->anon_rss));
 }
 
