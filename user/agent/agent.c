@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 
@@ -587,6 +588,26 @@ static int start_duty(struct agent *a)
 	return a->duty ? 0 : -ENOMEM;
 }
 
+/*
+ * Each target holds a few descriptors (its links, its memory, its mapping
+ * watch): a soft limit of 1024, the default of many systems and
+ * container runtimes, ran out at about 100 targets, and the calibration
+ * with them.  The hard limit is ours to take.
+ */
+static void raise_nofile(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur >= rl.rlim_max)
+		return;
+	rl.rlim_cur = rl.rlim_max;
+	if (setrlimit(RLIMIT_NOFILE, &rl))
+		pr_warn("cannot raise the open files limit to its hard limit %llu: %s\n",
+			(unsigned long long)rl.rlim_max, strerror(errno));
+	else
+		pr_debug("open files limit raised to %llu\n", (unsigned long long)rl.rlim_max);
+}
+
 static int start(struct agent *a)
 {
 	const char *blocker = features__blocker();
@@ -599,6 +620,7 @@ static int start(struct agent *a)
 	}
 	if (a->o.token_file && load_token(a->o.token_file, &a->token))
 		return -EINVAL;
+	raise_nofile();
 	a->targets = targets__new(a->o.max_targets);
 	if (!a->targets) {
 		pr_error("cannot start the agent: %s\n", strerror(ENOMEM));

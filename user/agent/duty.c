@@ -100,10 +100,26 @@ struct duty *duty__new(const struct duty_opts *o, const struct duty_ops *ops, vo
 
 void duty__free(struct duty *d)
 {
+	bool running;
+
 	if (!d)
 		return;
-	if (d->calib_started)
+	if (d->calib_started) {
+		pthread_mutex_lock(&d->lock);
+		running = d->calib_state == 0;
+		pthread_mutex_unlock(&d->lock);
+		/*
+		 * The agent is stopping: no waiting for the rest of the
+		 * calibration's 1.5 s.  Its thread writes its result to d, which
+		 * is left for it; the process's end ends both (the child dies
+		 * with the thread, PR_SET_PDEATHSIG).
+		 */
+		if (running) {
+			pthread_detach(d->calib_thread);
+			return;
+		}
 		pthread_join(d->calib_thread, NULL);
+	}
 	if (d->views)
 		pthread_mutex_destroy(&d->lock);
 	free(d->e);
