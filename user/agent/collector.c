@@ -671,3 +671,20 @@ int collector__span_totals(void *ctx, const struct agent_target *at, struct span
 	pthread_mutex_unlock(&t->lock);
 	return ret;
 }
+
+void collector__freeze_stacks(struct collector *c)
+{
+	size_t i;
+
+	/* only this thread changes slots: no table lock to read them */
+	for (i = 0; i < c->n; i++) {
+		struct ctarget *t = &c->v[i];
+
+		if (!t->used || !t->s)
+			continue;
+		pthread_mutex_lock(&t->lock);
+		if (t->s)
+			session__freeze_stacks(t->s);
+		pthread_mutex_unlock(&t->lock);
+	}
+}

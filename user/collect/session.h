@@ -87,6 +87,8 @@ int session__add_comment_cb(void *session, const char *comment);
 /* write the profile; 0 or -errno */
 int session__write(struct session *s, const char *path);
 uint64_t session__samples(const struct session *s);
+/* no new stack in its aggregate from now on (aggregate__freeze()) */
+void session__freeze_stacks(struct session *s);
 /* the sampling rate of the capture: --rate, or the in-process sampler's (otel_memory) */
 uint64_t session__rate(const struct session *s);
 /* "otel_memory" or "uprobes": how allocations are seen */
