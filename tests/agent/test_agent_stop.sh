@@ -5,7 +5,7 @@
 # SIGTERM at random moments while targets holding thousands of sampled live
 # blocks are profiled ends it with status 0 within 1 s every time; started
 # under a soft open-files limit of 1024 it takes its hard limit and
-# attaches to 200 targets.
+# attaches to 200 targets, and still stops within 1 s.
 . tests/lib.sh
 . tests/agent_lib.sh
 PY=/usr/bin/python3
@@ -81,6 +81,15 @@ test_nofile_200() {
 	grep -q "calibrat.*not enforced\|Too many open files" "$TMP/n.err" &&
 		fail "$(grep -m1 "calibrat\|Too many" "$TMP/n.err")"
 	echo "# 200 targets attached under soft nofile 1024 ($(ls /proc/"$agent_pid"/fd | wc -l) fds)"
+	# and a stop with 200 targets: their links' release is the kernel's, after the exit
+	t0=$(date +%s%N)
+	kill -TERM "$agent_pid"
+	wait "$agent_pid"
+	rc=$?
+	took=$((($(date +%s%N) - t0) / 1000000))
+	[ "$rc" -eq 0 ] || fail "exit $rc on SIGTERM with 200 targets"
+	[ "$took" -lt 1000 ] || fail "the stop with 200 targets took $took ms"
+	echo "# SIGTERM with 200 targets: exit 0 in $took ms"
 	return 0
 }
 
