@@ -815,7 +815,8 @@ static void hold_links(struct agent *a)
 	char c;
 	size_t n;
 
-	if (targets__live_pids(a->targets, &pids, &starts, &n))
+	/* a start that failed before the table: nothing to hold */
+	if (!a->targets || targets__live_pids(a->targets, &pids, &starts, &n))
 		return;
 	free(pids);
 	free(starts);
