@@ -10,15 +10,20 @@
 #     BENCH_AGENT_SECONDS (default 300, the issue's 5 minutes), RSS sampled
 #     six times: it must stay flat;
 #  3. the latency of a heap scrape of a target with 65536 stacks while it
-#     goes on allocating (goal < 100 ms), median of BENCH_RUNS scrapes.
-#   BENCH_AGENT_PARTS="budget scale scrape" chooses the parts.
+#     goes on allocating (goal < 100 ms), median of BENCH_RUNS scrapes, and
+#     the agent's RSS per stack (its RSS with them over its RSS before);
+#  4. BENCH_ATTACH_TARGETS (default 1000) idle targets started at once: the
+#     time until all are attached (goal 10 s), the agent's RSS and fds per
+#     target beyond its RSS before them (goal <= 256 KiB), the stop's time.
+#   BENCH_AGENT_PARTS="budget scale scrape attach" chooses the parts.
 . tests/lib.sh
 . tests/bench/common.sh
 . tests/agent/budget.inc
 
 RUNS=${BENCH_RUNS:-3}
 SECONDS_EACH=${BENCH_AGENT_SECONDS:-300}
-PARTS=${BENCH_AGENT_PARTS:-budget scale scrape}
+PARTS=${BENCH_AGENT_PARTS:-budget scale scrape attach}
+ATTACH_N=${BENCH_ATTACH_TARGETS:-1000}
 WINDOW=${BENCH_BUDGET_WINDOW:-20}
 
 [ "$(id -u)" = 0 ] || { echo "bench_agent: needs root"; exit 1; }
@@ -101,6 +106,7 @@ scrape() {
 	start_target "$TMP/f.out" "$BENCH/stack_fan" 65536 2 || return
 	agent_start fan --select "pid=$target_pid" --rate 4096 --max-stacks 65536 \
 		--ringbuf-size 16MiB || return
+	rss0=$(awk '/^VmRSS/ { print $2 }' "/proc/$agent_pid/status")
 	wait_for "$TMP/f.out" swept 60 || { echo "  stack_fan did not sweep"; return 1; }
 	# the BPF side's throttle spreads a sweep's samples over seconds: until the stacks are in
 	i=0
@@ -114,6 +120,9 @@ scrape() {
 	done
 	echo "  after ${i}s: $stacks stacks; samples $(metric culpert_target_samples_total \
 		"$target_pid"), lost $(metric culpert_target_lost_samples_total "$target_pid")"
+	rss1=$(awk '/^VmRSS/ { print $2 }' "/proc/$agent_pid/status")
+	echo "agent RSS with $stacks stacks: $((rss1 / 1024)) MiB, $((rss0 / 1024)) MiB before them:" \
+		"$(((rss1 - rss0) * 1024 / (stacks > 0 ? stacks : 1))) bytes per stack (one scrape done)"
 	: >"$TMP/lat"
 	i=0
 	while [ $i -lt "$RUNS" ]; do
@@ -128,11 +137,49 @@ scrape() {
 	kill "$target_pid"
 }
 
+# 4. idle targets started at once after the agent serves
+attach_scale() {
+	n=$ATTACH_N
+	cp "$TARGETS/agent_idle" "$TMP/idle$$"
+	agent_start many --select "exe=$TMP/idle$$" --max-targets $((n + 16)) || return
+	# its calibration (1.5 s) done, before the targets come
+	sleep 3
+	rss0=$(awk '/^VmRSS/ { print $2 }' "/proc/$agent_pid/status")
+	fd0=$(ls "/proc/$agent_pid/fd" | wc -l)
+	t0=$(date +%s%N)
+	pids=""
+	i=0
+	while [ $i -lt "$n" ]; do
+		"$TMP/idle$$" >/dev/null &
+		track $!
+		pids="$pids $!"
+		i=$((i + 1))
+	done
+	started=$((($(date +%s%N) - t0) / 1000000))
+	while :; do
+		got=$(curl -s "$agent_url/targets" | grep -o '"probes": "attached"' | wc -l)
+		ms=$((($(date +%s%N) - t0) / 1000000))
+		[ "$got" -ge "$n" ] || [ "$ms" -gt 600000 ] && break
+		sleep 0.2
+	done
+	rss1=$(awk '/^VmRSS/ { print $2 }' "/proc/$agent_pid/status")
+	fd1=$(ls "/proc/$agent_pid/fd" | wc -l)
+	echo "$n idle targets started at once (in $started ms): $got attached after $ms ms (goal 10 s)"
+	echo "  agent RSS $((rss0 / 1024)) MiB before them, $((rss1 / 1024)) MiB after:" \
+		"$(((rss1 - rss0) / n)) KiB per idle target (goal <= 256); $(((fd1 - fd0) / n)) fds each"
+	t0=$(date +%s%N)
+	agent_stop
+	echo "  SIGTERM with $got targets: stopped in $((($(date +%s%N) - t0) / 1000000)) ms (goal < 1 s)"
+	kill $pids
+	wait $pids 2>/dev/null
+}
+
 for part in $PARTS; do
 	case $part in
 	budget) budget_table ;;
 	scale) scale ;;
 	scrape) scrape ;;
+	attach) attach_scale ;;
 	esac
 	echo
 done

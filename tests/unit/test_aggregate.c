@@ -100,6 +100,33 @@ static void test_stacks_past_the_bound(void)
 	aggregate__free(a);
 }
 
+/* frozen (memory pressure): the stacks held stay whole, new ones fold, totals exact */
+static void test_freeze(void)
+{
+	struct aggregate *a = aggregate__new(100);
+	struct totals t;
+	uint64_t f[2];
+	uint32_t i;
+
+	if (!ASSERT_OK_PTR(a, "aggregate__new"))
+		return;
+	for (i = 0; i < 20; i++) {
+		struct agg_sample s = { .frames = f, .n_frames = 2, .path = 5, .size = 100 };
+
+		f[0] = 0x1000 + i % 3;
+		f[1] = 0x9000 + (i < 10 ? i % 3 : i);
+		ASSERT_TRUE(aggregate__add_sample(a, &s, RATE) >= 0, "add");
+		if (i == 9)
+			aggregate__freeze(a);
+	}
+	sum(a, &t);
+	ASSERT_NEAR(t.bytes, 2000, 0, "totals exact");
+	ASSERT_EQ(t.whole, 3, "the 3 stacks held before stay whole");
+	ASSERT_EQ(t.leaf, 3, "the 10 new stacks under their 3 leaves");
+	ASSERT_EQ(aggregate__folded(a), 10, "10 samples folded");
+	aggregate__free(a);
+}
+
 /* a sample without frames is an [unknown stack] of its own, not a folded one */
 static void test_empty_stack(void)
 {
@@ -122,5 +149,6 @@ int main(void)
 	RUN_TEST(test_instances_do_not_consume_stacks);
 	RUN_TEST(test_stacks_past_the_bound);
 	RUN_TEST(test_empty_stack);
+	RUN_TEST(test_freeze);
 	return TEST_EXIT();
 }

@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 
@@ -30,6 +31,7 @@
 #include "kfeatures.h"
 #include "kubeapi.h"
 #include "log.h"
+#include "memlimit.h"
 #include "otel.h"
 #include "readfile.h"
 #include "select.h"
@@ -41,6 +43,9 @@
 #define NS_PER_SEC 1000000000LL
 #define LOOP_MS 100
 #define KUBE_REFRESH_NS (30 * NS_PER_SEC)
+/* the memory limit: checked every MEM_CHECK_NS; processes dropped for it remembered */
+#define MEM_CHECK_NS (250 * 1000000LL)
+#define MEM_DROPPED_KEPT 256
 
 struct agent {
 	struct agent_opts o;
@@ -64,6 +69,12 @@ struct agent {
 	/* children of new targets, to look at once the current event is handled */
 	pid_t *pending;
 	size_t n_pending, cap_pending;
+	struct memlimit mem;
+	int64_t next_mem;
+	bool mem_folded;
+	/* targets dropped for memory, not to be picked up again (a ring) */
+	struct { pid_t pid; uint64_t start; } dropped[MEM_DROPPED_KEPT];
+	size_t n_dropped;
 };
 
 static int64_t mono_ns(void)
@@ -190,6 +201,22 @@ static void exited(struct agent *a, pid_t pid, uint64_t start, const char *why)
 
 enum seen_by { SEEN_EXEC, SEEN_FORK, SEEN_RESCAN };
 
+/* dropped for memory: that process (start 0: any start, the rescan's) is not taken again */
+static bool mem_dropped(struct agent *a, pid_t pid, uint64_t start)
+{
+	size_t i, n = a->n_dropped < MEM_DROPPED_KEPT ? a->n_dropped : MEM_DROPPED_KEPT;
+	uint64_t now_start;
+
+	for (i = 0; i < n; i++) {
+		if (a->dropped[i].pid != pid)
+			continue;
+		if (!start && proc_start_ticks(pid, true, &now_start))
+			return false;
+		return a->dropped[i].start == (start ? start : now_start);
+	}
+	return false;
+}
+
 /* a live target seen again: its names may have become known, its cgroup may have changed */
 static void refresh(struct agent *a, struct agent_target *t, const struct proc_info *pi,
 		    uint64_t seen_ns, const struct container_info *ci)
@@ -220,7 +247,7 @@ static void consider(struct agent *a, pid_t pid, uint64_t start, uint64_t when,
 	const char *sel;
 	bool have;
 
-	if (pid == a->self || proc_info__read(pid, &pi))
+	if (pid == a->self || mem_dropped(a, pid, start) || proc_info__read(pid, &pi))
 		return;
 	if (start && pi.start_ticks != start)
 		goto out;
@@ -363,6 +390,107 @@ static void publish(struct agent *a)
 	pthread_mutex_unlock(&a->ep.stats.lock);
 }
 
+/*
+ * The exited target that exited first and still has data: its data goes,
+ * its record stays in /targets (its profile routes say it is not profiled
+ * any more).  false when there is none.
+ */
+static bool drop_exited(struct agent *a, const char *used, const char *limit)
+{
+	struct agent_target *v, *best = NULL;
+	struct collector_state st;
+	size_t n, i;
+	bool ret = false;
+
+	if (targets__copy(a->targets, &v, &n))
+		return false;
+	for (i = 0; i < n; i++)
+		if (v[i].exited_ns && (!best || v[i].exited_ns < best->exited_ns) &&
+		    !collector__state_cb(a->coll, &v[i], &st))
+			best = &v[i];
+	if (best) {
+		collector__forget(a->coll, best->pid, best->start_ticks);
+		pr_warn("memory: %s used of the %s limit (%s): dropped the data of pid %d (%s), "
+			"%s\n", used, limit, a->mem.source, (int)best->pid, best->comm,
+			best->exit_reason);
+		ret = true;
+	}
+	free(v);
+	return ret;
+}
+
+/*
+ * Near the memory limit, the coldest target goes: an exited one first (the
+ * oldest), else the live one with the fewest samples, whose data is freed
+ * and which is not picked up again.  false when there is none.
+ */
+static bool drop_coldest(struct agent *a, uint64_t used)
+{
+	struct collector_state st;
+	char u[32], l[32];
+	struct agent_target t;
+	uint64_t *starts, best_samples = UINT64_MAX, best_start = 0;
+	pid_t *pids, best = 0;
+	size_t n, i;
+
+	format_bytes(u, sizeof(u), (double)used);
+	format_bytes(l, sizeof(l), (double)a->mem.limit);
+	if (drop_exited(a, u, l))
+		return true;
+	if (targets__live_pids(a->targets, &pids, &starts, &n))
+		return false;
+	for (i = 0; i < n; i++)
+		if (!collector__state(a->coll, pids[i], starts[i], &st) &&
+		    st.samples < best_samples) {
+			best_samples = st.samples;
+			best = pids[i];
+			best_start = starts[i];
+		}
+	free(pids);
+	free(starts);
+	if (!best)
+		return false;
+	a->dropped[a->n_dropped++ % MEM_DROPPED_KEPT] = (typeof(a->dropped[0])){ best, best_start };
+	if (targets__mark_exited(a->targets, best, best_start, "dropped", unix_ns(), &t))
+		return false;
+	discover__untrack(a->disc, best);
+	/* its data too: the exited record says "dropped" */
+	collector__remove(a->coll, best, best_start);
+	collector__forget(a->coll, best, best_start);
+	pr_warn("memory: %s used of the %s limit (%s): dropped pid %d (%s), the coldest target "
+		"(%llu samples); it is not profiled any more\n", u, l, a->mem.source, (int)best,
+		t.comm, (unsigned long long)best_samples);
+	return true;
+}
+
+/*
+ * The memory limit (docs/agent.md, "Memory"): at 3/4 of it no target takes
+ * a new stack (its samples fold), at 7/8 the coldest target goes, one per
+ * check, so that the agent never reaches it.
+ */
+static void mem_guard(struct agent *a, int64_t now)
+{
+	char u[32], l[32];
+	uint64_t used;
+
+	if (!a->mem.limit || now < a->next_mem)
+		return;
+	a->next_mem = now + MEM_CHECK_NS;
+	used = memlimit__usage(&a->mem);
+	if (used < a->mem.limit / 4 * 3)
+		return;
+	/* every check: targets picked up since have aggregates of their own */
+	collector__freeze_stacks(a->coll);
+	if (!a->mem_folded) {
+		pr_warn("memory: %s used of the %s limit (%s): new stacks of every target are "
+			"folded from now on\n", format_bytes(u, sizeof(u), (double)used),
+			format_bytes(l, sizeof(l), (double)a->mem.limit), a->mem.source);
+		a->mem_folded = true;
+	}
+	if (used >= a->mem.limit / 8 * 7 && drop_coldest(a, used))
+		malloc_trim(0);	/* what the dropped target held, back to the kernel */
+}
+
 /* every live target's duty cycle, one turn */
 static void duty_turn(struct agent *a, int64_t now)
 {
@@ -469,6 +597,7 @@ static int loop(struct agent *a)
 			a->next_rescan = now + (int64_t)a->o.rescan_ns;
 		}
 		expire(a);
+		mem_guard(a, now);
 		duty_turn(a, now);
 		if (a->o.snapshot_dir && now >= a->next_snapshot) {
 			snapshots(a);
@@ -662,6 +791,26 @@ static int start_duty(struct agent *a)
 	return a->duty ? 0 : -ENOMEM;
 }
 
+/*
+ * Each target holds a few descriptors (its links, its memory, its mapping
+ * watch): a soft limit of 1024, the default of many systems and
+ * container runtimes, ran out at about 100 targets, and the calibration
+ * with them.  The hard limit is ours to take.
+ */
+static void raise_nofile(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur >= rl.rlim_max)
+		return;
+	rl.rlim_cur = rl.rlim_max;
+	if (setrlimit(RLIMIT_NOFILE, &rl))
+		pr_warn("cannot raise the open files limit to its hard limit %llu: %s\n",
+			(unsigned long long)rl.rlim_max, strerror(errno));
+	else
+		pr_debug("open files limit raised to %llu\n", (unsigned long long)rl.rlim_max);
+}
+
 static int start(struct agent *a)
 {
 	const char *blocker = features__blocker();
@@ -674,6 +823,11 @@ static int start(struct agent *a)
 	}
 	if (a->o.token_file && load_token(a->o.token_file, &a->token))
 		return -EINVAL;
+	raise_nofile();
+	memlimit__init(&a->mem, a->o.max_memory);
+	if (a->mem.limit)
+		pr_info("culpert-bpf: memory limit %llu bytes (%s)\n",
+			(unsigned long long)a->mem.limit, a->mem.source);
 	a->targets = targets__new(a->o.max_targets);
 	if (!a->targets) {
 		pr_error("cannot start the agent: %s\n", strerror(ENOMEM));
@@ -722,11 +876,55 @@ static int start(struct agent *a)
 	return 0;
 }
 
+/*
+ * Many targets: the kernel's release of a uprobe link walks every process
+ * mapping the probed file, for each consumer of the same probe (every
+ * target's link on libc's malloc is one), under that probe's lock, so
+ * overlapping the releases does not help: minutes for 1000 targets.  A
+ * child holding a copy of every descriptor makes the agent's own closes
+ * cheap; it exits once the agent has (the write end of its pipe closes
+ * last), and the kernel releases the links in its exit, in the
+ * background.  Fewer targets: released in the agent (about 100 ms).
+ */
+#define STOP_HOLD_TARGETS 32
+
+static void hold_links(struct agent *a)
+{
+	uint64_t *starts;
+	pid_t *pids, child;
+	int p[2];
+	char c;
+	size_t n;
+
+	/* a start that failed before the table: nothing to hold */
+	if (!a->targets || targets__live_pids(a->targets, &pids, &starts, &n))
+		return;
+	free(pids);
+	free(starts);
+	if (n <= STOP_HOLD_TARGETS || pipe(p))
+		return;
+	child = fork();
+	if (child == 0) {
+		close(p[1]);
+		/* every other descriptor held until the agent is gone; nothing else runs here */
+		while (read(p[0], &c, 1) > 0)
+			;
+		_exit(0);
+	}
+	close(p[0]);
+	if (child < 0)
+		close(p[1]);
+	/* else p[1] stays open until the agent exits: the child's signal */
+	pr_debug("%zu targets: their links released by pid %d after the agent exits\n", n,
+		 (int)child);
+}
+
 static void stop(struct agent *a)
 {
 	/* HTTP first: no handler may look at what is freed below */
 	collector__stop(a->coll);
 	http__stop(a->http);
+	hold_links(a);
 	collector__free(a->coll);
 	kubeapi__stop(a->kube);
 	duty__free(a->duty);

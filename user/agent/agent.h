@@ -46,6 +46,7 @@ struct agent_opts {
 	enum agent_labels labels;
 	uint64_t max_targets;
 	uint64_t max_stacks;		/* per target */
+	uint64_t max_memory;		/* --max-memory, bytes of RSS; 0: the cgroup's limit */
 	const char *pods_log_dir;
 	bool kube_api;
 	bool hold_start;		/* --hold-start: stop new programs until probed */

@@ -34,6 +34,9 @@ static const char agent_usage[] =
 	"      --select usdt            a mapped object has culpert or otel_memory USDT probes\n"
 	"      --select pod=NS/NAME | namespace=NS | container-name=NAME   Kubernetes names\n"
 	"      --max-targets N          processes kept at once, live and exited (default 64)\n"
+	"      --max-memory BYTES       the agent's RSS bound (default: its memory cgroup's\n"
+	"                               limit): near it new stacks are folded, then the\n"
+	"                               coldest targets dropped\n"
 	"      --keep-exited D          keep an exited target's data for D (default 5m)\n"
 	"      --rescan D               walk /proc every D for what events missed (default 10s)\n"
 	"      --hold-start             stop a program a comm= or exe= selector names at exec,\n"
@@ -86,6 +89,7 @@ enum {
 	O_INTERVAL, O_KEEP, O_LABELS, O_MAX_TARGETS, O_MAX_STACKS, O_PODS, O_KUBE, O_KUBE_SA,
 	O_RATE, O_INUSE, O_NO_INUSE, O_UNWIND, O_DEPTH, O_STACK_SIZE, O_RINGBUF, O_MAX_LIVE,
 	O_MAX_FNS, O_ALLOCATOR, O_SPANFN, O_SYM, O_NOSYM, O_NOMULTI, O_NOSESSION, O_SAMPLER, O_HOLD,
+	O_MAX_MEMORY,
 };
 
 static const struct option longopts[] = {
@@ -101,6 +105,7 @@ static const struct option longopts[] = {
 	{ "keep", required_argument, NULL, O_KEEP },
 	{ "labels", required_argument, NULL, O_LABELS },
 	{ "max-targets", required_argument, NULL, O_MAX_TARGETS },
+	{ "max-memory", required_argument, NULL, O_MAX_MEMORY },
 	{ "max-stacks", required_argument, NULL, O_MAX_STACKS },
 	{ "pods-log-dir", required_argument, NULL, O_PODS },
 	{ "kube-api", optional_argument, NULL, O_KUBE },
@@ -144,6 +149,8 @@ static const struct num_opt {
 	/* the table is allocated whole at start, about 6 KiB a target */
 	{ O_MAX_TARGETS, NUM_COUNT, 1, 4096, offsetof(struct agent_opts, max_targets) },
 	{ O_MAX_STACKS, NUM_COUNT, 1, 1 << 24, offsetof(struct agent_opts, max_stacks) },
+	/* below 16 MiB the fixed part alone (ring buffer, libraries) would be over it */
+	{ O_MAX_MEMORY, NUM_SIZE, 16 << 20, 1ULL << 50, offsetof(struct agent_opts, max_memory) },
 	{ O_RATE, NUM_SIZE, 1, 1ULL << 40, offsetof(struct agent_opts, collect.rate) },
 	{ O_DEPTH, NUM_COUNT, 1, CULPERT_MAX_FRAMES - 1,
 	  offsetof(struct agent_opts, collect.max_depth) },

@@ -187,6 +187,8 @@ struct collector *collector__new(const struct agent_collect_opts *o, size_t max_
 	so.count_calls = true;
 	/* both paths in the one object unless every target takes uprobes (a load less) */
 	so.otel_progs = o->sampler != OTEL_MODE_UPROBES;
+	/* no grace period of a leaving target's links waited for on the profiling thread */
+	so.async_teardown = true;
 	so.on_event = on_record;
 	so.ctx = c;
 	if (bpfobj__open(&so, &c->sampler, err, errlen)) {
@@ -208,6 +210,9 @@ void collector__free(struct collector *c)
 
 	if (!c)
 		return;
+	/* every target's links handed to the reaper, released together in bpfobj__free() */
+	if (c->sampler)
+		bpfobj__closing(c->sampler);
 	for (i = 0; i < c->n; i++) {
 		session__close(c->v[i].s);
 		pthread_mutex_destroy(&c->v[i].lock);
@@ -319,6 +324,9 @@ static void attempted(struct ctarget *t, int ret, struct session *s, const char 
 	set_allocator(t);
 }
 
+/* how long a pick-up waits for the links of the program its process ran before */
+#define RELEASE_WAIT_NS (2 * NS_PER_SEC)
+
 /* a free slot for at, its probes pending; NULL when every slot is used */
 static struct ctarget *claim_slot(struct collector *c, const struct agent_target *at)
 {
@@ -361,6 +369,15 @@ int collector__add(struct collector *c, const struct agent_target *at)
 
 	if (!t)
 		return -ENOSPC;
+	/*
+	 * A program exec'd under a target's pid: the old program's links go
+	 * first (they would fire in the new one, which maps the same libc).
+	 * Only then: a new pid has nothing pending.
+	 */
+	if (bpfobj__releasing(c->sampler, at->pid) &&
+	    !bpfobj__wait_released(c->sampler, at->pid, RELEASE_WAIT_NS))
+		pr_warn("pid %d (%s): the probes of its previous program are still going\n",
+			(int)at->pid, at->comm);
 	ret = open_session(c, at->pid, &s, err, sizeof(err));
 	pthread_mutex_lock(&c->table);
 	pthread_mutex_lock(&t->lock);
@@ -795,4 +812,21 @@ int collector__span_totals(void *ctx, const struct agent_target *at, struct span
 	ret = t->exited || !t->s ? -ENODATA : session__span_totals_now(t->s, out);
 	pthread_mutex_unlock(&t->lock);
 	return ret;
+}
+
+void collector__freeze_stacks(struct collector *c)
+{
+	size_t i;
+
+	/* only this thread changes slots: no table lock to read them */
+	for (i = 0; i < c->n; i++) {
+		struct ctarget *t = &c->v[i];
+
+		if (!t->used || !t->s)
+			continue;
+		pthread_mutex_lock(&t->lock);
+		if (t->s)
+			session__freeze_stacks(t->s);
+		pthread_mutex_unlock(&t->lock);
+	}
 }

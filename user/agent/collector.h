@@ -114,6 +114,8 @@ int collector__retry(struct collector *c, pid_t pid, uint64_t start_ticks);
 /* the target exited: detach, keep its aggregate until collector__forget() */
 void collector__remove(struct collector *c, pid_t pid, uint64_t start_ticks);
 void collector__forget(struct collector *c, pid_t pid, uint64_t start_ticks);
+/* memory pressure: no target's aggregate takes a new stack from now on (profiling thread) */
+void collector__freeze_stacks(struct collector *c);
 /* the fd the profiling thread polls, and the work to do when it is readable or periodically */
 int collector__fd(const struct collector *c);
 int collector__poll(struct collector *c, uint64_t now_ns);

@@ -140,6 +140,7 @@ void duty__free(struct duty *d)
 {
 	if (!d)
 		return;
+	/* the calibration polls stopping: it ends within one of its steps */
 	d->stopping = 1;
 	if (d->calib_started)
 		pthread_join(d->calib_thread, NULL);

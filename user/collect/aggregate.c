@@ -263,3 +263,12 @@ uint64_t aggregate__folded(const struct aggregate *a)
 {
 	return a->folded;
 }
+
+void aggregate__freeze(struct aggregate *a)
+{
+	size_t held = a->n_whole > a->n_leaves ? a->n_whole : a->n_leaves;
+
+	/* at least one, so that a target frozen before its first sample keeps one stack */
+	if (held < a->max_stacks)
+		a->max_stacks = held ? held : 1;
+}

@@ -74,5 +74,11 @@ const uint64_t *aggregate__stack_frames(const struct aggregate *a, uint32_t stac
 uint64_t aggregate__coarsened(const struct aggregate *a);
 /* samples whose stack was cut to its leaf or lost (more distinct stacks than max_stacks) */
 uint64_t aggregate__folded(const struct aggregate *a);
+/*
+ * No new stack from now on: the bound becomes what is held (memory
+ * pressure); new stacks' samples go under [folded] leaves, which are
+ * bounded by as many.
+ */
+void aggregate__freeze(struct aggregate *a);
 
 #endif /* CULPERT_AGGREGATE_H */

@@ -18,6 +18,7 @@
 #include "otel.h"
 #include "bpfobj.h"
 #include "probe_offset.h"
+#include "reaper.h"
 #include "spanfn.h"
 #include "uprobe.h"
 #include "usdt_link.h"
@@ -81,6 +82,8 @@ struct bpfobj {
 	unsigned int since_check;	/* records since the clock was last read */
 	bool budget_spent;		/* deliver() stopped the ring at the deadline */
 	uint64_t load_ns, attach_ns;	/* bpfobj__timing() */
+	struct reaper *reaper;		/* async_teardown: links and live entries let go of there */
+	bool closing;			/* bpfobj__closing(): the maps go with the object */
 };
 
 /* how long one bpfobj__poll() may deliver records, from the first, before it returns */
@@ -795,6 +798,16 @@ int bpfobj__open(const struct bpfobj_opts *o, struct bpfobj **out, char *err, si
 	}
 	s->on_event = o->on_event;
 	s->ctx = o->ctx;
+	if (o->async_teardown) {
+		s->reaper = reaper__new(bpf_map__fd(s->skel->maps.live_allocs),
+					bpf_map__value_size(s->skel->maps.live_allocs));
+		if (!s->reaper) {
+			ret = -errno;
+			snprintf(err, errlen, "cannot start the teardown thread: %s",
+				 strerror(-ret));
+			goto fail;
+		}
+	}
 	s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.events), deliver, s, NULL);
 	if (!s->rb) {
 		ret = -ENOMEM;
@@ -1076,10 +1089,36 @@ bool bpfobj_proc__execed(const struct bpfobj_proc *pr)
 	return !bpf_map_lookup_elem(bpf_map__fd(pr->s->skel->maps.procs), &key, &p) && p.execed;
 }
 
+/*
+ * A leaving process's links, through the object's reaper when it has one
+ * (the caller does not wait for the kernel's grace periods), else at once.
+ * Its USDT spec ids go back at once all the same: the process is gone, or
+ * another program runs under its pid, whose attach waits for these links to
+ * be released (bpfobj__wait_released()).
+ */
+static void release_set(struct bpfobj_proc *pr, struct uprobe_set *set)
+{
+	if (!pr->s->reaper || !reaper__put_set(pr->s->reaper, pr->pid, set))
+		uprobe_set__free(set);
+}
+
+static void release_usdt(struct bpfobj_proc *pr, struct usdt_links *l)
+{
+	release_set(pr, l->multi);
+	l->multi = NULL;
+	usdt_held__release(&l->held, &pr->s->spec_ids);
+	while (l->n) {
+		struct bpf_link *link = l->links[--l->n];
+
+		if (!pr->s->reaper || !reaper__put_link(pr->s->reaper, pr->pid, link))
+			bpf_link__destroy(link);
+	}
+}
+
 static void detach_usdt(struct bpfobj_proc *pr)
 {
-	usdt_links__detach(pr->s, &pr->otel_alloc);
-	usdt_links__detach(pr->s, &pr->usdt);
+	release_usdt(pr, &pr->otel_alloc);
+	release_usdt(pr, &pr->usdt);
 }
 
 /*
@@ -1123,9 +1162,9 @@ void bpfobj_proc__detach(struct bpfobj_proc *pr)
 			pr->observed_ns += pr->disarmed_ns - pr->on_since_ns;
 		bpf_map_delete_elem(bpf_map__fd(pr->s->skel->maps.armed_procs), &key);
 	}
-	uprobe_set__free(pr->alloc_probes);
+	release_set(pr, pr->alloc_probes);
 	pr->alloc_probes = NULL;
-	uprobe_set__free(pr->probes);
+	release_set(pr, pr->probes);
 	pr->probes = NULL;
 	uprobe_set__free(pr->free_probes);
 	pr->free_probes = NULL;
@@ -1151,21 +1190,29 @@ static void forget_keys(struct bpfobj_proc *pr, const struct bpf_map *map)
 {
 	char key[sizeof(struct culpert_total_key)], next[sizeof(key)];
 	size_t bound = bpf_map__max_entries(map) + 1, size = bpf_map__key_size(map);
+	size_t n = 0, cap = 0, i;
 	int fd = bpf_map__fd(map);
 	bool first = true;
+	char *dead = NULL;
 	__u32 tgid;
 
 	if (size < sizeof(tgid) || size > sizeof(key))
 		return;
-	while (bound-- && bpf_map_get_next_key(fd, first ? NULL : key, next) == 0) {
-		memcpy(&tgid, next, sizeof(tgid));
-		if (tgid == (__u32)pr->pid) {
-			bpf_map_delete_elem(fd, next);
-			continue;	/* from the same predecessor again */
-		}
+	/*
+	 * The walk first, the deletes after: deleting as it goes, a process
+	 * whose keys come first would restart the walk from the first bucket
+	 * after each delete (seconds for a table of a million buckets).
+	 */
+	for (; bound-- && bpf_map_get_next_key(fd, first ? NULL : key, next) == 0; first = false) {
 		memcpy(key, next, size);
-		first = false;
+		memcpy(&tgid, next, sizeof(tgid));
+		if (tgid != (__u32)pr->pid || vec_reserve(&dead, &cap, n + 1, size))
+			continue;
+		memcpy(dead + n++ * size, next, size);
 	}
+	for (i = 0; i < n; i++)
+		bpf_map_delete_elem(fd, dead + i * size);
+	free(dead);
 }
 
 void bpfobj_proc__unregister(struct bpfobj_proc *pr)
@@ -1177,9 +1224,19 @@ void bpfobj_proc__unregister(struct bpfobj_proc *pr)
 		return;
 	bpfobj_proc__state(pr, &pr->final);
 	pr->registered = false;
+	if (pr->s->closing)
+		return;
 	bpf_map_delete_elem(bpf_map__fd(pr->s->skel->maps.procs), &key);
 	bpf_map_delete_elem(bpf_map__fd(pr->s->skel->maps.alloc_text), &key);
-	forget_keys(pr, pr->s->skel->maps.live_allocs);
+	/*
+	 * The live table is --max-live entries shared by every target: swept
+	 * on the reaper's thread, only blocks sampled before now (a program
+	 * exec'd under the pid samples newer ids).
+	 */
+	if (!pr->s->reaper ||
+	    !reaper__sweep(pr->s->reaper, pr->pid,
+			   __atomic_load_n(&pr->s->skel->bss->next_sample_id, __ATOMIC_RELAXED)))
+		forget_keys(pr, pr->s->skel->maps.live_allocs);
 	forget_keys(pr, pr->s->skel->maps.span_totals);
 }
 
@@ -1535,6 +1592,8 @@ void bpfobj__free(struct bpfobj *s)
 	if (!s)
 		return;
 	bpfobj_proc__free(s->only);
+	/* every link handed over released (in parallel) before the programs go */
+	reaper__free(s->reaper);
 	bpf_link__destroy(s->exec_link);
 	bpf_link__destroy(s->exit_link);
 	ring_buffer__free(s->rb);
@@ -1565,4 +1624,19 @@ uint32_t bpfobj_record_tgid(const void *data, size_t size)
 	default:
 		return 0;
 	}
+}
+
+void bpfobj__closing(struct bpfobj *s)
+{
+	s->closing = true;
+}
+
+bool bpfobj__wait_released(struct bpfobj *s, pid_t pid, uint64_t timeout_ns)
+{
+	return reaper__wait(s->reaper, pid, timeout_ns);
+}
+
+bool bpfobj__releasing(struct bpfobj *s, pid_t pid)
+{
+	return reaper__pending(s->reaper, pid);
 }

@@ -67,6 +67,12 @@ struct bpfobj_opts {
 	 * track_inuse): each process then takes one path (its opts' otel)
 	 */
 	bool otel_progs;
+	/*
+	 * a leaving process's links released and its live entries swept on a
+	 * thread of the object's (reaper.h), not in bpfobj_proc__free() and
+	 * __unregister()
+	 */
+	bool async_teardown;
 };
 
 /* one process's part: what bpfobj__add_proc() attaches */
@@ -132,6 +138,15 @@ int bpfobj_proc__extend(struct bpfobj_proc *pr, const struct alloc_plan *more, c
 uint64_t bpfobj_proc__observed_ns(const struct bpfobj_proc *pr);
 /* its procs map entry (counters, calls); zeroes when gone */
 void bpfobj_proc__state(const struct bpfobj_proc *pr, struct culpert_proc *out);
+/*
+ * The object is being freed: processes freed from now on skip deleting
+ * their map entries (the maps go with the object).
+ */
+void bpfobj__closing(struct bpfobj *s);
+/* async_teardown: pid's links still being released */
+bool bpfobj__releasing(struct bpfobj *s, pid_t pid);
+/* async_teardown: wait up to timeout_ns until they are; false on timeout */
+bool bpfobj__wait_released(struct bpfobj *s, pid_t pid, uint64_t timeout_ns);
 /* the ring buffer's epoll fd */
 int bpfobj__fd(const struct bpfobj *s);
 /* wait up to timeout_ms for records and deliver them; records consumed or -errno */

@@ -1172,6 +1172,11 @@ struct bpfobj_proc *session__proc(const struct session *s)
 	return s->proc;
 }
 
+void session__freeze_stacks(struct session *s)
+{
+	aggregate__freeze(s->agg);
+}
+
 uint64_t session__samples(const struct session *s)
 {
 	return s->samples;

@@ -102,6 +102,8 @@ int session__write_buf(struct session *s, void **buf, size_t *len);
 /* the process exited or exec'd since the probes went in (why says which) */
 bool session__ended(struct session *s, enum session_end *why);
 uint64_t session__samples(const struct session *s);
+/* no new stack in its aggregate from now on (aggregate__freeze()) */
+void session__freeze_stacks(struct session *s);
 /* the sampling rate of the capture: --rate, or the in-process sampler's (otel_memory) */
 uint64_t session__rate(const struct session *s);
 /* "otel_memory" or "uprobes": how allocations are seen */

@@ -160,56 +160,102 @@ size_t uprobe_set__count(const struct uprobe_set *s)
 struct release {
 	struct bpf_link *link;
 	int fd;
+};
+
+struct releaser {
+	struct release *r;
+	size_t n, first, stride;
 	pthread_t thread;
 	bool threaded;
 };
 
-static void *release_one(void *arg)
+static void release_one(struct release *r)
 {
-	struct release *r = arg;
-
 	if (r->link)
 		bpf_link__destroy(r->link);
 	else
 		close(r->fd);
+}
+
+static void *release_share(void *arg)
+{
+	struct releaser *t = arg;
+	size_t i;
+
+	for (i = t->first; i < t->n; i += t->stride)
+		release_one(&t->r[i]);
 	return NULL;
 }
 
 /*
  * Releasing a uprobe link waits for the kernel's uprobe grace periods before
  * the close returns: 40-130 ms each here, so a dozen links let go of one after
- * another hold the exit for a second.  A thread per link overlaps the waits;
- * a link whose thread cannot be started is let go of here.
+ * another hold the exit for a second.  Waits that overlap share their grace
+ * periods: a thread per link (up to RELEASE_THREADS, each then taking every
+ * RELEASE_THREADS-th link) overlaps them; a share whose thread cannot be
+ * started is let go of here.
  */
-void uprobe_set__free(struct uprobe_set *s)
+#define RELEASE_THREADS 64
+
+static void release_all(struct release *r, size_t n)
+{
+	struct releaser t[RELEASE_THREADS];
+	size_t i, k = n < RELEASE_THREADS ? n : RELEASE_THREADS;
+
+	for (i = 0; i < k; i++) {
+		t[i] = (struct releaser){ .r = r, .n = n, .first = i, .stride = k };
+		/* the last share on this thread: one thread fewer */
+		t[i].threaded = i + 1 < k &&
+				!pthread_create(&t[i].thread, NULL, release_share, &t[i]);
+		if (!t[i].threaded)
+			release_share(&t[i]);
+	}
+	for (i = 0; i < k; i++)
+		if (t[i].threaded)
+			pthread_join(t[i].thread, NULL);
+}
+
+void uprobe_sets__free(struct uprobe_set **sets, size_t n_sets, struct bpf_link **links,
+		       size_t n_links)
 {
 	struct release *r;
-	size_t i, n;
+	size_t i, j, n = n_links;
 
-	if (!s)
-		return;
-	n = s->n_links + s->n_fds;
+	for (i = 0; i < n_sets; i++)
+		n += sets[i] ? sets[i]->n_links + sets[i]->n_fds : 0;
 	r = calloc(n ? n : 1, sizeof(*r));
-	for (i = 0; r && i < n; i++) {
-		if (i < s->n_links)
-			r[i].link = s->links[i];
-		else
-			r[i].fd = s->fds[i - s->n_links];
-		r[i].threaded = !pthread_create(&r[i].thread, NULL, release_one, &r[i]);
-		if (!r[i].threaded)
-			release_one(&r[i]);
-	}
-	for (i = 0; r && i < n; i++)
-		if (r[i].threaded)
-			pthread_join(r[i].thread, NULL);
-	if (!r) {
-		for (i = 0; i < s->n_links; i++)
-			bpf_link__destroy(s->links[i]);
-		for (i = 0; i < s->n_fds; i++)
-			close(s->fds[i]);
+	if (r) {
+		for (i = 0, n = 0; i < n_links; i++)
+			r[n++].link = links[i];
+		for (i = 0; i < n_sets; i++) {
+			for (j = 0; sets[i] && j < sets[i]->n_links; j++)
+				r[n++].link = sets[i]->links[j];
+			for (j = 0; sets[i] && j < sets[i]->n_fds; j++)
+				r[n++] = (struct release){ .fd = sets[i]->fds[j] };
+		}
+		release_all(r, n);
+	} else {
+		for (i = 0; i < n_links; i++)
+			bpf_link__destroy(links[i]);
+		for (i = 0; i < n_sets; i++) {
+			for (j = 0; sets[i] && j < sets[i]->n_links; j++)
+				bpf_link__destroy(sets[i]->links[j]);
+			for (j = 0; sets[i] && j < sets[i]->n_fds; j++)
+				close(sets[i]->fds[j]);
+		}
 	}
 	free(r);
-	free(s->links);
-	free(s->fds);
-	free(s);
+	for (i = 0; i < n_sets; i++) {
+		if (!sets[i])
+			continue;
+		free(sets[i]->links);
+		free(sets[i]->fds);
+		free(sets[i]);
+	}
+}
+
+void uprobe_set__free(struct uprobe_set *s)
+{
+	if (s)
+		uprobe_sets__free(&s, 1, NULL, 0);
 }

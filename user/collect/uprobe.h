@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+struct bpf_link;
 struct bpf_program;
 struct uprobe_set;
 
@@ -46,5 +47,11 @@ int uprobe_set__attach_refctr(struct uprobe_set *s, const struct bpf_program *pr
 size_t uprobe_set__count(const struct uprobe_set *s);
 /* detach everything (the kernel removes the breakpoints) */
 void uprobe_set__free(struct uprobe_set *s);
+/*
+ * Many sets and libbpf links at once (NULL sets skipped), their waits for
+ * the kernel's grace periods overlapped: about one grace period for all.
+ */
+void uprobe_sets__free(struct uprobe_set **sets, size_t n_sets, struct bpf_link **links,
+		       size_t n_links);
 
 #endif /* CULPERT_UPROBE_H */

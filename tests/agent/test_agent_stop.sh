@@ -1,0 +1,144 @@
+#!/bin/sh
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#
+# The agent's stop and its descriptors (docs/agent.md, "Running it"):
+# SIGTERM at random moments while targets holding thousands of sampled live
+# blocks are profiled ends it with status 0 within 1 s every time; started
+# under a soft open-files limit of 1024 it takes its hard limit and
+# attaches to 200 targets, and still stops within 1 s.
+. tests/lib.sh
+. tests/agent_lib.sh
+PY=/usr/bin/python3
+TAG=stp$$
+
+# 20 agents, each stopped 0-2.5 s after it serves (during its calibration,
+# its attaches, its first duty window, or later), over two targets that
+# keep 40000 blocks of 1 KiB live and replace 20000 a second: at --rate 8KiB
+# about 5000 sampled blocks each in the shared live table.
+test_stop_random() {
+	need_root || return
+	copy "${TAG}b" "$TARGETS/alloc_bound"
+	for _ in 1 2; do
+		"$TMP/${TAG}b" 20000 40000 1024 >/dev/null 2>&1 &
+		track $!
+	done
+	worst=0
+	for i in $(seq 20); do
+		agent_start "s$i" --select "comm=${TAG}b" --rate 8KiB || return
+		# the moment: 0 to 2.5 s, from a seeded source the log shows
+		ms=$($PY -c 'import random, sys; random.seed(int(sys.argv[1])); print(random.randint(0, 2500))' "$$$i")
+		$PY -c 'import sys, time; time.sleep(int(sys.argv[1]) / 1000)' "$ms"
+		t0=$(date +%s%N)
+		kill -TERM "$agent_pid"
+		wait "$agent_pid"
+		rc=$?
+		t1=$(date +%s%N)
+		took=$(((t1 - t0) / 1000000))
+		[ "$took" -gt "$worst" ] && worst=$took
+		[ "$rc" -eq 0 ] || { fail "stop $i (${ms} ms after start): exit $rc: $(tail -2 "$TMP/s$i.err")"; return; }
+		[ "$took" -lt 1000 ] || { fail "stop $i (${ms} ms after start) took $took ms"; return; }
+		grep -q "agent stopping" "$TMP/s$i.err" || { fail "stop $i: no 'stopping' line"; return; }
+	done
+	echo "# 20 stops at random moments: the slowest took $worst ms"
+	return 0
+}
+
+# A soft open-files limit of 1024 (the hard one higher): the agent raises
+# it, and 200 targets are all attached.
+test_nofile_200() {
+	need_root || return
+	hard=$(ulimit -Hn)
+	[ "$hard" = unlimited ] || [ "$hard" -gt 4096 ] ||
+		{ skip "the hard open-files limit is $hard: no room above 1024 to test"; return; }
+	copy "${TAG}n" "$TARGETS/alloc_steady"
+	for _ in $(seq 200); do
+		"$TMP/${TAG}n" 16384 >/dev/null 2>&1 &
+		track $!
+	done
+	: >"$TMP/n.err"
+	(ulimit -Sn 1024 && exec "$BIN_BPF" agent --listen 127.0.0.1:0 --max-targets 256 \
+		--select "comm=${TAG}n" --rate 64KiB 2>"$TMP/n.err") &
+	agent_pid=$!
+	track "$agent_pid"
+	wait_for "$TMP/n.err" "agent listening on" 60 ||
+		{ fail "agent did not start: $(head -c 600 "$TMP/n.err")"; return; }
+	agent_url=$(sed -n 's/.*agent listening on \(http:[^ ]*\) .*/\1/p' "$TMP/n.err")
+	soft=$(awk '/^Max open files/ { print $4 }' /proc/"$agent_pid"/limits)
+	[ "$soft" = "$(awk '/^Max open files/ { print $5 }' /proc/"$agent_pid"/limits)" ] ||
+		fail "soft open-files limit $soft, not raised to the hard one"
+	i=0
+	while :; do
+		n=$(curl -s "$agent_url/targets" | grep -o '"probes": "attached"' | wc -l)
+		[ "$n" -ge 200 ] && break
+		i=$((i + 1))
+		if [ $i -gt 1200 ]; then
+			fail "$n of 200 attached after 120 s: $(curl -s "$agent_url/targets" |
+				grep -o '"probes_error": "[^"]*"' | sort | uniq -c | head -3)"
+			return
+		fi
+		sleep 0.1
+	done
+	grep -q "calibrat.*not enforced\|Too many open files" "$TMP/n.err" &&
+		fail "$(grep -m1 "calibrat\|Too many" "$TMP/n.err")"
+	echo "# 200 targets attached under soft nofile 1024 ($(ls /proc/"$agent_pid"/fd | wc -l) fds)"
+	# and a stop with 200 targets: their links' release is the kernel's, after the exit
+	t0=$(date +%s%N)
+	kill -TERM "$agent_pid"
+	wait "$agent_pid"
+	rc=$?
+	took=$((($(date +%s%N) - t0) / 1000000))
+	[ "$rc" -eq 0 ] || fail "exit $rc on SIGTERM with 200 targets"
+	[ "$took" -lt 1000 ] || fail "the stop with 200 targets took $took ms"
+	echo "# SIGTERM with 200 targets: exit 0 in $took ms"
+	return 0
+}
+
+# live_keys TGID: entries of TGID in the agent's live table (their key's first 4 bytes)
+live_keys() {
+	for _id in $(grep -h '^map_id:' /proc/"$agent_pid"/fdinfo/* 2>/dev/null | awk '{ print $2 }'); do
+		bpftool map show id "$_id" -j 2>/dev/null | grep -q '"name":"live_allocs"' || continue
+		bpftool map dump id "$_id" -j | $PY -c 'import json, struct, sys
+tgid = int(sys.argv[1])
+print(sum(1 for e in json.load(sys.stdin)
+          if struct.unpack("<I", bytes(int(b, 16) for b in e["key"][:4]))[0] == tgid))' "$1"
+		return
+	done
+	echo "no live table"
+}
+
+# A target's exit: its thousands of live entries leave the shared live
+# table (swept off the profiling thread), the other target's stay.
+test_exit_sweep() {
+	need_root || return
+	copy "${TAG}w" "$TARGETS/alloc_bound"
+	"$TMP/${TAG}w" 20000 40000 1024 >/dev/null 2>&1 &
+	w1=$!
+	track $w1
+	"$TMP/${TAG}w" 20000 40000 1024 >/dev/null 2>&1 &
+	w2=$!
+	track $w2
+	agent_start sweep --select "comm=${TAG}w" --rate 8KiB --max-overhead 0 || return
+	wait_field "$w1" probes attached 20 || { fail "$w1: probes $(field "$w1" probes)"; return; }
+	wait_field "$w2" probes attached 20 || { fail "$w2: probes $(field "$w2" probes)"; return; }
+	# 40000 blocks replaced in 2 s: the ring of live blocks is all sampled ones by then
+	sleep 3
+	n1=$(live_keys "$w1")
+	[ "$n1" -gt 1000 ] || { fail "only $n1 live entries of $w1 before its exit"; return; }
+	kill "$w1"
+	wait "$w1" 2>/dev/null
+	wait_field "$w1" state exited 10 || { fail "$w1 not seen exiting"; return; }
+	i=0
+	while [ "$(live_keys "$w1")" != 0 ]; do
+		i=$((i + 1))
+		[ $i -gt 50 ] && { fail "$(live_keys "$w1") of $n1 live entries of the exited $w1 left after 5 s"; return; }
+		sleep 0.1
+	done
+	n2=$(live_keys "$w2")
+	[ "$n2" -gt 1000 ] || fail "the live target's entries went too: $n2 left"
+	echo "# $n1 live entries of the exited target swept, $n2 of the other kept"
+	return 0
+}
+
+run_test agent/stop/random_moments test_stop_random
+run_test agent/stop/exit_sweep test_exit_sweep
+run_test agent/stop/nofile_200 test_nofile_200
