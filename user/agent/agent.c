@@ -515,8 +515,8 @@ static int start_http(struct agent *a, char *err, size_t errlen)
 		.token = a->token,
 		.routes = agent_routes,
 		.ctx = &a->ep,
-		.max_connections = 32,
-		.max_per_client = 16,
+		.max_connections = 64,
+		.max_per_client = 8,
 		.timeout_s = 10,
 		.max_request_bytes = 32 * 1024,
 	};
