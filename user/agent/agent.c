@@ -516,7 +516,7 @@ static int start_http(struct agent *a, char *err, size_t errlen)
 		.routes = agent_routes,
 		.ctx = &a->ep,
 		.max_connections = 64,
-		.max_per_client = 8,
+		.max_per_client = 16,
 		.timeout_s = 10,
 		.max_request_bytes = 32 * 1024,
 	};

@@ -44,13 +44,29 @@
  * rest), rather than grow without bound.  A serialization takes tens of
  * milliseconds, a backlog of it a few hundred KiB.
  */
-#define BACKLOG_MAX	(16 << 20)
+#define BACKLOG_MAX	(32 << 20)
 /* a target's symbolizer is kept this long after its last profile (scrapes come every 15-60 s) */
 #define SYMBOLIZER_IDLE_NS	(5 * 60 * NS_PER_SEC)
 /* profiles serialized at once: each holds its whole encoding (memory) */
 #define MAX_ENCODING	2
 /* how long a scrape waits for its turn before it is answered 503 */
 #define ENCODE_WAIT_NS	(30 * NS_PER_SEC)
+
+/* scrapes of one profile answered by one encoding (the ones that came while it ran) */
+#define MAX_FLIGHTS	8
+
+struct flight {
+	bool used, done;
+	pid_t pid;
+	uint64_t start;
+	bool exited;
+	enum agent_profile kind;
+	unsigned int waiters;
+	int ret;
+	void *buf;		/* a copy for the waiters; the last one frees it */
+	size_t len;
+	char err[256];
+};
 
 /* records back to back, each after its size (8 bytes: the next stays aligned) */
 struct backlog {
@@ -74,6 +90,7 @@ struct ctarget {
 	struct collector_state st;	/* allocator, probes, error */
 	uint64_t samples;		/* the session's, stored after each record (atomic) */
 	struct backlog q;		/* the profiling thread's alone */
+	int backlogged;			/* q holds records (atomic): serializers let it drain first */
 	uint64_t picked_ns;		/* CLOCK_MONOTONIC */
 	uint64_t retry_ns, retry_wait_ns;	/* failed: when to plan again, and the wait after */
 	char comm[16];
@@ -92,6 +109,7 @@ struct collector {
 	pthread_mutex_t enc_lock;	/* encoding: serializations under way */
 	pthread_cond_t enc_cond;
 	unsigned int encoding;
+	struct flight flights[MAX_FLIGHTS];	/* under enc_lock */
 	uint64_t backlogged, stalls;	/* records kept back; waits for a full backlog */
 };
 
@@ -241,6 +259,7 @@ static void drain(struct ctarget *t)
 		off += 8 + ((size + 7) & ~(size_t)7);
 	}
 	t->q.len = 0;
+	__atomic_store_n(&t->backlogged, 0, __ATOMIC_RELAXED);
 	/* what a long serialization made it grow to is not kept for the next one */
 	if (t->q.cap > 1024 * 1024) {
 		free(t->q.buf);
@@ -270,6 +289,7 @@ static int on_record(void *ctx, void *data, size_t size)
 		return 0;
 	if (pthread_mutex_trylock(&t->lock)) {
 		/* a profile of it is being serialized: keep the record, read on */
+		__atomic_store_n(&t->backlogged, 1, __ATOMIC_RELAXED);
 		if (!backlog_add(&t->q, data, size)) {
 			c->backlogged++;
 			return 0;
@@ -356,6 +376,8 @@ void collector__free(struct collector *c)
 
 	if (!c)
 		return;
+	for (i = 0; i < MAX_FLIGHTS; i++)
+		free(c->flights[i].buf);
 	for (i = 0; i < c->n; i++) {
 		session__close(c->v[i].s);
 		free(c->v[i].q.buf);
@@ -775,8 +797,30 @@ static void encode_end(struct collector *c)
 {
 	pthread_mutex_lock(&c->enc_lock);
 	c->encoding--;
-	pthread_cond_signal(&c->enc_cond);
+	/* the followers of flights wait on it too */
+	pthread_cond_broadcast(&c->enc_cond);
 	pthread_mutex_unlock(&c->enc_lock);
+}
+
+/*
+ * The target locked for a serialization, after its backlog: one
+ * serialization after another would keep the profiling thread from the
+ * lock (a mutex is not fair), so a serializer that finds records kept
+ * back lets go and waits (up to a second) for the thread to hand them over.
+ */
+static struct ctarget *lock_to_encode(struct collector *c, const struct agent_target *at,
+				      char *err, size_t errlen, int *ret)
+{
+	struct timespec step = { 0, 1000000L };
+	struct ctarget *t = lock_target(c, at, err, errlen, ret);
+	int i;
+
+	if (!t || !__atomic_load_n(&t->backlogged, __ATOMIC_RELAXED))
+		return t;
+	pthread_mutex_unlock(&t->lock);
+	for (i = 0; i < 1000 && __atomic_load_n(&t->backlogged, __ATOMIC_RELAXED); i++)
+		nanosleep(&step, NULL);
+	return lock_target(c, at, err, errlen, ret);
 }
 
 /* the time the target's allocation probes were on; target lock held */
@@ -805,7 +849,7 @@ static int encode(struct collector *c, const struct agent_target *at, enum agent
 			 MAX_ENCODING, (unsigned long long)(ENCODE_WAIT_NS / NS_PER_SEC));
 		return -EAGAIN;
 	}
-	t = lock_target(c, at, err, errlen, &ret);
+	t = lock_to_encode(c, at, err, errlen, &ret);
 	if (!t) {
 		encode_end(c);
 		return ret;
@@ -832,6 +876,102 @@ static int encode(struct collector *c, const struct agent_target *at, enum agent
 	return ret;
 }
 
+/* a follower's copy of a flight's result; enc_lock held */
+static int take_flight(struct flight *f, void **buf, size_t *len, char *err, size_t errlen)
+{
+	int ret = f->ret;
+
+	if (!ret) {
+		*buf = malloc(f->len ?: 1);
+		if (*buf) {
+			memcpy(*buf, f->buf, f->len);
+			*len = f->len;
+		} else {
+			ret = -ENOMEM;
+			snprintf(err, errlen, "out of memory");
+		}
+	} else {
+		snprintf(err, errlen, "%s", f->err);
+	}
+	if (!--f->waiters) {
+		free(f->buf);
+		f->buf = NULL;
+		f->used = false;
+	}
+	return ret;
+}
+
+/*
+ * The profile now, once for all who ask while it is being encoded: ten
+ * scrapers of one heap cost one encoding, not ten in a row.  Those who
+ * came during it get its bytes, a profile as of at most one encoding's
+ * time before they asked.
+ */
+static int encode_shared(struct collector *c, const struct agent_target *at,
+			 enum agent_profile kind, void **buf, size_t *len, char *err,
+			 size_t errlen)
+{
+	bool exited = at->exited_ns != 0;
+	struct flight *f = NULL;
+	size_t i;
+	int ret;
+
+	pthread_mutex_lock(&c->enc_lock);
+	for (i = 0; i < MAX_FLIGHTS && !f; i++) {
+		struct flight *g = &c->flights[i];
+
+		if (g->used && !g->done && g->pid == at->pid && g->start == at->start_ticks &&
+		    g->exited == exited && g->kind == kind)
+			f = g;
+	}
+	if (f) {
+		f->waiters++;
+		while (!f->done && !c->stopping)
+			pthread_cond_wait(&c->enc_cond, &c->enc_lock);
+		if (!f->done) {
+			/* the leader gives up too (encode_begin()); the last one out frees */
+			f->waiters--;
+			pthread_mutex_unlock(&c->enc_lock);
+			snprintf(err, errlen, "the agent is stopping");
+			return -EAGAIN;
+		}
+		ret = take_flight(f, buf, len, err, errlen);
+		pthread_mutex_unlock(&c->enc_lock);
+		return ret;
+	}
+	for (i = 0; i < MAX_FLIGHTS && c->flights[i].used; i++)
+		;
+	if (i < MAX_FLIGHTS) {
+		f = &c->flights[i];
+		*f = (struct flight){ .used = true, .pid = at->pid, .start = at->start_ticks,
+				      .exited = exited, .kind = kind };
+	}
+	pthread_mutex_unlock(&c->enc_lock);
+	ret = encode(c, at, kind, NULL, 0, 0, 0, buf, len, err, errlen);
+	if (!f)
+		return ret;
+	pthread_mutex_lock(&c->enc_lock);
+	f->done = true;
+	f->ret = ret;
+	if (f->waiters && !ret) {
+		f->buf = malloc(*len ?: 1);
+		if (f->buf) {
+			memcpy(f->buf, *buf, *len);
+			f->len = *len;
+		} else {
+			f->ret = -ENOMEM;
+			snprintf(f->err, sizeof(f->err), "out of memory");
+		}
+	} else if (f->waiters) {
+		snprintf(f->err, sizeof(f->err), "%s", err);
+	} else {
+		f->used = false;
+	}
+	pthread_cond_broadcast(&c->enc_cond);
+	pthread_mutex_unlock(&c->enc_lock);
+	return ret;
+}
+
 int collector__profile(void *ctx, const struct agent_target *at, enum agent_profile kind,
 		       uint64_t seconds, void **buf, size_t *len, char *err, size_t errlen)
 {
@@ -843,7 +983,7 @@ int collector__profile(void *ctx, const struct agent_target *at, enum agent_prof
 	int ret = 0;
 
 	if (!seconds)
-		return encode(c, at, kind, NULL, 0, 0, 0, buf, len, err, errlen);
+		return encode_shared(c, at, kind, buf, len, err, errlen);
 	/* Go's net/http/pprof: values now, sleep, the difference */
 	t = lock_target(c, at, err, errlen, &ret);
 	if (!t)

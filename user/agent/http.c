@@ -41,6 +41,8 @@ struct conn_slot {
 #define MIN_SEND_BYTES_PER_S	(64 * 1024)
 /* MHD's own limit, above ours: evicted connections still count there until they close */
 #define MHD_SLACK		64
+/* connections kept from long handlers (?seconds=, a queue of scrapes): /healthz gets in */
+#define HEALTH_RESERVE		8
 /* the reaper's period */
 #define REAP_NS			(200 * 1000000LL)
 
@@ -252,6 +254,23 @@ static void set_phase(struct http_server *s, struct conn_slot *c, enum conn_phas
 	pthread_mutex_unlock(&s->conn_lock);
 }
 
+/*
+ * Connections in a handler cannot make room for a new one: past
+ * max_connections - HEALTH_RESERVE of them, only open routes (/healthz)
+ * are answered, so that a probe always finds a connection to evict.
+ */
+static bool busy(struct http_server *s, const struct conn_slot *self)
+{
+	size_t i, n = 0;
+
+	pthread_mutex_lock(&s->conn_lock);
+	for (i = 0; i < s->cap_conns; i++)
+		n += &s->conns[i] != self && s->conns[i].used && !s->conns[i].evicted &&
+		     s->conns[i].phase == PHASE_HANDLER;
+	pthread_mutex_unlock(&s->conn_lock);
+	return n >= s->o.max_connections - HEALTH_RESERVE;
+}
+
 /* a request that announces a body: none is wanted, and reading it is not worth the time */
 static bool has_body(struct MHD_Connection *conn)
 {
@@ -302,6 +321,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		http_json_error(&r, MHD_HTTP_UNAUTHORIZED, "missing or wrong bearer token: "
 				"send 'Authorization: Bearer' and the content of the agent's "
 				"--token-file");
+	} else if (route && !route->open && busy(s, slot)) {
+		http_json_error(&r, MHD_HTTP_SERVICE_UNAVAILABLE, "too many requests are being "
+				"answered at once: try again");
 	} else if (!route) {
 		http_json_error(&r, MHD_HTTP_NOT_FOUND, "no such path: the agent serves "
 				"/debug/pprof/allocs, /debug/pprof/heap, /metrics, /targets and "
