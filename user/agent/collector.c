@@ -45,8 +45,6 @@
  * milliseconds, a backlog of it a few hundred KiB.
  */
 #define BACKLOG_MAX	(32 << 20)
-/* a target's symbolizer is kept this long after its last profile (scrapes come every 15-60 s) */
-#define SYMBOLIZER_IDLE_NS	(5 * 60 * NS_PER_SEC)
 /* profiles serialized at once: each holds its whole encoding (memory) */
 #define MAX_ENCODING	2
 /* how long a scrape waits for its turn before it is answered 503 */
@@ -260,12 +258,10 @@ static void drain(struct ctarget *t)
 	}
 	t->q.len = 0;
 	__atomic_store_n(&t->backlogged, 0, __ATOMIC_RELAXED);
-	/* what a long serialization made it grow to is not kept for the next one */
-	if (t->q.cap > 1024 * 1024) {
-		free(t->q.buf);
-		t->q.buf = NULL;
-		t->q.cap = 0;
-	}
+	/* a backlog is rare (a scrape at the moment of a record): not kept for the next one */
+	free(t->q.buf);
+	t->q.buf = NULL;
+	t->q.cap = 0;
 	if (t->s)
 		__atomic_store_n(&t->samples, session__samples(t->s), __ATOMIC_RELAXED);
 }
@@ -619,7 +615,6 @@ int collector__poll(struct collector *c, uint64_t now_ns)
 			drain(t);
 		session__sync_maps(t->s);
 		replan(t);
-		session__trim(t->s, now_ns, SYMBOLIZER_IDLE_NS);
 		pthread_mutex_unlock(&t->lock);
 	}
 	return n < 0 ? n : 0;

@@ -521,7 +521,7 @@ static int write_symbolized(struct exporter *x, const char *path, void **buf, si
 	struct profsym *ps = NULL;
 	int err = -ENOMEM;
 
-	po.sym = x->o->sym ?: symbolizer__new(&so);
+	po.sym = symbolizer__new(&so);
 	if (po.sym)
 		ps = profsym__new(&po);
 	if (raw && ps)
@@ -533,8 +533,7 @@ static int write_symbolized(struct exporter *x, const char *path, void **buf, si
 	}
 	pprof_writer__free(out);
 	profsym__free(ps);
-	if (po.sym != x->o->sym)
-		symbolizer__free(po.sym);
+	symbolizer__free(po.sym);
 	return err;
 }
 

@@ -17,7 +17,6 @@ struct maphist;
 struct objcache;
 struct procmaps;
 struct spans;
-struct symbolizer;
 struct target;
 
 /* an entry's cumulative allocation values at an earlier moment: the base of a delta profile */
@@ -41,8 +40,6 @@ struct export_opts {
 	const struct live *live;	/* --inuse: blocks still live at the end, or NULL */
 	uint64_t end_mono_ns;		/* CLOCK_MONOTONIC at the end, for blocks' ages */
 	bool symbolize;
-	/* with symbolize: one kept from profile to profile (objects opened once), or NULL */
-	struct symbolizer *sym;
 	const char *unwind;		/* "fp", "dwarf" */
 	const char *kernel;		/* uname -r */
 	uint64_t lost;			/* samples lost in the kernel */

@@ -32,7 +32,6 @@
 #include "span_totals.h"
 #include "spans.h"
 #include "stack.h"
-#include "symbolize.h"
 #include "target.h"
 #include "totals.h"
 #include "units.h"
@@ -100,8 +99,6 @@ struct session {
 	int64_t start_wall_ns;
 	uint64_t start_ns, end_ns;
 	bool detached;
-	struct symbolizer *sym;		/* session__profile()'s, kept while profiles are asked */
-	uint64_t sym_used_ns;		/* CLOCK_MONOTONIC */
 };
 
 /*
@@ -1062,14 +1059,6 @@ int session__profile(struct session *s, const struct session_profile_opts *po, v
 		eo.end_mono_ns = s->end_ns;
 	bpfobj__span_names(s->sampler, store_name, s);
 	eo.lost = s->counters[CULPERT_CNT_LOST_RINGBUF];
-	/* the objects' symbols and DWARF opened once for every scrape, not once each */
-	if (eo.symbolize && !s->sym) {
-		struct symbolizer_opts so = { .sz = sizeof(so) };
-
-		s->sym = symbolizer__new(&so);
-	}
-	eo.sym = s->sym;
-	s->sym_used_ns = now_ns(CLOCK_MONOTONIC);
 	for (i = 0; i < po->n_extra && !ret; i++)
 		ret = session__add_comment(s, po->extra[i]);
 	if (!ret)
@@ -1081,14 +1070,6 @@ int session__profile(struct session *s, const struct session_profile_opts *po, v
 	while (s->n_comments > keep)
 		free(s->comments[--s->n_comments]);
 	return ret;
-}
-
-void session__trim(struct session *s, uint64_t now_mono_ns, uint64_t idle_ns)
-{
-	if (s->sym && now_mono_ns - s->sym_used_ns > idle_ns) {
-		symbolizer__free(s->sym);
-		s->sym = NULL;
-	}
 }
 
 int session__alloc_base(const struct session *s, struct export_base **out, size_t *n)
@@ -1348,8 +1329,6 @@ void session__close(struct session *s)
 	otel_plan__free(&s->otel);
 	span_fn_plan__free(&s->fns);
 	mapview__free(s->view);
-	/* before the objects it borrows */
-	symbolizer__free(s->sym);
 	objcache__free(s->objs);
 	if (s->mem_fd >= 0)
 		close(s->mem_fd);

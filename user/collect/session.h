@@ -175,8 +175,6 @@ struct session_profile_opts {
 /* the profile so far, gzip'd into a malloc'd *buf, probes left in; 0 or -errno */
 int session__profile(struct session *s, const struct session_profile_opts *po, void **buf,
 		     size_t *len);
-/* drop what session__profile() keeps between profiles once none was asked for idle_ns */
-void session__trim(struct session *s, uint64_t now_mono_ns, uint64_t idle_ns);
 /* the aggregate's cumulative alloc values now, per entry, malloc'd; 0 or -errno */
 int session__alloc_base(const struct session *s, struct export_base **out, size_t *n);
 
