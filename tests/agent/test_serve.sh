@@ -48,7 +48,7 @@ all_answered() {
 	n=$(wc -l <"$1")
 	bad=$(awk '$1 != 200 || $2 >= 1' "$1" | wc -l)
 	[ "$n" -gt 10 ] || { fail "$2: only $n probes ran"; return 1; }
-	[ "$bad" = 0 ] || fail "$2: $bad of $n health probes not answered 200 within 1 s: $(awk '$1 != 200 || $2 >= 1' "$1" | sort | uniq -c | head -5 | tr '\n' ' ')"
+	[ "$bad" = 0 ] || { fail "$2: $bad of $n health probes not answered 200 within 1 s: $(awk '$1 != 200 || $2 >= 1' "$1" | sort | uniq -c | head -5 | tr '\n' ' ')"; return 1; }
 	echo "# $2: $n probes, slowest $(sort -k2 -g "$1" | tail -1 | cut -d' ' -f2) s"
 }
 
