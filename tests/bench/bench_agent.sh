@@ -11,18 +11,21 @@
 #     six times: it must stay flat;
 #  3. the latency of a heap scrape of a target with 65536 stacks while it
 #     goes on allocating (goal < 100 ms), median of BENCH_RUNS scrapes, and
-#     the agent's RSS per stack (its RSS with them over its RSS before);
-#  4. BENCH_ATTACH_TARGETS (default 1000) idle targets started at once: the
+#     of 10 concurrent ones, and the agent's RSS per stack (its RSS with them
+#     over its RSS before);
+#  4. the latency of /metrics with 64 and 256 targets (goals < 100 ms and
+#     < 250 ms), median of BENCH_RUNS scrapes after a first one;
+#  5. BENCH_ATTACH_TARGETS (default 1000) idle targets started at once: the
 #     time until all are attached (goal 10 s), the agent's RSS and fds per
 #     target beyond its RSS before them (goal <= 256 KiB), the stop's time.
-#   BENCH_AGENT_PARTS="budget scale scrape attach" chooses the parts.
+#   BENCH_AGENT_PARTS="budget scale scrape metrics attach" chooses the parts.
 . tests/lib.sh
 . tests/bench/common.sh
 . tests/agent/budget.inc
 
 RUNS=${BENCH_RUNS:-3}
 SECONDS_EACH=${BENCH_AGENT_SECONDS:-300}
-PARTS=${BENCH_AGENT_PARTS:-budget scale scrape attach}
+PARTS=${BENCH_AGENT_PARTS:-budget scale scrape metrics attach}
 ATTACH_N=${BENCH_ATTACH_TARGETS:-1000}
 WINDOW=${BENCH_BUDGET_WINDOW:-20}
 
@@ -133,11 +136,67 @@ scrape() {
 	med=$(sort -g "$TMP/lat" | awk '{ v[NR] = $1 } END { printf "%.1f", 1000 * v[int((NR + 1) / 2)] }')
 	echo "heap scrape of a target with $stacks stacks: median $med ms over $RUNS (goal < 100 ms);" \
 		"each: $(awk '{ printf "%.1f ", 1000 * $1 }' "$TMP/lat")ms, $(wc -c <"$TMP/heap.pb.gz") bytes"
+	# ten at once: those that come during an encoding share it
+	: >"$TMP/lat10"
+	i=0
+	curls=""
+	while [ $i -lt 10 ]; do
+		curl -s -o /dev/null -w '%{time_total}\n' \
+			"$agent_url/debug/pprof/heap?pid=$target_pid" >>"$TMP/lat10" &
+		curls="$curls $!"
+		i=$((i + 1))
+	done
+	# shellcheck disable=SC2086 # a list of pids
+	wait $curls
+	echo "10 concurrent heap scrapes: p50 $(sort -g "$TMP/lat10" | awk '{ v[NR] = $1 } END { printf "%.1f", 1000 * v[5] }') ms," \
+		"max $(sort -g "$TMP/lat10" | tail -1 | awk '{ printf "%.1f", 1000 * $1 }') ms (before: queued, p50 5.7 s)"
 	agent_stop
 	kill "$target_pid"
 }
 
-# 4. idle targets started at once after the agent serves
+# 4. /metrics of N idle targets (a copy of agent_idle each: a few stacks, spans none)
+metrics_one() {
+	n=$1
+	pids=""
+	i=0
+	cp "$TARGETS/agent_idle" "$TMP/idle$$"
+	while [ $i -lt "$n" ]; do
+		"$TMP/idle$$" >/dev/null 2>&1 &
+		track $!
+		pids="$pids $!"
+		i=$((i + 1))
+	done
+	agent_start metrics$n --select "exe=$TMP/idle$$" --max-targets "$n" || return
+	i=0
+	while [ "$(curl -s "$agent_url/targets" | grep -c '"probes": "attached"')" -lt "$n" ]; do
+		i=$((i + 1))
+		[ $i -gt 300 ] && { echo "  $n targets: not all attached in 60 s"; break; }
+		sleep 0.2
+	done
+	curl -s -o /dev/null "$agent_url/metrics"
+	: >"$TMP/mlat"
+	i=0
+	while [ $i -lt "$RUNS" ]; do
+		curl -s -o "$TMP/m.txt" -w '%{time_total}\n' "$agent_url/metrics" >>"$TMP/mlat"
+		i=$((i + 1))
+	done
+	med=$(sort -g "$TMP/mlat" | awk '{ v[NR] = $1 } END { printf "%.1f", 1000 * v[int((NR + 1) / 2)] }')
+	echo "  /metrics with $n targets: median $med ms over $RUNS (goal < $2 ms), $(wc -c <"$TMP/m.txt") bytes;" \
+		"each: $(awk '{ printf "%.1f ", 1000 * $1 }' "$TMP/mlat")ms"
+	agent_stop
+	# shellcheck disable=SC2086 # a list of pids
+	kill $pids
+	# shellcheck disable=SC2086
+	wait $pids 2>/dev/null
+}
+
+metrics() {
+	echo "/metrics latency:"
+	metrics_one 64 100
+	metrics_one 256 250
+}
+
+# 5. idle targets started at once after the agent serves
 attach_scale() {
 	n=$ATTACH_N
 	cp "$TARGETS/agent_idle" "$TMP/idle$$"
@@ -179,6 +238,7 @@ for part in $PARTS; do
 	budget) budget_table ;;
 	scale) scale ;;
 	scrape) scrape ;;
+	metrics) metrics ;;
 	attach) attach_scale ;;
 	esac
 	echo

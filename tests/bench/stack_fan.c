@@ -1,19 +1,19 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * Bench workload: 65536 distinct allocation stacks.  fan_a() and fan_b()
- * call each other 16 deep, the bits of i choosing which at each level, and
- * the leaf allocates and frees SIZE bytes: every i is another call path.
- * One sweep of the 65536 paths at once, then one every PERIOD seconds, so
- * that profiling goes on while the profile is scraped.  Prints
- * "pid N ready" first and "swept" after the first sweep.
- *   stack_fan [SIZE [PERIOD]]    (default 8192 bytes, 10 s)
+ * Bench workload: 2^DEPTH distinct allocation stacks (65536 by default).
+ * fan_a() and fan_b() call each other DEPTH deep, the bits of i choosing
+ * which at each level, and the leaf allocates and frees SIZE bytes: every
+ * i is another call path.  One sweep of the paths at once, then one every
+ * PERIOD seconds, so that profiling goes on while the profile is scraped.
+ * Prints "pid N ready" first and "swept" after the first sweep.
+ *   stack_fan [SIZE [PERIOD [DEPTH]]]    (default 8192 bytes, 10 s, 16)
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 
 #define NOINLINE __attribute__((noipa))
-#define DEPTH 16
+static int depth = 16;
 
 static volatile unsigned long sink;
 static unsigned long size = 8192;
@@ -48,8 +48,8 @@ static void sweep(void)
 {
 	unsigned int i;
 
-	for (i = 0; i < 1U << DEPTH; i++)
-		fan_a(i, DEPTH);
+	for (i = 0; i < 1U << depth; i++)
+		fan_a(i, depth);
 }
 
 int main(int argc, char **argv)
@@ -58,6 +58,10 @@ int main(int argc, char **argv)
 
 	if (argc > 1)
 		size = strtoul(argv[1], NULL, 0);
+	if (argc > 3)
+		depth = (int)strtoul(argv[3], NULL, 0);
+	if (depth < 1 || depth > 24)
+		depth = 16;
 	printf("pid %d ready\n", (int)getpid());
 	fflush(stdout);
 	sleep(1);

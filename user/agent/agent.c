@@ -694,7 +694,7 @@ static int start_http(struct agent *a, char *err, size_t errlen)
 		.token = a->token,
 		.routes = agent_routes,
 		.ctx = &a->ep,
-		.max_connections = 32,
+		.max_connections = 64,
 		.max_per_client = 16,
 		.timeout_s = 10,
 		.max_request_bytes = 32 * 1024,

@@ -5,7 +5,11 @@
  * plan, its uprobe links, its aggregate bounded by --max-stacks, its live
  * blocks.  Records carry their tgid; the profiling thread hands each to
  * its target's session.  HTTP threads serialize a target's profile under
- * that target's lock.
+ * that target's lock; the profiling thread never waits for it: a record
+ * that finds the lock taken goes to the target's backlog, handed over in
+ * order once the lock is free (docs/agent.md, "Serving").  The state
+ * (/targets, /metrics, the duty cycles) has a lock of its own, so reading
+ * it waits for no serialization either.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -37,6 +41,39 @@
  */
 #define RINGBUF_FP	(2 << 20)
 #define RINGBUF_DWARF	(8 << 20)
+/*
+ * A target's records kept while a profile of it is serialized: past this
+ * the profiling thread waits for the lock (the ring buffer holds the
+ * rest), rather than grow without bound.  A serialization takes tens of
+ * milliseconds, a backlog of it a few hundred KiB.
+ */
+#define BACKLOG_MAX	(32 << 20)
+/* profiles serialized at once: each holds its whole encoding (memory) */
+#define MAX_ENCODING	2
+/* how long a scrape waits for its turn before it is answered 503 */
+#define ENCODE_WAIT_NS	(30 * NS_PER_SEC)
+
+/* scrapes of one profile answered by one encoding (the ones that came while it ran) */
+#define MAX_FLIGHTS	8
+
+struct flight {
+	bool used, done;
+	pid_t pid;
+	uint64_t start;
+	bool exited;
+	enum agent_profile kind;
+	unsigned int waiters;
+	int ret;
+	void *buf;		/* a copy for the waiters; the last one frees it */
+	size_t len;
+	char err[256];
+};
+
+/* records back to back, each after its size (8 bytes: the next stays aligned) */
+struct backlog {
+	unsigned char *buf;
+	size_t len, cap;
+};
 
 struct ctarget {
 	bool used, exited;
@@ -45,8 +82,17 @@ struct ctarget {
 	pid_t pid;
 	uint64_t start_ticks;
 	pthread_mutex_t lock;		/* the session: profiling thread vs HTTP threads */
+	/*
+	 * st, s, used, exited, pid, start_ticks, attaching and the proc's
+	 * probe switch (observed time): written with lock and st_lock held
+	 * (in that order), read with either
+	 */
+	pthread_mutex_t st_lock;
 	struct session *s;		/* NULL: its probes failed (st.error says why) */
 	struct collector_state st;	/* allocator, probes, error */
+	uint64_t samples;		/* the session's, stored after each record (atomic) */
+	struct backlog q;		/* the profiling thread's alone */
+	int backlogged;			/* q holds records (atomic): serializers let it drain first */
 	uint64_t picked_ns;		/* CLOCK_MONOTONIC */
 	int64_t heap_since_unix_ns;	/* the free probes were last re-attached; 0: never off */
 	uint64_t retry_ns, retry_wait_ns;	/* failed: when to plan again, and the wait after */
@@ -65,6 +111,11 @@ struct collector {
 	struct ctarget *v;
 	size_t n;
 	volatile int stopping;
+	pthread_mutex_t enc_lock;	/* encoding: serializations under way */
+	pthread_cond_t enc_cond;
+	unsigned int encoding;
+	struct flight flights[MAX_FLIGHTS];	/* under enc_lock */
+	uint64_t backlogged, stalls;	/* records kept back; waits for a full backlog */
 };
 
 static uint64_t mono_ns(void)
@@ -72,6 +123,14 @@ static uint64_t mono_ns(void)
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * NS_PER_SEC + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
 	return (uint64_t)ts.tv_sec * NS_PER_SEC + (uint64_t)ts.tv_nsec;
 }
 
@@ -127,6 +186,68 @@ static struct ctarget *lock_slot(struct collector *c, pid_t pid, uint64_t start,
 	return NULL;
 }
 
+/* the same for the state: a serialization under way holds up no reader of it */
+static struct ctarget *lock_state(struct collector *c, pid_t pid, uint64_t start,
+				  bool exited_first)
+{
+	struct ctarget *t;
+
+	pthread_mutex_lock(&c->table);
+	t = find_as(c, pid, start, exited_first);
+	pthread_mutex_unlock(&c->table);
+	if (!t)
+		return NULL;
+	pthread_mutex_lock(&t->st_lock);
+	if (t->used && t->pid == pid && t->start_ticks == start)
+		return t;
+	pthread_mutex_unlock(&t->st_lock);
+	return NULL;
+}
+
+/* a copy of the record at the end of the backlog; -ENOSPC when full, -ENOMEM */
+static int backlog_add(struct backlog *q, const void *data, size_t size)
+{
+	size_t need = q->len + 8 + ((size + 7) & ~(size_t)7), cap;
+	unsigned char *nb;
+
+	if (need > BACKLOG_MAX)
+		return -ENOSPC;
+	if (need > q->cap) {
+		for (cap = q->cap ?: 64 * 1024; cap < need; cap *= 2)
+			;
+		nb = realloc(q->buf, cap);
+		if (!nb)
+			return -ENOMEM;
+		q->buf = nb;
+		q->cap = cap;
+	}
+	*(uint64_t *)(q->buf + q->len) = size;
+	memcpy(q->buf + q->len + 8, data, size);
+	q->len = need;
+	return 0;
+}
+
+/* the backlog to the session, in order; target lock held (profiling thread) */
+static void drain(struct ctarget *t)
+{
+	size_t off = 0, size;
+
+	while (t->s && off < t->q.len) {
+		size = (size_t)*(uint64_t *)(t->q.buf + off);
+		/* out of memory in one target's aggregate is that target's, as in on_record() */
+		session__on_event(t->s, t->q.buf + off + 8, size);
+		off += 8 + ((size + 7) & ~(size_t)7);
+	}
+	t->q.len = 0;
+	__atomic_store_n(&t->backlogged, 0, __ATOMIC_RELAXED);
+	/* a backlog is rare (a scrape at the moment of a record): not kept for the next one */
+	free(t->q.buf);
+	t->q.buf = NULL;
+	t->q.cap = 0;
+	if (t->s)
+		__atomic_store_n(&t->samples, session__samples(t->s), __ATOMIC_RELAXED);
+}
+
 /* on the profiling thread: the record to its target's session */
 static int on_record(void *ctx, void *data, size_t size)
 {
@@ -142,11 +263,23 @@ static int on_record(void *ctx, void *data, size_t size)
 	pthread_mutex_lock(&c->table);
 	t = find_live(c, (pid_t)bpfobj_record_tgid(data, size));
 	pthread_mutex_unlock(&c->table);
-	if (t && t->s) {
+	if (!t || !t->s)
+		return 0;
+	if (pthread_mutex_trylock(&t->lock)) {
+		/* a profile of it is being serialized: keep the record, read on */
+		__atomic_store_n(&t->backlogged, 1, __ATOMIC_RELAXED);
+		if (!backlog_add(&t->q, data, size)) {
+			c->backlogged++;
+			return 0;
+		}
+		c->stalls++;
 		pthread_mutex_lock(&t->lock);
-		ret = session__on_event(t->s, data, size);
-		pthread_mutex_unlock(&t->lock);
 	}
+	if (t->q.len)
+		drain(t);
+	ret = session__on_event(t->s, data, size);
+	__atomic_store_n(&t->samples, session__samples(t->s), __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&t->lock);
 	/* out of memory in one target's aggregate is that target's: the others go on */
 	return ret == -ENOMEM ? 0 : ret;
 }
@@ -156,6 +289,7 @@ struct collector *collector__new(const struct agent_collect_opts *o, size_t max_
 {
 	struct bpfobj_opts so = { 0 };
 	struct collector *c = calloc(1, sizeof(*c));
+	pthread_condattr_t ca;
 	size_t i;
 
 	if (!c || !(c->v = calloc(max_targets ?: 1, sizeof(*c->v)))) {
@@ -171,8 +305,16 @@ struct collector *collector__new(const struct agent_collect_opts *o, size_t max_
 	c->unwind = o->unwind == 0 ? SESSION_UNWIND_FP : o->unwind == 1 ? SESSION_UNWIND_DWARF :
 		    SESSION_UNWIND_AUTO;
 	pthread_mutex_init(&c->table, NULL);
-	for (i = 0; i < c->n; i++)
+	pthread_mutex_init(&c->enc_lock, NULL);
+	/* a monotonic wait: the wall clock may jump */
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&c->enc_cond, &ca);
+	pthread_condattr_destroy(&ca);
+	for (i = 0; i < c->n; i++) {
 		pthread_mutex_init(&c->v[i].lock, NULL);
+		pthread_mutex_init(&c->v[i].st_lock, NULL);
+	}
 	so.rate = o->rate;
 	so.max_depth = (unsigned int)o->max_depth;
 	so.ringbuf_bytes = o->ringbuf_size ?: c->unwind == SESSION_UNWIND_FP ? RINGBUF_FP :
@@ -200,8 +342,12 @@ struct collector *collector__new(const struct agent_collect_opts *o, size_t max_
 
 void collector__stop(struct collector *c)
 {
-	if (c)
-		c->stopping = 1;
+	if (!c)
+		return;
+	pthread_mutex_lock(&c->enc_lock);
+	c->stopping = 1;
+	pthread_cond_broadcast(&c->enc_cond);
+	pthread_mutex_unlock(&c->enc_lock);
 }
 
 void collector__free(struct collector *c)
@@ -213,12 +359,18 @@ void collector__free(struct collector *c)
 	/* every target's links handed to the reaper, released together in bpfobj__free() */
 	if (c->sampler)
 		bpfobj__closing(c->sampler);
+	for (i = 0; i < MAX_FLIGHTS; i++)
+		free(c->flights[i].buf);
 	for (i = 0; i < c->n; i++) {
 		session__close(c->v[i].s);
+		free(c->v[i].q.buf);
 		pthread_mutex_destroy(&c->v[i].lock);
+		pthread_mutex_destroy(&c->v[i].st_lock);
 	}
 	bpfobj__free(c->sampler);
 	pthread_mutex_destroy(&c->table);
+	pthread_mutex_destroy(&c->enc_lock);
+	pthread_cond_destroy(&c->enc_cond);
 	free(c->v);
 	free(c);
 }
@@ -292,12 +444,15 @@ static bool not_mapped_yet(const char *err)
 	return !strncmp(err, "allocator not found: no ", 24);
 }
 
-/* the outcome of an attempt, target lock held */
+/* the outcome of an attempt, target lock held; takes the state's */
 static void attempted(struct ctarget *t, int ret, struct session *s, const char *err)
 {
 	uint64_t now = mono_ns();
 
+	pthread_mutex_lock(&t->st_lock);
+	t->attaching = false;
 	t->s = ret ? NULL : s;
+	t->samples = 0;
 	if (ret) {
 		snprintf(t->st.probes, sizeof(t->st.probes), "%s",
 			 t->awaiting_entry || not_mapped_yet(err) ? "pending" : "failed");
@@ -311,6 +466,7 @@ static void attempted(struct ctarget *t, int ret, struct session *s, const char 
 		if (t->retry_wait_ns > RETRY_MAX_NS)
 			t->retry_wait_ns = RETRY_MAX_NS;
 		t->retry_ns = now + t->retry_wait_ns;
+		pthread_mutex_unlock(&t->st_lock);
 		return;
 	}
 	t->picked_ns = now;
@@ -322,6 +478,7 @@ static void attempted(struct ctarget *t, int ret, struct session *s, const char 
 	snprintf(t->st.probes, sizeof(t->st.probes), "attached");
 	snprintf(t->st.sampler, sizeof(t->st.sampler), "%s", session__sampler(s));
 	set_allocator(t);
+	pthread_mutex_unlock(&t->st_lock);
 }
 
 /* how long a pick-up waits for the links of the program its process ran before */
@@ -340,6 +497,7 @@ static struct ctarget *claim_slot(struct collector *c, const struct agent_target
 			t = &c->v[i];
 	if (t) {
 		pthread_mutex_lock(&t->lock);
+		pthread_mutex_lock(&t->st_lock);
 		memset(&t->st, 0, sizeof(t->st));
 		t->used = true;
 		t->exited = false;
@@ -354,6 +512,8 @@ static struct ctarget *claim_slot(struct collector *c, const struct agent_target
 		t->st.duty = 1;
 		memcpy(t->comm, at->comm, sizeof(t->comm));
 		snprintf(t->st.probes, sizeof(t->st.probes), "pending");
+		t->q.len = 0;
+		pthread_mutex_unlock(&t->st_lock);
 		pthread_mutex_unlock(&t->lock);
 	}
 	pthread_mutex_unlock(&c->table);
@@ -381,7 +541,6 @@ int collector__add(struct collector *c, const struct agent_target *at)
 	ret = open_session(c, at->pid, &s, err, sizeof(err));
 	pthread_mutex_lock(&c->table);
 	pthread_mutex_lock(&t->lock);
-	t->attaching = false;
 	t->picked_ns = mono_ns();
 	attempted(t, ret, s, err);
 	pthread_mutex_unlock(&t->lock);
@@ -399,11 +558,13 @@ int collector__add_later(struct collector *c, const struct agent_target *at)
 	if (!t)
 		return -ENOSPC;
 	pthread_mutex_lock(&t->lock);
+	pthread_mutex_lock(&t->st_lock);
 	t->attaching = false;
 	t->picked_ns = mono_ns();
 	t->retry_wait_ns = RETRY_FIRST_NS;
 	t->retry_ns = t->picked_ns + RETRY_FIRST_NS;
 	snprintf(t->st.error, sizeof(t->st.error), "its loader has not mapped its libraries yet");
+	pthread_mutex_unlock(&t->st_lock);
 	pthread_mutex_unlock(&t->lock);
 	return 0;
 }
@@ -427,9 +588,11 @@ void collector__await_entry(struct collector *c, pid_t pid, uint64_t start_ticks
 	if (!t)
 		return;
 	/* planned at the entry point; the retries only if that never comes */
+	pthread_mutex_lock(&t->st_lock);
 	t->awaiting_entry = true;
 	t->retry_ns = mono_ns() + RETRY_MAX_NS;
 	snprintf(t->st.probes, sizeof(t->st.probes), "pending");
+	pthread_mutex_unlock(&t->st_lock);
 	pthread_mutex_unlock(&t->lock);
 }
 
@@ -488,6 +651,9 @@ void collector__remove(struct collector *c, pid_t pid, uint64_t start_ticks)
 	t = lock_slot(c, pid, start_ticks, false);
 	if (!t)
 		return;
+	if (t->q.len)
+		drain(t);
+	pthread_mutex_lock(&t->st_lock);
 	if (!t->exited) {
 		t->exited = true;
 		/* out of the kernel's tables now: the pid may come back (an exec, a reuse) */
@@ -495,6 +661,7 @@ void collector__remove(struct collector *c, pid_t pid, uint64_t start_ticks)
 			bpfobj_proc__unregister(session__proc(t->s));
 		snprintf(t->st.probes, sizeof(t->st.probes), "detached");
 	}
+	pthread_mutex_unlock(&t->st_lock);
 	pthread_mutex_unlock(&t->lock);
 }
 
@@ -508,9 +675,12 @@ void collector__forget(struct collector *c, pid_t pid, uint64_t start_ticks)
 	t = find_as(c, pid, start_ticks, true);
 	if (t) {
 		pthread_mutex_lock(&t->lock);
+		pthread_mutex_lock(&t->st_lock);
 		s = t->s;
 		t->s = NULL;
 		t->used = false;
+		t->q.len = 0;
+		pthread_mutex_unlock(&t->st_lock);
 		pthread_mutex_unlock(&t->lock);
 	}
 	pthread_mutex_unlock(&c->table);
@@ -529,7 +699,9 @@ static void replan(struct ctarget *t)
 	int ret = session__replan(t->s, err, sizeof(err));
 
 	if (ret > 0) {
+		pthread_mutex_lock(&t->st_lock);
 		set_allocator(t);
+		pthread_mutex_unlock(&t->st_lock);
 		pr_info("culpert-bpf: pid %d (%s): allocator %s now\n", (int)t->pid, t->comm,
 			t->st.allocator);
 	} else if (ret < 0) {
@@ -547,14 +719,17 @@ int collector__poll(struct collector *c, uint64_t now_ns)
 	retry_failed(c, now_ns);
 	/*
 	 * Also while no samples come: the kernel's buffers of new mappings
-	 * must not fill.  Only this thread changes slots: no table lock.
+	 * must not fill.  Only this thread changes slots: no table lock.  A
+	 * target being serialized is left for a later turn (its backlog
+	 * with it): the mappings wait in the kernel's buffer meanwhile.
 	 */
 	for (i = 0; i < c->n; i++) {
 		struct ctarget *t = &c->v[i];
 
-		if (!t->used || t->exited || !t->s)
+		if (!t->used || t->exited || !t->s || pthread_mutex_trylock(&t->lock))
 			continue;
-		pthread_mutex_lock(&t->lock);
+		if (t->q.len)
+			drain(t);
 		session__sync_maps(t->s);
 		replan(t);
 		pthread_mutex_unlock(&t->lock);
@@ -567,7 +742,8 @@ int collector__set_alloc_probes(struct collector *c, pid_t pid, uint64_t start_t
 	struct ctarget *t;
 	int ret = -ENOENT;
 
-	t = lock_slot(c, pid, start_ticks, false);
+	/* the state's lock: the probes switch while a profile is serialized */
+	t = lock_state(c, pid, start_ticks, false);
 	if (!t)
 		return ret;
 	if (!t->exited && t->s) {
@@ -576,7 +752,7 @@ int collector__set_alloc_probes(struct collector *c, pid_t pid, uint64_t start_t
 		snprintf(t->st.probes, sizeof(t->st.probes), "%s",
 			 ret ? "failed" : on ? "attached" : "off");
 	}
-	pthread_mutex_unlock(&t->lock);
+	pthread_mutex_unlock(&t->st_lock);
 	return ret;
 }
 
@@ -596,6 +772,7 @@ int collector__set_free_probes(struct collector *c, pid_t pid, uint64_t start_ti
 		return ret;
 	if (!t->exited && t->s) {
 		pr = session__proc(t->s);
+		pthread_mutex_lock(&t->st_lock);
 		ret = bpfobj_proc__set_free(pr, on, t->st.error, sizeof(t->st.error));
 		if (!ret && on && bpfobj_proc__heap_since(pr)) {
 			session__heap_since(t->s, bpfobj_proc__heap_since(pr));
@@ -603,12 +780,13 @@ int collector__set_free_probes(struct collector *c, pid_t pid, uint64_t start_ti
 		}
 		if (ret)
 			snprintf(t->st.probes, sizeof(t->st.probes), "failed");
+		pthread_mutex_unlock(&t->st_lock);
 	}
 	pthread_mutex_unlock(&t->lock);
 	return ret;
 }
 
-/* the state, target lock held */
+/* the state, state lock held */
 static void fill_state(struct ctarget *t, struct collector_state *out)
 {
 	struct culpert_proc p = { 0 };
@@ -620,7 +798,7 @@ static void fill_state(struct ctarget *t, struct collector_state *out)
 		return;
 	pr = session__proc(t->s);
 	bpfobj_proc__state(pr, &p);
-	out->samples = session__samples(t->s);
+	out->samples = __atomic_load_n(&t->samples, __ATOMIC_RELAXED);
 	out->lost = p.counters[CULPERT_CNT_LOST_RINGBUF];
 	out->calls_alloc = p.calls_alloc;
 	out->calls_free = p.calls_free;
@@ -641,12 +819,12 @@ static void fill_state(struct ctarget *t, struct collector_state *out)
 static int state_of(struct collector *c, pid_t pid, uint64_t start_ticks, bool exited,
 		    struct collector_state *out)
 {
-	struct ctarget *t = lock_slot(c, pid, start_ticks, exited);
+	struct ctarget *t = lock_state(c, pid, start_ticks, exited);
 
 	if (!t)
 		return -ENOENT;
 	fill_state(t, out);
-	pthread_mutex_unlock(&t->lock);
+	pthread_mutex_unlock(&t->st_lock);
 	return 0;
 }
 
@@ -731,7 +909,9 @@ static int serialize(struct collector *c, struct ctarget *t, enum agent_profile 
 		.n_extra = 3,
 	};
 
+	pthread_mutex_lock(&t->st_lock);
 	fill_state(t, &st);
+	pthread_mutex_unlock(&t->st_lock);
 	snprintf(comments[0], sizeof(comments[0]), "observed_ns=%llu",
 		 (unsigned long long)observed_ns);
 	snprintf(comments[1], sizeof(comments[1]), "duty=%.3f", st.duty);
@@ -751,53 +931,238 @@ static int serialize(struct collector *c, struct ctarget *t, enum agent_profile 
 	return session__profile(t->s, &po, buf, len);
 }
 
+/*
+ * A turn to serialize: MAX_ENCODING at once, the others wait, so that
+ * ten scrapers hold two encodings' memory, not ten.  False when the wait
+ * was too long or the agent stops.
+ */
+static bool encode_begin(struct collector *c)
+{
+	struct timespec until;
+	bool ok;
+
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	until.tv_sec += ENCODE_WAIT_NS / NS_PER_SEC;
+	pthread_mutex_lock(&c->enc_lock);
+	while (c->encoding >= MAX_ENCODING && !c->stopping)
+		if (pthread_cond_timedwait(&c->enc_cond, &c->enc_lock, &until) == ETIMEDOUT)
+			break;
+	ok = c->encoding < MAX_ENCODING && !c->stopping;
+	c->encoding += ok;
+	pthread_mutex_unlock(&c->enc_lock);
+	return ok;
+}
+
+static void encode_end(struct collector *c)
+{
+	pthread_mutex_lock(&c->enc_lock);
+	c->encoding--;
+	/* the followers of flights wait on it too */
+	pthread_cond_broadcast(&c->enc_cond);
+	pthread_mutex_unlock(&c->enc_lock);
+}
+
+/*
+ * The target locked for a serialization, after its backlog: one
+ * serialization after another would keep the profiling thread from the
+ * lock (a mutex is not fair), so a serializer that finds records kept
+ * back lets go and waits (up to a second) for the thread to hand them over.
+ */
+static struct ctarget *lock_to_encode(struct collector *c, const struct agent_target *at,
+				      char *err, size_t errlen, int *ret)
+{
+	struct timespec step = { 0, 1000000L };
+	struct ctarget *t = lock_target(c, at, err, errlen, ret);
+	int i;
+
+	if (!t || !__atomic_load_n(&t->backlogged, __ATOMIC_RELAXED))
+		return t;
+	pthread_mutex_unlock(&t->lock);
+	for (i = 0; i < 1000 && __atomic_load_n(&t->backlogged, __ATOMIC_RELAXED); i++)
+		nanosleep(&step, NULL);
+	return lock_target(c, at, err, errlen, ret);
+}
+
+/* the time the target's allocation probes were on; target lock held */
+static uint64_t observed_of(struct ctarget *t)
+{
+	uint64_t ns;
+
+	pthread_mutex_lock(&t->st_lock);
+	ns = bpfobj_proc__observed_ns(session__proc(t->s));
+	pthread_mutex_unlock(&t->st_lock);
+	return ns;
+}
+
+/* the profile now, less base when given: in its turn, under the target's lock */
+static int encode(struct collector *c, const struct agent_target *at, enum agent_profile kind,
+		  const struct export_base *base, size_t n_base, uint64_t obs0, uint64_t seconds,
+		  void **buf, size_t *len, char *err, size_t errlen)
+{
+	uint64_t obs1, t0, cpu0;
+	struct ctarget *t;
+	int ret = 0;
+
+	if (!encode_begin(c)) {
+		snprintf(err, errlen, c->stopping ? "the agent is stopping" :
+			 "%d profiles are being serialized and this one waited %llu s: try again",
+			 MAX_ENCODING, (unsigned long long)(ENCODE_WAIT_NS / NS_PER_SEC));
+		return -EAGAIN;
+	}
+	t = lock_to_encode(c, at, err, errlen, &ret);
+	if (!t) {
+		encode_end(c);
+		return ret;
+	}
+	obs1 = observed_of(t);
+	t0 = mono_ns();
+	cpu0 = thread_cpu_ns();
+	if (!base)
+		ret = serialize(c, t, kind, NULL, 0, obs1, (int64_t)obs1, buf, len);
+	else
+		/* probes on the whole window: it lasted what was asked; else what was observed */
+		ret = serialize(c, t, kind, base, n_base, obs1 - obs0,
+				obs1 - obs0 + NS_PER_SEC / 10 >= seconds * NS_PER_SEC ?
+					(int64_t)(seconds * NS_PER_SEC) : (int64_t)(obs1 - obs0),
+				buf, len);
+	pthread_mutex_unlock(&t->lock);
+	encode_end(c);
+	pr_debug("profile of pid %d (%s): %zu bytes in %.1f ms (%.1f ms of CPU)\n", (int)at->pid,
+		 at->comm, ret ? 0 : *len, (double)(mono_ns() - t0) / 1e6,
+		 (double)(thread_cpu_ns() - cpu0) / 1e6);
+	if (ret)
+		snprintf(err, errlen, "cannot serialize the profile of pid %d (%s): %s",
+			 (int)at->pid, at->comm, strerror(-ret));
+	return ret;
+}
+
+/* a follower's copy of a flight's result; enc_lock held */
+static int take_flight(struct flight *f, void **buf, size_t *len, char *err, size_t errlen)
+{
+	int ret = f->ret;
+
+	if (!ret) {
+		*buf = malloc(f->len ?: 1);
+		if (*buf) {
+			memcpy(*buf, f->buf, f->len);
+			*len = f->len;
+		} else {
+			ret = -ENOMEM;
+			snprintf(err, errlen, "out of memory");
+		}
+	} else {
+		snprintf(err, errlen, "%s", f->err);
+	}
+	if (!--f->waiters) {
+		free(f->buf);
+		f->buf = NULL;
+		f->used = false;
+	}
+	return ret;
+}
+
+/*
+ * The profile now, once for all who ask while it is being encoded: ten
+ * scrapers of one heap cost one encoding, not ten in a row.  Those who
+ * came during it get its bytes, a profile as of at most one encoding's
+ * time before they asked.
+ */
+static int encode_shared(struct collector *c, const struct agent_target *at,
+			 enum agent_profile kind, void **buf, size_t *len, char *err,
+			 size_t errlen)
+{
+	bool exited = at->exited_ns != 0;
+	struct flight *f = NULL;
+	size_t i;
+	int ret;
+
+	pthread_mutex_lock(&c->enc_lock);
+	for (i = 0; i < MAX_FLIGHTS && !f; i++) {
+		struct flight *g = &c->flights[i];
+
+		if (g->used && !g->done && g->pid == at->pid && g->start == at->start_ticks &&
+		    g->exited == exited && g->kind == kind)
+			f = g;
+	}
+	if (f) {
+		f->waiters++;
+		while (!f->done && !c->stopping)
+			pthread_cond_wait(&c->enc_cond, &c->enc_lock);
+		if (!f->done) {
+			/* the leader gives up too (encode_begin()); the last one out frees */
+			f->waiters--;
+			pthread_mutex_unlock(&c->enc_lock);
+			snprintf(err, errlen, "the agent is stopping");
+			return -EAGAIN;
+		}
+		ret = take_flight(f, buf, len, err, errlen);
+		pthread_mutex_unlock(&c->enc_lock);
+		return ret;
+	}
+	for (i = 0; i < MAX_FLIGHTS && c->flights[i].used; i++)
+		;
+	if (i < MAX_FLIGHTS) {
+		f = &c->flights[i];
+		*f = (struct flight){ .used = true, .pid = at->pid, .start = at->start_ticks,
+				      .exited = exited, .kind = kind };
+	}
+	pthread_mutex_unlock(&c->enc_lock);
+	ret = encode(c, at, kind, NULL, 0, 0, 0, buf, len, err, errlen);
+	if (!f)
+		return ret;
+	pthread_mutex_lock(&c->enc_lock);
+	f->done = true;
+	f->ret = ret;
+	if (f->waiters && !ret) {
+		f->buf = malloc(*len ?: 1);
+		if (f->buf) {
+			memcpy(f->buf, *buf, *len);
+			f->len = *len;
+		} else {
+			f->ret = -ENOMEM;
+			snprintf(f->err, sizeof(f->err), "out of memory");
+		}
+	} else if (f->waiters) {
+		snprintf(f->err, sizeof(f->err), "%s", err);
+	} else {
+		f->used = false;
+	}
+	pthread_cond_broadcast(&c->enc_cond);
+	pthread_mutex_unlock(&c->enc_lock);
+	return ret;
+}
+
 int collector__profile(void *ctx, const struct agent_target *at, enum agent_profile kind,
 		       uint64_t seconds, void **buf, size_t *len, char *err, size_t errlen)
 {
 	struct collector *c = ctx;
 	struct export_base *base = NULL;
-	uint64_t obs0 = 0, obs1;
 	size_t n_base = 0;
 	struct ctarget *t;
+	uint64_t obs0;
 	int ret = 0;
 
+	if (!seconds)
+		return encode_shared(c, at, kind, buf, len, err, errlen);
+	/* Go's net/http/pprof: values now, sleep, the difference */
 	t = lock_target(c, at, err, errlen, &ret);
 	if (!t)
 		return ret;
-	if (!seconds) {
-		obs1 = bpfobj_proc__observed_ns(session__proc(t->s));
-		ret = serialize(c, t, kind, NULL, 0, obs1, (int64_t)obs1, buf, len);
-		pthread_mutex_unlock(&t->lock);
-		goto out;
-	}
-	/* Go's net/http/pprof: values now, sleep, the difference */
-	obs0 = bpfobj_proc__observed_ns(session__proc(t->s));
+	obs0 = observed_of(t);
 	ret = session__alloc_base(t->s, &base, &n_base);
 	pthread_mutex_unlock(&t->lock);
-	if (ret)
-		goto out;
+	if (ret) {
+		snprintf(err, errlen, "cannot serialize the profile of pid %d (%s): %s",
+			 (int)at->pid, at->comm, strerror(-ret));
+		return ret;
+	}
 	if (!nap(c, seconds * NS_PER_SEC)) {
 		snprintf(err, errlen, "the agent is stopping");
 		free(base);
 		return -EAGAIN;
 	}
-	t = lock_target(c, at, err, errlen, &ret);
-	if (!t) {
-		free(base);
-		return ret;
-	}
-	obs1 = bpfobj_proc__observed_ns(session__proc(t->s));
-	/* probes on the whole window: it lasted what was asked; else what was observed of it */
-	ret = serialize(c, t, kind, base, n_base, obs1 - obs0,
-			obs1 - obs0 + NS_PER_SEC / 10 >= seconds * NS_PER_SEC ?
-				(int64_t)(seconds * NS_PER_SEC) : (int64_t)(obs1 - obs0),
-			buf, len);
-	pthread_mutex_unlock(&t->lock);
+	ret = encode(c, at, kind, base, n_base, obs0, seconds, buf, len, err, errlen);
 	free(base);
-out:
-	if (ret)
-		snprintf(err, errlen, "cannot serialize the profile of pid %d (%s): %s",
-			 (int)at->pid, at->comm, strerror(-ret));
 	return ret;
 }
 

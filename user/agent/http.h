@@ -2,8 +2,10 @@
 /*
  * The agent's HTTP server (libmicrohttpd): a thread per connection behind
  * MHD's own listening thread, so a slow or broken client holds only its
- * thread; limits on connections (in all and per client address), on the
- * size of a request's head and on its time; bearer-token authentication
+ * thread; keep-alive; limits on connections (per client address, and in
+ * all: past it the one longest in its request head makes room), on the
+ * size of a request's head, on its time and on a response's (a minimum
+ * rate); a reserve of connections for open routes; bearer-token authentication
  * compared in constant time; routing to handlers that fill a reply.
  * Counts requests by route and status, and failed authentications.
  */
@@ -54,7 +56,8 @@ struct http_opts {
 	void *ctx;
 	unsigned int max_connections;
 	unsigned int max_per_client;
-	unsigned int timeout_s;		/* a connection idle this long is closed */
+	/* a connection idle this long is closed, a request's head must be in by then */
+	unsigned int timeout_s;
 	size_t max_request_bytes;	/* request line and headers */
 };
 

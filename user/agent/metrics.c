@@ -452,15 +452,23 @@ static int target_spans(FILE *f, struct endpoints *e, const struct agent_target 
 /*
  * The allocator's own state (glibc's arenas read from outside with
  * libc6-dbg; jemalloc's and mimalloc's through an in-process sampler's
- * page), as `stats` reads it, by a reader of this scrape's: local debug
- * files only (no debuginfod fetch while Prometheus waits) and without
- * raising the sampler's listener semaphore (docs/agent.md).
+ * page), as `stats` reads it, by one reader kept from scrape to scrape
+ * (its objects' symbols and the glibc layout are read once, not once per
+ * target and scrape; concurrent scrapes take turns): local debug files
+ * only (no debuginfod fetch while Prometheus waits) and without raising
+ * the sampler's listener semaphore (docs/agent.md).
  */
+static pthread_mutex_t reader_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct alloc_reader *reader;
+
 static struct alloc_reader *scrape_reader(void)
 {
 	struct alloc_reader_opts o = { .sz = sizeof(o), .no_debuginfod = true, .no_listen = true };
 
-	return alloc_reader__new(&o);
+	pthread_mutex_lock(&reader_lock);
+	if (!reader)
+		reader = alloc_reader__new(&o);
+	return reader;
 }
 
 /* the memory picture (docs/memory-picture.md) of each live target, read now; a target gone meanwhile has none */
@@ -495,7 +503,8 @@ static int target_memory(FILE *f, const struct agent_target *v, size_t n)
 		}
 		ret = memfmt_prometheus_many(f, mp, labels, k);
 	}
-	alloc_reader__free(ar);
+	if (n)
+		pthread_mutex_unlock(&reader_lock);
 	free(m);
 	free(mp);
 	free(labels);

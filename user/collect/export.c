@@ -25,9 +25,17 @@
 #include "target.h"
 #include "units.h"
 
+/* frame -> location id, so that a frame seen again costs one probe (open addressing) */
+struct loc_cache {
+	uint64_t *frames, *ids;		/* ids[i] 0: empty */
+	size_t cap, n;
+};
+
 struct exporter {
 	const struct export_opts *o;
 	struct pprof_writer *w;
+	struct loc_cache lc;
+	uint64_t pseudo[4];		/* [truncated], [folded], [throttled], [unknown stack] */
 	uint64_t *map_ids;		/* pprof mapping id per maps entry, 0 if not exported */
 	const struct procmap *hist;	/* mappings o->hist recorded */
 	size_t n_hist;
@@ -118,6 +126,59 @@ static uint64_t location_id(struct exporter *x, uint64_t frame)
 	return pprof_writer__add_location(x->w, map_id, ret_addr - 1, &none, 0);
 }
 
+static size_t lc_slot(const struct loc_cache *lc, uint64_t frame)
+{
+	/* Fibonacci hashing: return addresses differ in their low bits */
+	size_t i = (size_t)((frame * 0x9e3779b97f4a7c15ULL) >> 20) & (lc->cap - 1);
+
+	while (lc->ids[i] && lc->frames[i] != frame)
+		i = (i + 1) & (lc->cap - 1);
+	return i;
+}
+
+static int lc_grow(struct loc_cache *lc)
+{
+	struct loc_cache old = *lc;
+	size_t i, k;
+
+	lc->cap = old.cap ? old.cap * 2 : 4096;
+	lc->frames = malloc(lc->cap * sizeof(*lc->frames));
+	lc->ids = calloc(lc->cap, sizeof(*lc->ids));
+	if (!lc->frames || !lc->ids) {
+		free(lc->frames);
+		free(lc->ids);
+		*lc = old;
+		return -ENOMEM;
+	}
+	for (i = 0; i < old.cap; i++) {
+		if (!old.ids[i])
+			continue;
+		k = lc_slot(lc, old.frames[i]);
+		lc->frames[k] = old.frames[i];
+		lc->ids[k] = old.ids[i];
+	}
+	free(old.frames);
+	free(old.ids);
+	return 0;
+}
+
+/* location_id() of a frame, remembered; 0 on ENOMEM */
+static uint64_t cached_location(struct exporter *x, uint64_t frame)
+{
+	struct loc_cache *lc = &x->lc;
+	size_t i;
+
+	if (lc->cap && lc->ids[i = lc_slot(lc, frame)])
+		return lc->ids[i];
+	if ((lc->n + 1) * 2 > lc->cap && lc_grow(lc))
+		return 0;
+	i = lc_slot(lc, frame);
+	lc->frames[i] = frame;
+	lc->ids[i] = location_id(x, frame);
+	lc->n += lc->ids[i] != 0;
+	return lc->ids[i];
+}
+
 /*
  * A frame that stands for what could not be seen: "[unknown stack]" for a
  * failed walk (or a stack lost when even its leaf found no room in the
@@ -127,14 +188,24 @@ static uint64_t location_id(struct exporter *x, uint64_t frame)
  */
 static uint64_t pseudo_location(struct exporter *x, const char *what)
 {
+	static const char *const names[] = { "[truncated]", "[folded]", "[throttled]",
+					     "[unknown stack]" };
 	struct pprof_line line = { 0 };
+	size_t k;
 
+	for (k = 0; k < 3 && strcmp(names[k], what); k++)
+		;
+	if (x->pseudo[k])
+		return x->pseudo[k];
 	line.function_id = pprof_writer__add_function(x->w, what, NULL, "", 0);
-	return line.function_id ? pprof_writer__add_location(x->w, 0, 0, &line, 1) : 0;
+	x->pseudo[k] = line.function_id ? pprof_writer__add_location(x->w, 0, 0, &line, 1) : 0;
+	return x->pseudo[k];
 }
 
-struct sort_ctx {
-	const struct aggregate *a;
+/* what the order of the samples compares, gathered once (not per comparison) */
+struct sort_rec {
+	const uint64_t *f;
+	uint32_t n, span, tid, idx;
 };
 
 /* index of the first block of entry `idx` in blocks sorted by entry (n if none) */
@@ -153,26 +224,22 @@ static size_t first_block(const struct live_block *blocks, size_t n, uint32_t id
 	return lo;
 }
 
-static int entry_cmp(const void *pa, const void *pb, void *arg)
+static int entry_cmp(const void *pa, const void *pb)
 {
-	const struct aggregate *a = ((struct sort_ctx *)arg)->a;
-	const struct agg_entry *all = aggregate__entries(a, &(size_t){ 0 });
-	const struct agg_entry *ea = &all[*(const uint32_t *)pa], *eb = &all[*(const uint32_t *)pb];
-	const uint64_t *fa, *fb;
-	size_t na, nb, i;
+	const struct sort_rec *a = pa, *b = pb;
+	const uint64_t *fa = a->f + a->n, *fb = b->f + b->n;
+	uint32_t i, n = a->n < b->n ? a->n : b->n;
 
-	fa = aggregate__stack_frames(a, ea->key.stack, &na);
-	fb = aggregate__stack_frames(a, eb->key.stack, &nb);
 	/* root first: callers group together, and the order is the frames' own */
-	for (i = 1; i <= na && i <= nb; i++)
-		if (fa[na - i] != fb[nb - i])
-			return fa[na - i] < fb[nb - i] ? -1 : 1;
-	if (na != nb)
-		return na < nb ? -1 : 1;
-	if (ea->key.span != eb->key.span)
-		return ea->key.span < eb->key.span ? -1 : 1;
-	if (ea->key.tid != eb->key.tid)
-		return ea->key.tid < eb->key.tid ? -1 : 1;
+	for (i = 1; i <= n; i++)
+		if (fa[-(int64_t)i] != fb[-(int64_t)i])
+			return fa[-(int64_t)i] < fb[-(int64_t)i] ? -1 : 1;
+	if (a->n != b->n)
+		return a->n < b->n ? -1 : 1;
+	if (a->span != b->span)
+		return a->span < b->span ? -1 : 1;
+	if (a->tid != b->tid)
+		return a->tid < b->tid ? -1 : 1;
 	return 0;
 }
 
@@ -224,7 +291,7 @@ static size_t sample_locations(struct exporter *x, const struct aggregate *a,
 		else if (f[i] == CULPERT_FRAME_THROTTLED)
 			ids[n] = pseudo_location(x, "[throttled]");
 		else
-			ids[n] = location_id(x, f[i]);
+			ids[n] = cached_location(x, f[i]);
 		if (!ids[n++])
 			return 0;
 	}
@@ -335,19 +402,24 @@ static int add_samples(struct exporter *x, const struct aggregate *a)
 {
 	struct inuse_cursor cur = { .end_ns = x->o->end_mono_ns };
 	struct live_block *blocks = NULL;
-	struct sort_ctx sc = { a };
+	const struct agg_entry *e;
 	struct label_keys keys;
-	uint32_t *order;
-	size_t n, i;
+	struct sort_rec *order;
+	size_t n, i, nf;
 	int err = 0;
 
-	aggregate__entries(a, &n);
+	e = aggregate__entries(a, &n);
 	order = malloc((n ?: 1) * sizeof(*order));
 	if (!order)
 		return -ENOMEM;
-	for (i = 0; i < n; i++)
-		order[i] = (uint32_t)i;
-	qsort_r(order, n, sizeof(*order), entry_cmp, &sc);
+	for (i = 0; i < n; i++) {
+		order[i].f = aggregate__stack_frames(a, e[i].key.stack, &nf);
+		order[i].n = (uint32_t)nf;
+		order[i].span = e[i].key.span;
+		order[i].tid = e[i].key.tid;
+		order[i].idx = (uint32_t)i;
+	}
+	qsort(order, n, sizeof(*order), entry_cmp);
 	if (x->o->live) {
 		const struct live_block *v = live__blocks(x->o->live, &cur.n);
 
@@ -372,8 +444,8 @@ static int add_samples(struct exporter *x, const struct aggregate *a)
 	for (i = 0; i < n && !err; i++) {
 		/* blocks are sorted by entry: skip to this one's */
 		if (blocks)
-			cur.next = first_block(blocks, cur.n, order[i]);
-		err = add_entry(x, a, order[i], &keys, blocks ? &cur : NULL);
+			cur.next = first_block(blocks, cur.n, order[i].idx);
+		err = add_entry(x, a, order[i].idx, &keys, blocks ? &cur : NULL);
 	}
 	free(blocks);
 	free(order);
@@ -470,6 +542,8 @@ static int write_symbolized(struct exporter *x, const char *path, void **buf, si
 static void exporter_free(struct exporter *x)
 {
 	pprof_writer__free(x->w);
+	free(x->lc.frames);
+	free(x->lc.ids);
 	free(x->map_ids);
 	free(x->hist_ids);
 }

@@ -43,7 +43,12 @@ struct alloc_reader {
 	int listen_fd;
 	pid_t listen_pid;
 	uint64_t listen_since_ns;	/* CLOCK_MONOTONIC when it started */
+	/* the objects of every target read, kept: a libc's symbols are read once, not per read */
+	struct objcache *objs;
 };
+
+/* past this many objects the cache starts over (targets come and go, their files too) */
+#define MAX_KEPT_OBJECTS 512
 
 struct alloc_reader *alloc_reader__new(const struct alloc_reader_opts *o)
 {
@@ -79,6 +84,7 @@ void alloc_reader__free(struct alloc_reader *ar)
 		return;
 	stop_listening(ar);
 	debuginfo__free(ar->di);
+	objcache__free(ar->objs);
 	free(ar);
 }
 
@@ -429,11 +435,20 @@ static void other_allocator(struct alloc_state *st)
 static void read_all(struct alloc_reader *ar, const struct target *t, struct remotemem *rm,
 		     struct alloc_state *st)
 {
-	struct objcache *cache = objcache__new(t);
+	struct objcache *cache;
 	const struct procmap *m;
 	struct elfobj *obj;
 	const char *fam;
 
+	if (ar->objs && objcache__size(ar->objs) > MAX_KEPT_OBJECTS) {
+		objcache__free(ar->objs);
+		ar->objs = NULL;
+	}
+	if (!ar->objs)
+		ar->objs = objcache__new(t);
+	cache = ar->objs;
+	if (cache)
+		objcache__retarget(cache, t);
 	if (!cache) {
 		snprintf(st->absent, sizeof(st->absent), "out of memory");
 		return;
@@ -451,7 +466,6 @@ static void read_all(struct alloc_reader *ar, const struct target *t, struct rem
 	if (st->glibc)
 		read_glibc(ar, t, rm, cache, st);
 	other_allocator(st);
-	objcache__free(cache);
 }
 
 int alloc_reader__read(struct alloc_reader *ar, pid_t pid, struct alloc_state *st)

@@ -18,6 +18,7 @@ struct cached_obj {
 	char *path;
 	struct elfobj *obj;	/* NULL when opening failed */
 	int err;
+	unsigned int gen;	/* the target it failed through */
 };
 
 struct objcache {
@@ -25,6 +26,7 @@ struct objcache {
 	struct cached_obj *v;
 	size_t n, cap;
 	struct hashtab ht;
+	unsigned int gen;	/* objcache__retarget() calls */
 };
 
 struct objcache *objcache__new(const struct target *t)
@@ -63,6 +65,14 @@ struct elfobj *objcache__get(struct objcache *c, const struct procmap *m)
 	}
 	if (hashtab__find(&c->ht, obj_hash(m), m, obj_eq, c, &idx)) {
 		e = &c->v[idx];
+		/* failed through another target (gone meanwhile): this one may open it */
+		if (!e->obj && e->gen != c->gen) {
+			e->gen = c->gen;
+			errno = 0;
+			if (target__object_path(c->t, m, path, sizeof(path)) == 0)
+				e->obj = elfobj__open(path);
+			e->err = e->obj ? 0 : errno ? errno : ENOENT;
+		}
 		errno = e->err;
 		return e->obj;
 	}
@@ -80,6 +90,7 @@ struct elfobj *objcache__get(struct objcache *c, const struct procmap *m)
 		return NULL;
 	}
 	c->n++;
+	e->gen = c->gen;
 	if (target__object_path(c->t, m, path, sizeof(path)) == 0)
 		e->obj = elfobj__open(path);
 	if (!e->obj) {
@@ -88,6 +99,17 @@ struct elfobj *objcache__get(struct objcache *c, const struct procmap *m)
 	}
 	errno = e->err;
 	return e->obj;
+}
+
+void objcache__retarget(struct objcache *c, const struct target *t)
+{
+	c->t = t;
+	c->gen++;
+}
+
+size_t objcache__size(const struct objcache *c)
+{
+	return c->n;
 }
 
 void objcache__free(struct objcache *c)

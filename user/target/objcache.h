@@ -6,6 +6,8 @@
 #ifndef CULPERT_OBJCACHE_H
 #define CULPERT_OBJCACHE_H
 
+#include <stddef.h>
+
 struct objcache;
 struct elfobj;
 struct procmap;
@@ -15,5 +17,13 @@ struct objcache *objcache__new(const struct target *t);
 /* the object behind a file-backed mapping; NULL with errno when it cannot be opened */
 struct elfobj *objcache__get(struct objcache *c, const struct procmap *m);
 void objcache__free(struct objcache *c);
+/*
+ * Open what is not cached yet through t from now on: the objects are
+ * files (device, inode, path), the same whichever process maps them, so
+ * one cache serves many targets in turn (the agent's scrapes).
+ */
+void objcache__retarget(struct objcache *c, const struct target *t);
+/* the objects cached (opened or not) */
+size_t objcache__size(const struct objcache *c);
 
 #endif /* CULPERT_OBJCACHE_H */

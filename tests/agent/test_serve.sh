@@ -1,0 +1,211 @@
+#!/bin/sh
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#
+# The agent's serving (docs/agent.md, "Serving"): keep-alive and pipelined
+# requests; /healthz answered within 1 s under 300 slow connections from 20
+# loopback addresses and under 10 concurrent heap scrapes of a target of
+# 131072 stacks; a scrape loop loses no sample (the BPF side's count of
+# records lost for a full ring buffer stays 0 while heaps are scraped flat
+# out, on a ring buffer small enough to overflow if intake waited for them).
+. tests/lib.sh
+. tests/agent_lib.sh
+AGENT_ARGS="--max-overhead 0"
+
+PY=/usr/bin/python3
+FAN=$OUTPUT/tests/bench/stack_fan
+
+# probes SECONDS OUT: GET /healthz from 127.0.0.1 every 0.2 s for SECONDS, a fresh
+# connection each; one line per probe in OUT: its status ("none" if unanswered) and time
+probes() {
+	$PY - "${agent_url#http://}" "$1" >"$2" <<'EOF'
+import socket, sys, time
+host, port = sys.argv[1].rsplit(':', 1)
+end = time.time() + float(sys.argv[2])
+while time.time() < end:
+    t0 = time.time()
+    status = 'none'
+    try:
+        s = socket.create_connection((host, int(port)), timeout=1)
+        s.settimeout(max(0.01, 1 - (time.time() - t0)))
+        s.sendall(b'GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n')
+        data = b''
+        while b'\r\n' not in data:
+            chunk = s.recv(4096)
+            if not chunk:
+                break
+            data += chunk
+        status = data.split(b' ')[1].decode() if data.startswith(b'HTTP/') else 'closed'
+        s.close()
+    except (OSError, IndexError):
+        pass
+    print(status, '%.3f' % (time.time() - t0), flush=True)
+    time.sleep(max(0, 0.2 - (time.time() - t0)))
+EOF
+}
+
+# all_answered OUT WHAT: every probe of OUT a 200 within 1 s
+all_answered() {
+	n=$(wc -l <"$1")
+	bad=$(awk '$1 != 200 || $2 >= 1' "$1" | wc -l)
+	[ "$n" -gt 10 ] || { fail "$2: only $n probes ran"; return 1; }
+	[ "$bad" = 0 ] || { fail "$2: $bad of $n health probes not answered 200 within 1 s: $(awk '$1 != 200 || $2 >= 1' "$1" | sort | uniq -c | head -5 | tr '\n' ' ')"; return 1; }
+	echo "# $2: $n probes, slowest $(sort -k2 -g "$1" | tail -1 | cut -d' ' -f2) s"
+}
+
+# Three requests written at once on one connection: three answers, and the
+# connection still open for a fourth (curl reuses it).
+test_keep_alive() {
+	need_root || return
+	agent_start ka --select "comm=none$$" || return
+	got=$($PY - "${agent_url#http://}" <<'EOF'
+import socket, sys
+host, port = sys.argv[1].rsplit(':', 1)
+s = socket.create_connection((host, int(port)), timeout=5)
+s.sendall(b'GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n' * 2 + b'GET /targets HTTP/1.1\r\nHost: x\r\n\r\n')
+data = b''
+try:
+    while data.count(b'HTTP/1.1 200') < 3:
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+except socket.timeout:
+    pass
+print(data.count(b'HTTP/1.1 200'), b'Connection: close' in data)
+EOF
+)
+	[ "$got" = "3 False" ] || fail "three pipelined requests: $got (answers, and Connection: close said)"
+	curl -sv -o /dev/null -o /dev/null "$agent_url/healthz" "$agent_url/metrics" 2>"$TMP/ka.v"
+	grep -q "Re-using existing connection" "$TMP/ka.v" ||
+		fail "curl did not reuse the connection: $(grep -i -e '^< connection' -e closing "$TMP/ka.v" | head -3)"
+	kill "$agent_pid"
+	wait "$agent_pid" 2>/dev/null
+}
+
+# 300 connections from 127.0.0.2..21 (15 each) that send a request head one
+# byte a second: never idle, never done.  Health probes from 127.0.0.1 get
+# in (a slow connection makes room) and are answered within 1 s.
+test_slow_clients() {
+	need_root || return
+	agent_start slow --select "comm=none$$" || return
+	$PY - "${agent_url#http://}" "$TMP/slow.ready" "$TMP/slow.out" <<'EOF' &
+import socket, sys, time
+host, port = sys.argv[1].rsplit(':', 1)
+head = b'GET /metrics HTTP/1.1\r\nHost: x\r\nX-Slow: ' + b'a' * 4096
+socks, opened, cut = [], 0, 0
+def connect(i):
+    global opened
+    try:
+        s = socket.create_connection((host, int(port)), timeout=1,
+                                     source_address=('127.0.0.%d' % (2 + i % 20), 0))
+        s.setblocking(False)
+        opened += 1
+        return [s, 0, i]
+    except OSError:
+        return None
+for i in range(300):
+    c = connect(i)
+    if c:
+        socks.append(c)
+open(sys.argv[2], 'w').write('ready %d\n' % opened)
+end = time.time() + 25
+while time.time() < end:
+    for c in list(socks):
+        try:
+            c[0].send(head[c[1]:c[1] + 1])
+            c[1] += 1
+        except BlockingIOError:
+            pass
+        except OSError:
+            # cut: come back, as an attacker would
+            cut += 1
+            socks.remove(c)
+            n = connect(c[2])
+            if n:
+                socks.append(n)
+    time.sleep(1)
+open(sys.argv[3], 'w').write('opened %d cut %d\n' % (opened, cut))
+EOF
+	slow=$!
+	track $slow
+	wait_for "$TMP/slow.ready" ready 30 || { fail "the slow clients did not connect"; return; }
+	probes 15 "$TMP/slow.probes"
+	all_answered "$TMP/slow.probes" "300 slow connections"
+	wait "$slow"
+	echo "# slow clients: $(cat "$TMP/slow.ready") $(cat "$TMP/slow.out" 2>/dev/null)"
+	kill "$agent_pid"
+	wait "$agent_pid" 2>/dev/null
+}
+
+# scrapers N URL SECONDS OUT: N loops of GETs of URL for SECONDS, from 127.0.0.2..,
+# one line per scrape in OUT: "http_code time_total"
+scrapers() {
+	_k=0
+	_sp=""
+	while [ $_k -lt "$1" ]; do
+		(
+			_end=$(($(date +%s) + $3))
+			while [ "$(date +%s)" -lt $_end ]; do
+				curl -s -o /dev/null --interface "127.0.0.$((2 + _k))" \
+					-w '%{http_code} %{time_total}\n' "$2" >>"$4"
+			done
+		) &
+		track $!
+		_sp="$_sp $!"
+		_k=$((_k + 1))
+	done
+}
+
+# A target of 131072 stacks (64 KiB blocks at --rate 65536: 63% of the calls sampled,
+# a sweep every 2 s, ~40k samples a second) on a 4 MiB ring buffer: lost samples
+# without scraping (there must be none, else this says nothing), then with 10
+# scrapers of its heap: still none, every probe answered within 1 s, and the scrapes
+# themselves answered (by fewer encodings than scrapes: those that come during one
+# share it).
+test_scrape_storm() {
+	need_root || return
+	copy_fan="$TMP/fan$$"
+	cp "$FAN" "$copy_fan"
+	start_target "$TMP/fan.out" "$copy_fan" 65536 2 17 || return
+	agent_start storm --select "pid=$target_pid" --rate 65536 --max-stacks 131072 \
+		--ringbuf-size 4MiB -vv || return
+	wait_field "$target_pid" probes attached 20 || { fail "probes $(field "$target_pid" probes)"; return; }
+	wait_for "$TMP/fan.out" swept 60 || { fail "stack_fan did not sweep"; return; }
+	# the stacks in: the aggregate's entries reach 100k within a few sweeps
+	i=0
+	until [ "$(curl -s "$agent_url/debug/pprof/heap?pid=$target_pid" | gzip -dc | wc -c)" -gt 4000000 ]; do
+		i=$((i + 1))
+		[ $i -gt 60 ] && { fail "the heap profile stays small"; return; }
+		sleep 1
+	done
+	metric() {
+		curl -s "$agent_url/metrics" | awk -v n="$1" -v p="pid=\"$target_pid\"" \
+			'index($0, n "{") == 1 && index($0, p) { print $NF; exit }'
+	}
+	l0=$(metric culpert_target_lost_samples_total)
+	s0=$(metric culpert_target_samples_total)
+	sleep 5
+	l1=$(metric culpert_target_lost_samples_total)
+	s1=$(metric culpert_target_samples_total)
+	[ "$l1" = "$l0" ] || { skip "samples lost without scraping ($l0 -> $l1): the machine is too busy for this test"; return; }
+	: >"$TMP/scrapes"
+	scrapers 10 "$agent_url/debug/pprof/heap?pid=$target_pid" 15 "$TMP/scrapes"
+	probes 15 "$TMP/storm.probes"
+	# shellcheck disable=SC2086 # a list of pids
+	wait $_sp
+	l2=$(metric culpert_target_lost_samples_total)
+	s2=$(metric culpert_target_samples_total)
+	all_answered "$TMP/storm.probes" "10 scrapers of a 131072-stack heap"
+	ok=$(awk '$1 == 200' "$TMP/scrapes" | wc -l)
+	[ "$ok" -gt 0 ] || fail "no scrape answered: $(sort "$TMP/scrapes" | uniq -c | head -3)"
+	[ "$l2" = "$l1" ] || fail "samples lost while scraped: $l1 -> $l2 (samples $s1 -> $s2)"
+	[ "$s2" -gt "$s1" ] || fail "no sample taken in while scraped: $s1 -> $s2"
+	echo "# storm: $ok heaps served ($(awk '$1 != 200' "$TMP/scrapes" | wc -l) not), p50 $(awk '$1 == 200 { print $2 }' "$TMP/scrapes" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }') s; $(grep -c 'profile of pid' "$TMP/storm.err") encodings; samples $s0 -> $s1 -> $s2, lost $l2"
+	kill "$agent_pid"
+	wait "$agent_pid" 2>/dev/null
+	kill "$target_pid"
+}
+
+run_test agent/serve/keep_alive test_keep_alive
+run_test agent/serve/slow_clients test_slow_clients
+run_test agent/serve/scrape_storm test_scrape_storm
