@@ -16,6 +16,7 @@
 #include "log.h"
 #include "objcache.h"
 #include "otel.h"
+#include "probe_offset.h"
 #include "procmaps.h"
 #include "bpfobj.h"
 #include "session.h"
@@ -125,7 +126,10 @@ static void print_plan(const struct alloc_plan *plan)
 
 			if (p->object != (int)o)
 				continue;
-			printf("  %-22s offset 0x%llx", p->symbol, (unsigned long long)p->offset);
+			printf("  %-22s offset 0x%llx %s (%s)", p->symbol,
+			       (unsigned long long)p->offset,
+			       probe_offset__class_name(p->at.insn_class),
+			       probe_offset__cost_text(p->at.insn_class));
 			/* the reason starts with the distance: "(symbol +3: past testq ...)" */
 			if (p->offset != p->sym_offset || log_level >= LOG_INFO)
 				printf(" (symbol %s)", p->at.reason);

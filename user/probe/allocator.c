@@ -438,8 +438,8 @@ static int add_entries(struct alloc_plan *plan, int object, struct elfobj *obj, 
 			return -ENOMEM;
 		pp = &plan->points[plan->n_points];
 		memset(pp, 0, sizeof(*pp));
-		/* past flag-only leading instructions to one the kernel emulates, if provably safe */
-		err = probe_offset__for_symbol(obj, sym, &pp->at);
+		/* past leading instructions its program cannot see to one the kernel emulates */
+		err = probe_offset__for_symbol(obj, sym, specs->fn, &pp->at);
 		if (err)
 			return err;
 		pp->object = object;
