@@ -44,13 +44,13 @@ int alloc_enter(struct pt_regs *ctx)
 }
 
 SEC("uprobe")
-int BPF_KPROBE(free_enter, void *ptr)
+int free_enter(struct pt_regs *ctx)
 {
 	struct culpert_proc *p;
 
 	if (count_calls && (p = proc_get()))
 		__sync_fetch_and_add(&p->calls_free, 1);
-	inuse_free((__u64)ptr);
+	inuse_free(entry_arg(ctx, bpf_get_attach_cookie(ctx), 0));
 	return 0;
 }
 

@@ -128,13 +128,12 @@ test_probes_reasons() {
 }
 
 LIBDIR=/usr/lib/x86_64-linux-gnu
-# the entry points every call of a C or C++ program goes through, per allocator; mimalloc's
-# malloc, calloc and realloc move their arguments first (docs/probe-offsets.md) and are not here
+# the entry points every call of a C or C++ program goes through, per allocator
 HOT_GLIBC="malloc free calloc realloc"
 HOT_JEMALLOC="malloc free calloc realloc sdallocx _Znwm _Znam _ZdlPv _ZdaPv _ZdlPvm _ZdaPvm"
 # (tcmalloc's and mimalloc's operator delete are aliases of free, sized or not: one probe)
 HOT_TCMALLOC="malloc free calloc realloc tc_new tc_free_sized"
-HOT_MIMALLOC="free mi_new"
+HOT_MIMALLOC="malloc free calloc realloc mi_new"
 
 # hot_emulated NAME "ENTRIES" CMD...: probes --inuse on CMD says each entry is emulated
 hot_emulated() {
@@ -172,36 +171,52 @@ test_hot_entries_emulated() {
 		"$TMP/h_jemalloc.pr" || fail "jemalloc free: $(grep '^  free ' "$TMP/h_jemalloc.pr")"
 }
 
-# jemalloc under --inuse at --rate 1, its free and sdallocx probed past register writes:
-# every function's bytes and calls exact, every block freed (alloc_api frees all it allocates)
-test_jemalloc_inuse_exact() {
-	need_root || return
-	je=$LIBDIR/libjemalloc.so.2
-	[ -r "$je" ] || { fail "$je missing (make deps)"; return; }
-	start_target "$TMP/je.out" env LD_PRELOAD="$je" "$TARGETS/alloc_api" libjemalloc || return
+# inuse_exact NAME LIB MOVED...: alloc_api under LIB with --inuse at --rate 1, the probes
+# of MOVED ("free +48") where they must be: every function's bytes and calls exact and
+# every block freed (alloc_api frees all it allocates)
+inuse_exact() {
+	_n=$1
+	_lib=$LIBDIR/$2
+	shift 2
+	[ -r "$_lib" ] || { fail "$_lib missing (make deps)"; return; }
+	start_target "$TMP/$_n.out" env LD_PRELOAD="$_lib" "$TARGETS/alloc_api" "${_lib##*/}" ||
+		return
 	probe_points "$target_pid" || return
-	grep -q '^free 0x[0-9a-f]* +48$' "$TMP/points" || fail "free not at +48: $(cat "$TMP/points")"
-	attach_bg "$TMP/je.err" --pid "$target_pid" --rate 1 --inuse -o "$TMP/je.pb.gz" || return
+	while [ $# -gt 1 ]; do
+		grep -q "^$1 0x[0-9a-f]* $2\$" "$TMP/points" ||
+			fail "$_n: $1 not at $2: $(tr '\n' ';' <"$TMP/points")"
+		shift 2
+	done
+	attach_bg "$TMP/$_n.err" --pid "$target_pid" --rate 1 --inuse -o "$TMP/$_n.pb.gz" || return
 	while read -r name off plus; do
 		check_placement "$target_pid" "$name" "$off" "$plus"
 	done <"$TMP/points"
 	kill -USR1 "$target_pid"
-	wait "$target_pid" || fail "target failed: $(cat "$TMP/je.out")"
-	wait "$attach_pid" || fail "attach failed: $(cat "$TMP/je.err")"
-	by_leaf "$TMP/je.pb.gz" 2 1 4 >"$TMP/je.leaves"
-	grep '^total ' "$TMP/je.out" | grep -v ' f_xallocx ' >"$TMP/je.totals"
+	wait "$target_pid" || fail "$_n: target failed: $(cat "$TMP/$_n.out")"
+	wait "$attach_pid" || fail "$_n: attach failed: $(cat "$TMP/$_n.err")"
+	by_leaf "$TMP/$_n.pb.gz" 2 1 4 >"$TMP/$_n.leaves"
+	# xallocx grows in place or not at all and is not counted (docs/allocators.md)
+	grep '^total ' "$TMP/$_n.out" | grep -v ' f_xallocx ' >"$TMP/$_n.totals"
 	while read -r _ f bytes calls; do
 		# the leaf "call_n|f_malloc": alloc_api's helper inlined into f_malloc
 		got=$(awk -v f="$f" '{ k = $1; sub(/.*\|/, "", k) } k == f { print $2 "/" $3 "/" $4 }' \
-			"$TMP/je.leaves")
+			"$TMP/$_n.leaves")
 		[ "$got" = "$bytes/$calls/0" ] ||
-			fail "$f: $bytes bytes/$calls calls/0 live, profile ${got:-nothing}"
-	done <"$TMP/je.totals"
-	[ "$(wc -l <"$TMP/je.totals")" -gt 10 ] || fail "too few functions: $(cat "$TMP/je.out")"
+			fail "$_n: $f: $bytes bytes/$calls calls/0 live, profile ${got:-nothing}"
+	done <"$TMP/$_n.totals"
+	[ "$(wc -l <"$TMP/$_n.totals")" -gt 10 ] || fail "$_n: too few functions: $(cat "$TMP/$_n.out")"
+}
+
+# jemalloc's free and sdallocx past register writes; mimalloc's malloc, calloc and realloc
+# past copies of their arguments, which the probes read from where they went
+test_inuse_exact() {
+	need_root || return
+	inuse_exact je_inuse libjemalloc.so.2 free +48 sdallocx +10
+	inuse_exact mi_inuse libmimalloc.so.2 malloc +21 calloc +18 realloc +20
 }
 
 run_test bpf/probe_offsets/chosen_offsets_exact test_chosen_offsets_exact
 run_test bpf/probe_offsets/free_at_chosen_offset test_free_at_chosen_offset
 run_test bpf/probe_offsets/probes_reasons test_probes_reasons
 run_test bpf/probe_offsets/hot_entries_emulated test_hot_entries_emulated
-run_test bpf/probe_offsets/jemalloc_inuse_exact test_jemalloc_inuse_exact
+run_test bpf/probe_offsets/inuse_exact test_inuse_exact

@@ -164,7 +164,7 @@ static void test_next_not_emulated(void)
 	CHOOSE(&po, TEST_RDI, 0x48, 0x89, 0xf7, RET);		/* mov %rsi,%rdi */
 	ASSERT_EQ(po.offset, 0, "mov");
 	reason_has(&po, "+0: past testq %rdi,%rdi (flags only) comes movq %rsi,%rdi, not emulated "
-			"(writes a register the probe reads)");
+			"(overwrites the last copy of an argument the probe reads)");
 	CHOOSE(&po, TEST_RDI, 0x48, 0x89, 0xf0, RET);		/* mov %rsi,%rax; ret */
 	ASSERT_EQ(po.offset, 0, "register-only, but no emulated instruction after it");
 	CHOOSE(&po, TEST_RDI, RET);
@@ -186,7 +186,8 @@ static void test_writers_not_skipped(void)
 
 	CHOOSE(&po, 0x48, 0x21, 0xff, JE8(0), RET);		/* and %rdi,%rdi */
 	ASSERT_EQ(po.offset, 0, "and writes its destination");
-	reason_has(&po, "+0: andq %rdi,%rdi (single-stepped: writes a register the probe reads)");
+	reason_has(&po, "+0: andq %rdi,%rdi (single-stepped: overwrites the last copy of an "
+			"argument the probe reads)");
 	ASSERT_EQ(po.insn_class, PROBE_INSN_STEPPED, "left single-stepped");
 	CHOOSE(&po, 0x48, 0x83, 0xec, 0x08, PUSH_RBP, RET);	/* sub $8,%rsp */
 	ASSERT_EQ(po.offset, 0, "sub moves the stack pointer");
@@ -246,12 +247,8 @@ static void test_past_register_writes(void)
 	/* a program that read %rdx (reallocarray's size) would see the GOT's word instead */
 	CHOOSE_R(&po, probe_offset__reads(CULPERT_FN_REALLOCARRAY), JE_FREE);
 	ASSERT_EQ(po.offset, 0, "not past a write to an argument it reads");
-	reason_has(&po, "comes movq 0xa530e(%rip),%rdx, not emulated (writes a register the probe "
-			"reads)");
-	/* mimalloc's malloc moves its size to %rsi and loads the heap into %rdi */
-	CHOOSE(&po, 0x48, 0x8b, 0x05, 0x49, 0xb4, 0x00, 0x00, 0x48, 0x89, 0xfe, 0x64, 0x48, 0x8b,
-	       0x38, 0x48, 0x81, 0xfe, 0x00, 0x04, 0x00, 0x00, JE8(0), RET);
-	ASSERT_EQ(po.offset, 0, "not past the write to %rdi");
+	reason_has(&po, "comes movq 0xa530e(%rip),%rdx, not emulated (overwrites the last copy of "
+			"an argument the probe reads)");
 	/* mov $0,%esi: free reads no %rsi, calloc does */
 	CHOOSE_R(&po, free_reads, 0xbe, 0x00, 0x00, 0x00, 0x00, JE8(0), RET);
 	ASSERT_EQ(po.offset, 5, "free: %rsi unread");
@@ -269,6 +266,44 @@ static void test_past_register_writes(void)
 	/* xor %ecx,%ecx then jmp: the tail call of jemalloc's rallocx */
 	CHOOSE_R(&po, probe_offset__reads(CULPERT_FN_REALLOC), 0x31, 0xc9, JMP8(0), RET);
 	ASSERT_EQ(po.offset, 2, "rallocx");
+}
+
+/* an argument copied away before its register is overwritten: the probe says where it went */
+static void test_moved_arguments(void)
+{
+	struct probe_offset po;
+
+	/* mimalloc's malloc: mov x(%rip),%rax; mov %rdi,%rsi; mov %fs:(%rax),%rdi; cmp; ja */
+	CHOOSE(&po, 0x48, 0x8b, 0x05, 0x49, 0xb4, 0x00, 0x00, 0x48, 0x89, 0xfe, 0x64, 0x48, 0x8b,
+	       0x38, 0x48, 0x81, 0xfe, 0x00, 0x04, 0x00, 0x00, 0x77, 0x00, RET);
+	ASSERT_EQ(po.offset, 21, "at the ja");
+	ASSERT_EQ(po.args[0], 6, "the size in %rsi");
+	reason_has(&po, "to ja 0x1017 (emulated, %rdi in %rsi)");
+	ASSERT_EQ(probe_offset__args_cookie(&po), (7U ^ 6U) << CULPERT_PROBE_ARG_SHIFT, "cookie");
+	/* mimalloc's realloc: both arguments move, then a tail call */
+	CHOOSE_R(&po, probe_offset__reads(CULPERT_FN_REALLOC), 0x48, 0x89, 0xf2, 0x48, 0x89, 0xfe,
+		 0x48, 0x89, 0xc7, JMP8(0), RET);	/* mov %rsi,%rdx; mov %rdi,%rsi; mov %rax,%rdi */
+	ASSERT_EQ(po.offset, 9, "at the jmp");
+	ASSERT_EQ(po.args[0], 6, "the pointer in %rsi");
+	ASSERT_EQ(po.args[1], 2, "the size in %rdx");
+	ASSERT_EQ(po.args[2], 2, "an argument not read stays where the ABI has it");
+	ASSERT_EQ(probe_offset__args_cookie(&po),
+		  ((7U ^ 6U) << CULPERT_PROBE_ARG_SHIFT) | ((6U ^ 2U) << (CULPERT_PROBE_ARG_SHIFT + 4)),
+		  "cookie");
+	/* a 32-bit mov zero-extends: no copy of the 64-bit size */
+	CHOOSE(&po, 0x89, 0xfe, 0x31, 0xff, JE8(0), RET);	/* mov %edi,%esi; xor %edi,%edi */
+	ASSERT_EQ(po.offset, 0, "mov %edi,%esi is no copy");
+	/* the copy overwritten in turn: the value is gone */
+	CHOOSE(&po, 0x48, 0x89, 0xf8, 0x31, 0xff, 0x31, 0xc0, JE8(0), RET);
+	ASSERT_EQ(po.offset, 0, "mov %rdi,%rax; xor %edi,%edi; xor %eax,%eax");
+	/* never into a register a stack capture reads */
+	CHOOSE(&po, 0x48, 0x89, 0xfb, 0x31, 0xff, JE8(0), RET);	/* mov %rdi,%rbx; xor */
+	ASSERT_EQ(po.offset, 0, "mov %rdi,%rbx");
+	/* a probe sent back to +0 by a branch into the range has the arguments in place */
+	CHOOSE(&po, 0x48, 0x89, 0xfe, 0x31, 0xff, JE8(0), RET, JMP8(0xf8), RET);
+	ASSERT_EQ(po.offset, 0, "a jump to +3");
+	ASSERT_EQ(po.args[0], 7, "%rdi at +0");
+	ASSERT_EQ(probe_offset__args_cookie(&po), 0, "no cookie bits");
 }
 
 /* what a stack capture or the return probe reads is never written past, whatever the kind */
@@ -600,6 +635,70 @@ static bool od_register_op(const char *m)
 	return false;
 }
 
+/* all 64 bits of a general-purpose register: %rax .. %rdi, %r8 .. %r15 */
+static bool od_whole(const char *r)
+{
+	size_t n = strlen(r);
+
+	if (n < 3 || r[0] != '%' || r[1] != 'r' || od_gpr(r) < 0)
+		return false;
+	return (r[2] >= '0' && r[2] <= '9') ? (r[n - 1] >= '0' && r[n - 1] <= '9') : n == 4;
+}
+
+/* which register's entry value each register holds, -1 once overwritten (the oracle's) */
+struct od_holds {
+	int of[16];
+};
+
+/* the entry values of the argument registers read (rdi, rsi, rdx) are all still somewhere */
+static bool od_args_kept(const struct od_holds *h, uint32_t reads)
+{
+	static const int args[] = { 7, 6, 2 };
+	int a, r;
+
+	for (a = 0; a < 3; a++) {
+		for (r = 0; r < 16 && h->of[r] != args[a]; r++)
+			;
+		if ((reads & (1U << args[a])) && r == 16)
+			return false;
+	}
+	return true;
+}
+
+/* mov %r64,%r64 copies; any other write clobbers; false when it may not be passed */
+static bool od_step(const struct od_insn *i, uint32_t reads, struct od_holds *h)
+{
+	struct od_holds was = *h;
+	char ops[160], *comma;
+	int d, s = -1;
+
+	if (!strncmp(i->mnem, "test", 4) || !strncmp(i->mnem, "cmp", 3) ||
+	    !strcmp(i->mnem, "endbr64"))
+		return true;
+	snprintf(ops, sizeof(ops), "%s", i->ops);
+	ops[strcspn(ops, " ")] = '\0';
+	if (!strcmp(i->mnem, "mul") || !strcmp(i->mnem, "mulq")) {
+		h->of[0] = h->of[2] = -1;
+		d = 0;
+	} else {
+		comma = strrchr(ops, ',');
+		d = od_gpr(comma ? comma + 1 : ops);
+		if (d < 0)
+			return true;	/* flags only: test, cmp, endbr64 */
+		if (comma && (!strcmp(i->mnem, "mov") || !strcmp(i->mnem, "movq")) &&
+		    od_whole(comma + 1)) {
+			*comma = '\0';
+			s = od_whole(ops) ? od_gpr(ops) : -1;
+		}
+		h->of[d] = s >= 0 ? was.of[s] : -1;
+	}
+	if (((1U << d) & reads & ~0xc4U) || !od_args_kept(h, reads)) {
+		*h = was;
+		return false;
+	}
+	return true;
+}
+
 static bool od_skippable(const struct od_insn *i, uint32_t reads)
 {
 	static const char *const ok[] = { "test", "testb", "testw", "testl", "testq",
@@ -612,6 +711,9 @@ static bool od_skippable(const struct od_insn *i, uint32_t reads)
 		if (!strcmp(i->mnem, ok[k]))
 			return !strstr(i->ops, "lock");
 	/* "0xa530e(%rip),%rdx        # ccf78 <...>": objdump's comment goes */
+	if (!strncmp(i->mnem, "test", 4) || !strncmp(i->mnem, "cmp", 3) ||
+	    !strcmp(i->mnem, "endbr64"))
+		return true;
 	snprintf(ops, sizeof(ops), "%s", i->ops);
 	ops[strcspn(ops, " ")] = '\0';
 	if (!strcmp(i->mnem, "mul") || !strcmp(i->mnem, "mulq"))
@@ -622,17 +724,21 @@ static bool od_skippable(const struct od_insn *i, uint32_t reads)
 	dst = strrchr(ops, ',');
 	dst = dst ? dst + 1 : ops;
 	g = od_gpr(dst);
-	return g >= 0 && !(reads & (1U << g));
+	/* argument registers: od_step() decides whether their values survive */
+	return g >= 0 && !(reads & ~0xc4U & (1U << g));
 }
 
 /* the expected offset of the function objdump printed: -1 when objdump cannot decode it */
 static long od_expect(const struct od_insn *v, size_t n, uint64_t start, uint32_t reads)
 {
+	struct od_holds h;
 	uint64_t off = 0;
 	size_t i, k;
 
+	for (k = 0; k < 16; k++)
+		h.of[k] = (int)k;
 	for (i = 0; i < n && !od_emulated(&v[i]); i++)
-		if (!od_skippable(&v[i], reads) ||
+		if (!od_skippable(&v[i], reads) || !od_step(&v[i], reads, &h) ||
 		    v[i].addr + v[i].len - start > PROBE_OFFSET_MAX_SKIP)
 			return 0;
 	if (i == n)
@@ -786,6 +892,7 @@ int main(void)
 	RUN_TEST(test_writers_not_skipped);
 	RUN_TEST(test_skip_limit);
 	RUN_TEST(test_past_register_writes);
+	RUN_TEST(test_moved_arguments);
 	RUN_TEST(test_stack_registers_not_skipped);
 	RUN_TEST(test_memory_and_other_writes_not_skipped);
 	RUN_TEST(test_branch_into_register_writes);

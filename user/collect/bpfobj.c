@@ -472,8 +472,9 @@ static int free_object(struct bpfobj_proc *pr, size_t obj, uint64_t *offs, uint6
 	if (s->inuse == BPFOBJ_INUSE_OFF)
 		return 0;
 	n = collect_points(pr->plan, obj, POINTS_FREE, 0, offs, cookies);
+	/* the cookie says where the pointer is at a probe moved past copies of it */
 	return uprobe_set__attach(pr->probes, s->mode, s->skel->progs.free_enter,
-				  pr->plan->objects[obj].open_path, offs, NULL, n, pr->pid, 0);
+				  pr->plan->objects[obj].open_path, offs, cookies, n, pr->pid, 0);
 }
 
 /* the plan's allocation probes (alloc true) or its free probes, every object */

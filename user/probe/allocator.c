@@ -450,6 +450,7 @@ static int add_entries(struct alloc_plan *plan, int object, struct elfobj *obj, 
 		pp->offset = off + pp->at.offset;
 		pp->fn = specs->fn;
 		pp->flags = trust_leaf && (specs->flags & ENTRY_LEAF) ? CULPERT_PROBE_F_LEAF : 0;
+		pp->flags |= probe_offset__args_cookie(&pp->at);
 		plan->n_points++;
 		if (specs->flags & ENTRY_DELEGATES) {
 			pp->flags |= CULPERT_PROBE_F_EXITS | CULPERT_PROBE_F_DELEGATE;

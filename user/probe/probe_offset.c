@@ -23,14 +23,31 @@
 #include "probe_offset.h"
 #include "x86dec.h"
 
+/* the argument registers a cookie can say moved (culpert.h, CULPERT_PROBE_ARG_SHIFT) */
+static const uint8_t arg_regs[PROBE_OFFSET_ARGS] = { 7, 6, 2 };	/* rdi, rsi, rdx */
+
 /* shared with probe_offset_arm64.c; the short names below are this file's */
 #define decide probe_offset__decide
 #define size_checkable probe_offset__size_checkable
 
+void probe_offset__init(struct probe_offset *po)
+{
+	int a;
+
+	memset(po, 0, sizeof(*po));
+	for (a = 0; a < PROBE_OFFSET_ARGS; a++)
+		po->args[a] = arg_regs[a];
+}
+
 int probe_offset__decide(struct probe_offset *po, uint64_t offset, const char *fmt, ...)
 {
 	va_list ap;
+	int a;
 
+	/* at +0 (an entry into the skipped bytes, say): the arguments are where the ABI has them */
+	if (!offset)
+		for (a = 0; a < PROBE_OFFSET_ARGS; a++)
+			po->args[a] = arg_regs[a];
 	po->offset = offset;
 	va_start(ap, fmt);
 	vsnprintf(po->reason, sizeof(po->reason), fmt, ap);
@@ -150,17 +167,46 @@ static bool register_op(unsigned int id)
 	return false;
 }
 
+#define ARG_REGS (PROBE_REG(7) | PROBE_REG(6) | PROBE_REG(2))
+
+/* which register's value at entry each register holds; NOBODY once overwritten */
+#define NOBODY 0xff
+struct holds {
+	uint8_t of[16];
+};
+
+/* is the entry value of every argument register in `reads` still in some register? */
+static bool args_kept(const struct holds *h, uint32_t reads)
+{
+	int a, r;
+
+	for (a = 0; a < PROBE_OFFSET_ARGS; a++) {
+		if (!(reads & PROBE_REG(arg_regs[a])))
+			continue;
+		for (r = 0; r < 16 && h->of[r] != arg_regs[a]; r++)
+			;
+		if (r == 16)
+			return false;
+	}
+	return true;
+}
+
 /*
  * Does the instruction write nothing but flags and general-purpose
- * registers outside `reads`, and store nothing?  A load is allowed (the
- * program sees no memory the function has not written, and it writes
- * none here); a faulting one would end the call before the probe, where
- * the process dies anyway.  Sets *wrote to the registers written, or
- * leaves the reason in why.
+ * registers, none the probe reads but the argument registers, and store
+ * nothing?  A load is allowed (the program sees no memory the function
+ * has not written, and it writes none here); a faulting one would end the
+ * call before the probe, where the process dies anyway.  An argument
+ * register may be overwritten once its entry value is in another register
+ * (mimalloc's malloc: mov %rdi,%rsi; mov %fs:(%rax),%rdi): h follows
+ * where each value is.  Sets *wrote to the registers written, or leaves
+ * the reason in why (and h as it was).
  */
 static bool writes_unread(struct x86dec *d, const cs_insn *in, uint32_t reads, uint32_t *wrote,
-			  const char **why)
+			  struct holds *h, const char **why)
 {
+	struct holds was = *h;
+	int src = -1;
 	const cs_x86 *x = &in->detail->x86;
 	cs_regs rd, wr;
 	uint8_t nr = 0, nw = 0, i;
@@ -180,6 +226,11 @@ static bool writes_unread(struct x86dec *d, const cs_insn *in, uint32_t reads, u
 			return false;
 		}
 	}
+	/* mov %r64,%r64 copies a value; a narrower mov zero-extends or merges, it does not */
+	if (in->id == X86_INS_MOV && x->op_count == 2 && x->operands[0].type == X86_OP_REG &&
+	    x->operands[1].type == X86_OP_REG && nr == 1 && nw == 1 &&
+	    x86dec__gpr(wr[0], &whole) >= 0 && whole)
+		src = x86dec__gpr(rd[0], &whole) >= 0 && whole ? x86dec__gpr(rd[0], &whole) : -1;
 	*wrote = 0;
 	for (i = 0; i < nw; i++) {
 		if (wr[i] == X86_REG_EFLAGS)
@@ -190,9 +241,16 @@ static bool writes_unread(struct x86dec *d, const cs_insn *in, uint32_t reads, u
 			return false;
 		}
 		*wrote |= PROBE_REG(g);
+		h->of[g] = src >= 0 ? was.of[src] : NOBODY;
 	}
-	if (*wrote & reads) {
+	if (*wrote & reads & ~ARG_REGS) {
 		*why = "writes a register the probe reads";
+		*h = was;
+		return false;
+	}
+	if (!args_kept(h, reads)) {
+		*why = "overwrites the last copy of an argument the probe reads";
+		*h = was;
 		return false;
 	}
 	return true;
@@ -221,7 +279,7 @@ static void regs_text(uint32_t regs, char *buf, size_t len)
  * registers it writes in *wrote; NULL if it may not, with why.
  */
 static const char *skippable(struct x86dec *d, const cs_insn *in, uint32_t reads, char *buf,
-			     size_t len, uint32_t *wrote, const char **why)
+			     size_t len, uint32_t *wrote, struct holds *h, const char **why)
 {
 	size_t n;
 
@@ -232,7 +290,7 @@ static const char *skippable(struct x86dec *d, const cs_insn *in, uint32_t reads
 		return "no effect";
 	if (flags_only(in))
 		return "flags only";
-	if (!writes_unread(d, in, reads, wrote, why))
+	if (!writes_unread(d, in, reads, wrote, h, why))
 		return NULL;
 	n = (size_t)snprintf(buf, len, "writes ");
 	if (n < len)
@@ -247,12 +305,16 @@ static const char *skippable(struct x86dec *d, const cs_insn *in, uint32_t reads
  */
 static int find_candidate(struct x86dec *d, uint32_t reads, struct probe_offset *po)
 {
-	char text[96], kindbuf[96], regs[96], past[PROBE_OFFSET_REASON_LEN] = "";
-	size_t pos = 0, n = 0, count = 0;
+	char text[96], kindbuf[96], regs[96], where[64], past[PROBE_OFFSET_REASON_LEN] = "";
+	size_t pos = 0, n = 0, m, count = 0;
 	uint32_t wrote, wrote_all = 0;
 	const char *kind, *why;
 	const cs_insn *in;
+	struct holds h;
+	int a, r;
 
+	for (r = 0; r < 16; r++)
+		h.of[r] = (uint8_t)r;
 	for (;;) {
 		in = x86dec__at(d, pos);
 		if (!in)
@@ -260,7 +322,7 @@ static int find_candidate(struct x86dec *d, uint32_t reads, struct probe_offset 
 		x86dec__text(in, text, sizeof(text));
 		if (probe_offset__emulated(in->bytes, in->size))
 			break;
-		kind = skippable(d, in, reads, kindbuf, sizeof(kindbuf), &wrote, &why);
+		kind = skippable(d, in, reads, kindbuf, sizeof(kindbuf), &wrote, &h, &why);
 		if (!kind && !pos)
 			return decide(po, 0, "+0: %s (single-stepped: %s)", text, why);
 		if (!kind)
@@ -280,13 +342,24 @@ static int find_candidate(struct x86dec *d, uint32_t reads, struct probe_offset 
 	}
 	if (!pos)
 		return decide(po, 0, "+0: %s (emulated)", text);
+	/* where each argument is now: in place if it still is there, else its first copy */
+	for (a = 0, m = 0, where[0] = '\0'; a < PROBE_OFFSET_ARGS; a++) {
+		po->args[a] = arg_regs[a];
+		if (!(reads & PROBE_REG(arg_regs[a])) || h.of[arg_regs[a]] == arg_regs[a])
+			continue;
+		for (r = 0; r < 16 && h.of[r] != arg_regs[a]; r++)
+			;
+		po->args[a] = (uint8_t)r;
+		m += (size_t)snprintf(where + m, m < sizeof(where) ? sizeof(where) - m : 0,
+				      ", %%%s in %%%s", reg_names[arg_regs[a]], reg_names[r]);
+	}
 	/* jemalloc's free: too many to list, what they write says it */
-	if (n + strlen(text) + 40 >= sizeof(past)) {
+	if (n + strlen(text) + strlen(where) + 40 >= sizeof(past)) {
 		regs_text(wrote_all, regs, sizeof(regs));
 		snprintf(past, sizeof(past), "%zu instructions writing only flags and %s", count,
 			 regs);
 	}
-	decide(po, pos, "+%zu: past %s to %s (emulated)", pos, past, text);
+	decide(po, pos, "+%zu: past %s to %s (emulated%s)", pos, past, text, where);
 	return 1;
 }
 
@@ -376,6 +449,17 @@ uint32_t probe_offset__reads(uint32_t fn)
 	return PROBE_REGS_ALL;
 }
 
+uint32_t probe_offset__args_cookie(const struct probe_offset *po)
+{
+	uint32_t bits = 0;
+	int a;
+
+	for (a = 0; a < PROBE_OFFSET_ARGS; a++)
+		bits |= (uint32_t)((po->args[a] ^ arg_regs[a]) & 0xf)
+			<< (CULPERT_PROBE_ARG_SHIFT + CULPERT_PROBE_ARG_BITS * a);
+	return bits;
+}
+
 const char *probe_offset__class_name(uint8_t insn_class)
 {
 	switch (insn_class) {
@@ -433,7 +517,7 @@ int probe_offset__choose(const uint8_t *code, size_t len, uint64_t addr, uint32_
 
 	if (!po || (!code && len))
 		return -EINVAL;
-	memset(po, 0, sizeof(*po));
+	probe_offset__init(po);
 	if (!size_checkable(len, po))
 		return 0;
 	err = x86dec__open(&d, code, len, addr);
@@ -456,7 +540,7 @@ int probe_offset__for_symbol(struct elfobj *obj, const struct elf_symbol *sym, u
 	long n;
 	int err;
 
-	memset(po, 0, sizeof(*po));
+	probe_offset__init(po);
 	if (machine != EM_X86_64 && machine != EM_AARCH64)
 		return decide(po, 0, "+0: neither x86-64 nor arm64 code");
 	if (!size_checkable(sym->size, po))

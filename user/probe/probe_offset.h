@@ -45,9 +45,18 @@ enum probe_insn_class {
 #define PROBE_REG(n) (1U << (n))
 #define PROBE_REGS_ALL 0xffffU
 
+/* the arguments whose register a probe past copies of them can say (rdi, rsi, rdx) */
+#define PROBE_OFFSET_ARGS 3
+
 struct probe_offset {
 	uint64_t offset;	/* bytes past the symbol's start */
 	uint8_t insn_class;	/* enum probe_insn_class of the instruction at offset */
+	/*
+	 * x86-64 number of the register holding the entry value of argument
+	 * 1..3 at the probe: 7, 6, 2 (rdi, rsi, rdx) unless the skipped
+	 * instructions copied one away before overwriting it
+	 */
+	uint8_t args[PROBE_OFFSET_ARGS];
 	/* "+3: past testq %rdi,%rdi (flags only) to je 0x98fb8 (emulated)" */
 	char reason[PROBE_OFFSET_REASON_LEN];
 };
@@ -79,11 +88,15 @@ int probe_offset__choose_arm64(const uint8_t *code, size_t len, uint64_t addr,
  */
 int probe_offset__for_symbol(struct elfobj *obj, const struct elf_symbol *sym, uint32_t fn,
 			     struct probe_offset *po);
+/* the cookie bits saying where the arguments are (culpert.h, CULPERT_PROBE_ARG_SHIFT) */
+uint32_t probe_offset__args_cookie(const struct probe_offset *po);
 /* "emulated", "single-stepped", ...: how `probes` names an enum probe_insn_class */
 const char *probe_offset__class_name(uint8_t insn_class);
 /* "~0.7 us a hit": the class's cost per hit as tests/bench/insn_cost measured it */
 const char *probe_offset__cost_text(uint8_t insn_class);
 
+/* for the per-architecture choosers: no decision yet, the arguments where the ABI has them */
+void probe_offset__init(struct probe_offset *po);
 /* for the per-architecture choosers: the decision and its reason; returns 0 */
 int probe_offset__decide(struct probe_offset *po, uint64_t offset, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

@@ -261,7 +261,8 @@ int probe_offset__choose_arm64(const uint8_t *code, size_t len, uint64_t addr,
 
 	if (!po || (!code && len))
 		return -EINVAL;
-	memset(po, 0, sizeof(*po));
+	/* arguments stay where the ABI has them: nothing that writes a register is skipped here */
+	probe_offset__init(po);
 	if (!probe_offset__size_checkable(len, po))
 		return 0;
 	if (len % A64_INSN || addr % A64_INSN)
