@@ -66,7 +66,7 @@ TEST_PACKAGES := $(DEMO_PACKAGES) g++ systemtap-sdt-dev debuginfod elfutils binu
 	musl-tools libjemalloc2 libjemalloc-dev libmimalloc2.0 libmimalloc-dev libtcmalloc-minimal4 \
 	hyperfine valgrind python3 python3-prometheus-client sqlite3 rustc dwz libc6-dbg time \
 	python3-jsonschema libxml2-utils cmark-gfm libclang-rt-dev qemu-system-x86 busybox cpio \
-	util-linux nodejs python3-yaml prometheus openssl curl heaptrack
+	util-linux nodejs python3-yaml prometheus openssl curl heaptrack redis-server redis-tools
 # the arm64 cross build (ARCH=arm64 on x86-64): Debian's cross compilers and the arm64
 # multiarch -dev packages (install-deps.sh adds the dpkg architecture they need)
 ARM64_CLI_PACKAGES := gcc-aarch64-linux-gnu libc6-dev:arm64 libelf-dev:arm64 libdw-dev:arm64 \
