@@ -19,7 +19,8 @@ PORT=${BENCH_REDIS_PORT:-16399}
 
 [ "$(id -u)" = 0 ] || { echo "bench_redis: needs root"; exit 1; }
 for b in redis-server redis-benchmark redis-cli; do
-	command -v "$b" >/dev/null || { echo "bench_redis: no $b (apt-get install redis-server redis-tools)"; exit 1; }
+	command -v "$b" >/dev/null ||
+		{ echo "bench_redis: no $b (apt-get install redis-server redis-tools)"; exit 1; }
 done
 
 redis-server --bind 127.0.0.1 --port "$PORT" --save "" --appendonly no --daemonize no \
@@ -30,7 +31,8 @@ i=0
 until redis-cli -h 127.0.0.1 -p "$PORT" ping 2>/dev/null | grep -q PONG; do
 	i=$((i + 1))
 	[ "$i" -lt 100 ] || { echo "bench_redis: redis did not start: $(cat "$TMP/redis.log")"; exit 1; }
-	kill -0 "$redis" 2>/dev/null || { echo "bench_redis: redis exited: $(cat "$TMP/redis.log")"; exit 1; }
+	kill -0 "$redis" 2>/dev/null ||
+		{ echo "bench_redis: redis exited: $(cat "$TMP/redis.log")"; exit 1; }
 	sleep 0.1
 done
 
@@ -51,7 +53,8 @@ run_once() {
 	[ "$1" = none ] || a=$attach_pid
 	before=$(cpu_ticks)
 	redis-benchmark -h 127.0.0.1 -p "$PORT" -t set,get,lpush -n "$REQS" -c 10 -q \
-		>"$TMP/rb.out" 2>&1 || { echo "bench_redis: redis-benchmark: $(cat "$TMP/rb.out")" >&2; return 1; }
+		>"$TMP/rb.out" 2>&1 ||
+		{ echo "bench_redis: redis-benchmark: $(cat "$TMP/rb.out")" >&2; return 1; }
 	after=$(cpu_ticks)
 	if [ -n "$a" ]; then
 		kill -INT "$a"
@@ -61,8 +64,8 @@ run_once() {
 		'BEGIN { printf "%.3f\n", (a - b) / hz * 1e6 / n }'
 }
 
-echo "redis-benchmark -t set,get,lpush -n $REQS -c 10 against $(redis-server --version | cut -d' ' -f1-3)," \
-	"$RUNS rounds each, interleaved"
+echo "redis-benchmark -t set,get,lpush -n $REQS -c 10 against" \
+	"$(redis-server --version | cut -d' ' -f1-3), $RUNS rounds each, interleaved"
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 "$BIN_BPF" probes --pid "$redis" --inuse | grep -E '^  (malloc|free|sdallocx|calloc|realloc) ' |
 	sed 's/ (symbol.*//'

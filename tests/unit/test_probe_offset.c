@@ -470,12 +470,14 @@ static void test_bad_input(void)
 	ASSERT_EQ(po.offset, 0, "empty");
 	reason_has(&po, "symbol size 0");
 	ASSERT_EQ(probe_offset__choose(NULL, 5, BASE, MALLOC_READS, &po), -EINVAL, "no code");
-	ASSERT_EQ(probe_offset__choose(garbage, 3, BASE, MALLOC_READS, NULL), -EINVAL, "nowhere to answer");
+	ASSERT_EQ(probe_offset__choose(garbage, 3, BASE, MALLOC_READS, NULL), -EINVAL,
+		  "nowhere to answer");
 	big = malloc(PROBE_OFFSET_MAX_FUNC + 1);
 	if (!ASSERT_OK_PTR(big, "malloc"))
 		return;
 	memset(big, 0x90, PROBE_OFFSET_MAX_FUNC + 1);
-	ASSERT_EQ(probe_offset__choose(big, PROBE_OFFSET_MAX_FUNC + 1, BASE, MALLOC_READS, &po), 0, "huge");
+	ASSERT_EQ(probe_offset__choose(big, PROBE_OFFSET_MAX_FUNC + 1, BASE, MALLOC_READS, &po), 0,
+		  "huge");
 	reason_has(&po, "too large");
 	free(big);
 }
