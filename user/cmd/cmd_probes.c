@@ -43,9 +43,10 @@ static void usage(FILE *f)
 	fprintf(f,
 		"Usage: culpert-bpf probes --pid PID [OPTIONS]\n"
 		"\n"
-		"Dry run of attach: the allocator found (object, symbols, offsets), how probes\n"
-		"would be attached, the stack unwinding chosen, and anything that would make\n"
-		"attach fail.  Exits 1 when attaching would fail.\n"
+		"Dry run of attach: the allocator found (object, symbols, offsets, whether the\n"
+		"kernel emulates or single-steps each probed instruction and what a hit costs),\n"
+		"how probes would be attached, the stack unwinding chosen, and anything that\n"
+		"would make attach fail.  Exits 1 when attaching would fail.\n"
 		"\n"
 		"Options (as for attach):\n"
 		"  -p, --pid PID          process to inspect\n"
