@@ -327,6 +327,9 @@ static void test_stack_registers_not_skipped(void)
 	ASSERT_EQ(po.offset, 0, "all registers read");
 	CHOOSE_R(&po, PROBE_REGS_ALL, TEST_RDI, JE8(0), RET);
 	ASSERT_EQ(po.offset, 3, "flags only still");
+	/* ... and its arguments are never looked for elsewhere: mov %rdi,%rsi; xor %edi,%edi */
+	CHOOSE_R(&po, PROBE_REGS_ALL, 0x48, 0x89, 0xfe, 0x31, 0xff, JE8(0), RET);
+	ASSERT_EQ(po.offset, 0, "no moved arguments for an unknown kind");
 }
 
 /* nothing that stores, touches non-general registers or has implicit effects */

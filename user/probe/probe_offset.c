@@ -243,7 +243,8 @@ static bool writes_unread(struct x86dec *d, const cs_insn *in, uint32_t reads, u
 		*wrote |= PROBE_REG(g);
 		h->of[g] = src >= 0 ? was.of[src] : NOBODY;
 	}
-	if (*wrote & reads & ~ARG_REGS) {
+	/* only entry kinds the programs know read their arguments through the cookie */
+	if (*wrote & reads & ~(reads == PROBE_REGS_ALL ? 0 : ARG_REGS)) {
 		*why = "writes a register the probe reads";
 		*h = was;
 		return false;
