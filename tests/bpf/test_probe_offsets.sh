@@ -172,7 +172,8 @@ test_hot_entries_emulated() {
 		fail "jemalloc free: $(grep '^  free ' "$TMP/h_jemalloc.pr")"
 }
 
-# inuse_exact NAME LIB MOVED...: alloc_api under LIB with --inuse at --rate 1, the probes
+# inuse_exact NAME LIB MOVED...: alloc_api under LIB with --inuse at --rate 1 (and
+# $UNWIND_ARGS), the probes
 # of MOVED ("free +48") where they must be: every function's bytes and calls exact and
 # every block freed (alloc_api frees all it allocates)
 inuse_exact() {
@@ -188,7 +189,9 @@ inuse_exact() {
 			fail "$_n: $1 not at $2: $(tr '\n' ';' <"$TMP/points")"
 		shift 2
 	done
-	attach_bg "$TMP/$_n.err" --pid "$target_pid" --rate 1 --inuse -o "$TMP/$_n.pb.gz" || return
+	# shellcheck disable=SC2086
+	attach_bg "$TMP/$_n.err" --pid "$target_pid" --rate 1 --inuse ${UNWIND_ARGS:-} \
+		-o "$TMP/$_n.pb.gz" || return
 	while read -r name off plus; do
 		check_placement "$target_pid" "$name" "$off" "$plus"
 	done <"$TMP/points"
@@ -214,6 +217,9 @@ test_inuse_exact() {
 	need_root || return
 	inuse_exact je_inuse libjemalloc.so.2 free +48 sdallocx +10
 	inuse_exact mi_inuse libmimalloc.so.2 malloc +21 calloc +18 realloc +20
+	# the DWARF unwinder starts from the moved probe's registers and CFI row
+	UNWIND_ARGS="--unwind dwarf" inuse_exact je_dwarf libjemalloc.so.2 free +48
+	UNWIND_ARGS="--unwind dwarf" inuse_exact mi_dwarf libmimalloc.so.2 malloc +21
 }
 
 run_test bpf/probe_offsets/chosen_offsets_exact test_chosen_offsets_exact
