@@ -33,6 +33,12 @@ static __always_inline void arch_copy_regs(struct pt_regs *ctx, struct culpert_r
 		r->x19_28[i] = u->regs[19 + i];
 }
 
+/* the probe never moves past a register write on arm64 (docs/arm64.md): where the ABI has it */
+static __always_inline __u64 entry_arg(struct pt_regs *ctx, __u64 cookie, __u32 i)
+{
+	return i == 0 ? PT_REGS_PARM1(ctx) : i == 1 ? PT_REGS_PARM2(ctx) : PT_REGS_PARM3(ctx);
+}
+
 /* frame records {x29, x30} followed from the inner call's x29 towards the outer entry */
 #define ARCH_MAX_OUTER_RECORDS	4
 
@@ -90,6 +96,33 @@ static __always_inline void arch_copy_regs(struct pt_regs *ctx, struct culpert_r
 	r->r13 = ctx->r13;
 	r->r14 = ctx->r14;
 	r->r15 = ctx->r15;
+}
+
+/*
+ * A general-purpose register by its x86-64 number.  Copied with constant
+ * offsets first: a switch becomes one load at a computed offset into the
+ * context, which the verifier refuses.
+ */
+static __always_inline __u64 reg_value(struct pt_regs *ctx, __u32 reg)
+{
+	__u64 r[16] = {
+		ctx->ax, ctx->cx, ctx->dx, ctx->bx, 0, ctx->bp, ctx->si, ctx->di,
+		ctx->r8, ctx->r9, ctx->r10, ctx->r11, ctx->r12, ctx->r13, ctx->r14, ctx->r15,
+	};
+
+	return r[reg & 15];
+}
+
+/*
+ * Argument i (0..2) at an entry probe: where the ABI has it, or where the
+ * instructions the probe was moved past copied it (CULPERT_PROBE_ARG_SHIFT)
+ */
+static __always_inline __u64 entry_arg(struct pt_regs *ctx, __u64 cookie, __u32 i)
+{
+	__u32 moved = (cookie >> (CULPERT_PROBE_ARG_SHIFT + CULPERT_PROBE_ARG_BITS * i)) & 0xf;
+
+	/* no PT_REGS_PARMn shortcut: clang folds the choice into a computed context offset */
+	return reg_value(ctx, (i == 0 ? 7 : i == 1 ? 6 : 2) ^ moved);
 }
 
 /* the outer call's return slot, at its entry's sp, still holds its return address */

@@ -44,7 +44,7 @@ int alloc_enter(struct pt_regs *ctx)
 }
 
 SEC("uprobe")
-int BPF_KPROBE(free_enter, void *ptr)
+int free_enter(struct pt_regs *ctx)
 {
 	struct culpert_proc *p;
 
@@ -53,7 +53,7 @@ int BPF_KPROBE(free_enter, void *ptr)
 		if (bpf_get_attach_cookie(ctx) & CULPERT_PROBE_F_STEPPED)
 			__sync_fetch_and_add(&p->calls_free_stepped, 1);
 	}
-	inuse_free((__u64)ptr);
+	inuse_free(entry_arg(ctx, bpf_get_attach_cookie(ctx), 0));
 	return 0;
 }
 

@@ -71,11 +71,19 @@ enum culpert_fn {
  */
 #define CULPERT_PROBE_F_DELEGATE	(1U << 19)
 /*
+ * Bits 20..31, x86-64: a probe moved past instructions that copied an
+ * argument to another register before overwriting it (mimalloc's malloc)
+ * finds argument i (0..2) in register ((cookie >> (20 + 4 i)) & 0xf) ^
+ * (7, 6, 2)[i]: 0 means still in rdi, rsi, rdx (docs/probe-offsets.md)
+ */
+#define CULPERT_PROBE_ARG_SHIFT		20
+#define CULPERT_PROBE_ARG_BITS		4
+/*
  * the probe sits on an instruction the kernel single-steps (not one it
  * emulates): its hits are counted apart (calls_*_stepped), since each
  * costs several times an emulated one (docs/agent.md, "Overhead budget")
  */
-#define CULPERT_PROBE_F_STEPPED		(1U << 20)
+#define CULPERT_PROBE_F_STEPPED		(1ULL << 32)
 
 /* kernel-side counters, one __u64 each in the `counters` array */
 enum culpert_counter {

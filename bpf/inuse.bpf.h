@@ -161,21 +161,6 @@ static __always_inline bool jcc_taken(__u64 flags, __u32 cc)
 }
 
 /*
- * A general-purpose register by its x86-64 number.  Copied with constant
- * offsets first: a switch becomes one load at a computed offset into the
- * context, which the verifier refuses.
- */
-static __always_inline __u64 reg_value(struct pt_regs *ctx, __u32 reg)
-{
-	__u64 r[16] = {
-		ctx->ax, ctx->cx, ctx->dx, ctx->bx, 0, ctx->bp, ctx->si, ctx->di,
-		ctx->r8, ctx->r9, ctx->r10, ctx->r11, ctx->r12, ctx->r13, ctx->r14, ctx->r15,
-	};
-
-	return r[reg & 15];
-}
-
-/*
  * An exit hoisted to a branch before a return instruction (culpert.h,
  * CULPERT_HOIST_*): the way the branch goes decides whether the call ends
  * in the stretch after it, and where the result is and the return slot

@@ -216,25 +216,25 @@ __noinline __u64 culpert_emit_sample(bpf_user_pt_regs_t *uctx, __u64 size, __u32
 	return id;
 }
 
-/* the bytes a call of entry point `fn` asks for, from its arguments */
-static __always_inline __u64 alloc_size(struct pt_regs *ctx, __u32 fn)
+/* the bytes a call of entry point `fn` asks for, from its arguments (cookie: where they are) */
+static __always_inline __u64 alloc_size(struct pt_regs *ctx, __u32 fn, __u64 cookie)
 {
 	switch (fn) {
 	case CULPERT_FN_CALLOC:
-		return mul_or_never(PT_REGS_PARM1(ctx), PT_REGS_PARM2(ctx));
+		return mul_or_never(entry_arg(ctx, cookie, 0), entry_arg(ctx, cookie, 1));
 	case CULPERT_FN_REALLOC:
 	case CULPERT_FN_MEMALIGN:
-		return PT_REGS_PARM2(ctx);
+		return entry_arg(ctx, cookie, 1);
 	case CULPERT_FN_REALLOCARRAY:
-		return mul_or_never(PT_REGS_PARM2(ctx), PT_REGS_PARM3(ctx));
+		return mul_or_never(entry_arg(ctx, cookie, 1), entry_arg(ctx, cookie, 2));
 	case CULPERT_FN_POSIX_MEMALIGN:
-		return PT_REGS_PARM3(ctx);
+		return entry_arg(ctx, cookie, 2);
 	case CULPERT_FN_PVALLOC:
 		/* rounding (size_t)-1 up would wrap to 0 */
-		return PT_REGS_PARM1(ctx) >= NEVER_FITS ? NEVER_FITS :
-							   round_up_page(PT_REGS_PARM1(ctx));
+		return entry_arg(ctx, cookie, 0) >= NEVER_FITS ? NEVER_FITS :
+								round_up_page(entry_arg(ctx, cookie, 0));
 	default:
-		return PT_REGS_PARM1(ctx);
+		return entry_arg(ctx, cookie, 0);
 	}
 }
 
@@ -316,14 +316,14 @@ static __always_inline bool handle_alloc(struct pt_regs *ctx, __u32 fn, __u64 fl
 	pending_expire(hs, sp);
 	if (may_nest(flags))
 		guard_set(ctx, hs, sp, ip);
-	size = alloc_size(ctx, fn);
+	size = alloc_size(ctx, fn, flags);
 	/* a call that must fail allocates nothing: no bytes, no sample; a realloc's block stays */
 	if (size >= NEVER_FITS) {
 		hs->seen.failed++;
 		return false;
 	}
 	if (track_inuse && (fn == CULPERT_FN_REALLOC || fn == CULPERT_FN_REALLOCARRAY))
-		inuse_free(PT_REGS_PARM1(ctx));
+		inuse_free(entry_arg(ctx, flags, 0));
 	hs->seen.calls++;
 	hs->seen.bytes += size;
 	if (!countdown_expired(hs, size))
@@ -348,7 +348,7 @@ static __always_inline bool handle_alloc(struct pt_regs *ctx, __u32 fn, __u64 fl
 	}
 	hs->pending_id = id;
 	hs->pending_sp = sp;
-	hs->pending_memptr = fn == CULPERT_FN_POSIX_MEMALIGN ? PT_REGS_PARM1(ctx) : 0;
+	hs->pending_memptr = fn == CULPERT_FN_POSIX_MEMALIGN ? entry_arg(ctx, flags, 0) : 0;
 	hs->pending_flags = (__u32)flags;
 	hs->deleg_sp = 0;
 	return !(flags & CULPERT_PROBE_F_EXITS);

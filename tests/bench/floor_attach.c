@@ -22,7 +22,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <linux/types.h>
 
+#include "culpert.h"
 #include "allocator.h"
 #include "elfobj.h"
 #include "floor.skel.h"
@@ -68,7 +70,9 @@ static int extra_entry(const struct alloc_plan *plan, const char *name, bool at_
 		return -errno;
 	sym = elfobj__sym_by_name(obj, name);
 	if (sym && !elfobj__vaddr_to_offset(obj, sym->value, off))
-		err = planned(plan, *off) ? 1 : probe_offset__for_symbol(obj, sym, &po);
+		/* the entries --entry adds are frees: what free_enter() reads */
+		err = planned(plan, *off) ? 1 :
+		      probe_offset__for_symbol(obj, sym, CULPERT_FN_FREE, &po);
 	if (!err) {
 		if (!at_zero)
 			*off += po.offset;

@@ -15,7 +15,9 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <linux/types.h>
 
+#include "culpert.h"
 #include "elfobj.h"
 #include "floor.skel.h"
 #include "kfeatures.h"
@@ -39,11 +41,13 @@ asm(".text\n"
 	IC_FN(ic_endbr64_push, "endbr64\n push %rbp\n pop %rbp\n ret")
 	IC_FN(ic_test_je, "test %rdi, %rdi\n je 1f\n1: ret")
 	IC_FN(ic_cmp_rip_push, "cmpb $0, ic_flag(%rip)\n push %rbx\n pop %rbx\n ret")
+	IC_FN(ic_regs_jne, "mov %rdi, %rax\n mov ic_flag(%rip), %rdx\n shr $4, %rax\n"
+			   " cmp %rax, %rdx\n jne 1f\n1: ret")
 	".data\nic_flag: .byte 0\n.text\n");
 
 void ic_push_rbp(long), ic_push_r12(long), ic_jmp(long), ic_call(long), ic_nop(long),
 	ic_nop5(long), ic_mov(long), ic_endbr64_push(long), ic_test_je(long),
-	ic_cmp_rip_push(long);
+	ic_cmp_rip_push(long), ic_regs_jne(long);
 
 static const struct {
 	const char *name;
@@ -53,6 +57,7 @@ static const struct {
 	{ "ic_call", ic_call }, { "ic_nop", ic_nop }, { "ic_nop5", ic_nop5 },
 	{ "ic_mov", ic_mov }, { "ic_endbr64_push", ic_endbr64_push },
 	{ "ic_test_je", ic_test_je }, { "ic_cmp_rip_push", ic_cmp_rip_push },
+	{ "ic_regs_jne", ic_regs_jne },
 };
 
 static double now_ns(void)
@@ -137,7 +142,7 @@ int main(int argc, char **argv)
 		uint64_t off;
 
 		if (!sym || elfobj__vaddr_to_offset(obj, sym->value, &off) ||
-		    probe_offset__for_symbol(obj, sym, &po))
+		    probe_offset__for_symbol(obj, sym, CULPERT_FN_FREE, &po))
 			return 1;
 		bare = cost(skel, mode, exe, UINT64_MAX, fns[i].fn, calls, rounds);
 		zero = cost(skel, mode, exe, off, fns[i].fn, calls, rounds);

@@ -250,7 +250,7 @@ static void test_arm64_glibc(void)
 		bool sim;
 
 		if (!ASSERT_TRUE(s != NULL, *name) ||
-		    !ASSERT_EQ(probe_offset__for_symbol(obj, s, &po), 0, *name) ||
+		    !ASSERT_EQ(probe_offset__for_symbol(obj, s, 0, &po), 0, *name) ||
 		    !ASSERT_TRUE(od_first(s->value, mnem, sizeof(mnem), ops, sizeof(ops)),
 				 "aarch64-linux-gnu-objdump printed it"))
 			continue;

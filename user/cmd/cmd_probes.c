@@ -18,6 +18,7 @@
 #include "log.h"
 #include "objcache.h"
 #include "otel.h"
+#include "probe_offset.h"
 #include "procmaps.h"
 #include "bpfobj.h"
 #include "session.h"
@@ -44,9 +45,10 @@ static void usage(FILE *f)
 	fprintf(f,
 		"Usage: culpert-bpf probes --pid PID [OPTIONS]\n"
 		"\n"
-		"Dry run of attach: the allocator found (object, symbols, offsets), how probes\n"
-		"would be attached, the stack unwinding chosen, and anything that would make\n"
-		"attach fail.  Exits 1 when attaching would fail.\n"
+		"Dry run of attach: the allocator found (object, symbols, offsets, whether the\n"
+		"kernel emulates or single-steps each probed instruction and what a hit costs),\n"
+		"how probes would be attached, the stack unwinding chosen, and anything that\n"
+		"would make attach fail.  Exits 1 when attaching would fail.\n"
 		"\n"
 		"Options (as for attach):\n"
 		"  -p, --pid PID          process to inspect\n"
@@ -127,7 +129,10 @@ static void print_plan(const struct alloc_plan *plan)
 
 			if (p->object != (int)o)
 				continue;
-			printf("  %-22s offset 0x%llx", p->symbol, (unsigned long long)p->offset);
+			printf("  %-22s offset 0x%llx %s (%s)", p->symbol,
+			       (unsigned long long)p->offset,
+			       probe_offset__class_name(p->at.insn_class),
+			       probe_offset__cost_text(p->at.insn_class));
 			/* the reason starts with the distance: "(symbol +3: past testq ...)" */
 			if (p->offset != p->sym_offset || log_level >= LOG_INFO)
 				printf(" (symbol %s)", p->at.reason);

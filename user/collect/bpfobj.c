@@ -403,8 +403,11 @@ static bool site_stepped(const char *path, uint64_t off)
 #endif
 }
 
-/* CULPERT_PROBE_F_STEPPED for point i of the plan being attached, looked at once */
-static uint32_t point_class(struct bpfobj_proc *pr, size_t i)
+/*
+ * CULPERT_PROBE_F_STEPPED for point i of the plan being attached, looked at
+ * once: site_class holds 0 (not looked at yet), 1 (emulated) or 2
+ */
+static uint64_t point_class(struct bpfobj_proc *pr, size_t i)
 {
 	const struct alloc_plan *plan = pr->plan;
 	const struct probe_point *p = &plan->points[i];
@@ -422,9 +425,8 @@ static uint32_t point_class(struct bpfobj_proc *pr, size_t i)
 	if (!cls)
 		return CULPERT_PROBE_F_STEPPED;
 	if (!cls[i])
-		cls[i] = site_stepped(plan->objects[p->object].open_path, p->offset) ?
-			 CULPERT_PROBE_F_STEPPED : 1;
-	return cls[i] & CULPERT_PROBE_F_STEPPED;
+		cls[i] = site_stepped(plan->objects[p->object].open_path, p->offset) ? 2 : 1;
+	return cls[i] == 2 ? CULPERT_PROBE_F_STEPPED : 0;
 }
 
 /*
@@ -551,6 +553,7 @@ static int free_object(struct bpfobj_proc *pr, size_t obj, uint64_t *offs, uint6
 	if (s->inuse == BPFOBJ_INUSE_OFF)
 		return 0;
 	n = collect_points(pr, obj, POINTS_FREE, offs, cookies);
+	/* the cookie says where the pointer is at a probe moved past copies of it */
 	return uprobe_set__attach(pr->free_probes, s->mode, s->skel->progs.free_enter,
 				  pr->plan->objects[obj].open_path, offs, cookies, n, pr->pid, 0);
 }

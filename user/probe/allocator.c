@@ -438,8 +438,8 @@ static int add_entries(struct alloc_plan *plan, int object, struct elfobj *obj, 
 			return -ENOMEM;
 		pp = &plan->points[plan->n_points];
 		memset(pp, 0, sizeof(*pp));
-		/* past flag-only leading instructions to one the kernel emulates, if provably safe */
-		err = probe_offset__for_symbol(obj, sym, &pp->at);
+		/* past leading instructions its program cannot see to one the kernel emulates */
+		err = probe_offset__for_symbol(obj, sym, specs->fn, &pp->at);
 		if (err)
 			return err;
 		pp->object = object;
@@ -450,6 +450,7 @@ static int add_entries(struct alloc_plan *plan, int object, struct elfobj *obj, 
 		pp->offset = off + pp->at.offset;
 		pp->fn = specs->fn;
 		pp->flags = trust_leaf && (specs->flags & ENTRY_LEAF) ? CULPERT_PROBE_F_LEAF : 0;
+		pp->flags |= probe_offset__args_cookie(&pp->at);
 		plan->n_points++;
 		if (specs->flags & ENTRY_DELEGATES) {
 			pp->flags |= CULPERT_PROBE_F_EXITS | CULPERT_PROBE_F_DELEGATE;

@@ -71,38 +71,6 @@ static struct insn *decode_all(struct x86dec *d, size_t *n)
 	return v;
 }
 
-/* a general-purpose register's x86-64 number, from capstone's id of any of its widths */
-static int gpr_of(unsigned int reg, bool *whole)
-{
-	static const unsigned int regs[16][5] = {
-		{ X86_REG_RAX, X86_REG_EAX, X86_REG_AX, X86_REG_AL, X86_REG_AH },
-		{ X86_REG_RCX, X86_REG_ECX, X86_REG_CX, X86_REG_CL, X86_REG_CH },
-		{ X86_REG_RDX, X86_REG_EDX, X86_REG_DX, X86_REG_DL, X86_REG_DH },
-		{ X86_REG_RBX, X86_REG_EBX, X86_REG_BX, X86_REG_BL, X86_REG_BH },
-		{ X86_REG_RSP, X86_REG_ESP, X86_REG_SP, X86_REG_SPL, 0 },
-		{ X86_REG_RBP, X86_REG_EBP, X86_REG_BP, X86_REG_BPL, 0 },
-		{ X86_REG_RSI, X86_REG_ESI, X86_REG_SI, X86_REG_SIL, 0 },
-		{ X86_REG_RDI, X86_REG_EDI, X86_REG_DI, X86_REG_DIL, 0 },
-		{ X86_REG_R8, X86_REG_R8D, X86_REG_R8W, X86_REG_R8B, 0 },
-		{ X86_REG_R9, X86_REG_R9D, X86_REG_R9W, X86_REG_R9B, 0 },
-		{ X86_REG_R10, X86_REG_R10D, X86_REG_R10W, X86_REG_R10B, 0 },
-		{ X86_REG_R11, X86_REG_R11D, X86_REG_R11W, X86_REG_R11B, 0 },
-		{ X86_REG_R12, X86_REG_R12D, X86_REG_R12W, X86_REG_R12B, 0 },
-		{ X86_REG_R13, X86_REG_R13D, X86_REG_R13W, X86_REG_R13B, 0 },
-		{ X86_REG_R14, X86_REG_R14D, X86_REG_R14W, X86_REG_R14B, 0 },
-		{ X86_REG_R15, X86_REG_R15D, X86_REG_R15W, X86_REG_R15B, 0 },
-	};
-	int i, w;
-
-	for (i = 0; i < 16; i++)
-		for (w = 0; w < 5; w++)
-			if (regs[i][w] && regs[i][w] == reg) {
-				*whole = w == 0;
-				return i;
-			}
-	return -1;
-}
-
 /* an immediate operand and a register operand rsp: add/sub $imm,%rsp; else false */
 static bool rsp_imm(const cs_x86 *x, int64_t *imm)
 {
@@ -114,7 +82,7 @@ static bool rsp_imm(const cs_x86 *x, int64_t *imm)
 			*imm = x->operands[i].imm;
 			have = true;
 		} else if (x->operands[i].type == X86_OP_REG) {
-			rsp = gpr_of(x->operands[i].reg, &whole) == 4 && whole;
+			rsp = x86dec__gpr(x->operands[i].reg, &whole) == 4 && whole;
 		}
 	}
 	return x->op_count == 2 && rsp && have;
@@ -160,7 +128,7 @@ static bool step(struct x86dec *d, const cs_insn *in, struct sim *s)
 		s->delta += in->id == X86_INS_ADD ? v : -v;
 		return true;
 	}
-	if (in->id == X86_INS_LEA && nw == 1 && gpr_of(wr[0], &whole) == 4 && rsp_lea(x, &v)) {
+	if (in->id == X86_INS_LEA && nw == 1 && x86dec__gpr(wr[0], &whole) == 4 && rsp_lea(x, &v)) {
 		s->delta += v;
 		return true;
 	}
@@ -169,19 +137,19 @@ static bool step(struct x86dec *d, const cs_insn *in, struct sim *s)
 	/* mov %r64,%r64: the value moves; xor of a register with itself: zero */
 	if (in->id == X86_INS_MOV && x->op_count == 2 && x->operands[0].type == X86_OP_REG &&
 	    x->operands[1].type == X86_OP_REG && nr == 1 && nw == 1 &&
-	    (g = gpr_of(wr[0], &whole)) >= 0 && whole && (src = gpr_of(rd[0], &whole)) >= 0 &&
+	    (g = x86dec__gpr(wr[0], &whole)) >= 0 && whole && (src = x86dec__gpr(rd[0], &whole)) >= 0 &&
 	    whole && g != 4) {
 		s->src[g] = s->src[src];
 		return true;
 	}
 	if (in->id == X86_INS_XOR && x->op_count == 2 && x->operands[0].type == X86_OP_REG &&
 	    x->operands[1].type == X86_OP_REG && x->operands[0].reg == x->operands[1].reg &&
-	    (g = gpr_of(x->operands[0].reg, &whole)) >= 0 && g != 4) {
+	    (g = x86dec__gpr(x->operands[0].reg, &whole)) >= 0 && g != 4) {
 		s->src[g] = SRC_ZERO;
 		return true;
 	}
 	for (i = 0; i < nw; i++) {
-		g = gpr_of(wr[i], &whole);
+		g = x86dec__gpr(wr[i], &whole);
 		/* rsp written any other way (leave, mov %rbp,%rsp): the slot is not known */
 		if (g == 4 && in->id != X86_INS_POP)
 			return false;

@@ -15,20 +15,39 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/types.h>
 
+#include "culpert.h"
 #include "elfobj.h"
 #include "log.h"
 #include "probe_offset.h"
 #include "x86dec.h"
 
+/* the argument registers a cookie can say moved (culpert.h, CULPERT_PROBE_ARG_SHIFT) */
+static const uint8_t arg_regs[PROBE_OFFSET_ARGS] = { 7, 6, 2 };	/* rdi, rsi, rdx */
+
 /* shared with probe_offset_arm64.c; the short names below are this file's */
 #define decide probe_offset__decide
 #define size_checkable probe_offset__size_checkable
 
+void probe_offset__init(struct probe_offset *po)
+{
+	int a;
+
+	memset(po, 0, sizeof(*po));
+	for (a = 0; a < PROBE_OFFSET_ARGS; a++)
+		po->args[a] = arg_regs[a];
+}
+
 int probe_offset__decide(struct probe_offset *po, uint64_t offset, const char *fmt, ...)
 {
 	va_list ap;
+	int a;
 
+	/* at +0 (an entry into the skipped bytes, say): the arguments are where the ABI has them */
+	if (!offset)
+		for (a = 0; a < PROBE_OFFSET_ARGS; a++)
+			po->args[a] = arg_regs[a];
 	po->offset = offset;
 	va_start(ap, fmt);
 	vsnprintf(po->reason, sizeof(po->reason), fmt, ap);
@@ -119,23 +138,165 @@ static bool flags_only(const cs_insn *in)
 	return false;
 }
 
-/* what a leading instruction that may be moved past does; NULL if it may not */
-static const char *skippable(const cs_insn *in)
+/*
+ * Instructions whose only effects are on their explicit operands and the
+ * flags: no implicit memory access (push, call, string ops), no implicit
+ * register but rdx:rax (mul).  Which operand is written comes from
+ * capstone's operand access, which is right for these (test and cmp are
+ * taken by flags_only() before, see there).
+ */
+static bool register_op(unsigned int id)
 {
+	switch (id) {
+	case X86_INS_MOV: case X86_INS_MOVABS: case X86_INS_MOVZX: case X86_INS_MOVSX:
+	case X86_INS_MOVSXD: case X86_INS_LEA:
+	case X86_INS_ADD: case X86_INS_SUB: case X86_INS_AND: case X86_INS_OR: case X86_INS_XOR:
+	case X86_INS_ADC: case X86_INS_SBB: case X86_INS_INC: case X86_INS_DEC: case X86_INS_NEG:
+	case X86_INS_NOT: case X86_INS_SHL: case X86_INS_SHR: case X86_INS_SAR: case X86_INS_ROL:
+	case X86_INS_ROR: case X86_INS_IMUL: case X86_INS_MUL:
+	case X86_INS_CMOVA: case X86_INS_CMOVAE: case X86_INS_CMOVB: case X86_INS_CMOVBE:
+	case X86_INS_CMOVE: case X86_INS_CMOVG: case X86_INS_CMOVGE: case X86_INS_CMOVL:
+	case X86_INS_CMOVLE: case X86_INS_CMOVNE: case X86_INS_CMOVNO: case X86_INS_CMOVNP:
+	case X86_INS_CMOVNS: case X86_INS_CMOVO: case X86_INS_CMOVP: case X86_INS_CMOVS:
+	case X86_INS_SETA: case X86_INS_SETAE: case X86_INS_SETB: case X86_INS_SETBE:
+	case X86_INS_SETE: case X86_INS_SETG: case X86_INS_SETGE: case X86_INS_SETL:
+	case X86_INS_SETLE: case X86_INS_SETNE: case X86_INS_SETNO: case X86_INS_SETNP:
+	case X86_INS_SETNS: case X86_INS_SETO: case X86_INS_SETP: case X86_INS_SETS:
+		return true;
+	}
+	return false;
+}
+
+#define ARG_REGS (PROBE_REG(7) | PROBE_REG(6) | PROBE_REG(2))
+
+/* which register's value at entry each register holds; NOBODY once overwritten */
+#define NOBODY 0xff
+struct holds {
+	uint8_t of[16];
+};
+
+/* is the entry value of every argument register in `reads` still in some register? */
+static bool args_kept(const struct holds *h, uint32_t reads)
+{
+	int a, r;
+
+	for (a = 0; a < PROBE_OFFSET_ARGS; a++) {
+		if (!(reads & PROBE_REG(arg_regs[a])))
+			continue;
+		for (r = 0; r < 16 && h->of[r] != arg_regs[a]; r++)
+			;
+		if (r == 16)
+			return false;
+	}
+	return true;
+}
+
+/*
+ * Does the instruction write nothing but flags and general-purpose
+ * registers, none the probe reads but the argument registers, and store
+ * nothing?  A load is allowed (the program sees no memory the function
+ * has not written, and it writes none here); a faulting one would end the
+ * call before the probe, where the process dies anyway.  An argument
+ * register may be overwritten once its entry value is in another register
+ * (mimalloc's malloc: mov %rdi,%rsi; mov %fs:(%rax),%rdi): h follows
+ * where each value is.  Sets *wrote to the registers written, or leaves
+ * the reason in why (and h as it was).
+ */
+static bool writes_unread(struct x86dec *d, const cs_insn *in, uint32_t reads, uint32_t *wrote,
+			  struct holds *h, const char **why)
+{
+	struct holds was = *h;
+	int src = -1;
+	const cs_x86 *x = &in->detail->x86;
+	cs_regs rd, wr;
+	uint8_t nr = 0, nw = 0, i;
+	bool whole;
+	int g;
+
+	*why = "neither emulated nor register-only";
+	/* lock, rep, and the segment overrides a store would need: refuse rather than reason */
+	if (!register_op(in->id) || x->prefix[0] ||
+	    cs_regs_access(d->cs, in, rd, &nr, wr, &nw) != CS_ERR_OK)
+		return false;
+	for (i = 0; i < x->op_count; i++) {
+		/* AT&T order: a destination is last; a memory one is a store */
+		if (x->operands[i].type == X86_OP_MEM &&
+		    ((x->operands[i].access & CS_AC_WRITE) || i + 1 == x->op_count)) {
+			*why = "stores to memory";
+			return false;
+		}
+	}
+	/* mov %r64,%r64 copies a value; a narrower mov zero-extends or merges, it does not */
+	if (in->id == X86_INS_MOV && x->op_count == 2 && x->operands[0].type == X86_OP_REG &&
+	    x->operands[1].type == X86_OP_REG && nr == 1 && nw == 1 &&
+	    x86dec__gpr(wr[0], &whole) >= 0 && whole)
+		src = x86dec__gpr(rd[0], &whole) >= 0 && whole ? x86dec__gpr(rd[0], &whole) : -1;
+	*wrote = 0;
+	for (i = 0; i < nw; i++) {
+		if (wr[i] == X86_REG_EFLAGS)
+			continue;
+		g = x86dec__gpr(wr[i], &whole);
+		if (g < 0) {
+			*why = "writes a register other than a general-purpose one";
+			return false;
+		}
+		*wrote |= PROBE_REG(g);
+		h->of[g] = src >= 0 ? was.of[src] : NOBODY;
+	}
+	/* only entry kinds the programs know read their arguments through the cookie */
+	if (*wrote & reads & ~(reads == PROBE_REGS_ALL ? 0 : ARG_REGS)) {
+		*why = "writes a register the probe reads";
+		*h = was;
+		return false;
+	}
+	if (!args_kept(h, reads)) {
+		*why = "overwrites the last copy of an argument the probe reads";
+		*h = was;
+		return false;
+	}
+	return true;
+}
+
+static const char *const reg_names[16] = {
+	"rax", "rcx", "rdx", "rbx", "rsp", "rbp", "rsi", "rdi",
+	"r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15",
+};
+
+/* "%rax %rdx" */
+static void regs_text(uint32_t regs, char *buf, size_t len)
+{
+	size_t n = 0;
+	int g;
+
+	buf[0] = '\0';
+	for (g = 0; g < 16; g++)
+		if (regs & PROBE_REG(g))
+			n += (size_t)snprintf(buf + n, n < len ? len - n : 0, "%s%%%s", n ? " " : "",
+					      reg_names[g]);
+}
+
+/*
+ * What a leading instruction that may be moved past does, with the
+ * registers it writes in *wrote; NULL if it may not, with why.
+ */
+static const char *skippable(struct x86dec *d, const cs_insn *in, uint32_t reads, char *buf,
+			     size_t len, uint32_t *wrote, struct holds *h, const char **why)
+{
+	size_t n;
+
+	*wrote = 0;
+	*why = "neither emulated nor register-only";
 	/* endbr64 changes nothing (user-space IBT is not enforced) and is single-stepped */
 	if (in->size == 4 && !memcmp(in->bytes, "\xf3\x0f\x1e\xfa", 4))
 		return "no effect";
 	if (flags_only(in))
 		return "flags only";
-	/*
-	 * mov $imm32,%eax (b8) and mov $imm32,%rax (48 c7 c0): the return
-	 * register only, which carries no argument and no entry program reads
-	 * (sampler.bpf.h, dwarf.bpf.h); libstdc++'s operator new starts so.
-	 */
-	if ((in->size == 5 && in->bytes[0] == 0xb8) ||
-	    (in->size == 7 && !memcmp(in->bytes, "\x48\xc7\xc0", 3)))
-		return "return register only";
-	return NULL;
+	if (!writes_unread(d, in, reads, wrote, h, why))
+		return NULL;
+	n = (size_t)snprintf(buf, len, "writes ");
+	if (n < len)
+		regs_text(*wrote, buf + n, len - n);
+	return buf;
 }
 
 /*
@@ -143,30 +304,31 @@ static const char *skippable(const cs_insn *in)
  * after them.  Returns 1 with the candidate in po (still to be checked
  * against the whole function), 0 with the final +0 decision.
  */
-static int find_candidate(struct x86dec *d, struct probe_offset *po)
+static int find_candidate(struct x86dec *d, uint32_t reads, struct probe_offset *po)
 {
-	char text[96], past[PROBE_OFFSET_REASON_LEN] = "";
-	size_t pos = 0, n = 0;
+	char text[96], kindbuf[96], regs[96], where[64], past[PROBE_OFFSET_REASON_LEN] = "";
+	size_t pos = 0, n = 0, m, count = 0;
+	uint32_t wrote, wrote_all = 0;
+	const char *kind, *why;
 	const cs_insn *in;
-	const char *kind;
+	struct holds h;
+	int a, r;
 
+	for (r = 0; r < 16; r++)
+		h.of[r] = (uint8_t)r;
 	for (;;) {
 		in = x86dec__at(d, pos);
 		if (!in)
 			return decide(po, 0, "+0: cannot decode the instruction at +%zu", pos);
 		x86dec__text(in, text, sizeof(text));
-		if (probe_offset__emulated(in->bytes, in->size)) {
-			if (!pos)
-				return decide(po, 0, "+0: %s (emulated)", text);
-			decide(po, pos, "+%zu: past %s to %s (emulated)", pos, past, text);
-			return 1;
-		}
-		kind = skippable(in);
+		if (probe_offset__emulated(in->bytes, in->size))
+			break;
+		kind = skippable(d, in, reads, kindbuf, sizeof(kindbuf), &wrote, &h, &why);
 		if (!kind && !pos)
-			return decide(po, 0, "+0: %s (single-stepped: neither emulated nor flags only)",
-				      text);
+			return decide(po, 0, "+0: %s (single-stepped: %s)", text, why);
 		if (!kind)
-			return decide(po, 0, "+0: past %s comes %s, not emulated", past, text);
+			return decide(po, 0, "+0: past %s comes %s, not emulated (%s)", past, text,
+				      why);
 		if (pos + in->size > PROBE_OFFSET_MAX_SKIP)
 			return decide(po, 0, "+0: no emulated instruction within the first %d bytes",
 				      PROBE_OFFSET_MAX_SKIP);
@@ -175,8 +337,31 @@ static int find_candidate(struct x86dec *d, struct probe_offset *po)
 		/* a long list is cut, never written past */
 		if (n >= sizeof(past))
 			n = sizeof(past) - 1;
+		wrote_all |= wrote;
+		count++;
 		pos += in->size;
 	}
+	if (!pos)
+		return decide(po, 0, "+0: %s (emulated)", text);
+	/* where each argument is now: in place if it still is there, else its first copy */
+	for (a = 0, m = 0, where[0] = '\0'; a < PROBE_OFFSET_ARGS; a++) {
+		po->args[a] = arg_regs[a];
+		if (!(reads & PROBE_REG(arg_regs[a])) || h.of[arg_regs[a]] == arg_regs[a])
+			continue;
+		for (r = 0; r < 16 && h.of[r] != arg_regs[a]; r++)
+			;
+		po->args[a] = (uint8_t)r;
+		m += (size_t)snprintf(where + m, m < sizeof(where) ? sizeof(where) - m : 0,
+				      ", %%%s in %%%s", reg_names[arg_regs[a]], reg_names[r]);
+	}
+	/* jemalloc's free: too many to list, what they write says it */
+	if (n + strlen(text) + strlen(where) + 40 >= sizeof(past)) {
+		regs_text(wrote_all, regs, sizeof(regs));
+		snprintf(past, sizeof(past), "%zu instructions writing only flags and %s", count,
+			 regs);
+	}
+	decide(po, pos, "+%zu: past %s to %s (emulated%s)", pos, past, text, where);
+	return 1;
 }
 
 /*
@@ -236,14 +421,104 @@ bool probe_offset__size_checkable(uint64_t len, struct probe_offset *po)
 	return len && len <= PROBE_OFFSET_MAX_FUNC;
 }
 
-int probe_offset__choose(const uint8_t *code, size_t len, uint64_t addr, struct probe_offset *po)
+/* rbp, rbx, r12-r15 and rsp: what arch_copy_regs() and the frame-pointer walk read */
+#define READS_STACK (PROBE_REG(3) | PROBE_REG(4) | PROBE_REG(5) | 0xf000U)
+#define RDI PROBE_REG(7)
+#define RSI PROBE_REG(6)
+#define RDX PROBE_REG(2)
+
+uint32_t probe_offset__reads(uint32_t fn)
+{
+	/*
+	 * alloc_size() and the realloc/posix_memalign paths of handle_alloc()
+	 * read no more than the arguments named here, free_enter() only %rdi;
+	 * a program that comes to read another register must be named here.
+	 */
+	switch (fn) {
+	case CULPERT_FN_MALLOC:
+	case CULPERT_FN_PVALLOC:
+	case CULPERT_FN_FREE:
+		return READS_STACK | RDI;
+	case CULPERT_FN_CALLOC:
+	case CULPERT_FN_REALLOC:
+	case CULPERT_FN_MEMALIGN:
+		return READS_STACK | RDI | RSI;
+	case CULPERT_FN_REALLOCARRAY:
+	case CULPERT_FN_POSIX_MEMALIGN:
+		return READS_STACK | RDI | RSI | RDX;
+	}
+	return PROBE_REGS_ALL;
+}
+
+uint32_t probe_offset__args_cookie(const struct probe_offset *po)
+{
+	uint32_t bits = 0;
+	int a;
+
+	for (a = 0; a < PROBE_OFFSET_ARGS; a++)
+		bits |= (uint32_t)((po->args[a] ^ arg_regs[a]) & 0xf)
+			<< (CULPERT_PROBE_ARG_SHIFT + CULPERT_PROBE_ARG_BITS * a);
+	return bits;
+}
+
+const char *probe_offset__class_name(uint8_t insn_class)
+{
+	switch (insn_class) {
+	case PROBE_INSN_EMULATED:
+		return "emulated";
+	case PROBE_INSN_OPTIMIZED:
+		return "emulated, optimized";
+	case PROBE_INSN_STEPPED:
+		return "single-stepped";
+	case PROBE_INSN_REJECTED:
+		return "rejected";
+	}
+	return "unknown";
+}
+
+/*
+ * The per-hit cost of each class, an empty BPF program on Linux 6.18 on
+ * this project's 2-core test machine (tests/bench/insn_cost, the table of
+ * docs/probe-offsets.md): a class, not a calibration of this machine.
+ */
+const char *probe_offset__cost_text(uint8_t insn_class)
+{
+	switch (insn_class) {
+	case PROBE_INSN_EMULATED:
+		return "~0.7 us a hit";
+	case PROBE_INSN_OPTIMIZED:
+		return "~0.5 us a hit";
+	case PROBE_INSN_STEPPED:
+		return "~10 us a hit";
+	case PROBE_INSN_REJECTED:
+		return "cannot be probed";
+	}
+	return "cost unknown";
+}
+
+/* the class of the instruction the probe ended on */
+static uint8_t class_at(struct x86dec *d, uint64_t offset)
+{
+	const cs_insn *in = x86dec__at(d, offset);
+
+	if (!in)
+		return PROBE_INSN_UNKNOWN;
+	/* the 5-byte nop of x86_nops[], which 6.18 turns into a call of the uprobe trampoline */
+	if (in->size == 5 && !memcmp(in->bytes, "\x0f\x1f\x44\x00\x00", 5))
+		return PROBE_INSN_OPTIMIZED;
+	return probe_offset__emulated(in->bytes, in->size) ? PROBE_INSN_EMULATED :
+							     PROBE_INSN_STEPPED;
+}
+
+int probe_offset__choose(const uint8_t *code, size_t len, uint64_t addr, uint32_t reads,
+			 struct probe_offset *po)
 {
 	struct x86dec d;
 	int err;
 
 	if (!po || (!code && len))
 		return -EINVAL;
-	memset(po, 0, sizeof(*po));
+	probe_offset__init(po);
 	if (!size_checkable(len, po))
 		return 0;
 	err = x86dec__open(&d, code, len, addr);
@@ -251,13 +526,14 @@ int probe_offset__choose(const uint8_t *code, size_t len, uint64_t addr, struct 
 		return err;
 	if (err)
 		return decide(po, 0, "+0: no x86-64 decoder available (capstone)");
-	if (find_candidate(&d, po) > 0)
+	if (find_candidate(&d, reads, po) > 0)
 		entries_clear(&d, po);
+	po->insn_class = class_at(&d, po->offset);
 	x86dec__close(&d);
 	return 0;
 }
 
-int probe_offset__for_symbol(struct elfobj *obj, const struct elf_symbol *sym,
+int probe_offset__for_symbol(struct elfobj *obj, const struct elf_symbol *sym, uint32_t fn,
 			     struct probe_offset *po)
 {
 	int machine = elfobj__machine(obj);
@@ -265,7 +541,7 @@ int probe_offset__for_symbol(struct elfobj *obj, const struct elf_symbol *sym,
 	long n;
 	int err;
 
-	memset(po, 0, sizeof(*po));
+	probe_offset__init(po);
 	if (machine != EM_X86_64 && machine != EM_AARCH64)
 		return decide(po, 0, "+0: neither x86-64 nor arm64 code");
 	if (!size_checkable(sym->size, po))
@@ -280,7 +556,8 @@ int probe_offset__for_symbol(struct elfobj *obj, const struct elf_symbol *sym,
 	else
 		err = machine == EM_AARCH64 ?
 			      probe_offset__choose_arm64(code, sym->size, sym->value, po) :
-			      probe_offset__choose(code, sym->size, sym->value, po);
+			      probe_offset__choose(code, sym->size, sym->value,
+						   probe_offset__reads(fn), po);
 	free(code);
 	if (!err)
 		pr_debug("probe offset of %s: %s\n", sym->name, po->reason);

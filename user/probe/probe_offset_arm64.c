@@ -24,6 +24,13 @@
 #include "a64insn.h"
 #include "probe_offset.h"
 
+/*
+ * Only no-ops and flag-only compares are moved past here (register writes
+ * are not: see docs/arm64.md), and compilers open a function with one or
+ * two of them at most.
+ */
+#define A64_MAX_SKIP 16
+
 /* A64_IS as the kernel's insn.h: the short name keeps the encoding tables readable */
 #define IS A64_IS
 
@@ -204,7 +211,7 @@ static int find_candidate(struct a64_text *t, const uint8_t *code, size_t len, u
 		if (!kind)
 			return probe_offset__decide(po, 0, "+0: past %s comes %s, not simulated",
 						    past, text);
-		if (pos + A64_INSN > PROBE_OFFSET_MAX_SKIP)
+		if (pos + A64_INSN > A64_MAX_SKIP)
 			break;
 		n += (size_t)snprintf(past + n, sizeof(past) - n, "%s%s (%s)", pos ? ", " : "",
 				      text, kind);
@@ -212,7 +219,7 @@ static int find_candidate(struct a64_text *t, const uint8_t *code, size_t len, u
 			n = sizeof(past) - 1;
 	}
 	return probe_offset__decide(po, 0, "+0: no simulated instruction within the first %d bytes",
-				    PROBE_OFFSET_MAX_SKIP);
+				    A64_MAX_SKIP);
 }
 
 /*
@@ -254,7 +261,8 @@ int probe_offset__choose_arm64(const uint8_t *code, size_t len, uint64_t addr,
 
 	if (!po || (!code && len))
 		return -EINVAL;
-	memset(po, 0, sizeof(*po));
+	/* arguments stay where the ABI has them: nothing that writes a register is skipped here */
+	probe_offset__init(po);
 	if (!probe_offset__size_checkable(len, po))
 		return 0;
 	if (len % A64_INSN || addr % A64_INSN)
@@ -270,6 +278,16 @@ int probe_offset__choose_arm64(const uint8_t *code, size_t len, uint64_t addr,
 	}
 	if (find_candidate(&t, code, len, addr, po) > 0)
 		entries_clear(&t, code, len, addr, po);
+	switch (classify(a64_word(code + po->offset))) {
+	case A64_SIMULATED:
+		po->insn_class = PROBE_INSN_EMULATED;
+		break;
+	case A64_STEPPED:
+		po->insn_class = PROBE_INSN_STEPPED;
+		break;
+	default:
+		po->insn_class = PROBE_INSN_REJECTED;
+	}
 	if (t.ok) {
 		cs_free(t.insn, 1);
 		cs_close(&t.cs);

@@ -29,5 +29,12 @@ const cs_insn *x86dec__at(struct x86dec *d, size_t pos);
 void x86dec__text(const cs_insn *in, char *buf, size_t len);
 /* is the instruction in capstone group `group` (CS_GRP_JUMP, CS_GRP_CALL, ...)? */
 bool x86dec__in_group(const cs_insn *in, uint8_t group);
+/*
+ * The x86-64 number (the encoding's: rax 0, rcx 1, ..., rdi 7, r8 8, ...)
+ * of the general-purpose register capstone's `reg` is a part of, any
+ * width (al, ah, ax, eax, rax); -1 for any other register.  `whole` says
+ * whether reg is all 64 bits of it.
+ */
+int x86dec__gpr(unsigned int reg, bool *whole);
 
 #endif /* CULPERT_X86DEC_H */
