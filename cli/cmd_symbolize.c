@@ -121,23 +121,6 @@ static int parse_args(int argc, char **argv, struct symbolize_args *a)
 	return 0;
 }
 
-/* why the budget stopped it, as pprof_budget__explain() says it of reading */
-static void explain_budget(const struct pprof_budget *b, char *buf, size_t len)
-{
-	char m[32], in[32];
-
-	format_bytes(m, sizeof(m), (double)b->max);
-	format_bytes(in, sizeof(in), (double)b->input);
-	if (b->input)
-		snprintf(buf, len, "symbolizing it takes more than %s of memory (the limit "
-			 "for a %s file: %dx its size, at least %llu MiB, at most %llu MiB); "
-			 "CULPERT_MAX_MEMORY=SIZE sets another limit", m, in, PPROF_MEM_RATIO,
-			 PPROF_MEM_FLOOR >> 20, PPROF_MEM_CEILING >> 20);
-	else
-		snprintf(buf, len, "symbolizing it takes more than the %s of memory "
-			 "CULPERT_MAX_MEMORY allows", m);
-}
-
 int cmd_symbolize(int argc, char **argv)
 {
 	struct symbolize_args a = { 0 };
@@ -174,7 +157,7 @@ int cmd_symbolize(int argc, char **argv)
 	ps = po.sym ? profsym__new(&po) : NULL;
 	e = ps ? profsym__run(ps, in, &out) : -ENOMEM;
 	if (e == -E2BIG && budget.exceeded) {
-		explain_budget(&budget, err, sizeof(err));
+		pprof_budget__explain(&budget, "symbolizing", err, sizeof(err));
 		pr_error("cannot symbolize %s: %s\n", a.in, err);
 		goto out;
 	} else if (e) {

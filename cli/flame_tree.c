@@ -347,7 +347,7 @@ struct flame_tree *flame_tree__new(const struct view *v, const char *span, char 
 		if (ret == -E2BIG && t->budget.exceeded) {
 			char why[256];
 
-			pprof_budget__explain(&t->budget, why, sizeof(why));
+			pprof_budget__explain(&t->budget, "reading", why, sizeof(why));
 			snprintf(err, errlen, "profile too large for a flame graph: %s", why);
 		} else {
 			snprintf(err, errlen, "out of memory building the flame graph");

@@ -77,18 +77,19 @@ int pprof_budget__check_heap(struct pprof_budget *b)
 	return -E2BIG;
 }
 
-void pprof_budget__explain(const struct pprof_budget *b, char *buf, size_t len)
+void pprof_budget__explain(const struct pprof_budget *b, const char *doing, char *buf,
+			   size_t len)
 {
 	char m[32], in[32];
 
 	format_bytes(m, sizeof(m), (double)b->max);
 	format_bytes(in, sizeof(in), (double)b->input);
 	if (b->input)
-		snprintf(buf, len, "reading it takes more than %s of memory (the limit for a %s file: "
+		snprintf(buf, len, "%s it takes more than %s of memory (the limit for a %s file: "
 			 "%dx its size, at least %llu MiB, at most %llu MiB); "
-			 "CULPERT_MAX_MEMORY=SIZE sets another limit", m, in, PPROF_MEM_RATIO,
+			 "CULPERT_MAX_MEMORY=SIZE sets another limit", doing, m, in, PPROF_MEM_RATIO,
 			 PPROF_MEM_FLOOR >> 20, PPROF_MEM_CEILING >> 20);
 	else
-		snprintf(buf, len, "reading it takes more than the %s of memory CULPERT_MAX_MEMORY "
-			 "allows", m);
+		snprintf(buf, len, "%s it takes more than the %s of memory CULPERT_MAX_MEMORY "
+			 "allows", doing, m);
 }

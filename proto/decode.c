@@ -76,7 +76,7 @@ static int over_budget(struct dec *d)
 {
 	char why[256];
 
-	pprof_budget__explain(d->budget, why, sizeof(why));
+	pprof_budget__explain(d->budget, "reading", why, sizeof(why));
 	return seterr(d, -E2BIG, "profile too large: %s", why);
 }
 

@@ -156,8 +156,9 @@ int pprof_budget__insert(struct pprof_budget *b, struct hashtab *h, uint64_t has
  * Mapped files (an object's sections) are page cache, not counted.
  */
 int pprof_budget__check_heap(struct pprof_budget *b);
-/* "reading it needs more than 256.00 MiB of memory (...)": why a charge failed */
-void pprof_budget__explain(const struct pprof_budget *b, char *buf, size_t len);
+/* "DOING it takes more than 256.00 MiB of memory (...)": why a charge failed, DOING "reading" */
+void pprof_budget__explain(const struct pprof_budget *b, const char *doing, char *buf,
+			   size_t len);
 
 /* one sample as read, valid only during the call */
 struct pprof_sample_ref {

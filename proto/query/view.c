@@ -343,7 +343,7 @@ static struct view *view_read(const char *path, const void *buf, size_t len,
 	} else if (ret && p && b.budget.exceeded) {
 		char why[256];
 
-		pprof_budget__explain(&b.budget, why, sizeof(why));
+		pprof_budget__explain(&b.budget, "reading", why, sizeof(why));
 		snprintf(err, errlen, "profile too large: %s", why);
 	} else if (ret && p) {
 		snprintf(err, errlen, "out of memory");

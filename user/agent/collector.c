@@ -170,8 +170,10 @@ static struct ctarget *find_as(struct collector *c, pid_t pid, uint64_t start, b
  * lock is not held while waiting for a target's (probes going out, a
  * profile being serialized), so one slow target holds up no other.
  */
-static struct ctarget *lock_slot(struct collector *c, pid_t pid, uint64_t start, bool exited_first)
+static struct ctarget *lock_one(struct collector *c, pid_t pid, uint64_t start, bool exited_first,
+			       bool state)
 {
+	pthread_mutex_t *m;
 	struct ctarget *t;
 
 	pthread_mutex_lock(&c->table);
@@ -179,29 +181,24 @@ static struct ctarget *lock_slot(struct collector *c, pid_t pid, uint64_t start,
 	pthread_mutex_unlock(&c->table);
 	if (!t)
 		return NULL;
-	pthread_mutex_lock(&t->lock);
+	m = state ? &t->st_lock : &t->lock;
+	pthread_mutex_lock(m);
 	if (t->used && t->pid == pid && t->start_ticks == start)
 		return t;
-	pthread_mutex_unlock(&t->lock);
+	pthread_mutex_unlock(m);
 	return NULL;
+}
+
+static struct ctarget *lock_slot(struct collector *c, pid_t pid, uint64_t start, bool exited_first)
+{
+	return lock_one(c, pid, start, exited_first, false);
 }
 
 /* the same for the state: a serialization under way holds up no reader of it */
 static struct ctarget *lock_state(struct collector *c, pid_t pid, uint64_t start,
 				  bool exited_first)
 {
-	struct ctarget *t;
-
-	pthread_mutex_lock(&c->table);
-	t = find_as(c, pid, start, exited_first);
-	pthread_mutex_unlock(&c->table);
-	if (!t)
-		return NULL;
-	pthread_mutex_lock(&t->st_lock);
-	if (t->used && t->pid == pid && t->start_ticks == start)
-		return t;
-	pthread_mutex_unlock(&t->st_lock);
-	return NULL;
+	return lock_one(c, pid, start, exited_first, true);
 }
 
 /* a copy of the record at the end of the backlog; -ENOSPC when full, -ENOMEM */
