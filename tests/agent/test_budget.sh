@@ -125,11 +125,13 @@ test_follows_load() {
 }
 
 # --max-overhead 0: duty 1, the probes never off, on the same flat-out loop;
-# and the agent's cost of a hit for this target against what the probes
-# cost it: its CPU per allocator call profiled minus unprofiled is one hit
-# of the collector's program, which the agent's figure (the calibrated
-# trap of the site's class plus the program's measured run time) must
-# match within a factor of 2.
+# and the agent's cost of a hit for this target beside what the probes
+# cost it (its CPU per allocator call profiled minus unprofiled).  That
+# second figure is printed, not judged: what a trap costs the target grows
+# with the machine's load and with other tools' probes on the same libc,
+# and the agent's calibration does not follow it (docs/agent.md, "Overhead
+# budget"); make bench (bench_budget.sh) measures what the budget really
+# costs targets, side by side with unprofiled windows.
 test_no_limit_and_calibration() {
 	need_root || return
 	cp "$TARGETS/alloc_bound" "$TMP/${TAG}n"
@@ -156,9 +158,8 @@ test_no_limit_and_calibration() {
 		index($0, "probe=\"alloc\"") { print $NF * 1e9; exit }')
 	agent_stop
 	per_hit=$(awk 'NR == FNR { cu = $3 / $1; next } { print ($3 / $1 - cu) }' "$TMP/u" "$TMP/p")
-	echo "  a probe hit: calibrated ${cal:-?} ns, on the target ${per_hit} ns"
-	$PY -c 'import sys; c, t = map(float, sys.argv[1:3]); sys.exit(0 if t / 2 <= c <= 2 * t else 1)' \
-		"${cal:-0}" "$per_hit" || fail "calibrated ${cal:-none} ns a hit, the target paid $per_hit ns"
+	echo "  a probe hit: calibrated ${cal:-?} ns, on the target ${per_hit} ns (not judged: above)"
+	[ -n "$cal" ] || fail "no culpert_target_seconds_per_hit for the target"
 	kill "$target_pid"
 	return 0
 }
