@@ -539,14 +539,14 @@ static int session_open(const struct session_opts *o, struct bpfobj *shared, str
 		return ret;
 	}
 	s->objs = o->objs ?: objcache__new(&s->t);
-	if (!s->objs)
+	if (!s->objs) {
 		snprintf(err, errlen, "out of memory");
-	else
-		s->view = mapview__new(&s->t, s->objs, err, errlen);
-	if (!s->view) {
-		ret = s->objs ? -ESRCH : -ENOMEM;
-		goto fail;
+		ret = -ENOMEM;
+	} else {
+		ret = mapview__new(&s->t, s->objs, &s->view, err, errlen);
 	}
+	if (ret)
+		goto fail;
 	/* optional: names can still be read from their files without it */
 	s->mem_fd = open_mem(s->t.pid);
 	s->agg = aggregate__new(o->max_entries);
