@@ -631,7 +631,7 @@ static int parse_args(struct diff *d, int argc, char **argv)
 	while ((c = opt_next(argc, argv, "h", opts)) != -1) {
 		if (c == 'h') {
 			usage(stdout);
-			return -1;
+			return CMD_HELP;
 		}
 		if (parse_opt(d, c, &min_span_set))
 			return CMD_ERROR;
@@ -667,7 +667,7 @@ int cmd_diff(int argc, char **argv)
 	ret = parse_args(&d, argc, argv);
 	if (ret) {
 		free(d.skip);
-		return ret == -1 ? CMD_OK : CMD_ERROR;
+		return ret == CMD_HELP ? CMD_OK : CMD_ERROR;
 	}
 	if (d.inuse)
 		vo.value = VIEW_INUSE;

@@ -83,7 +83,7 @@ static int parse_args(struct fg_args *a, int argc, char **argv)
 			break;
 		case 'h':
 			usage(stdout);
-			return -1;
+			return CMD_HELP;
 		default:
 			return CMD_ERROR;
 		}
@@ -105,7 +105,7 @@ int cmd_flamegraph(int argc, char **argv)
 	ret = parse_args(&a, argc, argv);
 	if (ret) {
 		free(a.skip);
-		return ret == -1 ? CMD_OK : CMD_ERROR;
+		return ret == CMD_HELP ? CMD_OK : CMD_ERROR;
 	}
 	if (!a.out)
 		a.out = "-";

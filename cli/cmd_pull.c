@@ -77,7 +77,7 @@ static int parse_args(int argc, char **argv, struct pull_args *a)
 	while ((c = opt_next(argc, argv, "o:vh", opts)) != -1) {
 		if (c == 'h') {
 			usage(stdout);
-			return 1;
+			return CMD_HELP;
 		} else if (c == OPT_SHA) {
 			a->sha = optarg;
 		} else if (c == OPT_LATEST) {
@@ -202,7 +202,7 @@ int cmd_pull(int argc, char **argv)
 	archive_conn__init(&a.conn);
 	e = parse_args(argc, argv, &a);
 	if (e) {
-		ret = e > 0 ? CMD_OK : CMD_ERROR;
+		ret = e == CMD_HELP ? CMD_OK : CMD_ERROR;
 		goto out;
 	}
 	if (check_output(&a) || archive_conn__finish(&a.conn))

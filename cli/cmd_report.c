@@ -978,7 +978,7 @@ static int parse_args(struct report *r, int argc, char **argv)
 			break;
 		case 'h':
 			usage(stdout);
-			return -1;
+			return CMD_HELP;
 		default:
 			return CMD_ERROR;
 		}
@@ -1052,7 +1052,7 @@ int cmd_report(int argc, char **argv)
 	ret = parse_args(&r, argc, argv);
 	if (ret) {
 		free(r.skip);
-		return ret == -1 ? CMD_OK : CMD_ERROR;
+		return ret == CMD_HELP ? CMD_OK : CMD_ERROR;
 	}
 	if (load(&r)) {
 		view__free(r.v);

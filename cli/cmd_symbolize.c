@@ -107,7 +107,7 @@ static int parse_args(int argc, char **argv, struct symbolize_args *a)
 			break;
 		case 'h':
 			usage(stdout);
-			exit(CMD_OK);
+			return CMD_HELP;
 		default:
 			return -EINVAL;
 		}
@@ -131,8 +131,9 @@ int cmd_symbolize(int argc, char **argv)
 	char err[PATH_MAX + 256];
 	int ret = CMD_ERROR, e;
 
-	if (parse_args(argc, argv, &a))
-		return CMD_ERROR;
+	e = parse_args(argc, argv, &a);
+	if (e)
+		return e == CMD_HELP ? CMD_OK : CMD_ERROR;
 	/* before the work: symbolizing a large profile takes a while */
 	if (outfile_check(a.out, err, sizeof(err))) {
 		pr_error("cannot write %s: %s\n", *a.out ? a.out : "\"\"", err);

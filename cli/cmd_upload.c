@@ -65,7 +65,7 @@ static int parse_args(int argc, char **argv, struct upload_args *a)
 	while ((c = opt_next(argc, argv, "vh", opts)) != -1) {
 		if (c == 'h') {
 			usage(stdout);
-			return 1;
+			return CMD_HELP;
 		}
 		if (c == OPT_SHA) {
 			a->sha = optarg;
@@ -181,7 +181,7 @@ int cmd_upload(int argc, char **argv)
 	archive_conn__init(&a.conn);
 	e = parse_args(argc, argv, &a);
 	if (e) {
-		ret = e > 0 ? CMD_OK : CMD_ERROR;
+		ret = e == CMD_HELP ? CMD_OK : CMD_ERROR;
 		goto out;
 	}
 	if (check_target(&a) || archive_conn__finish(&a.conn) || load_profile(a.file, &buf, &len))

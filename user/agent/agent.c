@@ -755,10 +755,10 @@ int cmd_agent(int argc, char **argv)
 	 * the clients do.
 	 */
 	mallopt(M_ARENA_MAX, 2);
-	if (agent_opts__parse(argc, argv, &a.o) ||
-	    selectors__parse(a.o.selects, a.o.n_selects, &a.sel)) {
+	ret = agent_opts__parse(argc, argv, &a.o);
+	if (ret || selectors__parse(a.o.selects, a.o.n_selects, &a.sel)) {
 		agent_opts__free(&a.o);
-		return CMD_ERROR;
+		return ret == CMD_HELP ? CMD_OK : CMD_ERROR;
 	}
 	ret = start(&a);
 	if (!ret) {

@@ -54,7 +54,7 @@ struct agent_opts {
 	struct agent_collect_opts collect;
 };
 
-/* parse argv into o; 0, or -EINVAL after the one error line; exits 0 after --help */
+/* parse argv into o; 0, -EINVAL after the one error line, or CMD_HELP (cmd.h) */
 int agent_opts__parse(int argc, char **argv, struct agent_opts *o);
 void agent_opts__free(struct agent_opts *o);
 

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "agent.h"
+#include "cmd.h"
 #include "culpert.h"
 #include "http.h"
 #include "opt.h"
@@ -333,7 +334,7 @@ int agent_opts__parse(int argc, char **argv, struct agent_opts *o)
 	while (!ret && (c = opt_next(argc, argv, "vh", longopts)) != -1) {
 		if (c == 'h') {
 			fputs(agent_usage, stdout);
-			exit(0);
+			return CMD_HELP;
 		}
 		if (c == '?')
 			return -EINVAL;

@@ -276,7 +276,7 @@ static int parse_args(int argc, char **argv, struct attach_args *a, bool capture
 			break;
 		case 'h':
 			usage(stdout, capture);
-			exit(0);
+			return CMD_HELP;
 		default:
 			return -EINVAL;
 		}
@@ -480,7 +480,7 @@ static int run(struct attach_args *a, bool capture)
 		blocker = features__perf_uprobe_blocker(a->so.no_multi);
 	if (blocker) {
 		pr_error("%s\n", blocker);
-		return 1;
+		return CMD_FAIL;
 	}
 	if (a->children) {
 		ret = family__open(&a->so, &fam, err, sizeof(err));
@@ -490,7 +490,7 @@ static int run(struct attach_args *a, bool capture)
 	}
 	if (ret) {
 		pr_error("%s\n", err);
-		return 1;
+		return CMD_FAIL;
 	}
 	if (a->output)
 		snprintf(out, sizeof(out), "%s", a->output);
@@ -501,7 +501,7 @@ static int run(struct attach_args *a, bool capture)
 		pr_error("cannot write the profile to %s: %s; choose another path with -o\n",
 			 *out ? out : "\"\"", err);
 		close_capture(s, fam);
-		return 1;
+		return CMD_FAIL;
 	}
 	/* without it the pictures are still taken, only the allocator's state is left out */
 	if (a->stats && !(ms = memsnap__new()))
@@ -542,7 +542,7 @@ static int run(struct attach_args *a, bool capture)
 		write_fallback(s, fam, out, ret);
 		free(mr);
 		close_capture(s, fam);
-		return 1;
+		return CMD_FAIL;
 	}
 	report_end(s, fam, why, out, kids);
 	if (capture && strcmp(out, "-") &&
@@ -557,13 +557,18 @@ static int run(struct attach_args *a, bool capture)
 			"--by-process')\n", (int)session__pid(s), out);
 	free(mr);
 	close_capture(s, fam);
-	return 0;
+	return CMD_OK;
 }
 
 static int attach_or_capture(int argc, char **argv, bool capture)
 {
 	struct attach_args a = { 0 };
-	int ret = parse_args(argc, argv, &a, capture) ? 2 : run(&a, capture);
+	int ret = parse_args(argc, argv, &a, capture);
+
+	if (ret)
+		ret = ret == CMD_HELP ? CMD_OK : CMD_ERROR;
+	else
+		ret = run(&a, capture);
 
 	free(a.span_fns);
 	return ret;

@@ -5,6 +5,7 @@
 
 #include <sys/types.h>
 
+#include "cmd.h"
 #include "opt.h"
 
 #define DEFAULT_MAX_SPAN_FNS 64

@@ -397,7 +397,7 @@ static int parse_args(int argc, char **argv, struct probes_args *a)
 			break;
 		case 'h':
 			usage(stdout);
-			exit(0);
+			return CMD_HELP;
 		default:
 			return -EINVAL;
 		}
@@ -416,17 +416,19 @@ int cmd_probes(int argc, char **argv)
 	struct objcache *objs = NULL;
 	struct target t;
 	char err[1024];
-	int ret = 1, warnings = 0, children;
+	int ret = CMD_FAIL, warnings = 0, children;
 	bool otel = false;
 
-	if (parse_args(argc, argv, &a)) {
+	ret = parse_args(argc, argv, &a);
+	if (ret) {
 		free(a.span_fns);
-		return 2;
+		return ret == CMD_HELP ? CMD_OK : CMD_ERROR;
 	}
+	ret = CMD_FAIL;
 	if (target__open(a.pid, &t, err, sizeof(err))) {
 		pr_error("%s\n", err);
 		free(a.span_fns);
-		return 1;
+		return CMD_FAIL;
 	}
 	printf("target:     pid %d (%s) %s\n", (int)t.pid, t.comm, t.exe);
 	if (target__started_as_other(&t))
@@ -469,7 +471,7 @@ int cmd_probes(int argc, char **argv)
 	printf("status:     ok, attach would work%s%s\n",
 	       warnings ? ", but see the warning: it may sample nothing" : "",
 	       children ? " (on this process alone: see children)" : "");
-	ret = 0;
+	ret = CMD_OK;
 out:
 	free(a.span_fns);
 	objcache__free(objs);

@@ -139,7 +139,7 @@ static int parse_args(int argc, char **argv, struct stats_args *a)
 			break;
 		case 'h':
 			usage(stdout);
-			exit(0);
+			return CMD_HELP;
 		default:
 			return -EINVAL;
 		}
@@ -219,13 +219,14 @@ int cmd_stats(int argc, char **argv)
 	char err[512];
 	int ret = 0;
 
-	if (parse_args(argc, argv, &a))
-		return 2;
+	ret = parse_args(argc, argv, &a);
+	if (ret)
+		return ret == CMD_HELP ? CMD_OK : CMD_ERROR;
 	m = malloc(sizeof(*m));
 	if (!m || (!a.no_allocator && !(ar = new_reader(&a)))) {
 		pr_error("out of memory\n");
 		free(m);
-		return 1;
+		return CMD_FAIL;
 	}
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
@@ -255,5 +256,5 @@ int cmd_stats(int argc, char **argv)
 	}
 	alloc_reader__free(ar);
 	free(m);
-	return ret ? 1 : 0;
+	return ret ? CMD_FAIL : CMD_OK;
 }
