@@ -16,6 +16,7 @@
 #include <getopt.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 /* the command whose options are parsed, for the messages; cmd_main() sets it */
@@ -30,6 +31,46 @@ int opt_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * log_level and is not returned.
  */
 int opt_next(int argc, char **argv, const char *shortopts, const struct option *longopts);
+
+/*
+ * One option of a command: what getopt_long needs, and its line in the
+ * command's --help.  A command's options are a list of tables (each ending
+ * with a NULL name), so that commands sharing options share a table.
+ */
+struct opt_spec {
+	const char *name;	/* the long name; NULL ends the table */
+	int has_arg;		/* no_argument, required_argument, optional_argument */
+	int key;		/* what opt_spec_next() returns: a short option's letter, or >= 256 */
+	const char *arg;	/* the argument in the help ("BYTES"), NULL for none */
+	const char *help;	/* its help; '\n' starts a line under the first; NULL: not listed */
+	uint64_t min, max;	/* the range of a number, for opt_spec_size() and opt_spec_count() */
+};
+
+/* the entries of a table: a flag, an option with a value, one with a number, the end */
+#define OPT_FLAG(name, key, help)	{ name, no_argument, key, NULL, help, 0, 0 }
+#define OPT_ARG(name, key, arg, help)	{ name, required_argument, key, arg, help, 0, 0 }
+#define OPT_NUM(name, key, arg, min, max, help) \
+	{ name, required_argument, key, arg, help, min, max }
+#define OPT_END				{ NULL, 0, 0, NULL, NULL, 0, 0 }
+
+/* the most options of one command, all its tables together */
+#define OPT_SPEC_MAX	64
+
+/*
+ * opt_next() over the tables (NULL-terminated): the short options are the
+ * keys below 256.
+ */
+int opt_spec_next(int argc, char **argv, const struct opt_spec *const *tables);
+/* the spec of the option key in the tables, NULL if none */
+const struct opt_spec *opt_spec_find(const struct opt_spec *const *tables, int key);
+/*
+ * The options' lines of a --help: "  -p, --pid PID" or "      --name ARG",
+ * the help from column width (one space after a longer option)
+ */
+void opt_spec_help(FILE *f, const struct opt_spec *const *tables, int width);
+/* opt_size() and opt_count() with the option's name and range from its spec */
+int opt_spec_size(const struct opt_spec *s, const char *arg, uint64_t *out);
+int opt_spec_count(const struct opt_spec *s, const char *arg, uint64_t *out);
 
 /* a byte size ("4096", "64KiB", "1.5MiB") in [min, max] */
 int opt_size(const char *opt, const char *arg, uint64_t min, uint64_t max, uint64_t *out);

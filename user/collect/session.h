@@ -46,7 +46,7 @@ struct session_opts {
 	bool no_multi;			/* force perf-event uprobes */
 	bool no_session;		/* entry + return probes even where sessions exist */
 	bool no_exact;			/* --no-exact: no exact span totals */
-	char *const *span_fns;		/* --span-fn patterns */
+	char **span_fns;		/* --span-fn patterns (not copied) */
 	size_t n_span_fns;
 	size_t max_span_fns;
 	size_t ringbuf_bytes;		/* 0: by unwinding, see session.c */
