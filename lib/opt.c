@@ -70,6 +70,8 @@ int opt_spec_next(int argc, char **argv, const struct opt_spec *const *tables)
 
 	for (; *tables; tables++) {
 		for (s = *tables; s->name && n < OPT_SPEC_MAX; s++) {
+			if (!s->key)
+				continue;
 			longopts[n++] = (struct option){ s->name, s->has_arg, NULL, s->key };
 			if (s->key >= 256)
 				continue;
@@ -105,12 +107,14 @@ void opt_spec_help(FILE *f, const struct opt_spec *const *tables, int width)
 		for (s = *tables; s->name; s++) {
 			if (!s->help)
 				continue;
-			if (s->key < 256)
+			if (s->key && s->key < 256)
 				n = snprintf(left, sizeof(left), "  -%c, --%s%s%s", s->key, s->name,
 					     s->arg ? " " : "", s->arg ?: "");
 			else
-				n = snprintf(left, sizeof(left), "      --%s%s%s", s->name,
-					     s->arg ? " " : "", s->arg ?: "");
+				n = snprintf(left, sizeof(left), "      --%s%s%s%s", s->name,
+					     !s->arg ? "" : s->has_arg == optional_argument ? "[=" : " ",
+					     s->arg ?: "",
+					     s->arg && s->has_arg == optional_argument ? "]" : "");
 			fprintf(f, "%-*s%s", width, left, n >= width ? " " : "");
 			for (h = s->help; (nl = strchr(h, '\n')); h = nl + 1)
 				fprintf(f, "%.*s\n%*s", (int)(nl - h), h, width, "");

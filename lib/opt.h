@@ -40,7 +40,8 @@ int opt_next(int argc, char **argv, const char *shortopts, const struct option *
 struct opt_spec {
 	const char *name;	/* the long name; NULL ends the table */
 	int has_arg;		/* no_argument, required_argument, optional_argument */
-	int key;		/* what opt_spec_next() returns: a short option's letter, or >= 256 */
+	int key;		/* what opt_spec_next() returns: a short option's letter, or >= 256;
+				 * 0: one more help line of the option before (OPT_MORE) */
 	const char *arg;	/* the argument in the help ("BYTES"), NULL for none */
 	const char *help;	/* its help; '\n' starts a line under the first; NULL: not listed */
 	uint64_t min, max;	/* the range of a number, for opt_spec_size() and opt_spec_count() */
@@ -51,6 +52,8 @@ struct opt_spec {
 #define OPT_ARG(name, key, arg, help)	{ name, required_argument, key, arg, help, 0, 0 }
 #define OPT_NUM(name, key, arg, min, max, help) \
 	{ name, required_argument, key, arg, help, min, max }
+#define OPT_OPTIONAL(name, key, arg, help) { name, optional_argument, key, arg, help, 0, 0 }
+#define OPT_MORE(name, arg, help)	{ name, required_argument, 0, arg, help, 0, 0 }
 #define OPT_END				{ NULL, 0, 0, NULL, NULL, 0, 0 }
 
 /* the most options of one command, all its tables together */

@@ -30,13 +30,6 @@
 #include "targets.h"
 
 #define NS_PER_SEC 1000000000ULL
-/*
- * attach's defaults: read every 100 ms, 8 MiB holds ~500 DWARF records
- * (~16 KiB each) and ~40k fp ones.  Mapped twice into the agent (for
- * wrap-around reads), so it counts double in its RSS.
- */
-#define RINGBUF_FP	(2 << 20)
-#define RINGBUF_DWARF	(8 << 20)
 
 struct ctarget {
 	bool used, exited;
@@ -56,7 +49,7 @@ struct ctarget {
 };
 
 struct collector {
-	struct agent_collect_opts o;
+	struct session_opts o;		/* every target's, but the pid */
 	size_t max_stacks;
 	bool labels_all;
 	enum session_unwind unwind;
@@ -151,7 +144,7 @@ static int on_record(void *ctx, void *data, size_t size)
 	return ret == -ENOMEM ? 0 : ret;
 }
 
-struct collector *collector__new(const struct agent_collect_opts *o, size_t max_targets,
+struct collector *collector__new(const struct session_opts *o, size_t max_targets,
 				 size_t max_stacks, bool labels_all, char *err, size_t errlen)
 {
 	struct bpfobj_opts so = { 0 };
@@ -168,20 +161,19 @@ struct collector *collector__new(const struct agent_collect_opts *o, size_t max_
 	c->max_stacks = max_stacks;
 	c->labels_all = labels_all;
 	/* per target, as attach chooses; the object carries the stack copy unless fp for all */
-	c->unwind = o->unwind == 0 ? SESSION_UNWIND_FP : o->unwind == 1 ? SESSION_UNWIND_DWARF :
-		    SESSION_UNWIND_AUTO;
+	c->unwind = o->unwind;
 	pthread_mutex_init(&c->table, NULL);
 	for (i = 0; i < c->n; i++)
 		pthread_mutex_init(&c->v[i].lock, NULL);
 	so.rate = o->rate;
 	so.max_depth = (unsigned int)o->max_depth;
-	so.ringbuf_bytes = o->ringbuf_size ?: c->unwind == SESSION_UNWIND_FP ? RINGBUF_FP :
-							     RINGBUF_DWARF;
+	so.ringbuf_bytes = o->ringbuf_bytes ?: c->unwind == SESSION_UNWIND_FP ? SESSION_RINGBUF_FP :
+							      SESSION_RINGBUF_DWARF;
 	so.no_multi = o->no_multi;
 	so.no_session = o->no_session;
 	so.track_inuse = o->inuse;
 	so.unwind_dwarf = c->unwind != SESSION_UNWIND_FP;
-	so.stack_copy_bytes = (unsigned int)o->stack_size;
+	so.stack_copy_bytes = o->stack_size;
 	so.max_live = o->max_live;
 	so.max_procs = max_targets;
 	so.count_calls = true;
@@ -236,12 +228,13 @@ static void set_allocator(struct ctarget *t)
 static int open_session(struct collector *c, pid_t pid, struct session **s, char *err,
 			size_t errlen)
 {
+	/* --span-fn is not applied (the object is shared), nor is --ringbuf-size per target */
 	struct session_opts so = {
-		.pid = pid, .rate = c->o.rate, .max_depth = (unsigned int)c->o.max_depth,
+		.pid = pid, .rate = c->o.rate, .max_depth = c->o.max_depth,
 		.allocator = c->o.allocator ?: "auto", .symbolize = c->o.symbolize,
 		.no_multi = c->o.no_multi, .no_session = c->o.no_session,
 		.max_entries = c->max_stacks, .inuse = c->o.inuse, .unwind = c->unwind,
-		.stack_size = (unsigned int)c->o.stack_size, .max_live = c->o.max_live,
+		.stack_size = c->o.stack_size, .max_live = c->o.max_live,
 		.sampler = c->o.sampler,
 	};
 

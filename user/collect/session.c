@@ -39,14 +39,6 @@
 #include "usdt.h"
 #include "vec.h"
 
-/*
- * The ring buffer is mapped twice into the profiler (for wrap-around reads),
- * so its size counts double in RSS: 2 MiB holds ~10k frame-pointer records;
- * DWARF records carry a stack copy and get 8 MiB.
- */
-#define DEFAULT_RINGBUF		(2 << 20)
-#define DEFAULT_RINGBUF_DWARF	(8 << 20)
-
 struct session {
 	struct session_opts o;
 	struct target t;
@@ -602,8 +594,8 @@ static int session_open(const struct session_opts *o, struct bpfobj *shared, str
 	so.max_depth = o->max_depth;
 	so.ringbuf_bytes = o->ringbuf_bytes;
 	if (!so.ringbuf_bytes)
-		so.ringbuf_bytes = s->unwind == SESSION_UNWIND_DWARF ? DEFAULT_RINGBUF_DWARF :
-				   DEFAULT_RINGBUF;
+		so.ringbuf_bytes = s->unwind == SESSION_UNWIND_DWARF ? SESSION_RINGBUF_DWARF :
+				   SESSION_RINGBUF_FP;
 	so.no_multi = o->no_multi;
 	so.no_session = o->no_session;
 	so.no_exact = o->no_exact;

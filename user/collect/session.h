@@ -19,6 +19,15 @@ struct span_totals;
 /* mean bytes between samples unless told (--rate) */
 #define SESSION_DEFAULT_RATE	(512 * 1024)
 
+/*
+ * The ring buffer unless told (--ringbuf-size).  It is mapped twice into the
+ * profiler (for wrap-around reads), so its size counts double in RSS: 2 MiB
+ * holds ~10k frame-pointer records; DWARF records carry a stack copy
+ * (~16 KiB each) and get 8 MiB, ~500 of them.
+ */
+#define SESSION_RINGBUF_FP	(2 << 20)
+#define SESSION_RINGBUF_DWARF	(8 << 20)
+
 enum session_unwind {
 	SESSION_UNWIND_AUTO,		/* fp where the executable keeps frame pointers, else dwarf */
 	SESSION_UNWIND_FP,
