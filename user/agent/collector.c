@@ -165,16 +165,8 @@ struct collector *collector__new(const struct session_opts *o, size_t max_target
 	pthread_mutex_init(&c->table, NULL);
 	for (i = 0; i < c->n; i++)
 		pthread_mutex_init(&c->v[i].lock, NULL);
-	so.rate = o->rate;
-	so.max_depth = (unsigned int)o->max_depth;
-	so.ringbuf_bytes = o->ringbuf_bytes ?: c->unwind == SESSION_UNWIND_FP ? SESSION_RINGBUF_FP :
-							      SESSION_RINGBUF_DWARF;
-	so.no_multi = o->no_multi;
-	so.no_session = o->no_session;
-	so.track_inuse = o->inuse;
-	so.unwind_dwarf = c->unwind != SESSION_UNWIND_FP;
-	so.stack_copy_bytes = o->stack_size;
-	so.max_live = o->max_live;
+	/* auto may choose dwarf for any target: the object carries the stack copy unless fp */
+	session_opts__bpfobj(o, c->unwind != SESSION_UNWIND_FP, &so);
 	so.max_procs = max_targets;
 	so.count_calls = true;
 	/* both paths in the one object unless every target takes uprobes (a load less) */

@@ -163,6 +163,7 @@ void session__close(struct session *s);
 /* --- the agent: many sessions over one sampler ------------------------------------ */
 
 struct bpfobj;
+struct bpfobj_opts;
 struct bpfobj_proc;
 struct alloc_plan;
 struct export_base;
@@ -173,6 +174,11 @@ struct export_base;
  * session's (by the record's tgid) to session__on_event().  o->unwind must
  * not be dwarf unless the shared object was loaded for it, o->span_fns empty.
  */
+/*
+ * The BPF object's options that follow from o: rates, sizes, probe paths,
+ * the stack copy when dwarf (the unwinding chosen); the rest is the caller's
+ */
+void session_opts__bpfobj(const struct session_opts *o, bool dwarf, struct bpfobj_opts *out);
 int session__open_shared(const struct session_opts *o, struct bpfobj *shared,
 			 struct session **out, char *err, size_t errlen);
 int session__on_event(void *session, void *data, size_t size);
