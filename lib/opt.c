@@ -73,7 +73,7 @@ int opt_spec_next(int argc, char **argv, const struct opt_spec *const *tables)
 			if (!s->key)
 				continue;
 			longopts[n++] = (struct option){ s->name, s->has_arg, NULL, s->key };
-			if (s->key >= 256)
+			if (s->key >= 256 || s->long_only)
 				continue;
 			shortopts[len++] = (char)s->key;
 			if (s->has_arg == required_argument)
@@ -96,7 +96,7 @@ const struct opt_spec *opt_spec_find(const struct opt_spec *const *tables, int k
 	return NULL;
 }
 
-void opt_spec_help(FILE *f, const struct opt_spec *const *tables, int width)
+void opt_spec_help(FILE *f, const struct opt_spec *const *tables, int indent, int width)
 {
 	const struct opt_spec *s;
 	const char *h, *nl;
@@ -107,15 +107,19 @@ void opt_spec_help(FILE *f, const struct opt_spec *const *tables, int width)
 		for (s = *tables; s->name; s++) {
 			if (!s->help)
 				continue;
-			if (s->key && s->key < 256)
+			if (s->key && s->key < 256 && !s->long_only)
 				n = snprintf(left, sizeof(left), "  -%c, --%s%s%s", s->key, s->name,
 					     s->arg ? " " : "", s->arg ?: "");
 			else
-				n = snprintf(left, sizeof(left), "      --%s%s%s%s", s->name,
+				n = snprintf(left, sizeof(left), "%*s--%s%s%s%s", indent, "", s->name,
 					     !s->arg ? "" : s->has_arg == optional_argument ? "[=" : " ",
 					     s->arg ?: "",
 					     s->arg && s->has_arg == optional_argument ? "]" : "");
-			fprintf(f, "%-*s%s", width, left, n >= width ? " " : "");
+			/* a help starting with a new line: the option's line is too long for one */
+			if (s->help[0] == '\n')
+				fputs(left, f);
+			else
+				fprintf(f, "%-*s%s", width, left, n >= width ? " " : "");
 			for (h = s->help; (nl = strchr(h, '\n')); h = nl + 1)
 				fprintf(f, "%.*s\n%*s", (int)(nl - h), h, width, "");
 			fprintf(f, "%s\n", h);

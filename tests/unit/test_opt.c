@@ -32,7 +32,7 @@ static void test_help(void)
 
 	if (!ASSERT_OK_PTR(f, "open_memstream"))
 		return;
-	opt_spec_help(f, tables, 20);
+	opt_spec_help(f, tables, 6, 20);
 	fclose(f);
 	ASSERT_STREQ(buf,
 		     "  -p, --pid PID     process to profile\n"

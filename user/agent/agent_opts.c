@@ -118,7 +118,7 @@ static void section(FILE *f, const char *title, const struct opt_spec *specs)
 	const struct opt_spec *const one[] = { specs, NULL };
 
 	fprintf(f, "%s\n", title);
-	opt_spec_help(f, one, HELP_WIDTH);
+	opt_spec_help(f, one, 6, HELP_WIDTH);
 }
 
 static void usage(FILE *f)
@@ -138,7 +138,7 @@ static void usage(FILE *f)
 	section(f, "Serving:", serving_specs);
 	section(f, "Attribution:", attribution_specs);
 	fprintf(f, "Collection (attach's, for every target):\n");
-	opt_spec_help(f, collect, HELP_WIDTH);
+	opt_spec_help(f, collect, 6, HELP_WIDTH);
 	fprintf(f,
 		"\n"
 		"EXAMPLES:\n"

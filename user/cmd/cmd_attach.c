@@ -95,7 +95,7 @@ static void usage(FILE *f, bool capture)
 			"holds, its overhead and other memory (docs/memory-picture.md).\n"
 			"\n"
 			"Options (attach's; --inuse and --stats are always on):\n");
-		opt_spec_help(f, attach_specs, HELP_WIDTH);
+		opt_spec_help(f, attach_specs, 6, HELP_WIDTH);
 		fprintf(f,
 			"\n"
 			"EXAMPLES:\n"
@@ -110,7 +110,7 @@ static void usage(FILE *f, bool capture)
 		"process exits, or SIGINT/SIGTERM arrives; then write a pprof profile.\n"
 		"\n"
 		"Options:\n");
-	opt_spec_help(f, attach_specs, HELP_WIDTH);
+	opt_spec_help(f, attach_specs, 6, HELP_WIDTH);
 	fprintf(f,
 		"\n"
 		"EXAMPLES:\n"

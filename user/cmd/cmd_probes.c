@@ -69,7 +69,7 @@ static void usage(FILE *f)
 		"attach fail.  Exits 1 when attaching would fail.\n"
 		"\n"
 		"Options (as for attach):\n");
-	opt_spec_help(f, probes_tables, 25);
+	opt_spec_help(f, probes_tables, 6, 25);
 	fprintf(f,
 		"\n"
 		"EXAMPLES:\n"

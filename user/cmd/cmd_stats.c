@@ -74,7 +74,7 @@ static void usage(FILE *f)
 		"(docs/memory-picture.md).\n"
 		"\n"
 		"Options:\n");
-	opt_spec_help(f, stats_tables, 25);
+	opt_spec_help(f, stats_tables, 6, 25);
 	fprintf(f,
 		"\n"
 		"EXAMPLES:\n"
