@@ -36,6 +36,7 @@ static const struct opt_spec select_specs[] = {
 		 "that process"),
 	OPT_MORE("select", "usdt",
 		 "a mapped object has culpert or otel_memory USDT probes"),
+	/* past the help column: the help follows after three spaces, not one */
 	OPT_MORE("select", "pod=NS/NAME | namespace=NS | container-name=NAME",
 		 "  Kubernetes names"),
 	/* the table is allocated whole at start, about 6 KiB a target */
