@@ -69,9 +69,14 @@ int opt_spec_next(int argc, char **argv, const struct opt_spec *const *tables)
 	size_t n = 0, len = 0;
 
 	for (; *tables; tables++) {
-		for (s = *tables; s->name && n < OPT_SPEC_MAX; s++) {
+		for (s = *tables; s->name; s++) {
 			if (!s->key)
 				continue;
+			/* a command's tables outgrew OPT_SPEC_MAX: say so rather than drop options */
+			if (n == OPT_SPEC_MAX) {
+				opt_error("more than %d options: raise OPT_SPEC_MAX", OPT_SPEC_MAX);
+				return '?';
+			}
 			longopts[n++] = (struct option){ s->name, s->has_arg, NULL, s->key };
 			if (s->key >= 256 || s->long_only)
 				continue;
