@@ -42,8 +42,37 @@ void archive_conn__free(struct archive_conn *c)
 	c->endpoint_buf = NULL;
 }
 
+const struct opt_spec archive_opt_specs[] = {
+	OPT_ARG("endpoint", ARCHIVE_OPT_ENDPOINT, "URL",
+		 "the archive's base URL (env CULPERT_ARCHIVE)"),
+	OPT_ARG("token", ARCHIVE_OPT_TOKEN, "TOKEN",
+		 "bearer token (env CULPERT_TOKEN; prefer the variable:\n"
+		 "a command line is visible to other users in ps)"),
+	OPT_ARG("project", ARCHIVE_OPT_PROJECT, "NAME",
+		 "scope within a shared archive, e.g. owner/repo\n"
+		 "(env CULPERT_PROJECT; default: none)"),
+	/* one line for the pair */
+	OPT_ARG("cf-access-client-id", ARCHIVE_OPT_CF_ID, "ID, --cf-access-client-secret SECRET",
+		 "\nCloudflare Access service token (env\n"
+		 "CF_ACCESS_CLIENT_ID, CF_ACCESS_CLIENT_SECRET)"),
+	OPT_ARG("cf-access-client-secret", ARCHIVE_OPT_CF_SECRET, "SECRET", NULL),
+	OPT_NUM("connect-timeout", ARCHIVE_OPT_CONNECT_TIMEOUT, "D", NS_PER_MS, 0,
+		 "per attempt, to connect (default 10s)"),
+	OPT_NUM("timeout", ARCHIVE_OPT_TIMEOUT, "D", NS_PER_MS, 0,
+		 "per attempt, the whole exchange (default 60s)"),
+	OPT_NUM("retries", ARCHIVE_OPT_RETRIES, "N", 0, MAX_RETRIES,
+		 "more attempts after a 5xx, 429 or network failure,\n"
+		 "1s, 2s, 4s ... apart (default 2, at most 10)"),
+	OPT_FLAG("verbose", 'v',
+		 "each request and answer; -vv curl's trace, the\n"
+		 "token and the Access secret redacted"),
+	OPT_END,
+};
+
 int archive_conn__option(struct archive_conn *c, int id, const char *arg)
 {
+	const struct opt_spec *const tables[] = { archive_opt_specs, NULL };
+	const struct opt_spec *s = opt_spec_find(tables, id);
 	uint64_t v;
 
 	switch (id) {
@@ -63,11 +92,11 @@ int archive_conn__option(struct archive_conn *c, int id, const char *arg)
 		c->cf_secret = arg;
 		return 1;
 	case ARCHIVE_OPT_CONNECT_TIMEOUT:
-		return opt_duration("--connect-timeout", arg, NS_PER_MS, &c->connect_timeout_ns) ?: 1;
+		return opt_duration("--connect-timeout", arg, s->min, &c->connect_timeout_ns) ?: 1;
 	case ARCHIVE_OPT_TIMEOUT:
-		return opt_duration("--timeout", arg, NS_PER_MS, &c->timeout_ns) ?: 1;
+		return opt_duration("--timeout", arg, s->min, &c->timeout_ns) ?: 1;
 	case ARCHIVE_OPT_RETRIES:
-		if (opt_count("--retries", arg, 0, MAX_RETRIES, &v))
+		if (opt_spec_count(s, arg, &v))
 			return -EINVAL;
 		c->retries = (unsigned int)v;
 		return 1;

@@ -16,6 +16,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "opt.h"
+
 /* the largest profile sent or accepted; the Worker's own limit is 32 MiB by default */
 #define ARCHIVE_MAX_PROFILE	((size_t)1 << 30)
 
@@ -31,33 +33,11 @@ enum archive_opt_id {
 	ARCHIVE_OPT_RETRIES,
 };
 
-/* for a command's option table, before its own entries */
-#define ARCHIVE_LONGOPTS							\
-	{ "endpoint", required_argument, NULL, ARCHIVE_OPT_ENDPOINT },		\
-	{ "token", required_argument, NULL, ARCHIVE_OPT_TOKEN },		\
-	{ "project", required_argument, NULL, ARCHIVE_OPT_PROJECT },		\
-	{ "cf-access-client-id", required_argument, NULL, ARCHIVE_OPT_CF_ID },	\
-	{ "cf-access-client-secret", required_argument, NULL, ARCHIVE_OPT_CF_SECRET }, \
-	{ "connect-timeout", required_argument, NULL, ARCHIVE_OPT_CONNECT_TIMEOUT }, \
-	{ "timeout", required_argument, NULL, ARCHIVE_OPT_TIMEOUT },		\
-	{ "retries", required_argument, NULL, ARCHIVE_OPT_RETRIES }
-
-/* their lines of --help */
-#define ARCHIVE_OPTIONS_HELP							\
-	"  --endpoint URL          the archive's base URL (env CULPERT_ARCHIVE)\n"	\
-	"  --token TOKEN           bearer token (env CULPERT_TOKEN; prefer the variable:\n" \
-	"                          a command line is visible to other users in ps)\n" \
-	"  --project NAME          scope within a shared archive, e.g. owner/repo\n"	\
-	"                          (env CULPERT_PROJECT; default: none)\n"		\
-	"  --cf-access-client-id ID, --cf-access-client-secret SECRET\n"		\
-	"                          Cloudflare Access service token (env\n"		\
-	"                          CF_ACCESS_CLIENT_ID, CF_ACCESS_CLIENT_SECRET)\n"	\
-	"  --connect-timeout D     per attempt, to connect (default 10s)\n"		\
-	"  --timeout D             per attempt, the whole exchange (default 60s)\n"	\
-	"  --retries N             more attempts after a 5xx, 429 or network failure,\n" \
-	"                          1s, 2s, 4s ... apart (default 2, at most 10)\n"	\
-	"  -v, --verbose           each request and answer; -vv curl's trace, the\n"	\
-	"                          token and the Access secret redacted\n"
+/*
+ * The shared options' table (lib/opt.h), -v included, for a command's list
+ * of tables between its own options and its -h
+ */
+extern const struct opt_spec archive_opt_specs[];
 
 struct archive_conn {
 	const char *endpoint;		/* without trailing '/' once archive_conn__finish ran */
@@ -85,7 +65,7 @@ struct archive_reply {
 /* defaults (timeouts, retries); nothing set yet */
 void archive_conn__init(struct archive_conn *c);
 /*
- * An option of ARCHIVE_LONGOPTS: 1 if it was one (and valid), 0 if the id is not one of
+ * An option of archive_opt_specs: 1 if it was one (and valid), 0 if the id is not one of
  * them, -EINVAL after printing the error of a bad value.
  */
 int archive_conn__option(struct archive_conn *c, int id, const char *arg);

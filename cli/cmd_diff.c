@@ -42,6 +42,45 @@ struct diff {
 	char *key;		/* a row's key as printed: VIEW_PATH_MAX bytes */
 };
 
+static const struct opt_spec diff_specs[] = {
+	OPT_LARG("threshold-bytes", 'b', "SIZE",
+		 "smallest change that counts (default 4096)"),
+	OPT_LARG("threshold-pct", 'p', "P",
+		 "smallest relative change that counts (default 5)"),
+	OPT_LARG("min-span-bytes", 'm', "SIZE",
+		 "spans under this on both sides are quiet (default 0,\n"
+		 "or $CULPERT_MIN_SPAN_BYTES; the option wins)"),
+	OPT_LARG("min-confidence", 'c', "K",
+		 "changes under K standard errors are quiet\n"
+		 "(e.g. 3sigma; default 0: off)"),
+	OPT_LARG("threshold-p99-pct", 'P', "P",
+		 "exact totals: p99 bytes per instance grown by P%\n"
+		 "is a regression (default 0: off)"),
+	OPT_LARG("by", 'y', "path|name|callsite",
+		 "match spans by path (default) or innermost name, or\n"
+		 "compare callsites over all spans"),
+	OPT_LARG("skip", 'S', "GLOB",
+		 "with --by callsite: look through functions matching\n"
+		 "GLOB as allocation wrappers (repeatable)"),
+	OPT_LFLAG("wide", 'W',
+		 "full callsite names, no shortened C++ templates"),
+	OPT_LARG("top", 't', "N",
+		 "rows per table, children per node (--tree); default 20"),
+	OPT_LFLAG("tree", 'T',
+		 "the span tree with before/after/delta per node"),
+	OPT_LFLAG("inuse", 'i',
+		 "compare live heap (inuse_space) instead of allocations"),
+	OPT_LFLAG("no-fail", 'n',
+		 "exit 0 even when something regressed"),
+	OPT_LARG("format", 'f', "FMT",
+		 "text (default), markdown, json"),
+	OPT_FLAG("help", 'h',
+		 "this help"),
+	OPT_END,
+};
+
+static const struct opt_spec *const diff_tables[] = { diff_specs, NULL };
+
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -62,26 +101,9 @@ static void usage(FILE *f)
 		"Exit status: 0 no regression, 1 a regression or a new span (unless --no-fail),\n"
 		"2 an error.  The profiles must have the same sampling rate.\n"
 		"\n"
-		"Options:\n"
-		"  --threshold-bytes SIZE  smallest change that counts (default 4096)\n"
-		"  --threshold-pct P       smallest relative change that counts (default 5)\n"
-		"  --min-span-bytes SIZE   spans under this on both sides are quiet (default 0,\n"
-		"                          or $CULPERT_MIN_SPAN_BYTES; the option wins)\n"
-		"  --min-confidence K      changes under K standard errors are quiet\n"
-		"                          (e.g. 3sigma; default 0: off)\n"
-		"  --threshold-p99-pct P   exact totals: p99 bytes per instance grown by P%%\n"
-		"                          is a regression (default 0: off)\n"
-		"  --by path|name|callsite match spans by path (default) or innermost name, or\n"
-		"                          compare callsites over all spans\n"
-		"  --skip GLOB             with --by callsite: look through functions matching\n"
-		"                          GLOB as allocation wrappers (repeatable)\n"
-		"  --wide                  full callsite names, no shortened C++ templates\n"
-		"  --top N                 rows per table, children per node (--tree); default 20\n"
-		"  --tree                  the span tree with before/after/delta per node\n"
-		"  --inuse                 compare live heap (inuse_space) instead of allocations\n"
-		"  --no-fail               exit 0 even when something regressed\n"
-		"  --format FMT            text (default), markdown, json\n"
-		"  -h, --help              this help\n"
+		"Options:\n");
+	opt_spec_help(f, diff_tables, 2, 26);
+	fprintf(f,
 		"\n"
 		"EXAMPLES:\n"
 		"  culpert diff base.pb.gz new.pb.gz\n"
@@ -608,23 +630,6 @@ static int parse_opt(struct diff *d, int c, bool *min_span_set)
 
 static int parse_args(struct diff *d, int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "threshold-bytes", required_argument, NULL, 'b' },
-		{ "threshold-pct", required_argument, NULL, 'p' },
-		{ "min-span-bytes", required_argument, NULL, 'm' },
-		{ "min-confidence", required_argument, NULL, 'c' },
-		{ "threshold-p99-pct", required_argument, NULL, 'P' },
-		{ "top", required_argument, NULL, 't' },
-		{ "by", required_argument, NULL, 'y' },
-		{ "format", required_argument, NULL, 'f' },
-		{ "tree", no_argument, NULL, 'T' },
-		{ "no-fail", no_argument, NULL, 'n' },
-		{ "inuse", no_argument, NULL, 'i' },
-		{ "skip", required_argument, NULL, 'S' },
-		{ "wide", no_argument, NULL, 'W' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
 	const char *env = getenv("CULPERT_MIN_SPAN_BYTES");
 	bool min_span_set = false;
 	int c;
@@ -632,10 +637,10 @@ static int parse_args(struct diff *d, int argc, char **argv)
 	d->o.threshold_bytes = 4096;
 	d->o.threshold_pct = 5;
 	d->top = 20;
-	while ((c = opt_next(argc, argv, "h", opts)) != -1) {
+	while ((c = opt_spec_next(argc, argv, diff_tables)) != -1) {
 		if (c == 'h') {
 			usage(stdout);
-			return -1;
+			return CMD_HELP;
 		}
 		if (parse_opt(d, c, &min_span_set))
 			return CMD_ERROR;
@@ -671,7 +676,7 @@ int cmd_diff(int argc, char **argv)
 	ret = parse_args(&d, argc, argv);
 	if (ret) {
 		free(d.skip);
-		return ret == -1 ? CMD_OK : CMD_ERROR;
+		return ret == CMD_HELP ? CMD_OK : CMD_ERROR;
 	}
 	if (d.inuse)
 		vo.value = VIEW_INUSE;

@@ -20,6 +20,26 @@
 
 #define CMD "flamegraph"
 
+static const struct opt_spec flamegraph_specs[] = {
+	OPT_LARG("format", 'f', "FMT",
+		 "folded (default) or svg"),
+	OPT_LARG("span", 's', "NAME",
+		 "only the stacks inside span NAME (or a ';'-joined span path)"),
+	OPT_LFLAG("inuse", 'i',
+		 "live heap (inuse_space) instead of allocated bytes"),
+	OPT_LARG("skip", 'S', "GLOB",
+		 "leave out frames of functions matching GLOB, their bytes\n"
+		 "going to the caller (repeatable); by default every frame\n"
+		 "is kept, allocation wrappers included"),
+	OPT_ARG("output", 'o', "F",
+		 "write to F instead of stdout"),
+	OPT_FLAG("help", 'h',
+		 "this help"),
+	OPT_END,
+};
+
+static const struct opt_spec *const flamegraph_tables[] = { flamegraph_specs, NULL };
+
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -30,15 +50,9 @@ static void usage(FILE *f)
 		"self-contained interactive SVG\n"
 		"(click to zoom, Ctrl-F or the Search button to highlight).\n"
 		"\n"
-		"Options:\n"
-		"  --format FMT    folded (default) or svg\n"
-		"  --span NAME     only the stacks inside span NAME (or a ';'-joined span path)\n"
-		"  --inuse         live heap (inuse_space) instead of allocated bytes\n"
-		"  --skip GLOB     leave out frames of functions matching GLOB, their bytes\n"
-		"                  going to the caller (repeatable); by default every frame\n"
-		"                  is kept, allocation wrappers included\n"
-		"  -o, --output F  write to F instead of stdout\n"
-		"  -h, --help      this help\n"
+		"Options:\n");
+	opt_spec_help(f, flamegraph_tables, 2, 18);
+	fprintf(f,
 		"\n"
 		"EXAMPLES:\n"
 		"  culpert flamegraph prof.pb.gz --format svg -o prof.svg\n"
@@ -56,18 +70,9 @@ struct fg_args {
 static int parse_args(struct fg_args *a, int argc, char **argv)
 {
 	static const char *const formats[] = { "folded", "svg", NULL };
-	static const struct option opts[] = {
-		{ "format", required_argument, NULL, 'f' },
-		{ "span", required_argument, NULL, 's' },
-		{ "inuse", no_argument, NULL, 'i' },
-		{ "output", required_argument, NULL, 'o' },
-		{ "skip", required_argument, NULL, 'S' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
 	int c;
 
-	while ((c = opt_next(argc, argv, "ho:", opts)) != -1) {
+	while ((c = opt_spec_next(argc, argv, flamegraph_tables)) != -1) {
 		switch (c) {
 		case 'f':
 			if ((c = opt_choice("--format", optarg, formats)) < 0)
@@ -83,7 +88,7 @@ static int parse_args(struct fg_args *a, int argc, char **argv)
 			break;
 		case 'h':
 			usage(stdout);
-			return -1;
+			return CMD_HELP;
 		default:
 			return CMD_ERROR;
 		}
@@ -105,7 +110,7 @@ int cmd_flamegraph(int argc, char **argv)
 	ret = parse_args(&a, argc, argv);
 	if (ret) {
 		free(a.skip);
-		return ret == -1 ? CMD_OK : CMD_ERROR;
+		return ret == CMD_HELP ? CMD_OK : CMD_ERROR;
 	}
 	if (!a.out)
 		a.out = "-";

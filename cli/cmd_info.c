@@ -17,6 +17,14 @@
 
 #define CMD "info"
 
+static const struct opt_spec info_specs[] = {
+	OPT_FLAG("help", 'h',
+		 "this help"),
+	OPT_END,
+};
+
+static const struct opt_spec *const info_tables[] = { info_specs, NULL };
+
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -27,8 +35,9 @@ static void usage(FILE *f)
 		"IDs, symbolization), the allocator's state of the memory picture\n"
 		"(mem.*.allocator.*) and every metadata comment (mem.* included).\n"
 		"\n"
-		"Options:\n"
-		"  -h, --help    this help\n"
+		"Options:\n");
+	opt_spec_help(f, info_tables, 2, 16);
+	fprintf(f,
 		"\n"
 		"EXAMPLES:\n"
 		"  culpert info prof.pb.gz\n"
@@ -302,10 +311,6 @@ static void print_allocator(const struct pprof_profile *p)
 
 int cmd_info(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
 	struct view_opts vo = { .value = VIEW_ALLOC };
 	struct view *v;
 	const struct pprof_profile *p;
@@ -313,7 +318,7 @@ int cmd_info(int argc, char **argv)
 	size_t i;
 	int c, ret;
 
-	while ((c = opt_next(argc, argv, "h", opts)) != -1) {
+	while ((c = opt_spec_next(argc, argv, info_tables)) != -1) {
 		if (c != 'h')
 			return CMD_ERROR;
 		usage(stdout);

@@ -20,6 +20,30 @@
 
 #define CMD "pull"
 
+enum { OPT_SHA = 0x200, OPT_LATEST, OPT_MISSING };
+
+static const struct opt_spec pull_specs[] = {
+	OPT_ARG("sha", OPT_SHA, "SHA",
+		 "the profile of that commit (7 to 64 hex digits)"),
+	OPT_ARG("latest-of", OPT_LATEST, "BRANCH",
+		 "the last profile uploaded on BRANCH"),
+	OPT_ARG("output", 'o', "FILE",
+		 "where to write it (default '-': stdout, not a terminal)"),
+	OPT_FLAG("allow-missing", OPT_MISSING,
+		 "no such profile (HTTP 404) is not an error: write\n"
+		 "nothing, say so on stderr, exit 0 (a first CI run)"),
+	OPT_END,
+};
+
+static const struct opt_spec pull_help_spec[] = {
+	OPT_FLAG("help", 'h', "this help"),
+	OPT_END,
+};
+
+static const struct opt_spec *const pull_tables[] = {
+	pull_specs, archive_opt_specs, pull_help_spec, NULL,
+};
+
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -32,14 +56,9 @@ static void usage(FILE *f)
 		"through a temporary file renamed over it, so FILE is never left half written\n"
 		"(a device or FIFO is written through, a symbolic link followed).\n"
 		"\n"
-		"Options:\n"
-		"  --sha SHA               the profile of that commit (7 to 64 hex digits)\n"
-		"  --latest-of BRANCH      the last profile uploaded on BRANCH\n"
-		"  -o, --output FILE       where to write it (default '-': stdout, not a terminal)\n"
-		"  --allow-missing         no such profile (HTTP 404) is not an error: write\n"
-		"                          nothing, say so on stderr, exit 0 (a first CI run)\n"
-		ARCHIVE_OPTIONS_HELP
-		"  -h, --help              this help\n"
+		"Options:\n");
+	opt_spec_help(f, pull_tables, 2, 26);
+	fprintf(f,
 		"\n"
 		"Exit status: 0 written (or missing, with --allow-missing), 2 any error.\n"
 		"\n"
@@ -61,23 +80,12 @@ struct pull_args {
 
 static int parse_args(int argc, char **argv, struct pull_args *a)
 {
-	enum { OPT_SHA = 0x200, OPT_LATEST, OPT_MISSING };
-	static const struct option opts[] = {
-		ARCHIVE_LONGOPTS,
-		{ "sha", required_argument, NULL, OPT_SHA },
-		{ "latest-of", required_argument, NULL, OPT_LATEST },
-		{ "allow-missing", no_argument, NULL, OPT_MISSING },
-		{ "output", required_argument, NULL, 'o' },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
 	int c;
 
-	while ((c = opt_next(argc, argv, "o:vh", opts)) != -1) {
+	while ((c = opt_spec_next(argc, argv, pull_tables)) != -1) {
 		if (c == 'h') {
 			usage(stdout);
-			return 1;
+			return CMD_HELP;
 		} else if (c == OPT_SHA) {
 			a->sha = optarg;
 		} else if (c == OPT_LATEST) {
@@ -87,7 +95,7 @@ static int parse_args(int argc, char **argv, struct pull_args *a)
 		} else if (c == 'o') {
 			a->out = optarg;
 		} else if (archive_conn__option(&a->conn, c, optarg) <= 0) {
-			return -EINVAL;	/* '?' was reported by opt_next, a bad value by the parser */
+			return -EINVAL;	/* '?' was reported by opt_spec_next, a bad value by the parser */
 		}
 	}
 	if (opt_operands(argc, argv, 0, 0, "operand"))
@@ -202,7 +210,7 @@ int cmd_pull(int argc, char **argv)
 	archive_conn__init(&a.conn);
 	e = parse_args(argc, argv, &a);
 	if (e) {
-		ret = e > 0 ? CMD_OK : CMD_ERROR;
+		ret = e == CMD_HELP ? CMD_OK : CMD_ERROR;
 		goto out;
 	}
 	if (check_output(&a) || archive_conn__finish(&a.conn))

@@ -50,6 +50,42 @@ struct report {
 	struct json j;
 };
 
+static const struct opt_spec report_specs[] = {
+	OPT_LFLAG("flat", 'F',
+		 "spans sorted by their own bytes: span samples bytes bytes%"),
+	OPT_LFLAG("by-process", 'P',
+		 "bytes by process (pid and comm), as attach --children records"),
+	OPT_LARG("span", 's', "NAME",
+		 "top callsites inside span NAME (or a ';'-joined span path)"),
+	OPT_LFLAG("no-span", 'N',
+		 "top callsites outside any span"),
+	OPT_LARG("top", 't', "N",
+		 "rows per list, children per node in the tree (default 20)"),
+	OPT_LFLAG("inuse", 'i',
+		 "live heap (inuse_space) instead of allocated bytes"),
+	OPT_LFLAG("leaks", 'l',
+		 "live allocations by callsite, with their age"),
+	OPT_LARG("min-age", 'a', "D",
+		 "with --leaks: only allocations at least D old (e.g. 30s)"),
+	OPT_LARG("skip", 'S', "GLOB",
+		 "look through functions matching GLOB (repeatable) as\n"
+		 "allocation wrappers, beside the built-in list; an\n"
+		 "unnamed frame by its name: 'nginx+0x278c4', 'nginx+*'"),
+	OPT_LARG("by", 'B', "WHAT",
+		 "callsite (default) or caller: each callsite's bytes\n"
+		 "under its first named caller outside the wrappers and\n"
+		 "--skip (a constructor's under the code calling it)"),
+	OPT_LFLAG("wide", 'W',
+		 "full names: no shortened C++ templates, no cut rows"),
+	OPT_LARG("format", 'f', "FMT",
+		 "text (default) or json"),
+	OPT_FLAG("help", 'h',
+		 "this help"),
+	OPT_END,
+};
+
+static const struct opt_spec *const report_tables[] = { report_specs, NULL };
+
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -57,24 +93,9 @@ static void usage(FILE *f)
 		"\n"
 		"Where a profile's allocations went: the span tree by default.\n"
 		"\n"
-		"Options:\n"
-		"  --flat             spans sorted by their own bytes: span samples bytes bytes%%\n"
-		"  --by-process       bytes by process (pid and comm), as attach --children records\n"
-		"  --span NAME        top callsites inside span NAME (or a ';'-joined span path)\n"
-		"  --no-span          top callsites outside any span\n"
-		"  --top N            rows per list, children per node in the tree (default 20)\n"
-		"  --inuse            live heap (inuse_space) instead of allocated bytes\n"
-		"  --leaks            live allocations by callsite, with their age\n"
-		"  --min-age D        with --leaks: only allocations at least D old (e.g. 30s)\n"
-		"  --skip GLOB        look through functions matching GLOB (repeatable) as\n"
-		"                     allocation wrappers, beside the built-in list; an\n"
-		"                     unnamed frame by its name: 'nginx+0x278c4', 'nginx+*'\n"
-		"  --by WHAT          callsite (default) or caller: each callsite's bytes\n"
-		"                     under its first named caller outside the wrappers and\n"
-		"                     --skip (a constructor's under the code calling it)\n"
-		"  --wide             full names: no shortened C++ templates, no cut rows\n"
-		"  --format FMT       text (default) or json\n"
-		"  -h, --help         this help\n"
+		"Options:\n");
+	opt_spec_help(f, report_tables, 2, 21);
+	fprintf(f,
 		"\n"
 		"EXAMPLES:\n"
 		"  culpert report prof.pb.gz\n"
@@ -928,27 +949,11 @@ static int parse_args(struct report *r, int argc, char **argv)
 {
 	static const char *const formats[] = { "text", "json", NULL };
 	static const char *const bys[] = { "callsite", "caller", NULL };
-	static const struct option opts[] = {
-		{ "flat", no_argument, NULL, 'F' },
-		{ "by-process", no_argument, NULL, 'P' },
-		{ "span", required_argument, NULL, 's' },
-		{ "no-span", no_argument, NULL, 'N' },
-		{ "top", required_argument, NULL, 't' },
-		{ "inuse", no_argument, NULL, 'i' },
-		{ "leaks", no_argument, NULL, 'l' },
-		{ "min-age", required_argument, NULL, 'a' },
-		{ "format", required_argument, NULL, 'f' },
-		{ "skip", required_argument, NULL, 'S' },
-		{ "wide", no_argument, NULL, 'W' },
-		{ "by", required_argument, NULL, 'B' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
 	bool flat = false, min_age = false, by = false, procs = false;
 	int c;
 
 	r->top = 20;
-	while ((c = opt_next(argc, argv, "h", opts)) != -1) {
+	while ((c = opt_spec_next(argc, argv, report_tables)) != -1) {
 		switch (c) {
 		case 'F': flat = true; break;
 		case 'P': procs = true; break;
@@ -983,7 +988,7 @@ static int parse_args(struct report *r, int argc, char **argv)
 			break;
 		case 'h':
 			usage(stdout);
-			return -1;
+			return CMD_HELP;
 		default:
 			return CMD_ERROR;
 		}
@@ -1057,7 +1062,7 @@ int cmd_report(int argc, char **argv)
 	ret = parse_args(&r, argc, argv);
 	if (ret) {
 		free(r.skip);
-		return ret == -1 ? CMD_OK : CMD_ERROR;
+		return ret == CMD_HELP ? CMD_OK : CMD_ERROR;
 	}
 	if (load(&r)) {
 		view__free(r.v);

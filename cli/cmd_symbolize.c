@@ -22,6 +22,26 @@
 
 #define CMD "symbolize"
 
+enum { OPT_DEBUG_DIR = 256, OPT_BINARY_DIR, OPT_NO_DEBUGINFOD };
+
+static const struct opt_spec symbolize_specs[] = {
+	OPT_ARG("output", 'o', "FILE",
+		 "write here ('-' for stdout); default: replace IN"),
+	OPT_ARG("debug-dir", OPT_DEBUG_DIR, "DIR",
+		 "a debug directory with a .build-id tree (repeatable)"),
+	OPT_ARG("binary-dir", OPT_BINARY_DIR, "DIR",
+		 "a directory searched for binaries by build ID (repeatable)"),
+	OPT_FLAG("no-debuginfod", OPT_NO_DEBUGINFOD,
+		 "do not ask debuginfod servers, even with DEBUGINFOD_URLS set"),
+	OPT_FLAG("verbose", 'v',
+		 "report every mapping, and more diagnostics"),
+	OPT_FLAG("help", 'h',
+		 "this help"),
+	OPT_END,
+};
+
+static const struct opt_spec *const symbolize_tables[] = { symbolize_specs, NULL };
+
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -35,13 +55,9 @@ static void usage(FILE *f)
 		"Reports on stderr what stayed unsymbolized and why.  Symbolizing again\n"
 		"changes nothing.\n"
 		"\n"
-		"Options:\n"
-		"  -o, --output FILE     write here ('-' for stdout); default: replace IN\n"
-		"      --debug-dir DIR   a debug directory with a .build-id tree (repeatable)\n"
-		"      --binary-dir DIR  a directory searched for binaries by build ID (repeatable)\n"
-		"      --no-debuginfod   do not ask debuginfod servers, even with DEBUGINFOD_URLS set\n"
-		"  -v, --verbose         report every mapping, and more diagnostics\n"
-		"  -h, --help            this help\n"
+		"Options:\n");
+	opt_spec_help(f, symbolize_tables, 6, 24);
+	fprintf(f,
 		"\n"
 		"EXAMPLES:\n"
 		"  culpert symbolize prof.pb.gz --debug-dir ./debug\n"
@@ -78,19 +94,9 @@ static int add_dir(const char *opt, const char *dir, const char **v, size_t *n)
 
 static int parse_args(int argc, char **argv, struct symbolize_args *a)
 {
-	enum { OPT_DEBUG_DIR = 256, OPT_BINARY_DIR, OPT_NO_DEBUGINFOD };
-	static const struct option opts[] = {
-		{ "output", required_argument, NULL, 'o' },
-		{ "debug-dir", required_argument, NULL, OPT_DEBUG_DIR },
-		{ "binary-dir", required_argument, NULL, OPT_BINARY_DIR },
-		{ "no-debuginfod", no_argument, NULL, OPT_NO_DEBUGINFOD },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
 	int c;
 
-	while ((c = opt_next(argc, argv, "o:vh", opts)) != -1) {
+	while ((c = opt_spec_next(argc, argv, symbolize_tables)) != -1) {
 		switch (c) {
 		case 'o':
 			a->out = optarg;
@@ -108,7 +114,7 @@ static int parse_args(int argc, char **argv, struct symbolize_args *a)
 			break;
 		case 'h':
 			usage(stdout);
-			exit(CMD_OK);
+			return CMD_HELP;
 		default:
 			return -EINVAL;
 		}
@@ -135,7 +141,10 @@ int cmd_symbolize(int argc, char **argv)
 	char err[PATH_MAX + 256];
 	int ret = CMD_ERROR, e;
 
-	if (parse_args(argc, argv, &a) || cli_max_memory(&budget.max))
+	e = parse_args(argc, argv, &a);
+	if (e)
+		return e == CMD_HELP ? CMD_OK : CMD_ERROR;
+	if (cli_max_memory(&budget.max))
 		return CMD_ERROR;
 	/* before the work: symbolizing a large profile takes a while */
 	if (outfile_check(a.out, err, sizeof(err))) {

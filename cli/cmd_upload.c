@@ -15,6 +15,26 @@
 /* a receipt is a few hundred bytes */
 #define RECEIPT_MAX (64 * 1024)
 
+enum { OPT_SHA = 0x200, OPT_BRANCH };
+
+static const struct opt_spec upload_specs[] = {
+	OPT_ARG("commit-sha", OPT_SHA, "SHA",
+		 "the commit, 7 to 64 hex digits (env GITHUB_SHA)"),
+	OPT_ARG("branch", OPT_BRANCH, "NAME",
+		 "the branch it is recorded under, which `pull\n"
+		 "--latest-of` looks in (env GITHUB_REF_NAME)"),
+	OPT_END,
+};
+
+static const struct opt_spec upload_help_spec[] = {
+	OPT_FLAG("help", 'h', "this help"),
+	OPT_END,
+};
+
+static const struct opt_spec *const upload_tables[] = {
+	upload_specs, archive_opt_specs, upload_help_spec, NULL,
+};
+
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -25,12 +45,9 @@ static void usage(FILE *f)
 		"a JSON receipt, printed on stdout.  FILE ('-': stdin) is decoded first: what is\n"
 		"not a complete profile is not sent.  Uploading a sha again replaces it.\n"
 		"\n"
-		"Options:\n"
-		"  --commit-sha SHA        the commit, 7 to 64 hex digits (env GITHUB_SHA)\n"
-		"  --branch NAME           the branch it is recorded under, which `pull\n"
-		"                          --latest-of` looks in (env GITHUB_REF_NAME)\n"
-		ARCHIVE_OPTIONS_HELP
-		"  -h, --help              this help\n"
+		"Options:\n");
+	opt_spec_help(f, upload_tables, 2, 26);
+	fprintf(f,
 		"\n"
 		"Exit status: 0 uploaded, 2 any error (one error: line says which and why).\n"
 		"\n"
@@ -51,21 +68,12 @@ struct upload_args {
 
 static int parse_args(int argc, char **argv, struct upload_args *a)
 {
-	enum { OPT_SHA = 0x200, OPT_BRANCH };
-	static const struct option opts[] = {
-		ARCHIVE_LONGOPTS,
-		{ "commit-sha", required_argument, NULL, OPT_SHA },
-		{ "branch", required_argument, NULL, OPT_BRANCH },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
 	int c, r;
 
-	while ((c = opt_next(argc, argv, "vh", opts)) != -1) {
+	while ((c = opt_spec_next(argc, argv, upload_tables)) != -1) {
 		if (c == 'h') {
 			usage(stdout);
-			return 1;
+			return CMD_HELP;
 		}
 		if (c == OPT_SHA) {
 			a->sha = optarg;
@@ -77,7 +85,7 @@ static int parse_args(int argc, char **argv, struct upload_args *a)
 		}
 		r = archive_conn__option(&a->conn, c, optarg);
 		if (r <= 0)
-			return -EINVAL;	/* '?' was reported by opt_next, a bad value by the parser */
+			return -EINVAL;	/* '?' was reported by opt_spec_next, a bad value by the parser */
 	}
 	return cli_one_file(argc, argv, &a->file);
 }
@@ -181,7 +189,7 @@ int cmd_upload(int argc, char **argv)
 	archive_conn__init(&a.conn);
 	e = parse_args(argc, argv, &a);
 	if (e) {
-		ret = e > 0 ? CMD_OK : CMD_ERROR;
+		ret = e == CMD_HELP ? CMD_OK : CMD_ERROR;
 		goto out;
 	}
 	if (check_target(&a) || archive_conn__finish(&a.conn) || load_profile(a.file, &buf, &len))

@@ -11,6 +11,11 @@
 #define CMD_OK		0
 #define CMD_FAIL	1	/* culpert: a diff found a regression; culpert-bpf: collection failed */
 #define CMD_ERROR	2	/* bad usage; for culpert any error (one "error: ..." line) */
+/*
+ * Not an exit status: what an option parser returns once it printed
+ * --help, apart from 0 and -errno; its command then exits CMD_OK.
+ */
+#define CMD_HELP	1000
 
 struct cmd {
 	const char *name;

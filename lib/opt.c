@@ -61,6 +61,93 @@ int opt_next(int argc, char **argv, const char *shortopts, const struct option *
 	return c;
 }
 
+int opt_spec_next(int argc, char **argv, const struct opt_spec *const *tables)
+{
+	struct option longopts[OPT_SPEC_MAX + 1];
+	char shortopts[OPT_SPEC_MAX * 2 + 1];
+	const struct opt_spec *s;
+	size_t n = 0, len = 0;
+
+	for (; *tables; tables++) {
+		for (s = *tables; s->name; s++) {
+			if (!s->key)
+				continue;
+			/* a command's tables outgrew OPT_SPEC_MAX: say so rather than drop options */
+			if (n == OPT_SPEC_MAX) {
+				opt_error("more than %d options: raise OPT_SPEC_MAX", OPT_SPEC_MAX);
+				return '?';
+			}
+			longopts[n++] = (struct option){ s->name, s->has_arg, NULL, s->key };
+			if (s->key >= 256 || s->long_only)
+				continue;
+			shortopts[len++] = (char)s->key;
+			if (s->has_arg == required_argument)
+				shortopts[len++] = ':';
+		}
+	}
+	longopts[n] = (struct option){ NULL, 0, NULL, 0 };
+	shortopts[len] = '\0';
+	return opt_next(argc, argv, shortopts, longopts);
+}
+
+const struct opt_spec *opt_spec_find(const struct opt_spec *const *tables, int key)
+{
+	const struct opt_spec *s;
+
+	for (; *tables; tables++)
+		for (s = *tables; s->name; s++)
+			if (s->key == key)
+				return s;
+	return NULL;
+}
+
+void opt_spec_help(FILE *f, const struct opt_spec *const *tables, int indent, int width)
+{
+	const struct opt_spec *s;
+	const char *h, *nl;
+	char left[128];
+	int n;
+
+	for (; *tables; tables++) {
+		for (s = *tables; s->name; s++) {
+			if (!s->help)
+				continue;
+			if (s->key && s->key < 256 && !s->long_only)
+				n = snprintf(left, sizeof(left), "  -%c, --%s%s%s", s->key, s->name,
+					     s->arg ? " " : "", s->arg ?: "");
+			else
+				n = snprintf(left, sizeof(left), "%*s--%s%s%s%s", indent, "", s->name,
+					     !s->arg ? "" : s->has_arg == optional_argument ? "[=" : " ",
+					     s->arg ?: "",
+					     s->arg && s->has_arg == optional_argument ? "]" : "");
+			/* a help starting with a new line: the option's line is too long for one */
+			if (s->help[0] == '\n')
+				fputs(left, f);
+			else
+				fprintf(f, "%-*s%s", width, left, n >= width ? " " : "");
+			for (h = s->help; (nl = strchr(h, '\n')); h = nl + 1)
+				fprintf(f, "%.*s\n%*s", (int)(nl - h), h, width, "");
+			fprintf(f, "%s\n", h);
+		}
+	}
+}
+
+int opt_spec_size(const struct opt_spec *s, const char *arg, uint64_t *out)
+{
+	char name[64];
+
+	snprintf(name, sizeof(name), "--%s", s->name);
+	return opt_size(name, arg, s->min, s->max, out);
+}
+
+int opt_spec_count(const struct opt_spec *s, const char *arg, uint64_t *out)
+{
+	char name[64];
+
+	snprintf(name, sizeof(name), "--%s", s->name);
+	return opt_count(name, arg, s->min, s->max, out);
+}
+
 int opt_size(const char *opt, const char *arg, uint64_t min, uint64_t max, uint64_t *out)
 {
 	char lo[32], hi[32];

@@ -109,6 +109,27 @@ test_bad_usage() {
 	agent_stop busy
 }
 
+# The collection options are attach's: the same ranges and error lines, and
+# the same help line for each, one option a line
+test_collect_options() {
+	for opt in "--rate 0" "--max-depth 200" "--unwind x" "--stack-size 1" "--ringbuf-size 1" \
+		"--max-live 0" "--max-span-fns 0" "--sampler x" "--inuse x"; do
+		# shellcheck disable=SC2086
+		a=$("$BIN_BPF" attach --pid 1 $opt 2>&1 | sed 's/attach --help/CMD --help/')
+		# shellcheck disable=SC2086
+		g=$("$BIN_BPF" agent --select comm=x $opt 2>&1 | sed 's/agent --help/CMD --help/')
+		[ -n "$a" ] && [ "$a" = "$g" ] || fail "$opt: attach says '$a', the agent '$g'"
+	done
+	"$BIN_BPF" attach --help >"$TMP/attach.help" || fail "attach --help failed"
+	"$BIN_BPF" agent --help >"$TMP/agent.help" || fail "agent --help failed"
+	for opt in rate max-depth inuse max-live unwind stack-size allocator span-fn max-span-fns \
+		symbolize no-symbolize ringbuf-size sampler no-multi no-session; do
+		a=$(grep -e "^      --$opt " "$TMP/attach.help" | sed 's/  */ /g')
+		g=$(grep -e "^      --$opt " "$TMP/agent.help" | sed 's/  */ /g')
+		[ -n "$a" ] && [ "$a" = "$g" ] || fail "--$opt: attach's help '$a', the agent's '$g'"
+	done
+}
+
 # Started after the agent, with the rescan an hour away: the kernel's exec and
 # fork events are what picks them up; an exit is seen at once, the target kept
 # for --keep-exited, then dropped.  -v logs each step.
@@ -687,6 +708,7 @@ test_signals() {
 }
 
 run_test agent/bad_usage test_bad_usage
+run_test agent/collect_options test_collect_options
 run_test agent/pick_up_and_drop test_pick_up_and_drop
 run_test agent/rescan test_rescan
 run_test agent/selectors_process test_selectors_process

@@ -63,8 +63,8 @@ static int switch_to(struct collector *c, pid_t pid, bool on, struct collector_s
 
 int main(int argc, char **argv)
 {
-	struct agent_collect_opts o = { .rate = 512 * 1024, .inuse = true, .unwind = 0,
-					.max_depth = 64, .max_live = 1 << 16 };
+	struct session_opts o = { .rate = 512 * 1024, .inuse = true, .unwind = SESSION_UNWIND_FP,
+				  .max_depth = 64, .max_live = 1 << 16 };
 	struct agent_target t = { 0 };
 	struct collector_state last = { 0 };
 	struct collector *c;

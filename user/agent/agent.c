@@ -710,18 +710,21 @@ static int start_http(struct agent *a, char *err, size_t errlen)
 
 static void announce(struct agent *a)
 {
-	static const char *const unwind[] = { "fp", "dwarf", "auto" };
+	static const char *const unwind[] = {
+		[SESSION_UNWIND_AUTO] = "auto", [SESSION_UNWIND_FP] = "fp",
+		[SESSION_UNWIND_DWARF] = "dwarf",
+	};
 	char rate[32], addr[80];
 
 	http__address(a->http, addr, sizeof(addr));
 	fprintf(stderr, "culpert-bpf: agent listening on http://%s (%zu selectors, pid %d)\n",
 		addr, a->o.n_selects, (int)a->self);
 	pr_info("culpert-bpf: collection options: --rate %s, %s, "
-		"--unwind %s, --max-depth %llu, %zu --span-fn, --max-overhead %g%%, --labels %s, "
+		"--unwind %s, --max-depth %u, %zu --span-fn, --max-overhead %g%%, --labels %s, "
 		"--max-stacks %llu, --sampler %s\n",
 		format_bytes(rate, sizeof(rate), (double)a->o.collect.rate),
 		a->o.collect.inuse ? "--inuse" : "--no-inuse", unwind[a->o.collect.unwind],
-		(unsigned long long)a->o.collect.max_depth, a->o.collect.n_span_fns,
+		a->o.collect.max_depth, a->o.collect.n_span_fns,
 		a->o.max_overhead_pct, a->o.labels == AGENT_LABELS_ALL ? "all" : "span",
 		(unsigned long long)a->o.max_stacks, otel_mode_names[a->o.collect.sampler]);
 	if (a->o.collect.n_span_fns)
@@ -953,10 +956,10 @@ int cmd_agent(int argc, char **argv)
 	 * the clients do.
 	 */
 	mallopt(M_ARENA_MAX, 2);
-	if (agent_opts__parse(argc, argv, &a.o) ||
-	    selectors__parse(a.o.selects, a.o.n_selects, &a.sel)) {
+	ret = agent_opts__parse(argc, argv, &a.o);
+	if (ret || selectors__parse(a.o.selects, a.o.n_selects, &a.sel)) {
 		agent_opts__free(&a.o);
-		return CMD_ERROR;
+		return ret == CMD_HELP ? CMD_OK : CMD_ERROR;
 	}
 	ret = start(&a);
 	if (!ret) {

@@ -11,23 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* the collection options of attach: every target gets the same (docs/agent.md) */
-struct agent_collect_opts {
-	uint64_t rate;			/* --rate: mean bytes between samples */
-	bool inuse;			/* --inuse (default) / --no-inuse */
-	int unwind;			/* --unwind: index into "fp", "dwarf", "auto" */
-	uint64_t max_depth;
-	uint64_t stack_size;		/* 0: the collector's default */
-	uint64_t ringbuf_size;		/* 0: the collector's default */
-	uint64_t max_live;
-	uint64_t max_span_fns;
-	const char *allocator;
-	char **span_fns;
-	size_t n_span_fns;
-	bool symbolize;
-	bool no_multi, no_session;
-	int sampler;			/* --sampler: enum otel_mode (auto, usdt, uprobes) */
-};
+#include "session.h"
 
 enum agent_labels { AGENT_LABELS_SPAN, AGENT_LABELS_ALL };
 
@@ -52,10 +36,11 @@ struct agent_opts {
 	bool hold_start;		/* --hold-start: stop new programs until probed */
 	const char *kube_api_url;	/* NULL: https://$KUBERNETES_SERVICE_HOST:$..._PORT */
 	const char *kube_sa_dir;	/* the service account's token and ca.crt */
-	struct agent_collect_opts collect;
+	/* attach's collection options (collect_opts.h): every target gets the same */
+	struct session_opts collect;
 };
 
-/* parse argv into o; 0, or -EINVAL after the one error line; exits 0 after --help */
+/* parse argv into o; 0, -EINVAL after the one error line, or CMD_HELP (cmd.h) */
 int agent_opts__parse(int argc, char **argv, struct agent_opts *o);
 void agent_opts__free(struct agent_opts *o);
 

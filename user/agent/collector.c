@@ -35,13 +35,6 @@
 
 #define NS_PER_SEC 1000000000ULL
 /*
- * attach's defaults: read every 100 ms, 8 MiB holds ~500 DWARF records
- * (~16 KiB each) and ~40k fp ones.  Mapped twice into the agent (for
- * wrap-around reads), so it counts double in its RSS.
- */
-#define RINGBUF_FP	(2 << 20)
-#define RINGBUF_DWARF	(8 << 20)
-/*
  * A target's records kept while a profile of it is serialized: past this
  * the profiling thread waits for the lock (the ring buffer holds the
  * rest), rather than grow without bound.  A serialization takes tens of
@@ -102,7 +95,7 @@ struct ctarget {
 };
 
 struct collector {
-	struct agent_collect_opts o;
+	struct session_opts o;		/* every target's, but the pid */
 	size_t max_stacks;
 	bool labels_all;
 	enum session_unwind unwind;
@@ -281,7 +274,7 @@ static int on_record(void *ctx, void *data, size_t size)
 	return ret == -ENOMEM ? 0 : ret;
 }
 
-struct collector *collector__new(const struct agent_collect_opts *o, size_t max_targets,
+struct collector *collector__new(const struct session_opts *o, size_t max_targets,
 				 size_t max_stacks, bool labels_all, char *err, size_t errlen)
 {
 	struct bpfobj_opts so = { 0 };
@@ -299,8 +292,7 @@ struct collector *collector__new(const struct agent_collect_opts *o, size_t max_
 	c->max_stacks = max_stacks;
 	c->labels_all = labels_all;
 	/* per target, as attach chooses; the object carries the stack copy unless fp for all */
-	c->unwind = o->unwind == 0 ? SESSION_UNWIND_FP : o->unwind == 1 ? SESSION_UNWIND_DWARF :
-		    SESSION_UNWIND_AUTO;
+	c->unwind = o->unwind;
 	pthread_mutex_init(&c->table, NULL);
 	pthread_mutex_init(&c->enc_lock, NULL);
 	/* a monotonic wait: the wall clock may jump */
@@ -312,16 +304,8 @@ struct collector *collector__new(const struct agent_collect_opts *o, size_t max_
 		pthread_mutex_init(&c->v[i].lock, NULL);
 		pthread_mutex_init(&c->v[i].st_lock, NULL);
 	}
-	so.rate = o->rate;
-	so.max_depth = (unsigned int)o->max_depth;
-	so.ringbuf_bytes = o->ringbuf_size ?: c->unwind == SESSION_UNWIND_FP ? RINGBUF_FP :
-							     RINGBUF_DWARF;
-	so.no_multi = o->no_multi;
-	so.no_session = o->no_session;
-	so.track_inuse = o->inuse;
-	so.unwind_dwarf = c->unwind != SESSION_UNWIND_FP;
-	so.stack_copy_bytes = (unsigned int)o->stack_size;
-	so.max_live = o->max_live;
+	/* auto may choose dwarf for any target: the object carries the stack copy unless fp */
+	session_opts__bpfobj(o, c->unwind != SESSION_UNWIND_FP, &so);
 	so.max_procs = max_targets;
 	so.count_calls = true;
 	/* both paths in the one object unless every target takes uprobes (a load less) */
@@ -390,12 +374,13 @@ static void set_allocator(struct ctarget *t)
 static int open_session(struct collector *c, pid_t pid, struct session **s, char *err,
 			size_t errlen)
 {
+	/* --span-fn is not applied (the object is shared), nor is --ringbuf-size per target */
 	struct session_opts so = {
-		.pid = pid, .rate = c->o.rate, .max_depth = (unsigned int)c->o.max_depth,
+		.pid = pid, .rate = c->o.rate, .max_depth = c->o.max_depth,
 		.allocator = c->o.allocator ?: "auto", .symbolize = c->o.symbolize,
 		.no_multi = c->o.no_multi, .no_session = c->o.no_session,
 		.max_entries = c->max_stacks, .inuse = c->o.inuse, .unwind = c->unwind,
-		.stack_size = (unsigned int)c->o.stack_size, .max_live = c->o.max_live,
+		.stack_size = c->o.stack_size, .max_live = c->o.max_live,
 		.sampler = c->o.sampler,
 	};
 

@@ -17,7 +17,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-struct agent_collect_opts;
+struct session_opts;
 struct agent_target;
 
 enum agent_profile {
@@ -92,7 +92,7 @@ typedef int (*agent_state_fn)(void *ctx, const struct agent_target *t,
 struct collector;
 
 /* loads the shared BPF object; NULL with the reason in err.  labels_all: --labels all */
-struct collector *collector__new(const struct agent_collect_opts *o, size_t max_targets,
+struct collector *collector__new(const struct session_opts *o, size_t max_targets,
 				 size_t max_stacks, bool labels_all, char *err, size_t errlen);
 /* cut short the ?seconds= waits of HTTP threads (before http__stop) */
 void collector__stop(struct collector *c);

@@ -13,6 +13,7 @@
 #include <linux/types.h>
 
 #include "cmd_common.h"
+#include "collect_opts.h"
 #include "commands.h"
 #include "culpert.h"
 #include "decompose.h"
@@ -29,12 +30,6 @@
 #include "summary.h"
 #include "units.h"
 
-#define DEFAULT_RATE		SESSION_DEFAULT_RATE
-#define DEFAULT_DEPTH		64
-#define MAX_DEPTH		127
-#define DEFAULT_MAX_STACKS	65536
-#define DEFAULT_MAX_LIVE	(1 << 20)
-
 static volatile sig_atomic_t stop_requested;
 
 static void on_signal(int sig)
@@ -42,45 +37,49 @@ static void on_signal(int sig)
 	stop_requested = 1;
 }
 
-static const char attach_options[] =
-	"  -p, --pid PID            process to profile (any of its thread ids works)\n"
-	"      --children           also its descendants, those there and those it forks while\n"
-	"                           profiled (workers, backends): one profile, a pid and comm\n"
-	"                           label on each sample ('culpert report --by-process')\n"
-	"  -d, --duration D         stop after D (30s, 2m, 1h); default: until Ctrl-C\n"
-	"  -o, --output FILE        profile path, '-' for stdout;\n"
-	"                           default culpert-COMM-PID-TIMESTAMP.pb.gz\n"
-	"      --rate BYTES         mean bytes between samples (default 512KiB; 1 = every allocation)\n"
-	"      --max-depth N        stack frames kept per sample, 1..127 (default 64)\n"
-	"      --inuse              also track frees: live heap (inuse_*) and ages of live blocks\n"
-	"      --max-live N         live sampled blocks tracked with --inuse (default 1048576)\n"
-	"      --unwind MODE        fp (frame pointers), dwarf (copy the stack, unwind with CFI),\n"
-	"                           auto (default: fp where the code that allocates keeps frame\n"
-	"                           pointers, dwarf otherwise)\n"
-	"      --stack-size BYTES   stack copied per sample with dwarf (default 16KiB, max 32KiB)\n"
-	"      --allocator NAME     auto, glibc, musl, jemalloc, mimalloc, tcmalloc, or a symbol prefix\n"
-	"      --span-fn PATTERN    each call of a function matching PATTERN is a span (repeatable;\n"
-	"                           globs over demangled names, e.g. 'app::handler::*')\n"
-	"      --max-span-fns N     refuse patterns matching more functions (default 64)\n"
-	"      --symbolize          resolve function names at capture (default)\n"
-	"      --no-symbolize       keep raw addresses; 'culpert symbolize' can resolve them later\n"
-	"      --ringbuf-size BYTES kernel-to-user buffer (default 2MiB, 8MiB unless --unwind fp)\n"
-	"      --max-stacks N       distinct stacks kept (default 65536); beyond, stacks keep their leaf\n"
-	"      --max-stack-rate N   stacks captured per second (default 10000 at the default rate,\n"
-	"                           more in proportion for a smaller --rate, none with --rate 1;\n"
-	"                           0 = no limit); past it, samples are counted, unbiased, under a\n"
-	"                           [throttled] frame\n"
-	"      --sampler MODE       how allocations are seen: auto (default: the otel_memory probes\n"
-	"                           of an in-process sampler such as libculpert-sampler.so when a\n"
-	"                           mapped object has them, else uprobes), usdt, uprobes\n"
-	"      --no-multi           one perf-event uprobe per site instead of uprobe_multi links\n"
-	"      --no-session         entry + return probes even where uprobe sessions exist\n"
-	"      --no-exact           no exact span totals: span enters and exits skip their\n"
-	"                           bookkeeping (docs/spans.md, \"Exact totals\")\n"
-	"      --stats              embed the memory picture (as 'culpert-bpf stats') at start\n"
-	"                           and end as mem.start.* / mem.end.* comments\n"
-	"  -v, --verbose            more diagnostics (repeat for more)\n"
-	"  -h, --help               this help\n";
+enum { OPT_CHILDREN = 256, OPT_MAXST, OPT_STACKRATE, OPT_NOEXACT, OPT_STATS };
+
+static const struct opt_spec attach_target_specs[] = {
+	OPT_ARG("pid", 'p', "PID",
+		 "process to profile (any of its thread ids works)"),
+	OPT_FLAG("children", OPT_CHILDREN,
+		 "also its descendants, those there and those it forks while\n"
+		 "profiled (workers, backends): one profile, a pid and comm\n"
+		 "label on each sample ('culpert report --by-process')"),
+	OPT_ARG("duration", 'd', "D",
+		 "stop after D (30s, 2m, 1h); default: until Ctrl-C"),
+	OPT_ARG("output", 'o', "FILE",
+		 "profile path, '-' for stdout;\ndefault culpert-COMM-PID-TIMESTAMP.pb.gz"),
+	OPT_END,
+};
+
+static const struct opt_spec attach_more_specs[] = {
+	OPT_NUM("max-stacks", OPT_MAXST, "N", 1, 1 << 24,
+		 "distinct stacks kept (default 65536); beyond, stacks keep their leaf"),
+	OPT_NUM("max-stack-rate", OPT_STACKRATE, "N", 0, 100000000,
+		 "stacks captured per second (default 10000 at the default rate,\n"
+		 "more in proportion for a smaller --rate, none with --rate 1;\n"
+		 "0 = no limit); past it, samples are counted, unbiased, under a\n"
+		 "[throttled] frame"),
+	OPT_FLAG("no-exact", OPT_NOEXACT,
+		 "no exact span totals: span enters and exits skip their\n"
+		 "bookkeeping (docs/spans.md, \"Exact totals\")"),
+	OPT_FLAG("stats", OPT_STATS,
+		 "embed the memory picture (as 'culpert-bpf stats') at start\n"
+		 "and end as mem.start.* / mem.end.* comments"),
+	OPT_FLAG("verbose", 'v',
+		 "more diagnostics (repeat for more)"),
+	OPT_FLAG("help", 'h',
+		 "this help"),
+	OPT_END,
+};
+
+/* the target, the collection options all commands share, then attach's own */
+static const struct opt_spec *const attach_specs[] = {
+	attach_target_specs, collect_opt_specs, attach_more_specs, NULL,
+};
+
+#define HELP_WIDTH	27
 
 static void usage(FILE *f, bool capture)
 {
@@ -95,13 +94,13 @@ static void usage(FILE *f, bool capture)
 			"anonymous RSS split into live heap, older blocks, free memory the allocator\n"
 			"holds, its overhead and other memory (docs/memory-picture.md).\n"
 			"\n"
-			"Options (attach's; --inuse and --stats are always on):\n"
-			"%s"
+			"Options (attach's; --inuse and --stats are always on):\n");
+		opt_spec_help(f, attach_specs, 6, HELP_WIDTH);
+		fprintf(f,
 			"\n"
 			"EXAMPLES:\n"
 			"  sudo culpert-bpf capture --pid 1234\n"
-			"  sudo culpert-bpf capture --pid 1234 --duration 2m -o incident.pb.gz\n",
-			attach_options);
+			"  sudo culpert-bpf capture --pid 1234 --duration 2m -o incident.pb.gz\n");
 		return;
 	}
 	fprintf(f,
@@ -110,22 +109,21 @@ static void usage(FILE *f, bool capture)
 		"Sample the allocations of a running process until --duration passes, the\n"
 		"process exits, or SIGINT/SIGTERM arrives; then write a pprof profile.\n"
 		"\n"
-		"Options:\n"
-		"%s"
+		"Options:\n");
+	opt_spec_help(f, attach_specs, 6, HELP_WIDTH);
+	fprintf(f,
 		"\n"
 		"EXAMPLES:\n"
 		"  sudo culpert-bpf attach --pid 1234 -o prof.pb.gz      # Ctrl-C to stop\n"
 		"  sudo culpert-bpf attach -p 1234 -d 30s --rate 64KiB\n"
 		"  sudo culpert-bpf attach -p 1234 -d 10s -o - | culpert report -\n"
-		"  sudo culpert-bpf attach -p $(cat /run/nginx.pid) --children -d 30s\n",
-		attach_options);
+		"  sudo culpert-bpf attach -p $(cat /run/nginx.pid) --children -d 30s\n");
 }
 
 struct attach_args {
 	struct session_opts so;
 	uint64_t duration_ns;
 	const char *output;
-	char **span_fns;
 	bool stats;
 	bool children;		/* --children: the descendants too (family.h) */
 };
@@ -133,54 +131,23 @@ struct attach_args {
 /* capture: attach with --inuse and --stats, for 30 s unless told otherwise */
 static int parse_args(int argc, char **argv, struct attach_args *a, bool capture)
 {
-	enum { OPT_RATE = 256, OPT_DEPTH, OPT_ALLOC, OPT_SYM, OPT_NOSYM, OPT_RB, OPT_MAXST,
-	       OPT_NOMULTI, OPT_NOSESSION, OPT_NOEXACT, OPT_SPANFN, OPT_MAXFNS, OPT_STATS, OPT_INUSE,
-	       OPT_MAXLIVE, OPT_UNWIND, OPT_STACKSIZE, OPT_STACKRATE, OPT_SAMPLER, OPT_CHILDREN };
-	static const struct option opts[] = {
-		{ "pid", required_argument, NULL, 'p' },
-		{ "duration", required_argument, NULL, 'd' },
-		{ "output", required_argument, NULL, 'o' },
-		{ "rate", required_argument, NULL, OPT_RATE },
-		{ "max-depth", required_argument, NULL, OPT_DEPTH },
-		{ "allocator", required_argument, NULL, OPT_ALLOC },
-		{ "span-fn", required_argument, NULL, OPT_SPANFN },
-		{ "max-span-fns", required_argument, NULL, OPT_MAXFNS },
-		{ "symbolize", no_argument, NULL, OPT_SYM },
-		{ "no-symbolize", no_argument, NULL, OPT_NOSYM },
-		{ "ringbuf-size", required_argument, NULL, OPT_RB },
-		{ "max-stacks", required_argument, NULL, OPT_MAXST },
-		{ "no-multi", no_argument, NULL, OPT_NOMULTI },
-		{ "no-session", no_argument, NULL, OPT_NOSESSION },
-		{ "no-exact", no_argument, NULL, OPT_NOEXACT },
-		{ "stats", no_argument, NULL, OPT_STATS },
-		{ "inuse", no_argument, NULL, OPT_INUSE },
-		{ "max-live", required_argument, NULL, OPT_MAXLIVE },
-		{ "unwind", required_argument, NULL, OPT_UNWIND },
-		{ "stack-size", required_argument, NULL, OPT_STACKSIZE },
-		{ "max-stack-rate", required_argument, NULL, OPT_STACKRATE },
-		{ "sampler", required_argument, NULL, OPT_SAMPLER },
-		{ "children", no_argument, NULL, OPT_CHILDREN },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
 	bool stack_rate_set = false;
 	uint64_t v;
-	int c;
+	int c, ret;
 
-	a->so.rate = DEFAULT_RATE;
-	a->so.max_depth = DEFAULT_DEPTH;
-	a->so.allocator = "auto";
-	a->so.symbolize = true;
-	a->so.max_entries = DEFAULT_MAX_STACKS;
-	a->so.max_span_fns = DEFAULT_MAX_SPAN_FNS;
-	a->so.max_live = DEFAULT_MAX_LIVE;
+	collect_opts__defaults(&a->so);
 	if (capture) {
 		a->so.inuse = true;
 		a->stats = true;
 		a->duration_ns = 30ULL * 1000000000ULL;
 	}
-	while ((c = opt_next(argc, argv, "p:d:o:vh", opts)) != -1) {
+	while ((c = opt_spec_next(argc, argv, attach_specs)) != -1) {
+		ret = collect_opts__parse(c, optarg, &a->so);
+		if (ret <= 0) {
+			if (ret)
+				return ret;
+			continue;
+		}
 		switch (c) {
 		case 'p':
 			if (opt_pid("--pid", optarg, &a->so.pid))
@@ -193,50 +160,15 @@ static int parse_args(int argc, char **argv, struct attach_args *a, bool capture
 		case 'o':
 			a->output = optarg;
 			break;
-		case OPT_RATE:
-			if (opt_size("--rate", optarg, 1, 1ULL << 40, &a->so.rate))
-				return -EINVAL;
-			a->so.rate_set = true;
-			break;
-		case OPT_DEPTH:
-			if (opt_count("--max-depth", optarg, 1, MAX_DEPTH, &v))
-				return -EINVAL;
-			a->so.max_depth = (unsigned int)v;
-			break;
-		case OPT_ALLOC:
-			a->so.allocator = optarg;
-			break;
-		case OPT_SPANFN:
-			if (opt_append(&a->span_fns, &a->so.n_span_fns, optarg))
-				return -ENOMEM;
-			a->so.span_fns = a->span_fns;
-			break;
-		case OPT_MAXFNS:
-			if (opt_count("--max-span-fns", optarg, 1, 100000, &v))
-				return -EINVAL;
-			a->so.max_span_fns = (size_t)v;
-			break;
-		case OPT_SYM:
-			a->so.symbolize = true;
-			break;
-		case OPT_NOSYM:
-			a->so.symbolize = false;
-			break;
-		case OPT_RB:
-			if (opt_size("--ringbuf-size", optarg, 4096, 1ULL << 30, &v))
-				return -EINVAL;
-			a->so.ringbuf_bytes = (size_t)v;
-			break;
 		case OPT_MAXST:
-			if (opt_count("--max-stacks", optarg, 1, 1 << 24, &v))
+			if (opt_spec_count(opt_spec_find(attach_specs, c), optarg, &v))
 				return -EINVAL;
 			a->so.max_entries = (size_t)v;
 			break;
-		case OPT_NOMULTI:
-			a->so.no_multi = true;
-			break;
-		case OPT_NOSESSION:
-			a->so.no_session = true;
+		case OPT_STACKRATE:
+			if (opt_spec_count(opt_spec_find(attach_specs, c), optarg, &a->so.stack_rate))
+				return -EINVAL;
+			stack_rate_set = true;
 			break;
 		case OPT_NOEXACT:
 			a->so.no_exact = true;
@@ -244,39 +176,12 @@ static int parse_args(int argc, char **argv, struct attach_args *a, bool capture
 		case OPT_STATS:
 			a->stats = true;
 			break;
-		case OPT_INUSE:
-			a->so.inuse = true;
-			break;
-		case OPT_UNWIND:
-			if (opt_unwind(optarg, &a->so.unwind))
-				return -EINVAL;
-			break;
-		case OPT_STACKSIZE:
-			if (opt_size("--stack-size", optarg, 1024, CULPERT_MAX_STACK_COPY, &v))
-				return -EINVAL;
-			a->so.stack_size = (unsigned int)v;
-			break;
-		case OPT_STACKRATE:
-			if (opt_count("--max-stack-rate", optarg, 0, 100000000, &a->so.stack_rate))
-				return -EINVAL;
-			stack_rate_set = true;
-			break;
-		case OPT_SAMPLER:
-			a->so.sampler = opt_choice("--sampler", optarg, otel_mode_names);
-			if (a->so.sampler < 0)
-				return -EINVAL;
-			break;
 		case OPT_CHILDREN:
 			a->children = true;
 			break;
-		case OPT_MAXLIVE:
-			if (opt_count("--max-live", optarg, 1, 1 << 26, &v))
-				return -EINVAL;
-			a->so.max_live = (size_t)v;
-			break;
 		case 'h':
 			usage(stdout, capture);
-			exit(0);
+			return CMD_HELP;
 		default:
 			return -EINVAL;
 		}
@@ -484,7 +389,7 @@ static int run(struct attach_args *a, bool capture)
 		blocker = features__perf_uprobe_blocker(a->so.no_multi);
 	if (blocker) {
 		pr_error("%s\n", blocker);
-		return 1;
+		return CMD_FAIL;
 	}
 	if (a->children) {
 		ret = family__open(&a->so, &fam, err, sizeof(err));
@@ -494,7 +399,7 @@ static int run(struct attach_args *a, bool capture)
 	}
 	if (ret) {
 		pr_error("%s\n", err);
-		return 1;
+		return CMD_FAIL;
 	}
 	if (a->output)
 		snprintf(out, sizeof(out), "%s", a->output);
@@ -505,7 +410,7 @@ static int run(struct attach_args *a, bool capture)
 		pr_error("cannot write the profile to %s: %s; choose another path with -o\n",
 			 *out ? out : "\"\"", err);
 		close_capture(s, fam);
-		return 1;
+		return CMD_FAIL;
 	}
 	/* without it the pictures are still taken, only the allocator's state is left out */
 	if (a->stats && !(ms = memsnap__new()))
@@ -546,7 +451,7 @@ static int run(struct attach_args *a, bool capture)
 		write_fallback(s, fam, out, ret);
 		free(mr);
 		close_capture(s, fam);
-		return 1;
+		return CMD_FAIL;
 	}
 	report_end(s, fam, why, out, kids);
 	if (capture && strcmp(out, "-") &&
@@ -561,15 +466,20 @@ static int run(struct attach_args *a, bool capture)
 			"--by-process')\n", (int)session__pid(s), out);
 	free(mr);
 	close_capture(s, fam);
-	return 0;
+	return CMD_OK;
 }
 
 static int attach_or_capture(int argc, char **argv, bool capture)
 {
 	struct attach_args a = { 0 };
-	int ret = parse_args(argc, argv, &a, capture) ? 2 : run(&a, capture);
+	int ret = parse_args(argc, argv, &a, capture);
 
-	free(a.span_fns);
+	if (ret)
+		ret = ret == CMD_HELP ? CMD_OK : CMD_ERROR;
+	else
+		ret = run(&a, capture);
+
+	free(a.so.span_fns);
 	return ret;
 }
 

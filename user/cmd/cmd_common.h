@@ -5,13 +5,9 @@
 
 #include <sys/types.h>
 
+#include "cmd.h"
 #include "opt.h"
 
-#define DEFAULT_MAX_SPAN_FNS 64
-
-enum session_unwind;
-/* --unwind fp|dwarf|auto; 0 or -EINVAL with the error printed */
-int opt_unwind(const char *arg, enum session_unwind *out);
 /*
  * After the options: no operand, and the --pid (what it is for, e.g. "the
  * process to profile") was given.  0 or -EINVAL with the error printed.

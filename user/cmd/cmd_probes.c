@@ -10,6 +10,7 @@
 
 #include "allocator.h"
 #include "cmd_common.h"
+#include "collect_opts.h"
 #include "commands.h"
 #include "elfobj.h"
 #include "exe_kind.h"
@@ -27,18 +28,37 @@
 #include "units.h"
 #include "usdt.h"
 
-struct probes_args {
-	pid_t pid;
-	const char *allocator;
-	enum session_unwind unwind;
-	char **span_fns;
-	size_t n_span_fns;
-	size_t max_span_fns;
-	bool no_session;
-	bool no_multi;
-	bool inuse;
-	int sampler;		/* enum otel_mode */
+enum { OPT_PID = 'p' };
+
+/* attach's options, their keys and ranges (collect_opts.h), with what probes does with them */
+static const struct opt_spec probes_specs[] = {
+	OPT_ARG("pid", OPT_PID, "PID",
+		 "process to inspect"),
+	OPT_ARG("allocator", COLLECT_OPT_ALLOCATOR, "NAME",
+		 "auto, a family, or a symbol prefix"),
+	OPT_ARG("unwind", COLLECT_OPT_UNWIND, "MODE",
+		 "fp, dwarf or auto (default): which, and why"),
+	OPT_ARG("span-fn", COLLECT_OPT_SPAN_FN, "PATTERN",
+		 "list the functions it matches (repeatable)"),
+	OPT_ARG("max-span-fns", COLLECT_OPT_MAX_SPAN_FNS, "N",
+		 "the limit on matches (default 64)"),
+	OPT_FLAG("no-session", COLLECT_OPT_NO_SESSION,
+		 "the paths used without uprobe sessions"),
+	OPT_FLAG("no-multi", COLLECT_OPT_NO_MULTI,
+		 "the paths used without uprobe_multi links"),
+	OPT_ARG("sampler", COLLECT_OPT_SAMPLER, "MODE",
+		 "auto (default), usdt or uprobes: which path attach takes"),
+	OPT_FLAG("inuse", COLLECT_OPT_INUSE,
+		 "... with --inuse (otel_memory:free needed too)"),
+	OPT_FLAG("verbose", 'v',
+		 "also list the absent optional entry points, and why\n"
+		 "each probe sits at its symbol's +0"),
+	OPT_FLAG("help", 'h',
+		 "this help"),
+	OPT_END,
 };
+
+static const struct opt_spec *const probes_tables[] = { probes_specs, NULL };
 
 static void usage(FILE *f)
 {
@@ -50,19 +70,9 @@ static void usage(FILE *f)
 		"how probes would be attached, the stack unwinding chosen, and anything that\n"
 		"would make attach fail.  Exits 1 when attaching would fail.\n"
 		"\n"
-		"Options (as for attach):\n"
-		"  -p, --pid PID          process to inspect\n"
-		"      --allocator NAME   auto, a family, or a symbol prefix\n"
-		"      --unwind MODE      fp, dwarf or auto (default): which, and why\n"
-		"      --span-fn PATTERN  list the functions it matches (repeatable)\n"
-		"      --max-span-fns N   the limit on matches (default 64)\n"
-		"      --no-session       the paths used without uprobe sessions\n"
-		"      --no-multi         the paths used without uprobe_multi links\n"
-		"      --sampler MODE     auto (default), usdt or uprobes: which path attach takes\n"
-		"      --inuse            ... with --inuse (otel_memory:free needed too)\n"
-		"  -v, --verbose          also list the absent optional entry points, and why\n"
-		"                         each probe sits at its symbol's +0\n"
-		"  -h, --help             this help\n"
+		"Options (as for attach):\n");
+	opt_spec_help(f, probes_tables, 6, 25);
+	fprintf(f,
 		"\n"
 		"EXAMPLES:\n"
 		"  sudo culpert-bpf probes --pid 1234\n"
@@ -70,7 +80,7 @@ static void usage(FILE *f)
 }
 
 /* the attach line follows --no-multi, as bpfobj__new() would */
-static void print_kernel(const struct probes_args *a)
+static void print_kernel(const struct session_opts *a)
 {
 	const struct kfeatures *f = features__get();
 	bool multi = bpfobj_uprobe_mode(a->no_multi) == UPROBE_MODE_MULTI;
@@ -210,7 +220,7 @@ static void print_usdt(const struct procmaps *maps, struct objcache *objs)
 }
 
 static int print_span_fns(const struct target *t, const struct procmaps *maps,
-			  struct objcache *objs, const struct probes_args *a)
+			  struct objcache *objs, const struct session_opts *a)
 {
 	struct span_fn_plan p;
 	char err[4096], how[256];
@@ -233,7 +243,7 @@ static int print_span_fns(const struct target *t, const struct procmaps *maps,
 	return 0;
 }
 
-static void print_inuse(const struct probes_args *a, bool otel)
+static void print_inuse(const struct session_opts *a, bool otel)
 {
 	printf("inuse:      with --inuse, returns through %s\n",
 	       bpfobj_inuse__name(otel ? BPFOBJ_INUSE_OTEL :
@@ -267,7 +277,7 @@ static void print_otel_objects(const struct otel_plan *p, pid_t pid)
  * allocator's entry points.  -ENOENT when --sampler usdt cannot be had.
  */
 static int print_sampler(const struct target *t, const struct procmaps *maps,
-			 struct objcache *objs, const struct probes_args *a, bool *otel)
+			 struct objcache *objs, const struct session_opts *a, bool *otel)
 {
 	struct otel_plan p;
 	int ret = otel__plan(t, maps, objs, (enum otel_mode)a->sampler, a->inuse, &p);
@@ -341,71 +351,22 @@ static int print_children(const struct target *t)
 	return 1;
 }
 
-static int parse_args(int argc, char **argv, struct probes_args *a)
+static int parse_args(int argc, char **argv, struct session_opts *a)
 {
-	enum { OPT_ALLOC = 256, OPT_UNWIND, OPT_SPANFN, OPT_MAXFNS, OPT_NOSESSION, OPT_NOMULTI,
-	       OPT_SAMPLER, OPT_INUSE };
-	static const struct option opts[] = {
-		{ "pid", required_argument, NULL, 'p' },
-		{ "allocator", required_argument, NULL, OPT_ALLOC },
-		{ "unwind", required_argument, NULL, OPT_UNWIND },
-		{ "span-fn", required_argument, NULL, OPT_SPANFN },
-		{ "max-span-fns", required_argument, NULL, OPT_MAXFNS },
-		{ "no-session", no_argument, NULL, OPT_NOSESSION },
-		{ "no-multi", no_argument, NULL, OPT_NOMULTI },
-		{ "sampler", required_argument, NULL, OPT_SAMPLER },
-		{ "inuse", no_argument, NULL, OPT_INUSE },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	uint64_t v;
-	int c;
+	int c, ret;
 
-	a->allocator = "auto";
-	a->max_span_fns = DEFAULT_MAX_SPAN_FNS;
-	while ((c = opt_next(argc, argv, "p:vh", opts)) != -1) {
-		switch (c) {
-		case 'p':
-			if (opt_pid("--pid", optarg, &a->pid))
-				return -EINVAL;
-			break;
-		case OPT_ALLOC:
-			a->allocator = optarg;
-			break;
-		case OPT_UNWIND:
-			if (opt_unwind(optarg, &a->unwind))
-				return -EINVAL;
-			break;
-		case OPT_SPANFN:
-			if (opt_append(&a->span_fns, &a->n_span_fns, optarg))
-				return -ENOMEM;
-			break;
-		case OPT_MAXFNS:
-			if (opt_count("--max-span-fns", optarg, 1, 100000, &v))
-				return -EINVAL;
-			a->max_span_fns = (size_t)v;
-			break;
-		case OPT_NOSESSION:
-			a->no_session = true;
-			break;
-		case OPT_NOMULTI:
-			a->no_multi = true;
-			break;
-		case OPT_SAMPLER:
-			a->sampler = opt_choice("--sampler", optarg, otel_mode_names);
-			if (a->sampler < 0)
-				return -EINVAL;
-			break;
-		case OPT_INUSE:
-			a->inuse = true;
-			break;
-		case 'h':
+	collect_opts__defaults(a);
+	while ((c = opt_spec_next(argc, argv, probes_tables)) != -1) {
+		if (c == 'h') {
 			usage(stdout);
-			exit(0);
-		default:
-			return -EINVAL;
+			return CMD_HELP;
 		}
+		if (c == OPT_PID)
+			ret = opt_pid("--pid", optarg, &a->pid);
+		else
+			ret = collect_opts__parse(c, optarg, a);
+		if (ret)
+			return ret < 0 ? ret : -EINVAL;
 	}
 	if (opt_need_pid(argc, argv, a->pid, "the process to inspect"))
 		return -EINVAL;
@@ -414,24 +375,26 @@ static int parse_args(int argc, char **argv, struct probes_args *a)
 
 int cmd_probes(int argc, char **argv)
 {
-	struct probes_args a = { 0 };
+	struct session_opts a = { 0 };
 	const char *blocker;
 	struct alloc_plan plan;
 	struct procmaps maps = { 0 };
 	struct objcache *objs = NULL;
 	struct target t;
 	char err[1024];
-	int ret = 1, warnings = 0, children;
+	int ret = CMD_FAIL, warnings = 0, children;
 	bool otel = false;
 
-	if (parse_args(argc, argv, &a)) {
+	ret = parse_args(argc, argv, &a);
+	if (ret) {
 		free(a.span_fns);
-		return 2;
+		return ret == CMD_HELP ? CMD_OK : CMD_ERROR;
 	}
+	ret = CMD_FAIL;
 	if (target__open(a.pid, &t, err, sizeof(err))) {
 		pr_error("%s\n", err);
 		free(a.span_fns);
-		return 1;
+		return CMD_FAIL;
 	}
 	printf("target:     pid %d (%s) %s\n", (int)t.pid, t.comm, t.exe);
 	if (target__started_as_other(&t))
@@ -474,7 +437,7 @@ int cmd_probes(int argc, char **argv)
 	printf("status:     ok, attach would work%s%s\n",
 	       warnings ? ", but see the warning: it may sample nothing" : "",
 	       children ? " (on this process alone: see children)" : "");
-	ret = 0;
+	ret = CMD_OK;
 out:
 	free(a.span_fns);
 	objcache__free(objs);

@@ -23,6 +23,38 @@ static void on_signal(int sig)
 	stop_requested = 1;
 }
 
+enum { OPT_DEBUG_DIR = 256, OPT_NO_DEBUGINFOD, OPT_NO_ALLOCATOR, OPT_SAMPLER_WAIT };
+
+static const struct opt_spec stats_specs[] = {
+	OPT_ARG("pid", 'p', "PID",
+		 "process to read"),
+	OPT_ARG("format", 'f', "FORMAT",
+		 "text (default), json (one object per line) or prometheus"),
+	OPT_NUM("watch", 'w', "INTERVAL", 10000000ULL, 0,
+		 "print a new picture every INTERVAL (1s, 500ms) until\n"
+		 "Ctrl-C or the process exits"),
+	OPT_NUM("count", 'n', "N", 1, UINT32_MAX,
+		 "with --watch: stop after N pictures"),
+	OPT_ARG("debug-dir", OPT_DEBUG_DIR, "DIR",
+		 "look for libc's debug file (.build-id/xx/...debug) in DIR\n"
+		 "before /usr/lib/debug (repeatable)"),
+	OPT_FLAG("no-debuginfod", OPT_NO_DEBUGINFOD,
+		 "do not ask debuginfod servers even if DEBUGINFOD_URLS is set"),
+	OPT_FLAG("no-allocator", OPT_NO_ALLOCATOR,
+		 "leave the allocator's state out"),
+	OPT_NUM("sampler-wait", OPT_SAMPLER_WAIT, "D", 0, 0,
+		 "how long to wait for libculpert-sampler.so to refresh its\n"
+		 "allocator figures once asked to (default 1.5s; 0: read\n"
+		 "them as they are, with their age)"),
+	OPT_FLAG("verbose", 'v',
+		 "more diagnostics"),
+	OPT_FLAG("help", 'h',
+		 "this help"),
+	OPT_END,
+};
+
+static const struct opt_spec *const stats_tables[] = { stats_specs, NULL };
+
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -41,21 +73,9 @@ static void usage(FILE *f)
 		"jemalloc's and mimalloc's figures from libculpert-sampler.so when it is loaded\n"
 		"(docs/memory-picture.md).\n"
 		"\n"
-		"Options:\n"
-		"  -p, --pid PID          process to read\n"
-		"  -f, --format FORMAT    text (default), json (one object per line) or prometheus\n"
-		"  -w, --watch INTERVAL   print a new picture every INTERVAL (1s, 500ms) until\n"
-		"                         Ctrl-C or the process exits\n"
-		"  -n, --count N          with --watch: stop after N pictures\n"
-		"      --debug-dir DIR    look for libc's debug file (.build-id/xx/...debug) in DIR\n"
-		"                         before /usr/lib/debug (repeatable)\n"
-		"      --no-debuginfod    do not ask debuginfod servers even if DEBUGINFOD_URLS is set\n"
-		"      --no-allocator     leave the allocator's state out\n"
-		"      --sampler-wait D   how long to wait for libculpert-sampler.so to refresh its\n"
-		"                         allocator figures once asked to (default 1.5s; 0: read\n"
-		"                         them as they are, with their age)\n"
-		"  -v, --verbose          more diagnostics\n"
-		"  -h, --help             this help\n"
+		"Options:\n");
+	opt_spec_help(f, stats_tables, 6, 25);
+	fprintf(f,
 		"\n"
 		"EXAMPLES:\n"
 		"  culpert-bpf stats --pid 1234\n"
@@ -82,28 +102,13 @@ struct stats_args {
 	uint64_t sampler_wait_ns;
 };
 
-enum { OPT_DEBUG_DIR = 256, OPT_NO_DEBUGINFOD, OPT_NO_ALLOCATOR, OPT_SAMPLER_WAIT };
-
 static int parse_args(int argc, char **argv, struct stats_args *a)
 {
 	/* in the order of enum stats_format */
 	static const char *const formats[] = { "text", "json", "prometheus", NULL };
-	static const struct option opts[] = {
-		{ "pid", required_argument, NULL, 'p' },
-		{ "format", required_argument, NULL, 'f' },
-		{ "watch", required_argument, NULL, 'w' },
-		{ "count", required_argument, NULL, 'n' },
-		{ "debug-dir", required_argument, NULL, OPT_DEBUG_DIR },
-		{ "no-debuginfod", no_argument, NULL, OPT_NO_DEBUGINFOD },
-		{ "no-allocator", no_argument, NULL, OPT_NO_ALLOCATOR },
-		{ "sampler-wait", required_argument, NULL, OPT_SAMPLER_WAIT },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
 	int c;
 
-	while ((c = opt_next(argc, argv, "p:f:w:n:vh", opts)) != -1) {
+	while ((c = opt_spec_next(argc, argv, stats_tables)) != -1) {
 		switch (c) {
 		case 'p':
 			if (opt_pid("--pid", optarg, &a->pid))
@@ -115,11 +120,12 @@ static int parse_args(int argc, char **argv, struct stats_args *a)
 			a->format = (enum stats_format)c;
 			break;
 		case 'w':
-			if (opt_duration("--watch", optarg, 10000000ULL, &a->watch_ns))
+			if (opt_duration("--watch", optarg, opt_spec_find(stats_tables, c)->min,
+					 &a->watch_ns))
 				return -EINVAL;
 			break;
 		case 'n':
-			if (opt_count("--count", optarg, 1, UINT32_MAX, &a->count))
+			if (opt_spec_count(opt_spec_find(stats_tables, c), optarg, &a->count))
 				return -EINVAL;
 			break;
 		case OPT_DEBUG_DIR:
@@ -139,7 +145,7 @@ static int parse_args(int argc, char **argv, struct stats_args *a)
 			break;
 		case 'h':
 			usage(stdout);
-			exit(0);
+			return CMD_HELP;
 		default:
 			return -EINVAL;
 		}
@@ -219,13 +225,14 @@ int cmd_stats(int argc, char **argv)
 	char err[512];
 	int ret = 0;
 
-	if (parse_args(argc, argv, &a))
-		return 2;
+	ret = parse_args(argc, argv, &a);
+	if (ret)
+		return ret == CMD_HELP ? CMD_OK : CMD_ERROR;
 	m = malloc(sizeof(*m));
 	if (!m || (!a.no_allocator && !(ar = new_reader(&a)))) {
 		pr_error("out of memory\n");
 		free(m);
-		return 1;
+		return CMD_FAIL;
 	}
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
@@ -255,5 +262,5 @@ int cmd_stats(int argc, char **argv)
 	}
 	alloc_reader__free(ar);
 	free(m);
-	return ret ? 1 : 0;
+	return ret ? CMD_FAIL : CMD_OK;
 }

@@ -57,8 +57,8 @@ static void record_new(struct mapview *v, uint64_t ts_ns)
 			maphist__seen(v->hist, &v->maps.v[i], ts_ns);
 }
 
-struct mapview *mapview__new(const struct target *t, struct objcache *objs, char *err,
-			     size_t errlen)
+int mapview__new(const struct target *t, struct objcache *objs, struct mapview **out, char *err,
+		 size_t errlen)
 {
 	struct mapview *v = calloc(1, sizeof(*v));
 	int ret;
@@ -66,7 +66,7 @@ struct mapview *mapview__new(const struct target *t, struct objcache *objs, char
 	if (!v || !(v->hist = maphist__new(MAX_GONE_MAPPINGS))) {
 		snprintf(err, errlen, "out of memory");
 		mapview__free(v);
-		return NULL;
+		return -ENOMEM;
 	}
 	v->t = t;
 	v->objs = objs;
@@ -80,12 +80,13 @@ struct mapview *mapview__new(const struct target *t, struct objcache *objs, char
 	if (ret) {
 		snprintf(err, errlen, "cannot read /proc/%d/maps: %s", (int)t->pid, strerror(-ret));
 		mapview__free(v);
-		return NULL;
+		return ret;
 	}
 	v->read_ns = clock_ns(CLOCK_MONOTONIC);
 	record_new(v, 0);
 	open_objects(v);
-	return v;
+	*out = v;
+	return 0;
 }
 
 void mapview__free(struct mapview *v)

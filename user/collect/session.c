@@ -39,14 +39,6 @@
 #include "usdt.h"
 #include "vec.h"
 
-/*
- * The ring buffer is mapped twice into the profiler (for wrap-around reads),
- * so its size counts double in RSS: 2 MiB holds ~10k frame-pointer records;
- * DWARF records carry a stack copy and get 8 MiB.
- */
-#define DEFAULT_RINGBUF		(2 << 20)
-#define DEFAULT_RINGBUF_DWARF	(8 << 20)
-
 struct session {
 	struct session_opts o;
 	struct target t;
@@ -510,6 +502,19 @@ static int plan_sampler(struct session *s, char *err, size_t errlen)
 	return 0;
 }
 
+void session_opts__bpfobj(const struct session_opts *o, bool dwarf, struct bpfobj_opts *out)
+{
+	out->rate = o->rate;
+	out->max_depth = o->max_depth;
+	out->ringbuf_bytes = o->ringbuf_bytes ?: dwarf ? SESSION_RINGBUF_DWARF : SESSION_RINGBUF_FP;
+	out->no_multi = o->no_multi;
+	out->no_session = o->no_session;
+	out->track_inuse = o->inuse;
+	out->unwind_dwarf = dwarf;
+	out->stack_copy_bytes = o->stack_size;
+	out->max_live = o->max_live;
+}
+
 static int session_open(const struct session_opts *o, struct bpfobj *shared, struct session **out,
 			char *err, size_t errlen)
 {
@@ -539,14 +544,14 @@ static int session_open(const struct session_opts *o, struct bpfobj *shared, str
 		return ret;
 	}
 	s->objs = o->objs ?: objcache__new(&s->t);
-	if (!s->objs)
+	if (!s->objs) {
 		snprintf(err, errlen, "out of memory");
-	else
-		s->view = mapview__new(&s->t, s->objs, err, errlen);
-	if (!s->view) {
-		ret = s->objs ? -ESRCH : -ENOMEM;
-		goto fail;
+		ret = -ENOMEM;
+	} else {
+		ret = mapview__new(&s->t, s->objs, &s->view, err, errlen);
 	}
+	if (ret)
+		goto fail;
 	/* optional: names can still be read from their files without it */
 	s->mem_fd = open_mem(s->t.pid);
 	s->agg = aggregate__new(o->max_entries);
@@ -597,20 +602,9 @@ static int session_open(const struct session_opts *o, struct bpfobj *shared, str
 	/* the patterns belong to the caller and are not needed past planning */
 	s->o.span_fns = NULL;
 	s->o.n_span_fns = 0;
+	session_opts__bpfobj(&s->o, s->unwind == SESSION_UNWIND_DWARF, &so);
 	so.pid = s->t.pid;
-	so.rate = s->o.rate;
-	so.max_depth = o->max_depth;
-	so.ringbuf_bytes = o->ringbuf_bytes;
-	if (!so.ringbuf_bytes)
-		so.ringbuf_bytes = s->unwind == SESSION_UNWIND_DWARF ? DEFAULT_RINGBUF_DWARF :
-				   DEFAULT_RINGBUF;
-	so.no_multi = o->no_multi;
-	so.no_session = o->no_session;
 	so.no_exact = o->no_exact;
-	so.track_inuse = o->inuse;
-	so.unwind_dwarf = s->unwind == SESSION_UNWIND_DWARF;
-	so.stack_copy_bytes = o->stack_size;
-	so.max_live = o->max_live;
 	so.stack_rate = s->o.stack_rate;
 	so.otel = &s->otel;
 	so.span_fns = &s->fns;

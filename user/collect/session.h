@@ -19,6 +19,15 @@ struct span_totals;
 /* mean bytes between samples unless told (--rate) */
 #define SESSION_DEFAULT_RATE	(512 * 1024)
 
+/*
+ * The ring buffer unless told (--ringbuf-size).  It is mapped twice into the
+ * profiler (for wrap-around reads), so its size counts double in RSS: 2 MiB
+ * holds ~10k frame-pointer records; DWARF records carry a stack copy
+ * (~16 KiB each) and get 8 MiB, ~500 of them.
+ */
+#define SESSION_RINGBUF_FP	(2 << 20)
+#define SESSION_RINGBUF_DWARF	(8 << 20)
+
 enum session_unwind {
 	SESSION_UNWIND_AUTO,		/* fp where the executable keeps frame pointers, else dwarf */
 	SESSION_UNWIND_FP,
@@ -46,7 +55,7 @@ struct session_opts {
 	bool no_multi;			/* force perf-event uprobes */
 	bool no_session;		/* entry + return probes even where sessions exist */
 	bool no_exact;			/* --no-exact: no exact span totals */
-	char *const *span_fns;		/* --span-fn patterns */
+	char **span_fns;		/* --span-fn patterns (not copied) */
 	size_t n_span_fns;
 	size_t max_span_fns;
 	size_t ringbuf_bytes;		/* 0: by unwinding, see session.c */
@@ -158,6 +167,7 @@ void session__close(struct session *s);
 /* --- the agent: many sessions over one sampler ------------------------------------ */
 
 struct bpfobj;
+struct bpfobj_opts;
 struct bpfobj_proc;
 struct alloc_plan;
 struct export_base;
@@ -168,6 +178,11 @@ struct export_base;
  * session's (by the record's tgid) to session__on_event().  o->unwind must
  * not be dwarf unless the shared object was loaded for it, o->span_fns empty.
  */
+/*
+ * The BPF object's options that follow from o: rates, sizes, probe paths,
+ * the stack copy when dwarf (the unwinding chosen); the rest is the caller's
+ */
+void session_opts__bpfobj(const struct session_opts *o, bool dwarf, struct bpfobj_opts *out);
 int session__open_shared(const struct session_opts *o, struct bpfobj *shared,
 			 struct session **out, char *err, size_t errlen);
 int session__on_event(void *session, void *data, size_t size);
