@@ -38,7 +38,13 @@ cg_cleanup() {
 		find "$root" -name cgroup.procs -exec cat {} + 2>/dev/null | while read -r p; do
 			kill -9 "$p" 2>/dev/null
 		done
-		sleep 0.2
+		# a cgroup is removed once its last process is gone
+		_i=0
+		while [ -n "$(find "$root" -name cgroup.procs -exec cat {} + 2>/dev/null)" ] &&
+			[ $_i -lt 50 ]; do
+			_i=$((_i + 1))
+			sleep 0.1
+		done
 		find "$root" -depth -type d -exec rmdir {} + 2>/dev/null
 		[ -d "$root" ] && echo "warning: cannot remove $root" >&2
 	done
@@ -109,6 +115,34 @@ test_bad_usage() {
 	agent_stop busy
 }
 
+# keep_then_drop PID MS: the exited target PID is listed until MS (its
+# --keep-exited) after the exit time /targets gives, then dropped.  Each
+# look is timed on the clock /targets writes: "still there" at the start of
+# a look bounds the drop from below, "gone" at the end of one from above, so
+# the verdict holds however late the looks come on a loaded machine.
+keep_then_drop() {
+	_ex=$(field "$1" exited)
+	_exms=$(date -d "$_ex" +%s%3N 2>/dev/null) || { fail "pid $1: exited '$_ex'"; return 1; }
+	_i=0
+	_seen=""
+	while :; do
+		_t0=$(date +%s%3N)
+		_st=$(field "$1" state)
+		_t1=$(date +%s%3N)
+		[ "$_st" = exited ] || break
+		_seen=$_t0
+		_i=$((_i + 1))
+		[ $_i -gt 300 ] && { fail "exited target still listed 30 s after its exit"; return 1; }
+		sleep 0.1
+	done
+	[ "$_st" = - ] || { fail "exited target pid $1 in state $_st"; return 1; }
+	[ -n "$_seen" ] || { fail "exited target pid $1 gone at the first look"; return 1; }
+	# /targets gives milliseconds, truncated
+	[ "$_t1" -ge $((_exms + $2)) ] ||
+		fail "exited target dropped within $((_t1 - _exms)) ms of its exit, under --keep-exited"
+	echo "  pid $1: listed $((_seen - _exms)) ms after its exit, gone by $((_t1 - _exms)) ms"
+}
+
 # Started after the agent, with the rescan an hour away: the kernel's exec and
 # fork events are what picks them up; an exit is seen at once, the target kept
 # for --keep-exited, then dropped.  -v logs each step.
@@ -157,9 +191,7 @@ sys.exit(0 if sorted((x["comm"], x["state"], x["exit_reason"]) for x in t) ==
 	wait "$execd" 2>/dev/null
 	wait_field "$execd" state exited 1 || fail "exit of $execd not seen within 1 s"
 	[ "$(field "$execd" exit_reason)" = exited ] || fail "exit_reason $(field "$execd" exit_reason)"
-	sleep 1
-	[ "$(field "$execd" state)" = exited ] || fail "exited target dropped before --keep-exited 2s"
-	wait_field "$execd" state - 3 || fail "exited target still listed 4 s after its exit"
+	keep_then_drop "$execd" 2000
 	grep -q "pid $execd (${TAG}a) exited; its data is kept for --keep-exited 2" "$TMP/pick.err" ||
 		fail "-v: no exit line"
 	grep -q "dropped pid $execd (${TAG}a): exited 2" "$TMP/pick.err" || fail "-v: no drop line"
@@ -183,8 +215,12 @@ test_rescan() {
 	idle "${TAG}old" --rename "${TAG}new" || return
 	slow=$idle_pid
 	wait_for "$TMP/${TAG}old.out" renamed 2 || fail "the target did not rename itself"
-	sleep 1
+	# a process exec'd under the selected name after the rename: once it is
+	# picked up, the agent has read the events that came before it
+	idle "${TAG}new" || return
+	wait_field "$idle_pid" state live 5 || fail "pid $idle_pid (exec'd as ${TAG}new) not picked up"
 	[ "$(field "$slow" state)" = - ] || fail "a renamed process picked up without a rescan"
+	kill "$idle_pid"
 	agent_stop lazy
 	agent_start rescan --select "comm=${TAG}new" --rescan 1s || return
 	kill "$slow"
@@ -351,7 +387,9 @@ test_attribution() {
 	agent_start attr -v --select "exe=$TMP/attr/*" --rescan 1h --pods-log-dir "$TMP/logs/pods" ||
 		return
 	start_layouts || return
-	sleep 0.5
+	for lp in "bare=$pid_bare" $(layout_pids); do
+		wait_field "${lp#*=}" state live 5 || fail "${lp%%=*}: pid ${lp#*=} not picked up"
+	done
 	# shellcheck disable=SC2046 # one word per layout
 	check_targets $(layout_pids)
 	check_metrics
