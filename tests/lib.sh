@@ -222,6 +222,17 @@ wait_new_lines() {
 	done
 }
 
+# wait_count FILE PATTERN COUNT SECONDS: until COUNT lines of FILE match
+# PATTERN (a program's pictures, children, ticks); 1 if not within SECONDS
+wait_count() {
+	_i=0
+	while [ "$(grep -c -e "$2" "$1" 2>/dev/null)" -lt "$3" ]; do
+		_i=$((_i + 1))
+		[ "$_i" -gt $(($4 * 20)) ] && return 1
+		sleep 0.05
+	done
+}
+
 # check_semaphores NAME WORD CMD...: CMD prints "sem ENTER EXIT WORD N" a few
 # times a second (tests/targets/span_sem.c, its Rust twin): the span
 # semaphores as it sees them and how often it did the work a site does only
