@@ -23,14 +23,8 @@ start_sqlite() {
 	sq_pid=$!
 	track "$sq_pid"
 	# inside the query once it has run for a moment: 0.1 s of its own CPU
-	# time (start-up and reading the script take a few ms), however busy
-	# the machine is
-	_i=0
-	while [ "$(awk '{ print $14 + $15 }' "/proc/$sq_pid/stat" 2>/dev/null || echo 0)" -lt 10 ]; do
-		_i=$((_i + 1))
-		[ $_i -gt 200 ] && { fail "sqlite3 ran under 0.1 s of CPU in 10 s"; return 1; }
-		sleep 0.05
-	done
+	# time (start-up and reading the script take a few ms)
+	wait_cpu "$sq_pid" 10 10 || { fail "sqlite3 ran under 0.1 s of CPU in 10 s"; return 1; }
 }
 
 # unwind N samples of STACK_BYTES into $TMP/out
