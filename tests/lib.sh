@@ -222,6 +222,37 @@ wait_new_lines() {
 	done
 }
 
+# wait_count FILE PATTERN COUNT SECONDS: until COUNT lines of FILE match
+# PATTERN (a program's pictures, children, ticks); 1 if not within SECONDS
+wait_count() {
+	_i=0
+	while [ "$(grep -c -e "$2" "$1" 2>/dev/null)" -lt "$3" ]; do
+		_i=$((_i + 1))
+		[ "$_i" -gt $(($4 * 20)) ] && return 1
+		sleep 0.05
+	done
+}
+
+# cpu_ticks PID: the user and system CPU time PID has used, in clock ticks
+# (1/100 s); 0 once it is gone
+cpu_ticks() {
+	# the comm (field 2) may hold blanks: count from the ")" after it
+	sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | awk '{ print $12 + $13 }' | grep . || echo 0
+}
+
+# wait_cpu PID TICKS SECONDS: until PID has used TICKS clock ticks of CPU
+# in all: "it has done some work", in its own time, however busy the
+# machine is; 1 if not within SECONDS or if PID is gone
+wait_cpu() {
+	_i=0
+	while [ "$(cpu_ticks "$1")" -lt "$2" ]; do
+		kill -0 "$1" 2>/dev/null || return 1
+		_i=$((_i + 1))
+		[ "$_i" -gt $(($3 * 20)) ] && return 1
+		sleep 0.05
+	done
+}
+
 # check_semaphores NAME WORD CMD...: CMD prints "sem ENTER EXIT WORD N" a few
 # times a second (tests/targets/span_sem.c, its Rust twin): the span
 # semaphores as it sees them and how often it did the work a site does only

@@ -14,6 +14,7 @@
 
 #include <dwarf.h>
 
+#include "bsearch.h"
 #include "dwarfsym.h"
 #include "hashtab.h"
 #include "vec.h"
@@ -98,19 +99,16 @@ static int range_cmp(const void *a, const void *b)
 	return x->hi < y->hi ? -1 : x->hi > y->hi;
 }
 
+static bool range_starts_by(const void *elem, const void *key)
+{
+	return ((const struct pc_range *)elem)->lo <= *(const uint64_t *)key;
+}
+
 /* the entry of a sorted table that contains addr, or NULL */
 static const struct pc_range *range_find(const struct pc_range *v, size_t n, uint64_t addr)
 {
-	size_t lo = 0, hi = n, k;
+	size_t lo = lower_bound(&addr, v, n, sizeof(*v), range_starts_by), k;
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (v[mid].lo <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	/* ranges may nest (a unit's range around another's function): look back a little */
 	for (k = 0; lo > 0 && k < 4; k++) {
 		const struct pc_range *r = &v[--lo];

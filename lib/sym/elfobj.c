@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "bsearch.h"
 #include "elfobj.h"
 #include "log.h"
 #include "vec.h"
@@ -404,23 +405,20 @@ static bool covers(const struct elf_symbol *s, uint64_t vaddr)
 	return !s->size || vaddr < s->value + s->size;
 }
 
+static bool sym_starts_by(const void *elem, const void *key)
+{
+	return ((const struct elf_symbol *)elem)->value <= *(const uint64_t *)key;
+}
+
 const struct elf_symbol *elfobj__sym_by_addr(struct elfobj *obj, uint64_t vaddr)
 {
 	const struct elf_symbol *best = NULL;
-	size_t lo = 0, hi, i;
+	size_t lo, i;
 
 	if (load_symbols(obj) || !obj->n_syms)
 		return NULL;
-	hi = obj->n_syms;
-	/* last symbol starting at or before vaddr */
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (obj->syms[mid].value <= vaddr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	/* last symbol starting at or before vaddr: the one before lo */
+	lo = lower_bound(&vaddr, obj->syms, obj->n_syms, sizeof(*obj->syms), sym_starts_by);
 	if (!lo)
 		return NULL;
 	/*

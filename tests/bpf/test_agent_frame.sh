@@ -38,7 +38,13 @@ cg_cleanup() {
 		find "$root" -name cgroup.procs -exec cat {} + 2>/dev/null | while read -r p; do
 			kill -9 "$p" 2>/dev/null
 		done
-		sleep 0.2
+		# a cgroup is removed once its last process is gone
+		_i=0
+		while [ -n "$(find "$root" -name cgroup.procs -exec cat {} + 2>/dev/null)" ] &&
+			[ $_i -lt 50 ]; do
+			_i=$((_i + 1))
+			sleep 0.1
+		done
 		find "$root" -depth -type d -exec rmdir {} + 2>/dev/null
 		[ -d "$root" ] && echo "warning: cannot remove $root" >&2
 	done
@@ -130,6 +136,34 @@ test_collect_options() {
 	done
 }
 
+# keep_then_drop PID MS: the exited target PID is listed until MS (its
+# --keep-exited) after the exit time /targets gives, then dropped.  Each
+# look is timed on the clock /targets writes: "still there" at the start of
+# a look bounds the drop from below, "gone" at the end of one from above, so
+# the verdict holds however late the looks come on a loaded machine.
+keep_then_drop() {
+	_ex=$(field "$1" exited)
+	_exms=$(date -d "$_ex" +%s%3N 2>/dev/null) || { fail "pid $1: exited '$_ex'"; return 1; }
+	_i=0
+	_seen=""
+	while :; do
+		_t0=$(date +%s%3N)
+		_st=$(field "$1" state)
+		_t1=$(date +%s%3N)
+		[ "$_st" = exited ] || break
+		_seen=$_t0
+		_i=$((_i + 1))
+		[ $_i -gt 300 ] && { fail "exited target still listed 30 s after its exit"; return 1; }
+		sleep 0.1
+	done
+	[ "$_st" = - ] || { fail "exited target pid $1 in state $_st"; return 1; }
+	[ -n "$_seen" ] || { fail "exited target pid $1 gone at the first look"; return 1; }
+	# /targets gives milliseconds, truncated
+	[ "$_t1" -ge $((_exms + $2)) ] ||
+		fail "exited target dropped within $((_t1 - _exms)) ms of its exit, under --keep-exited"
+	echo "  pid $1: listed $((_seen - _exms)) ms after its exit, gone by $((_t1 - _exms)) ms"
+}
+
 # Started after the agent, with the rescan an hour away: the kernel's exec and
 # fork events are what picks them up; an exit is seen at once, the target kept
 # for --keep-exited, then dropped.  -v logs each step.
@@ -149,11 +183,7 @@ test_pick_up_and_drop() {
 	for how in --forks-later --forks; do
 		[ "$how" = --forks ] && kill -STOP "$agent_pid"
 		idle "${TAG}c" "$how" 2 || return
-		i=0
-		while [ "$(grep -c '^child' "$TMP/${TAG}c.out")" -lt 2 ] && [ $i -lt 30 ]; do
-			i=$((i + 1))
-			sleep 0.1
-		done
+		wait_count "$TMP/${TAG}c.out" '^child' 2 3
 		kill -CONT "$agent_pid"
 		these=$(sed -n 's/^child //p' "$TMP/${TAG}c.out")
 		[ "$(echo "$these" | wc -w)" -eq 2 ] || fail "$how: the target did not fork 2 children"
@@ -178,9 +208,7 @@ sys.exit(0 if sorted((x["comm"], x["state"], x["exit_reason"]) for x in t) ==
 	wait "$execd" 2>/dev/null
 	wait_field "$execd" state exited 1 || fail "exit of $execd not seen within 1 s"
 	[ "$(field "$execd" exit_reason)" = exited ] || fail "exit_reason $(field "$execd" exit_reason)"
-	sleep 1
-	[ "$(field "$execd" state)" = exited ] || fail "exited target dropped before --keep-exited 2s"
-	wait_field "$execd" state - 3 || fail "exited target still listed 4 s after its exit"
+	keep_then_drop "$execd" 2000
 	grep -q "pid $execd (${TAG}a) exited; its data is kept for --keep-exited 2" "$TMP/pick.err" ||
 		fail "-v: no exit line"
 	grep -q "dropped pid $execd (${TAG}a): exited 2" "$TMP/pick.err" || fail "-v: no drop line"
@@ -204,8 +232,12 @@ test_rescan() {
 	idle "${TAG}old" --rename "${TAG}new" || return
 	slow=$idle_pid
 	wait_for "$TMP/${TAG}old.out" renamed 2 || fail "the target did not rename itself"
-	sleep 1
+	# a process exec'd under the selected name after the rename: once it is
+	# picked up, the agent has read the events that came before it
+	idle "${TAG}new" || return
+	wait_field "$idle_pid" state live 5 || fail "pid $idle_pid (exec'd as ${TAG}new) not picked up"
 	[ "$(field "$slow" state)" = - ] || fail "a renamed process picked up without a rescan"
+	kill "$idle_pid"
 	agent_stop lazy
 	agent_start rescan --select "comm=${TAG}new" --rescan 1s || return
 	kill "$slow"
@@ -372,7 +404,9 @@ test_attribution() {
 	agent_start attr -v --select "exe=$TMP/attr/*" --rescan 1h --pods-log-dir "$TMP/logs/pods" ||
 		return
 	start_layouts || return
-	sleep 0.5
+	for lp in "bare=$pid_bare" $(layout_pids); do
+		wait_field "${lp#*=}" state live 5 || fail "${lp%%=*}: pid ${lp#*=} not picked up"
+	done
 	# shellcheck disable=SC2046 # one word per layout
 	check_targets $(layout_pids)
 	check_metrics
@@ -630,16 +664,33 @@ EOF
 test_limits() {
 	need_root || return
 	agent_start lim --select "comm=${TAG}l" || return
-	$PY - "${agent_url#http://}" >"$TMP/lim.out" 2>&1 <<'EOF'
-import socket, sys, time
+	$PY - "${agent_url#http://}" "$agent_pid" >"$TMP/lim.out" 2>&1 <<'EOF'
+import os, socket, sys, time
 host, port = sys.argv[1].rsplit(':', 1)
 port = int(port)
+def sockets():
+    fd = '/proc/%s/fd' % sys.argv[2]
+    n = 0
+    for f in os.listdir(fd):
+        try:
+            n += os.readlink(os.path.join(fd, f)).startswith('socket:')
+        except OSError:
+            pass
+    return n
+base = sockets()
 held = []
 for i in range(16):
     s = socket.create_connection((host, port))
     s.sendall(b'GET /metrics HTTP/1.1\r\nHost: x\r\n')
     held.append(s)
-time.sleep(0.5)
+opened = time.time()
+# the 16 accepted (the agent holds a socket for each), not just queued
+for i in range(200):
+    if sockets() >= base + 16:
+        break
+    time.sleep(0.05)
+else:
+    print('16 connections not accepted in 10 s')
 extra = socket.create_connection((host, port), timeout=3)
 extra.sendall(b'GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n')
 try:
@@ -652,14 +703,13 @@ print('17th:', got.split(b'\r\n')[0].decode() or 'closed')
 other = socket.create_connection((host, port), timeout=3, source_address=('127.0.0.2', 0))
 other.sendall(b'GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n')
 print('other address:', other.recv(100).split(b'\r\n')[0].decode())
-t0 = time.time()
 for s in held:
     s.settimeout(20)
     try:
         s.recv(100)
     except (socket.timeout, ConnectionResetError):
         pass
-print('idle closed after: %.1f' % (time.time() - t0 + 0.5))
+print('idle closed after: %.1f' % (time.time() - opened))
 EOF
 	grep -qx '17th: closed' "$TMP/lim.out" || fail "the 17th connection of one address: $(cat "$TMP/lim.out")"
 	grep -qx 'other address: HTTP/1.1 200 OK' "$TMP/lim.out" ||

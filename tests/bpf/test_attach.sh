@@ -230,7 +230,8 @@ test_stop_conditions() {
 	[ -f "$1" ] || { fail "no default-named profile in $TMP"; return; }
 	"$PROFDUMP" "$1" | grep -q 'handle_request' || fail "default-named profile has no samples"
 	attach_bg "$TMP/i.err" --pid "$svc" --rate 16KiB -o "$TMP/int.pb.gz" || return
-	sleep 0.5
+	# some requests handled while attached: 50 ms of the service's own CPU time
+	wait_cpu "$svc" $(($(cpu_ticks "$svc") + 5)) 20 || fail "demo_service did no work in 20 s"
 	kill -INT "$attach_pid"
 	wait "$attach_pid" || fail "SIGINT: exit status $?"
 	"$PROFDUMP" "$TMP/int.pb.gz" | grep -q 'handle_request' || fail "SIGINT: no profile"

@@ -89,9 +89,10 @@ DECOMP="48 16 8 4 8"
 # capture_decomp NAME [ENV...]: heap_decomp under capture (ENV: VAR=value for the target);
 # $TMP/NAME.decomp holds the mem.decomp.* comments and the start's bins and mmapped
 # bytes as key=value, $live and $holes what the target says it did.  The capture
-# stops 2 s after the target is done: libculpert-sampler.so refreshes the allocator's
+# stops once the target says "fresh": libculpert-sampler.so refreshes the allocator's
 # figures at most once a second, on a sampled call (the target's ticks: 1000 bytes
-# every 20 ms, 22% of them sampled at 4 KiB), so the end picture's are from after.
+# every 20 ms, 22% of them sampled at 4 KiB), and the target watches its page for a
+# refresh after "done", so the end picture's figures are from after.
 capture_decomp() {
 	_n=$1
 	shift
@@ -99,14 +100,11 @@ capture_decomp() {
 	start_profiled "$_n" capture "--rate 16KiB" env "$@" "$TARGETS/heap_decomp" $DECOMP tick ||
 		return 1
 	wait_for "$TMP/$_n.out" '^done' 30 || { fail "heap_decomp did not finish"; return 1; }
-	sleep 2
+	wait_for "$TMP/$_n.out" '^fresh' 10 ||
+		{ fail "the allocator's figures were not refreshed after done"; return 1; }
 	stop_profiled "$_n" capture || return 1
-	# Right after a capture of a process under libculpert-sampler.so, the next
-	# attach to another target failed 4 times in 10 here (ENOENT from libc's
-	# uprobe session link: target_exits' 2-second target gone before it was
-	# attached?), never after 3 s, never after other targets: reported, not
-	# understood; let the next test start 3 s later.
-	case "$*" in *"$SAMPLER"*) sleep 3 ;; esac
+	# the next capture starts once this target is gone, not while it exits
+	wait "$target_pid" 2>/dev/null
 	"$PROFDUMP" "$TMP/$_n.pb.gz" | sed -n 's/^# comment mem\.decomp\.//p
 		s/^# comment mem\.start\.allocator\.glibc\.\(bin_free_bytes\|mmapped_bytes\)=/start_\1=/p' \
 		>"$TMP/$_n.decomp"

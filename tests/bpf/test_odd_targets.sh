@@ -50,11 +50,7 @@ test_zombie() {
 	parent=$!
 	wait_for "$TMP/zpid" . 5 || { fail "no zombie made"; return; }
 	z=$(cat "$TMP/zpid")
-	i=0
-	while [ "$(awk '{ print $3 }' "/proc/$z/stat" 2>/dev/null)" != Z ] && [ $i -lt 100 ]; do
-		sleep 0.05
-		i=$((i + 1))
-	done
+	wait_for "/proc/$z/status" "^State:.Z" 5 || { fail "pid $z did not become a zombie"; return; }
 	expect_error 1 "pid $z (sleep) has exited: it is a zombie.*parent (pid $parent)" \
 		"$BIN_BPF" attach --pid "$z"
 	expect_error 1 "has exited: it is a zombie" "$BIN_BPF" probes --pid "$z"

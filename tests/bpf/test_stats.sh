@@ -328,7 +328,7 @@ test_gone_mid_read() {
 	w=$!
 	# the first picture also finds libc's debug info for the allocator state: ~0.2 s more
 	wait_for "$TMP/w.txt" "^pid " 5 || fail "watch printed nothing"
-	sleep 0.35
+	wait_count "$TMP/w.txt" "^pid " 2 5 || fail "watch printed one picture in 5 s"
 	kill "$target_pid"
 	wait "$w"
 	rc=$?
@@ -360,7 +360,7 @@ test_attach_stats() {
 	start_target "$TMP/x.out" "$TARGETS/heap_shape" compact 1000 || return
 	attach_bg "$TMP/x.err" -p "$target_pid" --stats -o "$TMP/x.pb.gz" || return
 	kill -USR1 "$target_pid"
-	sleep 0.2
+	wait_for "$TMP/x.out" '^done' 10 || fail "heap_shape did not finish"
 	kill "$target_pid"
 	wait "$attach_pid" || fail "attach failed when the target exited: $(cat "$TMP/x.err")"
 	grep -q "^warning: no mem.end memory picture in the profile: .*pid $target_pid.*\(has exited\|has it exited\)" "$TMP/x.err" ||

@@ -69,7 +69,9 @@ test_debian_sqlite3() {
 	sqlite3 :memory: <>"$TMP/sql" >"$TMP/sqlite.out" 2>&1 &
 	sq=$!
 	track "$sq"
-	sleep 0.3
+	# its libraries mapped: what probes reads
+	wait_running "$sq" sqlite3 5 && wait_for "/proc/$sq/maps" libsqlite3 5 ||
+		{ fail "sqlite3 did not start"; return; }
 	"$BIN_BPF" probes --pid "$sq" >"$TMP/sq.probes" 2>&1
 	grep -q "^unwind: *dwarf (auto: .*sqlite3 is built without frame pointers" "$TMP/sq.probes" ||
 		fail "probes: $(grep unwind "$TMP/sq.probes")"

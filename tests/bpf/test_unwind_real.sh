@@ -22,8 +22,9 @@ start_sqlite() {
 	sqlite3 :memory: <"$TMP/query.sql" >/dev/null &
 	sq_pid=$!
 	track "$sq_pid"
-	# inside the query once it has run for a moment
-	sleep 0.3
+	# inside the query once it has run for a moment: 0.1 s of its own CPU
+	# time (start-up and reading the script take a few ms)
+	wait_cpu "$sq_pid" 10 10 || { fail "sqlite3 ran under 0.1 s of CPU in 10 s"; return 1; }
 }
 
 # unwind N samples of STACK_BYTES into $TMP/out

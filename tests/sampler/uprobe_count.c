@@ -30,6 +30,8 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include "perfuprobe.h"
+
 #define MAX_PROBES 16
 
 struct probe {
@@ -91,19 +93,6 @@ static int read_notes(const char *path, const char *provider, struct probe *pr)
 	return n;
 }
 
-static int uprobe_pmu(void)
-{
-	FILE *f = fopen("/sys/bus/event_source/devices/uprobe/type", "r");
-	int type = -1;
-
-	if (f) {
-		if (fscanf(f, "%d", &type) != 1)
-			type = -1;
-		fclose(f);
-	}
-	return type;
-}
-
 static int open_counter(int type, const char *path, const struct probe *p, pid_t pid)
 {
 	struct perf_event_attr attr;
@@ -135,7 +124,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "uprobe_count: no %s probes in %s\n", argv[2], argv[1]);
 		return 2;
 	}
-	type = uprobe_pmu();
+	type = perf_uprobe_pmu_type();
 	if (type < 0 || pipe(go)) {
 		fprintf(stderr, "uprobe_count: no uprobe PMU\n");
 		return 2;

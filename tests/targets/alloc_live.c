@@ -10,7 +10,10 @@
  * Prints "pid N ready", waits for SIGUSR1, runs, prints
  * "total FN ALLOCATED LIVE", "since_leak_ns N" (from the end of leak_early
  * to this line: how old its blocks are at least, by then) and "done", then
- * sleeps until killed.
+ * sleeps until killed.  On SIGUSR2 it prints "ages since_leak_ns N
+ * since_keep_ns M": from the end of leak_early and from the start of
+ * keep_all to now (sent once a capture has ended: how old leak_early's
+ * blocks are at least and keep_all's at most at its end).
  *   alloc_live [UNIT]    the sizes above in units of UNIT bytes, not MiB
  *                        (a small run for --rate 1, where every call counts)
  * Each function cycles through the 16 block sizes from the first, 8704 bytes
@@ -142,12 +145,19 @@ static NOINLINE unsigned long grow(struct blocks *b, unsigned long total)
 	return kept;
 }
 
+static volatile sig_atomic_t asked;
+
+static void ask(int sig)
+{
+	asked = 1;
+}
+
 int main(int argc, char **argv)
 {
 	unsigned long u = argc > 1 ? strtoul(argv[1], NULL, 0) : MiB;
 	struct blocks leak, all, half, grown;
 	unsigned long half_kept, grow_kept;
-	unsigned long long leak_end;
+	unsigned long long leak_end, keep_start;
 
 	if (!u)
 		return 2;
@@ -160,6 +170,7 @@ int main(int argc, char **argv)
 	leak_early(&leak, 8 * u);
 	leak_end = mono_ns();
 	sleep(3);
+	keep_start = mono_ns();
 	keep_all(&all, 32 * u);
 	churn(32 * u);
 	half_kept = keep_half(&half, 64 * u);
@@ -173,6 +184,14 @@ int main(int argc, char **argv)
 	printf("since_leak_ns %llu\n", mono_ns() - leak_end);
 	printf("done\n");
 	fflush(stdout);
-	for (;;)
+	signal(SIGUSR2, ask);
+	for (;;) {
 		pause();
+		if (!asked)
+			continue;
+		asked = 0;
+		printf("ages since_leak_ns %llu since_keep_ns %llu\n", mono_ns() - leak_end,
+		       mono_ns() - keep_start);
+		fflush(stdout);
+	}
 }

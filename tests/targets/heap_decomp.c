@@ -23,8 +23,12 @@
  * bytes every 20 ms meanwhile, so that libculpert-sampler.so, which
  * refreshes the allocator's figures only on a sampled call, keeps them
  * fresh; glibc serves that block from the thread's tcache, where one was
- * put before attach, so the bins stay as they are.
+ * put before attach, so the bins stay as they are.  It prints "fresh" once
+ * the figures describe the state after "done": at once without the sampler
+ * (culpert-bpf reads the allocator itself), else on the first refresh of
+ * the sampler's page (culpert_sampler_page) after "done".
  */
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -33,6 +37,7 @@
 #include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
+#include <culpert/sampler.h>
 #include "ready.h"
 
 #define NOINLINE __attribute__((noipa))
@@ -105,8 +110,26 @@ static void other(unsigned long mib)
 	memset(p, 1, mib * MIB);
 }
 
+static unsigned long long mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (unsigned long long)ts.tv_sec * 1000000000ULL + (unsigned long long)ts.tv_nsec;
+}
+
+/* the allocator's figures are from after DONE_NS: the sampler refreshed its page since */
+static bool fresh(const struct culpert_sampler_page *page, unsigned long long done_ns)
+{
+	return !page || __atomic_load_n(&page->allocator_stats.refreshed_ns, __ATOMIC_ACQUIRE) >
+		done_ns;
+}
+
 int main(int argc, char **argv)
 {
+	const struct culpert_sampler_page *page = dlsym(RTLD_DEFAULT, "culpert_sampler_page");
+	unsigned long long done_ns;
+	bool said = false;
 	struct timespec hour = { 3600, 0 }, pause = { 0, 20 * 1000 * 1000 };
 	unsigned long hole_mib, thread_mib, mmaps, i, n;
 	bool ticks = argc > 6 && !strcmp(argv[6], "tick");
@@ -130,9 +153,15 @@ int main(int argc, char **argv)
 		block(MIB);
 	printf("live %lu\nholes %lu\ndone\n", n * BLOCK + mmaps * MIB + thread_mib * MIB, n);
 	fflush(stdout);
+	done_ns = mono_ns();
 	for (;;) {
 		if (ticks)
 			tick();
+		if (ticks && !said && fresh(page, done_ns)) {
+			printf("fresh\n");
+			fflush(stdout);
+			said = true;
+		}
 		nanosleep(ticks ? &pause : &hour, NULL);
 	}
 }

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "aggregate.h"
+#include "bsearch.h"
 #include "elfobj.h"
 #include "export.h"
 #include "log.h"
@@ -209,19 +210,14 @@ struct sort_rec {
 };
 
 /* index of the first block of entry `idx` in blocks sorted by entry (n if none) */
+static bool block_below(const void *elem, const void *key)
+{
+	return ((const struct live_block *)elem)->entry < *(const uint32_t *)key;
+}
+
 static size_t first_block(const struct live_block *blocks, size_t n, uint32_t idx)
 {
-	size_t lo = 0, hi = n;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (blocks[mid].entry < idx)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	return lower_bound(&idx, blocks, n, sizeof(*blocks), block_below);
 }
 
 static int entry_cmp(const void *pa, const void *pb)

@@ -15,6 +15,7 @@
 #include "bpf_compat.h"
 #include "kfeatures.h"
 #include "log.h"
+#include "perfuprobe.h"
 
 static bool path_exists(const char *p)
 {
@@ -125,7 +126,7 @@ const struct kfeatures *features__get(void)
 	if (uname(&u) == 0)
 		snprintf(f.release, sizeof(f.release), "%s", u.release);
 	f.btf = path_exists("/sys/kernel/btf/vmlinux");
-	f.uprobes = path_exists("/sys/bus/event_source/devices/uprobe/type");
+	f.uprobes = path_exists(UPROBE_PMU_TYPE);
 	f.bpf_refused = bpf_refused();
 	f.seccomp = under_seccomp_filter();
 	f.ringbuf = libbpf_probe_bpf_map_type(BPF_MAP_TYPE_RINGBUF, NULL) == 1;
@@ -193,26 +194,12 @@ int features__missing_caps(char *buf, size_t len)
 	return 1;
 }
 
-/* the perf event type of the uprobe PMU; -1 without one */
-static int uprobe_pmu_type(void)
-{
-	FILE *f = fopen("/sys/bus/event_source/devices/uprobe/type", "r");
-	int type = -1;
-
-	if (f) {
-		if (fscanf(f, "%d", &type) != 1)
-			type = -1;
-		fclose(f);
-	}
-	return type;
-}
-
 bool features__perf_uprobes_need_admin(void)
 {
 	struct perf_event_attr a;
 	int type, fd;
 
-	if (features__has_cap(CAP_SYS_ADMIN) || (type = uprobe_pmu_type()) < 0)
+	if (features__has_cap(CAP_SYS_ADMIN) || (type = perf_uprobe_pmu_type()) < 0)
 		return false;
 	/*
 	 * No uprobe is made: the kernel checks the capability before it looks

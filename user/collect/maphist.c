@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bsearch.h"
 #include "hashtab.h"
 #include "maphist.h"
 #include "procmaps.h"
@@ -207,22 +208,25 @@ bool maphist__tracking(const struct maphist *h)
 }
 
 /* the mapping of the pre-change view holding addr, or -1 */
+struct base_search {
+	const struct maphist *h;
+	uint64_t addr;
+};
+
+/* mapping i of the view ends at or before the address */
+static bool base_ends_by(size_t i, void *ctx)
+{
+	const struct base_search *s = ctx;
+
+	return s->h->maps[s->h->base[i]].end <= s->addr;
+}
+
 static int64_t base_find(const struct maphist *h, uint64_t addr)
 {
-	size_t lo = 0, hi = h->n_base;
+	struct base_search s = { h, addr };
+	size_t i = lower_bound_at(h->n_base, base_ends_by, &s);
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		const struct procmap *m = &h->maps[h->base[mid]];
-
-		if (addr < m->start)
-			hi = mid;
-		else if (addr >= m->end)
-			lo = mid + 1;
-		else
-			return h->base[mid];
-	}
-	return -1;
+	return i < h->n_base && h->maps[h->base[i]].start <= addr ? (int64_t)h->base[i] : -1;
 }
 
 static bool addr_eq(uint32_t idx, const void *key, void *ctx)

@@ -10,6 +10,7 @@
 #include "culpert.h"
 
 #include "a64insn.h"
+#include "bsearch.h"
 #include "elfobj.h"
 #include "exits.h"
 #include "hoist.h"
@@ -79,6 +80,25 @@ static bool fde_entry(struct finder *f, uint64_t hdr, size_t i, uint64_t *start,
 	return true;
 }
 
+struct fde_search {
+	struct finder *f;
+	uint64_t hdr, addr;
+	bool failed;			/* an entry of the table could not be read */
+};
+
+/* FDE i of the search table starts at or before the address */
+static bool fde_starts_by(size_t i, void *ctx)
+{
+	struct fde_search *s = ctx;
+	uint64_t start, fde;
+
+	if (s->failed || !fde_entry(s->f, s->hdr, i, &start, &fde)) {
+		s->failed = true;
+		return false;
+	}
+	return start <= s->addr;
+}
+
 /*
  * The FDE covering `addr`, through the binary search table of .eh_frame_hdr
  * in the encoding GNU linkers write (datarel sdata4, as fpcheck reads it):
@@ -88,30 +108,25 @@ static bool fde_entry(struct finder *f, uint64_t hdr, size_t i, uint64_t *start,
  */
 static bool fde_range(struct finder *f, uint64_t addr, struct region *r)
 {
-	uint64_t hdr, start, fde, next, fde2;
+	struct fde_search s = { .f = f, .addr = addr };
+	uint64_t start, fde, next, fde2;
 	uint8_t h[12], body[16];
-	size_t lo = 0, hi, mid;
+	size_t lo;
 
-	if (elfobj__eh_frame_hdr(f->obj, &hdr) || elfobj__read(f->obj, hdr, h, sizeof(h)) != sizeof(h) ||
-	    h[0] != 1 || h[2] != 0x03 || h[3] != 0x3b)
+	if (elfobj__eh_frame_hdr(f->obj, &s.hdr) ||
+	    elfobj__read(f->obj, s.hdr, h, sizeof(h)) != sizeof(h) || h[0] != 1 || h[2] != 0x03 ||
+	    h[3] != 0x3b)
 		return false;
-	hi = (uint32_t)le32(h + 8);
-	while (lo < hi) {
-		mid = lo + (hi - lo) / 2;
-		if (!fde_entry(f, hdr, mid, &start, &fde))
-			return false;
-		if (start <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (!lo || !fde_entry(f, hdr, lo - 1, &start, &fde))
+	lo = lower_bound_at((uint32_t)le32(h + 8), fde_starts_by, &s);
+	if (s.failed)
+		return false;
+	if (!lo || !fde_entry(f, s.hdr, lo - 1, &start, &fde))
 		return false;
 	r->start = start;
 	if (elfobj__read(f->obj, fde, body, sizeof(body)) == sizeof(body) &&
 	    fde + 8 + (uint64_t)(int64_t)le32(body + 8) == start)
 		r->end = start + (uint32_t)le32(body + 12);
-	else if (fde_entry(f, hdr, lo, &next, &fde2))
+	else if (fde_entry(f, s.hdr, lo, &next, &fde2))
 		r->end = next;
 	else
 		return false;

@@ -3,6 +3,7 @@
 #include <string.h>
 #include <linux/types.h>
 
+#include "bsearch.h"
 #include "culpert.h"
 #include "hoist.h"
 #include "probe_offset.h"
@@ -200,19 +201,17 @@ static bool emulated_branch(const struct hoist_code *code, size_t n, uint64_t va
 	return true;
 }
 
-static size_t index_of(const struct insn *v, size_t n, uint64_t addr)
+static bool insn_below(const void *elem, const void *key)
 {
-	size_t lo = 0, hi = n;
+	return ((const struct insn *)elem)->addr < *(const uint64_t *)key;
+}
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
+/* inline: else gcc 12 warns that hoist__exit's v, fresh from decode_all, may be unset */
+static inline size_t index_of(const struct insn *v, size_t n, uint64_t addr)
+{
+	size_t i = lower_bound(&addr, v, n, sizeof(*v), insn_below);
 
-		if (v[mid].addr < addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < n && v[lo].addr == addr ? lo : n;
+	return i < n && v[i].addr == addr ? i : n;
 }
 
 /* add the probe for the entry at v[at] of the stretch ending at v[ret], from the branch at `from` */

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bsearch.h"
 #include "elfobj.h"
 #include "procmaps.h"
 #include "readfile.h"
@@ -83,38 +84,26 @@ int procmaps__read(pid_t pid, struct procmaps *out)
 	return err;
 }
 
+/* the mapping ends at or before the address: it sorts before any that holds it */
+static bool ends_by(const void *elem, const void *key)
+{
+	return ((const struct procmap *)elem)->end <= *(const uint64_t *)key;
+}
+
 const struct procmap *procmaps__find(const struct procmaps *m, uint64_t addr)
 {
-	size_t lo = 0, hi = m->n;
+	size_t i = lower_bound(&addr, m->v, m->n, sizeof(*m->v), ends_by);
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (addr < m->v[mid].start)
-			hi = mid;
-		else if (addr >= m->v[mid].end)
-			lo = mid + 1;
-		else
-			return &m->v[mid];
-	}
-	return NULL;
+	return i < m->n && m->v[i].start <= addr ? &m->v[i] : NULL;
 }
 
 /* does [start, end) overlap any of the n mappings v, sorted by start? */
 static bool overlaps(const struct procmap *v, size_t n, uint64_t start, uint64_t end)
 {
-	size_t lo = 0, hi = n;
-
 	/* the first mapping that ends after start: the only one that can overlap first */
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
+	size_t i = lower_bound(&start, v, n, sizeof(*v), ends_by);
 
-		if (v[mid].end <= start)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < n && v[lo].start < end;
+	return i < n && v[i].start < end;
 }
 
 static int by_start(const void *a, const void *b)

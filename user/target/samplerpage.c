@@ -9,11 +9,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "readfile.h"
+#include "perfuprobe.h"
 #include "remotemem.h"
 #include "samplerpage.h"
 
-#define UPROBE_PMU_TYPE "/sys/bus/event_source/devices/uprobe/type"
 /* the uprobe PMU's format/ref_ctr_offset: "config:32-63" since Linux 4.20 */
 #define REF_CTR_OFFSET_SHIFT 32
 
@@ -65,23 +64,10 @@ int sampler_page__read(struct remotemem *r, uint64_t addr, struct sampler_stats 
 	return 0;
 }
 
-static int uprobe_pmu_type(void)
-{
-	char *text;
-	int type, err;
-
-	err = read_file_at(AT_FDCWD, UPROBE_PMU_TYPE, &text, NULL);
-	if (err)
-		return err;
-	type = atoi(text);
-	free(text);
-	return type > 0 ? type : -ENOENT;
-}
-
 int sampler_listen(pid_t pid, const char *path, uint64_t site_off, uint64_t sem_off)
 {
 	struct perf_event_attr attr;
-	int type = uprobe_pmu_type(), fd;
+	int type = perf_uprobe_pmu_type(), fd;
 
 	if (type < 0)
 		return type;
