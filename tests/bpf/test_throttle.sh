@@ -2,11 +2,13 @@
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #
 # The stack captures a process may cost are bounded (--max-stack-rate, a
-# token bucket per process in the kernel): a storm of malloc(1 MiB)/free
-# under --unwind dwarf, where nearly every call is sampled, keeps its
-# totals -- the throttled samples are counted by size and span in the
-# kernel and unbiased like the others, under a [throttled] frame -- and
-# loses nothing to a full ring buffer.
+# token bucket per process in the kernel): past it a random subset of the
+# samples keeps their stacks, each weighed by 1 / p, scaled per span path
+# to the kernel's census of all of them (docs/profile-format.md,
+# "Throttling").  A storm of malloc(1 MiB)/free under --unwind dwarf, where
+# nearly every call is sampled, keeps its totals and its stacks, and loses
+# nothing to a full ring buffer; two functions thinned at different rates
+# each keep their bytes.
 . tests/lib.sh
 
 N=100000
@@ -31,19 +33,69 @@ test_storm_totals() {
 	by_kind "$TMP/storm.pb.gz" >"$TMP/storm.kinds"
 	total=$(awk '{ s += $3 } END { printf "%.0f", s }' "$TMP/storm.kinds")
 	within_pct "$total" "$truth" 1 || fail "storm: estimated $total bytes, allocated $truth"
-	grep -q '^throttled storm ' "$TMP/storm.kinds" ||
-		fail "no throttled bytes under the storm span: $(tr '\n' ';' <"$TMP/storm.kinds")"
 	grep -q '^stack storm ' "$TMP/storm.kinds" || fail "no sample kept its stack"
+	# [throttled] only for samples picked to keep a stack that found no token: few
+	thr=$(awk '$1 == "throttled" { s += $3 } END { printf "%.0f", s }' "$TMP/storm.kinds")
+	awk -v t="$thr" -v n="$total" 'BEGIN { exit !(t <= n / 100) }' ||
+		fail "$thr of $total bytes under [throttled]"
 	grep -v ' storm ' "$TMP/storm.kinds" | awk '$3 > 0' | grep -q . &&
 		fail "bytes outside the storm span: $(grep -v ' storm ' "$TMP/storm.kinds" | tr '\n' ';')"
 	"$PROFDUMP" "$TMP/storm.pb.gz" >"$TMP/storm.dump"
 	grep -q '^# comment stack_rate=10000$' "$TMP/storm.dump" || fail "the rate is not in the profile"
-	grep -q '^# comment throttled_samples=[1-9]' "$TMP/storm.dump" || fail "throttling not counted"
+	grep -q '^# comment thinned_samples=[1-9]' "$TMP/storm.dump" || fail "thinning not counted"
+	grep -q '^# comment kept_weighted_samples=[1-9]' "$TMP/storm.dump" ||
+		fail "no sample kept with a weight"
+	grep -q '^# comment census_overflow=0$' "$TMP/storm.dump" || fail "census incomplete"
 	grep -q '^# comment lost_samples=0$' "$TMP/storm.dump" ||
 		fail "samples lost despite the bound: $(grep lost_samples "$TMP/storm.dump")"
 	grep -q '^warning: [0-9]* samples came past the stack rate of 10000/s' "$TMP/storm.err" ||
 		fail "throttling not said: $(tail -3 "$TMP/storm.err")"
 	go_totals_agree "$TMP/storm.pb.gz"
+}
+
+# bytes of PROFILE's samples by leaf function (first frame)
+by_leaf() {
+	"$PROFDUMP" "$1" | grep -v '^#' | awk -F'\t' '
+		{ split($1, v, " "); split($2, f, ";"); s[f[1]] += v[2] }
+		END { for (x in s) printf "%s %.0f\n", x, s[x] }'
+}
+
+# fast() allocates 100000 MiB back to back, slow() 20000 MiB at a fraction
+# of that rate: past the stack rate of 10000/s the kernel keeps
+# p = 8750 / R of the R samples a second of each (7/8 of the rate), so
+# fast() is thinned several times harder.  Each function's estimate must be
+# its own bytes (unweighted, fast() would read low; today's [throttled]
+# took nearly all of them).  Sigma, relative, for N calls of 1 MiB at
+# --rate 512KiB (each sampled with q = 1 - e^-2) and keep probability p:
+# (1 - q) / (q N) from sampling plus (1 - p) / (p q N) from thinning;
+# R is from the calls a second the target measured.  5 sigma.
+test_two_rates() {
+	need_root || return
+	profile phases 512KiB "" "$TARGETS/alloc_phases" 100000 20000 || return
+	by_leaf "$TMP/phases.pb.gz" >"$TMP/phases.leaves"
+	total=$(awk '{ s += $2 } END { printf "%.0f", s }' "$TMP/phases.leaves")
+	truth=$(awk '$1 == "total" { s += $3 } END { printf "%.0f", s }' "$TMP/phases.out")
+	within_pct "$total" "$truth" 1 || fail "phases: estimated $total bytes, allocated $truth"
+	for fn in fast slow; do
+		est=$(awk -v f=$fn '$1 == f { print $2 }' "$TMP/phases.leaves")
+		awk -v f=$fn -v est="${est:-0}" '
+			$1 == "total" && $2 == f { bytes = $3; calls = $4 }
+			$1 == "calls_per_sec" && $2 == f { cps = $3 }
+			END {
+				q = 1 - exp(-2); r = cps * q; p = r > 8750 ? 8750 / r : 1
+				sigma = sqrt((1 - q) / (q * calls) + (1 - p) / (p * q * calls))
+				d = (est - bytes) / bytes
+				printf "%s: %.0f of %.0f bytes (%+.2f%%), p %.3f, sigma %.2f%%\n",
+					f, est, bytes, 100 * d, p, 100 * sigma
+				exit !(d <= 5 * sigma && d >= -5 * sigma)
+			}' "$TMP/phases.out" >"$TMP/phases.$fn" ||
+			fail "$(cat "$TMP/phases.$fn"), not within 5 sigma"
+	done
+	thr=$(awk '$1 == "[throttled]" { print $2 }' "$TMP/phases.leaves")
+	awk -v t="${thr:-0}" -v n="$total" 'BEGIN { exit !(t <= n / 100) }' ||
+		fail "$thr of $total bytes under [throttled]"
+	"$PROFDUMP" "$TMP/phases.pb.gz" | grep -q '^# comment kept_weighted_samples=[1-9]' ||
+		fail "nothing thinned: $(grep calls_per_sec "$TMP/phases.out" | tr '\n' ' ')"
 }
 
 # --max-stack-rate 0: no limit, every sample keeps its stack
@@ -58,4 +110,5 @@ test_no_limit() {
 }
 
 run_test bpf/throttle/storm_totals test_storm_totals
+run_test bpf/throttle/two_rates test_two_rates
 run_test bpf/throttle/no_limit test_no_limit
