@@ -53,49 +53,78 @@ test_storm_totals() {
 	go_totals_agree "$TMP/storm.pb.gz"
 }
 
-# bytes of PROFILE's samples by leaf function (first frame)
+# "leaf bytes variance" of PROFILE's samples by leaf function (first frame):
+# the variance from the thinning_stddev labels
 by_leaf() {
 	"$PROFDUMP" "$1" | grep -v '^#' | awk -F'\t' '
-		{ split($1, v, " "); split($2, f, ";"); s[f[1]] += v[2] }
-		END { for (x in s) printf "%s %.0f\n", x, s[x] }'
+		{ split($1, v, " "); split($2, f, ";"); s[f[1]] += v[2]
+		  n = split($3, l, ",")
+		  for (i = 1; i <= n; i++) if (l[i] ~ /^thinning_stddev=/) {
+			sd = substr(l[i], 17); var[f[1]] += sd * sd } }
+		END { for (x in s) printf "%s %.0f %.6g\n", x, s[x], var[x] }'
 }
 
 # fast() allocates 100000 MiB back to back, slow() 20000 MiB at a fraction
 # of that rate: past the stack rate of 10000/s the kernel keeps
 # p = 8750 / R of the R samples a second of each (7/8 of the rate), so
 # fast() is thinned several times harder.  Each function's estimate must be
-# its own bytes (unweighted, fast() would read low; today's [throttled]
+# its own bytes (unweighted, fast() would read low; before, [throttled]
 # took nearly all of them).  Sigma, relative, for N calls of 1 MiB at
-# --rate 512KiB (each sampled with q = 1 - e^-2) and keep probability p:
-# (1 - q) / (q N) from sampling plus (1 - p) / (p q N) from thinning;
-# R is from the calls a second the target measured.  5 sigma.
+# 512 KiB: from sampling, (1 - q) / (q N) over the allocator (each sampled
+# with q = 1 - e^-2), 1 / (2 N) under the preloaded sampler (its weight:
+# the sampling points in the block, Poisson with mean 2, times 512 KiB);
+# from thinning, the variance the profile states (thinning_stddev:
+# sum of (1 - p) W^2 over the kept samples, W with the 1 / p in; about
+# (1 - p) / (p N') relative for N' samples kept with p), carried through the
+# scaling to the census: with both functions' estimates X, Y and H = X + Y,
+# (Y / H)^2 var(X) / X^2 + var(Y) / H^2 for X.  5 sigma.
+two_rates() {
+	_name=$1
+	_otel=$2
+	shift 2
+	profile "$_name" 512KiB "" "$@" "$TARGETS/alloc_phases" 100000 20000 || return
+	by_leaf "$TMP/$_name.pb.gz" >"$TMP/$_name.leaves"
+	total=$(awk '{ s += $2 } END { printf "%.0f", s }' "$TMP/$_name.leaves")
+	truth=$(awk '$1 == "total" { s += $3 } END { printf "%.0f", s }' "$TMP/$_name.out")
+	within_pct "$total" "$truth" 1 || fail "$_name: estimated $total bytes, allocated $truth"
+	for fn in fast slow; do
+		other=slow
+		[ $fn = slow ] && other=fast
+		set -- $(awk -v f=$fn -v o=$other '$1 == f { x = $2; vx = $3 } $1 == o { y = $2; vy = $3 }
+			END { printf "%.0f %.6g %.0f %.6g\n", x, vx, y, vy }' "$TMP/$_name.leaves")
+		awk -v f=$fn -v x="$1" -v vx="$2" -v y="$3" -v vy="$4" -v otel="$_otel" '
+			$1 == "total" && $2 == f { bytes = $3; calls = $4 }
+			END {
+				q = 1 - exp(-2); h = x + y
+				v = otel ? 0.5 / calls : (1 - q) / (q * calls)
+				if (x > 0)
+					v += (y / h) ^ 2 * vx / (x * x) + vy / (h * h)
+				sigma = sqrt(v); d = (x - bytes) / bytes
+				printf "%s: %.0f of %.0f bytes (%+.2f%%), sigma %.2f%%\n",
+					f, x, bytes, 100 * d, 100 * sigma
+				exit !(d <= 5 * sigma && d >= -5 * sigma)
+			}' "$TMP/$_name.out" >"$TMP/$_name.$fn" ||
+			fail "$_name: $(cat "$TMP/$_name.$fn"), not within 5 sigma"
+	done
+	thr=$(awk '$1 == "[throttled]" { print $2 }' "$TMP/$_name.leaves")
+	awk -v t="${thr:-0}" -v n="$total" 'BEGIN { exit !(t <= n / 100) }' ||
+		fail "$_name: $thr of $total bytes under [throttled]"
+	"$PROFDUMP" "$TMP/$_name.pb.gz" | grep -q '^# comment kept_weighted_samples=[1-9]' ||
+		fail "$_name: nothing thinned: $(grep calls_per_sec "$TMP/$_name.out" | tr '\n' ' ')"
+}
+
 test_two_rates() {
 	need_root || return
-	profile phases 512KiB "" "$TARGETS/alloc_phases" 100000 20000 || return
-	by_leaf "$TMP/phases.pb.gz" >"$TMP/phases.leaves"
-	total=$(awk '{ s += $2 } END { printf "%.0f", s }' "$TMP/phases.leaves")
-	truth=$(awk '$1 == "total" { s += $3 } END { printf "%.0f", s }' "$TMP/phases.out")
-	within_pct "$total" "$truth" 1 || fail "phases: estimated $total bytes, allocated $truth"
-	for fn in fast slow; do
-		est=$(awk -v f=$fn '$1 == f { print $2 }' "$TMP/phases.leaves")
-		awk -v f=$fn -v est="${est:-0}" '
-			$1 == "total" && $2 == f { bytes = $3; calls = $4 }
-			$1 == "calls_per_sec" && $2 == f { cps = $3 }
-			END {
-				q = 1 - exp(-2); r = cps * q; p = r > 8750 ? 8750 / r : 1
-				sigma = sqrt((1 - q) / (q * calls) + (1 - p) / (p * q * calls))
-				d = (est - bytes) / bytes
-				printf "%s: %.0f of %.0f bytes (%+.2f%%), p %.3f, sigma %.2f%%\n",
-					f, est, bytes, 100 * d, p, 100 * sigma
-				exit !(d <= 5 * sigma && d >= -5 * sigma)
-			}' "$TMP/phases.out" >"$TMP/phases.$fn" ||
-			fail "$(cat "$TMP/phases.$fn"), not within 5 sigma"
-	done
-	thr=$(awk '$1 == "[throttled]" { print $2 }' "$TMP/phases.leaves")
-	awk -v t="${thr:-0}" -v n="$total" 'BEGIN { exit !(t <= n / 100) }' ||
-		fail "$thr of $total bytes under [throttled]"
-	"$PROFDUMP" "$TMP/phases.pb.gz" | grep -q '^# comment kept_weighted_samples=[1-9]' ||
-		fail "nothing thinned: $(grep calls_per_sec "$TMP/phases.out" | tr '\n' ' ')"
+	two_rates phases 0
+}
+
+# the same under the preloaded sampler at the same rate (its otel_memory probes)
+test_two_rates_sampler() {
+	need_root || return
+	two_rates phases_otel 1 env LD_PRELOAD="$(realpath "$OUTPUT/libculpert-sampler.so")" \
+		CULPERT_SAMPLER_RATE=524288 || return
+	"$PROFDUMP" "$TMP/phases_otel.pb.gz" | grep -q '^# comment sampler=otel_memory$' ||
+		fail "not through the sampler's probes"
 }
 
 # --max-stack-rate 0: no limit, every sample keeps its stack
@@ -111,4 +140,5 @@ test_no_limit() {
 
 run_test bpf/throttle/storm_totals test_storm_totals
 run_test bpf/throttle/two_rates test_two_rates
+run_test bpf/throttle/two_rates_sampler test_two_rates_sampler
 run_test bpf/throttle/no_limit test_no_limit

@@ -184,6 +184,7 @@ static void account(struct agg_entry *e, const struct agg_sample *s, uint64_t ra
 	if (s->thinned) {
 		e->thinned_objects += w;
 		e->thinned_space += w * (double)s->size;
+		e->thinned_var += s->thin_var * (double)count;
 	}
 }
 
@@ -204,6 +205,7 @@ double aggregate__rescale(struct aggregate *a, uint32_t path, double factor)
 		e->alloc_space += e->thinned_space * (factor - 1);
 		e->thinned_objects *= factor;
 		e->thinned_space *= factor;
+		e->thinned_var *= factor * factor;
 	}
 	return sum;
 }

@@ -27,6 +27,7 @@ struct agg_entry {
 	/* of those, from samples kept past the stack rate (agg_sample.thinned), and their path */
 	double thinned_objects;
 	double thinned_space;
+	double thinned_var;	/* the estimated variance of alloc_space from thinning, bytes^2 */
 	uint32_t path;
 };
 
@@ -69,6 +70,8 @@ struct agg_sample {
 	 * of: aggregate__rescale() may scale it with the others of its path
 	 */
 	bool thinned;
+	/* then: the variance its thinning adds to the bytes it stands for, each (bytes^2) */
+	double thin_var;
 };
 
 /*

@@ -249,6 +249,18 @@ static double keep_scale(uint32_t keep)
 	return keep && keep < CULPERT_KEEP_ONE ? (double)CULPERT_KEEP_ONE / keep : 1;
 }
 
+/*
+ * The variance a sample kept with probability p adds to the bytes it stands
+ * for, estimated from it (Horvitz-Thompson): (1 - p) W^2, W its bytes with
+ * the 1 / p weight in
+ */
+static double thin_var(uint32_t keep, double bytes)
+{
+	double p = keep && keep < CULPERT_KEEP_ONE ? (double)keep / CULPERT_KEEP_ONE : 1;
+
+	return (1 - p) * bytes * bytes;
+}
+
 /* the allocations a sample stands for, however it was sampled */
 static double sample_objects(const struct session *s, const struct culpert_alloc_event *e)
 {
@@ -282,6 +294,7 @@ static int add_sample(struct session *s, const struct culpert_alloc_event *e)
 		a.weighted = true;
 		a.objects = sample_objects(s, e);
 		a.thinned = keep_scale(e->keep) != 1;
+		a.thin_var = thin_var(e->keep, a.objects * (double)e->size);
 	}
 	s->kept_scaled += keep_scale(e->keep) != 1;
 	if (fp)
@@ -808,6 +821,8 @@ static int add_throttled_path(void *ctx, uint64_t size, uint32_t keep,
 	struct agg_sample a = { .frames = stack, .n_frames = 1, .chain = UINT32_MAX,
 				.size = size, .count = count, .weighted = true,
 				.objects = sample_weight(size, s->o.rate) * keep_scale(keep) };
+
+	a.thin_var = thin_var(keep, a.objects * (double)size);
 	uint32_t i, depth = path ? path->depth : 0;
 
 	if (depth > CULPERT_MAX_SPAN_DEPTH)
