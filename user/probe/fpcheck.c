@@ -314,9 +314,10 @@ int fp_path_judge(const struct procmaps *maps, struct objcache *objs, const stru
 					"they call the allocator (%zu of %zu such functions set up "
 					"%s)", exe->path, libs, with, fns, reg);
 	if (off_path && used < len)
-		snprintf(why + used, len - used, "; %zu libraries built without frame pointers are "
-			 "on no allocation path (they call no allocator, or the executable calls none "
-			 "of their functions that do): %s%s", off_path, names,
+		snprintf(why + used, len - used, "; %zu %s built without frame pointers %s on no "
+			 "allocation path (they call no allocator, or the executable calls none of "
+			 "their functions that do): %s%s", off_path,
+			 off_path == 1 ? "library" : "libraries", off_path == 1 ? "is" : "are", names,
 			 skipped < off_path ? ", ..." : "");
 	return 1;
 }
