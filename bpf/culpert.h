@@ -102,6 +102,8 @@ enum culpert_counter {
 	CULPERT_CNT_THROTTLE_FULL,	/* ... with the table of throttled sizes full: in the overflow */
 	CULPERT_CNT_TOTALS_FULL,	/* span instance past the process's span paths: in the overflow */
 	CULPERT_CNT_TOTALS_INEXACT,	/* span event on a thread whose hot slot another thread used */
+	CULPERT_CNT_THINNED,		/* past the stack rate, not kept: the kept samples weigh for it */
+	CULPERT_CNT_CENSUS_FULL,	/* past the stack rate, not in the census: its table was full */
 	CULPERT_CNT__MAX,
 };
 
@@ -166,6 +168,14 @@ struct culpert_proc {
 	 */
 	__u64 calls_alloc_stepped;
 	__u64 calls_free_stepped;
+	/*
+	 * The process's sample rate, for keeping a random subset of stacks
+	 * past the stack rate (bpf/throttle.bpf.h): samples in the window
+	 * begun at kw_start_ns, and in the one before it (BPF side)
+	 */
+	__u64 kw_start_ns;
+	__u64 kw_count;
+	__u64 kw_prev;
 };
 
 /*
@@ -187,18 +197,26 @@ struct culpert_live_key {
 	__u64 ptr;
 };
 
-/* distinct (size, span path) keys of throttled samples kept per BPF object */
+/*
+ * Past its stack rate, a process's samples keep their stacks with a
+ * probability p (docs/profile-format.md, "Throttling"), in units of
+ * 1 / CULPERT_KEEP_ONE: a kept sample stands for 1 / p of them.
+ */
+#define CULPERT_KEEP_ONE		65536U
+
+/* distinct (size, keep, span path) keys of throttled samples kept per BPF object */
 #define CULPERT_MAX_THROTTLED		16384
 
 /*
  * Throttled samples, counted by exact size (their unbiased weight depends
- * on it) and span path, in the `throttled` map: a culpert_throttle_key ->
- * __u64 count.  The path is a hash of its name ids, spelled out once in the
- * `throttle_paths` map.
+ * on it), keep probability and span path, in the `throttled` map: a
+ * culpert_throttle_key -> __u64 count; under keep 0, the census of every
+ * sample past the stack rate.  The path is a hash of its name ids, spelled
+ * out once in the `throttle_paths` map.
  */
 struct culpert_throttle_key {
 	__u32 tgid;
-	__u32 pad;
+	__u32 keep;			/* the samples' keep probability, CULPERT_KEEP_ONE = 1; 0: census */
 	__u64 size;
 	__u64 path;			/* 0: outside any span */
 };
@@ -310,7 +328,11 @@ struct culpert_alloc_event {
 	__u32 span_depth;		/* spans in data[] */
 	__u32 stack_len;		/* bytes of user stack in data[] (DWARF unwinding) */
 	__u32 tgid;			/* the process: one BPF object serves many */
-	__u32 pad;
+	/*
+	 * the probability its stack was kept with, CULPERT_KEEP_ONE = 1 (0: 1
+	 * too): it stands for CULPERT_KEEP_ONE / keep samples
+	 */
+	__u32 keep;
 	struct culpert_regs regs;	/* registers at entry (DWARF unwinding) */
 	__u8 data[];
 };

@@ -36,6 +36,7 @@ static __always_inline int handle_otel_alloc(struct pt_regs *ctx, __u64 ptr, __u
 {
 	__u64 sp = PT_REGS_SP(ctx), id;
 	struct culpert_proc *proc;
+	__u32 keep;
 
 	/* a failed allocation is no sample the contract reports; one that says so is ignored */
 	if (!ptr)
@@ -55,12 +56,19 @@ static __always_inline int handle_otel_alloc(struct pt_regs *ctx, __u64 ptr, __u
 	 * their size at the sampler's rate: Poisson byte sampling, as the
 	 * contract's samplers do.
 	 */
+	keep = keep_prob(proc);
+	if (keep < CULPERT_KEEP_ONE)
+		culpert_throttle(size, sp, 0);
+	if (!keep_draw(keep)) {
+		count(CULPERT_CNT_THINNED);
+		return 0;
+	}
 	if (!stack_token(proc)) {
-		culpert_throttle(size, sp);
+		culpert_throttle(size, sp, keep);
 		return 0;
 	}
 	id = culpert_emit_sample((bpf_user_pt_regs_t *)ctx, size, CULPERT_FN_OTEL, sp,
-				 emit_how(proc, weight));
+				 emit_how(proc, weight, keep));
 	if (track_inuse && id)
 		otel_track(id, ptr);
 	return 0;

@@ -131,14 +131,21 @@ static __always_inline bool countdown_expired(struct hot_state *ts, __u64 size)
 
 /*
  * How culpert_emit_sample() records a sample, in one argument (a global
- * function takes five): the contract's weight (0 on the allocator path),
- * and EMIT_DWARF when the process's samples carry stack copies.
+ * function takes five): the contract's weight (0 on the allocator path;
+ * below 2^46 bytes: 64 TiB a sample), the probability the sample's stack
+ * was kept with (17 bits, up to CULPERT_KEEP_ONE), and EMIT_DWARF when the
+ * process's samples carry stack copies.
  */
-#define EMIT_DWARF (1ULL << 63)
+#define EMIT_DWARF		(1ULL << 63)
+#define EMIT_KEEP_SHIFT		46
+#define EMIT_WEIGHT_MASK	((1ULL << EMIT_KEEP_SHIFT) - 1)
 
-static __always_inline __u64 emit_how(const struct culpert_proc *proc, __u64 weight)
+static __always_inline __u64 emit_how(const struct culpert_proc *proc, __u64 weight, __u32 keep)
 {
-	return (weight & ~EMIT_DWARF) | (proc && proc->unwind_dwarf ? EMIT_DWARF : 0);
+	if (weight > EMIT_WEIGHT_MASK)
+		weight = EMIT_WEIGHT_MASK;
+	return weight | (__u64)(keep & 0x1ffff) << EMIT_KEEP_SHIFT |
+	       (proc && proc->unwind_dwarf ? EMIT_DWARF : 0);
 }
 
 /*
@@ -153,7 +160,7 @@ __noinline __u64 culpert_emit_sample(bpf_user_pt_regs_t *uctx, __u64 size, __u32
 				     __u64 how)
 {
 	struct pt_regs *ctx = (struct pt_regs *)uctx;
-	__u64 weight = how & ~EMIT_DWARF;
+	__u64 weight = how & EMIT_WEIGHT_MASK;
 	__u32 cpu = bpf_get_smp_processor_id(), depth;
 	struct thread_state *ts = thread_state_find();
 	struct culpert_alloc_event *e;
@@ -174,7 +181,7 @@ __noinline __u64 culpert_emit_sample(bpf_user_pt_regs_t *uctx, __u64 size, __u32
 	e->kind = CULPERT_EV_ALLOC;
 	e->tid = (__u32)bpf_get_current_pid_tgid();
 	e->tgid = bpf_get_current_pid_tgid() >> 32;
-	e->pad = 0;
+	e->keep = (how >> EMIT_KEEP_SHIFT) & 0x1ffff;
 	e->id = id;
 	e->size = size;
 	e->weight = weight;
@@ -293,6 +300,7 @@ static __always_inline bool handle_alloc(struct pt_regs *ctx, __u32 fn, __u64 fl
 {
 	__u64 sp = PT_REGS_SP(ctx), ip = PT_REGS_IP(ctx), size, id;
 	struct culpert_proc *proc;
+	__u32 keep;
 	struct thread_state *ts;
 	struct hot_state *hs;
 
@@ -335,11 +343,18 @@ static __always_inline bool handle_alloc(struct pt_regs *ctx, __u32 fn, __u64 fl
 		return false;
 	}
 	proc = proc_get();
-	if (!stack_token(proc)) {
-		culpert_throttle(size, sp);
+	keep = keep_prob(proc);
+	if (keep < CULPERT_KEEP_ONE)
+		culpert_throttle(size, sp, 0);
+	if (!keep_draw(keep)) {
+		count(CULPERT_CNT_THINNED);
 		return false;
 	}
-	id = culpert_emit_sample((bpf_user_pt_regs_t *)ctx, size, fn, sp, emit_how(proc, 0));
+	if (!stack_token(proc)) {
+		culpert_throttle(size, sp, keep);
+		return false;
+	}
+	id = culpert_emit_sample((bpf_user_pt_regs_t *)ctx, size, fn, sp, emit_how(proc, 0, keep));
 	if (!track_inuse || !id)
 		return false;
 	if (flags & CULPERT_PROBE_F_NO_RETURN) {

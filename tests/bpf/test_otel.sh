@@ -89,8 +89,10 @@ within_sigma() {
 # said: the runs here get a ring that holds them
 no_losses() {
 	"$PROFDUMP" "$TMP/$1.pb.gz" | grep -q '^# comment lost_samples=0$' &&
-		"$PROFDUMP" "$TMP/$1.pb.gz" | grep -q '^# comment throttled_samples=0$' ||
-		fail "$1: $("$PROFDUMP" "$TMP/$1.pb.gz" | grep -E 'lost_samples|throttled_samples' | tr '\n' ' ')"
+		"$PROFDUMP" "$TMP/$1.pb.gz" | grep -q '^# comment throttled_samples=0$' &&
+		"$PROFDUMP" "$TMP/$1.pb.gz" | grep -q '^# comment thinned_samples=0$' ||
+		fail "$1: $("$PROFDUMP" "$TMP/$1.pb.gz" |
+			grep -E 'lost_samples|throttled_samples|thinned_samples' | tr '\n' ' ')"
 }
 
 # alloc_abc (a: 32 MiB of 16/64-byte blocks, b: 48 MiB of 1..16 KiB, c:

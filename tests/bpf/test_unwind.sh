@@ -103,8 +103,9 @@ leaves() {
 # A C++17 program with frame pointers whose operator new is Debian's
 # libstdc++ (without them): libstdc++'s operator new is an allocator entry
 # point, so each allocation's caller -- template or not -- is its leaf, and
-# the stack goes on to main; with fp, and with auto, which chooses dwarf
-# because libstdc++'s own allocating code has no frame pointers.
+# the stack goes on to main; with fp, and with auto, which stays on fp:
+# libstdc++'s own allocating code has no frame pointers, but the program
+# calls none of it, only operator new, where a sample's walk starts.
 test_cxx_through_libstdcxx() {
 	need_root || return
 	for mode in fp auto; do
@@ -116,7 +117,7 @@ test_cxx_through_libstdcxx() {
 		done >"$TMP/cxx.bad"
 		[ -s "$TMP/cxx.bad" ] && fail "$(tr '\n' ';' <"$TMP/cxx.bad") leaves: $(tr '\n' ';' <"$TMP/cxx_$mode.leaves")"
 	done
-	grep -q 'unwinding: dwarf (auto: .*libstdc++.* calls the allocator from code built without frame pointers' \
+	grep -q 'unwinding: fp (auto: .*on no allocation path.*libstdc++' \
 		"$TMP/cxx_auto.err" || fail "auto: $(grep unwinding "$TMP/cxx_auto.err")"
 }
 
@@ -138,9 +139,31 @@ test_rust_without_fp() {
 		fail "broken fp stacks not counted"
 }
 
+# Frame-pointer code beside a library without frame pointers: one that never
+# allocates, or one the executable calls only where it does not (as libgmp
+# in Debian's postgres), is on no allocation path: auto stays on fp, -v
+# names it, and no stack breaks; one whose allocating function the
+# executable calls switches auto to dwarf.
+test_beside_nofp_library() {
+	need_root || return
+	for t in alloc_beside alloc_beside_unused; do
+		lib=libnofp_pure.so
+		[ $t = alloc_beside_unused ] && lib=libnofp_alloc.so
+		profile $t 16KiB "-v" "$TARGETS/$t" || return
+		grep -q "unwinding: fp (auto: .*built without frame pointers [a-z]* on no allocation path.*$lib" \
+			"$TMP/$t.err" || fail "$t: $(grep unwinding "$TMP/$t.err")"
+		"$PROFDUMP" "$TMP/$t.pb.gz" | grep -q '^# comment fp_broken_stacks=0$' ||
+			fail "$t: $("$PROFDUMP" "$TMP/$t.pb.gz" | grep fp_broken)"
+	done
+	profile beside_alloc 16KiB "-v" "$TARGETS/alloc_beside_alloc" || return
+	grep -q 'unwinding: dwarf (auto: .*libnofp_alloc.so calls the allocator from code built without frame pointers' \
+		"$TMP/beside_alloc.err" || fail "allocating: $(grep unwinding "$TMP/beside_alloc.err")"
+}
+
 run_test bpf/unwind/dwarf_vs_fp test_dwarf_vs_fp
 run_test bpf/unwind/truncated_marked test_truncated_marked
 run_test bpf/unwind/debian_sqlite3 test_debian_sqlite3
 
 run_test bpf/unwind/cxx_through_libstdcxx test_cxx_through_libstdcxx
 run_test bpf/unwind/rust_without_fp test_rust_without_fp
+run_test bpf/unwind/beside_nofp_library test_beside_nofp_library

@@ -143,6 +143,46 @@ static void test_empty_stack(void)
 	aggregate__free(a);
 }
 
+/*
+ * Thinned samples of a span path are scaled to its census, and only they:
+ * an unthinned sample and another path's thinned one keep their bytes
+ */
+static void test_rescale(void)
+{
+	struct aggregate *a = aggregate__new(16);
+	uint64_t frames[2][1] = { { 0x1000 }, { 0x2000 } };
+	struct agg_sample s[] = {
+		{ .frames = frames[0], .n_frames = 1, .chain = UINT32_MAX, .path = 1, .size = 10,
+		  .weighted = true, .objects = 4, .thinned = true },
+		{ .frames = frames[1], .n_frames = 1, .chain = UINT32_MAX, .path = 1, .size = 10,
+		  .weighted = true, .objects = 2, .thinned = true },
+		{ .frames = frames[1], .n_frames = 1, .chain = UINT32_MAX, .path = 1, .size = 10 },
+		{ .frames = frames[0], .n_frames = 1, .chain = UINT32_MAX, .path = 2, .size = 10,
+		  .weighted = true, .objects = 3, .thinned = true },
+	};
+	const struct agg_entry *e;
+	double path1[2] = { 0 }, path2 = 0;
+	size_t i, n;
+
+	if (!ASSERT_OK_PTR(a, "aggregate__new"))
+		return;
+	for (i = 0; i < sizeof(s) / sizeof(s[0]); i++)
+		ASSERT_TRUE(aggregate__add_sample(a, &s[i], RATE) >= 0, "add");
+	ASSERT_NEAR(aggregate__rescale(a, 1, 1), 60, 1e-9, "thinned bytes of path 1");
+	ASSERT_NEAR(aggregate__rescale(a, 1, 1.5), 60, 1e-9, "before scaling");
+	e = aggregate__entries(a, &n);
+	for (i = 0; i < n; i++) {
+		if (e[i].path == 2)
+			path2 += e[i].alloc_space;
+		else
+			path1[e[i].key.stack != e[0].key.stack] += e[i].alloc_space;
+	}
+	ASSERT_NEAR(path1[0], 60, 1e-9, "scaled: 40 x 1.5");
+	ASSERT_NEAR(path1[1], 40, 1e-9, "scaled: 20 x 1.5, plus 10 unthinned");
+	ASSERT_NEAR(path2, 30, 1e-9, "another path untouched");
+	aggregate__free(a);
+}
+
 int main(void)
 {
 	test_group = "unit/aggregate";
@@ -150,5 +190,6 @@ int main(void)
 	RUN_TEST(test_stacks_past_the_bound);
 	RUN_TEST(test_empty_stack);
 	RUN_TEST(test_freeze);
+	RUN_TEST(test_rescale);
 	return TEST_EXIT();
 }

@@ -59,8 +59,8 @@ static const struct opt_spec attach_more_specs[] = {
 	OPT_NUM("max-stack-rate", OPT_STACKRATE, "N", 0, 100000000,
 		 "stacks captured per second (default 10000 at the default rate,\n"
 		 "more in proportion for a smaller --rate, none with --rate 1;\n"
-		 "0 = no limit); past it, samples are counted, unbiased, under a\n"
-		 "[throttled] frame"),
+		 "0 = no limit); past it, a random subset keeps its stacks,\n"
+		 "each weighed by 1/p: every function stays unbiased"),
 	OPT_FLAG("no-exact", OPT_NOEXACT,
 		 "no exact span totals: span enters and exits skip their\n"
 		 "bookkeeping (docs/spans.md, \"Exact totals\")"),

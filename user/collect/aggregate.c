@@ -180,6 +180,34 @@ static void account(struct agg_entry *e, const struct agg_sample *s, uint64_t ra
 	e->samples += count;
 	e->alloc_objects += w;
 	e->alloc_space += w * (double)s->size;
+	e->path = s->path;
+	if (s->thinned) {
+		e->thinned_objects += w;
+		e->thinned_space += w * (double)s->size;
+		e->thinned_var += s->thin_var * (double)count;
+	}
+}
+
+double aggregate__rescale(struct aggregate *a, uint32_t path, double factor)
+{
+	double sum = 0;
+	size_t i;
+
+	for (i = 0; i < a->n_entries; i++) {
+		struct agg_entry *e = &a->entries[i];
+
+		if (e->path != path || !e->thinned_space)
+			continue;
+		sum += e->thinned_space;
+		if (factor == 1)
+			continue;
+		e->alloc_objects += e->thinned_objects * (factor - 1);
+		e->alloc_space += e->thinned_space * (factor - 1);
+		e->thinned_objects *= factor;
+		e->thinned_space *= factor;
+		e->thinned_var *= factor * factor;
+	}
+	return sum;
 }
 
 /* the entry of key k, created if its level has room; NULL if not; -ENOMEM in *err */

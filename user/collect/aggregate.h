@@ -24,6 +24,11 @@ struct agg_entry {
 	uint64_t samples;
 	double alloc_objects;	/* unbiased estimates */
 	double alloc_space;
+	/* of those, from samples kept past the stack rate (agg_sample.thinned), and their path */
+	double thinned_objects;
+	double thinned_space;
+	double thinned_var;	/* the estimated variance of alloc_space from thinning, bytes^2 */
+	uint32_t path;
 };
 
 struct aggregate;
@@ -60,6 +65,13 @@ struct agg_sample {
 	 */
 	bool weighted;
 	double objects;
+	/*
+	 * Kept past the stack rate with a probability its weight is the inverse
+	 * of: aggregate__rescale() may scale it with the others of its path
+	 */
+	bool thinned;
+	/* then: the variance its thinning adds to the bytes it stands for, each (bytes^2) */
+	double thin_var;
 };
 
 /*
@@ -74,6 +86,13 @@ const uint64_t *aggregate__stack_frames(const struct aggregate *a, uint32_t stac
 uint64_t aggregate__coarsened(const struct aggregate *a);
 /* samples whose stack was cut to its leaf or lost (more distinct stacks than max_stacks) */
 uint64_t aggregate__folded(const struct aggregate *a);
+/*
+ * Scale the thinned part of every entry of span path `path` by `factor`
+ * (the census of the samples past the stack rate over the estimate the
+ * kept ones make: docs/profile-format.md, "Throttling").  Returns that
+ * part's bytes before scaling; factor 1 only sums them.
+ */
+double aggregate__rescale(struct aggregate *a, uint32_t path, double factor);
 /*
  * No new stack from now on: the bound becomes what is held (memory
  * pressure); new stacks' samples go under [folded] leaves, which are

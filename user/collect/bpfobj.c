@@ -1369,7 +1369,7 @@ void bpfobj__misses(const struct bpfobj *s, uint64_t *all, uint64_t *frees)
 }
 
 int bpfobj_proc__throttled(const struct bpfobj_proc *pr,
-			    int (*cb)(void *ctx, uint64_t size,
+			    int (*cb)(void *ctx, uint64_t size, uint32_t keep,
 				      const struct culpert_throttle_path *path, uint64_t count),
 			    void *ctx, uint64_t *over_samples, uint64_t *over_bytes)
 {
@@ -1390,9 +1390,9 @@ int bpfobj_proc__throttled(const struct bpfobj_proc *pr,
 			continue;
 		/* a path the map could not spell out is counted outside spans */
 		if (!next.path || bpf_map_lookup_elem(paths, &next.path, &path))
-			ret = cb(ctx, next.size, NULL, n);
+			ret = cb(ctx, next.size, next.keep, NULL, n);
 		else
-			ret = cb(ctx, next.size, &path, n);
+			ret = cb(ctx, next.size, next.keep, &path, n);
 		if (ret)
 			return ret;
 	}

@@ -174,12 +174,12 @@ int bpfobj_proc__span_totals(const struct bpfobj_proc *pr,
 					const struct culpert_span_total *total),
 			      void *ctx, struct culpert_proc *proc);
 /*
- * Samples past the stack rate: cb(ctx, size, path, count) for each size
- * and span path (path: the name ids outermost first, NULL outside spans);
+ * Samples past the stack rate: cb(ctx, size, keep, path, count) for each size, keep
+ * probability and span path (path: the name ids outermost first, NULL outside spans);
  * then the ones the table had no room for, by number and bytes.  0 or -errno.
  */
 int bpfobj_proc__throttled(const struct bpfobj_proc *pr,
-			    int (*cb)(void *ctx, uint64_t size,
+			    int (*cb)(void *ctx, uint64_t size, uint32_t keep,
 				      const struct culpert_throttle_path *path, uint64_t count),
 			    void *ctx, uint64_t *over_samples, uint64_t *over_bytes);
 /*

@@ -242,7 +242,7 @@ static int entry_cmp(const void *pa, const void *pb)
 /* label keys, interned once */
 struct label_keys {
 	int64_t thread_id, span_name, span_id, span_parent_id, span_path, age_ns, nanoseconds;
-	int64_t sampled_allocs, count;
+	int64_t sampled_allocs, count, thinning_stddev, bytes;
 };
 
 /* span_name, span_id, span_parent_id, span_path of a sample (docs/profile-format.md) */
@@ -355,7 +355,13 @@ static int add_entry(struct exporter *x, const struct aggregate *a, uint32_t idx
 	/* the sampled allocations behind the record: a record is one per distinct key */
 	labels[n_labels] = (struct pprof_label){ .key = keys->sampled_allocs,
 						 .num = (int64_t)e->samples, .num_unit = keys->count };
-	err = pprof_writer__add_sample(x->w, ids, n, v, labels, n_labels + 1);
+	/* past the stack rate: how far the kept samples' bytes may be off (docs/profile-format.md) */
+	if (e->thinned_var > 0)
+		labels[n_labels + 1] = (struct pprof_label){ .key = keys->thinning_stddev,
+							     .num = round_sat(sqrt(e->thinned_var)),
+							     .num_unit = keys->bytes };
+	err = pprof_writer__add_sample(x->w, ids, n, v, labels,
+				       n_labels + 1 + (e->thinned_var > 0));
 	while (!err && c && c->next < c->n && c->v[c->next].entry == idx) {
 		int64_t bucket = age_bucket_ns(c->end_ns - c->v[c->next].ts_ns);
 		double objects = 0, space = 0;
@@ -437,6 +443,8 @@ static int add_samples(struct exporter *x, const struct aggregate *a)
 	keys.nanoseconds = pprof_writer__str(x->w, "nanoseconds");
 	keys.sampled_allocs = pprof_writer__str(x->w, "sampled_allocs");
 	keys.count = pprof_writer__str(x->w, "count");
+	keys.thinning_stddev = pprof_writer__str(x->w, "thinning_stddev");
+	keys.bytes = pprof_writer__str(x->w, "bytes");
 	for (i = 0; i < n && !err; i++) {
 		/* blocks are sorted by entry: skip to this one's */
 		if (blocks)

@@ -466,7 +466,8 @@ struct session *family__root(const struct family *f)
 /* counters each process's profile has of its own: summed; the rest are the first process's */
 static const char *const summed_keys[] = {
 	"samples", "lost_samples", "aggregate_coarsened", "aggregate_folded", "nested_calls",
-	"throttled_samples", "throttled_overflow", "stack_errors", "span_overflow",
+	"throttled_samples", "throttled_overflow", "thinned_samples", "kept_weighted_samples",
+	"census_overflow", "stack_errors", "span_overflow",
 	"span_unmatched_exits", "span_names_late", "span_names_unresolved", "fp_broken_stacks",
 	"unwind_errors", "unwind_truncated", "stack_copied_bytes", "inuse_untracked",
 	"inuse_returns_unseen", "inuse_lost_frees", "inuse_lost_returns", "mappings_forgotten",

@@ -73,6 +73,10 @@ struct session {
 	uint64_t names_late;		/* such names read here */
 	uint64_t names_unresolved;	/* such names that could not be read at all */
 	uint64_t throttled, throttled_over;	/* samples past the stack rate; of those, in the overflow */
+	uint64_t kept_scaled;			/* samples kept past the stack rate, weighed by 1 / p */
+	/* the kernel's census of the samples past the stack rate: by size and span path */
+	struct census_entry *census;
+	size_t n_census, cap_census;
 	bool live_settled;
 	char **usdt_objects;		/* paths of objects with culpert span probes */
 	size_t n_usdt_objects, cap_usdt_objects;
@@ -227,10 +231,33 @@ static double otel_objects(const struct culpert_alloc_event *e)
 	return e->size ? (double)e->weight / (double)e->size : 1;
 }
 
+/*
+ * How many samples one stands for: past the stack rate, a sample keeps
+ * its stack with probability keep / CULPERT_KEEP_ONE (bpf/throttle.bpf.h),
+ * and the inverse of that weighs it (docs/profile-format.md, "Throttling").
+ */
+static double keep_scale(uint32_t keep)
+{
+	return keep && keep < CULPERT_KEEP_ONE ? (double)CULPERT_KEEP_ONE / keep : 1;
+}
+
+/*
+ * The variance a sample kept with probability p adds to the bytes it stands
+ * for, estimated from it (Horvitz-Thompson): (1 - p) W^2, W its bytes with
+ * the 1 / p weight in
+ */
+static double thin_var(uint32_t keep, double bytes)
+{
+	double p = keep && keep < CULPERT_KEEP_ONE ? (double)keep / CULPERT_KEEP_ONE : 1;
+
+	return (1 - p) * bytes * bytes;
+}
+
 /* the allocations a sample stands for, however it was sampled */
 static double sample_objects(const struct session *s, const struct culpert_alloc_event *e)
 {
-	return e->fn == CULPERT_FN_OTEL ? otel_objects(e) : sample_weight(e->size, s->o.rate);
+	return (e->fn == CULPERT_FN_OTEL ? otel_objects(e) : sample_weight(e->size, s->o.rate)) *
+	       keep_scale(e->keep);
 }
 
 /*
@@ -253,11 +280,15 @@ static int add_sample(struct session *s, const struct culpert_alloc_event *e)
 		a.n_frames = stack_from_event(e, frames, s->o.max_depth);
 	}
 	/* at an otel_memory site the walk starts in the sampler: its frames are not the program's */
-	if (e->fn == CULPERT_FN_OTEL) {
+	if (e->fn == CULPERT_FN_OTEL)
 		a.n_frames = otel_plan__trim(&s->otel, frames, a.n_frames);
+	if (e->fn == CULPERT_FN_OTEL || keep_scale(e->keep) != 1) {
 		a.weighted = true;
-		a.objects = otel_objects(e);
+		a.objects = sample_objects(s, e);
+		a.thinned = keep_scale(e->keep) != 1;
+		a.thin_var = thin_var(e->keep, a.objects * (double)e->size);
 	}
+	s->kept_scaled += keep_scale(e->keep) != 1;
 	if (fp)
 		check_fp_chain(s, frames, a.n_frames);
 	/*
@@ -768,14 +799,24 @@ int session__add_comment_cb(void *session, const char *comment)
 	return session__add_comment(session, comment);
 }
 
-static int add_throttled_path(void *ctx, uint64_t size, const struct culpert_throttle_path *path,
-			      uint64_t count)
+struct census_entry {
+	uint32_t path;
+	uint64_t size;
+	uint64_t count;
+};
+
+static int add_throttled_path(void *ctx, uint64_t size, uint32_t keep,
+			      const struct culpert_throttle_path *path, uint64_t count)
 {
 	struct culpert_span_frame frames[CULPERT_MAX_SPAN_DEPTH] = { 0 };
 	static const uint64_t stack[] = { CULPERT_FRAME_THROTTLED };
-	struct agg_sample a = { .frames = stack, .n_frames = 1, .chain = UINT32_MAX,
-				.size = size, .count = count };
 	struct session *s = ctx;
+	/* picked to keep their stacks with probability keep: each stands for 1 / keep */
+	struct agg_sample a = { .frames = stack, .n_frames = 1, .chain = UINT32_MAX,
+				.size = size, .count = count, .weighted = true,
+				.objects = sample_weight(size, s->o.rate) * keep_scale(keep) };
+
+	a.thin_var = thin_var(keep, a.objects * (double)size);
 	uint32_t i, depth = path ? path->depth : 0;
 
 	if (depth > CULPERT_MAX_SPAN_DEPTH)
@@ -783,8 +824,66 @@ static int add_throttled_path(void *ctx, uint64_t size, const struct culpert_thr
 	for (i = 0; i < depth; i++)
 		frames[i].name_id = path->name_ids[i];
 	a.path = spans__chain(s->spans, frames, depth, false);
+	if (!keep) {
+		if (vec_reserve(&s->census, &s->cap_census, s->n_census + 1, sizeof(*s->census)))
+			return -ENOMEM;
+		s->census[s->n_census++] = (struct census_entry){ .path = a.path, .size = size,
+								  .count = count };
+		return 0;
+	}
+	a.thinned = keep < CULPERT_KEEP_ONE;
 	s->throttled += count;
 	return aggregate__add_sample(s->agg, &a, s->o.rate) < 0 ? -ENOMEM : 0;
+}
+
+static int census_cmp(const void *a, const void *b)
+{
+	const struct census_entry *x = a, *y = b;
+
+	return x->path < y->path ? -1 : x->path > y->path;
+}
+
+/*
+ * Past the stack rate, the kept samples' weights (1 / p each) make an
+ * unbiased estimate of every function's bytes, but of the total too, with
+ * the variance of the coin tosses.  The census counted every sample past
+ * the rate by size: scaled to it, per span path, the kept ones sum to the
+ * same estimate as if every one had been kept (a ratio estimator: the
+ * totals as tight as without thinning, each function's share as the kept
+ * samples say).  A path none of whose samples was kept cannot be
+ * attributed: its census goes under [throttled].  An incomplete census
+ * (its table full) scales nothing.
+ */
+static int apply_census(struct session *s)
+{
+	static const uint64_t stack[] = { CULPERT_FRAME_THROTTLED };
+	size_t i, j;
+
+	if (s->counters[CULPERT_CNT_CENSUS_FULL] || !s->n_census)
+		return 0;
+	qsort(s->census, s->n_census, sizeof(*s->census), census_cmp);
+	for (i = 0; i < s->n_census; i = j) {
+		double bytes = 0, kept;
+
+		for (j = i; j < s->n_census && s->census[j].path == s->census[i].path; j++)
+			bytes += sample_weight(s->census[j].size, s->o.rate) *
+				 (double)s->census[j].count * (double)s->census[j].size;
+		kept = aggregate__rescale(s->agg, s->census[i].path, 1);
+		if (kept > 0) {
+			aggregate__rescale(s->agg, s->census[i].path, bytes / kept);
+			continue;
+		}
+		for (; i < j; i++) {
+			struct agg_sample a = { .frames = stack, .n_frames = 1, .chain = UINT32_MAX,
+						.path = s->census[i].path, .size = s->census[i].size,
+						.count = s->census[i].count };
+
+			s->throttled += s->census[i].count;
+			if (aggregate__add_sample(s->agg, &a, s->o.rate) < 0)
+				return -ENOMEM;
+		}
+	}
+	return 0;
 }
 
 /*
@@ -800,6 +899,8 @@ static int add_throttled(struct session *s)
 	int err;
 
 	err = bpfobj_proc__throttled(s->proc, add_throttled_path, s, &over, &over_bytes);
+	if (!err)
+		err = apply_census(s);
 	if (err || !over)
 		return err;
 	s->throttled += over;
@@ -899,6 +1000,9 @@ static int add_run_comments(struct session *s)
 	err |= add_commentf(s, "stack_rate=%llu", (unsigned long long)s->o.stack_rate);
 	err |= add_commentf(s, "throttled_samples=%llu", (unsigned long long)s->throttled);
 	err |= add_commentf(s, "throttled_overflow=%llu", (unsigned long long)s->throttled_over);
+	err |= add_commentf(s, "thinned_samples=%llu", (unsigned long long)c[CULPERT_CNT_THINNED]);
+	err |= add_commentf(s, "kept_weighted_samples=%llu", (unsigned long long)s->kept_scaled);
+	err |= add_commentf(s, "census_overflow=%llu", (unsigned long long)c[CULPERT_CNT_CENSUS_FULL]);
 	err |= add_commentf(s, "stack_errors=%llu", (unsigned long long)c[CULPERT_CNT_STACK_ERR]);
 	err |= add_commentf(s, "span_overflow=%llu",
 			    (unsigned long long)c[CULPERT_CNT_SPAN_OVERFLOW]);
@@ -1275,6 +1379,12 @@ void session__warn_losses(const struct session *s)
 			(unsigned long long)aggregate__folded(s->agg), s->o.max_entries);
 	if (s->fp_broken)
 		warn_fp_broken(s);
+	if (c[CULPERT_CNT_THINNED] || s->kept_scaled)
+		pr_warn("%llu samples came past the stack rate of %llu/s: a random %llu of them kept "
+			"their stacks and weigh for the rest (--max-stack-rate; each function's bytes "
+			"stay unbiased, with more variance: docs/profile-format.md, \"Throttling\")\n",
+			(unsigned long long)(c[CULPERT_CNT_THINNED] + s->kept_scaled + s->throttled),
+			(unsigned long long)s->o.stack_rate, (unsigned long long)s->kept_scaled);
 	if (s->throttled)
 		pr_warn("%llu samples came past the stack rate of %llu/s: their bytes are counted under "
 			"[throttled], without their stacks (--max-stack-rate)%s\n",
@@ -1349,6 +1459,7 @@ void session__close(struct session *s)
 	for (i = 0; i < s->n_comments; i++)
 		free(s->comments[i]);
 	free(s->comments);
+	free(s->census);
 	if (s->shared)
 		bpfobj_proc__free(s->proc);
 	else

@@ -207,13 +207,63 @@ static bool allocates(struct elfobj *obj)
 	return !elfobj__sym_by_name(obj, "malloc") && !elfobj__sym_by_name(obj, "_Unwind_RaiseException");
 }
 
+/* a library's functions that call the allocator and that the executable can call: by name */
+#define FPCHECK_MAX_ENTRIES 512
+struct entry_ctx {
+	struct elfobj *obj;
+	const char *names[FPCHECK_MAX_ENTRIES];
+	size_t n;
+};
+
+static void collect_entry(void *ctx, uint64_t vaddr)
+{
+	struct entry_ctx *c = ctx;
+	const struct elf_symbol *sym = elfobj__sym_by_addr(c->obj, vaddr);
+
+	if (sym && sym->name && sym->bind != STB_LOCAL && c->n < FPCHECK_MAX_ENTRIES)
+		c->names[c->n++] = sym->name;
+}
+
+static void count_call(void *ctx, uint64_t vaddr)
+{
+	(void)vaddr;
+	++*(size_t *)ctx;
+}
+
+/*
+ * Is library `obj` on an allocation path of the executable: does the
+ * executable call (through its PLT or GOT) one of the library's exported
+ * functions that call the allocator?  A library only other libraries call
+ * into, or whose allocating code the executable does not call, is not
+ * judged (docs/unwind.md, "Choosing").
+ */
+static bool on_alloc_path(struct elfobj *exe, struct elfobj *obj)
+{
+	struct entry_ctx c = { .obj = obj };
+	size_t calls = 0;
+
+	if (!exe || plt__callers(obj, alloc_names, sizeof(alloc_names) / sizeof(alloc_names[0]),
+				 FPCHECK_MAX_FUNCS, collect_entry, &c) <= 0 || !c.n)
+		return false;
+	return plt__callers(exe, c.names, c.n, 1, count_call, &calls) > 0 && calls;
+}
+
+static const char *base_name(const char *path)
+{
+	const char *b = strrchr(path, '/');
+
+	return b ? b + 1 : path;
+}
+
 int fp_path_judge(const struct procmaps *maps, struct objcache *objs, const struct procmap *exe,
 		  char *why, size_t len)
 {
 	struct fp_evidence ev;
-	size_t i, j, libs = 0, fns = 0, with = 0;
+	size_t i, j, libs = 0, fns = 0, with = 0, skipped = 0, off_path = 0;
 	struct elfobj *exe_obj = objcache__get(objs, exe);
 	const char *reg = exe_obj && elfobj__machine(exe_obj) == EM_AARCH64 ? "x29" : "%rbp";
+	char names[256] = "";
+	size_t used = 0;
 
 	for (i = 0; i < maps->n; i++) {
 		const struct procmap *m = &maps->v[i];
@@ -225,8 +275,25 @@ int fp_path_judge(const struct procmaps *maps, struct objcache *objs, const stru
 		for (j = 0; j < i && !seen; j++)
 			seen = maps->v[j].executable && !strcmp(maps->v[j].path, m->path);
 		obj = seen ? NULL : objcache__get(objs, m);
-		if (!obj || (m != exe && strcmp(m->path, exe->path) && !allocates(obj)) ||
-		    fpcheck_allocating(obj, &ev) || !ev.functions)
+		if (!obj)
+			continue;
+		if (m != exe && strcmp(m->path, exe->path) &&
+		    (!allocates(obj) || !on_alloc_path(exe_obj, obj))) {
+			/* named when built without frame pointers: the walk would have met them */
+			if (fpcheck(obj, &ev) || fp_evidence__has_fp(&ev))
+				continue;
+			/* an allocator itself (libc) is no caller of one */
+			if (elfobj__sym_by_name(obj, "malloc"))
+				continue;
+			off_path++;
+			if (used + strlen(base_name(m->path)) + 2 < sizeof(names)) {
+				used += (size_t)snprintf(names + used, sizeof(names) - used, "%s%s",
+							 used ? ", " : "", base_name(m->path));
+				skipped++;
+			}
+			continue;
+		}
+		if (fpcheck_allocating(obj, &ev) || !ev.functions)
 			continue;
 		if (!fp_evidence__all_fp(&ev)) {
 			snprintf(why, len, "%s calls the allocator from code built without frame pointers "
@@ -239,11 +306,18 @@ int fp_path_judge(const struct procmaps *maps, struct objcache *objs, const stru
 		with += ev.with_fp;
 	}
 	if (!fns)
-		snprintf(why, len, "%s keeps frame pointers, and no code of it or its libraries "
-			 "calls the allocator through an import to judge beyond that", exe->path);
+		used = (size_t)snprintf(why, len, "%s keeps frame pointers, and no code of it or its "
+					"libraries calls the allocator through an import to judge "
+					"beyond that", exe->path);
 	else
-		snprintf(why, len, "%s and %zu libraries keep frame pointers where they call the "
-			 "allocator (%zu of %zu such functions set up %s)", exe->path, libs, with,
-			 fns, reg);
+		used = (size_t)snprintf(why, len, "%s and %zu libraries keep frame pointers where "
+					"they call the allocator (%zu of %zu such functions set up "
+					"%s)", exe->path, libs, with, fns, reg);
+	if (off_path && used < len)
+		snprintf(why + used, len - used, "; %zu %s built without frame pointers %s on no "
+			 "allocation path (they call no allocator, or the executable calls none of "
+			 "their functions that do): %s%s", off_path,
+			 off_path == 1 ? "library" : "libraries", off_path == 1 ? "is" : "are", names,
+			 skipped < off_path ? ", ..." : "");
 	return 1;
 }

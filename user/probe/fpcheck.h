@@ -41,8 +41,10 @@ struct objcache;
 /*
  * Do the stacks of allocations keep frame pointers all the way: the
  * executable's functions that allocate, and those of every mapped library
- * that allocates (not the allocators themselves)?  1 yes, 0 no, with the
- * evidence or the object at fault in `why`.
+ * on an allocation path (the executable calls one of its exported
+ * functions that allocate; not the allocators themselves)?  1 yes, 0 no,
+ * with the evidence or the object at fault in `why`, and the libraries
+ * without frame pointers left out (docs/unwind.md, "Choosing").
  */
 int fp_path_judge(const struct procmaps *maps, struct objcache *objs, const struct procmap *exe,
 		  char *why, size_t len);
