@@ -2,6 +2,9 @@
 /* The memory budget of reading one profile (pprof.h). */
 #include <errno.h>
 #include <malloc.h>
+#ifdef __SANITIZE_ADDRESS__
+#include <sanitizer/allocator_interface.h>
+#endif
 #include <stdio.h>
 
 #include "pprof.h"
@@ -63,15 +66,27 @@ int pprof_budget__insert(struct pprof_budget *b, struct hashtab *h, uint64_t has
 	return hashtab__insert(h, hash, idx);
 }
 
+/*
+ * The bytes the process's heap holds: glibc's in-use bytes from the arenas
+ * and the blocks it mmapped on their own; under AddressSanitizer, whose
+ * allocator replaces glibc's (mallinfo2 then sees nothing), ASan's own count
+ */
+static size_t heap_in_use(void)
+{
+#ifdef __SANITIZE_ADDRESS__
+	return __sanitizer_get_current_allocated_bytes();
+#else
+	struct mallinfo2 m = mallinfo2();
+
+	return m.uordblks + m.hblkhd;
+#endif
+}
+
 int pprof_budget__check_heap(struct pprof_budget *b)
 {
-	struct mallinfo2 m;
-
 	if (!b || !b->max)
 		return 0;
-	/* in use from the arenas, and the blocks malloc mmapped on their own */
-	m = mallinfo2();
-	if (m.uordblks + m.hblkhd <= b->max)
+	if (heap_in_use() <= b->max)
 		return 0;
 	b->exceeded = true;
 	return -E2BIG;

@@ -125,6 +125,14 @@ pprof_raw() {
 		{ fail "go tool pprof $1: $(tail -2 "$2.err")"; return 1; }
 }
 
+# within_plus GOT WANT RATE SLACK: within, with SLACK bytes more either way
+within_plus() {
+	$PY -c 'import math, sys
+got, want, rate, slack = map(float, sys.argv[1:5])
+sys.exit(0 if abs(got - want) <= 4 * math.sqrt(rate * want) + 0.01 * want + slack else 1)' \
+		"$1" "$2" "$3" "$4"
+}
+
 # within GOT WANT RATE: |GOT - WANT| <= 4 sigma, sigma = sqrt(RATE * WANT) (Poisson byte
 # sampling of blocks much smaller than RATE), plus 1% for what a block's rounding costs
 within() {

@@ -143,9 +143,10 @@ pool_drain() {
 }
 
 # Alone, one after another: the files that measure CPU or keeping up (overhead
-# budgets, a ring buffer that must not overflow, poll latencies)
+# budgets, a ring buffer that must not overflow, poll latencies, a stop's
+# deadline)
 SOLO="tests/agent/test_budget.sh tests/agent/test_agent_otel.sh tests/bpf/test_throttle.sh"
-SOLO="$SOLO tests/bpf/test_odd_targets.sh tests/bpf/test_losses.sh"
+SOLO="$SOLO tests/bpf/test_odd_targets.sh tests/bpf/test_losses.sh tests/agent/test_agent_stop.sh"
 start=$(date +%s)
 for t in "$OUTPUT"/tests/unit/test_*; do
 	[ -x "$t" ] && run_one "$t" "$t"

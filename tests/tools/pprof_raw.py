@@ -5,22 +5,34 @@
   pprof_raw.py SAMPLE_TYPE     "FUNCTION VALUE" per leaf function, summed over
                                samples, for SAMPLE_TYPE (e.g. inuse_space)
   pprof_raw.py --header        "duration SECONDS", "default TYPE", then
-                               "types T1 T2 ..." in the profile's order
+                               "types T1 T2 ..." in the profile's order, then
+                               "time NS" (the profile's start, Unix ns; 0 if none)
   pprof_raw.py --stacks TYPE   "VALUE STACK" per sample (STACK: leaf first,
                                functions joined by ';'), for monotonicity checks
   pprof_raw.py --label KEY TYPE  "VALUE LABEL" summed by the value of label KEY
                                ("-" for samples without it)
   pprof_raw.py --keys          the label keys the samples carry, one a line
 """
+import datetime
 import re
 import sys
+
+start_ns = 0
 
 
 def parse(text):
     types, default, duration, samples, locs = [], None, None, [], {}
     section = None
     cur = None
+    global start_ns
     for line in text.splitlines():
+        if line.startswith("Time:"):
+            # Go's "2006-01-02 15:04:05.999999999 -0700 MST"
+            date, clock, zone = line.split()[1:4]
+            secs, _, frac = clock.partition(".")
+            t = datetime.datetime.strptime(date + " " + secs + " " + zone, "%Y-%m-%d %H:%M:%S %z")
+            start_ns = int(t.timestamp()) * 10**9 + int((frac + "000000000")[:9])
+            continue
         if line.startswith("Duration:"):
             # "5s", "8.74" (google/pprof's formatting): the seconds
             duration = float(line.split()[1].rstrip("s"))
@@ -69,6 +81,7 @@ def main():
         print("duration %s" % duration)
         print("default %s" % default)
         print("types " + " ".join(types))
+        print("time %d" % start_ns)
         return
     if sys.argv[1] == "--keys":
         print("\n".join(sorted({k for _, _, labels in samples for k in labels})))
