@@ -2,9 +2,6 @@
 /* The memory budget of reading one profile (pprof.h). */
 #include <errno.h>
 #include <malloc.h>
-#ifdef __SANITIZE_ADDRESS__
-#include <sanitizer/allocator_interface.h>
-#endif
 #include <stdio.h>
 
 #include "pprof.h"
@@ -71,6 +68,11 @@ int pprof_budget__insert(struct pprof_budget *b, struct hashtab *h, uint64_t has
  * and the blocks it mmapped on their own; under AddressSanitizer, whose
  * allocator replaces glibc's (mallinfo2 then sees nothing), ASan's own count
  */
+#ifdef __SANITIZE_ADDRESS__
+/* ASan's public interface (sanitizer/allocator_interface.h, which gcc does not install) */
+size_t __sanitizer_get_current_allocated_bytes(void);
+#endif
+
 static size_t heap_in_use(void)
 {
 #ifdef __SANITIZE_ADDRESS__
