@@ -128,9 +128,35 @@ test_started_as() {
 		fail "info does not say what it was started as: $(head -4 "$TMP/syminfo")"
 }
 
+# CPython's objects of 512 bytes or less come from pymalloc's arenas: probes
+# and attach say so, and the profile records it; not under PYTHONMALLOC=malloc
+test_pymalloc() {
+	need_root || return
+	start_program "$TMP/py.out" /usr/bin/python3 -c 'import time; time.sleep(60)' || return
+	"$BIN_BPF" probes --pid "$prog_pid" >"$TMP/py.probes" 2>&1
+	grep -q "runs CPython: its objects of 512 bytes or less come from pymalloc's arenas" \
+		"$TMP/py.probes" || fail "probes does not say pymalloc: $(grep -i warn "$TMP/py.probes")"
+	"$BIN_BPF" attach --pid "$prog_pid" -d 500ms -o "$TMP/py.pb.gz" 2>"$TMP/py.err" ||
+		{ fail "attach: $(tail -2 "$TMP/py.err")"; return; }
+	grep -q "^warning: pid $prog_pid runs CPython" "$TMP/py.err" || fail "attach: $(cat "$TMP/py.err")"
+	"$PROFDUMP" "$TMP/py.pb.gz" | grep -q '^# comment target.pymalloc=' ||
+		fail "the profile does not record it"
+	kill "$prog_pid"
+	export PYTHONMALLOC=malloc
+	start_program "$TMP/pym.out" /usr/bin/python3 -c 'import time; time.sleep(60)'
+	_rc=$?
+	unset PYTHONMALLOC
+	[ $_rc -eq 0 ] || return
+	"$BIN_BPF" probes --pid "$prog_pid" >"$TMP/pym.probes" 2>&1
+	grep -q "CPython" "$TMP/pym.probes" && fail "warned under PYTHONMALLOC=malloc"
+	kill "$prog_pid"
+	return 0
+}
+
 run_test bpf/explain/never_allocates test_never_allocates
 run_test bpf/explain/too_few_to_sample test_too_few_to_sample
 run_test bpf/explain/calls_seen test_calls_seen
 run_test bpf/explain/go_program test_go_program
 run_test bpf/explain/stripped_static test_stripped_static
 run_test bpf/explain/started_as test_started_as
+run_test bpf/explain/pymalloc test_pymalloc

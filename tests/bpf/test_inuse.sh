@@ -148,6 +148,9 @@ for m in json.load(sys.stdin):
         print(m["max_entries"])' "$ids" >"$TMP/live.max"
 	[ "$(cat "$TMP/live.max")" = 1000 ] || fail "live_allocs of pid $attach_pid: max_entries '$(cat "$TMP/live.max")', want 1000"
 	stop_profiled live attach || return
+	"$PROFDUMP" "$TMP/live.pb.gz" |
+		grep -qx '# comment inuse_covers=blocks allocated before attach are not included' ||
+		fail "the --inuse profile does not say what its live heap covers"
 	"$PROFDUMP" "$TMP/live.pb.gz" | grep '^# comment inuse_untracked=' >"$TMP/untracked"
 	n=$(sed 's/.*=//' "$TMP/untracked")
 	[ "${n:-0}" -gt 1000 ] || fail "overflow not counted: $(cat "$TMP/untracked")"

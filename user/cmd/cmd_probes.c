@@ -175,6 +175,11 @@ static int print_reach(const struct target *t, const struct procmaps *maps,
 		       "malloc, so attach sees only C allocations (cgo, C libraries); profile Go's "
 		       "heap with runtime/pprof\n", t->exe);
 		n++;
+	} else if (exe_kind__pymalloc(t->pid, maps, objs)) {
+		printf("warning:    pid %d runs CPython: its objects of 512 bytes or less come from "
+		       "pymalloc's arenas, not malloc, and are not seen; start it with "
+		       "PYTHONMALLOC=malloc to see them\n", (int)t->pid);
+		n++;
 	} else if (!exe_kind__calls_allocator(maps, objs, plan)) {
 		printf("warning:    no object of pid %d calls the probed entry points (none imports "
 		       "%s or its siblings): attach would see only the allocator library's own "

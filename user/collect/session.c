@@ -88,6 +88,7 @@ struct session {
 	struct culpert_calls_seen seen;	/* allocator calls the probes saw, once detached */
 	bool have_seen;
 	bool go;			/* a Go program: its heap is not malloc's */
+	bool pymalloc;			/* CPython: its small objects are not malloc's */
 	size_t n_sites;
 	uint64_t heap_since_ns;		/* live blocks allocated before this are dropped */
 	char **comments;		/* extra "key=value" comments */
@@ -610,6 +611,11 @@ static int session_open(const struct session_opts *o, struct bpfobj *shared, str
 	pr_info("unwinding: %s (%s)\n", s->unwind == SESSION_UNWIND_DWARF ? "dwarf" : "fp", why);
 	lap[PHASE_UNWIND] = now_ns(CLOCK_MONOTONIC);
 	s->go = target_is_go(s);
+	s->pymalloc = exe_kind__pymalloc(s->t.pid, mapview__maps(s->view), s->objs);
+	if (s->pymalloc)
+		pr_warn("pid %d runs CPython: its objects of 512 bytes or less come from "
+			"pymalloc's arenas, not malloc, and are not seen (PYTHONMALLOC=malloc at its "
+			"start lets them through)\n", (int)s->t.pid);
 	/*
 	 * The agent's shared object serves both paths when loaded with the
 	 * otel_memory programs (docs/agent.md); each process takes its own.
@@ -1021,8 +1027,13 @@ static int add_run_comments(struct session *s)
 		err |= add_commentf(s, "alloc_bytes=%llu", (unsigned long long)s->seen.bytes);
 		err |= add_commentf(s, "alloc_failed=%llu", (unsigned long long)s->seen.failed);
 	}
+	/* the live heap is of blocks seen allocated: what the process held before is not in it */
+	if (s->o.inuse)
+		err |= add_commentf(s, "inuse_covers=blocks allocated before attach are not included");
 	if (s->go)
 		err |= add_commentf(s, "target.runtime=go");
+	if (s->pymalloc)
+		err |= add_commentf(s, "target.pymalloc=objects of 512 bytes or less are not seen");
 	if (s->unwinder) {
 		err |= add_commentf(s, "unwind_errors=%llu",
 				    (unsigned long long)s->unwind_stops[UNWIND_STOP_ERROR]);

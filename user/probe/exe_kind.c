@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <fcntl.h>
 #include <gelf.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -8,6 +10,7 @@
 #include "exe_kind.h"
 #include "objcache.h"
 #include "procmaps.h"
+#include "readfile.h"
 #include "target.h"
 
 bool exe_kind__is_go(struct elfobj *obj)
@@ -77,4 +80,49 @@ bool exe_kind__calls_allocator(const struct procmaps *maps, struct objcache *obj
 	}
 	free(names);
 	return found;
+}
+
+static bool defines_function(struct elfobj *obj, const char *name)
+{
+	const struct elf_symbol *sym = obj ? elfobj__sym_by_name(obj, name) : NULL;
+
+	return sym && sym->value;
+}
+
+/* PYTHONMALLOC=malloc or malloc_debug in the process's environment: every object is malloc's */
+static bool python_uses_malloc(pid_t pid)
+{
+	char path[40], *env, *p;
+	size_t len;
+	bool yes = false;
+
+	snprintf(path, sizeof(path), "/proc/%d/environ", (int)pid);
+	if (read_file_at(AT_FDCWD, path, &env, &len))
+		return false;
+	for (p = env; p < env + len; p += strlen(p) + 1)
+		if (!strcmp(p, "PYTHONMALLOC=malloc") || !strcmp(p, "PYTHONMALLOC=malloc_debug"))
+			yes = true;
+	free(env);
+	return yes;
+}
+
+bool exe_kind__pymalloc(pid_t pid, const struct procmaps *maps, struct objcache *objs)
+{
+	const char *base;
+	size_t i;
+
+	for (i = 0; i < maps->n; i++) {
+		const struct procmap *m = &maps->v[i];
+
+		if (!m->executable || !path_is_file(m->path))
+			continue;
+		base = strrchr(m->path, '/');
+		base = base ? base + 1 : m->path;
+		/* python3.11, libpython3.11.so.1.0: where CPython's allocator lives */
+		if (strncmp(base, "python", 6) && strncmp(base, "libpython", 9))
+			continue;
+		if (defines_function(objcache__get(objs, m), "PyObject_Malloc"))
+			return !python_uses_malloc(pid);
+	}
+	return false;
 }

@@ -9,6 +9,7 @@
 #define CULPERT_EXE_KIND_H
 
 #include <stdbool.h>
+#include <sys/types.h>
 
 struct alloc_plan;
 struct elfobj;
@@ -28,5 +29,13 @@ const struct procmap *exe_kind__exe_mapping(const struct target *t, const struct
  */
 bool exe_kind__calls_allocator(const struct procmaps *maps, struct objcache *objs,
 			       const struct alloc_plan *plan);
+
+/*
+ * CPython with its own small-object allocator: an executable or libpython
+ * mapped that defines PyObject_Malloc.  Objects of 512 bytes or less come
+ * from pymalloc's arenas (256 KiB mmaps), never from malloc, unless the
+ * process was started with PYTHONMALLOC=malloc.
+ */
+bool exe_kind__pymalloc(pid_t pid, const struct procmaps *maps, struct objcache *objs);
 
 #endif /* CULPERT_EXE_KIND_H */
