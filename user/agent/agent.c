@@ -75,6 +75,7 @@ struct agent {
 	/* targets dropped for memory, not to be picked up again (a ring) */
 	struct { pid_t pid; uint64_t start; } dropped[MEM_DROPPED_KEPT];
 	size_t n_dropped;
+	bool said;			/* the loop's failure has had its error line */
 };
 
 static int64_t mono_ns(void)
@@ -570,13 +571,32 @@ static void snapshots(struct agent *a)
 	free(v);
 }
 
+/*
+ * A budget that cannot be enforced is no budget: the calibration runs while
+ * the agent starts serving (it takes seconds), and its failure stops the
+ * agent rather than leave the targets' probes on behind a warning.
+ */
+static int check_calibration(struct agent *a)
+{
+	char err[256];
+	int ret;
+
+	if (!a->o.max_overhead_pct || !(ret = duty__calibration_failed(a->duty, err, sizeof(err))))
+		return 0;
+	pr_error("--max-overhead %g%% cannot be enforced: the calibration of what a probe hit "
+		 "costs failed: %s; run with --max-overhead 0 to profile without a budget\n",
+		 a->o.max_overhead_pct, err);
+	a->said = true;
+	return ret;
+}
+
 /* until SIGINT or SIGTERM: events, the rescan, expiry; 0, or the signal's number */
 static int loop(struct agent *a)
 {
 	struct epoll_event ev[4];
 	struct signalfd_siginfo si;
 	int64_t now;
-	int n, i;
+	int n, i, ret;
 
 	for (;;) {
 		n = epoll_wait(a->epfd, ev, 4, LOOP_MS);
@@ -598,6 +618,9 @@ static int loop(struct agent *a)
 		}
 		expire(a);
 		mem_guard(a, now);
+		ret = check_calibration(a);
+		if (ret)
+			return ret;
 		duty_turn(a, now);
 		if (a->o.snapshot_dir && now >= a->next_snapshot) {
 			snapshots(a);
@@ -963,7 +986,7 @@ int cmd_agent(int argc, char **argv)
 		ret = loop(&a);
 		if (ret > 0)
 			fprintf(stderr, "culpert-bpf: %s: agent stopping\n", strsignal(ret));
-		else
+		else if (!a.said)
 			pr_error("the agent's event loop failed: %s\n", strerror(-ret));
 	}
 	stop(&a);
