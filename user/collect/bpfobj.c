@@ -874,6 +874,11 @@ int bpfobj__add_proc(struct bpfobj *s, const struct bpfobj_proc_opts *o,
 	return 0;
 }
 
+static void release_set(struct bpfobj_proc *pr, struct uprobe_set *set);
+
+/* the longest an allocation switch on waits for the links its switch off let go */
+#define SET_ALLOC_WAIT_NS (1000ULL * 1000000ULL)
+
 int bpfobj_proc__set_alloc(struct bpfobj_proc *pr, bool on, char *err, size_t errlen)
 {
 	uint64_t now = clock_ns(CLOCK_MONOTONIC);
@@ -883,12 +888,22 @@ int bpfobj_proc__set_alloc(struct bpfobj_proc *pr, bool on, char *err, size_t er
 	if (on == pr->alloc_on || pr->disarmed_ns)
 		return 0;
 	if (!on) {
-		uprobe_set__free(pr->alloc_probes);
+		/*
+		 * Through the reaper: a release waits out the kernel's grace
+		 * periods, which the caller (the agent's event thread) must not.
+		 */
+		release_set(pr, pr->alloc_probes);
 		pr->alloc_probes = NULL;
 		usdt_links__detach(pr->s, &pr->otel_alloc);
 		pr->observed_ns += now - pr->on_since_ns;
 		pr->alloc_on = false;
 		return 0;
+	}
+	/* the old links still there would fire beside the new ones: each sample twice */
+	if (pr->s->reaper && reaper__pending(pr->s->reaper, pr->pid) &&
+	    !reaper__wait(pr->s->reaper, pr->pid, SET_ALLOC_WAIT_NS)) {
+		snprintf(err, errlen, "the allocation probes switched off are still going");
+		return -EAGAIN;
 	}
 	/* otel_memory:free stayed (pr->usdt): only the alloc side comes back */
 	ret = pr->otel ? attach_otel_side(pr, true, err, errlen) : 0;
