@@ -898,6 +898,17 @@ static void release_set(struct bpfobj_proc *pr, struct uprobe_set *set);
 /* the longest an allocation switch on waits for the links its switch off let go */
 #define SET_ALLOC_WAIT_NS (2000ULL * 1000000ULL)
 
+/* the links a switch off handed to the reaper gone: else both would fire, each hit twice */
+static int switched_off_gone(struct bpfobj_proc *pr, const char *which, char *err, size_t errlen)
+{
+	if (pr->s->reaper && reaper__pending(pr->s->reaper, pr->pid) &&
+	    !reaper__wait(pr->s->reaper, pr->pid, SET_ALLOC_WAIT_NS)) {
+		snprintf(err, errlen, "the %s probes switched off are still going", which);
+		return -EAGAIN;
+	}
+	return 0;
+}
+
 int bpfobj_proc__set_alloc(struct bpfobj_proc *pr, bool on, char *err, size_t errlen)
 {
 	uint64_t now = clock_ns(CLOCK_MONOTONIC);
@@ -918,12 +929,9 @@ int bpfobj_proc__set_alloc(struct bpfobj_proc *pr, bool on, char *err, size_t er
 		pr->alloc_on = false;
 		return 0;
 	}
-	/* the old links still there would fire beside the new ones: each sample twice */
-	if (pr->s->reaper && reaper__pending(pr->s->reaper, pr->pid) &&
-	    !reaper__wait(pr->s->reaper, pr->pid, SET_ALLOC_WAIT_NS)) {
-		snprintf(err, errlen, "the allocation probes switched off are still going");
-		return -EAGAIN;
-	}
+	ret = switched_off_gone(pr, "allocation", err, errlen);
+	if (ret)
+		return ret;
 	/* otel_memory:free stayed (pr->usdt): only the alloc side comes back */
 	ret = pr->otel ? attach_otel_side(pr, true, err, errlen) : 0;
 	for (i = 0; !pr->otel && i < pr->n_plans && !ret; i++) {
@@ -968,11 +976,13 @@ int bpfobj_proc__set_free(struct bpfobj_proc *pr, bool on, char *err, size_t err
 				 (int)pr->pid);
 			return -EBUSY;
 		}
-		uprobe_set__free(pr->free_probes);
+		/* through the reaper, as the allocation probes' (bpfobj_proc__set_alloc()) */
+		release_set(pr, pr->free_probes);
 		pr->free_probes = NULL;
 		pr->free_off = true;
 		return 0;
 	}
+	ret = switched_off_gone(pr, "free", err, errlen);
 	for (i = 0; i < pr->n_plans && !ret; i++) {
 		pr->plan = pr->plans[i];
 		ret = attach_plan(pr, false, err, errlen);
@@ -1210,7 +1220,7 @@ void bpfobj_proc__detach(struct bpfobj_proc *pr)
 	pr->alloc_probes = NULL;
 	release_set(pr, pr->probes);
 	pr->probes = NULL;
-	uprobe_set__free(pr->free_probes);
+	release_set(pr, pr->free_probes);
 	pr->free_probes = NULL;
 	detach_usdt(pr);
 	/*
