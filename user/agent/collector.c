@@ -666,8 +666,17 @@ static void run_job(struct collector *c, const struct attach_job *j, struct batc
 	char err[sizeof(j->t->st.error)];
 	struct session *s = NULL;
 	uint64_t t0 = mono_ns();
+	bool gone;
 	int ret;
 
+	/* exited (or forgotten) while queued: no attach to a process that is not there */
+	pthread_mutex_lock(&j->t->st_lock);
+	gone = !j->t->used || j->t->gen != j->gen || j->t->exited;
+	pthread_mutex_unlock(&j->t->st_lock);
+	if (gone) {
+		attach_done(c, j, -ESRCH, NULL, "it exited before its probes were attached");
+		return;
+	}
 	/*
 	 * A program exec'd under a target's pid: the old program's links go
 	 * first (they would fire in the new one, which maps the same libc).
