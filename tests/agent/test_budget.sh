@@ -202,8 +202,48 @@ $(grep "pid $target_pid:" "$TMP/heap.err" | tail -2)"; return 1; }
 	return 0
 }
 
+# A calibration that fails leaves no budget to enforce: with --max-overhead
+# the agent stops with one error line naming the cause and the way out
+# (--max-overhead 0), exit non-zero, rather than run its targets unbudgeted
+# behind a warning; without a budget it says so and goes on.  The failure
+# is the tests' knob (CULPERT_TEST_CALIBRATION_FAIL): a real one (no
+# uprobe on the agent's own file, no fork) is not a test's to cause.
+test_calibration_fails() {
+	need_root || return
+	CULPERT_TEST_CALIBRATION_FAIL="the tests' failure" \
+		agent_start calfail --select comm=nothing-$$ --max-overhead 2 || return
+	_i=0
+	while kill -0 "$agent_pid" 2>/dev/null && [ $_i -lt 300 ]; do
+		_i=$((_i + 1))
+		sleep 0.1
+	done
+	if kill -0 "$agent_pid" 2>/dev/null; then
+		fail "the agent still runs 30 s after a failed calibration: $(tail -2 "$TMP/calfail.err")"
+		agent_stop
+		return 1
+	fi
+	wait "$agent_pid"
+	rc=$?
+	[ "$rc" -ne 0 ] || fail "exit 0 after a failed calibration"
+	errs=$(grep -c '^error:' "$TMP/calfail.err")
+	[ "$errs" = 1 ] || fail "$errs error lines: $(grep '^error:' "$TMP/calfail.err")"
+	grep -q "^error: --max-overhead 2% cannot be enforced: .*the tests' failure; run with --max-overhead 0" \
+		"$TMP/calfail.err" || fail "error line: $(grep '^error:' "$TMP/calfail.err")"
+	CULPERT_TEST_CALIBRATION_FAIL="the tests' failure" \
+		agent_start calzero -v --select comm=nothing-$$ --max-overhead 0 || return
+	wait_for "$TMP/calzero.err" "cannot calibrate the cost of a probe hit: the tests' failure" 30 ||
+		fail "no word of the failure with --max-overhead 0: $(tail -2 "$TMP/calzero.err")"
+	[ "$(curl -s -o /dev/null -w '%{http_code}' "$agent_url/healthz")" = 200 ] ||
+		fail "/healthz with --max-overhead 0 after a failed calibration"
+	kill -0 "$agent_pid" 2>/dev/null || fail "the agent stopped with --max-overhead 0"
+	agent_stop
+	! grep -q '^error:' "$TMP/calzero.err" || fail "$(grep '^error:' "$TMP/calzero.err")"
+	return 0
+}
+
 run_test agent/budget/heap_off_windows test_heap_off_windows
 run_test agent/budget/overhead test_budget_overhead
 run_test agent/budget/free_cycled test_free_cycled
 run_test agent/budget/follows_load test_follows_load
 run_test agent/budget/no_limit_and_calibration test_no_limit_and_calibration
+run_test agent/budget/calibration_fails test_calibration_fails

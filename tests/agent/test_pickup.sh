@@ -134,7 +134,73 @@ test_pending_then_live() {
 	covers p "$p"
 }
 
+# Churn: waves of short-lived processes, each living until the test has seen
+# it in /targets (bounded: 30 s a wave), then killed while the next wave
+# starts; every one of them is picked up, and /healthz answers 200 within
+# 1 s throughout.  Pick-up work (planning, attaching) runs on the attach
+# thread, teardown on the reaper: the event thread only reads.
+CHURN_WAVES=${CHURN_WAVES:-10}
+CHURN_N=${CHURN_N:-100}
+test_churn() {
+	need_root || return
+	cp "$TARGETS/agent_idle" "$TMP/${TAG}c"
+	agent_start churn --select "exe=$TMP/${TAG}c" --max-targets $((CHURN_N * 2 + 16)) \
+		--keep-exited 1m || return
+	: >"$TMP/churn.slow"
+	t0=$(date +%s%N)
+	w=0
+	old=""
+	while [ $w -lt "$CHURN_WAVES" ]; do
+		pids=""
+		i=0
+		while [ $i -lt "$CHURN_N" ]; do
+			"$TMP/${TAG}c" >/dev/null &
+			pids="$pids $!"
+			i=$((i + 1))
+		done
+		# the wave before goes while this one is picked up: exits beside pick-ups
+		[ -n "$old" ] && kill $old 2>/dev/null
+		_i=0
+		while :; do
+			_c=$(curl -s -m 1 -o /dev/null -w '%{http_code} %{time_total}' "$agent_url/healthz")
+			case $_c in
+			"200 "*) ;;
+			*) echo "wave $w: /healthz $_c" >>"$TMP/churn.slow" ;;
+			esac
+			missing=$(get /targets | $PY -c 'import json, sys
+seen = {x["pid"] for x in json.load(sys.stdin)["targets"]}
+print(" ".join(p for p in sys.argv[1:] if int(p) not in seen))' $pids)
+			[ -z "$missing" ] && break
+			_i=$((_i + 1))
+			[ $_i -gt 150 ] && break
+			sleep 0.2
+		done
+		if [ -n "$missing" ]; then
+			fail "wave $w: $(echo $missing | wc -w) of $CHURN_N processes not in /targets after 30 s"
+			kill $pids $old 2>/dev/null
+			wait $pids $old 2>/dev/null
+			return 1
+		fi
+		[ -n "$old" ] && wait $old 2>/dev/null
+		old=$pids
+		w=$((w + 1))
+	done
+	kill $old 2>/dev/null
+	wait $old 2>/dev/null
+	ms=$((($(date +%s%N) - t0) / 1000000))
+	echo "  $((CHURN_WAVES * CHURN_N)) processes in $CHURN_WAVES waves, all picked up, in $ms ms"
+	[ -s "$TMP/churn.slow" ] && fail "/healthz not 200 within 1 s: $(head -3 "$TMP/churn.slow")"
+	agent_stop_churn
+	return 0
+}
+
+agent_stop_churn() {
+	kill "$agent_pid"
+	wait "$agent_pid" 2>/dev/null
+}
+
 run_test agent/pickup/start_exit test_start_exit
 run_test agent/pickup/no_hold_no_stop test_no_hold_no_stop
 run_test agent/pickup/fork_child test_fork_child
 run_test agent/pickup/pending_then_live test_pending_then_live
+run_test agent/pickup/churn test_churn

@@ -17,7 +17,8 @@
 #     < 250 ms), median of BENCH_RUNS scrapes after a first one;
 #  5. BENCH_ATTACH_TARGETS (default 1000) idle targets started at once: the
 #     time until all are attached (goal 10 s), the agent's RSS and fds per
-#     target beyond its RSS before them (goal <= 256 KiB), the stop's time.
+#     target beyond its RSS before them (goal <= 256 KiB), the stop's time;
+#     the attach thread's time, and the kernel's attaches in it (-vv).
 #   BENCH_AGENT_PARTS="budget scale scrape metrics attach" chooses the parts.
 . tests/lib.sh
 . tests/bench/common.sh
@@ -200,7 +201,8 @@ metrics() {
 attach_scale() {
 	n=$ATTACH_N
 	cp "$TARGETS/agent_idle" "$TMP/idle$$"
-	agent_start many --select "exe=$TMP/idle$$" --max-targets $((n + 16)) || return
+	# -vv: the attach thread's batches, for where the time went
+	agent_start many -vv --select "exe=$TMP/idle$$" --max-targets $((n + 16)) || return
 	# its calibration (1.5 s) done, before the targets come
 	sleep 3
 	rss0=$(awk '/^VmRSS/ { print $2 }' "/proc/$agent_pid/status")
@@ -224,6 +226,10 @@ attach_scale() {
 	rss1=$(awk '/^VmRSS/ { print $2 }' "/proc/$agent_pid/status")
 	fd1=$(ls "/proc/$agent_pid/fd" | wc -l)
 	echo "$n idle targets started at once (in $started ms): $got attached after $ms ms (goal 10 s)"
+	awk '/attach thread: [0-9]+ targets in/ { n += $3; all += $6; k += $13 }
+		END { printf "  the attach thread: %d targets in %d ms, of which %d ms the probes'"'"' " \
+		      "attach (the kernel'"'"'s uprobe registrations), %d ms planning\n", n, all, k, all - k }' \
+		"$TMP/many.err"
 	echo "  agent RSS $((rss0 / 1024)) MiB before them, $((rss1 / 1024)) MiB after:" \
 		"$(((rss1 - rss0) / n)) KiB per idle target (goal <= 256); $(((fd1 - fd0) / n)) fds each"
 	t0=$(date +%s%N)

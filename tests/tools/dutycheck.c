@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "agent.h"
 #include "collector.h"
@@ -81,7 +82,11 @@ int main(int argc, char **argv)
 		fprintf(stderr, "dutycheck: %s\n", err);
 		return 1;
 	}
-	if (collector__add(c, &t) || phase(c, t.pid, "on", &last) ||
+	/* attached on the collector's own thread: pending until then */
+	if (!collector__add(c, &t))
+		for (i = 0; i < 3000 && collector__attaching(c, t.pid, 0); i++)
+			usleep(10000);
+	if (collector__pending(c, t.pid, 0) || phase(c, t.pid, "on", &last) ||
 	    switch_to(c, t.pid, false, &last) || phase(c, t.pid, "off", &last) ||
 	    switch_to(c, t.pid, true, &last) || phase(c, t.pid, "on", &last)) {
 		fprintf(stderr, "dutycheck: failed\n");

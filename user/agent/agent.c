@@ -75,6 +75,10 @@ struct agent {
 	/* targets dropped for memory, not to be picked up again (a ring) */
 	struct { pid_t pid; uint64_t start; } dropped[MEM_DROPPED_KEPT];
 	size_t n_dropped;
+	bool said;			/* the loop's failure has had its error line */
+	/* processes stopped for the agent, let go once the attach thread is done with them */
+	struct held { pid_t pid; uint64_t start; enum discover_what what; bool held; } *held;
+	size_t n_held, cap_held;
 };
 
 static int64_t mono_ns(void)
@@ -306,6 +310,49 @@ static void let_go(struct agent *a, pid_t pid, uint64_t start, enum discover_wha
 	proc_release(pid, start);
 }
 
+/* a target's entry point reached: its probes attached (or not), it goes on */
+static void entry_done(struct agent *a, pid_t pid, uint64_t start, bool held)
+{
+	if (held)
+		proc_release(pid, start);
+	/* after: a uprobe takes a while to go (RCU), and the hit was its last */
+	discover__unhold_entry(a->disc, pid);
+}
+
+static void settle_one(struct agent *a, const struct held *h)
+{
+	if (h->what == DISCOVERED_ENTRY)
+		entry_done(a, h->pid, h->start, h->held);
+	else
+		let_go(a, h->pid, h->start, h->what);
+}
+
+/* a process to let go once its attach is done; at once when it cannot wait */
+static void defer(struct agent *a, pid_t pid, uint64_t start, enum discover_what what, bool held)
+{
+	struct held h = { pid, start, what, held };
+
+	if (vec_reserve(&a->held, &a->cap_held, a->n_held + 1, sizeof(*a->held)))
+		settle_one(a, &h);
+	else
+		a->held[a->n_held++] = h;
+}
+
+/* the processes whose attach is done go on (the attach thread's eventfd, every turn) */
+static void settle(struct agent *a)
+{
+	size_t i = 0;
+
+	while (i < a->n_held) {
+		if (collector__attaching(a->coll, a->held[i].pid, a->held[i].start)) {
+			i++;
+			continue;
+		}
+		settle_one(a, &a->held[i]);
+		a->held[i] = a->held[--a->n_held];
+	}
+}
+
 static void on_discovered(void *ctx, enum discover_what what, pid_t pid, uint64_t start,
 			  uint64_t when, bool held)
 {
@@ -314,18 +361,21 @@ static void on_discovered(void *ctx, enum discover_what what, pid_t pid, uint64_
 	if (what == DISCOVERED_EXIT) {
 		exited(a, pid, start, "exited");
 	} else if (what == DISCOVERED_ENTRY) {
-		collector__retry(a->coll, pid, start);
-		if (held)
-			proc_release(pid, start);
-		/* after: a uprobe takes a while to go (RCU), and the hit was its last */
-		discover__unhold_entry(a->disc, pid);
+		/* planned again on the attach thread: it goes on once that is done */
+		if (collector__retry(a->coll, pid, start))
+			entry_done(a, pid, start, held);
+		else
+			defer(a, pid, start, what, held);
 		held = false;
 	} else {
 		a->held_exec = held && what == DISCOVERED_EXEC ? pid : 0;
 		consider(a, pid, start, when, what == DISCOVERED_EXEC ? SEEN_EXEC : SEEN_FORK);
 		a->held_exec = 0;
 	}
-	if (held)
+	/* a held process picked up waits for its probes; one not picked up goes at once */
+	if (held && collector__attaching(a->coll, pid, start))
+		defer(a, pid, start, what, held);
+	else if (held)
 		let_go(a, pid, start, what);
 	drain(a);
 }
@@ -570,16 +620,36 @@ static void snapshots(struct agent *a)
 	free(v);
 }
 
+/*
+ * A budget that cannot be enforced is no budget: the calibration runs while
+ * the agent starts serving (it takes seconds), and its failure stops the
+ * agent rather than leave the targets' probes on behind a warning.
+ */
+static int check_calibration(struct agent *a)
+{
+	char err[256];
+	int ret;
+
+	if (!a->o.max_overhead_pct || !(ret = duty__calibration_failed(a->duty, err, sizeof(err))))
+		return 0;
+	pr_error("--max-overhead %g%% cannot be enforced: the calibration of what a probe hit "
+		 "costs failed: %s; run with --max-overhead 0 to profile without a budget\n",
+		 a->o.max_overhead_pct, err);
+	a->said = true;
+	return ret;
+}
+
 /* until SIGINT or SIGTERM: events, the rescan, expiry; 0, or the signal's number */
 static int loop(struct agent *a)
 {
-	struct epoll_event ev[4];
+	struct epoll_event ev[8];
 	struct signalfd_siginfo si;
+	uint64_t done;
 	int64_t now;
-	int n, i;
+	int n, i, ret;
 
 	for (;;) {
-		n = epoll_wait(a->epfd, ev, 4, LOOP_MS);
+		n = epoll_wait(a->epfd, ev, 8, LOOP_MS);
 		if (n < 0 && errno != EINTR)
 			return -errno;
 		for (i = 0; i < n; i++) {
@@ -587,7 +657,12 @@ static int loop(struct agent *a)
 				return (int)si.ssi_signo;
 			if (ev[i].data.fd == discover__fd(a->disc))
 				discover__consume(a->disc);
+			if (ev[i].data.fd == collector__done_fd(a->coll) &&
+			    read(ev[i].data.fd, &done, sizeof(done)) < 0 && errno != EAGAIN)
+				pr_debug("cannot read the attach thread's eventfd: %s\n",
+					 strerror(errno));
 		}
+		settle(a);
 		/* every turn: the BPF side wakes the reader only once the ring is a quarter full */
 		collector__poll(a->coll, (uint64_t)mono_ns());
 		now = mono_ns();
@@ -598,6 +673,9 @@ static int loop(struct agent *a)
 		}
 		expire(a);
 		mem_guard(a, now);
+		ret = check_calibration(a);
+		if (ret)
+			return ret;
 		duty_turn(a, now);
 		if (a->o.snapshot_dir && now >= a->next_snapshot) {
 			snapshots(a);
@@ -684,6 +762,8 @@ static int setup_loop(struct agent *a, char *err, size_t errlen)
 	ev.data.fd = discover__fd(a->disc);
 	epoll_ctl(a->epfd, EPOLL_CTL_ADD, ev.data.fd, &ev);
 	ev.data.fd = collector__fd(a->coll);
+	epoll_ctl(a->epfd, EPOLL_CTL_ADD, ev.data.fd, &ev);
+	ev.data.fd = collector__done_fd(a->coll);
 	epoll_ctl(a->epfd, EPOLL_CTL_ADD, ev.data.fd, &ev);
 	return 0;
 }
@@ -924,6 +1004,16 @@ static void hold_links(struct agent *a)
 
 static void stop(struct agent *a)
 {
+	size_t i;
+
+	/* no process stays stopped for an attach that will not come */
+	for (i = 0; i < a->n_held; i++) {
+		if (a->held[i].held)
+			proc_release(a->held[i].pid, a->held[i].start);
+		if (a->held[i].what == DISCOVERED_ENTRY)
+			discover__unhold_entry(a->disc, a->held[i].pid);
+	}
+	free(a->held);
 	/* HTTP first: no handler may look at what is freed below */
 	collector__stop(a->coll);
 	http__stop(a->http);
@@ -966,7 +1056,7 @@ int cmd_agent(int argc, char **argv)
 		ret = loop(&a);
 		if (ret > 0)
 			fprintf(stderr, "culpert-bpf: %s: agent stopping\n", strsignal(ret));
-		else
+		else if (!a.said)
 			pr_error("the agent's event loop failed: %s\n", strerror(-ret));
 	}
 	stop(&a);

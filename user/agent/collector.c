@@ -14,11 +14,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/eventfd.h>
 
 #include "agent.h"
 #include "allocator.h"
@@ -32,6 +34,7 @@
 #include "readfile.h"
 #include "session.h"
 #include "targets.h"
+#include "vec.h"
 
 #define NS_PER_SEC 1000000000ULL
 /*
@@ -48,6 +51,15 @@
 
 /* scrapes of one profile answered by one encoding (the ones that came while it ran) */
 #define MAX_FLIGHTS	8
+
+/* a target to plan and attach, for the attach thread */
+struct attach_job {
+	struct ctarget *t;
+	uint64_t gen;
+	pid_t pid;
+	uint64_t start;
+	bool first;			/* its pick-up, not a retry */
+};
 
 struct flight {
 	bool used, done;
@@ -70,7 +82,7 @@ struct backlog {
 
 struct ctarget {
 	bool used, exited;
-	bool attaching;			/* its session is being opened (no lock held for that) */
+	bool attaching;			/* queued for the attach thread, or being attached */
 	bool awaiting_entry;		/* planned again when it reaches its entry point */
 	pid_t pid;
 	uint64_t start_ticks;
@@ -86,6 +98,7 @@ struct ctarget {
 	uint64_t samples;		/* the session's, stored after each record (atomic) */
 	struct backlog q;		/* the profiling thread's alone */
 	int backlogged;			/* q holds records (atomic): serializers let it drain first */
+	uint64_t gen;			/* claimed this many times: an attach is for its claim */
 	uint64_t picked_ns;		/* CLOCK_MONOTONIC */
 	int64_t heap_since_unix_ns;	/* the free probes were last re-attached; 0: never off */
 	uint64_t retry_ns, retry_wait_ns;	/* failed: when to plan again, and the wait after */
@@ -109,6 +122,20 @@ struct collector {
 	unsigned int encoding;
 	struct flight flights[MAX_FLIGHTS];	/* under enc_lock */
 	uint64_t backlogged, stalls;	/* records kept back; waits for a full backlog */
+	/*
+	 * Planning and attaching: on a thread of its own, fed by the
+	 * profiling thread, which reads records and events meanwhile
+	 * (docs/agent.md, "The collector").  done_fd counts the attaches
+	 * finished, for the profiling thread to let held processes go.
+	 */
+	pthread_t attacher;
+	bool attacher_started;
+	pthread_mutex_t jobs_lock;
+	pthread_cond_t jobs_cond;
+	struct attach_job *jobs;	/* under jobs_lock */
+	size_t n_jobs, cap_jobs;
+	bool jobs_quit;
+	int done_fd;
 };
 
 static uint64_t mono_ns(void)
@@ -253,8 +280,23 @@ static int on_record(void *ctx, void *data, size_t size)
 	pthread_mutex_lock(&c->table);
 	t = find_live(c, (pid_t)bpfobj_record_tgid(data, size));
 	pthread_mutex_unlock(&c->table);
-	if (!t || !t->s)
+	if (!t)
 		return 0;
+	if (!__atomic_load_n(&t->s, __ATOMIC_ACQUIRE)) {
+		bool attaching, s;
+
+		pthread_mutex_lock(&t->st_lock);
+		attaching = t->attaching;
+		s = t->s;
+		pthread_mutex_unlock(&t->st_lock);
+		/* its first records, before the attach thread has stored its session: kept */
+		if (!s && attaching && !backlog_add(&t->q, data, size)) {
+			__atomic_store_n(&t->backlogged, 1, __ATOMIC_RELAXED);
+			c->backlogged++;
+		}
+		if (!s)
+			return 0;
+	}
 	if (pthread_mutex_trylock(&t->lock)) {
 		/* a profile of it is being serialized: keep the record, read on */
 		__atomic_store_n(&t->backlogged, 1, __ATOMIC_RELAXED);
@@ -274,12 +316,15 @@ static int on_record(void *ctx, void *data, size_t size)
 	return ret == -ENOMEM ? 0 : ret;
 }
 
+static void *attacher(void *arg);
+
 struct collector *collector__new(const struct session_opts *o, size_t max_targets,
 				 size_t max_stacks, bool labels_all, char *err, size_t errlen)
 {
 	struct bpfobj_opts so = { 0 };
 	struct collector *c = calloc(1, sizeof(*c));
 	pthread_condattr_t ca;
+	sigset_t all, old;
 	size_t i;
 
 	if (!c || !(c->v = calloc(max_targets ?: 1, sizeof(*c->v)))) {
@@ -314,7 +359,25 @@ struct collector *collector__new(const struct session_opts *o, size_t max_target
 	so.async_teardown = true;
 	so.on_event = on_record;
 	so.ctx = c;
+	pthread_mutex_init(&c->jobs_lock, NULL);
+	pthread_cond_init(&c->jobs_cond, NULL);
+	c->done_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (c->done_fd < 0) {
+		snprintf(err, errlen, "cannot create an eventfd: %s", strerror(errno));
+		collector__free(c);
+		return NULL;
+	}
 	if (bpfobj__open(&so, &c->sampler, err, errlen)) {
+		collector__free(c);
+		return NULL;
+	}
+	/* every signal blocked in it: SIGTERM is the event loop's (a signalfd) */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	c->attacher_started = !pthread_create(&c->attacher, NULL, attacher, c);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (!c->attacher_started) {
+		snprintf(err, errlen, "cannot start the attach thread: %s", strerror(EAGAIN));
 		collector__free(c);
 		return NULL;
 	}
@@ -337,6 +400,17 @@ void collector__free(struct collector *c)
 
 	if (!c)
 		return;
+	/* the attach under way ends, the queued ones are not started */
+	if (c->attacher_started) {
+		pthread_mutex_lock(&c->jobs_lock);
+		c->jobs_quit = true;
+		pthread_cond_signal(&c->jobs_cond);
+		pthread_mutex_unlock(&c->jobs_lock);
+		pthread_join(c->attacher, NULL);
+	}
+	free(c->jobs);
+	if (c->done_fd > 0)
+		close(c->done_fd);
 	/* every target's links handed to the reaper, released together in bpfobj__free() */
 	if (c->sampler)
 		bpfobj__closing(c->sampler);
@@ -350,6 +424,8 @@ void collector__free(struct collector *c)
 	}
 	bpfobj__free(c->sampler);
 	pthread_mutex_destroy(&c->table);
+	pthread_mutex_destroy(&c->jobs_lock);
+	pthread_cond_destroy(&c->jobs_cond);
 	pthread_mutex_destroy(&c->enc_lock);
 	pthread_cond_destroy(&c->enc_cond);
 	free(c->v);
@@ -491,6 +567,7 @@ static struct ctarget *claim_slot(struct collector *c, const struct agent_target
 		t->pid = at->pid;
 		t->start_ticks = at->start_ticks;
 		t->retry_wait_ns = 0;
+		t->gen++;
 		t->st.duty = 1;
 		memcpy(t->comm, at->comm, sizeof(t->comm));
 		snprintf(t->st.probes, sizeof(t->st.probes), "pending");
@@ -502,35 +579,184 @@ static struct ctarget *claim_slot(struct collector *c, const struct agent_target
 	return t;
 }
 
-int collector__add(struct collector *c, const struct agent_target *at)
+/* t to the attach thread; t's lock held, t->attaching set (profiling thread) */
+static int queue_attach(struct collector *c, struct ctarget *t, bool first)
 {
-	struct session *s = NULL;
-	struct ctarget *t = claim_slot(c, at);
-	char err[sizeof(t->st.error)];
+	struct attach_job j = { .t = t, .gen = t->gen, .pid = t->pid, .start = t->start_ticks,
+				.first = first };
 	int ret;
 
-	if (!t)
-		return -ENOSPC;
+	pthread_mutex_lock(&c->jobs_lock);
+	ret = vec_reserve(&c->jobs, &c->cap_jobs, c->n_jobs + 1, sizeof(*c->jobs));
+	if (!ret) {
+		c->jobs[c->n_jobs++] = j;
+		pthread_cond_signal(&c->jobs_cond);
+	}
+	pthread_mutex_unlock(&c->jobs_lock);
+	return ret;
+}
+
+/* the outcome of an attempt, t's claim checked: the target may have exited or gone meanwhile */
+static void attach_done(struct collector *c, const struct attach_job *j, int ret,
+			struct session *s, const char *err)
+{
+	struct ctarget *t = j->t;
+	bool exited;
+
+	pthread_mutex_lock(&c->table);
+	pthread_mutex_lock(&t->lock);
+	if (!t->used || t->gen != j->gen) {
+		/* forgotten while it was attached: its session goes with it */
+		pthread_mutex_unlock(&t->lock);
+		pthread_mutex_unlock(&c->table);
+		session__close(s);
+		return;
+	}
+	if (j->first)
+		t->picked_ns = mono_ns();
+	else
+		t->awaiting_entry = false;
+	attempted(t, ret, s, err);
+	exited = t->exited;
+	if (exited) {
+		/* it exited while attached: out of the kernel's tables, as collector__remove() */
+		pthread_mutex_lock(&t->st_lock);
+		if (t->s)
+			bpfobj_proc__unregister(session__proc(t->s));
+		snprintf(t->st.probes, sizeof(t->st.probes), "detached");
+		pthread_mutex_unlock(&t->st_lock);
+	}
+	pthread_mutex_unlock(&t->lock);
+	pthread_mutex_unlock(&c->table);
+	if (exited)
+		return;
+	if (ret && j->first)
+		pr_info("culpert-bpf: cannot profile pid %d (%s) yet: %s; trying again in %llu ms\n",
+			(int)j->pid, t->comm, err, (unsigned long long)(t->retry_wait_ns / 1000000));
+	else if (!ret && !j->first)
+		pr_info("culpert-bpf: profiling pid %d (%s) now\n", (int)j->pid, t->comm);
+}
+
+/* a batch's time: the whole, and the probes' attach in it (mostly the kernel's) */
+struct batch_time {
+	uint64_t all_ns, attach_ns;
+	size_t n;
+};
+
+static void run_job(struct collector *c, const struct attach_job *j, struct batch_time *bt)
+{
+	char err[sizeof(j->t->st.error)];
+	struct session *s = NULL;
+	uint64_t t0 = mono_ns();
+	bool gone;
+	int ret;
+
+	/* exited (or forgotten) while queued: no attach to a process that is not there */
+	pthread_mutex_lock(&j->t->st_lock);
+	gone = !j->t->used || j->t->gen != j->gen || j->t->exited;
+	pthread_mutex_unlock(&j->t->st_lock);
+	if (gone) {
+		attach_done(c, j, -ESRCH, NULL, "it exited before its probes were attached");
+		return;
+	}
 	/*
 	 * A program exec'd under a target's pid: the old program's links go
 	 * first (they would fire in the new one, which maps the same libc).
 	 * Only then: a new pid has nothing pending.
 	 */
-	if (bpfobj__releasing(c->sampler, at->pid) &&
-	    !bpfobj__wait_released(c->sampler, at->pid, RELEASE_WAIT_NS))
-		pr_warn("pid %d (%s): the probes of its previous program are still going\n",
-			(int)at->pid, at->comm);
-	ret = open_session(c, at->pid, &s, err, sizeof(err));
-	pthread_mutex_lock(&c->table);
+	if (bpfobj__releasing(c->sampler, j->pid) &&
+	    !bpfobj__wait_released(c->sampler, j->pid, RELEASE_WAIT_NS))
+		pr_warn("pid %d: the probes of its previous program are still going\n",
+			(int)j->pid);
+	ret = open_session(c, j->pid, &s, err, sizeof(err));
+	bt->attach_ns += ret ? 0 : bpfobj_proc__add_ns(session__proc(s));
+	bt->all_ns += mono_ns() - t0;
+	bt->n++;
+	attach_done(c, j, ret, s, err);
+}
+
+/*
+ * The attach thread: every job queued since its last turn, in order (one
+ * pid's attaches never overlap).  Each attach takes milliseconds, more
+ * with every probe the kernel holds on the same file.
+ */
+static void *attacher(void *arg)
+{
+	struct collector *c = arg;
+	struct attach_job *v = NULL;
+	struct batch_time bt;
+	size_t n, cap = 0, i;
+	uint64_t one = 1;
+
+	for (;;) {
+		pthread_mutex_lock(&c->jobs_lock);
+		while (!c->jobs_quit && !c->n_jobs)
+			pthread_cond_wait(&c->jobs_cond, &c->jobs_lock);
+		if (c->jobs_quit) {
+			pthread_mutex_unlock(&c->jobs_lock);
+			break;
+		}
+		/* the batch taken whole: the queue is free for the profiling thread again */
+		n = c->n_jobs;
+		if (vec_reserve(&v, &cap, n, sizeof(*v))) {
+			pthread_mutex_unlock(&c->jobs_lock);
+			continue;
+		}
+		memcpy(v, c->jobs, n * sizeof(*v));
+		c->n_jobs = 0;
+		pthread_mutex_unlock(&c->jobs_lock);
+		bt = (struct batch_time){ 0 };
+		for (i = 0; i < n && !__atomic_load_n(&c->jobs_quit, __ATOMIC_RELAXED); i++) {
+			run_job(c, &v[i], &bt);
+			if (write(c->done_fd, &one, sizeof(one)) < 0)
+				pr_debug("attach thread: cannot signal an attach: %s\n",
+					 strerror(errno));
+		}
+		pr_debug("attach thread: %zu targets in %.0f ms, of which the probes' attach %.0f ms\n",
+			 bt.n, (double)bt.all_ns / 1e6, (double)bt.attach_ns / 1e6);
+	}
+	free(v);
+	return NULL;
+}
+
+int collector__add(struct collector *c, const struct agent_target *at)
+{
+	struct ctarget *t = claim_slot(c, at);
+	int ret;
+
+	if (!t)
+		return -ENOSPC;
+	/* pending (claim_slot()) until the attach thread has its probes live */
 	pthread_mutex_lock(&t->lock);
 	t->picked_ns = mono_ns();
-	attempted(t, ret, s, err);
+	ret = queue_attach(c, t, true);
+	if (ret) {
+		pthread_mutex_lock(&t->st_lock);
+		t->attaching = false;
+		t->retry_wait_ns = RETRY_FIRST_NS;
+		t->retry_ns = t->picked_ns + RETRY_FIRST_NS;
+		snprintf(t->st.error, sizeof(t->st.error), "%s", strerror(-ret));
+		pthread_mutex_unlock(&t->st_lock);
+	}
 	pthread_mutex_unlock(&t->lock);
-	pthread_mutex_unlock(&c->table);
-	if (ret)
-		pr_info("culpert-bpf: cannot profile pid %d (%s) yet: %s; trying again in %llu ms\n",
-			(int)at->pid, at->comm, err, (unsigned long long)(t->retry_wait_ns / 1000000));
 	return ret;
+}
+
+bool collector__attaching(struct collector *c, pid_t pid, uint64_t start_ticks)
+{
+	struct ctarget *t = lock_state(c, pid, start_ticks, false);
+	bool ret;
+
+	if (!t)
+		return false;
+	ret = t->attaching;
+	pthread_mutex_unlock(&t->st_lock);
+	return ret;
+}
+
+int collector__done_fd(const struct collector *c)
+{
+	return c->done_fd;
 }
 
 int collector__add_later(struct collector *c, const struct agent_target *at)
@@ -578,49 +804,53 @@ void collector__await_entry(struct collector *c, pid_t pid, uint64_t start_ticks
 	pthread_mutex_unlock(&t->lock);
 }
 
+/* a pending live target to the attach thread again, unless it is there; t's lock held */
+static int requeue(struct collector *c, struct ctarget *t)
+{
+	bool busy;
+
+	pthread_mutex_lock(&t->st_lock);
+	busy = !t->used || t->exited || t->s || t->attaching;
+	if (!busy)
+		t->attaching = true;
+	pthread_mutex_unlock(&t->st_lock);
+	if (busy)
+		return -ENOENT;
+	if (!queue_attach(c, t, false))
+		return 0;
+	pthread_mutex_lock(&t->st_lock);
+	t->attaching = false;
+	pthread_mutex_unlock(&t->st_lock);
+	return -ENOMEM;
+}
+
 int collector__retry(struct collector *c, pid_t pid, uint64_t start_ticks)
 {
-	char err[sizeof(c->v[0].st.error)];
-	struct session *s = NULL;
-	struct ctarget *t;
+	struct ctarget *t = lock_slot(c, pid, start_ticks, false);
 	int ret;
 
-	/* only the profiling thread changes slots: found now, it is still there below */
-	pthread_mutex_lock(&c->table);
-	t = find_live(c, pid);
-	pthread_mutex_unlock(&c->table);
-	if (!t || t->start_ticks != start_ticks || t->s || t->attaching)
+	if (!t)
 		return -ENOENT;
-	ret = open_session(c, pid, &s, err, sizeof(err));
-	pthread_mutex_lock(&t->lock);
-	t->awaiting_entry = false;
-	attempted(t, ret, s, err);
+	ret = requeue(c, t);
 	pthread_mutex_unlock(&t->lock);
-	if (!ret)
-		pr_info("culpert-bpf: profiling pid %d (%s) now\n", (int)t->pid, t->comm);
 	return ret;
 }
 
-/* failed targets whose time has come: plan and attach again (profiling thread) */
+/* failed targets whose time has come: planned and attached again (queued, profiling thread) */
 static void retry_failed(struct collector *c, uint64_t now)
 {
-	char err[sizeof(c->v[0].st.error)];
-	struct session *s = NULL;
 	size_t i;
-	int ret;
 
 	for (i = 0; i < c->n; i++) {
 		struct ctarget *t = &c->v[i];
 
-		/* only the profiling thread changes used, exited and s: no lock to read them */
-		if (!t->used || t->exited || t->s || t->attaching || now < t->retry_ns)
+		/* only the profiling thread changes used and exited: no lock to read them */
+		if (!t->used || t->exited || pthread_mutex_trylock(&t->lock))
 			continue;
-		ret = open_session(c, t->pid, &s, err, sizeof(err));
-		pthread_mutex_lock(&t->lock);
-		attempted(t, ret, s, err);
+		/* retry_ns is the attach thread's too (under the lock) */
+		if (now >= t->retry_ns)
+			requeue(c, t);
 		pthread_mutex_unlock(&t->lock);
-		if (!ret)
-			pr_info("culpert-bpf: profiling pid %d (%s) now\n", (int)t->pid, t->comm);
 	}
 }
 
@@ -708,8 +938,13 @@ int collector__poll(struct collector *c, uint64_t now_ns)
 	for (i = 0; i < c->n; i++) {
 		struct ctarget *t = &c->v[i];
 
-		if (!t->used || t->exited || !t->s || pthread_mutex_trylock(&t->lock))
+		if (!t->used || t->exited || pthread_mutex_trylock(&t->lock))
 			continue;
+		/* the attach thread stores s under the lock */
+		if (!t->s) {
+			pthread_mutex_unlock(&t->lock);
+			continue;
+		}
 		if (t->q.len)
 			drain(t);
 		session__sync_maps(t->s);

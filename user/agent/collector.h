@@ -5,7 +5,8 @@
  * through function pointers (agent_profile_fn, agent_state_fn): NULL is
  * "no collector", answered 503 / null, so the frame is tested without it.
  *
- * Threads: collector__add/__remove/__poll run on the profiling thread;
+ * Threads: collector__add/__remove/__poll run on the profiling thread,
+ * planning and attaching on the collector's attach thread;
  * collector__profile and collector__state run on HTTP threads and must
  * hold a target's lock only to copy (or serialize) its aggregate.
  */
@@ -97,8 +98,17 @@ struct collector *collector__new(const struct session_opts *o, size_t max_target
 /* cut short the ?seconds= waits of HTTP threads (before http__stop) */
 void collector__stop(struct collector *c);
 void collector__free(struct collector *c);
-/* plan and attach a new target; a failure is kept in its state, not fatal to the agent */
+/*
+ * A new target, planned and attached on the collector's attach thread:
+ * pending until its probes are live (collector__attaching() false again,
+ * collector__done_fd() readable).  A failure is kept in its state, not
+ * fatal to the agent.  0, or -ENOSPC / -ENOMEM when it cannot be queued.
+ */
 int collector__add(struct collector *c, const struct agent_target *t);
+/* queued for the attach thread, or being attached */
+bool collector__attaching(struct collector *c, pid_t pid, uint64_t start_ticks);
+/* an eventfd readable (a count) once attaches have finished since it was last read */
+int collector__done_fd(const struct collector *c);
 /*
  * A new target planned later, not now: a program stopped at its exec
  * whose loader has not mapped its libraries (its plan would find no
@@ -109,7 +119,10 @@ int collector__add_later(struct collector *c, const struct agent_target *t);
 bool collector__pending(struct collector *c, pid_t pid, uint64_t start_ticks);
 /* a pending target stopped at exec is planned at its entry point: no retries before */
 void collector__await_entry(struct collector *c, pid_t pid, uint64_t start_ticks);
-/* plan and attach a pending target now (at its entry point); 0, or -errno as collector__add */
+/*
+ * A pending target planned and attached again now (at its entry point), on
+ * the attach thread; 0 when queued, -ENOENT when it is not pending
+ */
 int collector__retry(struct collector *c, pid_t pid, uint64_t start_ticks);
 /* the target exited: detach, keep its aggregate until collector__forget() */
 void collector__remove(struct collector *c, pid_t pid, uint64_t start_ticks);

@@ -5,7 +5,8 @@
  * under the lock, which /metrics takes only to copy them.  The calibration
  * runs on its own thread so that start-up does not wait for it; until it
  * is done, every target's probes stay on (what the collector attached),
- * and the first decision waits for it.
+ * and the first decision waits for it.  One that fails is kept with its
+ * reason for the agent, which stops on it when there is a budget.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -57,6 +58,7 @@ struct duty {
 	size_t n_views;
 	int calib_state;		/* 0 running, 1 done, -errno failed */
 	struct budget_calibration cal;
+	char calib_err[256];		/* why it failed */
 	struct budget_calibration used_cal;	/* the profiling thread's copy */
 	int stats_fd;			/* BPF run-time stats on while held; -1: off */
 	/* the collector's programs' run time and the hits they ran for, since prog_t0 */
@@ -68,15 +70,24 @@ struct duty {
 static void *calibrate(void *arg)
 {
 	struct duty *d = arg;
-	struct budget_calibration cal;
+	struct budget_calibration cal = { 0 };
+	const char *fail = getenv("CULPERT_TEST_CALIBRATION_FAIL");
 	char err[256] = "";
-	int ret = budget_calibrate(CALIB_ROUNDS, CALIB_CALLS, &d->stopping, &cal, err,
-				   sizeof(err));
+	int ret;
 
-	/* cut short by a stop: nothing to say */
-	if (ret && ret != -ECANCELED)
-		pr_warn("cannot calibrate the cost of a probe hit: %s; --max-overhead is not "
-			"enforced, the allocation probes stay on\n", err);
+	/* the tests' way to a failure: the real ones (no uprobe, no fork) are not theirs to cause */
+	if (fail && fail[0]) {
+		snprintf(err, sizeof(err), "%s", fail);
+		ret = -EIO;
+	} else {
+		ret = budget_calibrate(CALIB_ROUNDS, CALIB_CALLS, &d->stopping, &cal, err,
+				       sizeof(err));
+	}
+	/* cut short by a stop: nothing to say; with a budget the agent says it (an error) */
+	if (ret && ret != -ECANCELED && !d->o.max_pct)
+		pr_info("culpert-bpf: cannot calibrate the cost of a probe hit: %s; there is no "
+			"budget (--max-overhead 0): the culpert_agent_calibration_* metrics are "
+			"absent\n", err);
 	else if (!ret)
 		pr_info("culpert-bpf: a probe hit costs %.0f ns on this kernel on an emulated "
 			"instruction, %.0f ns single-stepped, a return probe %.0f ns more, a "
@@ -87,6 +98,7 @@ static void *calibrate(void *arg)
 	pthread_mutex_lock(&d->lock);
 	d->calib_state = ret ? ret : 1;
 	d->cal = cal;
+	snprintf(d->calib_err, sizeof(d->calib_err), "%s", err);
 	pthread_mutex_unlock(&d->lock);
 	return NULL;
 }
@@ -129,7 +141,8 @@ struct duty *duty__new(const struct duty_opts *o, const struct duty_ops *ops, vo
 		d->cal = o->given;
 	} else if (pthread_create(&d->calib_thread, NULL, calibrate, d)) {
 		d->calib_state = -EAGAIN;
-		pr_warn("cannot start the calibration thread: --max-overhead is not enforced\n");
+		snprintf(d->calib_err, sizeof(d->calib_err), "cannot start its thread: %s",
+			 strerror(EAGAIN));
 	} else {
 		d->calib_started = true;
 	}
@@ -163,6 +176,18 @@ bool duty__calibration(struct duty *d, struct budget_calibration *out)
 		*out = d->cal;
 	pthread_mutex_unlock(&d->lock);
 	return done;
+}
+
+int duty__calibration_failed(struct duty *d, char *err, size_t errlen)
+{
+	int ret;
+
+	pthread_mutex_lock(&d->lock);
+	ret = d->calib_state < 0 && d->calib_state != -ECANCELED ? d->calib_state : 0;
+	if (ret)
+		snprintf(err, errlen, "%s", d->calib_err);
+	pthread_mutex_unlock(&d->lock);
+	return ret;
 }
 
 static struct duty_entry *entry(struct duty *d, pid_t pid, uint64_t start)

@@ -83,6 +83,11 @@ void duty__tick(struct duty *d, const pid_t *pids, const uint64_t *starts, size_
 		uint64_t now_ns);
 /* the calibration once done: true and *out; false while it runs or after it failed */
 bool duty__calibration(struct duty *d, struct budget_calibration *out);
+/*
+ * A calibration that failed: its -errno, and why in err; 0 while it runs or
+ * once it is done.  With a budget the agent stops on it (docs/agent.md).
+ */
+int duty__calibration_failed(struct duty *d, char *err, size_t errlen);
 /* a copy of every target's view; *v freed by the caller.  0 or -ENOMEM */
 int duty__views(struct duty *d, struct duty_view **v, size_t *n);
 

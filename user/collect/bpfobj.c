@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,6 +56,7 @@ struct bpfobj_proc {
 	struct usdt_links otel_alloc;	/* otel_memory:alloc: duty cycling takes it out */
 	size_t n_otel_alloc, n_otel_free;	/* their sites */
 	uint64_t armed_ns, disarmed_ns;	/* the window where every probe was live */
+	uint64_t add_ns;		/* bpfobj__add_proc()'s time: the kernel's attaches */
 	bool alloc_on;			/* allocation probes attached */
 	/* deallocator probes detached (bpfobj_proc__set_free) */
 	bool free_off;
@@ -69,6 +71,11 @@ struct bpfobj {
 	struct culpert_bpf *skel;
 	struct ring_buffer *rb;
 	struct usdt_spec_ids spec_ids;	/* USDT argument specs stored (uprobe_multi links) */
+	/*
+	 * spec_ids and libbpf's USDT manager of the object: an agent attaches
+	 * on one thread while its event thread releases and switches
+	 */
+	pthread_mutex_t usdt_lock;
 	struct bpf_link *exec_link;	/* notes an exec of the target */
 	struct bpf_link *exit_link;	/* folds the totals of spans a thread exits inside */
 	enum uprobe_mode mode;
@@ -599,9 +606,14 @@ static int attach_usdt_multi(struct bpfobj_proc *pr, struct usdt_links *to, cons
 				     .provider = provider, .name = name, .pid = pr->pid,
 				     .pool = &s->spec_ids, .held = &to->held };
 
+	int ret;
+
 	if (!to->multi && !(to->multi = uprobe_set__new()))
 		return -ENOMEM;
-	return usdt_link__attach(to->multi, &uo, err, errlen);
+	pthread_mutex_lock(&s->usdt_lock);
+	ret = usdt_link__attach(to->multi, &uo, err, errlen);
+	pthread_mutex_unlock(&s->usdt_lock);
+	return ret;
 }
 
 /* one probe of one object, through uprobe_multi where it can, else libbpf's perf-event USDT */
@@ -616,7 +628,9 @@ static int attach_usdt_probe(struct bpfobj_proc *pr, struct usdt_links *to, cons
 		return attach_usdt_multi(pr, to, path, prog, provider, name, err, errlen);
 	if (vec_reserve(&to->links, &to->cap, to->n + 1, sizeof(*to->links)))
 		return -ENOMEM;
+	pthread_mutex_lock(&pr->s->usdt_lock);
 	l = bpf_program__attach_usdt(prog, pr->pid, path, provider, name, NULL);
+	pthread_mutex_unlock(&pr->s->usdt_lock);
 	if (!l) {
 		ret = -errno;
 		snprintf(err, errlen, "cannot attach to the %s:%s probes of %s: %s", provider, name,
@@ -632,9 +646,11 @@ static void usdt_links__detach(struct bpfobj *s, struct usdt_links *l)
 {
 	uprobe_set__free(l->multi);
 	l->multi = NULL;
+	pthread_mutex_lock(&s->usdt_lock);
 	usdt_held__release(&l->held, &s->spec_ids);
 	while (l->n)
 		bpf_link__destroy(l->links[--l->n]);
+	pthread_mutex_unlock(&s->usdt_lock);
 }
 
 /* one side of the contract (alloc true: otel_memory:alloc) in every object that has it */
@@ -772,6 +788,7 @@ int bpfobj__open(const struct bpfobj_opts *o, struct bpfobj **out, char *err, si
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
+	pthread_mutex_init(&s->usdt_lock, NULL);
 	s->mode = bpfobj_uprobe_mode(o->no_multi);
 	if (o->track_inuse)
 		s->inuse = otel_use(o) ? BPFOBJ_INUSE_OTEL :
@@ -837,6 +854,7 @@ int bpfobj__add_proc(struct bpfobj *s, const struct bpfobj_proc_opts *o,
 		      struct bpfobj_proc **out, char *err, size_t errlen)
 {
 	struct bpfobj_proc *pr = calloc(1, sizeof(*pr));
+	uint64_t t0 = clock_ns(CLOCK_MONOTONIC);
 	int ret;
 
 	if (!pr)
@@ -868,9 +886,26 @@ int bpfobj__add_proc(struct bpfobj *s, const struct bpfobj_proc_opts *o,
 	}
 	pr->alloc_on = true;
 	pr->on_since_ns = pr->armed_ns;
+	pr->add_ns = clock_ns(CLOCK_MONOTONIC) - t0;
 	pr_info("attached %zu probe sites to pid %d with %s links\n", bpfobj_proc__n_sites(pr),
 		(int)pr->pid, uprobe_mode__name(s->mode));
 	*out = pr;
+	return 0;
+}
+
+static void release_set(struct bpfobj_proc *pr, struct uprobe_set *set);
+
+/* the longest an allocation switch on waits for the links its switch off let go */
+#define SET_ALLOC_WAIT_NS (2000ULL * 1000000ULL)
+
+/* the links a switch off handed to the reaper gone: else both would fire, each hit twice */
+static int switched_off_gone(struct bpfobj_proc *pr, const char *which, char *err, size_t errlen)
+{
+	if (pr->s->reaper && reaper__pending(pr->s->reaper, pr->pid) &&
+	    !reaper__wait(pr->s->reaper, pr->pid, SET_ALLOC_WAIT_NS)) {
+		snprintf(err, errlen, "the %s probes switched off are still going", which);
+		return -EAGAIN;
+	}
 	return 0;
 }
 
@@ -883,13 +918,20 @@ int bpfobj_proc__set_alloc(struct bpfobj_proc *pr, bool on, char *err, size_t er
 	if (on == pr->alloc_on || pr->disarmed_ns)
 		return 0;
 	if (!on) {
-		uprobe_set__free(pr->alloc_probes);
+		/*
+		 * Through the reaper: a release waits out the kernel's grace
+		 * periods, which the caller (the agent's event thread) must not.
+		 */
+		release_set(pr, pr->alloc_probes);
 		pr->alloc_probes = NULL;
 		usdt_links__detach(pr->s, &pr->otel_alloc);
 		pr->observed_ns += now - pr->on_since_ns;
 		pr->alloc_on = false;
 		return 0;
 	}
+	ret = switched_off_gone(pr, "allocation", err, errlen);
+	if (ret)
+		return ret;
 	/* otel_memory:free stayed (pr->usdt): only the alloc side comes back */
 	ret = pr->otel ? attach_otel_side(pr, true, err, errlen) : 0;
 	for (i = 0; !pr->otel && i < pr->n_plans && !ret; i++) {
@@ -934,11 +976,13 @@ int bpfobj_proc__set_free(struct bpfobj_proc *pr, bool on, char *err, size_t err
 				 (int)pr->pid);
 			return -EBUSY;
 		}
-		uprobe_set__free(pr->free_probes);
+		/* through the reaper, as the allocation probes' (bpfobj_proc__set_alloc()) */
+		release_set(pr, pr->free_probes);
 		pr->free_probes = NULL;
 		pr->free_off = true;
 		return 0;
 	}
+	ret = switched_off_gone(pr, "free", err, errlen);
 	for (i = 0; i < pr->n_plans && !ret; i++) {
 		pr->plan = pr->plans[i];
 		ret = attach_plan(pr, false, err, errlen);
@@ -992,6 +1036,11 @@ int bpfobj_proc__extend(struct bpfobj_proc *pr, const struct alloc_plan *more, c
 	if (!ret)
 		pr->plans[pr->n_plans++] = more;
 	return ret;
+}
+
+uint64_t bpfobj_proc__add_ns(const struct bpfobj_proc *pr)
+{
+	return pr->add_ns;
 }
 
 uint64_t bpfobj_proc__observed_ns(const struct bpfobj_proc *pr)
@@ -1109,7 +1158,9 @@ static void release_usdt(struct bpfobj_proc *pr, struct usdt_links *l)
 {
 	release_set(pr, l->multi);
 	l->multi = NULL;
+	pthread_mutex_lock(&pr->s->usdt_lock);
 	usdt_held__release(&l->held, &pr->s->spec_ids);
+	pthread_mutex_unlock(&pr->s->usdt_lock);
 	while (l->n) {
 		struct bpf_link *link = l->links[--l->n];
 
@@ -1169,7 +1220,7 @@ void bpfobj_proc__detach(struct bpfobj_proc *pr)
 	pr->alloc_probes = NULL;
 	release_set(pr, pr->probes);
 	pr->probes = NULL;
-	uprobe_set__free(pr->free_probes);
+	release_set(pr, pr->free_probes);
 	pr->free_probes = NULL;
 	detach_usdt(pr);
 	/*

@@ -136,6 +136,8 @@ int bpfobj_proc__extend(struct bpfobj_proc *pr, const struct alloc_plan *more, c
 			 size_t errlen);
 /* time its allocation probes were on, from arming to now or to detach */
 uint64_t bpfobj_proc__observed_ns(const struct bpfobj_proc *pr);
+/* how long its bpfobj__add_proc() took: registering it and the kernel's attaches, ns */
+uint64_t bpfobj_proc__add_ns(const struct bpfobj_proc *pr);
 /* its procs map entry (counters, calls); zeroes when gone */
 void bpfobj_proc__state(const struct bpfobj_proc *pr, struct culpert_proc *out);
 /*
