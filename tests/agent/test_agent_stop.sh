@@ -93,19 +93,6 @@ test_nofile_200() {
 	return 0
 }
 
-# live_keys TGID: entries of TGID in the agent's live table (their key's first 4 bytes)
-live_keys() {
-	for _id in $(grep -h '^map_id:' /proc/"$agent_pid"/fdinfo/* 2>/dev/null | awk '{ print $2 }'); do
-		bpftool map show id "$_id" -j 2>/dev/null | grep -q '"name":"live_allocs"' || continue
-		bpftool map dump id "$_id" -j | $PY -c 'import json, struct, sys
-tgid = int(sys.argv[1])
-print(sum(1 for e in json.load(sys.stdin)
-          if struct.unpack("<I", bytes(int(b, 16) for b in e["key"][:4]))[0] == tgid))' "$1"
-		return
-	done
-	echo "no live table"
-}
-
 # A target's exit: its thousands of live entries leave the shared live
 # table (swept off the profiling thread), the other target's stay.
 test_exit_sweep() {
@@ -122,18 +109,19 @@ test_exit_sweep() {
 	wait_field "$w2" probes attached 20 || { fail "$w2: probes $(field "$w2" probes)"; return; }
 	# 40000 blocks replaced in 2 s: the ring of live blocks is all sampled ones by then
 	sleep 3
-	n1=$(live_keys "$w1")
+	n1=$(agent_map_keys live_allocs "$w1")
 	[ "$n1" -gt 1000 ] || { fail "only $n1 live entries of $w1 before its exit"; return; }
 	kill "$w1"
 	wait "$w1" 2>/dev/null
 	wait_field "$w1" state exited 10 || { fail "$w1 not seen exiting"; return; }
 	i=0
-	while [ "$(live_keys "$w1")" != 0 ]; do
+	while [ "$(agent_map_keys live_allocs "$w1")" != 0 ]; do
 		i=$((i + 1))
-		[ $i -gt 50 ] && { fail "$(live_keys "$w1") of $n1 live entries of the exited $w1 left after 5 s"; return; }
+		[ $i -gt 50 ] && { fail "$(agent_map_keys live_allocs "$w1") of $n1 live entries" \
+			"of the exited $w1 left after 5 s"; return; }
 		sleep 0.1
 	done
-	n2=$(live_keys "$w2")
+	n2=$(agent_map_keys live_allocs "$w2")
 	[ "$n2" -gt 1000 ] || fail "the live target's entries went too: $n2 left"
 	echo "# $n1 live entries of the exited target swept, $n2 of the other kept"
 	return 0

@@ -289,19 +289,6 @@ test_many_targets() {
 	return 0
 }
 
-# agent_map_keys MAP TGID: keys of TGID (their first 4 bytes) in the agent's BPF map MAP
-agent_map_keys() {
-	for _id in $(grep -h '^map_id:' /proc/"$agent_pid"/fdinfo/* 2>/dev/null | awk '{ print $2 }'); do
-		bpftool map show id "$_id" -j 2>/dev/null | grep -q "\"name\":\"$1\"" || continue
-		bpftool map dump id "$_id" -j | $PY -c 'import json, struct, sys
-tgid = int(sys.argv[1])
-print(sum(1 for e in json.load(sys.stdin)
-          if struct.unpack("<I", bytes(int(b, 16) for b in e["key"][:4]))[0] == tgid))' "$2"
-		return
-	done
-	echo "no map $1"
-}
-
 # Exact span totals on /metrics, as a real Prometheus scrapes and queries
 # them: the target counts every allocator call it makes after SIGUSR1
 # (tests/targets/span_totals.c), so each counter must equal its truth
