@@ -46,10 +46,11 @@ struct duty_entry {
 	bool costs_set;			/* bt.costs from the calibration and its mode */
 	struct budget_counts last;	/* the counters at its last step */
 	/* its own CPU (schedstat, every thread) at the last switch, for checking the costs */
-	uint64_t mark_ns, mark_run, mark_wait, mark_sys;
+	uint64_t mark_ns, mark_run, mark_wait, mark_sys, mark_calls;
 	bool marked, have_on, on_busy;
 	/* the last on window: CPU and system CPU shares, length, the costs' prediction */
 	double on_cpu, on_sys, on_dt, on_pred_alloc, on_pred_free;
+	double on_calls;		/* its read and write system calls per second then */
 	/* the probes' cost measured and predicted, over the pairs */
 	double extra_ns, pred_ns;
 	/*
@@ -360,6 +361,31 @@ static int proc_sched(pid_t pid, uint64_t *run, uint64_t *wait, uint64_t *sys)
 	return 0;
 }
 
+/* a window's system calls at least, for its CPU per call to be a measure of work */
+#define WORK_MIN_CALLS 1000
+
+/*
+ * The read and write system calls of the process so far (/proc/PID/io
+ * syscr + syscw): for a server, a count of its work that needs no probe
+ */
+static int proc_calls(pid_t pid, uint64_t *out)
+{
+	unsigned long long r = 0, w = 0;
+	char path[40], line[64];
+	int n = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/io", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f))
+		n += sscanf(line, "syscr: %llu", &r) + sscanf(line, "syscw: %llu", &w);
+	fclose(f);
+	*out = r + w;
+	return n == 2 ? 0 : -EINVAL;
+}
+
 /*
  * The costs checked against the target's own CPU time: over an on window
  * and the off window after it, the CPU share it ran with the probes on
@@ -369,25 +395,35 @@ static int proc_sched(pid_t pid, uint64_t *run, uint64_t *wait, uint64_t *sys)
  * than in more CPU: there the system part of its CPU, where the traps and
  * the programs are, says it instead.  Summed over the pairs (older ones
  * fading), against what the site costs predicted for the rates of each
- * window: the ratio (within 0.5-10) scales the target's costs from then
- * on.  It catches what no calibration in a child can see: the traps of a
- * site shared with other consumers, the caches a real program loses.
+ * window: the ratio (within SCALE_MIN-SCALE_MAX) scales the target's
+ * costs from then on.  It catches what no calibration in a child can see:
+ * the traps of a site shared with other consumers, the caches a real
+ * program loses.  A server that makes system calls (WORK_MIN_CALLS in
+ * each window) has its work counted by them: the CPU it ran with the
+ * probes on less what its calls would have cost at the off window's CPU
+ * per call, what a loaded machine's busy process pays in user time too,
+ * and a change of its load between the windows cancels out.
  */
 static void check_costs(struct duty *d, struct duty_entry *e)
 {
 	uint64_t now = d->ops.now ? d->ops.now(d->ctx) : mono_ns(), run = 0, wait = 0, sys = 0;
 	const struct budget_rates *r = &e->bt.rates;
-	double dt, cpu, sysr, pred, k;
-	bool busy;
+	double dt, cpu, sysr, pred, k, calls = 0, extra;
+	uint64_t nc = 0;
+	const char *by;
+	bool busy, work;
 
 	if (!d->o.calibrate || proc_sched(e->pid, &run, &wait, &sys))
 		return;
+	if (proc_calls(e->pid, &nc))
+		nc = 0;
 	dt = (double)(now - e->mark_ns);
 	if (e->marked && dt > 0 && run >= e->mark_run && wait >= e->mark_wait &&
 	    sys >= e->mark_sys) {
 		cpu = (double)(run - e->mark_run) / dt;
 		sysr = (double)(sys - e->mark_sys) / dt;
 		busy = (double)(run - e->mark_run + wait - e->mark_wait) > 0.9 * dt;
+		calls = nc >= e->mark_calls ? (double)(nc - e->mark_calls) / dt : 0;
 		if (e->on) {
 			/* the window ending now was on: what the costs say each side cost, raw */
 			k = e->bt.cost_scale > 0 ? e->bt.cost_scale : 1;
@@ -396,14 +432,25 @@ static void check_costs(struct duty *d, struct duty_entry *e)
 			e->on_cpu = cpu;
 			e->on_sys = sysr;
 			e->on_busy = busy;
+			e->on_calls = calls;
 			e->on_dt = dt;
 			e->have_on = true;
 		} else if (e->have_on) {
 			/* the off window ending now had the free probes off too, or not */
 			pred = e->on_pred_alloc + (e->free_on ? 0 : e->on_pred_free);
 			busy = busy || e->on_busy;
-			e->extra_ns = SCALE_KEEP * e->extra_ns +
-				      (busy ? e->on_sys - sysr : e->on_cpu - cpu) * e->on_dt;
+			work = e->on_calls * e->on_dt >= WORK_MIN_CALLS && calls * dt >= WORK_MIN_CALLS;
+			if (work) {
+				extra = e->on_cpu - e->on_calls * cpu / calls;
+				by = "CPU per system call";
+			} else if (busy) {
+				extra = e->on_sys - sysr;
+				by = "system CPU";
+			} else {
+				extra = e->on_cpu - cpu;
+				by = "CPU";
+			}
+			e->extra_ns = SCALE_KEEP * e->extra_ns + extra * e->on_dt;
 			e->pred_ns = SCALE_KEEP * e->pred_ns + pred * e->on_dt;
 			e->have_on = false;
 			*(e->free_on ? &e->base_alloc_off : &e->base_both_off) = sysr;
@@ -413,12 +460,12 @@ static void check_costs(struct duty *d, struct duty_entry *e)
 				e->bt.cost_scale = k < SCALE_MIN ? SCALE_MIN : k > SCALE_MAX ?
 						   SCALE_MAX : k;
 				e->bt.scale_checked = true;
-				pr_info("culpert-bpf: pid %d: its %s with the probes on %.3g%% "
-					"of a CPU, off %.3g%%: the costs of a hit scaled by "
-					"%.3g\n",
-					(int)e->pid, busy ? "system CPU" : "CPU",
-					(busy ? e->on_sys : e->on_cpu) * 100,
-					(busy ? sysr : cpu) * 100, e->bt.cost_scale);
+				pr_info("culpert-bpf: pid %d: by its %s, the probes cost it %.3g%% "
+					"of a CPU while on (its CPU %.3g%% on, %.3g%% off, system "
+					"CPU %.3g%% and %.3g%%): the costs of a hit scaled by "
+					"%.3g\n", (int)e->pid, by, extra * 100, e->on_cpu * 100,
+					cpu * 100, e->on_sys * 100, sysr * 100,
+					e->bt.cost_scale);
 			}
 		}
 	}
@@ -426,6 +473,7 @@ static void check_costs(struct duty *d, struct duty_entry *e)
 	e->mark_run = run;
 	e->mark_wait = wait;
 	e->mark_sys = sys;
+	e->mark_calls = nc;
 	e->marked = true;
 }
 
