@@ -253,6 +253,7 @@ static void watch_sys(struct duty *d, struct duty_entry *e, uint64_t now);
  */
 static void switch_alloc(struct duty *d, struct duty_entry *e, bool on, bool with_free)
 {
+	struct budget_counts c;
 	uint64_t cpu;
 	int ret = 0;
 
@@ -285,6 +286,13 @@ static void switch_alloc(struct duty *d, struct duty_entry *e, bool on, bool wit
 	/* the window starts once the probes are in: attaching takes time */
 	if (on) {
 		e->bt.on_start_ns = d->ops.now ? d->ops.now(d->ctx) : mono_ns();
+		/*
+		 * and its counts from here: the hits made while a slow attach
+		 * went on (the free probes first, then site by site) are not
+		 * in its time (here 117M frees/s read off a 0.2 s window)
+		 */
+		if (!d->ops.counters(d->ctx, e->pid, e->start, &c))
+			e->bt.at_on = c;
 		e->w_marked = false;
 		watch_sys(d, e, e->bt.on_start_ns);
 	}
