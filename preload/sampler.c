@@ -38,7 +38,8 @@
 /* a block of more than this many sampling points has the rest counted by expectation */
 #define MAX_POINT_DRAWS		64
 
-enum { BOOT_NONE, BOOT_RESOLVING, BOOT_READY };
+/* LATE: loaded by dlopen, not interposing: resolved by culpert_sampler_takeover() (late.c) */
+enum { BOOT_NONE, BOOT_RESOLVING, BOOT_READY, BOOT_LATE };
 
 struct sampler_next sampler_next;
 __thread struct sampler_thread sampler_thread __attribute__((tls_model("initial-exec")));
@@ -207,7 +208,7 @@ static uint64_t parse_bytes(const char *s)
 	return v * mul;
 }
 
-static void set_rate(uint64_t rate)
+void sampler_set_rate(uint64_t rate)
 {
 	cfg.rate = rate;
 	cfg.inv_log1m_p = rate > 1 ? 1.0 / log1p(-1.0 / (double)rate) : 0;
@@ -230,7 +231,7 @@ static void read_env(void)
 		}
 	}
 	if (rate != cfg.rate)
-		set_rate(rate);
+		sampler_set_rate(rate);
 	s = getenv("CULPERT_SAMPLER_STATS");
 	if (s && strlen(s) < sizeof(cfg.stats_path))
 		strcpy(cfg.stats_path, s);
@@ -238,10 +239,22 @@ static void read_env(void)
 
 /* --- finding the next allocator --- */
 
+/*
+ * Preloaded, the allocator is the next definition after this library;
+ * loaded late, it is what the process is bound to now (RTLD_NEXT from a
+ * dlopen'd object searches the scope of whoever opened it).
+ */
+static void *lookup_handle = RTLD_NEXT;
+
+void *sampler_sym(const char *name)
+{
+	return dlsym(lookup_handle, name);
+}
+
 /* a function of the object that defines malloc, or NULL: another object's would mix heaps */
 static void *next_sym_of(const char *name, const void *base)
 {
-	void *f = dlsym(RTLD_NEXT, name);
+	void *f = sampler_sym(name);
 	Dl_info di;
 
 	if (!f || !base)
@@ -272,14 +285,14 @@ static void *allocator_sym(const char *name)
 	return next_sym_of(name, next_base);
 }
 
-static void resolve(void)
+static int resolve(void)
 {
 	struct sampler_next *n = &sampler_next;
 	const void *base = NULL;
 	const char *path = NULL;
 	Dl_info di;
 
-	n->malloc = (void *(*)(size_t))dlsym(RTLD_NEXT, "malloc");
+	n->malloc = (void *(*)(size_t))sampler_sym("malloc");
 	if (n->malloc && dladdr((void *)n->malloc, &di)) {
 		base = di.dli_fbase;
 		path = di.dli_fname;
@@ -287,11 +300,8 @@ static void resolve(void)
 	n->free = (void (*)(void *))next_sym_of("free", base);
 	n->realloc = (void *(*)(void *, size_t))next_sym_of("realloc", base);
 	n->posix_memalign = (int (*)(void **, size_t, size_t))next_sym_of("posix_memalign", base);
-	if (!n->malloc || !n->free || !n->realloc || !n->posix_memalign) {
-		say("no malloc, free, realloc and posix_memalign of one allocator after this library",
-		    "; aborting");
-		abort();
-	}
+	if (!n->malloc || !n->free || !n->realloc || !n->posix_memalign)
+		return -ENOENT;
 	n->calloc = (void *(*)(size_t, size_t))next_sym_of("calloc", base);
 	n->memalign = (void *(*)(size_t, size_t))next_sym_of("memalign", base);
 	n->aligned_alloc = (void *(*)(size_t, size_t))next_sym_of("aligned_alloc", base);
@@ -301,6 +311,23 @@ static void resolve(void)
 	culpert_sampler_page.allocator = allocator_kind(base, path);
 	next_base = base;
 	allocstats_init(culpert_sampler_page.allocator, allocator_sym);
+	return 0;
+}
+
+const void *sampler_allocator_base(void)
+{
+	return next_base;
+}
+
+/* the state every entry point needs, once the next allocator is known */
+static void make_ready(void)
+{
+	if (!cfg.rate)
+		sampler_set_rate(DEFAULT_RATE);
+	read_env();
+	if (liveset_init(DEFAULT_MAX_LIVE))
+		say("cannot map the set of sampled pointers: free will never fire", NULL);
+	__atomic_store_n(&sampler_next.ready, 1, __ATOMIC_RELEASE);
 }
 
 void sampler_boot(void)
@@ -311,14 +338,54 @@ void sampler_boot(void)
 	if (!__atomic_compare_exchange_n(&boot_state, &expect, BOOT_RESOLVING, 0, __ATOMIC_ACQ_REL,
 					 __ATOMIC_ACQUIRE))
 		return;
-	resolve();
-	if (!cfg.rate)
-		set_rate(DEFAULT_RATE);
-	read_env();
-	if (liveset_init(DEFAULT_MAX_LIVE))
-		say("cannot map the set of sampled pointers: free will never fire", NULL);
-	__atomic_store_n(&sampler_next.ready, 1, __ATOMIC_RELEASE);
+	if (resolve()) {
+		say("no malloc, free, realloc and posix_memalign of one allocator after this library",
+		    "; aborting");
+		abort();
+	}
+	make_ready();
 	__atomic_store_n(&boot_state, BOOT_READY, __ATOMIC_RELEASE);
+}
+
+/*
+ * Loaded late: the allocator the process is bound to now.  Called under
+ * late.c's lock, before any GOT slot points at the entry points.
+ */
+int sampler_boot_late(void)
+{
+	int err;
+
+	if (__atomic_load_n(&sampler_next.ready, __ATOMIC_ACQUIRE))
+		return 0;
+	lookup_handle = RTLD_DEFAULT;
+	err = resolve();
+	if (err)
+		return err;
+	make_ready();
+	return 0;
+}
+
+/* the process's malloc is this library's: preloaded, or linked before the allocator */
+static int interposing(void)
+{
+	void *m = dlsym(RTLD_DEFAULT, "malloc");
+	Dl_info a, b;
+
+	return m && dladdr(m, &a) && dladdr((void *)sampler_boot, &b) && a.dli_fbase == b.dli_fbase;
+}
+
+/* a rate from the caller, or what the environment says (default 512 KiB) */
+void sampler_configure(uint64_t rate)
+{
+	if (rate)
+		sampler_set_rate(rate);
+	else
+		read_env();
+}
+
+int sampler_is_late(void)
+{
+	return __atomic_load_n(&boot_state, __ATOMIC_ACQUIRE) == BOOT_LATE;
 }
 
 /* --- draws --- */
@@ -499,10 +566,20 @@ void sampler_child_after_fork(void)
 
 __attribute__((constructor)) static void sampler_start(void)
 {
+	int expect = BOOT_NONE;
+
+	pthread_atfork(NULL, NULL, sampler_child_after_fork);
+	/*
+	 * Not the process's malloc: dlopen'd into a running process (or linked
+	 * after the allocator).  Dormant until culpert_sampler_takeover().
+	 */
+	if (__atomic_load_n(&boot_state, __ATOMIC_ACQUIRE) == BOOT_NONE && !interposing() &&
+	    __atomic_compare_exchange_n(&boot_state, &expect, BOOT_LATE, 0, __ATOMIC_ACQ_REL,
+					__ATOMIC_ACQUIRE))
+		return;
 	sampler_boot();
 	/* the environment is certainly there now; the rate may differ from the first guess */
 	read_env();
-	pthread_atfork(NULL, NULL, sampler_child_after_fork);
 }
 
 static void put(char **at, char *end, const char *key, unsigned long long v)

@@ -117,8 +117,11 @@ test_exports() {
 	done
 	nm -D --defined-only "$LIB" | grep -q " D culpert_sampler_page\$" ||
 		fail "culpert_sampler_page not exported"
+	for f in culpert_sampler_takeover culpert_sampler_release culpert_sampler_state; do
+		nm -D --defined-only "$LIB" | grep -q " T $f\$" || fail "$f not exported"
+	done
 	# nothing else: the library must not interpose on anything by accident
-	n=$(nm -D --defined-only "$LIB" | grep -vc -e ' T _Z[nd]' -e ' T \(malloc\|calloc\|realloc\|reallocarray\|free\|posix_memalign\|aligned_alloc\|memalign\|valloc\|pvalloc\|malloc_usable_size\)$' -e ' D culpert_sampler_page$')
+	n=$(nm -D --defined-only "$LIB" | grep -vc -e ' T _Z[nd]' -e ' T \(malloc\|calloc\|realloc\|reallocarray\|free\|posix_memalign\|aligned_alloc\|memalign\|valloc\|pvalloc\|malloc_usable_size\)$' -e ' D culpert_sampler_page$' -e ' T culpert_sampler_\(takeover\|release\|state\)$')
 	[ "$n" -eq 0 ] || fail "$n unexpected exported symbols"
 }
 

@@ -1,0 +1,397 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * Rewriting the allocator's GOT slots of the loaded objects, and writing
+ * them back (docs/sampler.md, "Taken over late").
+ *
+ * A slot is a JUMP_SLOT or GLOB_DAT relocation of a symbol of the table.
+ * It is rewritten only while it holds the function the process is bound
+ * to now, or (lazy binding, not resolved yet) an address inside its own
+ * object, its PLT: a slot bound elsewhere (another namespace's libc, a
+ * library opened with RTLD_DEEPBIND) keeps its allocator, whose blocks
+ * ours must not meet.  Only the base namespace is visited, for the same
+ * reason.
+ *
+ * Every write is one compare-and-swap of an aligned 8-byte word: a thread
+ * calling through the slot meanwhile reads the old or the new target,
+ * never half of one, and a slot someone else changed in between is left
+ * alone.  A slot in a RELRO page gets its page writable for the write and
+ * its protection as /proc/self/maps gave it back right after.
+ *
+ * The callers serialise (late.c's lock).  The visit runs inside
+ * dl_iterate_phdr, whose lock keeps every object it lists mapped and the
+ * namespace's list still; it takes no other loader lock.
+ */
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <link.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "got.h"
+
+#if defined(__x86_64__)
+#define R_JUMP_SLOT	R_X86_64_JUMP_SLOT
+#define R_GLOB_DAT	R_X86_64_GLOB_DAT
+#elif defined(__aarch64__)
+#define R_JUMP_SLOT	R_AARCH64_JUMP_SLOT
+#define R_GLOB_DAT	R_AARCH64_GLOB_DAT
+#endif
+
+/* --- the slots' values before we wrote them: open addressing, grown by doubling --- */
+
+struct saved {
+	uintptr_t slot;
+	uintptr_t orig;
+};
+
+static struct saved *saved;
+static size_t saved_cap, saved_n;
+
+static size_t saved_home(uintptr_t slot, size_t cap)
+{
+	return (size_t)(((uint64_t)(slot >> 3) * 0x9e3779b97f4a7c15ULL) >> 20) & (cap - 1);
+}
+
+static struct saved *saved_find(struct saved *tab, size_t cap, uintptr_t slot)
+{
+	size_t i;
+
+	for (i = saved_home(slot, cap); tab[i].slot && tab[i].slot != slot; i = (i + 1) & (cap - 1))
+		;
+	return &tab[i];
+}
+
+/* its own mapping, not the process's allocator: we may be called from within its GOT */
+static int saved_grow(void)
+{
+	size_t cap = saved_cap ? saved_cap * 2 : 1024, i;
+	struct saved *tab;
+
+	tab = mmap(NULL, cap * sizeof(*tab), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+		   -1, 0);
+	if (tab == MAP_FAILED)
+		return -ENOMEM;
+	for (i = 0; i < saved_cap; i++)
+		if (saved[i].slot)
+			*saved_find(tab, cap, saved[i].slot) = saved[i];
+	if (saved)
+		munmap(saved, saved_cap * sizeof(*saved));
+	saved = tab;
+	saved_cap = cap;
+	return 0;
+}
+
+static int saved_put(uintptr_t slot, uintptr_t orig)
+{
+	struct saved *s;
+
+	if ((saved_n + 1) * 2 > saved_cap && saved_grow())
+		return -ENOMEM;
+	s = saved_find(saved, saved_cap, slot);
+	if (!s->slot)
+		saved_n++;
+	s->slot = slot;
+	s->orig = orig;
+	return 0;
+}
+
+static uintptr_t saved_get(uintptr_t slot)
+{
+	struct saved *s;
+
+	if (!saved)
+		return 0;
+	s = saved_find(saved, saved_cap, slot);
+	return s->slot ? s->orig : 0;
+}
+
+/* --- page protection --- */
+
+/* the protection of the page at `addr` as the kernel has it; -1 if unknown */
+static int page_prot(uintptr_t addr)
+{
+	char buf[4096], *line, *nl;
+	size_t have = 0;
+	ssize_t r;
+	int fd, prot = -1;
+
+	fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	while (prot < 0 && (r = read(fd, buf + have, sizeof(buf) - 1 - have)) > 0) {
+		have += (size_t)r;
+		buf[have] = '\0';
+		line = buf;
+		while (prot < 0 && (nl = strchr(line, '\n'))) {
+			unsigned long lo = 0, hi = 0;
+			char *p = line;
+
+			*nl = '\0';
+			lo = strtoul(p, &p, 16);
+			if (*p == '-')
+				hi = strtoul(p + 1, &p, 16);
+			if (*p == ' ' && addr >= lo && addr < hi && strlen(p) >= 4)
+				prot = (p[1] == 'r' ? PROT_READ : 0) | (p[2] == 'w' ? PROT_WRITE : 0) |
+				       (p[3] == 'x' ? PROT_EXEC : 0);
+			line = nl + 1;
+		}
+		have -= (size_t)(line - buf);
+		memmove(buf, line, have);
+		/* a line longer than the buffer: only its end is kept; never ours */
+		if (have == sizeof(buf) - 1)
+			have = 0;
+	}
+	close(fd);
+	return prot;
+}
+
+/* --- one object --- */
+
+struct object {
+	uintptr_t base;
+	const ElfW(Phdr) *phdr;
+	size_t phnum;
+	uintptr_t relro_lo, relro_hi;	/* what the loader made read-only, pages */
+	uintptr_t open_page;		/* a RELRO page we made writable, or 0 */
+	int open_prot;
+};
+
+struct walk {
+	const struct got_target *t;
+	size_t n;
+	const uintptr_t *skip;		/* addresses inside the objects to leave alone */
+	size_t nskip;
+	int restore;
+	struct got_stats *stats;
+};
+
+static uintptr_t page_of(uintptr_t a)
+{
+	return a & ~((uintptr_t)getpagesize() - 1);
+}
+
+static int in_object(const struct object *o, uintptr_t a)
+{
+	size_t i;
+
+	for (i = 0; i < o->phnum; i++) {
+		const ElfW(Phdr) *ph = &o->phdr[i];
+
+		if (ph->p_type == PT_LOAD && a >= o->base + ph->p_vaddr &&
+		    a < o->base + ph->p_vaddr + ph->p_memsz)
+			return 1;
+	}
+	return 0;
+}
+
+static void close_page(struct object *o)
+{
+	if (!o->open_page)
+		return;
+	mprotect((void *)o->open_page, (size_t)getpagesize(), o->open_prot);
+	o->open_page = 0;
+}
+
+/* the slot's page writable, if the loader protected it; 0 or -errno */
+static int open_page(struct object *o, uintptr_t slot)
+{
+	uintptr_t page = page_of(slot);
+	int prot;
+
+	if (slot < o->relro_lo || slot >= o->relro_hi || page == o->open_page)
+		return 0;
+	close_page(o);
+	prot = page_prot(page);
+	if (prot < 0)
+		prot = PROT_READ;	/* what the loader leaves RELRO with */
+	if (prot & PROT_WRITE)
+		return 0;
+	if (mprotect((void *)page, (size_t)getpagesize(), prot | PROT_WRITE))
+		return -errno;
+	o->open_page = page;
+	o->open_prot = prot;
+	return 0;
+}
+
+static const struct got_target *target_of(const struct walk *w, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < w->n; i++)
+		if (!strcmp(w->t[i].name, name))
+			return &w->t[i];
+	return NULL;
+}
+
+/*
+ * Bound to the function the process uses now, or not bound yet: a lazy
+ * JUMP_SLOT still points into its object's PLT (never at the object's
+ * own definition of the symbol, which would be another allocator).
+ */
+static int bound_to_real(const struct object *o, const struct got_target *t, uintptr_t v,
+			 unsigned long type, const ElfW(Sym) *sym)
+{
+	if (v == (uintptr_t)t->real)
+		return 1;
+	if (type != R_JUMP_SLOT || !in_object(o, v))
+		return 0;
+	return sym->st_shndx == SHN_UNDEF || o->base + sym->st_value != v;
+}
+
+static void patch_slot(const struct walk *w, struct object *o, const struct got_target *t,
+		       uintptr_t slot, unsigned long type, const ElfW(Sym) *sym)
+{
+	uintptr_t v = __atomic_load_n((uintptr_t *)slot, __ATOMIC_RELAXED), to;
+
+	if (w->restore) {
+		if (v != (uintptr_t)t->wrapper)
+			return;
+		to = saved_get(slot) ?: (uintptr_t)t->real;
+	} else {
+		if (v == (uintptr_t)t->wrapper)
+			return;
+		if (!bound_to_real(o, t, v, type, sym)) {
+			w->stats->left++;
+			return;
+		}
+		if (saved_put(slot, v)) {
+			w->stats->failed++;
+			return;
+		}
+		to = (uintptr_t)t->wrapper;
+	}
+	if (open_page(o, slot)) {
+		w->stats->failed++;
+		return;
+	}
+	if (__atomic_compare_exchange_n((uintptr_t *)slot, &v, to, 0, __ATOMIC_SEQ_CST,
+					__ATOMIC_RELAXED))
+		w->stats->written++;
+}
+
+/* a link-time address of the dynamic section, as the loader left it */
+static uintptr_t dyn_addr(uintptr_t base, ElfW(Addr) v)
+{
+	/* glibc adjusts the entries of the objects it loaded; the vDSO's stay relative */
+	return v < base ? base + v : v;
+}
+
+static void visit_relocs(const struct walk *w, struct object *o, const ElfW(Rela) *rel,
+			 size_t bytes, const ElfW(Sym) *symtab, const char *strtab)
+{
+	size_t i;
+
+	for (i = 0; i < bytes / sizeof(*rel); i++) {
+		unsigned long type = ELF64_R_TYPE(rel[i].r_info);
+		const ElfW(Sym) *sym;
+		const struct got_target *t;
+		uintptr_t slot;
+
+		if (type != R_JUMP_SLOT && type != R_GLOB_DAT)
+			continue;
+		sym = &symtab[ELF64_R_SYM(rel[i].r_info)];
+		t = target_of(w, strtab + sym->st_name);
+		slot = o->base + rel[i].r_offset;
+		if (t && !(slot & 7))
+			patch_slot(w, o, t, slot, type, sym);
+	}
+}
+
+/* this object's dynamic section is one of the base namespace's */
+static int in_base_namespace(uintptr_t dynamic)
+{
+	const struct link_map *lm;
+
+	for (lm = _r_debug.r_map; lm; lm = lm->l_next)
+		if ((uintptr_t)lm->l_ld == dynamic)
+			return 1;
+	return 0;
+}
+
+static int visit(struct dl_phdr_info *info, size_t size, void *data)
+{
+	const struct walk *w = data;
+	struct object o = { .base = info->dlpi_addr, .phdr = info->dlpi_phdr,
+			    .phnum = info->dlpi_phnum };
+	const ElfW(Dyn) *dyn = NULL, *d;
+	const ElfW(Sym) *symtab = NULL;
+	const char *strtab = NULL;
+	const ElfW(Rela) *jmprel = NULL, *rela = NULL;
+	size_t jmprel_sz = 0, rela_sz = 0, i;
+	long pltrel = DT_RELA;
+
+	for (i = 0; i < o.phnum; i++) {
+		const ElfW(Phdr) *ph = &o.phdr[i];
+
+		if (ph->p_type == PT_DYNAMIC)
+			dyn = (const ElfW(Dyn) *)(o.base + ph->p_vaddr);
+		if (ph->p_type == PT_GNU_RELRO) {
+			o.relro_lo = page_of(o.base + ph->p_vaddr);
+			o.relro_hi = page_of(o.base + ph->p_vaddr + ph->p_memsz);
+		}
+	}
+	if (!dyn || !in_base_namespace((uintptr_t)dyn))
+		return 0;
+	for (i = 0; i < w->nskip; i++)
+		if (in_object(&o, w->skip[i]))
+			return 0;
+	for (d = dyn; d->d_tag != DT_NULL; d++) {
+		switch (d->d_tag) {
+		case DT_SYMTAB:
+			symtab = (const ElfW(Sym) *)dyn_addr(o.base, d->d_un.d_ptr);
+			break;
+		case DT_STRTAB:
+			strtab = (const char *)dyn_addr(o.base, d->d_un.d_ptr);
+			break;
+		case DT_JMPREL:
+			jmprel = (const ElfW(Rela) *)dyn_addr(o.base, d->d_un.d_ptr);
+			break;
+		case DT_PLTRELSZ:
+			jmprel_sz = d->d_un.d_val;
+			break;
+		case DT_PLTREL:
+			pltrel = (long)d->d_un.d_val;
+			break;
+		case DT_RELA:
+			rela = (const ElfW(Rela) *)dyn_addr(o.base, d->d_un.d_ptr);
+			break;
+		case DT_RELASZ:
+			rela_sz = d->d_un.d_val;
+			break;
+		}
+	}
+	if (!symtab || !strtab)
+		return 0;
+	w->stats->objects++;
+	/* x86-64 and arm64 use RELA throughout */
+	if (jmprel && pltrel == DT_RELA)
+		visit_relocs(w, &o, jmprel, jmprel_sz, symtab, strtab);
+	if (rela)
+		visit_relocs(w, &o, rela, rela_sz, symtab, strtab);
+	close_page(&o);
+	return 0;
+}
+
+static int walk(const struct got_target *t, size_t n, const uintptr_t *skip, size_t nskip,
+		int restore, struct got_stats *stats)
+{
+	struct walk w = { t, n, skip, nskip, restore, stats };
+
+	memset(stats, 0, sizeof(*stats));
+	dl_iterate_phdr(visit, &w);
+	return stats->failed ? -EIO : 0;
+}
+
+int got_patch(const struct got_target *t, size_t n, const uintptr_t *skip, size_t nskip,
+	      struct got_stats *stats)
+{
+	return walk(t, n, skip, nskip, 0, stats);
+}
+
+int got_restore(const struct got_target *t, size_t n, struct got_stats *stats)
+{
+	return walk(t, n, NULL, 0, 1, stats);
+}
