@@ -575,8 +575,11 @@ __attribute__((constructor)) static void sampler_start(void)
 	 */
 	if (__atomic_load_n(&boot_state, __ATOMIC_ACQUIRE) == BOOT_NONE && !interposing() &&
 	    __atomic_compare_exchange_n(&boot_state, &expect, BOOT_LATE, 0, __ATOMIC_ACQ_REL,
-					__ATOMIC_ACQUIRE))
+					__ATOMIC_ACQUIRE)) {
+		/* the page shows the rate a takeover with none of its own will use */
+		read_env();
 		return;
+	}
 	sampler_boot();
 	/* the environment is certainly there now; the rate may differ from the first guess */
 	read_env();
