@@ -60,6 +60,52 @@ static int elf_ok(const char *path)
 	return ok;
 }
 
+/*
+ * $ORIGIN in a name dlopen is given is the caller's directory; glibc
+ * would take ours.  The main program's l_name is empty: its directory is
+ * /proc/self/exe's, as glibc finds it.  NULL: no $ORIGIN, or no room.
+ */
+static const char *expand_origin(const struct link_map *caller, const char *file, char *out,
+				 size_t size)
+{
+	char dir[4096];
+	const char *at, *name = caller->l_name;
+	size_t len, used = 0;
+	ssize_t n;
+
+	if (!strstr(file, "$ORIGIN") && !strstr(file, "${ORIGIN}"))
+		return NULL;
+	if (name && *name) {
+		len = strlen(name);
+		if (len >= sizeof(dir))
+			return NULL;
+		memcpy(dir, name, len + 1);
+	} else {
+		n = readlink("/proc/self/exe", dir, sizeof(dir) - 1);
+		if (n <= 0)
+			return NULL;
+		dir[n] = '\0';
+	}
+	at = strrchr(dir, '/');
+	if (!at)
+		return NULL;
+	dir[at - dir] = '\0';
+	len = strlen(dir);
+	while (*file) {
+		size_t cut = !strncmp(file, "$ORIGIN", 7) ? 7 : !strncmp(file, "${ORIGIN}", 9) ? 9 : 0;
+		const char *piece = cut ? dir : file;
+		size_t plen = cut ? len : 1;
+
+		if (used + plen >= size)
+			return NULL;
+		memcpy(out + used, piece, plen);
+		used += plen;
+		file += cut ?: 1;
+	}
+	out[used] = '\0';
+	return out;
+}
+
 static struct link_map *map_of(const void *addr)
 {
 	struct link_map *lm = NULL;
@@ -132,8 +178,10 @@ static const char *resolve_as(struct link_map *caller, const char *file, char *p
 	const Dl_serinfo *mine, *theirs;
 	unsigned int i, last = 0;
 
-	if (!caller || !file || strchr(file, '/'))
+	if (!caller || !file)
 		return file;
+	if (strchr(file, '/'))
+		return expand_origin(caller, file, path, size) ?: file;
 	/* an object of that name already loaded is what dlopen returns, by name */
 	if (dl_iterate_phdr(named, (void *)file))
 		return file;

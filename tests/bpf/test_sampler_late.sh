@@ -7,7 +7,8 @@
 # from outside.  Its own count is the truth: at rate 1 the sampler counts
 # exactly the calls made while taken over, over glibc, jemalloc and
 # mimalloc; at 4096 within the sampling error; the blocks from before the
-# takeover survive realloc, malloc_usable_size and free; memcheck finds no
+# takeover survive realloc, malloc_usable_size and free; 200 takeovers and
+# releases under four allocating threads harm nothing; memcheck finds no
 # error; with static TLS used up the dlopen fails cleanly; and (root)
 # culpert-bpf attach --sampler usdt --rate 1 sees exactly those calls,
 # none from before the takeover or after the release.
@@ -58,6 +59,23 @@ test_sampled() {
 		exit !(t > 0 && (d < 0 ? -d : d) <= 4 * s) }' "$TMP/sampled.out" >"$TMP/sampled.res" ||
 		fail "rate 4096: $(cat "$TMP/sampled.res")"
 	echo "  rate 4096: $(cat "$TMP/sampled.res")"
+}
+
+# 200 takeovers and releases while four threads allocate, realloc, free and
+# check their blocks (old ones and sampled ones alike) and a fifth opens,
+# uses and closes a library: no crash, no block damaged, no open failed
+test_cycles() {
+	for a in glibc jemalloc mimalloc; do
+		case $a in
+		glibc) pre= ;;
+		jemalloc) pre=$JEMALLOC ;;
+		mimalloc) pre=$MIMALLOC ;;
+		esac
+		LD_PRELOAD=$pre "$LATE" "$LIB" cycles 200 >"$TMP/cyc.out" 2>&1 ||
+			fail "cycles over $a: $(tr '\n' ';' <"$TMP/cyc.out")"
+		checks_pass cyc
+		awk '/^cycles/ { exit !($4 > 0) }' "$TMP/cyc.out" || fail "cycles over $a: nothing sampled"
+	done
 }
 
 # memcheck: no invalid free or read, no block of one heap given to another.
@@ -113,6 +131,7 @@ run_test sampler_late_exact_glibc test_exact_glibc
 run_test sampler_late_exact_jemalloc test_exact_jemalloc
 run_test sampler_late_exact_mimalloc test_exact_mimalloc
 run_test sampler_late_sampled test_sampled
+run_test sampler_late_cycles test_cycles
 run_test sampler_late_memcheck test_memcheck
 run_test sampler_late_tls_exhausted test_tls_exhausted
 run_test sampler_late_preloaded test_preloaded

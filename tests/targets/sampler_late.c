@@ -9,6 +9,9 @@
  *   sampler_late LIB wait [RATE]  the same, "pid N ready" once LIB is loaded
  *                                 (dormant), then SIGUSR1: a profiler
  *                                 attaches to LIB's probes meanwhile
+ *   sampler_late LIB cycles N     N takeovers and releases while four threads
+ *                                 allocate, free and check their blocks and a
+ *                                 fifth opens, uses and closes the plugin
  *   sampler_late LIB preloaded    LIB is preloaded too: interposing from the
  *                                 start, takeover only sets the rate and
  *                                 release refuses
@@ -189,6 +192,8 @@ static void plugin(void)
 		printf("dlopen: %s\n", dlerror());
 		return;
 	}
+	/* $ORIGIN is this program's directory, not the hook's */
+	check(dlopen("$ORIGIN/libsampler_tls_hog_8.so", RTLD_NOW) != NULL, "dlopen of $ORIGIN/...");
 	plugin_alloc = (void (*)(unsigned long *, unsigned long *))dlsym(h, "late_plugin_alloc");
 	check(plugin_alloc != NULL, "the plugin's function");
 	if (plugin_alloc)
@@ -384,6 +389,85 @@ out:
 	return failed != 0;
 }
 
+/* --- takeover and release under fire --- */
+
+static int stop;
+static int broken;
+
+static void *cycles_worker(void *arg)
+{
+	unsigned char *held[64] = { 0 };
+	unsigned long i;
+	int k;
+
+	for (i = 0; !__atomic_load_n(&stop, __ATOMIC_RELAXED); i++) {
+		k = (int)(i % 64);
+		if (held[k]) {
+			/* the block kept its pattern whoever allocated it, and goes back whoever frees it */
+			if (held[k][0] != (unsigned char)k || held[k][(size_t)k * 16] != (unsigned char)k)
+				__atomic_store_n(&broken, 1, __ATOMIC_RELAXED);
+			if (i % 3)
+				free(held[k]);
+			else
+				held[k] = realloc(held[k], (size_t)k * 32 + 1);
+			if (!(i % 3) && held[k])
+				continue;
+		}
+		held[k] = i % 5 ? malloc((size_t)k * 16 + 1) : calloc(1, (size_t)k * 16 + 1);
+		if (held[k])
+			memset(held[k], k, (size_t)k * 16 + 1);
+	}
+	for (k = 0; k < 64; k++)
+		free(held[k]);
+	return arg;
+}
+
+static void *cycles_opener(void *arg)
+{
+	unsigned long b = 0, c = 0;
+
+	while (!__atomic_load_n(&stop, __ATOMIC_RELAXED)) {
+		void *h = dlopen("libsampler_late_plugin.so", RTLD_NOW);
+		void (*f)(unsigned long *, unsigned long *);
+
+		if (!h) {
+			__atomic_store_n(&broken, 1, __ATOMIC_RELAXED);
+			break;
+		}
+		f = (void (*)(unsigned long *, unsigned long *))dlsym(h, "late_plugin_alloc");
+		if (f)
+			f(&b, &c);
+		dlclose(h);
+	}
+	return arg;
+}
+
+static int cycles(const char *lib, int n)
+{
+	pthread_t th[5];
+	int i;
+
+	check(load(lib) && takeover && release && state && page, "the library's interface");
+	if (!takeover || !release || !state || !page)
+		goto out;
+	for (i = 0; i < 5; i++)
+		check(!pthread_create(&th[i], NULL, i < 4 ? cycles_worker : cycles_opener, NULL),
+		      "pthread_create");
+	for (i = 0; i < n; i++) {
+		check(takeover(4096) == 0, "takeover");
+		check(release() == 0, "release");
+	}
+	check(state() == 0, "dormant at the end");
+	__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
+	for (i = 0; i < 5; i++)
+		pthread_join(th[i], NULL);
+	check(!broken, "blocks intact, plugin opened every time");
+	printf("cycles %d events %lu\n", n, events());
+out:
+	printf("checks %d failed %d\n", checks, failed);
+	return failed != 0;
+}
+
 static int preloaded(const char *lib)
 {
 	void *volatile p;
@@ -442,11 +526,13 @@ int main(int argc, char **argv)
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (argc < 3) {
-		fprintf(stderr, "usage: %s LIB run|wait|preloaded|tls [RATE]\n", argv[0]);
+		fprintf(stderr, "usage: %s LIB run|wait|cycles|preloaded|tls [RATE|N]\n", argv[0]);
 		return 2;
 	}
 	if (!strcmp(argv[2], "tls"))
 		return tls(argv[1]);
+	if (!strcmp(argv[2], "cycles"))
+		return cycles(argv[1], (int)rate);
 	if (!strcmp(argv[2], "preloaded"))
 		return preloaded(argv[1]);
 	return run(argv[1], !strcmp(argv[2], "wait"), rate);
