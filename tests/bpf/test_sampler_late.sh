@@ -21,14 +21,16 @@ JEMALLOC=/usr/lib/$MULTIARCH/libjemalloc.so.2
 MIMALLOC=/usr/lib/$MULTIARCH/libmimalloc.so.2
 LATE=$TARGETS/sampler_late
 
-# late NAME ALLOCATOR RATE: sampler_late over ALLOCATOR (glibc, jemalloc, mimalloc); $TMP/NAME.out
+# over ALLOCATOR ARGS...: sampler_late ARGS over ALLOCATOR (plain, tests/lib.sh)
+over() {
+	_a=$1
+	shift
+	plain "$_a" "$LATE" "$LIB" "$@"
+}
+
+# late NAME ALLOCATOR RATE: the whole sequence over ALLOCATOR; $TMP/NAME.out
 late() {
-	case "$2" in
-	glibc) _pre= ;;
-	jemalloc) _pre=$JEMALLOC ;;
-	mimalloc) _pre=$MIMALLOC ;;
-	esac
-	LD_PRELOAD=$_pre "$LATE" "$LIB" run "$3" >"$TMP/$1.out" 2>&1 ||
+	over "$2" run "$3" >"$TMP/$1.out" 2>&1 ||
 		fail "$1 over $2: $(grep -v '^total' "$TMP/$1.out" | tail -3 | tr '\n' ';')"
 }
 
@@ -66,12 +68,7 @@ test_sampled() {
 # uses and closes a library: no crash, no block damaged, no open failed
 test_cycles() {
 	for a in glibc jemalloc mimalloc; do
-		case $a in
-		glibc) pre= ;;
-		jemalloc) pre=$JEMALLOC ;;
-		mimalloc) pre=$MIMALLOC ;;
-		esac
-		LD_PRELOAD=$pre "$LATE" "$LIB" cycles 200 >"$TMP/cyc.out" 2>&1 ||
+		over "$a" cycles 200 >"$TMP/cyc.out" 2>&1 ||
 			fail "cycles over $a: $(tr '\n' ';' <"$TMP/cyc.out")"
 		checks_pass cyc
 		awk '/^cycles/ { exit !($4 > 0) }' "$TMP/cyc.out" || fail "cycles over $a: nothing sampled"

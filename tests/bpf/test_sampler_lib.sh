@@ -29,17 +29,6 @@ under() {
 	LD_PRELOAD=$_pre CULPERT_SAMPLER_STATS=$TMP/$_n.stats "$@"
 }
 
-# plain ALLOCATOR CMD...: CMD over ALLOCATOR alone, no sampler
-plain() {
-	case "$1" in
-	glibc) _pre= ;;
-	jemalloc) _pre=$JEMALLOC ;;
-	mimalloc) _pre=$MIMALLOC ;;
-	esac
-	shift
-	LD_PRELOAD=$_pre "$@"
-}
-
 # stat_of FILE KEY: KEY's value in the last sampler exit line of FILE
 stat_of() {
 	tail -1 "$1" | tr ' ' '\n' | sed -n "s/^$2=//p"
