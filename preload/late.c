@@ -270,6 +270,8 @@ static int build_targets(void)
 			continue;
 		add_target(e->name, real, e->fn);
 	}
+	/* the symbols the process lacks (operator new in a C program) left an error: ours */
+	dlerror();
 	add_target("dlopen", (void *)real_dlopen, (void *)hook_dlopen);
 	add_target("dlmopen", (void *)real_dlmopen, (void *)hook_dlmopen);
 	skip[0] = (uintptr_t)build_targets;
@@ -308,6 +310,13 @@ static void patch_new_objects(void)
 	if (__atomic_load_n(&taken, __ATOMIC_RELAXED))
 		patch_all();
 	unlock();
+}
+
+/* a fork child has one thread: a lock another thread of the parent held is free */
+void late_child_after_fork(void)
+{
+	pthread_mutex_init(&late_lock, NULL);
+	rescan = 0;
 }
 
 SAMPLER_EXPORT int culpert_sampler_takeover(unsigned long rate_bytes)

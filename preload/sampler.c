@@ -550,6 +550,7 @@ void sampler_child_after_fork(void)
 {
 	struct culpert_sampler_page *pg = &culpert_sampler_page;
 
+	late_child_after_fork();
 	sampler_drop_inherited_site(sampler_alloc_site, &otel_memory_alloc_semaphore);
 	sampler_drop_inherited_site(sampler_free_site, &otel_memory_free_semaphore);
 	allocstats_child_after_fork();

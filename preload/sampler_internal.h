@@ -73,6 +73,7 @@ void sampler_configure(uint64_t rate) SAMPLER_HIDDEN;
 /* loaded by dlopen rather than interposing: late.c takes over */
 int sampler_is_late(void) SAMPLER_HIDDEN;
 int sampler_boot_late(void) SAMPLER_HIDDEN;
+void late_child_after_fork(void) SAMPLER_HIDDEN;
 
 /* the entry points by name, at their addresses in this library (wrap.c) */
 struct sampler_entry {

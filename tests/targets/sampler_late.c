@@ -38,6 +38,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <culpert/sampler.h>
 #include "ready.h"
@@ -200,6 +202,38 @@ static void plugin(void)
 		plugin_alloc(&t_plugin.bytes, &t_plugin.calls);
 }
 
+/*
+ * A child forked while taken over inherits the rewritten slots: it frees
+ * old and new blocks, allocates, releases in its turn and exits; the
+ * parent's counts are its own.
+ */
+static void fork_child(void)
+{
+	int status = 0, i;
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		void *volatile p;
+		int ok = 1;
+
+		for (i = 0; i < OLD; i++)
+			if (i % 3 == 2)
+				ok &= intact(i);
+		for (i = 0; i < KEEP; i++)
+			free(kept[i]);
+		for (i = 0; i < 100; i++) {
+			p = malloc(64);
+			free(p);
+		}
+		ok &= state() == 1 && release() == 0 && state() == 0;
+		p = malloc(10);
+		free(p);
+		_exit(ok ? 0 : 3);
+	}
+	check(pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
+	      WEXITSTATUS(status) == 0, "a child forked while taken over");
+}
+
 static __attribute__((noinline)) void late_counted(void)
 {
 	void *volatile p;
@@ -269,6 +303,7 @@ static __attribute__((noinline)) void late_counted(void)
 	}
 	late_thread();
 	plugin();
+	fork_child();
 }
 
 /* released: the blocks sampled before are freed, nothing is seen */
