@@ -110,42 +110,85 @@ static uintptr_t saved_get(uintptr_t slot)
 
 /* --- page protection --- */
 
+/*
+ * /proc/self/maps, read once per walk when a RELRO page is first met: a
+ * read of it per page costs more than the rest of the walk.  The pages the
+ * walk itself makes writable get their old protection back before the
+ * next lookup, so the snapshot stays right for them.
+ */
+static char *maps;
+static size_t maps_len, maps_cap;
+static int maps_state;			/* 0 not read in this walk, 1 read, -1 unreadable */
+
+static int maps_read(void)
+{
+	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	ssize_t r = 0;
+
+	if (fd < 0)
+		return -1;
+	maps_len = 0;
+	for (;;) {
+		if (maps_len + 4096 > maps_cap) {
+			size_t cap = maps_cap ? maps_cap * 2 : 64 * 1024;
+			char *m = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+				       -1, 0);
+
+			if (m == MAP_FAILED)
+				break;
+			if (maps) {
+				memcpy(m, maps, maps_len);
+				munmap(maps, maps_cap);
+			}
+			maps = m;
+			maps_cap = cap;
+		}
+		r = read(fd, maps + maps_len, maps_cap - maps_len - 1);
+		if (r <= 0)
+			break;
+		maps_len += (size_t)r;
+	}
+	close(fd);
+	if (r < 0 || !maps)
+		return -1;
+	maps[maps_len] = '\0';
+	return 1;
+}
+
+static void maps_drop(void)
+{
+	if (maps)
+		munmap(maps, maps_cap);
+	maps = NULL;
+	maps_len = maps_cap = 0;
+	maps_state = 0;
+}
+
 /* the protection of the page at `addr` as the kernel has it; -1 if unknown */
 static int page_prot(uintptr_t addr)
 {
-	char buf[4096], *line, *nl;
-	size_t have = 0;
-	ssize_t r;
-	int fd, prot = -1;
+	const char *line, *next;
 
-	fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (!maps_state)
+		maps_state = maps_read();
+	if (maps_state < 0)
 		return -1;
-	while (prot < 0 && (r = read(fd, buf + have, sizeof(buf) - 1 - have)) > 0) {
-		have += (size_t)r;
-		buf[have] = '\0';
-		line = buf;
-		while (prot < 0 && (nl = strchr(line, '\n'))) {
-			unsigned long lo = 0, hi = 0;
-			char *p = line;
+	for (line = maps; line && *line; line = next) {
+		char *p;
+		unsigned long lo = strtoul(line, &p, 16), hi = 0;
 
-			*nl = '\0';
-			lo = strtoul(p, &p, 16);
-			if (*p == '-')
-				hi = strtoul(p + 1, &p, 16);
-			if (*p == ' ' && addr >= lo && addr < hi && strlen(p) >= 4)
-				prot = (p[1] == 'r' ? PROT_READ : 0) | (p[2] == 'w' ? PROT_WRITE : 0) |
-				       (p[3] == 'x' ? PROT_EXEC : 0);
-			line = nl + 1;
-		}
-		have -= (size_t)(line - buf);
-		memmove(buf, line, have);
-		/* a line longer than the buffer: only its end is kept; never ours */
-		if (have == sizeof(buf) - 1)
-			have = 0;
+		next = strchr(line, '\n');
+		if (next)
+			next++;
+		if (*p == '-')
+			hi = strtoul(p + 1, &p, 16);
+		if (lo > addr)
+			break;
+		if (*p == ' ' && addr < hi && p[1] && p[2] && p[3])
+			return (p[1] == 'r' ? PROT_READ : 0) | (p[2] == 'w' ? PROT_WRITE : 0) |
+			       (p[3] == 'x' ? PROT_EXEC : 0);
 	}
-	close(fd);
-	return prot;
+	return -1;
 }
 
 /* --- one object --- */
@@ -166,6 +209,7 @@ struct walk {
 	size_t nskip;
 	int restore;
 	struct got_stats *stats;
+	uint64_t lead[256];		/* first byte -> the targets' second bytes, mod 64 */
 };
 
 static uintptr_t page_of(uintptr_t a)
@@ -220,6 +264,9 @@ static const struct got_target *target_of(const struct walk *w, const char *name
 {
 	size_t i;
 
+	/* most symbols differ from every target in their first two bytes: no strcmp for them */
+	if (!name[0] || !(w->lead[(unsigned char)name[0]] & (1ULL << (name[1] & 63))))
+		return NULL;
 	for (i = 0; i < w->n; i++)
 		if (!strcmp(w->t[i].name, name))
 			return &w->t[i];
@@ -378,10 +425,14 @@ static int visit(struct dl_phdr_info *info, size_t size, void *data)
 static int walk(const struct got_target *t, size_t n, const uintptr_t *skip, size_t nskip,
 		int restore, struct got_stats *stats)
 {
-	struct walk w = { t, n, skip, nskip, restore, stats };
+	struct walk w = { t, n, skip, nskip, restore, stats, { 0 } };
+	size_t i;
 
+	for (i = 0; i < n; i++)
+		w.lead[(unsigned char)t[i].name[0]] |= 1ULL << (t[i].name[1] & 63);
 	memset(stats, 0, sizeof(*stats));
 	dl_iterate_phdr(visit, &w);
+	maps_drop();
 	return stats->failed ? -EIO : 0;
 }
 
