@@ -358,66 +358,97 @@ static int in_base_namespace(uintptr_t dynamic)
 	return 0;
 }
 
-static int visit(struct dl_phdr_info *info, size_t size, void *data)
-{
-	const struct walk *w = data;
-	struct object o = { .base = info->dlpi_addr, .phdr = info->dlpi_phdr,
-			    .phnum = info->dlpi_phnum };
-	const ElfW(Dyn) *dyn = NULL, *d;
-	const ElfW(Sym) *symtab = NULL;
-	const char *strtab = NULL;
-	const ElfW(Rela) *jmprel = NULL, *rela = NULL;
-	size_t jmprel_sz = 0, rela_sz = 0, i;
-	long pltrel = DT_RELA;
+/* what the walk and the lookup need of an object's dynamic section */
+struct dynamic {
+	const ElfW(Sym) *symtab;
+	const char *strtab;
+	const ElfW(Rela) *jmprel, *rela;
+	size_t jmprel_sz, rela_sz;
+	long pltrel;
+	const uint32_t *gnu_hash, *hash;
+};
 
-	for (i = 0; i < o.phnum; i++) {
-		const ElfW(Phdr) *ph = &o.phdr[i];
+/* the object's dynamic section, if it has one in the base namespace; RELRO into `o` */
+static int parse_object(struct dl_phdr_info *info, struct object *o, struct dynamic *dy)
+{
+	const ElfW(Dyn) *dyn = NULL, *d;
+	size_t i;
+
+	*o = (struct object){ .base = info->dlpi_addr, .phdr = info->dlpi_phdr,
+			      .phnum = info->dlpi_phnum };
+	*dy = (struct dynamic){ .pltrel = DT_RELA };
+	for (i = 0; i < o->phnum; i++) {
+		const ElfW(Phdr) *ph = &o->phdr[i];
 
 		if (ph->p_type == PT_DYNAMIC)
-			dyn = (const ElfW(Dyn) *)(o.base + ph->p_vaddr);
+			dyn = (const ElfW(Dyn) *)(o->base + ph->p_vaddr);
 		if (ph->p_type == PT_GNU_RELRO) {
-			o.relro_lo = page_of(o.base + ph->p_vaddr);
-			o.relro_hi = page_of(o.base + ph->p_vaddr + ph->p_memsz);
+			o->relro_lo = page_of(o->base + ph->p_vaddr);
+			o->relro_hi = page_of(o->base + ph->p_vaddr + ph->p_memsz);
 		}
 	}
 	if (!dyn || !in_base_namespace((uintptr_t)dyn))
 		return 0;
-	for (i = 0; i < w->nskip; i++)
-		if (in_object(&o, w->skip[i]))
-			return 0;
 	for (d = dyn; d->d_tag != DT_NULL; d++) {
+		uintptr_t a = dyn_addr(o->base, d->d_un.d_ptr);
+
 		switch (d->d_tag) {
 		case DT_SYMTAB:
-			symtab = (const ElfW(Sym) *)dyn_addr(o.base, d->d_un.d_ptr);
+			dy->symtab = (const ElfW(Sym) *)a;
 			break;
 		case DT_STRTAB:
-			strtab = (const char *)dyn_addr(o.base, d->d_un.d_ptr);
+			dy->strtab = (const char *)a;
 			break;
 		case DT_JMPREL:
-			jmprel = (const ElfW(Rela) *)dyn_addr(o.base, d->d_un.d_ptr);
+			dy->jmprel = (const ElfW(Rela) *)a;
 			break;
 		case DT_PLTRELSZ:
-			jmprel_sz = d->d_un.d_val;
+			dy->jmprel_sz = d->d_un.d_val;
 			break;
 		case DT_PLTREL:
-			pltrel = (long)d->d_un.d_val;
+			dy->pltrel = (long)d->d_un.d_val;
 			break;
 		case DT_RELA:
-			rela = (const ElfW(Rela) *)dyn_addr(o.base, d->d_un.d_ptr);
+			dy->rela = (const ElfW(Rela) *)a;
 			break;
 		case DT_RELASZ:
-			rela_sz = d->d_un.d_val;
+			dy->rela_sz = d->d_un.d_val;
+			break;
+		case DT_GNU_HASH:
+			dy->gnu_hash = (const uint32_t *)a;
+			break;
+		case DT_HASH:
+			dy->hash = (const uint32_t *)a;
 			break;
 		}
 	}
-	if (!symtab || !strtab)
+	return dy->symtab && dy->strtab;
+}
+
+static int skipped(const struct object *o, const uintptr_t *skip, size_t nskip)
+{
+	size_t i;
+
+	for (i = 0; i < nskip; i++)
+		if (in_object(o, skip[i]))
+			return 1;
+	return 0;
+}
+
+static int visit(struct dl_phdr_info *info, size_t size, void *data)
+{
+	const struct walk *w = data;
+	struct object o;
+	struct dynamic dy;
+
+	if (!parse_object(info, &o, &dy) || skipped(&o, w->skip, w->nskip))
 		return 0;
 	w->stats->objects++;
 	/* x86-64 and arm64 use RELA throughout */
-	if (jmprel && pltrel == DT_RELA)
-		visit_relocs(w, &o, jmprel, jmprel_sz, symtab, strtab);
-	if (rela)
-		visit_relocs(w, &o, rela, rela_sz, symtab, strtab);
+	if (dy.jmprel && dy.pltrel == DT_RELA)
+		visit_relocs(w, &o, dy.jmprel, dy.jmprel_sz, dy.symtab, dy.strtab);
+	if (dy.rela)
+		visit_relocs(w, &o, dy.rela, dy.rela_sz, dy.symtab, dy.strtab);
 	close_page(&o);
 	return 0;
 }
@@ -445,4 +476,92 @@ int got_patch(const struct got_target *t, size_t n, const uintptr_t *skip, size_
 int got_restore(const struct got_target *t, size_t n, struct got_stats *stats)
 {
 	return walk(t, n, NULL, 0, 1, stats);
+}
+
+/* --- definitions --- */
+
+/* the object's own definition of `name` through its DT_GNU_HASH or DT_HASH table */
+static const ElfW(Sym) *defined_in(const struct dynamic *dy, const char *name)
+{
+	const ElfW(Sym) *sym;
+	uint32_t i;
+
+	if (dy->gnu_hash) {
+		const uint32_t *h = dy->gnu_hash, *buckets, *chain;
+		uint32_t nbuckets = h[0], symoffset = h[1], bloom = h[2], hv = 5381;
+		const unsigned char *c;
+
+		for (c = (const unsigned char *)name; *c; c++)
+			hv = hv * 33 + *c;
+		buckets = (const uint32_t *)((const ElfW(Addr) *)&h[4] + bloom);
+		chain = buckets + nbuckets;
+		if (!nbuckets)
+			return NULL;
+		for (i = buckets[hv % nbuckets]; i >= symoffset; i++) {
+			uint32_t ch = chain[i - symoffset];
+
+			sym = &dy->symtab[i];
+			if ((ch | 1) == (hv | 1) && !strcmp(dy->strtab + sym->st_name, name))
+				return sym;
+			if (ch & 1)
+				break;
+		}
+		return NULL;
+	}
+	if (dy->hash) {
+		uint32_t nbucket = dy->hash[0], hv = 0, g;
+		const uint32_t *bucket = &dy->hash[2], *chain = bucket + nbucket;
+		const unsigned char *c;
+
+		for (c = (const unsigned char *)name; *c; c++) {
+			hv = (hv << 4) + *c;
+			g = hv & 0xf0000000;
+			hv ^= g >> 24;
+			hv &= ~g;
+		}
+		for (i = nbucket ? bucket[hv % nbucket] : 0; i; i = chain[i]) {
+			sym = &dy->symtab[i];
+			if (!strcmp(dy->strtab + sym->st_name, name))
+				return sym;
+		}
+	}
+	return NULL;
+}
+
+struct lookup {
+	const char *name;
+	const uintptr_t *skip;
+	size_t nskip;
+	void *found;
+};
+
+static int lookup_one(struct dl_phdr_info *info, size_t size, void *data)
+{
+	struct lookup *l = data;
+	const ElfW(Sym) *sym;
+	struct object o;
+	struct dynamic dy;
+	unsigned int type;
+
+	if (!parse_object(info, &o, &dy) || skipped(&o, l->skip, l->nskip))
+		return 0;
+	sym = defined_in(&dy, l->name);
+	if (!sym || sym->st_shndx == SHN_UNDEF || !sym->st_value)
+		return 0;
+	/* no IFUNC: none of the entry points is one, and its resolver is not the function */
+	type = ELF64_ST_TYPE(sym->st_info);
+	if (type != STT_FUNC)
+		return 0;
+	if (ELF64_ST_BIND(sym->st_info) != STB_GLOBAL && ELF64_ST_BIND(sym->st_info) != STB_WEAK)
+		return 0;
+	l->found = (void *)(o.base + sym->st_value);
+	return 1;
+}
+
+void *got_definition(const char *name, const uintptr_t *skip, size_t nskip)
+{
+	struct lookup l = { name, skip, nskip, NULL };
+
+	dl_iterate_phdr(lookup_one, &l);
+	return l.found;
 }

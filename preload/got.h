@@ -27,4 +27,13 @@ int got_patch(const struct got_target *t, size_t n, const uintptr_t *skip, size_
 /* every slot holding a target's wrapper back to what it held */
 int got_restore(const struct got_target *t, size_t n, struct got_stats *stats) SAMPLER_HIDDEN;
 
+/*
+ * The first definition of the function `name` in the base namespace's
+ * load order (its global scope, for the objects loaded at start), leaving
+ * out the objects holding a `skip` address.  Not dlsym(RTLD_DEFAULT): in a
+ * program built without -fPIE that takes malloc's address, that is the
+ * program's PLT stub, the canonical address, not the allocator.
+ */
+void *got_definition(const char *name, const uintptr_t *skip, size_t nskip) SAMPLER_HIDDEN;
+
 #endif /* CULPERT_SAMPLER_GOT_H */

@@ -258,20 +258,18 @@ static int build_targets(void)
 {
 	size_t i;
 
-	real_dlopen = (void *(*)(const char *, int))dlsym(RTLD_DEFAULT, "dlopen");
-	real_dlmopen = (void *(*)(Lmid_t, const char *, int))dlsym(RTLD_DEFAULT, "dlmopen");
+	real_dlopen = (void *(*)(const char *, int))sampler_sym("dlopen");
+	real_dlmopen = (void *(*)(Lmid_t, const char *, int))sampler_sym("dlmopen");
 	if (!real_dlopen || !real_dlmopen)
 		return -ENOENT;
 	for (i = 0; i < sampler_n_entries; i++) {
 		const struct sampler_entry *e = &sampler_entries[i];
-		void *real = dlsym(RTLD_DEFAULT, e->name);
+		void *real = sampler_sym(e->name);
 
 		if (real && e->cxx && !cxx_over_malloc(real))
 			continue;
 		add_target(e->name, real, e->fn);
 	}
-	/* the symbols the process lacks (operator new in a C program) left an error: ours */
-	dlerror();
 	add_target("dlopen", (void *)real_dlopen, (void *)hook_dlopen);
 	add_target("dlmopen", (void *)real_dlmopen, (void *)hook_dlmopen);
 	skip[0] = (uintptr_t)build_targets;

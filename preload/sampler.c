@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include <culpert/sampler.h>
+#include "got.h"
 #include "sampler_internal.h"
 #include "usdt.h"
 
@@ -241,14 +242,17 @@ static void read_env(void)
 
 /*
  * Preloaded, the allocator is the next definition after this library;
- * loaded late, it is what the process is bound to now (RTLD_NEXT from a
- * dlopen'd object searches the scope of whoever opened it).
+ * loaded late, the first definition in the process's global scope other
+ * than ours (RTLD_NEXT from a dlopen'd object searches the scope of
+ * whoever opened it; RTLD_DEFAULT may give a program's PLT stub, got.h).
  */
-static void *lookup_handle = RTLD_NEXT;
+static int lookup_late;
 
 void *sampler_sym(const char *name)
 {
-	return dlsym(lookup_handle, name);
+	uintptr_t self = (uintptr_t)sampler_sym;
+
+	return lookup_late ? got_definition(name, &self, 1) : dlsym(RTLD_NEXT, name);
 }
 
 /* a function of the object that defines malloc, or NULL: another object's would mix heaps */
@@ -357,7 +361,7 @@ int sampler_boot_late(void)
 
 	if (__atomic_load_n(&sampler_next.ready, __ATOMIC_ACQUIRE))
 		return 0;
-	lookup_handle = RTLD_DEFAULT;
+	lookup_late = 1;
 	err = resolve();
 	if (err)
 		return err;
@@ -368,7 +372,7 @@ int sampler_boot_late(void)
 /* the process's malloc is this library's: preloaded, or linked before the allocator */
 static int interposing(void)
 {
-	void *m = dlsym(RTLD_DEFAULT, "malloc");
+	void *m = got_definition("malloc", NULL, 0);
 	Dl_info a, b;
 
 	return m && dladdr(m, &a) && dladdr((void *)sampler_boot, &b) && a.dli_fbase == b.dli_fbase;

@@ -7,7 +7,8 @@
 # from outside.  Its own count is the truth: at rate 1 the sampler counts
 # exactly the calls made while taken over, over glibc, jemalloc and
 # mimalloc; at 4096 within the sampling error; the blocks from before the
-# takeover survive realloc, malloc_usable_size and free; 200 takeovers and
+# takeover survive realloc, malloc_usable_size and free; Debian's python3
+# (no -fPIE) is unharmed and sampled; 200 takeovers and
 # releases under four allocating threads harm nothing; memcheck finds no
 # error; with static TLS used up the dlopen fails cleanly; and (root)
 # culpert-bpf attach --sampler usdt --rate 1 sees exactly those calls,
@@ -75,6 +76,23 @@ test_cycles() {
 	done
 }
 
+# Debian's python3, a program built without -fPIE that takes malloc's
+# address (dlsym(RTLD_DEFAULT) gives its PLT stub), with the library loaded
+# by ctypes: the same digests before, while taken over and after, sqlite3
+# imported while taken over counts its rows right, samples while taken
+# over and none after, over glibc and jemalloc
+test_python() {
+	for a in glibc jemalloc; do
+		plain "$a" /usr/bin/python3 tests/sampler/late_python.py "$LIB" >"$TMP/py.out" 2>&1 ||
+			{ fail "python3 over $a: $(tail -3 "$TMP/py.out" | tr '\n' ';')"; continue; }
+		grep -q '^takeover 0 .* state 1$' "$TMP/py.out" && grep -q '^release 0 .* state 0$' "$TMP/py.out" &&
+			grep -q '^same True rows 20000 888900$' "$TMP/py.out" &&
+			awk '/^events/ { exit !($3 > 0 && $5 == 0) }' "$TMP/py.out" ||
+			fail "python3 over $a: $(tr '\n' ';' <"$TMP/py.out")"
+		echo "  python3 over $a: $(grep -h '^takeover\|^release' "$TMP/py.out" | tr '\n' ' ')"
+	done
+}
+
 # memcheck: no invalid free or read, no block of one heap given to another.
 # Memcheck replaces every object's malloc, ours too, unless told to leave
 # user objects' alone; the sampler's operator delete is free(), over
@@ -129,6 +147,7 @@ run_test sampler_late_exact_jemalloc test_exact_jemalloc
 run_test sampler_late_exact_mimalloc test_exact_mimalloc
 run_test sampler_late_sampled test_sampled
 run_test sampler_late_cycles test_cycles
+run_test sampler_late_python test_python
 run_test sampler_late_memcheck test_memcheck
 run_test sampler_late_tls_exhausted test_tls_exhausted
 run_test sampler_late_preloaded test_preloaded
