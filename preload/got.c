@@ -366,6 +366,7 @@ struct dynamic {
 	size_t jmprel_sz, rela_sz;
 	long pltrel;
 	const uint32_t *gnu_hash, *hash;
+	const char *soname;		/* DT_SONAME, or NULL */
 };
 
 /* the object's dynamic section, if it has one in the base namespace; RELRO into `o` */
@@ -376,6 +377,8 @@ static int parse_object(struct dl_phdr_info *info, struct object *o, struct dyna
 
 	*o = (struct object){ .base = info->dlpi_addr, .phdr = info->dlpi_phdr,
 			      .phnum = info->dlpi_phnum };
+	uintptr_t soname = 0;
+
 	*dy = (struct dynamic){ .pltrel = DT_RELA };
 	for (i = 0; i < o->phnum; i++) {
 		const ElfW(Phdr) *ph = &o->phdr[i];
@@ -420,8 +423,13 @@ static int parse_object(struct dl_phdr_info *info, struct object *o, struct dyna
 		case DT_HASH:
 			dy->hash = (const uint32_t *)a;
 			break;
+		case DT_SONAME:
+			soname = d->d_un.d_val;
+			break;
 		}
 	}
+	if (dy->strtab && soname)
+		dy->soname = dy->strtab + soname;
 	return dy->symtab && dy->strtab;
 }
 
@@ -564,4 +572,21 @@ void *got_definition(const char *name, const uintptr_t *skip, size_t nskip)
 
 	dl_iterate_phdr(lookup_one, &l);
 	return l.found;
+}
+
+/* a loaded object answers to `name`: its file's name or its DT_SONAME */
+static int named(struct dl_phdr_info *info, size_t size, void *data)
+{
+	const char *name = data, *base = strrchr(info->dlpi_name, '/');
+	struct object o;
+	struct dynamic dy;
+
+	if (!strcmp(base ? base + 1 : info->dlpi_name, name))
+		return 1;
+	return parse_object(info, &o, &dy) && dy.soname && !strcmp(dy.soname, name);
+}
+
+int got_loaded(const char *name)
+{
+	return dl_iterate_phdr(named, (void *)name);
 }

@@ -36,4 +36,7 @@ int got_restore(const struct got_target *t, size_t n, struct got_stats *stats) S
  */
 void *got_definition(const char *name, const uintptr_t *skip, size_t nskip) SAMPLER_HIDDEN;
 
+/* an object of the base namespace is loaded under `name` (its file's name or DT_SONAME) */
+int got_loaded(const char *name) SAMPLER_HIDDEN;
+
 #endif /* CULPERT_SAMPLER_GOT_H */

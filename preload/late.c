@@ -114,35 +114,6 @@ static struct link_map *map_of(const void *addr)
 	return dladdr1(addr, &di, (void **)&lm, RTLD_DL_LINKMAP) ? lm : NULL;
 }
 
-/*
- * A loaded object answers to `name` (its file's name or its DT_SONAME):
- * a dlopen of a bare name returns it without searching.  Not a dlopen with
- * RTLD_NOLOAD: its failure would leave an error that dlerror() formats
- * with the process's allocator, calls the process did not make.
- */
-static int named(struct dl_phdr_info *info, size_t size, void *data)
-{
-	const char *name = data, *base = strrchr(info->dlpi_name, '/');
-	const ElfW(Dyn) *d = NULL;
-	const char *strtab = NULL;
-	uintptr_t soname = 0;
-	int i;
-
-	if (!strcmp(base ? base + 1 : info->dlpi_name, name))
-		return 1;
-	for (i = 0; i < info->dlpi_phnum; i++)
-		if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
-			d = (const ElfW(Dyn) *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
-	for (; d && d->d_tag != DT_NULL; d++) {
-		if (d->d_tag == DT_STRTAB)
-			strtab = (const char *)d->d_un.d_ptr;
-		if (d->d_tag == DT_SONAME)
-			soname = d->d_un.d_val;
-	}
-	return strtab && soname && (uintptr_t)strtab >= info->dlpi_addr &&
-	       !strcmp(strtab + soname, name);
-}
-
 /* the search list of an object; NULL when it does not fit `buf` */
 static Dl_serinfo *search_list(struct link_map *map, char *buf, size_t size)
 {
@@ -182,8 +153,13 @@ static const char *resolve_as(struct link_map *caller, const char *file, char *p
 		return file;
 	if (strchr(file, '/'))
 		return expand_origin(caller, file, path, size) ?: file;
-	/* an object of that name already loaded is what dlopen returns, by name */
-	if (dl_iterate_phdr(named, (void *)file))
+	/*
+	 * An object of that name already loaded is what dlopen returns, by
+	 * name.  Not asked with RTLD_NOLOAD: its failure would leave an error
+	 * that dlerror() formats with the process's allocator, calls the
+	 * process did not make.
+	 */
+	if (got_loaded(file))
 		return file;
 	mine = search_list(map_of((const void *)resolve_as), mine_buf, sizeof(mine_buf));
 	theirs = search_list(caller, theirs_buf, sizeof(theirs_buf));
