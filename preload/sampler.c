@@ -351,6 +351,13 @@ void sampler_boot(void)
 	__atomic_store_n(&boot_state, BOOT_READY, __ATOMIC_RELEASE);
 }
 
+static int same_object(void *a, void *b)
+{
+	Dl_info da, db;
+
+	return a && b && dladdr(a, &da) && dladdr(b, &db) && da.dli_fbase == db.dli_fbase;
+}
+
 /*
  * Loaded late: the allocator the process is bound to now.  Called under
  * late.c's lock, before any GOT slot points at the entry points.
@@ -362,6 +369,13 @@ int sampler_boot_late(void)
 	if (__atomic_load_n(&sampler_next.ready, __ATOMIC_ACQUIRE))
 		return 0;
 	lookup_late = 1;
+	/*
+	 * Another copy of this library interposing already (preloaded, and
+	 * this one loaded from another path): sampling its calls again would
+	 * count every sample twice.  Its own probes are the ones to use.
+	 */
+	if (same_object(sampler_sym("malloc"), sampler_sym("culpert_sampler_takeover")))
+		return -EEXIST;
 	err = resolve();
 	if (err)
 		return err;
@@ -372,10 +386,7 @@ int sampler_boot_late(void)
 /* the process's malloc is this library's: preloaded, or linked before the allocator */
 static int interposing(void)
 {
-	void *m = got_definition("malloc", NULL, 0);
-	Dl_info a, b;
-
-	return m && dladdr(m, &a) && dladdr((void *)sampler_boot, &b) && a.dli_fbase == b.dli_fbase;
+	return same_object(got_definition("malloc", NULL, 0), (void *)sampler_boot);
 }
 
 /* a rate from the caller, or what the environment says (default 512 KiB) */

@@ -131,6 +131,7 @@ struct culpert_sampler_page {
  *   of every loaded object at the sampler, sampling at `rate_bytes` (0:
  *   CULPERT_SAMPLER_RATE of the process, else 512 KiB).  0 or -errno;
  *   0 again when already taken over.  Preloaded: sets the rate, 0.
+ *   -EEXIST: another copy of the library is preloaded (use its probes).
  * culpert_sampler_release: every slot back as it was, one aligned 8-byte
  *   compare-and-swap each; the library stays mapped and dormant, and a
  *   later takeover reuses it.  0 or -errno; -EOPNOTSUPP when preloaded.

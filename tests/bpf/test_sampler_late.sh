@@ -122,6 +122,15 @@ test_preloaded() {
 	checks_pass pre
 }
 
+# preloaded, and a copy loaded from another path (as an injector's memfd
+# is): the copy's takeover refuses rather than sample every call twice
+test_second_copy() {
+	cp "$LIB" "$TMP/libculpert-sampler-copy.so"
+	LD_PRELOAD=$LIB "$LATE" "$TMP/libculpert-sampler-copy.so" second >"$TMP/second.out" 2>&1 ||
+		fail "second copy: $(tr '\n' ';' <"$TMP/second.out")"
+	checks_pass second
+}
+
 # culpert-bpf on the library's probes, attached while it is loaded and
 # dormant: every leaf of the profile is one of the target's counted
 # functions with exactly its bytes and calls, and nothing else (the calls
@@ -151,4 +160,5 @@ run_test sampler_late_python test_python
 run_test sampler_late_memcheck test_memcheck
 run_test sampler_late_tls_exhausted test_tls_exhausted
 run_test sampler_late_preloaded test_preloaded
+run_test sampler_late_second_copy test_second_copy
 run_test sampler_late_attach_usdt test_attach_usdt

@@ -15,6 +15,8 @@
  *   sampler_late LIB preloaded    LIB is preloaded too: interposing from the
  *                                 start, takeover only sets the rate and
  *                                 release refuses
+ *   sampler_late LIB second       LIB a copy of the library that is preloaded:
+ *                                 takeover refuses (-EEXIST), nothing changes
  *   sampler_late LIB tls          static TLS filled by libsampler_tls_hog_*.so
  *                                 first (run it with glibc's surplus tuned
  *                                 down): says whether LIB could be loaded
@@ -525,6 +527,25 @@ out:
 	return failed != 0;
 }
 
+/* a second copy next to a preloaded one: its takeover would sample every call twice */
+static int second(const char *lib)
+{
+	void *volatile p;
+
+	check(load(lib) && takeover && page, "the library's interface");
+	if (!takeover || !page)
+		goto out;
+	check(state() == 0, "second copy: dormant");
+	check(takeover(1) == -EEXIST, "second copy: takeover refuses");
+	check(state() == 0, "second copy: still dormant");
+	p = malloc(1000);
+	free(p);
+	check(page->events == 0, "second copy: sees nothing");
+out:
+	printf("checks %d failed %d\n", checks, failed);
+	return failed != 0;
+}
+
 /* glibc's static TLS surplus filled by libraries of initial-exec TLS, biggest first */
 static int tls(const char *lib)
 {
@@ -561,13 +582,15 @@ int main(int argc, char **argv)
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (argc < 3) {
-		fprintf(stderr, "usage: %s LIB run|wait|cycles|preloaded|tls [RATE|N]\n", argv[0]);
+		fprintf(stderr, "usage: %s LIB run|wait|cycles|preloaded|second|tls [RATE|N]\n", argv[0]);
 		return 2;
 	}
 	if (!strcmp(argv[2], "tls"))
 		return tls(argv[1]);
 	if (!strcmp(argv[2], "cycles"))
 		return cycles(argv[1], (int)rate);
+	if (!strcmp(argv[2], "second"))
+		return second(argv[1]);
 	if (!strcmp(argv[2], "preloaded"))
 		return preloaded(argv[1]);
 	return run(argv[1], !strcmp(argv[2], "wait"), rate);
