@@ -924,6 +924,8 @@ static int start(struct agent *a)
 	if (a->disc)
 		a->coll = collector__new(&a->o.collect, a->o.max_targets, a->o.max_stacks,
 					 a->o.labels == AGENT_LABELS_ALL, err, sizeof(err));
+	if (a->coll && a->mem.limit)
+		collector__set_memlimit(a->coll, &a->mem);
 	ret = a->disc && a->coll ? setup_loop(a, err, sizeof(err)) : -EINVAL;
 	a->ep.profile = collector__profile;
 	a->ep.state = collector__state_cb;
@@ -1046,6 +1048,13 @@ int cmd_agent(int argc, char **argv)
 	 * the clients do.
 	 */
 	mallopt(M_ARENA_MAX, 2);
+	/*
+	 * An encoding's arrays (megabytes each) are mapped and unmapped with
+	 * it: glibc's threshold would otherwise rise past them after the first
+	 * free, and the next encodings' pages would stay in the arenas, the
+	 * RSS a memory limit sees (docs/agent.md, "Memory").
+	 */
+	mallopt(M_MMAP_THRESHOLD, 256 << 10);
 	ret = agent_opts__parse(argc, argv, &a.o);
 	if (ret || selectors__parse(a.o.selects, a.o.n_selects, &a.sel)) {
 		agent_opts__free(&a.o);

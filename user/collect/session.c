@@ -1172,6 +1172,11 @@ bool session__ended(struct session *s, enum session_end *why)
  * lost are counted: inuse_lost_frees); run comments are this profile's
  * only.
  */
+size_t session__profile_need(const struct session *s)
+{
+	return export_profile_need(s->agg, s->live, s->o.symbolize);
+}
+
 int session__profile(struct session *s, const struct session_profile_opts *po, void **buf,
 		     size_t *len)
 {
