@@ -521,12 +521,19 @@ static bool drop_coldest(struct agent *a, uint64_t used)
 static void mem_guard(struct agent *a, int64_t now)
 {
 	char u[32], l[32];
-	uint64_t used;
+	uint64_t used, reserved;
 
 	if (!a->mem.limit || now < a->next_mem)
 		return;
 	a->next_mem = now + MEM_CHECK_NS;
+	/*
+	 * Less what the encodings under way reserved: their peak was admitted
+	 * under 7/8 already, and passes (folding for it would freeze every
+	 * target's stacks for a moment's memory)
+	 */
 	used = memlimit__usage(&a->mem);
+	reserved = collector__mem_reserved(a->coll);
+	used = used > reserved ? used - reserved : 0;
 	if (used < a->mem.limit / 4 * 3)
 		return;
 	/* every check: targets picked up since have aggregates of their own */

@@ -43,7 +43,8 @@
  * A target's records kept while a profile of it is serialized: past this
  * the profiling thread waits for the lock (the ring buffer holds the
  * rest), rather than grow without bound.  A serialization takes tens of
- * milliseconds, a backlog of it a few hundred KiB.
+ * milliseconds, a backlog of it a few hundred KiB.  Under a memory limit,
+ * a 16th of it at most (collector__set_memlimit()).
  */
 #define BACKLOG_MAX	(32 << 20)
 /* profiles serialized at once: each holds its whole encoding (memory) */
@@ -125,6 +126,7 @@ struct collector {
 	struct flight flights[MAX_FLIGHTS];	/* under enc_lock */
 	const struct memlimit *mem;	/* NULL: no limit */
 	uint64_t reserved;		/* the encodings' estimated peaks (under enc_lock) */
+	size_t backlog_max;		/* a target's backlog, bytes */
 	uint64_t mem_refused;		/* scrapes refused for memory (under enc_lock) */
 	uint64_t backlogged, stalls;	/* records kept back; waits for a full backlog */
 	/*
@@ -227,12 +229,12 @@ static struct ctarget *lock_state(struct collector *c, pid_t pid, uint64_t start
 }
 
 /* a copy of the record at the end of the backlog; -ENOSPC when full, -ENOMEM */
-static int backlog_add(struct backlog *q, const void *data, size_t size)
+static int backlog_add(struct backlog *q, const void *data, size_t size, size_t max)
 {
 	size_t need = q->len + 8 + ((size + 7) & ~(size_t)7), cap;
 	unsigned char *nb;
 
-	if (need > BACKLOG_MAX)
+	if (need > max)
 		return -ENOSPC;
 	if (need > q->cap) {
 		for (cap = q->cap ?: 64 * 1024; cap < need; cap *= 2)
@@ -295,7 +297,7 @@ static int on_record(void *ctx, void *data, size_t size)
 		s = t->s;
 		pthread_mutex_unlock(&t->st_lock);
 		/* its first records, before the attach thread has stored its session: kept */
-		if (!s && attaching && !backlog_add(&t->q, data, size)) {
+		if (!s && attaching && !backlog_add(&t->q, data, size, c->backlog_max)) {
 			__atomic_store_n(&t->backlogged, 1, __ATOMIC_RELAXED);
 			c->backlogged++;
 		}
@@ -305,7 +307,7 @@ static int on_record(void *ctx, void *data, size_t size)
 	if (pthread_mutex_trylock(&t->lock)) {
 		/* a profile of it is being serialized: keep the record, read on */
 		__atomic_store_n(&t->backlogged, 1, __ATOMIC_RELAXED);
-		if (!backlog_add(&t->q, data, size)) {
+		if (!backlog_add(&t->q, data, size, c->backlog_max)) {
 			c->backlogged++;
 			return 0;
 		}
@@ -340,6 +342,7 @@ struct collector *collector__new(const struct session_opts *o, size_t max_target
 	c->o = *o;
 	c->n = max_targets;
 	c->max_stacks = max_stacks;
+	c->backlog_max = BACKLOG_MAX;
 	c->labels_all = labels_all;
 	/* per target, as attach chooses; the object carries the stack copy unless fp for all */
 	c->unwind = o->unwind;
@@ -1208,6 +1211,9 @@ static struct ctarget *lock_to_encode(struct collector *c, const struct agent_ta
 void collector__set_memlimit(struct collector *c, const struct memlimit *m)
 {
 	c->mem = m;
+	/* the backlog of the target encoded grows beside the encoding: its share too */
+	if (m->limit / 16 < c->backlog_max)
+		c->backlog_max = m->limit / 16;
 }
 
 /*
@@ -1260,6 +1266,16 @@ static int mem_admit(struct collector *c, const struct agent_target *at, uint64_
 	return ret;
 }
 
+uint64_t collector__mem_reserved(struct collector *c)
+{
+	uint64_t r;
+
+	pthread_mutex_lock(&c->enc_lock);
+	r = c->reserved;
+	pthread_mutex_unlock(&c->enc_lock);
+	return r;
+}
+
 static void mem_release(struct collector *c, uint64_t need)
 {
 	if (!c->mem)
@@ -1299,7 +1315,7 @@ static int encode(struct collector *c, const struct agent_target *at, enum agent
 	t = lock_to_encode(c, at, err, errlen, &ret);
 	if (t && c->mem) {
 		/* the memory is waited for without the target's lock: intake goes on */
-		need = session__profile_need(t->s);
+		need = session__profile_need(t->s) + c->backlog_max;
 		pthread_mutex_unlock(&t->lock);
 		ret = mem_admit(c, at, need, err, errlen);
 		if (!ret) {
@@ -1328,9 +1344,10 @@ static int encode(struct collector *c, const struct agent_target *at, enum agent
 	pthread_mutex_unlock(&t->lock);
 	mem_release(c, need);
 	encode_end(c);
-	pr_debug("profile of pid %d (%s): %zu bytes in %.1f ms (%.1f ms of CPU)\n", (int)at->pid,
-		 at->comm, ret ? 0 : *len, (double)(mono_ns() - t0) / 1e6,
-		 (double)(thread_cpu_ns() - cpu0) / 1e6);
+	pr_debug("profile of pid %d (%s): %zu bytes in %.1f ms (%.1f ms of CPU, %.1f MiB "
+		 "estimated)\n", (int)at->pid, at->comm, ret ? 0 : *len,
+		 (double)(mono_ns() - t0) / 1e6, (double)(thread_cpu_ns() - cpu0) / 1e6,
+		 (double)need / (1 << 20));
 	if (ret)
 		snprintf(err, errlen, "cannot serialize the profile of pid %d (%s): %s",
 			 (int)at->pid, at->comm, strerror(-ret));

@@ -137,6 +137,8 @@ struct memlimit;
  * under way the scrape is refused (503, saying why).  m outlives c.
  */
 void collector__set_memlimit(struct collector *c, const struct memlimit *m);
+/* what the encodings under way reserved, bytes: admitted already, not the guard's to act on */
+uint64_t collector__mem_reserved(struct collector *c);
 /* the fd the profiling thread polls, and the work to do when it is readable or periodically */
 int collector__fd(const struct collector *c);
 int collector__poll(struct collector *c, uint64_t now_ns);
