@@ -1313,9 +1313,11 @@ static int encode(struct collector *c, const struct agent_target *at, enum agent
 		return -EAGAIN;
 	}
 	t = lock_to_encode(c, at, err, errlen, &ret);
+	/* estimated always: -vv logs it beside what the encoding took */
+	if (t)
+		need = session__profile_need(t->s) + (c->mem ? c->backlog_max : 0);
 	if (t && c->mem) {
 		/* the memory is waited for without the target's lock: intake goes on */
-		need = session__profile_need(t->s) + c->backlog_max;
 		pthread_mutex_unlock(&t->lock);
 		ret = mem_admit(c, at, need, err, errlen);
 		if (!ret) {
