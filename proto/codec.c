@@ -193,44 +193,103 @@ static int pb_build_header(struct pb_build *b, const struct pprof_profile *p)
 	return 0;
 }
 
-static int gzip_buf(const void *in, size_t in_len, void **out, size_t *out_len)
-{
-	z_stream zs = { 0 };
-	unsigned char *buf;
+/*
+ * The protobuf goes into deflate as it is packed, through a staging
+ * buffer: the packed profile (about as large as the profile's tables) is
+ * never whole in memory, only the gzip'd output is (docs/agent.md,
+ * "Memory").
+ */
+#define STAGE_SIZE (64 << 10)
+
+struct gz_sink {
+	ProtobufCBuffer base;
+	z_stream zs;
+	unsigned char stage[STAGE_SIZE];
+	size_t staged;
+	unsigned char *out;
 	size_t cap;
+	int err;
+};
+
+/* deflate what is staged, growing the output as needed */
+static void gz_push(struct gz_sink *g, int flush)
+{
+	unsigned char *nb;
 	int zr;
 
-	/* windowBits 15 + 16: gzip wrapper; zlib writes mtime 0, so output is reproducible */
-	if (deflateInit2(&zs, Z_BEST_SPEED, Z_DEFLATED, 15 + 16, 8,
-			 Z_DEFAULT_STRATEGY) != Z_OK)
+	g->zs.next_in = g->stage;
+	g->zs.avail_in = (unsigned int)g->staged;
+	do {
+		if (g->zs.total_out == g->cap || !g->zs.avail_out) {
+			size_t cap = g->cap ? g->cap * 2 : STAGE_SIZE;
+
+			nb = realloc(g->out, cap);
+			if (!nb) {
+				g->err = -ENOMEM;
+				return;
+			}
+			g->out = nb;
+			g->cap = cap;
+			g->zs.next_out = g->out + g->zs.total_out;
+			g->zs.avail_out = (unsigned int)(g->cap - g->zs.total_out);
+		}
+		zr = deflate(&g->zs, flush);
+		if (zr == Z_STREAM_ERROR) {
+			g->err = -EIO;
+			return;
+		}
+	} while (g->zs.avail_in || (flush == Z_FINISH && zr != Z_STREAM_END));
+	g->staged = 0;
+}
+
+static void gz_append(ProtobufCBuffer *b, size_t len, const uint8_t *data)
+{
+	struct gz_sink *g = (struct gz_sink *)b;
+	size_t n;
+
+	while (len && !g->err) {
+		n = STAGE_SIZE - g->staged < len ? STAGE_SIZE - g->staged : len;
+		memcpy(g->stage + g->staged, data, n);
+		g->staged += n;
+		data += n;
+		len -= n;
+		if (g->staged == STAGE_SIZE)
+			gz_push(g, Z_NO_FLUSH);
+	}
+}
+
+/* windowBits 15 + 16: gzip wrapper; zlib writes mtime 0, so output is reproducible */
+static int gzip_pack(const PbProfile *prof, void **out, size_t *out_len)
+{
+	struct gz_sink *g = calloc(1, sizeof(*g));
+	int ret;
+
+	if (!g)
 		return -ENOMEM;
-	cap = deflateBound(&zs, in_len);
-	buf = malloc(cap);
-	if (!buf || in_len > UINT_MAX || cap > UINT_MAX) {
-		deflateEnd(&zs);
-		free(buf);
-		return buf ? -E2BIG : -ENOMEM;
+	g->base.append = gz_append;
+	if (deflateInit2(&g->zs, Z_BEST_SPEED, Z_DEFLATED, 15 + 16, 8,
+			 Z_DEFAULT_STRATEGY) != Z_OK) {
+		free(g);
+		return -ENOMEM;
 	}
-	zs.next_in = (unsigned char *)in;
-	zs.avail_in = (unsigned int)in_len;
-	zs.next_out = buf;
-	zs.avail_out = (unsigned int)cap;
-	zr = deflate(&zs, Z_FINISH);
-	deflateEnd(&zs);
-	if (zr != Z_STREAM_END) {
-		free(buf);
-		return -EIO;
+	perftools__profiles__profile__pack_to_buffer(prof, &g->base);
+	if (!g->err)
+		gz_push(g, Z_FINISH);
+	deflateEnd(&g->zs);
+	ret = g->err;
+	if (!ret) {
+		*out = g->out;
+		*out_len = g->zs.total_out;
+	} else {
+		free(g->out);
 	}
-	*out = buf;
-	*out_len = zs.total_out;
-	return 0;
+	free(g);
+	return ret;
 }
 
 int pprof_encode_gzip(const struct pprof_profile *p, void **out, size_t *out_len)
 {
 	struct pb_build b = { 0 };
-	uint8_t *raw = NULL;
-	size_t raw_len;
 	int ret;
 
 	perftools__profiles__profile__init(&b.prof);
@@ -239,17 +298,8 @@ int pprof_encode_gzip(const struct pprof_profile *p, void **out, size_t *out_len
 		ret = pb_build_samples(&b, p);
 	if (!ret)
 		ret = pb_build_tables(&b, p);
-	if (!ret) {
-		raw_len = perftools__profiles__profile__get_packed_size(&b.prof);
-		raw = malloc(raw_len ?: 1);
-		if (!raw)
-			ret = -ENOMEM;
-	}
-	if (!ret) {
-		perftools__profiles__profile__pack(&b.prof, raw);
-		ret = gzip_buf(raw, raw_len, out, out_len);
-	}
-	free(raw);
+	if (!ret)
+		ret = gzip_pack(&b.prof, out, out_len);
 	pb_build_free(&b);
 	return ret;
 }

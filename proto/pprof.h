@@ -274,6 +274,13 @@ int pprof_writer__add_sample(struct pprof_writer *w, const uint64_t *loc_ids, si
 			     const int64_t *values, const struct pprof_label *labels,
 			     size_t n_labels);
 int pprof_writer__add_comment(struct pprof_writer *w, const char *comment);
+/*
+ * room for that many more samples, location ids and labels, exactly: a
+ * writer told its size holds it once, not up to twice over (docs/agent.md,
+ * "Memory"); 0 or -ENOMEM
+ */
+int pprof_writer__reserve(struct pprof_writer *w, size_t n_samples, size_t n_loc_ids,
+			  size_t n_labels);
 /* the profile built so far (comments are sorted when written) */
 const struct pprof_profile *pprof_writer__profile(struct pprof_writer *w);
 /* write gzip'd ("-" = stdout); 0 or -errno */

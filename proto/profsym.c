@@ -442,7 +442,8 @@ static int rebuild(struct profsym *ps, const struct pprof_profile *in, struct pp
 	rb.w = new_writer(in);
 	rb.map_ids = calloc(in->n_mappings ?: 1, sizeof(*rb.map_ids));
 	rb.loc_ids = calloc(in->n_locations ?: 1, sizeof(*rb.loc_ids));
-	if (!rb.w || !rb.map_ids || !rb.loc_ids)
+	if (!rb.w || !rb.map_ids || !rb.loc_ids ||
+	    pprof_writer__reserve(rb.w, in->n_samples, in->n_loc_ids, in->n_labels))
 		goto out;
 	err = add_mappings(ps, &rb);
 	for (i = 0; !err && i < in->n_samples; i++)

@@ -186,6 +186,23 @@ uint64_t pprof_writer__add_mapping(struct pprof_writer *w, const struct pprof_ma
 
 /* --- samples and comments ---------------------------------------------------------- */
 
+int pprof_writer__reserve(struct pprof_writer *w, size_t n_samples, size_t n_loc_ids,
+			  size_t n_labels)
+{
+	struct pprof_profile *p = &w->p;
+	size_t nv = p->n_sample_types ?: 1;
+
+	if (vec_reserve_exact(&p->samples, &w->cap_samples, p->n_samples + n_samples,
+			  sizeof(*p->samples)) ||
+	    vec_reserve_exact(&p->values, &w->cap_values, (p->n_samples + n_samples) * nv,
+			  sizeof(int64_t)) ||
+	    vec_reserve_exact(&p->loc_ids, &w->cap_loc_ids, p->n_loc_ids + n_loc_ids,
+			  sizeof(uint64_t)) ||
+	    vec_reserve_exact(&p->labels, &w->cap_labels, p->n_labels + n_labels, sizeof(*p->labels)))
+		return -ENOMEM;
+	return 0;
+}
+
 int pprof_writer__add_sample(struct pprof_writer *w, const uint64_t *loc_ids, size_t n_locs,
 			     const int64_t *values, const struct pprof_label *labels,
 			     size_t n_labels)

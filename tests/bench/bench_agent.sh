@@ -11,8 +11,9 @@
 #     six times: it must stay flat;
 #  3. the latency of a heap scrape of a target with 65536 stacks while it
 #     goes on allocating (goal < 100 ms), median of BENCH_RUNS scrapes, and
-#     of 10 concurrent ones, and the agent's RSS per stack (its RSS with them
-#     over its RSS before);
+#     of 10 concurrent ones, the agent's RSS per stack (its RSS with them
+#     over its RSS before), and one encoding's peak per stack beside the
+#     agent's estimate of it (-vv);
 #  4. the latency of /metrics with 64 and 256 targets (goals < 100 ms and
 #     < 250 ms), median of BENCH_RUNS scrapes after a first one;
 #  5. BENCH_ATTACH_TARGETS (default 1000) idle targets started at once: the
@@ -108,7 +109,7 @@ scale() {
 scrape() {
 	# 64 KiB blocks at --rate 4096: every call sampled (1 - e^-16)
 	start_target "$TMP/f.out" "$BENCH/stack_fan" 65536 2 || return
-	agent_start fan --select "pid=$target_pid" --rate 4096 --max-stacks 65536 \
+	agent_start fan -vv --select "pid=$target_pid" --rate 4096 --max-stacks 65536 \
 		--ringbuf-size 16MiB || return
 	rss0=$(awk '/^VmRSS/ { print $2 }' "/proc/$agent_pid/status")
 	wait_for "$TMP/f.out" swept 60 || { echo "  stack_fan did not sweep"; return 1; }
@@ -134,6 +135,14 @@ scrape() {
 			"$agent_url/debug/pprof/heap?pid=$target_pid" >>"$TMP/lat"
 		i=$((i + 1))
 	done
+	# an encoding's own peak: VmHWM reset (clear_refs 5) before one more scrape
+	echo 5 >"/proc/$agent_pid/clear_refs"
+	rss2=$(awk '/^VmRSS/ { print $2 }' "/proc/$agent_pid/status")
+	curl -s -o /dev/null "$agent_url/debug/pprof/heap?pid=$target_pid"
+	hwm=$(awk '/^VmHWM/ { print $2 }' "/proc/$agent_pid/status")
+	echo "one encoding's peak: +$(((hwm - rss2) / 1024)) MiB of RSS," \
+		"$(((hwm - rss2) * 1024 / (stacks > 0 ? stacks : 1))) bytes per stack" \
+		"(the agent's estimate: $(sed -n 's/.*profile of pid.*CPU, \([0-9.]*\) MiB estimated.*/\1/p' "$TMP/fan.err" | tail -1) MiB)"
 	med=$(sort -g "$TMP/lat" | awk '{ v[NR] = $1 } END { printf "%.1f", 1000 * v[int((NR + 1) / 2)] }')
 	echo "heap scrape of a target with $stacks stacks: median $med ms over $RUNS (goal < 100 ms);" \
 		"each: $(awk '{ printf "%.1f ", 1000 * $1 }' "$TMP/lat")ms, $(wc -c <"$TMP/heap.pb.gz") bytes"

@@ -521,12 +521,19 @@ static bool drop_coldest(struct agent *a, uint64_t used)
 static void mem_guard(struct agent *a, int64_t now)
 {
 	char u[32], l[32];
-	uint64_t used;
+	uint64_t used, reserved;
 
 	if (!a->mem.limit || now < a->next_mem)
 		return;
 	a->next_mem = now + MEM_CHECK_NS;
+	/*
+	 * Less what the encodings under way reserved: their peak was admitted
+	 * under 7/8 already, and passes (folding for it would freeze every
+	 * target's stacks for a moment's memory)
+	 */
 	used = memlimit__usage(&a->mem);
+	reserved = collector__mem_reserved(a->coll);
+	used = used > reserved ? used - reserved : 0;
 	if (used < a->mem.limit / 4 * 3)
 		return;
 	/* every check: targets picked up since have aggregates of their own */
@@ -924,6 +931,8 @@ static int start(struct agent *a)
 	if (a->disc)
 		a->coll = collector__new(&a->o.collect, a->o.max_targets, a->o.max_stacks,
 					 a->o.labels == AGENT_LABELS_ALL, err, sizeof(err));
+	if (a->coll && a->mem.limit)
+		collector__set_memlimit(a->coll, &a->mem);
 	ret = a->disc && a->coll ? setup_loop(a, err, sizeof(err)) : -EINVAL;
 	a->ep.profile = collector__profile;
 	a->ep.state = collector__state_cb;
@@ -1046,6 +1055,13 @@ int cmd_agent(int argc, char **argv)
 	 * the clients do.
 	 */
 	mallopt(M_ARENA_MAX, 2);
+	/*
+	 * An encoding's arrays (megabytes each) are mapped and unmapped with
+	 * it: glibc's threshold would otherwise rise past them after the first
+	 * free, and the next encodings' pages would stay in the arenas, the
+	 * RSS a memory limit sees (docs/agent.md, "Memory").
+	 */
+	mallopt(M_MMAP_THRESHOLD, 256 << 10);
 	ret = agent_opts__parse(argc, argv, &a.o);
 	if (ret || selectors__parse(a.o.selects, a.o.n_selects, &a.sel)) {
 		agent_opts__free(&a.o);

@@ -29,11 +29,13 @@
 #include "endpoints.h"
 #include "export.h"
 #include "log.h"
+#include "memlimit.h"
 #include "otel.h"
 #include "bpfobj.h"
 #include "readfile.h"
 #include "session.h"
 #include "targets.h"
+#include "units.h"
 #include "vec.h"
 
 #define NS_PER_SEC 1000000000ULL
@@ -41,7 +43,8 @@
  * A target's records kept while a profile of it is serialized: past this
  * the profiling thread waits for the lock (the ring buffer holds the
  * rest), rather than grow without bound.  A serialization takes tens of
- * milliseconds, a backlog of it a few hundred KiB.
+ * milliseconds, a backlog of it a few hundred KiB.  Under a memory limit,
+ * a 16th of it at most (collector__set_memlimit()).
  */
 #define BACKLOG_MAX	(32 << 20)
 /* profiles serialized at once: each holds its whole encoding (memory) */
@@ -121,6 +124,10 @@ struct collector {
 	pthread_cond_t enc_cond;
 	unsigned int encoding;
 	struct flight flights[MAX_FLIGHTS];	/* under enc_lock */
+	const struct memlimit *mem;	/* NULL: no limit */
+	uint64_t reserved;		/* the encodings' estimated peaks (under enc_lock) */
+	size_t backlog_max;		/* a target's backlog, bytes */
+	uint64_t mem_refused;		/* scrapes refused for memory (under enc_lock) */
 	uint64_t backlogged, stalls;	/* records kept back; waits for a full backlog */
 	/*
 	 * Planning and attaching: on a thread of its own, fed by the
@@ -222,12 +229,12 @@ static struct ctarget *lock_state(struct collector *c, pid_t pid, uint64_t start
 }
 
 /* a copy of the record at the end of the backlog; -ENOSPC when full, -ENOMEM */
-static int backlog_add(struct backlog *q, const void *data, size_t size)
+static int backlog_add(struct backlog *q, const void *data, size_t size, size_t max)
 {
 	size_t need = q->len + 8 + ((size + 7) & ~(size_t)7), cap;
 	unsigned char *nb;
 
-	if (need > BACKLOG_MAX)
+	if (need > max)
 		return -ENOSPC;
 	if (need > q->cap) {
 		for (cap = q->cap ?: 64 * 1024; cap < need; cap *= 2)
@@ -290,7 +297,7 @@ static int on_record(void *ctx, void *data, size_t size)
 		s = t->s;
 		pthread_mutex_unlock(&t->st_lock);
 		/* its first records, before the attach thread has stored its session: kept */
-		if (!s && attaching && !backlog_add(&t->q, data, size)) {
+		if (!s && attaching && !backlog_add(&t->q, data, size, c->backlog_max)) {
 			__atomic_store_n(&t->backlogged, 1, __ATOMIC_RELAXED);
 			c->backlogged++;
 		}
@@ -300,7 +307,7 @@ static int on_record(void *ctx, void *data, size_t size)
 	if (pthread_mutex_trylock(&t->lock)) {
 		/* a profile of it is being serialized: keep the record, read on */
 		__atomic_store_n(&t->backlogged, 1, __ATOMIC_RELAXED);
-		if (!backlog_add(&t->q, data, size)) {
+		if (!backlog_add(&t->q, data, size, c->backlog_max)) {
 			c->backlogged++;
 			return 0;
 		}
@@ -335,6 +342,7 @@ struct collector *collector__new(const struct session_opts *o, size_t max_target
 	c->o = *o;
 	c->n = max_targets;
 	c->max_stacks = max_stacks;
+	c->backlog_max = BACKLOG_MAX;
 	c->labels_all = labels_all;
 	/* per target, as attach chooses; the object carries the stack copy unless fp for all */
 	c->unwind = o->unwind;
@@ -1200,6 +1208,84 @@ static struct ctarget *lock_to_encode(struct collector *c, const struct agent_ta
 	return lock_target(c, at, err, errlen, ret);
 }
 
+void collector__set_memlimit(struct collector *c, const struct memlimit *m)
+{
+	c->mem = m;
+	/* the backlog of the target encoded grows beside the encoding: its share too */
+	if (m->limit / 16 < c->backlog_max)
+		c->backlog_max = m->limit / 16;
+}
+
+/*
+ * Room for an encoding of an estimated need bytes at its peak: under 7/8
+ * of the limit (where the memory guard would drop a target), beside the
+ * memory in use and the other encodings' reservations (docs/agent.md,
+ * "Memory").  Waits for those to finish; with none under way, or past
+ * ENCODE_WAIT_NS, -EAGAIN and why in err.  Undo with mem_release().
+ */
+static int mem_admit(struct collector *c, const struct agent_target *at, uint64_t need,
+		     char *err, size_t errlen)
+{
+	uint64_t used = 0, budget;
+	struct timespec until;
+	char n[32], u[32], l[32];
+	bool ok = false;
+	int ret = 0;
+
+	if (!c->mem)
+		return 0;
+	budget = c->mem->limit / 8 * 7;
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	until.tv_sec += ENCODE_WAIT_NS / NS_PER_SEC;
+	pthread_mutex_lock(&c->enc_lock);
+	while (!c->stopping) {
+		used = memlimit__usage(c->mem);
+		ok = used + c->reserved + need <= budget;
+		if (ok || !c->reserved ||
+		    pthread_cond_timedwait(&c->enc_cond, &c->enc_lock, &until) == ETIMEDOUT)
+			break;
+	}
+	if (ok) {
+		c->reserved += need;
+	} else {
+		ret = -EAGAIN;
+		c->mem_refused++;
+		format_bytes(n, sizeof(n), (double)need);
+		format_bytes(u, sizeof(u), (double)used);
+		format_bytes(l, sizeof(l), (double)c->mem->limit);
+		snprintf(err, errlen, "not encoded: the profile of pid %d (%s) would take about %s "
+			 "to encode, and %s of the %s memory limit (%s) is in use; a higher limit "
+			 "or a lower --max-stacks makes room", (int)at->pid, at->comm, n, u, l,
+			 c->mem->source);
+		/* once, then every 100th: a scrape loop would repeat it each time */
+		if (c->mem_refused % 100 == 1)
+			pr_warn("memory: %s (%llu scrapes refused so far)\n", err,
+				(unsigned long long)c->mem_refused);
+	}
+	pthread_mutex_unlock(&c->enc_lock);
+	return ret;
+}
+
+uint64_t collector__mem_reserved(struct collector *c)
+{
+	uint64_t r;
+
+	pthread_mutex_lock(&c->enc_lock);
+	r = c->reserved;
+	pthread_mutex_unlock(&c->enc_lock);
+	return r;
+}
+
+static void mem_release(struct collector *c, uint64_t need)
+{
+	if (!c->mem)
+		return;
+	pthread_mutex_lock(&c->enc_lock);
+	c->reserved -= need;
+	pthread_cond_broadcast(&c->enc_cond);
+	pthread_mutex_unlock(&c->enc_lock);
+}
+
 /* the time the target's allocation probes were on; target lock held */
 static uint64_t observed_of(struct ctarget *t)
 {
@@ -1216,7 +1302,7 @@ static int encode(struct collector *c, const struct agent_target *at, enum agent
 		  const struct export_base *base, size_t n_base, uint64_t obs0, uint64_t seconds,
 		  void **buf, size_t *len, char *err, size_t errlen)
 {
-	uint64_t obs1, t0, cpu0;
+	uint64_t obs1, t0, cpu0, need = 0;
 	struct ctarget *t;
 	int ret = 0;
 
@@ -1227,6 +1313,21 @@ static int encode(struct collector *c, const struct agent_target *at, enum agent
 		return -EAGAIN;
 	}
 	t = lock_to_encode(c, at, err, errlen, &ret);
+	/* estimated always: -vv logs it beside what the encoding took */
+	if (t)
+		need = session__profile_need(t->s) + (c->mem ? c->backlog_max : 0);
+	if (t && c->mem) {
+		/* the memory is waited for without the target's lock: intake goes on */
+		pthread_mutex_unlock(&t->lock);
+		ret = mem_admit(c, at, need, err, errlen);
+		if (!ret) {
+			t = lock_to_encode(c, at, err, errlen, &ret);
+			if (!t)
+				mem_release(c, need);
+		} else {
+			t = NULL;
+		}
+	}
 	if (!t) {
 		encode_end(c);
 		return ret;
@@ -1243,10 +1344,12 @@ static int encode(struct collector *c, const struct agent_target *at, enum agent
 					(int64_t)(seconds * NS_PER_SEC) : (int64_t)(obs1 - obs0),
 				buf, len);
 	pthread_mutex_unlock(&t->lock);
+	mem_release(c, need);
 	encode_end(c);
-	pr_debug("profile of pid %d (%s): %zu bytes in %.1f ms (%.1f ms of CPU)\n", (int)at->pid,
-		 at->comm, ret ? 0 : *len, (double)(mono_ns() - t0) / 1e6,
-		 (double)(thread_cpu_ns() - cpu0) / 1e6);
+	pr_debug("profile of pid %d (%s): %zu bytes in %.1f ms (%.1f ms of CPU, %.1f MiB "
+		 "estimated)\n", (int)at->pid, at->comm, ret ? 0 : *len,
+		 (double)(mono_ns() - t0) / 1e6, (double)(thread_cpu_ns() - cpu0) / 1e6,
+		 (double)need / (1 << 20));
 	if (ret)
 		snprintf(err, errlen, "cannot serialize the profile of pid %d (%s): %s",
 			 (int)at->pid, at->comm, strerror(-ret));

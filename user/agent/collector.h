@@ -129,6 +129,16 @@ void collector__remove(struct collector *c, pid_t pid, uint64_t start_ticks);
 void collector__forget(struct collector *c, pid_t pid, uint64_t start_ticks);
 /* memory pressure: no target's aggregate takes a new stack from now on (profiling thread) */
 void collector__freeze_stacks(struct collector *c);
+struct memlimit;
+/*
+ * Admission on memory: an encoding starts only when its estimated peak
+ * fits under 7/8 of m's limit beside what is in use and what the
+ * encodings under way reserved; else it waits for them, and with none
+ * under way the scrape is refused (503, saying why).  m outlives c.
+ */
+void collector__set_memlimit(struct collector *c, const struct memlimit *m);
+/* what the encodings under way reserved, bytes: admitted already, not the guard's to act on */
+uint64_t collector__mem_reserved(struct collector *c);
 /* the fd the profiling thread polls, and the work to do when it is readable or periodically */
 int collector__fd(const struct collector *c);
 int collector__poll(struct collector *c, uint64_t now_ns);

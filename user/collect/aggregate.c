@@ -272,6 +272,12 @@ const struct agg_entry *aggregate__entries(const struct aggregate *a, size_t *n)
 	return a->entries;
 }
 
+size_t aggregate__n_frames(const struct aggregate *a, size_t *n_stacks)
+{
+	*n_stacks = a->n_stacks;
+	return a->n_frames;
+}
+
 const uint64_t *aggregate__stack_frames(const struct aggregate *a, uint32_t stack, size_t *n)
 {
 	if (stack >= a->n_stacks) {

@@ -82,6 +82,8 @@ struct agg_sample {
 int aggregate__add_sample(struct aggregate *a, const struct agg_sample *s, uint64_t rate);
 const struct agg_entry *aggregate__entries(const struct aggregate *a, size_t *n);
 const uint64_t *aggregate__stack_frames(const struct aggregate *a, uint32_t stack, size_t *n);
+/* the frames of all distinct stacks, and how many stacks */
+size_t aggregate__n_frames(const struct aggregate *a, size_t *n_stacks);
 /* samples whose key lost its thread and span ids (the table of such keys was full) */
 uint64_t aggregate__coarsened(const struct aggregate *a);
 /* samples whose stack was cut to its leaf or lost (more distinct stacks than max_stacks) */

@@ -52,6 +52,12 @@ struct export_opts {
 	size_t n_base;
 };
 
+/*
+ * What an export of a (with live, symbolized or not) will take at its
+ * peak, bytes: an estimate from the sizes it measured (docs/agent.md,
+ * "Memory"), for admission before it starts.
+ */
+size_t export_profile_need(const struct aggregate *a, const struct live *live, bool symbolize);
 /* 0 or -errno */
 int export_profile(const struct aggregate *a, const struct export_opts *o, const char *path);
 /* the same into a malloc'd buffer (gzip'd) */

@@ -210,6 +210,8 @@ struct session_profile_opts {
 	size_t n_extra;
 };
 
+/* what session__profile() will take at its peak, bytes (an estimate: export_profile_need()) */
+size_t session__profile_need(const struct session *s);
 /* the profile so far, gzip'd into a malloc'd *buf, probes left in; 0 or -errno */
 int session__profile(struct session *s, const struct session_profile_opts *po, void **buf,
 		     size_t *len);

@@ -381,6 +381,11 @@ int session__write_buf(struct session *s, void **buf, size_t *len)
  * lost are counted: inuse_lost_frees); run comments are this profile's
  * only.
  */
+size_t session__profile_need(const struct session *s)
+{
+	return export_profile_need(s->agg, s->live, s->o.symbolize);
+}
+
 int session__profile(struct session *s, const struct session_profile_opts *po, void **buf,
 		     size_t *len)
 {
