@@ -273,6 +273,32 @@ test_capture_target_exits() {
 	return 0
 }
 
+# The target exits and the duration runs out before the capture looks again (it is
+# stopped meanwhile): it ended by the exit, which it reports, and shows no gap for
+# a process whose end picture cannot be taken
+test_capture_exit_and_duration() {
+	need_root || return
+	start_target "$TMP/both.out" "$TARGETS/alloc_abc" || return
+	bpf_bg "$TMP/both.err" capture --pid "$target_pid" -o "$TMP/both.pb.gz" --rate 1MiB \
+		--duration 1s || return
+	# the capture's clock started before it said so: a second from now it has run out
+	deadline=$(($(date +%s%N) + 1100000000))
+	kill -STOP "$attach_pid"
+	kill -USR1 "$target_pid"
+	wait "$target_pid" || fail "alloc_abc exited with $?"
+	_i=0
+	while [ "$(date +%s%N)" -lt "$deadline" ] && [ "$_i" -lt 40 ]; do
+		sleep 0.05
+		_i=$((_i + 1))
+	done
+	kill -CONT "$attach_pid"
+	wait "$attach_pid" || { fail "capture failed: $(cat "$TMP/both.err")"; return; }
+	grep -q "exited; writing" "$TMP/both.err" ||
+		fail "not ended by the exit: $(grep -v '^  ' "$TMP/both.err" | tr '\n' ';')"
+	grep -q 'heap vs RSS' "$TMP/both.err" && fail "a gap without an end picture"
+	return 0
+}
+
 test_capture_usage() {
 	need_root || return
 	expect_error 2 "--pid is required" "$BIN_BPF" capture
@@ -286,6 +312,7 @@ test_capture_usage() {
 run_test bpf/capture/gap test_capture_gap
 run_test bpf/capture/gap_truth test_capture_gap_truth
 run_test bpf/capture/target_exits test_capture_target_exits
+run_test bpf/capture/exit_and_duration test_capture_exit_and_duration
 run_test bpf/capture/usage test_capture_usage
 run_test bpf/capture/decomposition test_capture_decomposition
 run_test bpf/capture/decomposition_fallback test_capture_decomposition_fallback
