@@ -258,11 +258,13 @@ test_capture_decomposition_jemalloc() {
 	return 0
 }
 
-# --duration ends it by default; a target that exits still gets its profile, without a gap
+# --duration ends it by default; a target that exits still gets its profile, without a gap.
+# A duration far beyond the target's run: under --inuse every call traps, and on a
+# loaded machine alloc_abc's run comes near the default 30 s, which would end it first.
 test_capture_target_exits() {
 	need_root || return
 	# the target works once capture is ready, then exits (no race with attaching)
-	start_profiled exit capture "--rate 64KiB" "$TARGETS/alloc_abc" || return
+	start_profiled exit capture "--rate 64KiB --duration 10m" "$TARGETS/alloc_abc" || return
 	wait "$target_pid" || fail "alloc_abc exited with $?"
 	wait "$attach_pid" || fail "capture failed: $(cat "$TMP/exit.err")"
 	grep -q "exited; writing" "$TMP/exit.err" || fail "exit not reported"
