@@ -281,15 +281,16 @@ test_capture_target_exits() {
 test_capture_exit_and_duration() {
 	need_root || return
 	start_target "$TMP/both.out" "$TARGETS/alloc_abc" || return
+	# 5 s: time for this shell to stop it first, however slow the machine
 	bpf_bg "$TMP/both.err" capture --pid "$target_pid" -o "$TMP/both.pb.gz" --rate 1MiB \
-		--duration 1s || return
-	# the capture's clock started before it said so: a second from now it has run out
-	deadline=$(($(date +%s%N) + 1100000000))
+		--duration 5s || return
+	# the capture's clock started before it said so: 5 s from now it has run out
+	deadline=$(($(date +%s%N) + 5100000000))
 	kill -STOP "$attach_pid"
 	kill -USR1 "$target_pid"
 	wait "$target_pid" || fail "alloc_abc exited with $?"
 	_i=0
-	while [ "$(date +%s%N)" -lt "$deadline" ] && [ "$_i" -lt 40 ]; do
+	while [ "$(date +%s%N)" -lt "$deadline" ] && [ "$_i" -lt 120 ]; do
 		sleep 0.05
 		_i=$((_i + 1))
 	done
@@ -298,6 +299,8 @@ test_capture_exit_and_duration() {
 	grep -q "exited; writing" "$TMP/both.err" ||
 		fail "not ended by the exit: $(grep -v '^  ' "$TMP/both.err" | tr '\n' ';')"
 	grep -q 'heap vs RSS' "$TMP/both.err" && fail "a gap without an end picture"
+	# and it was stopped while the target worked, not already done
+	grep -q 'the profile is empty' "$TMP/both.err" && fail "the capture ended before it was stopped"
 	return 0
 }
 
