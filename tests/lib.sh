@@ -87,6 +87,14 @@ start_target() {
 # wait_for FILE PATTERN SECONDS
 . tests/wait_for.sh
 
+# cross_locked CMD...: CMD holding the lock of the arm64 cross build in
+# $OUTPUT/arm64, which the arm64 VM test and the multi-arch image share: the
+# first to get there builds it, the other finds it made (make knows what is
+# out of date)
+cross_locked() {
+	mkdir -p "$OUTPUT" && flock "$OUTPUT/arm64.lock" "$@"
+}
+
 # wait_running PID PROGRAM SECONDS: until PID runs PROGRAM's own code: it
 # has exec'd PROGRAM (a child started with `PROGRAM &` is the shell until
 # then) and, if dynamic, the loader has mapped the C library; 1 if not

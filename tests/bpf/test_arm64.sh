@@ -1,14 +1,16 @@
 #!/bin/sh
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #
-# arm64: `make ARCH=arm64` cross-builds everything from nothing into a fresh
-# OUTPUT, then those binaries run in a VM booting Debian's arm64 kernel under
-# qemu-system-aarch64 (TCG), where tests/tools/arm64_guest.sh checks them
-# against the targets' ground truth.  Skipped, naming the package, only
-# where qemu or the arm64 kernel cannot be had.
+# arm64: `make ARCH=arm64` cross-builds into $OUTPUT/arm64 (from nothing on a
+# fresh clone; the multi-arch image test builds its binaries there too, and
+# whichever comes second reuses them), then those binaries run in a VM
+# booting Debian's arm64 kernel under qemu-system-aarch64 (TCG), where
+# tests/tools/arm64_guest.sh checks them against the targets' ground truth.
+# Skipped, naming the package, only where qemu or the arm64 kernel cannot
+# be had.
 . tests/lib.sh
 
-XOUT=$TMP/arm64
+XOUT=$OUTPUT/arm64
 
 # the ELF machine of FILE, as readelf names it
 elf_machine() {
@@ -18,7 +20,8 @@ elf_machine() {
 test_cross_build() {
 	command -v aarch64-linux-gnu-gcc >/dev/null ||
 		{ fail "aarch64-linux-gnu-gcc missing: package gcc-aarch64-linux-gnu ('sudo make deps')"; return; }
-	# -B: nothing reused; the committed vmlinux/arm64/vmlinux.h is all it starts from.
+	# The committed vmlinux/arm64/vmlinux.h is all it starts from (no host object is
+	# read: the cross build has its own OUTPUT).
 	# Both binaries, the sampler, and what the VM runs or this file checks: a
 	# target of each kind (C, C++, musl, Rust), a tool and a unit test; the
 	# rest of test-targets is the same rules over more sources (and cargo's
@@ -27,10 +30,12 @@ test_cross_build() {
 		tests/targets/alloc_nofp tests/targets/alloc_live tests/targets/alloc_rust
 		tests/targets/alloc_exact_musl tests/targets/span_abc_plain tests/targets/span_cxx
 		tests/tools/profdump tests/unit/test_pprof"
+	_t0=$(date +%s)
 	# shellcheck disable=SC2046 # a list of make targets
-	make -B -j2 ARCH=arm64 OUTPUT="$XOUT" $(for f in $files; do echo "$XOUT/$f"; done) \
+	cross_locked make -j2 ARCH=arm64 OUTPUT="$XOUT" $(for f in $files; do echo "$XOUT/$f"; done) \
 		>"$TMP/xbuild.log" 2>&1 ||
 		{ fail "make ARCH=arm64: $(grep -m3 -i 'error' "$TMP/xbuild.log")"; return; }
+	echo "  cross build: $(($(date +%s) - _t0)) s, $(grep -c '^  [A-Z]' "$TMP/xbuild.log") steps"
 	for f in $files; do
 		m=$(elf_machine "$XOUT/$f")
 		[ "$m" = AArch64 ] || fail "$f: machine '${m:-not an ELF file}', want AArch64"

@@ -225,7 +225,10 @@ test_stop_conditions() {
 	start=$(date +%s%N)
 	wait "$d" || fail "--duration run failed: $(cat "$TMP/d.err")"
 	ms=$(( ($(date +%s%N) - start) / 1000000 ))
-	[ "$ms" -lt 3000 ] || fail "--duration 1s took ${ms}ms after it was ready"
+	# ended by the duration: on its own, with no signal, while the service runs on (its
+	# 60 s would end it otherwise); how long after its readiness is the machine's pace
+	kill -0 "$svc" 2>/dev/null || fail "--duration 1s: it ended only with the service"
+	echo "  --duration 1s ended ${ms} ms after it was ready"
 	set -- "$TMP"/culpert-demo_service-"$svc"-*.pb.gz
 	[ -f "$1" ] || { fail "no default-named profile in $TMP"; return; }
 	"$PROFDUMP" "$1" | grep -q 'handle_request' || fail "default-named profile has no samples"

@@ -258,11 +258,13 @@ test_capture_decomposition_jemalloc() {
 	return 0
 }
 
-# --duration ends it by default; a target that exits still gets its profile, without a gap
+# --duration ends it by default; a target that exits still gets its profile, without a gap.
+# A duration far beyond the target's run: under --inuse every call traps, and on a
+# loaded machine alloc_abc's run comes near the default 30 s, which would end it first.
 test_capture_target_exits() {
 	need_root || return
 	# the target works once capture is ready, then exits (no race with attaching)
-	start_profiled exit capture "--rate 64KiB" "$TARGETS/alloc_abc" || return
+	start_profiled exit capture "--rate 64KiB --duration 10m" "$TARGETS/alloc_abc" || return
 	wait "$target_pid" || fail "alloc_abc exited with $?"
 	wait "$attach_pid" || fail "capture failed: $(cat "$TMP/exit.err")"
 	grep -q "exited; writing" "$TMP/exit.err" || fail "exit not reported"
@@ -270,6 +272,35 @@ test_capture_target_exits() {
 	grep -q 'heap vs RSS' "$TMP/exit.err" && fail "a gap without an end picture"
 	"$PROFDUMP" "$TMP/exit.pb.gz" | grep -q '^# comment mem.start.rollup.rss_bytes=' ||
 		fail "no memory picture at the start"
+	return 0
+}
+
+# The target exits and the duration runs out before the capture looks again (it is
+# stopped meanwhile): it ended by the exit, which it reports, and shows no gap for
+# a process whose end picture cannot be taken
+test_capture_exit_and_duration() {
+	need_root || return
+	start_target "$TMP/both.out" "$TARGETS/alloc_abc" || return
+	# 5 s: time for this shell to stop it first, however slow the machine
+	bpf_bg "$TMP/both.err" capture --pid "$target_pid" -o "$TMP/both.pb.gz" --rate 1MiB \
+		--duration 5s || return
+	# the capture's clock started before it said so: 5 s from now it has run out
+	deadline=$(($(date +%s%N) + 5100000000))
+	kill -STOP "$attach_pid"
+	kill -USR1 "$target_pid"
+	wait "$target_pid" || fail "alloc_abc exited with $?"
+	_i=0
+	while [ "$(date +%s%N)" -lt "$deadline" ] && [ "$_i" -lt 120 ]; do
+		sleep 0.05
+		_i=$((_i + 1))
+	done
+	kill -CONT "$attach_pid"
+	wait "$attach_pid" || { fail "capture failed: $(cat "$TMP/both.err")"; return; }
+	grep -q "exited; writing" "$TMP/both.err" ||
+		fail "not ended by the exit: $(grep -v '^  ' "$TMP/both.err" | tr '\n' ';')"
+	grep -q 'heap vs RSS' "$TMP/both.err" && fail "a gap without an end picture"
+	# and it was stopped while the target worked, not already done
+	grep -q 'the profile is empty' "$TMP/both.err" && fail "the capture ended before it was stopped"
 	return 0
 }
 
@@ -286,6 +317,7 @@ test_capture_usage() {
 run_test bpf/capture/gap test_capture_gap
 run_test bpf/capture/gap_truth test_capture_gap_truth
 run_test bpf/capture/target_exits test_capture_target_exits
+run_test bpf/capture/exit_and_duration test_capture_exit_and_duration
 run_test bpf/capture/usage test_capture_usage
 run_test bpf/capture/decomposition test_capture_decomposition
 run_test bpf/capture/decomposition_fallback test_capture_decomposition_fallback

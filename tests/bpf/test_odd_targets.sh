@@ -78,17 +78,22 @@ test_self_attach() {
 # sampler on its own process that allocates once per record it handles
 # (--rate 1, every allocation sampled) keeps the ring buffer from ever
 # being empty; libbpf's poll consumed until empty and never returned.  One
-# poll waits at most 100 ms and delivers at most 50 ms; 400 ms is slack
-# for a loaded machine, not for a poll that does not end.
+# poll waits at most 100 ms, using no CPU, and delivers for at most 50 ms.
+# Counted in the tool's own CPU time (1 s of it), which the machine's load
+# does not take away: the feedback made 8,000-8,500 records in it at a load
+# average of 86, and a chain that broke makes a handful, so 1,000 tells them
+# apart.  400 ms of CPU in one poll is slack for the 50 ms, not for a poll
+# that does not end; one that never returns runs into the time limit.
 test_poll_bounded() {
 	need_root || return
-	timeout -s KILL 20 "$OUTPUT/tests/tools/selffeed" 2 >"$TMP/feed.out" 2>&1
+	timeout -s KILL 120 "$OUTPUT/tests/tools/selffeed" 1 >"$TMP/feed.out" 2>&1
 	rc=$?
 	[ "$rc" -eq 0 ] || { fail "selffeed exited $rc (137: a poll never returned): $(cat "$TMP/feed.out")"; return; }
-	read -r _ polls _ records _ longest <"$TMP/feed.out"
-	[ "$records" -gt 10000 ] || fail "no feedback: only $records records in 2 s"
-	[ "$longest" -lt 400 ] || fail "the longest poll took ${longest} ms"
-	[ "$polls" -ge 5 ] || fail "$polls polls in 2 s"
+	read -r _ polls _ records _ longest _ wall <"$TMP/feed.out"
+	echo "  $polls polls, $records records in 1 s of CPU; longest poll ${longest} ms of CPU, ${wall} ms of wall time"
+	[ "$records" -gt 1000 ] || fail "no feedback: only $records records in 1 s of CPU"
+	[ "$longest" -lt 400 ] || fail "the longest poll took ${longest} ms of CPU"
+	[ "$polls" -ge 5 ] || fail "$polls polls in 1 s of CPU"
 }
 
 # exit_on_open exits the moment culpert-bpf opens its executable to read

@@ -118,8 +118,13 @@ test_span_fn_cxx_refused() {
 	kill "$target_pid"
 }
 
-echo "  guest: Linux $(uname -r) $(uname -m), BTF $(wc -c </sys/kernel/btf/vmlinux) bytes"
+echo "  guest: Linux $(uname -r) $(uname -m), BTF $(wc -c </sys/kernel/btf/vmlinux) bytes," \
+	"booted in $(cut -d' ' -f1 /proc/uptime) s"
+# each test's seconds: where the emulated guest's time goes
 for t in probes rate_one_fp rate_one_dwarf inuse_exact dwarf_nofp span_fn_dwarf \
 	span_fn_cxx_refused; do
-	case "$t" in *"$only"*) run_test "arm64/$t" "test_$t" ;; esac
+	case "$t" in *"$only"*) ;; *) continue ;; esac
+	_t0=$(date +%s)
+	run_test "arm64/$t" "test_$t"
+	echo "  arm64/$t: $(($(date +%s) - _t0)) s"
 done

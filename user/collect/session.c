@@ -466,12 +466,17 @@ int session__run(struct session *s, uint64_t duration_ns, volatile sig_atomic_t 
 			*why = SESSION_END_SIGNAL;
 			break;
 		}
+		/*
+		 * Before the duration: a target that exited (or exec'd) during this
+		 * poll ended that way even if the duration ran out in it too; its
+		 * memory can no longer be read, and the user is told why it ended.
+		 */
+		if (session__ended(s, why))
+			break;
 		if (duration_ns && now - s->start_ns >= duration_ns) {
 			*why = SESSION_END_DURATION;
 			break;
 		}
-		if (session__ended(s, why))
-			break;
 		if (tty && now - last_status >= 1000000000ULL) {
 			status_line(s, false);
 			last_status = now;
