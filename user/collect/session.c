@@ -580,7 +580,7 @@ static int session_open(const struct session_opts *o, struct bpfobj *shared, str
 		snprintf(err, errlen, "out of memory");
 		ret = -ENOMEM;
 	} else {
-		ret = mapview__new(&s->t, s->objs, &s->view, err, errlen);
+		ret = mapview__new(&s->t, s->objs, o->maps_watch, &s->view, err, errlen);
 	}
 	if (ret)
 		goto fail;
