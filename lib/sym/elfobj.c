@@ -132,7 +132,7 @@ static int read_segments(struct elfobj *obj)
 	return 0;
 }
 
-struct elfobj *elfobj__open(const char *path)
+static struct elfobj *open_as(const char *path, Elf_Cmd how)
 {
 	struct elfobj *obj;
 	GElf_Ehdr ehdr;
@@ -151,7 +151,7 @@ struct elfobj *elfobj__open(const char *path)
 		goto err;
 	}
 	obj->path = strdup(path);
-	obj->elf = elf_begin(obj->fd, ELF_C_READ_MMAP, NULL);
+	obj->elf = elf_begin(obj->fd, how, NULL);
 	if (!obj->path || !obj->elf || elf_kind(obj->elf) != ELF_K_ELF ||
 	    !gelf_getehdr(obj->elf, &ehdr)) {
 		err = obj->path ? ENOEXEC : ENOMEM;
@@ -168,6 +168,16 @@ err:
 	elfobj__free(obj);
 	errno = err;
 	return NULL;
+}
+
+struct elfobj *elfobj__open(const char *path)
+{
+	return open_as(path, ELF_C_READ_MMAP);
+}
+
+struct elfobj *elfobj__open_unmapped(const char *path)
+{
+	return open_as(path, ELF_C_READ);
 }
 
 void elfobj__free(struct elfobj *obj)

@@ -23,6 +23,16 @@ struct elf_symbol {
 
 /* NULL and errno set on failure (ENOEXEC: not an ELF file) */
 struct elfobj *elfobj__open(const char *path);
+/*
+ * The same, with what libelf reads read into memory (pread) rather than the
+ * file mapped: for objects kept open per process (a profiled process's
+ * libraries).  A file mapping in our own address space is one more mapping
+ * every uprobe registered on that file walks (under our mmap lock) and
+ * whose touched pages count in our RSS once per process that maps it.
+ * Only the sections asked for are read (symbols, notes, CFI); code comes
+ * through elfobj__read() either way.
+ */
+struct elfobj *elfobj__open_unmapped(const char *path);
 void elfobj__free(struct elfobj *obj);
 
 const char *elfobj__path(const struct elfobj *obj);

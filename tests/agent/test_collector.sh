@@ -254,7 +254,8 @@ test_snapshots() {
 # 64 targets under one agent (its default --max-targets): every one attached
 # and served, the agent's RSS within the bound docs/agent.md states for
 # targets of few stacks (64 MiB fixed + 2 MiB per target), and flat while
-# they are scraped again.
+# they are scraped again; no perf rings and no mapping of a target's
+# objects per target (docs/agent.md, "Running it").
 test_many_targets() {
 	need_root || return
 	copy "${TAG}m" "$TARGETS/alloc_steady"
@@ -271,6 +272,13 @@ test_many_targets() {
 		[ $i -gt 600 ] && { fail "$(curl -s "$agent_url/targets" | grep -c '"attached"') of 64 attached after 60 s"; return; }
 		sleep 0.1
 	done
+	# one set of perf rings (a dummy event per CPU) follows every target's new mappings
+	perf=$(ls -l /proc/"$agent_pid"/fd | grep -c 'anon_inode:\[perf_event\]')
+	[ "$perf" -le "$(getconf _NPROCESSORS_CONF)" ] ||
+		fail "$perf perf events open with 64 targets: a ring set per target?"
+	# the targets' objects are read, not mapped: the agent maps libc for itself only
+	libc=$(grep -c '/libc\.so\.6$' /proc/"$agent_pid"/maps)
+	[ "$libc" -lt 16 ] || fail "$libc mappings of libc in the agent with 64 targets"
 	# the first round reads each target's symbols: rounds 2 and 3 must cost nothing more
 	for round in 1 2 3; do
 		for p in $pids; do

@@ -19,7 +19,8 @@
 #  5. BENCH_ATTACH_TARGETS (default 1000) idle targets started at once: the
 #     time until all are attached (goal 10 s), the agent's RSS and fds per
 #     target beyond its RSS before them (goal <= 256 KiB), the stop's time;
-#     the attach thread's time, and the kernel's attaches in it (-vv).
+#     the attach thread's time, and the kernel's attaches in it (-vv); the
+#     agent's CPU time over the attach (its wall time follows the load).
 #   BENCH_AGENT_PARTS="budget scale scrape metrics attach" chooses the parts.
 . tests/lib.sh
 . tests/bench/common.sh
@@ -216,6 +217,7 @@ attach_scale() {
 	sleep 3
 	rss0=$(awk '/^VmRSS/ { print $2 }' "/proc/$agent_pid/status")
 	fd0=$(ls "/proc/$agent_pid/fd" | wc -l)
+	cpu0=$(cpu_of "$agent_pid")
 	t0=$(date +%s%N)
 	pids=""
 	i=0
@@ -234,7 +236,14 @@ attach_scale() {
 	done
 	rss1=$(awk '/^VmRSS/ { print $2 }' "/proc/$agent_pid/status")
 	fd1=$(ls "/proc/$agent_pid/fd" | wc -l)
-	echo "$n idle targets started at once (in $started ms): $got attached after $ms ms (goal 10 s)"
+	cpu1=$(cpu_of "$agent_pid")
+	echo "$n idle targets started at once (in $started ms): $got attached after $ms ms (goal 10 s)," \
+		"load $(cut -d' ' -f1 /proc/loadavg)"
+	# the wall time follows the machine's load; the CPU the agent spent does not
+	awk -v c0="$cpu0" -v c1="$cpu1" -v n="$n" 'BEGIN {
+		printf "  the agent'"'"'s CPU meanwhile: %.1f s, %.1f ms per target\n", c1 - c0, 1000 * (c1 - c0) / n }'
+	echo "  its RSS now: $(awk '/^Rss(Anon|File):/ { printf "%s %d MiB ", $1, $2 / 1024 }' \
+		"/proc/$agent_pid/status")"
 	awk '/attach thread: [0-9]+ targets in/ { n += $3; all += $6; k += $13 }
 		END { printf "  the attach thread: %d targets in %d ms, of which %d ms the probes'"'"' " \
 		      "attach (the kernel'"'"'s uprobe registrations), %d ms planning\n", n, all, k, all - k }' \

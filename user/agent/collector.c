@@ -30,6 +30,7 @@
 #include "export.h"
 #include "log.h"
 #include "memlimit.h"
+#include "mmapwatch.h"
 #include "otel.h"
 #include "bpfobj.h"
 #include "readfile.h"
@@ -116,6 +117,12 @@ struct collector {
 	bool labels_all;
 	enum session_unwind unwind;
 	struct bpfobj *sampler;
+	/*
+	 * Every target's new mappings, one set of perf rings for all: a ring set
+	 * per target would have the kernel write each mapping on the node once
+	 * per target, and cost every target a descriptor and ring per CPU
+	 */
+	struct mmapwatch *maps_watch;
 	pthread_mutex_t table;		/* which slot is which target */
 	struct ctarget *v;
 	size_t n;
@@ -379,6 +386,11 @@ struct collector *collector__new(const struct session_opts *o, size_t max_target
 		collector__free(c);
 		return NULL;
 	}
+	/* optional, as for attach: without it, a target's mappings are re-read when needed */
+	c->maps_watch = mmapwatch__new_shared();
+	if (!c->maps_watch)
+		pr_info("cannot follow new mappings as they are made (%s): libraries unloaded "
+			"between two reads of a target's maps stay unknown\n", strerror(errno));
 	/* every signal blocked in it: SIGTERM is the event loop's (a signalfd) */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -431,6 +443,8 @@ void collector__free(struct collector *c)
 		pthread_mutex_destroy(&c->v[i].st_lock);
 	}
 	bpfobj__free(c->sampler);
+	/* after the sessions: each one's watch is joined to it */
+	mmapwatch__free(c->maps_watch);
 	pthread_mutex_destroy(&c->table);
 	pthread_mutex_destroy(&c->jobs_lock);
 	pthread_cond_destroy(&c->jobs_cond);
@@ -465,7 +479,7 @@ static int open_session(struct collector *c, pid_t pid, struct session **s, char
 		.no_multi = c->o.no_multi, .no_session = c->o.no_session,
 		.max_entries = c->max_stacks, .inuse = c->o.inuse, .unwind = c->unwind,
 		.stack_size = c->o.stack_size, .max_live = c->o.max_live,
-		.sampler = c->o.sampler,
+		.sampler = c->o.sampler, .maps_watch = c->maps_watch,
 	};
 
 	err[0] = 0;

@@ -58,7 +58,8 @@ struct live *live__new(size_t max_blocks)
 	if (!l)
 		return NULL;
 	l->max = max_blocks ? max_blocks : 1;
-	if (grow(l, l->max < 1024 ? l->max : 1024)) {
+	/* small at first: grow() doubles, and an idle target never needs more */
+	if (grow(l, l->max < 64 ? l->max : 64)) {
 		live__free(l);
 		return NULL;
 	}

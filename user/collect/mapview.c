@@ -57,8 +57,8 @@ static void record_new(struct mapview *v, uint64_t ts_ns)
 			maphist__seen(v->hist, &v->maps.v[i], ts_ns);
 }
 
-int mapview__new(const struct target *t, struct objcache *objs, struct mapview **out, char *err,
-		 size_t errlen)
+int mapview__new(const struct target *t, struct objcache *objs, struct mmapwatch *shared,
+		 struct mapview **out, char *err, size_t errlen)
 {
 	struct mapview *v = calloc(1, sizeof(*v));
 	int ret;
@@ -71,7 +71,7 @@ int mapview__new(const struct target *t, struct objcache *objs, struct mapview *
 	v->t = t;
 	v->objs = objs;
 	/* optional, and before the first read: what is mapped later is all reported */
-	v->watch = mmapwatch__new(t->pid);
+	v->watch = shared ? mmapwatch__join(shared, t->pid) : mmapwatch__new(t->pid);
 	if (!v->watch)
 		pr_info("cannot follow new mappings as they are made (%s): libraries unloaded "
 			"between two reads of /proc/%d/maps stay unknown\n", strerror(errno),

@@ -14,13 +14,18 @@
 
 struct maphist;
 struct mapview;
+struct mmapwatch;
 struct objcache;
 struct procmaps;
 struct target;
 
-/* read the mappings of t, open their objects; 0 or -errno with the reason in err */
-int mapview__new(const struct target *t, struct objcache *objs, struct mapview **out, char *err,
-		 size_t errlen);
+/*
+ * read the mappings of t, open their objects; new mappings through shared
+ * (mmapwatch__new_shared()) when given, else through rings of its own.
+ * 0 or -errno with the reason in err
+ */
+int mapview__new(const struct target *t, struct objcache *objs, struct mmapwatch *shared,
+		 struct mapview **out, char *err, size_t errlen);
 void mapview__free(struct mapview *v);
 /* the current view: sorted, without overlaps */
 const struct procmaps *mapview__maps(const struct mapview *v);

@@ -240,7 +240,7 @@ static int session_map(struct session *s, char *err, size_t errlen)
 		snprintf(err, errlen, "out of memory");
 		ret = -ENOMEM;
 	} else {
-		ret = mapview__new(&s->t, s->objs, &s->view, err, errlen);
+		ret = mapview__new(&s->t, s->objs, o->maps_watch, &s->view, err, errlen);
 	}
 	if (ret)
 		return ret;

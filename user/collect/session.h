@@ -41,6 +41,7 @@ enum session_unwind {
 struct target;
 struct procmaps;
 struct objcache;
+struct mmapwatch;
 int session_unwind__choose(const struct target *t, const struct procmaps *maps,
 			   struct objcache *objs, enum session_unwind want, enum session_unwind *out,
 			   char *why, size_t len);
@@ -73,6 +74,8 @@ struct session_opts {
 	 * NULL: its own
 	 */
 	struct objcache *objs;
+	/* new mappings through this shared watch (mmapwatch__new_shared()); NULL: rings of its own */
+	struct mmapwatch *maps_watch;
 };
 
 /*

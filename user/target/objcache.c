@@ -70,7 +70,7 @@ struct elfobj *objcache__get(struct objcache *c, const struct procmap *m)
 			e->gen = c->gen;
 			errno = 0;
 			if (target__object_path(c->t, m, path, sizeof(path)) == 0)
-				e->obj = elfobj__open(path);
+				e->obj = elfobj__open_unmapped(path);
 			e->err = e->obj ? 0 : errno ? errno : ENOENT;
 		}
 		errno = e->err;
@@ -92,7 +92,7 @@ struct elfobj *objcache__get(struct objcache *c, const struct procmap *m)
 	c->n++;
 	e->gen = c->gen;
 	if (target__object_path(c->t, m, path, sizeof(path)) == 0)
-		e->obj = elfobj__open(path);
+		e->obj = elfobj__open_unmapped(path);
 	if (!e->obj) {
 		e->err = errno ? errno : ENOENT;
 		pr_debug("cannot open %s: %s\n", m->path, strerror(e->err));

@@ -10,7 +10,11 @@
 #include "objcache.h"
 #include "procmaps.h"
 
-/* verdicts cached by address, direct-mapped: a capture has few distinct return addresses */
+/*
+ * Verdicts cached by address, direct-mapped: a capture has few distinct
+ * return addresses.  Allocated at the first check: 128 KiB that an idle
+ * target (the agent holds many) never needs.
+ */
 #define CACHE_SLOTS 8192
 #define CFI_OBJS 64
 
@@ -23,7 +27,7 @@ struct cache_slot {
 
 struct fpchain {
 	struct objcache *objs;
-	struct cache_slot cache[CACHE_SLOTS];
+	struct cache_slot *cache;	/* CACHE_SLOTS of them, from the first check */
 	struct {
 		struct elfobj *obj;
 		Dwarf_CFI *cfi;
@@ -49,6 +53,7 @@ void fpchain__free(struct fpchain *c)
 	for (i = 0; i < c->n_cfis; i++)
 		if (c->cfis[i].cfi)
 			dwarf_cfi_end(c->cfis[i].cfi);
+	free(c->cache);
 	free(c);
 }
 
@@ -99,6 +104,8 @@ int fpchain__check(struct fpchain *c, const struct procmaps *maps, const uint64_
 {
 	size_t i;
 
+	if (!c->cache && n > 1 && !(c->cache = calloc(CACHE_SLOTS, sizeof(*c->cache))))
+		return -1;
 	/* the last frame has no step above it to be wrong */
 	for (i = 0; i + 1 < n; i++) {
 		struct cache_slot *s = &c->cache[(frames[i] >> 1) % CACHE_SLOTS];
