@@ -23,6 +23,7 @@
 #include "log.h"
 #include "mapview.h"
 #include "objcache.h"
+#include "injection.h"
 #include "otel.h"
 #include "procmaps.h"
 #include "bpfobj.h"
@@ -54,6 +55,7 @@ struct session {
 	struct bpfobj *sampler;	/* its own (attach), or shared (the agent) */
 	struct bpfobj_proc *proc;	/* this process's part of it */
 	bool shared;			/* the sampler is the caller's */
+	bool injected;			/* --sampler inject took over: release at detach */
 	struct aggregate *agg;
 	struct spans *spans;
 	enum session_unwind unwind;	/* fp or dwarf, after auto */
@@ -167,6 +169,27 @@ int session_unwind__choose(const struct target *t, const struct procmaps *maps,
 	*out = fp_path_judge(maps, objs, m, why + 6, len) ? SESSION_UNWIND_FP : SESSION_UNWIND_DWARF;
 	memcpy(why, "auto: ", 6);
 	return 0;
+}
+
+/* load the sampler into the process and see its mappings again, with it */
+static int session_inject(struct session *s, char *err, size_t errlen)
+{
+	int ret = injection__start(&s->t, mapview__maps(s->view), s->objs,
+				   s->o.rate_set ? s->o.rate : 0, err, errlen);
+
+	if (ret)
+		return ret;
+	s->injected = true;
+	mapview__refresh(s->view);
+	return 0;
+}
+
+static void session_release(struct session *s)
+{
+	if (!s->injected)
+		return;
+	s->injected = false;
+	injection__stop(&s->t, s->objs);
 }
 
 /* a Go program allocates without malloc: an empty profile is explained by it */
@@ -582,6 +605,8 @@ static int session_open(const struct session_opts *o, struct bpfobj *shared, str
 	} else {
 		ret = mapview__new(&s->t, s->objs, &s->view, err, errlen);
 	}
+	if (!ret && o->sampler == OTEL_MODE_INJECT)
+		ret = session_inject(s, err, errlen);
 	if (ret)
 		goto fail;
 	/* optional: names can still be read from their files without it */
@@ -765,6 +790,7 @@ void session__detach(struct session *s)
 		return;
 	/* detach first: the target stops paying for probes while we finish */
 	bpfobj_proc__detach(s->proc);
+	session_release(s);
 	bpfobj_proc__window(s->proc, &s->start_ns, &s->end_ns);
 	bpfobj__drain(s->sampler);
 	bpfobj__misses(s->sampler, &s->misses, &s->free_misses);
@@ -1467,6 +1493,8 @@ void session__close(struct session *s)
 
 	if (!s)
 		return;
+	/* a session that failed after injecting, or was never detached */
+	session_release(s);
 	for (i = 0; i < s->n_comments; i++)
 		free(s->comments[i]);
 	free(s->comments);
