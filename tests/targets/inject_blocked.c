@@ -9,8 +9,8 @@
  * deliveries (queued signals: none may be lost), the only thread that
  * does not block it.
  *
- * inject_blocked SECONDS [BUSY]: prints "pid N ready", runs SECONDS,
- * wakes everyone, prints "ok CALL" or "FAIL CALL: why" per blocked
+ * inject_blocked SECONDS [BUSY]: prints "pid N ready", runs SECONDS (or
+ * until SIGUSR1), wakes everyone, prints "ok CALL" or "FAIL CALL: why" per blocked
  * thread, "busy N" (their rounds), "signals N" and "done", and exits 0
  * when nothing failed.
  */
@@ -35,7 +35,7 @@ static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
 static int woken;
 static atomic_int stop_busy, failures;
 static atomic_ulong busy_rounds;
-static volatile sig_atomic_t signals;
+static volatile sig_atomic_t signals, ending;
 
 static double now_s(void)
 {
@@ -94,17 +94,23 @@ static void *t_futex(void *a)
 	return a;
 }
 
+/* sleeps of 2 s to the end, each checked whole */
 static void *t_nanosleep(void *a)
 {
-	struct timespec ts = { seconds, 0 };
-	double t0 = now_s();
-	long r = nanosleep(&ts, NULL);
-	int err = errno;
+	struct timespec ts = { 2, 0 };
+	long r = 0;
+	int err = 0;
 
-	if (!r && now_s() - t0 < seconds) {
-		printf("FAIL nanosleep: slept %.3f s of %d\n", now_s() - t0, seconds);
-		failures++;
-		return a;
+	while (!stop_busy && !r) {
+		double t0 = now_s();
+
+		r = nanosleep(&ts, NULL);
+		err = errno;
+		if (!r && now_s() - t0 < 2) {
+			printf("FAIL nanosleep: slept %.3f s of 2\n", now_s() - t0);
+			failures++;
+			return a;
+		}
 	}
 	report("nanosleep", r, err);
 	return a;
@@ -131,10 +137,12 @@ static void *t_busy(void *a)
 	return a;
 }
 
-static void on_rt(int sig)
+static void on_signal(int sig)
 {
-	(void)sig;
-	signals++;
+	if (sig == SIGUSR1)
+		ending = 1;
+	else
+		signals++;
 }
 
 int main(int argc, char **argv)
@@ -142,7 +150,7 @@ int main(int argc, char **argv)
 	void *(*const blocked[])(void *) = { t_read, t_accept, t_epoll, t_futex, t_nanosleep, t_poll };
 	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	socklen_t sl = sizeof(sa);
-	struct sigaction act = { .sa_handler = on_rt, .sa_flags = SA_RESTART };
+	struct sigaction act = { .sa_handler = on_signal, .sa_flags = SA_RESTART };
 	int busy = argc > 2 ? atoi(argv[2]) : 0, i, c;
 	size_t nb = sizeof(blocked) / sizeof(blocked[0]);
 	pthread_t th[nb + 256];
@@ -159,8 +167,10 @@ int main(int argc, char **argv)
 	    getsockname(listener, (struct sockaddr *)&sa, &sl))
 		return 2;
 	sigaction(SIGRTMIN, &act, NULL);
+	sigaction(SIGUSR1, &act, NULL);
 	sigemptyset(&rt);
 	sigaddset(&rt, SIGRTMIN);
+	sigaddset(&rt, SIGUSR1);
 	pthread_sigmask(SIG_BLOCK, &rt, NULL);
 	for (i = 0; i < (int)nb; i++)
 		pthread_create(&th[i], NULL, blocked[i], NULL);
@@ -170,7 +180,7 @@ int main(int argc, char **argv)
 	printf("pid %d ready\n", (int)getpid());
 	fflush(stdout);
 	end = now_s() + seconds + 0.2;
-	while (now_s() < end) {
+	while (now_s() < end && !ending) {
 		struct timespec ts = { 0, 20 * 1000 * 1000 };
 
 		nanosleep(&ts, NULL);
@@ -183,8 +193,8 @@ int main(int argc, char **argv)
 	pthread_mutex_lock(&mu);
 	woken = 1;
 	pthread_cond_broadcast(&cv);
-	pthread_mutex_unlock(&mu);
 	stop_busy = 1;
+	pthread_mutex_unlock(&mu);
 	for (i = 0; i < (int)nb + busy; i++)
 		pthread_join(th[i], NULL);
 	printf("busy %lu\nsignals %d\ndone\n", (unsigned long)busy_rounds, (int)signals);

@@ -354,10 +354,25 @@ fail:
 	return ret;
 }
 
+/* which side of a syscall a syscall stop is on */
+static int syscall_op(struct hijack *h)
+{
+	struct __ptrace_syscall_info info;
+
+	if (ptrace(PTRACE_GET_SYSCALL_INFO, h->tid, (void *)sizeof(info), &info) <= 0)
+		return -1;
+	return info.op;
+}
+
+/*
+ * Syscall stops, never PTRACE_SINGLESTEP: a tracer that dies unlinks its
+ * tracees without clearing the trap flag, and the next instruction would
+ * raise a SIGTRAP nobody catches.
+ */
 int hijack__syscall(struct hijack *h, long nr, const uint64_t args[6], int64_t *ret)
 {
 	struct user_regs_struct r;
-	int st, err;
+	int st, err, sig;
 
 	at_frame(h, &r);
 	r.rip = h->g.syscall_ret;
@@ -368,27 +383,30 @@ int hijack__syscall(struct hijack *h, long nr, const uint64_t args[6], int64_t *
 	if (err)
 		return err;
 	for (;;) {
-		if (ptrace(PTRACE_SINGLESTEP, h->tid, NULL, NULL))
+		if (ptrace(PTRACE_SYSCALL, h->tid, NULL, NULL))
 			return -errno;
 		err = wait_stop(h, &st);
 		if (err)
 			return err;
-		err = get_regs(h, &r);
-		if (err)
-			return err;
-		/* past the syscall, on the ret into __restore_rt */
-		if (r.rip == h->g.syscall_ret + 2 && !delivered_signal(st))
-			break;
 		/*
 		 * A signal before the mask was set: deliver it now, on top of
 		 * our registers; its handler returns into the gadget and the
 		 * frame takes the thread home.  Start again with another stop.
 		 */
-		if (delivered_signal(st)) {
-			ptrace(PTRACE_DETACH, h->tid, NULL, (void *)(long)delivered_signal(st));
+		sig = delivered_signal(st);
+		if (sig) {
+			ptrace(PTRACE_DETACH, h->tid, NULL, (void *)(long)sig);
 			h->resumed = true;
 			return -EAGAIN;
 		}
+		if (!is_syscall_stop(st))
+			continue;
+		err = get_regs(h, &r);
+		if (err)
+			return err;
+		/* past the syscall, on the ret into __restore_rt */
+		if (r.rip == h->g.syscall_ret + 2 && syscall_op(h) == PTRACE_SYSCALL_INFO_EXIT)
+			break;
 	}
 	*ret = (int64_t)r.rax;
 	return 0;
@@ -436,13 +454,7 @@ uint64_t hijack__scratch_addr(const struct hijack *h, size_t off)
 /* the entry stop of the marker syscall: the call has returned, its value in rdi */
 static bool at_marker(struct hijack *h, const struct user_regs_struct *r)
 {
-	struct __ptrace_syscall_info info;
-
-	if (r->rip != h->scratch + CODE_MARKER_END)
-		return false;
-	if (ptrace(PTRACE_GET_SYSCALL_INFO, h->tid, (void *)sizeof(info), &info) <= 0)
-		return false;
-	return info.op == PTRACE_SYSCALL_INFO_ENTRY;
+	return r->rip == h->scratch + CODE_MARKER_END && syscall_op(h) == PTRACE_SYSCALL_INFO_ENTRY;
 }
 
 int hijack__call(struct hijack *h, uint64_t fn, uint64_t a0, uint64_t a1, uint64_t timeout_ns,

@@ -81,9 +81,10 @@ static bool is_glibc(const char *path)
 	return !strncmp(base_name(path), "libc.so.6", 9);
 }
 
+/* ld-musl-ARCH.so.1 is a link to musl's libc.so (Debian: /usr/lib/ARCH-linux-musl/libc.so) */
 static bool is_musl(const char *path)
 {
-	return !strncmp(base_name(path), "ld-musl-", 8) || !strncmp(base_name(path), "libc.musl", 9);
+	return !strncmp(base_name(path), "ld-musl-", 8) || strstr(path, "-linux-musl/");
 }
 
 static bool is_loader(const char *path)
@@ -669,7 +670,7 @@ static int run(const struct target *t, struct objcache *objs, const char *lib,
 {
 	struct inject_ctx c;
 	struct hijack h;
-	uint64_t t0 = clock_ns(CLOCK_MONOTONIC), fn, res = 0;
+	uint64_t t0 = clock_ns(CLOCK_MONOTONIC), t1, fn, res = 0;
 	int ret;
 
 	ret = ctx_open(&c, t, objs, st, err, len);
@@ -682,6 +683,8 @@ static int run(const struct target *t, struct objcache *objs, const char *lib,
 			   name);
 		goto out;
 	}
+	t1 = clock_ns(CLOCK_MONOTONIC);
+	st->prep_ns = t1 - t0;
 	ret = borrow(&c, &h);
 	if (ret)
 		goto out;
@@ -699,7 +702,7 @@ static int run(const struct target *t, struct objcache *objs, const char *lib,
 				   strerror(-st->result));
 	}
 	st->held_ns = hijack__finish(&h);
-	st->total_ns = clock_ns(CLOCK_MONOTONIC) - t0;
+	st->total_ns = clock_ns(CLOCK_MONOTONIC) - t1;
 out:
 	ctx_close(&c);
 	return ret;

@@ -25,6 +25,7 @@ struct target;
 #define INJECT_MEMFD_NAME	"libculpert-sampler.so"
 
 struct inject_stats {
+	uint64_t prep_ns;	/* reading /proc and the objects, before any stop */
 	uint64_t total_ns;	/* from the first stop to the last hand-back */
 	uint64_t max_stop_ns;	/* the longest a thread was stopped (examined, not borrowed) */
 	uint64_t held_ns;	/* how long the borrowed thread ran our calls */
