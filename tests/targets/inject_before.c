@@ -19,6 +19,8 @@
 #define NOINLINE __attribute__((noipa))
 
 static void *before[2000], *kept[300];
+/* through a volatile: the compiler may drop a malloc whose block is only freed */
+static void *volatile sink;
 
 static NOINLINE void f_before(void)
 {
@@ -39,10 +41,8 @@ static NOINLINE void f_kept(void)
 static NOINLINE void f_freed(void)
 {
 	for (int i = 0; i < 500; i++) {
-		char *p = malloc(700);
-
-		p[0] = 3;
-		free(p);
+		sink = malloc(700);
+		free(sink);
 	}
 }
 

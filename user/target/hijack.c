@@ -237,12 +237,14 @@ static void frame_regs(const struct user_regs_struct *r, struct k_sigcontext *mc
 	mc->ss = (uint16_t)r->ss;
 	if ((long)r->orig_rax < 0)
 		return;
+	/*
+	 * rt_sigreturn resets the restart block (restart_syscall would fail
+	 * with EINTR): a nanosleep or a poll with a timeout is issued again
+	 * whole, its arguments still in their registers, and sleeps longer.
+	 */
 	if (err == -ERESTARTSYS || err == -ERESTARTNOINTR || err == -ERESTARTNOHAND ||
-	    (err == -EINTR && eintr_on_stop((long)r->orig_rax))) {
+	    err == -ERESTART_RESTARTBLOCK || (err == -EINTR && eintr_on_stop((long)r->orig_rax))) {
 		mc->rax = r->orig_rax;
-		mc->rip -= 2;
-	} else if (err == -ERESTART_RESTARTBLOCK) {
-		mc->rax = SYS_restart_syscall;
 		mc->rip -= 2;
 	}
 }
@@ -564,23 +566,6 @@ uint64_t hijack__let_go(struct hijack *h)
 {
 	(void)h;
 	return 0;
-}
-
-/* the signals the thread blocks, from its status file */
-static int blocked_mask(const struct hijack *h, uint64_t *mask)
-{
-	char path[64], *text, *p;
-	int ret;
-
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/status", (int)h->pid, (int)h->tid);
-	ret = read_file_at(AT_FDCWD, path, &text, NULL);
-	if (ret)
-		return ret;
-	p = strstr(text, "\nSigBlk:");
-	if (!p || sscanf(p + 8, "%" SCNx64, mask) != 1)
-		ret = -EIO;
-	free(text);
-	return ret;
 }
 
 int hijack__arm(struct hijack *h)
