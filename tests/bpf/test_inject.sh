@@ -51,7 +51,7 @@ send_rt_until() {
 
 t_blocked_calls() {
 	need_root || return
-	start_target "$TMP/b.out" "$TARGETS/inject_blocked" 300 2 || return
+	start_target "$TMP/b.out" "$TARGETS/inject_blocked" 3600 2 || return
 	send_rt_until "$target_pid" "$TMP/b.stop" &
 	with_stand_in attach -p "$target_pid" --sampler inject -d 1 -v -o "$TMP/b.pb.gz" \
 		2>"$TMP/b.err" || fail "attach failed: $(grep -v libbpf "$TMP/b.err" | tail -3)"
@@ -69,7 +69,7 @@ t_blocked_calls() {
 # printed (its 200 ms goal depends on the machine's load: make bench measures it)
 t_threads64() {
 	need_root || return
-	start_target "$TMP/t.out" "$TARGETS/inject_blocked" 300 57 || return
+	start_target "$TMP/t.out" "$TARGETS/inject_blocked" 3600 57 || return
 	[ "$(ls "/proc/$target_pid/task" | wc -l)" -eq 64 ] || fail "not 64 threads"
 	with_stand_in attach -p "$target_pid" --sampler inject -d 1 -v -o "$TMP/t.pb.gz" \
 		2>"$TMP/t.err" || fail "attach failed: $(grep -v libbpf "$TMP/t.err" | tail -3)"
@@ -84,7 +84,7 @@ t_threads64() {
 # inject, profile, detach, 20 times: the library loaded once and reused, RSS flat
 t_cycles() {
 	need_root || return
-	start_target "$TMP/c.out" "$TARGETS/inject_blocked" 300 2 || return
+	start_target "$TMP/c.out" "$TARGETS/inject_blocked" 3600 2 || return
 	rss0=$(awk '/^VmRSS/ { print $2 }' "/proc/$target_pid/status")
 	i=0
 	while [ $i -lt 20 ]; do
@@ -108,7 +108,7 @@ t_cycles() {
 # the first thread stop of each): the target works on, and a later injection too
 t_killed() {
 	need_root || return
-	start_target "$TMP/k.out" "$TARGETS/inject_blocked" 300 2 || return
+	start_target "$TMP/k.out" "$TARGETS/inject_blocked" 3600 2 || return
 	i=0
 	hits=0
 	while [ $hits -lt 20 ] && [ $i -lt 40 ]; do
@@ -179,7 +179,7 @@ t_go_refused() {
 
 t_probes_says() {
 	need_root || return
-	start_target "$TMP/p.out" "$TARGETS/inject_blocked" 300 0 || return
+	start_target "$TMP/p.out" "$TARGETS/inject_blocked" 3600 0 || return
 	with_stand_in probes -p "$target_pid" --sampler inject >"$TMP/p.txt" 2>&1 ||
 		fail "probes failed: $(tail -3 "$TMP/p.txt")"
 	grep -q 'sampler: *injection would work' "$TMP/p.txt" || fail "$(grep sampler "$TMP/p.txt")"
