@@ -18,6 +18,8 @@
 #include "kfeatures.h"
 #include "log.h"
 #include "objcache.h"
+#include "inject.h"
+#include "injection.h"
 #include "otel.h"
 #include "probe_offset.h"
 #include "procmaps.h"
@@ -47,7 +49,8 @@ static const struct opt_spec probes_specs[] = {
 	OPT_FLAG("no-multi", COLLECT_OPT_NO_MULTI,
 		 "the paths used without uprobe_multi links"),
 	OPT_ARG("sampler", COLLECT_OPT_SAMPLER, "MODE",
-		 "auto (default), usdt or uprobes: which path attach takes"),
+		 "auto (default), usdt, uprobes or inject: which path attach\n"
+		 "takes (inject: whether loading the sampler would work)"),
 	OPT_FLAG("inuse", COLLECT_OPT_INUSE,
 		 "... with --inuse (otel_memory:free needed too)"),
 	OPT_FLAG("verbose", 'v',
@@ -278,6 +281,31 @@ static void print_otel_objects(const struct otel_plan *p, pid_t pid)
 }
 
 /*
+ * --sampler inject: would loading the sampler work, and what would it not
+ * see (docs/inject.md).  Nothing is stopped or written here.
+ */
+static int print_inject(const struct target *t, const struct procmaps *maps,
+			struct objcache *objs, bool *otel)
+{
+	char why[512];
+	int ret = injection__check(t, maps, objs, why, sizeof(why));
+
+	if (ret) {
+		printf("sampler:    injection would not work: %s\n", why);
+		pr_error("%s; --sampler uprobes still works\n", why);
+		return ret;
+	}
+	printf("sampler:    injection would work: libculpert-sampler.so %s, its otel_memory "
+	       "probes attached, released at the end\n", inject__mapped(maps) ?
+	       "is mapped already and would be reused" : "loaded with ptrace at a safe point");
+	printf("  unseen:   allocations made before the injection; calls through a pointer to "
+	       "malloc taken before it; calls inside an object that defines its own allocator "
+	       "(a static jemalloc or tcmalloc)\n");
+	*otel = true;
+	return 0;
+}
+
+/*
  * Which path attach takes (--sampler): the otel_memory probes or the
  * allocator's entry points.  -ENOENT when --sampler usdt cannot be had.
  */
@@ -285,7 +313,11 @@ static int print_sampler(const struct target *t, const struct procmaps *maps,
 			 struct objcache *objs, const struct session_opts *a, bool *otel)
 {
 	struct otel_plan p;
-	int ret = otel__plan(t, maps, objs, (enum otel_mode)a->sampler, a->inuse, &p);
+	int ret;
+
+	if (a->sampler == OTEL_MODE_INJECT)
+		return print_inject(t, maps, objs, otel);
+	ret = otel__plan(t, maps, objs, (enum otel_mode)a->sampler, a->inuse, &p);
 
 	printf("sampler:    %s\n", p.why);
 	if (ret == -ENOMEM)

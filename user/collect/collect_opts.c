@@ -40,7 +40,9 @@ const struct opt_spec collect_opt_specs[] = {
 	OPT_ARG("sampler", COLLECT_OPT_SAMPLER, "MODE",
 		 "how allocations are seen: auto (default: the otel_memory probes\n"
 		 "of an in-process sampler such as libculpert-sampler.so when a\n"
-		 "mapped object has them, else uprobes), usdt, uprobes"),
+		 "mapped object has them, else uprobes), usdt, uprobes, inject\n"
+		 "(load libculpert-sampler.so into the running process with ptrace\n"
+		 "and attach to its probes; undone at the end: docs/inject.md)"),
 	OPT_FLAG("no-multi", COLLECT_OPT_NO_MULTI,
 		 "one perf-event uprobe per site instead of uprobe_multi links"),
 	OPT_FLAG("no-session", COLLECT_OPT_NO_SESSION,

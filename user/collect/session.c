@@ -20,6 +20,7 @@
 #include "log.h"
 #include "mapview.h"
 #include "objcache.h"
+#include "injection.h"
 #include "procmaps.h"
 #include "session_internal.h"
 #include "spans.h"
@@ -87,6 +88,27 @@ int session_unwind__choose(const struct target *t, const struct procmaps *maps,
 	*out = fp_path_judge(maps, objs, m, why + 6, len) ? SESSION_UNWIND_FP : SESSION_UNWIND_DWARF;
 	memcpy(why, "auto: ", 6);
 	return 0;
+}
+
+/* load the sampler into the process and see its mappings again, with it */
+static int session_inject(struct session *s, char *err, size_t errlen)
+{
+	int ret = injection__start(&s->t, mapview__maps(s->view), s->objs,
+				   s->o.rate_set ? s->o.rate : 0, err, errlen);
+
+	if (ret)
+		return ret;
+	s->injected = true;
+	mapview__refresh(s->view);
+	return 0;
+}
+
+static void session_release(struct session *s)
+{
+	if (!s->injected)
+		return;
+	s->injected = false;
+	injection__stop(&s->t, s->objs);
 }
 
 /* a Go program allocates without malloc: an empty profile is explained by it */
@@ -242,6 +264,8 @@ static int session_map(struct session *s, char *err, size_t errlen)
 	} else {
 		ret = mapview__new(&s->t, s->objs, o->maps_watch, &s->view, err, errlen);
 	}
+	if (!ret && o->sampler == OTEL_MODE_INJECT)
+		ret = session_inject(s, err, errlen);
 	if (ret)
 		return ret;
 	/* optional: names can still be read from their files without it */
@@ -506,6 +530,7 @@ void session__detach(struct session *s)
 		return;
 	/* detach first: the target stops paying for probes while we finish */
 	bpfobj_proc__detach(s->proc);
+	session_release(s);
 	bpfobj_proc__window(s->proc, &s->start_ns, &s->end_ns);
 	bpfobj__drain(s->sampler);
 	bpfobj__misses(s->sampler, &s->misses, &s->free_misses);
@@ -528,6 +553,8 @@ void session__close(struct session *s)
 
 	if (!s)
 		return;
+	/* a session that failed after injecting, or was never detached */
+	session_release(s);
 	for (i = 0; i < s->n_comments; i++)
 		free(s->comments[i]);
 	free(s->comments);

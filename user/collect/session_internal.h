@@ -36,6 +36,7 @@ struct session {
 	struct bpfobj *sampler;	/* its own (attach), or shared (the agent) */
 	struct bpfobj_proc *proc;	/* this process's part of it */
 	bool shared;			/* the sampler is the caller's */
+	bool injected;			/* --sampler inject took over: release at detach */
 	struct aggregate *agg;
 	struct spans *spans;
 	enum session_unwind unwind;	/* fp or dwarf, after auto */

@@ -16,7 +16,7 @@
 #include "usdt.h"
 #include "vec.h"
 
-const char *const otel_mode_names[] = { "auto", "usdt", "uprobes", NULL };
+const char *const otel_mode_names[] = { "auto", "usdt", "uprobes", "inject", NULL };
 
 struct plan_ctx {
 	const struct target *t;
@@ -105,14 +105,16 @@ static int choose(struct otel_plan *p, enum otel_mode mode, bool need_free)
 		return 0;
 	}
 	if (lack) {
-		snprintf(p->why, sizeof(p->why), "%s: %s", mode == OTEL_MODE_USDT ?
-			 "--sampler usdt cannot be had" : "uprobes on the allocator (auto)", lack);
-		return mode == OTEL_MODE_USDT ? -ENOENT : 0;
+		snprintf(p->why, sizeof(p->why), "%s: %s", mode == OTEL_MODE_AUTO ?
+			 "uprobes on the allocator (auto)" : mode == OTEL_MODE_USDT ?
+			 "--sampler usdt cannot be had" : "--sampler inject cannot be had", lack);
+		return mode == OTEL_MODE_AUTO ? 0 : -ENOENT;
 	}
 	p->use = true;
 	p->with_free = need_free;
 	snprintf(p->why, sizeof(p->why), "otel_memory probes (%s): %zu alloc%s site%s in %zu "
-		 "object%s, no probe on the allocator", mode == OTEL_MODE_USDT ? "as asked" : "auto",
+		 "object%s, no probe on the allocator", mode == OTEL_MODE_AUTO ? "auto" :
+		 mode == OTEL_MODE_INJECT ? "injected" : "as asked",
 		 alloc, need_free ? " and free" : "", alloc + (need_free ? frees : 0) > 1 ? "s" : "",
 		 p->n, p->n > 1 ? "s" : "");
 	return 0;

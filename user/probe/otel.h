@@ -22,6 +22,7 @@ enum otel_mode {
 	OTEL_MODE_AUTO,		/* the contract when a mapped object carries it, else uprobes */
 	OTEL_MODE_USDT,		/* the contract, or fail */
 	OTEL_MODE_UPROBES,	/* the allocator's entry points, whatever is mapped */
+	OTEL_MODE_INJECT,	/* the contract of libculpert-sampler.so, loaded into the process */
 };
 
 /* their names, in order, NULL-terminated (for opt_choice()) */
