@@ -51,6 +51,19 @@ struct {
 	__type(value, __u8);
 } hold_entry SEC(".maps");
 
+/*
+ * Every process stopped for the agent and not let go yet: tgid -> its
+ * start (ns since boot).  A child of the agent holds it and lets them all
+ * go if the agent dies (user/collect/holdwatch.c); no stop without its
+ * entry here.  Userspace sizes it.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 64);
+	__type(key, __u32);
+	__type(value, __u64);
+} held_procs SEC(".maps");
+
 /* records dropped because the ring buffer was full */
 __u64 lost_events;
 
@@ -60,6 +73,24 @@ __u64 lost_events;
 /* 6.13+; userspace loads discover_fork_hold only when the kernel has it */
 extern int bpf_send_signal_task(struct task_struct *task, int sig, enum pid_type type,
 				__u64 value) __ksym __weak;
+
+/*
+ * Stop the process of e (current, or task for a child not yet run) with
+ * its entry in held_procs first, so a watchdog can always let it go
+ */
+static __always_inline void hold(struct discover_event *e, struct task_struct *task)
+{
+	__u32 tgid = e->tgid;
+	__u64 start = e->start_boottime;
+
+	if (bpf_map_update_elem(&held_procs, &tgid, &start, BPF_ANY))
+		return;
+	if (task ? !bpf_send_signal_task(task, HOLD_SIGNAL, PIDTYPE_TGID, 0) :
+		   !bpf_send_signal(HOLD_SIGNAL))
+		e->held = 1;
+	else
+		bpf_map_delete_elem(&held_procs, &tgid);
+}
 
 /* a record of task, not submitted yet (held 0); NULL, counted, when the ring is full */
 static __always_inline struct discover_event *fill(__u32 kind, struct task_struct *task,
@@ -105,14 +136,14 @@ int BPF_PROG(discover_exec, struct task_struct *p, pid_t old_pid, struct linux_b
 	if (!e)
 		return 0;
 	bpf_get_current_comm(comm, sizeof(comm));
-	if (bpf_map_lookup_elem(&hold_comms, comm) && !bpf_send_signal(HOLD_SIGNAL))
-		e->held = 1;
+	if (bpf_map_lookup_elem(&hold_comms, comm))
+		hold(e, NULL);
 	bpf_ringbuf_submit(e, 0);
 	return 0;
 }
 
 static __always_inline void on_fork(struct task_struct *parent, struct task_struct *child,
-				    bool hold)
+				    bool want_hold)
 {
 	__u32 ptgid = BPF_CORE_READ(parent, tgid);
 	struct discover_event *e;
@@ -127,9 +158,8 @@ static __always_inline void on_fork(struct task_struct *parent, struct task_stru
 	 * probed.  Not a vfork()/posix_spawn() child, which shares its parent's
 	 * memory only to exec: its parent waits for it, and its exec is seen.
 	 */
-	if (hold && BPF_CORE_READ(child, mm) != BPF_CORE_READ(parent, mm) &&
-	    !bpf_send_signal_task(child, HOLD_SIGNAL, PIDTYPE_TGID, 0))
-		e->held = 1;
+	if (want_hold && BPF_CORE_READ(child, mm) != BPF_CORE_READ(parent, mm))
+		hold(e, child);
 	bpf_ringbuf_submit(e, 0);
 }
 
@@ -165,8 +195,7 @@ int discover_entry(struct pt_regs *ctx)
 	e = fill(DISCOVER_ENTRY, (struct task_struct *)bpf_get_current_task(), 0);
 	if (!e)
 		return 0;
-	if (!bpf_send_signal(HOLD_SIGNAL))
-		e->held = 1;
+	hold(e, NULL);
 	bpf_ringbuf_submit(e, 0);
 	return 0;
 }

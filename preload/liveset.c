@@ -159,3 +159,25 @@ int liveset_remove(uintptr_t p)
 	__atomic_fetch_sub(&sampler_live.n, 1, __ATOMIC_RELAXED);
 	return 1;
 }
+
+/*
+ * Racing inserts of calls still under way are fine: a pointer left over
+ * costs a lookup on free, and its free fires only if a profiler listens.
+ * Buckets never touched read the zero page: no memory is faulted in.
+ */
+void liveset_clear(void)
+{
+	struct bucket *tab = __atomic_load_n(&buckets, __ATOMIC_ACQUIRE);
+	uintptr_t b;
+	int i;
+
+	if (!tab)
+		return;
+	for (b = 0; b <= bucket_mask && __atomic_load_n(&sampler_live.n, __ATOMIC_RELAXED); b++)
+		for (i = 0; i < SLOTS; i++) {
+			uintptr_t v = __atomic_load_n(&tab[b].slot[i], __ATOMIC_RELAXED);
+
+			if (v)
+				liveset_remove(v);
+		}
+}

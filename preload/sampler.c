@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include <culpert/sampler.h>
+#include "got.h"
 #include "sampler_internal.h"
 #include "usdt.h"
 
@@ -38,7 +39,8 @@
 /* a block of more than this many sampling points has the rest counted by expectation */
 #define MAX_POINT_DRAWS		64
 
-enum { BOOT_NONE, BOOT_RESOLVING, BOOT_READY };
+/* LATE: loaded by dlopen, not interposing: resolved by culpert_sampler_takeover() (late.c) */
+enum { BOOT_NONE, BOOT_RESOLVING, BOOT_READY, BOOT_LATE };
 
 struct sampler_next sampler_next;
 __thread struct sampler_thread sampler_thread __attribute__((tls_model("initial-exec")));
@@ -207,7 +209,7 @@ static uint64_t parse_bytes(const char *s)
 	return v * mul;
 }
 
-static void set_rate(uint64_t rate)
+void sampler_set_rate(uint64_t rate)
 {
 	cfg.rate = rate;
 	cfg.inv_log1m_p = rate > 1 ? 1.0 / log1p(-1.0 / (double)rate) : 0;
@@ -230,7 +232,7 @@ static void read_env(void)
 		}
 	}
 	if (rate != cfg.rate)
-		set_rate(rate);
+		sampler_set_rate(rate);
 	s = getenv("CULPERT_SAMPLER_STATS");
 	if (s && strlen(s) < sizeof(cfg.stats_path))
 		strcpy(cfg.stats_path, s);
@@ -238,10 +240,25 @@ static void read_env(void)
 
 /* --- finding the next allocator --- */
 
+/*
+ * Preloaded, the allocator is the next definition after this library;
+ * loaded late, the first definition in the process's global scope other
+ * than ours (RTLD_NEXT from a dlopen'd object searches the scope of
+ * whoever opened it; RTLD_DEFAULT may give a program's PLT stub, got.h).
+ */
+static int lookup_late;
+
+void *sampler_sym(const char *name)
+{
+	uintptr_t self = (uintptr_t)sampler_sym;
+
+	return lookup_late ? got_definition(name, &self, 1) : dlsym(RTLD_NEXT, name);
+}
+
 /* a function of the object that defines malloc, or NULL: another object's would mix heaps */
 static void *next_sym_of(const char *name, const void *base)
 {
-	void *f = dlsym(RTLD_NEXT, name);
+	void *f = sampler_sym(name);
 	Dl_info di;
 
 	if (!f || !base)
@@ -272,14 +289,14 @@ static void *allocator_sym(const char *name)
 	return next_sym_of(name, next_base);
 }
 
-static void resolve(void)
+static int resolve(void)
 {
 	struct sampler_next *n = &sampler_next;
 	const void *base = NULL;
 	const char *path = NULL;
 	Dl_info di;
 
-	n->malloc = (void *(*)(size_t))dlsym(RTLD_NEXT, "malloc");
+	n->malloc = (void *(*)(size_t))sampler_sym("malloc");
 	if (n->malloc && dladdr((void *)n->malloc, &di)) {
 		base = di.dli_fbase;
 		path = di.dli_fname;
@@ -287,11 +304,8 @@ static void resolve(void)
 	n->free = (void (*)(void *))next_sym_of("free", base);
 	n->realloc = (void *(*)(void *, size_t))next_sym_of("realloc", base);
 	n->posix_memalign = (int (*)(void **, size_t, size_t))next_sym_of("posix_memalign", base);
-	if (!n->malloc || !n->free || !n->realloc || !n->posix_memalign) {
-		say("no malloc, free, realloc and posix_memalign of one allocator after this library",
-		    "; aborting");
-		abort();
-	}
+	if (!n->malloc || !n->free || !n->realloc || !n->posix_memalign)
+		return -ENOENT;
 	n->calloc = (void *(*)(size_t, size_t))next_sym_of("calloc", base);
 	n->memalign = (void *(*)(size_t, size_t))next_sym_of("memalign", base);
 	n->aligned_alloc = (void *(*)(size_t, size_t))next_sym_of("aligned_alloc", base);
@@ -301,6 +315,23 @@ static void resolve(void)
 	culpert_sampler_page.allocator = allocator_kind(base, path);
 	next_base = base;
 	allocstats_init(culpert_sampler_page.allocator, allocator_sym);
+	return 0;
+}
+
+const void *sampler_allocator_base(void)
+{
+	return next_base;
+}
+
+/* the state every entry point needs, once the next allocator is known */
+static void make_ready(void)
+{
+	if (!cfg.rate)
+		sampler_set_rate(DEFAULT_RATE);
+	read_env();
+	if (liveset_init(DEFAULT_MAX_LIVE))
+		say("cannot map the set of sampled pointers: free will never fire", NULL);
+	__atomic_store_n(&sampler_next.ready, 1, __ATOMIC_RELEASE);
 }
 
 void sampler_boot(void)
@@ -311,14 +342,65 @@ void sampler_boot(void)
 	if (!__atomic_compare_exchange_n(&boot_state, &expect, BOOT_RESOLVING, 0, __ATOMIC_ACQ_REL,
 					 __ATOMIC_ACQUIRE))
 		return;
-	resolve();
-	if (!cfg.rate)
-		set_rate(DEFAULT_RATE);
-	read_env();
-	if (liveset_init(DEFAULT_MAX_LIVE))
-		say("cannot map the set of sampled pointers: free will never fire", NULL);
-	__atomic_store_n(&sampler_next.ready, 1, __ATOMIC_RELEASE);
+	if (resolve()) {
+		say("no malloc, free, realloc and posix_memalign of one allocator after this library",
+		    "; aborting");
+		abort();
+	}
+	make_ready();
 	__atomic_store_n(&boot_state, BOOT_READY, __ATOMIC_RELEASE);
+}
+
+static int same_object(void *a, void *b)
+{
+	Dl_info da, db;
+
+	return a && b && dladdr(a, &da) && dladdr(b, &db) && da.dli_fbase == db.dli_fbase;
+}
+
+/*
+ * Loaded late: the allocator the process is bound to now.  Called under
+ * late.c's lock, before any GOT slot points at the entry points.
+ */
+int sampler_boot_late(void)
+{
+	int err;
+
+	if (__atomic_load_n(&sampler_next.ready, __ATOMIC_ACQUIRE))
+		return 0;
+	lookup_late = 1;
+	/*
+	 * Another copy of this library interposing already (preloaded, and
+	 * this one loaded from another path): sampling its calls again would
+	 * count every sample twice.  Its own probes are the ones to use.
+	 */
+	if (same_object(sampler_sym("malloc"), sampler_sym("culpert_sampler_takeover")))
+		return -EEXIST;
+	err = resolve();
+	if (err)
+		return err;
+	make_ready();
+	return 0;
+}
+
+/* the process's malloc is this library's: preloaded, or linked before the allocator */
+static int interposing(void)
+{
+	return same_object(got_definition("malloc", NULL, 0), (void *)sampler_boot);
+}
+
+/* a rate from the caller, or what the environment says (default 512 KiB) */
+void sampler_configure(uint64_t rate)
+{
+	if (rate)
+		sampler_set_rate(rate);
+	else
+		read_env();
+}
+
+int sampler_is_late(void)
+{
+	return __atomic_load_n(&boot_state, __ATOMIC_ACQUIRE) == BOOT_LATE;
 }
 
 /* --- draws --- */
@@ -483,6 +565,7 @@ void sampler_child_after_fork(void)
 {
 	struct culpert_sampler_page *pg = &culpert_sampler_page;
 
+	late_child_after_fork();
 	sampler_drop_inherited_site(sampler_alloc_site, &otel_memory_alloc_semaphore);
 	sampler_drop_inherited_site(sampler_free_site, &otel_memory_free_semaphore);
 	allocstats_child_after_fork();
@@ -499,10 +582,23 @@ void sampler_child_after_fork(void)
 
 __attribute__((constructor)) static void sampler_start(void)
 {
+	int expect = BOOT_NONE;
+
+	pthread_atfork(NULL, NULL, sampler_child_after_fork);
+	/*
+	 * Not the process's malloc: dlopen'd into a running process (or linked
+	 * after the allocator).  Dormant until culpert_sampler_takeover().
+	 */
+	if (__atomic_load_n(&boot_state, __ATOMIC_ACQUIRE) == BOOT_NONE && !interposing() &&
+	    __atomic_compare_exchange_n(&boot_state, &expect, BOOT_LATE, 0, __ATOMIC_ACQ_REL,
+					__ATOMIC_ACQUIRE)) {
+		/* the page shows the rate a takeover with none of its own will use */
+		read_env();
+		return;
+	}
 	sampler_boot();
 	/* the environment is certainly there now; the rate may differ from the first guess */
 	read_env();
-	pthread_atfork(NULL, NULL, sampler_child_after_fork);
 }
 
 static void put(char **at, char *end, const char *key, unsigned long long v)

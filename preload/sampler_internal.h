@@ -65,6 +65,25 @@ void sampler_child_after_fork(void) SAMPLER_HIDDEN;
 void sampler_drop_inherited_site(const unsigned char *site, volatile unsigned short *semaphore)
 	SAMPLER_HIDDEN;
 
+/* the next allocator: its functions, its object (sampler.c) */
+void *sampler_sym(const char *name) SAMPLER_HIDDEN;
+const void *sampler_allocator_base(void) SAMPLER_HIDDEN;
+void sampler_set_rate(uint64_t rate) SAMPLER_HIDDEN;
+void sampler_configure(uint64_t rate) SAMPLER_HIDDEN;
+/* loaded by dlopen rather than interposing: late.c takes over */
+int sampler_is_late(void) SAMPLER_HIDDEN;
+int sampler_boot_late(void) SAMPLER_HIDDEN;
+void late_child_after_fork(void) SAMPLER_HIDDEN;
+
+/* the entry points by name, at their addresses in this library (wrap.c) */
+struct sampler_entry {
+	const char *name;
+	void *fn;
+	int cxx;			/* operator new/delete */
+};
+extern const struct sampler_entry sampler_entries[] SAMPLER_HIDDEN;
+extern const size_t sampler_n_entries SAMPLER_HIDDEN;
+
 /* the bootstrap arena: what is handed out before the next allocator is known */
 void *boot_alloc(size_t size, size_t align) SAMPLER_HIDDEN;
 size_t boot_size(const void *p) SAMPLER_HIDDEN;
@@ -126,5 +145,7 @@ void allocstats_child_after_fork(void) SAMPLER_HIDDEN;
 int liveset_init(size_t max_entries) SAMPLER_HIDDEN;
 int liveset_insert(uintptr_t p) SAMPLER_HIDDEN;
 int liveset_remove(uintptr_t p) SAMPLER_HIDDEN;
+/* forget every sampled pointer: after a release, their free is never seen */
+void liveset_clear(void) SAMPLER_HIDDEN;
 
 #endif /* CULPERT_SAMPLER_INTERNAL_H */

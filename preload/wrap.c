@@ -17,7 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <dlfcn.h>
 
 #include "sampler_internal.h"
 
@@ -284,7 +283,7 @@ typedef void *(*new_aligned_nothrow_fn)(size_t, size_t, const void *);
 /* the next operator new of this signature, on the failure path only */
 static void *next_new(const char *name)
 {
-	void *f = dlsym(RTLD_NEXT, name);
+	void *f = sampler_sym(name);
 
 	/* nobody to throw std::bad_alloc: what a C++ runtime does without exceptions */
 	if (!f)
@@ -445,3 +444,42 @@ void _ZdaPvSt11align_val_tRKSt9nothrow_t(void *p, size_t align, const void *tag)
 {
 	do_free(p);
 }
+
+/*
+ * The table late.c rewrites GOT slots with: the entry points at their
+ * addresses in this library.  Their names, seen from here, are preemptible
+ * and would give the process's malloc rather than ours, hence the hidden
+ * aliases.
+ */
+#define C_ENTRIES(X)								\
+	X(malloc, 0) X(free, 0) X(calloc, 0) X(realloc, 0) X(reallocarray, 0)		\
+	X(posix_memalign, 0) X(aligned_alloc, 0) X(memalign, 0) X(valloc, 0)		\
+	X(pvalloc, 0) X(malloc_usable_size, 0)
+#define CXX_ENTRIES(X)								\
+	X(_Znwm, 1) X(_Znam, 1) X(_ZnwmRKSt9nothrow_t, 1) X(_ZnamRKSt9nothrow_t, 1)	\
+	X(_ZnwmSt11align_val_t, 1) X(_ZnamSt11align_val_t, 1)				\
+	X(_ZnwmSt11align_val_tRKSt9nothrow_t, 1) X(_ZnamSt11align_val_tRKSt9nothrow_t, 1) \
+	X(_ZdlPv, 1) X(_ZdaPv, 1) X(_ZdlPvm, 1) X(_ZdaPvm, 1)				\
+	X(_ZdlPvRKSt9nothrow_t, 1) X(_ZdaPvRKSt9nothrow_t, 1)				\
+	X(_ZdlPvSt11align_val_t, 1) X(_ZdaPvSt11align_val_t, 1)			\
+	X(_ZdlPvmSt11align_val_t, 1) X(_ZdaPvmSt11align_val_t, 1)			\
+	X(_ZdlPvSt11align_val_tRKSt9nothrow_t, 1) X(_ZdaPvSt11align_val_tRKSt9nothrow_t, 1)
+
+#if defined(__GNUC__) && !defined(__clang__)
+#define SAME_ATTRIBUTES(sym)	copy(sym),
+#else
+#define SAME_ATTRIBUTES(sym)
+#endif
+#define OWN_ALIAS(sym, cxx)							\
+	extern __typeof__(sym) own_##sym					\
+		__attribute__((SAME_ATTRIBUTES(sym) alias(#sym), visibility("hidden")));
+#define OWN_ENTRY(sym, cxx)	{ #sym, (void *)own_##sym, cxx },
+
+C_ENTRIES(OWN_ALIAS)
+CXX_ENTRIES(OWN_ALIAS)
+
+const struct sampler_entry sampler_entries[] = {
+	C_ENTRIES(OWN_ENTRY)
+	CXX_ENTRIES(OWN_ENTRY)
+};
+const size_t sampler_n_entries = sizeof(sampler_entries) / sizeof(sampler_entries[0]);

@@ -446,3 +446,15 @@ expect_error() {
 		fail "'$*': not one error line: $(cat "$TMP/err.txt")"
 	grep -q -e "$pattern" "$TMP/err.txt" || fail "'$*': no '$pattern' in: $(cat "$TMP/err.txt")"
 }
+
+# plain ALLOCATOR CMD...: CMD over ALLOCATOR alone (glibc, jemalloc, mimalloc:
+# the caller's $JEMALLOC and $MIMALLOC), nothing else preloaded
+plain() {
+	case "$1" in
+	glibc) _pre= ;;
+	jemalloc) _pre=$JEMALLOC ;;
+	mimalloc) _pre=$MIMALLOC ;;
+	esac
+	shift
+	LD_PRELOAD=$_pre "$@"
+}

@@ -120,4 +120,31 @@ struct culpert_sampler_page {
 	struct culpert_sampler_allocator_stats allocator_stats;
 };
 
+/*
+ * Taking over late (docs/sampler.md): the library dlopen'd into a running
+ * process, as culpert-bpf's --sampler inject does.  Preloaded or linked, it
+ * interposes from the start and these change nothing but the rate.
+ * Call them from a thread that holds no allocator or loader lock.
+ *
+ * culpert_sampler_takeover: point the allocator's GOT slots (malloc family,
+ *   operator new/delete, and dlopen/dlmopen, to patch objects opened later)
+ *   of every loaded object at the sampler, sampling at `rate_bytes` (0:
+ *   CULPERT_SAMPLER_RATE of the process, else 512 KiB).  0 or -errno;
+ *   0 again when already taken over.  Preloaded: sets the rate, 0.
+ *   -EEXIST: another copy of the library is preloaded (use its probes).
+ * culpert_sampler_release: every slot back as it was, one aligned 8-byte
+ *   compare-and-swap each; the library stays mapped and dormant, and a
+ *   later takeover reuses it.  0 or -errno; -EOPNOTSUPP when preloaded.
+ * culpert_sampler_state: 1 while taken over (or preloaded), 0 dormant.
+ */
+#ifdef __cplusplus
+extern "C" {
+#endif
+int culpert_sampler_takeover(unsigned long rate_bytes);
+int culpert_sampler_release(void);
+int culpert_sampler_state(void);
+#ifdef __cplusplus
+}
+#endif
+
 #endif /* CULPERT_SAMPLER_H */

@@ -88,6 +88,47 @@ test_no_hold_no_stop() {
 	case "$out" in "stops "[1-9]*" exit 0") ;; *) fail "with --hold-start: $out" ;; esac
 }
 
+# proc_state PID: its state letter in /proc/PID/stat ("" once gone)
+proc_state() {
+	sed -n 's/^.*) \(.\) .*$/\1/p' "/proc/$1/stat" 2>/dev/null
+}
+
+# wait_state PID IS|NOT LETTER SECONDS: until its state is (or is not) LETTER; 1 if not within
+wait_state() {
+	_i=0
+	while :; do
+		_s=$(proc_state "$1")
+		if [ "$2" = is ]; then [ "$_s" = "$3" ] && return 0; else [ "$_s" != "$3" ] && return 0; fi
+		_i=$((_i + 1))
+		[ "$_i" -gt $(($4 * 20)) ] && return 1
+		sleep 0.05
+	done
+}
+
+# The agent SIGKILLed while it holds a program stopped at its exec (frozen
+# first, so that it cannot let it go itself): its watchdog lets the program
+# go, which runs to its end, and says so.
+test_killed_agent_lets_go() {
+	need_root || return
+	copy "${TAG}k" "$TARGETS/alloc_start"
+	agent_start kl --hold-start --select "comm=${TAG}k" --rate 1 --rescan 1h || return
+	kill -STOP "$agent_pid"
+	"$TMP/${TAG}k" >"$TMP/k.out" 2>&1 &
+	k=$!
+	track "$k"
+	if ! wait_state "$k" is T 20; then
+		fail "not stopped at its exec: state $(proc_state "$k")"
+		kill -CONT "$agent_pid"
+		return
+	fi
+	kill -KILL "$agent_pid"
+	wait "$agent_pid" 2>/dev/null
+	wait_state "$k" not T 20 || { fail "still stopped 20 s after the agent died"; kill -CONT "$k"; return; }
+	wait "$k" || fail "exit $?: $(cat "$TMP/k.out")"
+	wait_for "$TMP/kl.err" "the agent is gone: pid $k, stopped for it, let go" 20 ||
+		fail "the watchdog did not say so: $(tail -2 "$TMP/kl.err")"
+}
+
 # A target's child, forked and allocating at once, then gone: all of it in its heap.
 test_fork_child() {
 	need_root || return
@@ -201,6 +242,7 @@ agent_stop_churn() {
 
 run_test agent/pickup/start_exit test_start_exit
 run_test agent/pickup/no_hold_no_stop test_no_hold_no_stop
+run_test agent/pickup/killed_agent_lets_go test_killed_agent_lets_go
 run_test agent/pickup/fork_child test_fork_child
 run_test agent/pickup/pending_then_live test_pending_then_live
 run_test agent/pickup/churn test_churn

@@ -29,17 +29,6 @@ under() {
 	LD_PRELOAD=$_pre CULPERT_SAMPLER_STATS=$TMP/$_n.stats "$@"
 }
 
-# plain ALLOCATOR CMD...: CMD over ALLOCATOR alone, no sampler
-plain() {
-	case "$1" in
-	glibc) _pre= ;;
-	jemalloc) _pre=$JEMALLOC ;;
-	mimalloc) _pre=$MIMALLOC ;;
-	esac
-	shift
-	LD_PRELOAD=$_pre "$@"
-}
-
 # stat_of FILE KEY: KEY's value in the last sampler exit line of FILE
 stat_of() {
 	tail -1 "$1" | tr ' ' '\n' | sed -n "s/^$2=//p"
@@ -117,8 +106,11 @@ test_exports() {
 	done
 	nm -D --defined-only "$LIB" | grep -q " D culpert_sampler_page\$" ||
 		fail "culpert_sampler_page not exported"
+	for f in culpert_sampler_takeover culpert_sampler_release culpert_sampler_state; do
+		nm -D --defined-only "$LIB" | grep -q " T $f\$" || fail "$f not exported"
+	done
 	# nothing else: the library must not interpose on anything by accident
-	n=$(nm -D --defined-only "$LIB" | grep -vc -e ' T _Z[nd]' -e ' T \(malloc\|calloc\|realloc\|reallocarray\|free\|posix_memalign\|aligned_alloc\|memalign\|valloc\|pvalloc\|malloc_usable_size\)$' -e ' D culpert_sampler_page$')
+	n=$(nm -D --defined-only "$LIB" | grep -vc -e ' T _Z[nd]' -e ' T \(malloc\|calloc\|realloc\|reallocarray\|free\|posix_memalign\|aligned_alloc\|memalign\|valloc\|pvalloc\|malloc_usable_size\)$' -e ' D culpert_sampler_page$' -e ' T culpert_sampler_\(takeover\|release\|state\)$')
 	[ "$n" -eq 0 ] || fail "$n unexpected exported symbols"
 }
 

@@ -285,6 +285,38 @@ static void test_window(void)
 	ASSERT_EQ(bt.phase_end_ns, 5 * S, "measured again 4 s later");
 }
 
+/*
+ * A target on all the time far under its budget by its costs is checked
+ * (an off window for the allocation probes alone) when its system CPU
+ * says they are off, at the end of that window, and measured on again
+ * after; without that word it stays on.
+ */
+static void test_want_check(void)
+{
+	struct budget_model m = model;
+	struct budget_target bt;
+	struct budget_action a;
+
+	m.window_ns = 4 * S;
+	/* 100 allocs/s: 0.005% of a CPU, under a tenth of the budget: never checked by itself */
+	budget_target_init(&bt, 0, true, &(struct budget_counts){ 0 });
+	budget_target_step(&bt, &m, S, &(struct budget_counts){ .alloc = 100, .free = 100 }, &a);
+	ASSERT_TRUE(!a.switch_alloc, "stays on");
+	budget_target_step(&bt, &m, 5 * S, &(struct budget_counts){ .alloc = 500, .free = 500 },
+			   &a);
+	ASSERT_TRUE(!a.switch_alloc, "still on");
+	bt.want_check = true;
+	budget_target_step(&bt, &m, 9 * S, &(struct budget_counts){ .alloc = 900, .free = 900 },
+			   &a);
+	ASSERT_TRUE(a.switch_alloc && !a.alloc_on && !a.switch_free, "allocation probes off");
+	ASSERT_TRUE(!bt.want_check, "asked once");
+	ASSERT_EQ(bt.phase_end_ns, 10 * S, "for the check's second");
+	budget_target_step(&bt, &m, 10 * S, &(struct budget_counts){ .alloc = 900, .free = 1000 },
+			   &a);
+	ASSERT_TRUE(a.switch_alloc && a.alloc_on && !a.switch_free, "on again");
+	ASSERT_EQ(bt.phase_end_ns, 14 * S, "a window's length");
+}
+
 static void test_median(void)
 {
 	double odd[] = { 5, 1, 9, 3, 7 }, even[] = { 4, 1, 3, 2 };
@@ -398,6 +430,7 @@ int main(void)
 	RUN_TEST(test_free_cycled);
 	RUN_TEST(test_site_classes);
 	RUN_TEST(test_window);
+	RUN_TEST(test_want_check);
 	RUN_TEST(test_median);
 	RUN_TEST(test_runner);
 	return TEST_EXIT();

@@ -307,14 +307,14 @@ static void let_go(struct agent *a, pid_t pid, uint64_t start, enum discover_wha
 			pr_debug("pid %d: cannot stop it at its entry point: its probes come at "
 				 "the next try\n", (int)pid);
 	}
-	proc_release(pid, start);
+	discover__release(a->disc, pid, start);
 }
 
 /* a target's entry point reached: its probes attached (or not), it goes on */
 static void entry_done(struct agent *a, pid_t pid, uint64_t start, bool held)
 {
 	if (held)
-		proc_release(pid, start);
+		discover__release(a->disc, pid, start);
 	/* after: a uprobe takes a while to go (RCU), and the hit was its last */
 	discover__unhold_entry(a->disc, pid);
 }
@@ -1009,7 +1009,7 @@ static void stop(struct agent *a)
 	/* no process stays stopped for an attach that will not come */
 	for (i = 0; i < a->n_held; i++) {
 		if (a->held[i].held)
-			proc_release(a->held[i].pid, a->held[i].start);
+			discover__release(a->disc, a->held[i].pid, a->held[i].start);
 		if (a->held[i].what == DISCOVERED_ENTRY)
 			discover__unhold_entry(a->disc, a->held[i].pid);
 	}

@@ -197,23 +197,28 @@ static void decide(struct budget_target *bt, const struct budget_model *m, uint6
 		late = now_ns - bt->phase_end_ns;
 	bt->cycled_on = false;
 	/*
-	 * Within budget but near it, costs never checked: off for a moment, a
-	 * few times, for the target's own CPU time to say what the probes cost
+	 * Within budget but near it, costs never checked, or its system CPU
+	 * saying they are far off: off for a moment, for the target's own CPU
+	 * time to say what the probes cost
 	 */
-	if (bt->choice.duty >= 1 && m->max_pct > 0 && !bt->scale_checked &&
-	    bt->check_tries < BUDGET_CHECK_TRIES && bt->choice.est_pct > m->max_pct / 10) {
+	if (bt->choice.duty >= 1 && m->max_pct > 0 &&
+	    (bt->want_check || (!bt->scale_checked && bt->check_tries < BUDGET_CHECK_TRIES &&
+				bt->choice.est_pct > m->max_pct / 10))) {
 		bt->check_tries++;
 		/*
 		 * the allocation probes only: the free probes going off would
-		 * restart the heap of a target that is within its budget
+		 * restart the heap of a target that is within its budget; unless
+		 * its system CPU alone says it is over it
 		 */
-		bt->check_free = false;
+		bt->check_free = bt->want_check && bt->want_check_free && bt->rates.inuse;
+		bt->want_check = bt->want_check_free = false;
 		bt->phase = BUDGET_OFF;
 		bt->phase_end_ns = now_ns + BUDGET_CHECK_OFF_NS;
 		/* the next on window measures again, as long as a short window */
 		bt->choice.on_ns = m->window_ns ? m->window_ns : bt->choice.period_ns;
 		act->switch_alloc = true;
 		act->alloc_on = false;
+		act->switch_free = bt->check_free;
 		return;
 	}
 	if (bt->choice.duty >= 1) {

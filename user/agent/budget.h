@@ -126,6 +126,13 @@ struct budget_target {
 	bool scale_checked;		/* cost_scale measured at least once */
 	unsigned int check_tries;	/* off windows taken only to check the costs */
 	bool check_free;		/* the current check has the free probes off too */
+	/*
+	 * the target's system CPU says its hits cost far more than the costs
+	 * predict: the end of this on window takes an off window to check them
+	 */
+	bool want_check;
+	/* and the free probes go off with the allocation probes in it (the heap restarts) */
+	bool want_check_free;
 };
 
 /* what the profiling thread must do after budget_target_step() */

@@ -28,6 +28,16 @@
 #define PROG_MEASURE_HITS 1000
 /* the longest a period stretches to keep a window (BUDGET_MIN_ON_NS) */
 #define MAX_PERIOD_FACTOR 10
+/*
+ * The bounds of what the target's own CPU may say a hit costs over the
+ * site costs.  No tighter above: a libc probe shared with many other
+ * consumers (every agent's link on the same malloc) read 70 times the
+ * calibration here, all of it system CPU (docs/agent.md).
+ */
+#define SCALE_MIN 0.5
+#define SCALE_MAX 1000
+/* each pair's weight in the scale: the latest counts half, so it follows within a period */
+#define SCALE_KEEP 0.5
 
 struct duty_entry {
 	pid_t pid;
@@ -36,12 +46,22 @@ struct duty_entry {
 	bool costs_set;			/* bt.costs from the calibration and its mode */
 	struct budget_counts last;	/* the counters at its last step */
 	/* its own CPU (schedstat, every thread) at the last switch, for checking the costs */
-	uint64_t mark_ns, mark_run, mark_wait, mark_sys;
+	uint64_t mark_ns, mark_run, mark_wait, mark_sys, mark_calls;
 	bool marked, have_on, on_busy;
 	/* the last on window: CPU and system CPU shares, length, the costs' prediction */
 	double on_cpu, on_sys, on_dt, on_pred_alloc, on_pred_free;
+	double on_calls;		/* its read and write system calls per second then */
 	/* the probes' cost measured and predicted, over the pairs */
 	double extra_ns, pred_ns;
+	/*
+	 * its system CPU share with the allocation probes off, the free
+	 * probes on (alloc_off) and off too (both_off), as the last such off
+	 * window measured it (-1: not yet); the watch of a target on all the
+	 * time (watch_sys)
+	 */
+	double base_alloc_off, base_both_off;
+	uint64_t w_ns, w_sys;
+	bool w_marked;
 	struct budget_target bt;
 };
 
@@ -221,6 +241,7 @@ static uint64_t thread_cpu_ns(void)
 }
 
 static void check_costs(struct duty *d, struct duty_entry *e);
+static void watch_sys(struct duty *d, struct duty_entry *e, uint64_t now);
 
 /*
  * Switch the allocation probes (and the free probes when the budget
@@ -232,6 +253,7 @@ static void check_costs(struct duty *d, struct duty_entry *e);
  */
 static void switch_alloc(struct duty *d, struct duty_entry *e, bool on, bool with_free)
 {
+	struct budget_counts c;
 	uint64_t cpu;
 	int ret = 0;
 
@@ -262,8 +284,18 @@ static void switch_alloc(struct duty *d, struct duty_entry *e, bool on, bool wit
 	}
 	e->on = on;
 	/* the window starts once the probes are in: attaching takes time */
-	if (on)
+	if (on) {
 		e->bt.on_start_ns = d->ops.now ? d->ops.now(d->ctx) : mono_ns();
+		/*
+		 * and its counts from here: the hits made while a slow attach
+		 * went on (the free probes first, then site by site) are not
+		 * in its time (here 117M frees/s read off a 0.2 s window)
+		 */
+		if (!d->ops.counters(d->ctx, e->pid, e->start, &c))
+			e->bt.at_on = c;
+		e->w_marked = false;
+		watch_sys(d, e, e->bt.on_start_ns);
+	}
 }
 
 static void log_decision(const struct duty *d, const struct duty_entry *e)
@@ -337,6 +369,31 @@ static int proc_sched(pid_t pid, uint64_t *run, uint64_t *wait, uint64_t *sys)
 	return 0;
 }
 
+/* a window's system calls at least, for its CPU per call to be a measure of work */
+#define WORK_MIN_CALLS 1000
+
+/*
+ * The read and write system calls of the process so far (/proc/PID/io
+ * syscr + syscw): for a server, a count of its work that needs no probe
+ */
+static int proc_calls(pid_t pid, uint64_t *out)
+{
+	unsigned long long r = 0, w = 0;
+	char path[40], line[64];
+	int n = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/io", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f))
+		n += sscanf(line, "syscr: %llu", &r) + sscanf(line, "syscw: %llu", &w);
+	fclose(f);
+	*out = r + w;
+	return n == 2 ? 0 : -EINVAL;
+}
+
 /*
  * The costs checked against the target's own CPU time: over an on window
  * and the off window after it, the CPU share it ran with the probes on
@@ -346,25 +403,35 @@ static int proc_sched(pid_t pid, uint64_t *run, uint64_t *wait, uint64_t *sys)
  * than in more CPU: there the system part of its CPU, where the traps and
  * the programs are, says it instead.  Summed over the pairs (older ones
  * fading), against what the site costs predicted for the rates of each
- * window: the ratio (within 0.5-10) scales the target's costs from then
- * on.  It catches what no calibration in a child can see: the traps of a
- * site shared with other consumers, the caches a real program loses.
+ * window: the ratio (within SCALE_MIN-SCALE_MAX) scales the target's
+ * costs from then on.  It catches what no calibration in a child can see:
+ * the traps of a site shared with other consumers, the caches a real
+ * program loses.  A server that makes system calls (WORK_MIN_CALLS in
+ * each window) has its work counted by them: the CPU it ran with the
+ * probes on less what its calls would have cost at the off window's CPU
+ * per call, what a loaded machine's busy process pays in user time too,
+ * and a change of its load between the windows cancels out.
  */
 static void check_costs(struct duty *d, struct duty_entry *e)
 {
 	uint64_t now = d->ops.now ? d->ops.now(d->ctx) : mono_ns(), run = 0, wait = 0, sys = 0;
 	const struct budget_rates *r = &e->bt.rates;
-	double dt, cpu, sysr, pred, k;
-	bool busy;
+	double dt, cpu, sysr, pred, k, calls = 0, extra;
+	uint64_t nc = 0;
+	const char *by;
+	bool busy, work;
 
 	if (!d->o.calibrate || proc_sched(e->pid, &run, &wait, &sys))
 		return;
+	if (proc_calls(e->pid, &nc))
+		nc = 0;
 	dt = (double)(now - e->mark_ns);
 	if (e->marked && dt > 0 && run >= e->mark_run && wait >= e->mark_wait &&
 	    sys >= e->mark_sys) {
 		cpu = (double)(run - e->mark_run) / dt;
 		sysr = (double)(sys - e->mark_sys) / dt;
 		busy = (double)(run - e->mark_run + wait - e->mark_wait) > 0.9 * dt;
+		calls = nc >= e->mark_calls ? (double)(nc - e->mark_calls) / dt : 0;
 		if (e->on) {
 			/* the window ending now was on: what the costs say each side cost, raw */
 			k = e->bt.cost_scale > 0 ? e->bt.cost_scale : 1;
@@ -373,27 +440,40 @@ static void check_costs(struct duty *d, struct duty_entry *e)
 			e->on_cpu = cpu;
 			e->on_sys = sysr;
 			e->on_busy = busy;
+			e->on_calls = calls;
 			e->on_dt = dt;
 			e->have_on = true;
 		} else if (e->have_on) {
 			/* the off window ending now had the free probes off too, or not */
 			pred = e->on_pred_alloc + (e->free_on ? 0 : e->on_pred_free);
 			busy = busy || e->on_busy;
-			e->extra_ns = 0.8 * e->extra_ns +
-				      (busy ? e->on_sys - sysr : e->on_cpu - cpu) * e->on_dt;
-			e->pred_ns = 0.8 * e->pred_ns + pred * e->on_dt;
+			work = e->on_calls * e->on_dt >= WORK_MIN_CALLS && calls * dt >= WORK_MIN_CALLS;
+			if (work) {
+				extra = e->on_cpu - e->on_calls * cpu / calls;
+				by = "CPU per system call";
+			} else if (busy) {
+				extra = e->on_sys - sysr;
+				by = "system CPU";
+			} else {
+				extra = e->on_cpu - cpu;
+				by = "CPU";
+			}
+			e->extra_ns = SCALE_KEEP * e->extra_ns + extra * e->on_dt;
+			e->pred_ns = SCALE_KEEP * e->pred_ns + pred * e->on_dt;
 			e->have_on = false;
+			*(e->free_on ? &e->base_alloc_off : &e->base_both_off) = sysr;
 			/* 10 ms of predicted cost at least: a few clock ticks of stime */
 			if (e->pred_ns >= 1e7) {
 				k = e->extra_ns / e->pred_ns;
-				e->bt.cost_scale = k < 0.5 ? 0.5 : k > 10 ? 10 : k;
+				e->bt.cost_scale = k < SCALE_MIN ? SCALE_MIN : k > SCALE_MAX ?
+						   SCALE_MAX : k;
 				e->bt.scale_checked = true;
-				pr_info("culpert-bpf: pid %d: its %s with the probes on %.3g%% "
-					"of a CPU, off %.3g%%: the costs of a hit scaled by "
-					"%.3g\n",
-					(int)e->pid, busy ? "system CPU" : "CPU",
-					(busy ? e->on_sys : e->on_cpu) * 100,
-					(busy ? sysr : cpu) * 100, e->bt.cost_scale);
+				pr_info("culpert-bpf: pid %d: by its %s, the probes cost it %.3g%% "
+					"of a CPU while on (its CPU %.3g%% on, %.3g%% off, system "
+					"CPU %.3g%% and %.3g%%): the costs of a hit scaled by "
+					"%.3g\n", (int)e->pid, by, extra * 100, e->on_cpu * 100,
+					cpu * 100, e->on_sys * 100, sysr * 100,
+					e->bt.cost_scale);
 			}
 		}
 	}
@@ -401,7 +481,56 @@ static void check_costs(struct duty *d, struct duty_entry *e)
 	e->mark_run = run;
 	e->mark_wait = wait;
 	e->mark_sys = sys;
+	e->mark_calls = nc;
 	e->marked = true;
+}
+
+/*
+ * A target on all the time is checked only when something says its costs
+ * are off: over each on window that ends in a decision, its system CPU
+ * share less its share with the probes off is an upper bound of what the
+ * traps and programs cost it, its own system calls aside.  Far above what
+ * its costs predict (twice, and by a quarter of the budget: ten clock
+ * ticks of stime over a 4 s window at 10%), the window ends in an off
+ * window that measures them (budget_target.want_check): a site cost the
+ * load or other consumers raised is seen within a window, not never.  The
+ * share with both kinds of probes off is the base once known; before, the
+ * share with the allocation probes off (the free probes' cost is in it),
+ * and a system CPU over the budget by itself has the free probes go off
+ * in the check too, once: that restarts the heap, but the heap of a
+ * target over its budget is partial anyway.
+ */
+static void watch_sys(struct duty *d, struct duty_entry *e, uint64_t now)
+{
+	const struct budget_rates *r = &e->bt.rates;
+	double dt, sysr, extra, pred, b = d->o.max_pct / 100;
+	bool both = e->base_both_off >= 0 || !r->inuse;
+	uint64_t run, wait, sys;
+
+	if (!d->o.calibrate || !e->on || proc_sched(e->pid, &run, &wait, &sys))
+		return;
+	dt = (double)(now - e->w_ns);
+	if (e->w_marked && dt > 0 && sys >= e->w_sys && e->bt.decisions &&
+	    e->bt.choice.duty >= 1 && b > 0) {
+		sysr = (double)(sys - e->w_sys) / dt;
+		/* the costs as scaled now: what the estimate stands on */
+		pred = r->alloc_per_s * r->alloc_ns / 1e9 +
+		       (r->inuse && both ? r->free_per_s * r->free_ns / 1e9 : 0);
+		extra = sysr - (both ? (e->base_both_off > 0 ? e->base_both_off : 0) :
+				(e->base_alloc_off > 0 ? e->base_alloc_off : 0));
+		e->bt.want_check_free = !both && sysr - pred > b;
+		if (e->bt.want_check_free || (extra > 2 * pred && extra - pred > b / 4)) {
+			e->bt.want_check = true;
+			pr_info("culpert-bpf: pid %d: its system CPU %.3g%% of a CPU, %.3g%% over "
+				"its share with the %s probes off, its costs predict %.3g%%: "
+				"checking them%s\n", (int)e->pid, sysr * 100, extra * 100,
+				both ? "allocation and free" : "allocation", pred * 100,
+				e->bt.want_check_free ? " with the free probes off too" : "");
+		}
+	}
+	e->w_ns = now;
+	e->w_sys = sys;
+	e->w_marked = true;
 }
 
 /* in-use tracking cannot stay within the budget: the free probes go, live blocks with them */
@@ -469,6 +598,9 @@ static void step(struct duty *d, struct duty_entry *e, uint64_t now_ns)
 	e->last = c;
 	if (!e->costs_set)
 		set_costs(d, e);
+	/* an on window about to end in a decision */
+	if (e->bt.phase == BUDGET_ON && now_ns >= e->bt.phase_end_ns)
+		watch_sys(d, e, now_ns);
 	budget_target_step(&e->bt, &d->model, now_ns, &c, &act);
 	if (act.drop_inuse)
 		drop_inuse(d, e);
@@ -492,8 +624,10 @@ static void start_entry(struct duty *d, struct duty_entry *e, pid_t pid, uint64_
 	e->used = e->seen = e->on = true;
 	e->free_on = d->o.inuse;
 	e->last = c;
+	e->base_alloc_off = e->base_both_off = -1;
 	budget_target_init(&e->bt, now_ns, d->o.inuse, &c);
 	check_costs(d, e);
+	watch_sys(d, e, now_ns);
 }
 
 /* blend a new measurement into a figure: the first replaces the stand-in */

@@ -18,6 +18,7 @@
 #include "discover.h"
 #include "discover.skel.h"
 #include "discover_event.h"
+#include "holdwatch.h"
 #include "log.h"
 #include "procmaps.h"
 #include "readfile.h"
@@ -43,7 +44,11 @@ struct discover {
 	bool closing;			/* discover__free: only let held processes go */
 	struct entry_hold *holds;	/* max_tracked of them */
 	size_t n_holds;
+	int watch_fd;			/* the watchdog's pipe (holdwatch.h); -1: none */
 };
+
+/* the held processes' map holds this many per tracked process, for the forks among them */
+#define HELD_PER_TRACKED 16
 
 /* "pid (comm) S ppid ...": comm may hold ')' and blanks, so fields start after the last ')' */
 static int parse_stat(const char *text, struct proc_info *pi)
@@ -209,6 +214,44 @@ int proc_release(pid_t pid, uint64_t start_ticks)
 	return kill(pid, SIGCONT) ? -errno : 0;
 }
 
+int discover__release(struct discover *d, pid_t pid, uint64_t start_ticks)
+{
+	__u32 key = (__u32)pid;
+	__u64 start;
+	int fd = bpf_map__fd(d->skel->maps.held_procs);
+
+	/* its entry, not a later process's of the same pid */
+	if (!bpf_map_lookup_elem(fd, &key, &start) && start / d->ns_per_tick == start_ticks)
+		bpf_map_delete_elem(fd, &key);
+	return proc_release(pid, start_ticks);
+}
+
+/*
+ * The watchdog, forked before anything is attached, so that it holds no
+ * link: it knows the programs that stop processes by their ids
+ */
+static int start_watchdog(struct discover *d)
+{
+	struct bpf_program *progs[] = { d->skel->progs.discover_exec,
+					d->skel->progs.discover_fork_hold,
+					d->skel->progs.discover_entry };
+	struct bpf_prog_info info;
+	__u32 ids[3], len;
+	size_t i, n = 0;
+
+	for (i = 0; i < sizeof(progs) / sizeof(progs[0]); i++) {
+		if (bpf_program__fd(progs[i]) < 0)
+			continue;
+		memset(&info, 0, sizeof(info));
+		len = sizeof(info);
+		if (bpf_obj_get_info_by_fd(bpf_program__fd(progs[i]), &info, &len))
+			return -errno;
+		ids[n++] = info.id;
+	}
+	return holdwatch__start(bpf_map__fd(d->skel->maps.held_procs), ids, n, d->ns_per_tick,
+				&d->watch_fd);
+}
+
 static int on_event(void *ctx, void *data, size_t len)
 {
 	struct discover *d = ctx;
@@ -221,7 +264,7 @@ static int on_event(void *ctx, void *data, size_t len)
 	start = e->start_boottime / d->ns_per_tick;
 	if (d->closing) {
 		if (e->held)
-			proc_release((pid_t)e->tgid, start);
+			discover__release(d, (pid_t)e->tgid, start);
 		return 0;
 	}
 	switch (e->kind) {
@@ -284,6 +327,7 @@ struct discover *discover__open(size_t max_tracked, bool hold, discover_fn fn, v
 		return fail_open(d, err, errlen, "allocate", ENOMEM);
 	d->fn = fn;
 	d->ctx = ctx;
+	d->watch_fd = -1;
 	d->ns_per_tick = 1000000000ULL / (uint64_t)(hz > 0 ? hz : 100);
 	d->holds = calloc(max_tracked ?: 1, sizeof(*d->holds));
 	if (!d->holds)
@@ -300,9 +344,15 @@ struct discover *discover__open(size_t max_tracked, bool hold, discover_fn fn, v
 	bpf_program__set_autoattach(d->skel->progs.discover_entry, false);
 	ret = bpf_map__set_max_entries(d->skel->maps.tracked_tgids, (__u32)max_tracked);
 	ret = ret ?: bpf_map__set_max_entries(d->skel->maps.hold_entry, (__u32)max_tracked);
+	ret = ret ?: bpf_map__set_max_entries(d->skel->maps.held_procs,
+					      (__u32)(max_tracked * HELD_PER_TRACKED));
 	ret = ret ?: discover_bpf__load(d->skel);
 	if (ret)
 		return fail_open(d, err, errlen, "load", ret);
+	/* nothing is ever stopped without it: a process held when the agent died would stay so */
+	ret = hold ? start_watchdog(d) : 0;
+	if (ret)
+		return fail_open(d, err, errlen, "start the watchdog of", ret);
 	ret = discover_bpf__attach(d->skel);
 	if (ret)
 		return fail_open(d, err, errlen, "attach", ret);
@@ -329,6 +379,9 @@ void discover__free(struct discover *d)
 		ring_buffer__consume(d->rb);
 	ring_buffer__free(d->rb);
 	discover_bpf__destroy(d->skel);
+	/* the watchdog finds nothing left to let go, and exits once the programs are gone */
+	if (d->watch_fd >= 0)
+		close(d->watch_fd);
 	free(d->holds);
 	free(d);
 }

@@ -98,5 +98,11 @@ bool discover__holds_forks(const struct discover *d);
  */
 int discover__hold_entry(struct discover *d, pid_t pid);
 void discover__unhold_entry(struct discover *d, pid_t pid);
+/*
+ * proc_release() of a process the kernel stopped for the agent, and its
+ * entry gone from the map of the watchdog that lets every held process go
+ * if the agent dies (holdwatch.h)
+ */
+int discover__release(struct discover *d, pid_t pid, uint64_t start_ticks);
 
 #endif /* CULPERT_DISCOVER_H */
