@@ -1,18 +1,27 @@
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
-#
-# culpert-bpf: one top-level build.  Everything generated goes to $(OUTPUT).
-#
-#   make            build culpert-bpf and culpert
-#   make demo       install what is missing, build, profile the example service
-#   make test       install what is missing, build, run the whole suite
-#   make help       all targets
+# culpert-bpf: one top-level build; everything generated goes to $(OUTPUT).
+# Targets (`make help` prints this):
+#   all           culpert-bpf, culpert and libculpert-sampler.so (the default)
+#   culpert       the CLI only (no BPF toolchain needed)
+#   deps          install the Debian packages that are missing (apt-get, as root)
+#   demo          deps, build, profile examples/demo_service for a few seconds
+#   test          deps, build, run every test; TESTS=pattern runs the matching files only
+#   bench         overhead and cost measurements, medians over repeated runs
+#   rust          the Rust tracing layer and its example (demo-rust: profiled under load)
+#   fuzz          libFuzzer on the pprof reader and every printer (FUZZ_SECONDS=600 each)
+#   check-layout  fail if a file includes a header from a layer above its own
+#   install       both binaries, the sampler library and the public headers under PREFIX
+#   image         the container image culpert-bpf:VERSION (IMAGE_ARCHES="x86 arm64")
+#   vmlinux       regenerate vmlinux/$(ARCH)/vmlinux.h
+#   clean         remove $(OUTPUT)
+# Variables: V=1 (commands), OUTPUT, ARCH, CI=1 (-Werror, sanitizers), EXTRA_CFLAGS,
+# EXTRA_LDFLAGS, and the tools: CLANG, BPFTOOL, PKG_CONFIG, CC ... (their defaults: below).
 
 HOST_ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
 ARCH ?= $(HOST_ARCH)
 
-# ARCH=arm64 on an x86-64 host: Debian's cross toolchain against the arm64
-# multiarch libraries (`make deps ARCH=arm64` installs both), in a separate
-# OUTPUT so host and cross objects never mix
+# ARCH=arm64 on an x86-64 host: Debian's cross toolchain against the arm64 multiarch
+# libraries, in an OUTPUT of its own so host and cross objects never mix
 ifneq ($(ARCH),$(HOST_ARCH))
 ifneq ($(ARCH),arm64)
 $(error ARCH=$(ARCH): only arm64 can be cross-built (from $(HOST_ARCH)))
@@ -35,6 +44,7 @@ RUST_ARCH_FLAGS := --target aarch64-unknown-linux-gnu -C linker=$(CROSS_COMPILE)
 RUSTC ?= /usr/bin/rustc
 endif
 
+# the tools, every default in this one place
 OUTPUT ?= .output
 CLANG ?= clang
 BPFTOOL ?= bpftool
@@ -47,17 +57,20 @@ HOSTCC ?= cc
 GO ?= go
 RUSTC ?= $(shell command -v rustc 2>/dev/null || echo $(HOME)/.cargo/bin/rustc)
 MUSL_GCC ?= musl-gcc
+# the Rust workspace's: Debian's by path, not a rustup toolchain earlier in PATH (rust/Makefile.inc)
+CARGO ?= /usr/bin/cargo
+RUST_RUSTC ?= /usr/bin/rustc
+RUST_RUSTDOC ?= /usr/bin/rustdoc
+LLD ?= ld.lld
 PREFIX ?= /usr/local
 
 MULTIARCH := $(shell $(CC) -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)
 VERSION := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
 
-# Debian 12 packages, by what needs them (`make deps` installs them all).
-# culpert (the CLI) alone: plain `make culpert` needs only these
+# Debian 12 packages, by what needs them (`make deps` installs them all); `make culpert`:
 CLI_PACKAGES := make gcc pkg-config libelf-dev libdw-dev libdebuginfod-dev zlib1g-dev \
 	protobuf-c-compiler libprotobuf-c-dev libiberty-dev libcurl4-openssl-dev
-# ... and culpert-bpf: plain `make`
-# (the agent's HTTP server and its Kubernetes API client's JSON reader; libcurl is the CLI's too)
+# plain `make`, culpert-bpf too (the agent's HTTP server, its Kubernetes client's JSON reader)
 BUILD_PACKAGES := $(CLI_PACKAGES) clang llvm libbpf-dev bpftool libcapstone-dev \
 	libmicrohttpd-dev libjson-c-dev
 # make demo: the example service includes the span probes' <sys/sdt.h>
@@ -69,8 +82,7 @@ TEST_PACKAGES := $(DEMO_PACKAGES) g++ systemtap-sdt-dev debuginfod elfutils binu
 	hyperfine valgrind python3 python3-prometheus-client sqlite3 rustc dwz libc6-dbg time \
 	python3-jsonschema libxml2-utils cmark-gfm libclang-rt-dev qemu-system-x86 busybox cpio \
 	util-linux nodejs python3-yaml prometheus openssl curl heaptrack redis-server redis-tools
-# the arm64 cross build (ARCH=arm64 on x86-64): Debian's cross compilers and the arm64
-# multiarch -dev packages (install-deps.sh adds the dpkg architecture they need)
+# ARCH=arm64 on x86-64: cross compilers, arm64 -dev packages (install-deps.sh adds the arch)
 ARM64_CLI_PACKAGES := gcc-aarch64-linux-gnu libc6-dev:arm64 libelf-dev:arm64 libdw-dev:arm64 \
 	libdebuginfod-dev:arm64 zlib1g-dev:arm64 libprotobuf-c-dev:arm64 libiberty-dev:arm64
 ARM64_PACKAGES := $(ARM64_CLI_PACKAGES) g++-aarch64-linux-gnu libbpf-dev:arm64 \
@@ -80,9 +92,8 @@ ifneq ($(ARCH),$(HOST_ARCH))
 CLI_PACKAGES += $(ARM64_CLI_PACKAGES)
 BUILD_PACKAGES += $(ARM64_PACKAGES)
 endif
-# the aarch64 smoke test (tests/bpf/test_arm64.sh) cross-builds, then boots Debian's arm64
-# kernel under qemu-system-aarch64 (its busybox-static:arm64 and kernel are downloaded,
-# not installed: busybox-static would replace the host's busybox)
+# the aarch64 smoke test (tests/bpf/test_arm64.sh) cross-builds and boots Debian's arm64 kernel
+# under qemu (busybox-static:arm64 and the kernel downloaded: installed, it would replace busybox)
 ARM64_TEST_PACKAGES := musl-dev:arm64 libstd-rust-dev:arm64
 ifeq ($(HOST_ARCH),x86)
 TEST_PACKAGES += $(ARM64_PACKAGES) $(ARM64_TEST_PACKAGES) qemu-system-arm
@@ -97,9 +108,8 @@ IMAGE_PACKAGES := mmdebstrap podman runc uidmap libcap2-bin
 TEST_PACKAGES += $(IMAGE_PACKAGES) python3-kubernetes python3-yaml prometheus
 DEB_PACKAGES := $(sort $(BUILD_PACKAGES) $(TEST_PACKAGES))
 
-# The layers (README "Layout"): lib/ <- proto/ <- proto/query/ <- cli/ and user/.
-# Each part sees only the headers of the parts below it, so a forbidden include
-# does not compile (`make check-layout` says which file and why).
+# The layers (README "Layout"): lib/ <- proto/ <- proto/query/ <- cli/ and user/.  Each part
+# sees only the headers of those below, so a forbidden include does not compile.
 LIB_DIRS := lib lib/sym
 PROTO_DIRS := proto $(OUTPUT)/proto
 QUERY_DIRS := $(PROTO_DIRS) proto/query
@@ -110,11 +120,10 @@ PROTO_INC := $(LIB_INC) $(call iquote,$(PROTO_DIRS))
 QUERY_INC := $(LIB_INC) $(call iquote,$(QUERY_DIRS))
 CLI_INC := $(QUERY_INC) $(call iquote,$(CLI_DIRS))
 
-# Inside user/, lowest first: what a process is (target/); probe placement
-# (probe/) and stack walking (unwind/) over it; allocator memory (mem/); the
-# collection of samples (collect/); the commands (cmd/) and the agent (agent/)
-# on top.  A folder sees itself and the folders its line names, never a
-# sibling; user/main.c sees them all.  Every folder sees bpf/ and the skeletons.
+# Inside user/, lowest first: what a process is (target/); probe placement (probe/) and stack
+# walking (unwind/) over it; allocator memory (mem/); the collection of samples (collect/);
+# the commands (cmd/) and the agent (agent/) on top.  A folder sees itself and the folders
+# its line names, never a sibling; user/main.c sees them all; every folder sees bpf/.
 USER_SEES_target := target
 USER_SEES_probe := target probe
 USER_SEES_unwind := target unwind
@@ -130,8 +139,7 @@ USER_INC := $(call user_inc,main)
 
 # libraries by layer; recursive (=) on purpose: evaluated after `make deps` may have installed them
 LIB_PC := libelf libdw libdebuginfod zlib libprotobuf-c
-# culpert-bpf: the agent's HTTP server (libmicrohttpd), its Kubernetes API client (libcurl,
-# json-c)
+# culpert-bpf: the agent's HTTP server (libmicrohttpd), its Kubernetes API client (libcurl, json-c)
 USER_PC := $(LIB_PC) libbpf capstone libmicrohttpd libcurl json-c
 # culpert alone: the archive client (culpert upload / pull)
 CLI_PC := libcurl
@@ -141,7 +149,6 @@ LIB_LIBS = $(shell $(PKG_CONFIG) --libs $(LIB_PC) 2>/dev/null) -liberty -lm -lpt
 USER_LIBS = $(shell $(PKG_CONFIG) --libs $(USER_PC) 2>/dev/null) -liberty -lm -lpthread
 CLI_PC_CFLAGS = $(shell $(PKG_CONFIG) --cflags $(CLI_PC) 2>/dev/null)
 CLI_LIBS = $(shell $(PKG_CONFIG) --libs $(CLI_PC) 2>/dev/null)
-
 WARNINGS := -Wall -Wextra -Wshadow -Wmissing-prototypes -Wno-unused-parameter
 ifneq ($(CI),)
 WARNINGS += -Werror
@@ -153,10 +160,11 @@ BASE_CFLAGS = $(CFLAGS) $(WARNINGS) -std=gnu11 -D_GNU_SOURCE -MMD -MP \
 ALL_CFLAGS = $(BASE_CFLAGS) $(PC_CFLAGS) $(CLI_PC_CFLAGS) $(USER_INC) $(call iquote,$(CLI_DIRS))
 ALL_LDFLAGS = -Wl,--as-needed $(LDFLAGS) $(EXTRA_LDFLAGS)
 LDLIBS_ALL = $(USER_LIBS) $(CLI_LIBS)
-
 BPF_CFLAGS := -g -O2 -target bpf -mcpu=v3 -Werror=implicit-function-declaration -D__TARGET_ARCH_$(ARCH) -I$(OUTPUT) -Ibpf \
 	-Ivmlinux/$(ARCH) -idirafter /usr/include/$(MULTIARCH) -Wall -Wno-unused-function
 
+# A recipe's start: its tagged line (V=1: the command instead), then its target's
+# directory, so that no rule makes directories of its own
 ifeq ($(V),1)
 Q =
 msg =
@@ -165,17 +173,12 @@ Q = @
 msg = @printf '  %-9s %s\n' "$(1)" "$(2)";
 MAKEFLAGS += --no-print-directory
 endif
-# a recipe's start: its tagged line (V=1: the command instead), then its
-# target's directory, so that no rule makes directories of its own
 step = $(Q)$(if $(Q),printf '  %-9s %s\n' "$(1)" "$@"; )mkdir -p $(@D) &&
-
 BPF_SRCS := $(wildcard bpf/*.bpf.c)
 BPF_OBJS := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.bpf.o,$(BPF_SRCS))
 SKELS := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.skel.h,$(BPF_SRCS))
-
 PROTO_GEN := $(OUTPUT)/proto/profile.pb-c.c $(OUTPUT)/proto/profile.pb-c.h
 PROTO_H := $(OUTPUT)/proto/profile.pb-c.h
-
 objs_of = $(patsubst %.c,$(OUTPUT)/%.o,$(1))
 LIB_OBJS := $(call objs_of,$(wildcard $(addsuffix /*.c,$(LIB_DIRS))))
 PROTO_OBJS := $(OUTPUT)/proto/profile.pb-c.o $(call objs_of,$(wildcard proto/*.c proto/query/*.c))
@@ -183,80 +186,49 @@ USER_MAIN := $(OUTPUT)/user/main.o
 USER_OBJS := $(filter-out $(USER_MAIN),$(call objs_of,$(wildcard user/*.c user/*/*.c)))
 CLI_MAIN := $(OUTPUT)/cli/main.o
 CLI_OBJS := $(filter-out $(CLI_MAIN),$(call objs_of,$(wildcard cli/*.c)))
-
 # lib/ and proto/: what both binaries share, and what `culpert` links besides cli/
 LIBCULPERT := $(OUTPUT)/libculpert.a
 # user/ without main(): the collector's modules, for the tests and tools that use them
 LIBCOLLECT := $(OUTPUT)/libcollect.a
-
 BIN_BPF := $(OUTPUT)/culpert-bpf
 BIN_CLI := $(OUTPUT)/culpert
-
 .DELETE_ON_ERROR:
 # generated files are not intermediates to throw away
 .SECONDARY:
-.PHONY: all culpert culpert-bpf deps demo test bench install vmlinux clean help check-deps \
-	check-deps-cli check-layout _demo _test _bench test-targets examples fuzz fuzz-seeds \
-	sanitized _sanitized-bins
-
-all: check-deps $(BIN_BPF) $(BIN_CLI)
-
+.PHONY: all culpert culpert-bpf deps deps-demo demo test bench install vmlinux clean help \
+	check-deps check-deps-cli check-layout _demo _test _bench test-targets FORCE
+# what `all` builds, `install` installs and the suite needs: each part adds to these
+# lists (ALL_TARGETS, INSTALL_TARGETS, TEST_TARGETS); the rules using them come last
+.DEFAULT_GOAL := all
+ALL_TARGETS := $(BIN_BPF) $(BIN_CLI)
 # the CLI alone: no clang, bpftool or libbpf needed
 culpert: check-deps-cli $(BIN_CLI)
 culpert-bpf: check-deps $(BIN_BPF)
-
 help:
-	@echo 'Targets:'
-	@echo '  all          build $(BIN_BPF) and $(BIN_CLI) (default)'
-	@echo '  culpert      build $(BIN_CLI) only (no BPF toolchain needed)'
-	@echo '  deps         install the Debian packages that are missing (apt-get, as root)'
-	@echo '  demo         deps + build + profile examples/demo_service for a few seconds, print the report'
-	@echo '  test         deps + build + run every test (unit, BPF, CLI); ends with "N passed, N failed"'
-	@echo '  bench        overhead and cost measurements, medians over repeated runs'
-	@echo '  rust         the Rust tracing layer and its example service (demo-rust: profile it under load)'
-	@echo '  fuzz         libFuzzer on the pprof reader and on every printer (FUZZ_SECONDS=600 each)'
-	@echo '  check-layout fail if a file includes a header from a layer above its own'
-	@echo '  install      install both binaries and the span header under PREFIX=$(PREFIX)'
-	@echo '  image        the container image $(IMAGE_NAME):VERSION from Debian packages (IMAGE_ARCHES="x86 arm64")'
-	@echo '  vmlinux      regenerate vmlinux/$(ARCH)/vmlinux.h from /sys/kernel/btf/vmlinux'
-	@echo '  clean        remove $(OUTPUT)'
-	@echo 'Variables: V=1 (show commands), OUTPUT, ARCH, CLANG, BPFTOOL, PKG_CONFIG, EXTRA_CFLAGS, EXTRA_LDFLAGS'
+	@sed -n '3,/^$$/s/^# \{0,1\}//p' $(firstword $(MAKEFILE_LIST))
 
 # --- dependencies ------------------------------------------------------------
-
-deps:
-	$(Q)DEB_PACKAGES="$(DEB_PACKAGES)" sh scripts/install-deps.sh
-
-deps-demo:
-	$(Q)DEB_PACKAGES="$(BUILD_PACKAGES) $(DEMO_PACKAGES)" sh scripts/install-deps.sh
-
 # what `make deps` needs to be told to install the same
 DEPS_CMD := make deps$(if $(filter-out $(HOST_ARCH),$(ARCH)), ARCH=$(ARCH))
 export DEPS_CMD
-
+deps:
+	$(Q)DEB_PACKAGES="$(DEB_PACKAGES)" sh scripts/install-deps.sh
+deps-demo:
+	$(Q)DEB_PACKAGES="$(BUILD_PACKAGES) $(DEMO_PACKAGES)" sh scripts/install-deps.sh
 check-deps:
 	$(Q)DEB_PACKAGES="$(BUILD_PACKAGES)" sh scripts/install-deps.sh --check
-
 check-deps-cli:
 	$(Q)DEB_PACKAGES="$(CLI_PACKAGES)" sh scripts/install-deps.sh --check
-
 check-layout:
 	$(Q)sh scripts/check_layout.sh
 
-# --- BPF ---------------------------------------------------------------------
-
-$(OUTPUT) $(OUTPUT)/proto $(OUTPUT)/tests:
-	$(Q)mkdir -p $@
-
-$(OUTPUT)/%.tmp.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h) vmlinux/$(ARCH)/vmlinux.h | $(OUTPUT)
+# --- BPF, protobuf -----------------------------------------------------------
+$(OUTPUT)/%.tmp.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h) vmlinux/$(ARCH)/vmlinux.h
 	$(call step,BPF) $(CLANG) $(BPF_CFLAGS) -c $< -o $@
-
 $(OUTPUT)/%.bpf.o: $(OUTPUT)/%.tmp.bpf.o
 	$(call step,GEN-OBJ) $(BPFTOOL) gen object $@ $<
-
 $(OUTPUT)/%.skel.h: $(OUTPUT)/%.bpf.o
 	$(call step,GEN-SKEL) $(BPFTOOL) gen skeleton $< > $@
-
 # The host's from its running kernel; arm64's from the BTF inside the Image of Debian's
 # current arm64 kernel package (vmlinux/gen_deb.sh: the package version goes in the header)
 ifeq ($(ARCH),$(HOST_ARCH))
@@ -269,69 +241,47 @@ else
 vmlinux: $(OUTPUT)/btf_extract
 	$(call msg,GEN,vmlinux/$(ARCH)/vmlinux.h)
 	$(Q)BPFTOOL="$(BPFTOOL)" sh vmlinux/gen_deb.sh $(ARCH) $(OUTPUT) $(OUTPUT)/btf_extract
-
-$(OUTPUT)/btf_extract: vmlinux/btf_extract.c | $(OUTPUT)
+$(OUTPUT)/btf_extract: vmlinux/btf_extract.c
 	$(call step,HOSTCC) $(HOSTCC) -O2 $(WARNINGS) -o $@ $<
 endif
-
-# --- protobuf ----------------------------------------------------------------
-
-$(PROTO_GEN) &: proto/profile.proto | $(OUTPUT)/proto
-	$(call msg,PROTOC,$<)
-	$(Q)$(PROTOC_C) --proto_path=proto --c_out=$(OUTPUT)/proto $<
+$(PROTO_GEN) &: proto/profile.proto
+	$(call step,PROTOC) $(PROTOC_C) --proto_path=proto --c_out=$(OUTPUT)/proto $<
 
 # --- C -----------------------------------------------------------------------
-
-# The version is in the objects that print it: they are built again when it
-# changes (a commit, a dirty tree), not only on a clean build.  The stamp is
-# rewritten only when its content would change.
+# The version is in the objects that print it: they are built again when it changes
+# (a commit, a dirty tree).  The stamp is rewritten only when its content would change.
 VERSION_OBJS := $(addprefix $(OUTPUT)/,lib/cmd.o user/collect/export.o user/agent/metrics.o \
 	cli/archive_client.o)
 $(OUTPUT)/.version: FORCE
-	$(Q)mkdir -p $(@D)
-	$(Q)[ "$$(cat $@ 2>/dev/null)" = "$(VERSION)" ] || echo "$(VERSION)" >$@
+	$(Q)mkdir -p $(@D) && [ "$$(cat $@ 2>/dev/null)" = "$(VERSION)" ] || echo "$(VERSION)" >$@
 $(VERSION_OBJS): $(OUTPUT)/.version
 FORCE:
-.PHONY: FORCE
-
-# Generated headers are order-only: they must exist before the first
-# compile, -MMD then records who includes them.  Only user/ includes the
-# BPF skeleton, so culpert builds without clang or bpftool.
-$(OUTPUT)/lib/%.o: lib/%.c
-	$(call step,CC) $(CC) $(BASE_CFLAGS) $(LIB_PC_CFLAGS) $(LIB_INC) -c $< -o $@
-
-$(OUTPUT)/proto/%.o: proto/%.c | $(PROTO_H)
-	$(call step,CC) $(CC) $(BASE_CFLAGS) $(LIB_PC_CFLAGS) $(PROTO_INC) -c $< -o $@
-
-$(OUTPUT)/proto/query/%.o: proto/query/%.c | $(PROTO_H)
-	$(call step,CC) $(CC) $(BASE_CFLAGS) $(LIB_PC_CFLAGS) $(QUERY_INC) -c $< -o $@
-
-$(OUTPUT)/cli/%.o: cli/%.c | $(PROTO_H)
-	$(call step,CC) $(CC) $(BASE_CFLAGS) $(LIB_PC_CFLAGS) $(CLI_PC_CFLAGS) $(CLI_INC) -c $< -o $@
-
-$(OUTPUT)/user/%.o: user/%.c | $(PROTO_H) $(SKELS)
-	$(call step,CC) $(CC) $(BASE_CFLAGS) $(PC_CFLAGS) $(call user_inc,$(firstword $(subst /, ,$*))) -c $< -o $@
-
+# One rule for every object of lib/, proto/, cli/ and user/; each part's flags (its
+# layer's include path) by pattern.  Generated headers are order-only: they must exist
+# before the first compile, -MMD then records who includes them.  Only user/ includes
+# the BPF skeleton, so culpert builds without clang or bpftool.
+$(OUTPUT)/%.o: %.c | $(PROTO_H)
+	$(call step,CC) $(CC) $(BASE_CFLAGS) $(OBJ_CFLAGS) -c $< -o $@
+$(OUTPUT)/lib/%.o: OBJ_CFLAGS = $(LIB_PC_CFLAGS) $(LIB_INC)
+$(OUTPUT)/proto/%.o: OBJ_CFLAGS = $(LIB_PC_CFLAGS) $(PROTO_INC)
+$(OUTPUT)/proto/query/%.o: OBJ_CFLAGS = $(LIB_PC_CFLAGS) $(QUERY_INC)
+$(OUTPUT)/cli/%.o: OBJ_CFLAGS = $(LIB_PC_CFLAGS) $(CLI_PC_CFLAGS) $(CLI_INC)
+$(OUTPUT)/user/%.o: OBJ_CFLAGS = $(PC_CFLAGS) $(call user_inc,$(word 2,$(subst /, ,$(basename $<))))
+$(USER_MAIN) $(USER_OBJS): | $(SKELS)
 $(OUTPUT)/proto/profile.pb-c.o: $(OUTPUT)/proto/profile.pb-c.c
 	$(call step,CC) $(CC) $(CFLAGS) -I$(OUTPUT)/proto $(LIB_PC_CFLAGS) -c $< -o $@
-
 $(LIBCULPERT): $(LIB_OBJS) $(PROTO_OBJS)
 	$(call step,AR) rm -f $@ && $(AR) rcs $@ $^
-
 $(LIBCOLLECT): $(USER_OBJS)
 	$(call step,AR) rm -f $@ && $(AR) rcs $@ $^
-
 $(BIN_BPF): $(USER_MAIN) $(LIBCOLLECT) $(LIBCULPERT)
 	$(call step,LINK) $(CC) $(ALL_LDFLAGS) $^ $(USER_LIBS) -o $@
-
 $(BIN_CLI): $(CLI_MAIN) $(CLI_OBJS) $(LIBCULPERT)
 	$(call step,LINK) $(CC) $(ALL_LDFLAGS) $^ $(LIB_LIBS) $(CLI_LIBS) -o $@
-
 # not the cross build's dependency files under .output/arm64
 -include $(shell find $(OUTPUT) -path '$(OUTPUT)/arm64' -prune -o -type f -name '*.d' -print 2>/dev/null)
 
-# --- examples, test targets and tests ----------------------------------------
-
+# --- the other parts: each adds its targets to the lists above ----------------
 include examples/Makefile.inc
 include tests/Makefile.inc
 include deploy/archive/Makefile.inc
@@ -339,30 +289,24 @@ include preload/Makefile.inc
 include rust/Makefile.inc
 include deploy/image/Makefile.inc
 
-# --- top-level flows -----------------------------------------------------------
-
+# --- top-level flows ---------------------------------------------------------
+all: check-deps $(ALL_TARGETS)
 # deps first, then a fresh make: pkg-config answers only once the packages are in
 demo: deps-demo
 	$(Q)$(MAKE) _demo
-
 test: deps
 	$(Q)$(MAKE) _test
-
-# everything the suite runs (each part adds to TEST_TARGETS); TESTS=pattern limits
-# the run to matching test files
+bench: deps
+	$(Q)$(MAKE) _bench
 test-targets: $(TEST_TARGETS)
 _test: all test-targets $(if $(SANITIZE),sanitized $(FUZZ_BINS) fuzz-seeds)
 	$(Q)OUTPUT=$(OUTPUT) $(if $(SANITIZE),SAN_OUTPUT=$(SAN_OUTPUT) FUZZ_DIR=$(FUZZ_DIR) \
 		FUZZ_SHORT=$(FUZZ_SHORT)) sh tests/run.sh $(TESTS)
 
-bench: deps
-	$(Q)$(MAKE) _bench
-
-install: all
+install: all $(INSTALL_TARGETS)
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/include/culpert
 	install -m 0755 $(BIN_BPF) $(BIN_CLI) $(DESTDIR)$(PREFIX)/bin/
 	install -m 0644 include/culpert/span.h $(DESTDIR)$(PREFIX)/include/culpert/
-
 clean:
 	$(call msg,CLEAN,$(OUTPUT))
 	$(Q)rm -rf $(OUTPUT)

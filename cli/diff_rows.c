@@ -185,7 +185,16 @@ static void link_children(struct diff_tree *t)
 	}
 }
 
-struct diff_tree *diff_tree__new(const struct view *before, const struct view *after)
+static void diff_tree__free(struct diff_tree *t)
+{
+	if (!t)
+		return;
+	hashtab__free(&t->ht);
+	free(t->nodes);
+	free(t);
+}
+
+static struct diff_tree *diff_tree__new(const struct view *before, const struct view *after)
 {
 	struct diff_tree *t = calloc(1, sizeof(*t));
 
@@ -224,15 +233,6 @@ size_t diff_tree__children(const struct diff_tree *t, uint32_t node, uint32_t **
 		(*out)[n++] = c;
 	qsort_r(*out, n, sizeof(**out), cmp_nodes, t->nodes);
 	return n;
-}
-
-void diff_tree__free(struct diff_tree *t)
-{
-	if (!t)
-		return;
-	hashtab__free(&t->ht);
-	free(t->nodes);
-	free(t);
 }
 
 static uint32_t node_parent(const void *ctx, uint32_t i)

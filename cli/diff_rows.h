@@ -97,9 +97,7 @@ struct diff_tree {
 	struct hashtab ht;
 };
 
-struct diff_tree *diff_tree__new(const struct view *before, const struct view *after);
 /* children of node (VIEW_NONE: roots), largest first, into a malloc'd *out; count returned */
 size_t diff_tree__children(const struct diff_tree *t, uint32_t node, uint32_t **out);
-void diff_tree__free(struct diff_tree *t);
 
 #endif /* CULPERT_CLI_DIFF_ROWS_H */

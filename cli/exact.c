@@ -11,7 +11,8 @@
 #include "units.h"
 #include "view.h"
 
-double exact_sampled_bytes(const struct view *v, const char *path)
+/* the estimate of the sampled span tree for a path, inclusive; 0 when not sampled */
+static double exact_sampled_bytes(const struct view *v, const char *path)
 {
 	size_t i;
 

@@ -20,7 +20,5 @@ int exact_print(const struct view *v, bool wide, FILE *f);
 void exact_json_span(struct json *j, const struct span_total *s);
 /* the profile's "exact" object, when it has totals */
 void exact_json(struct json *j, const struct view *v);
-/* the estimate of the sampled span tree for a path, inclusive; 0 when not sampled */
-double exact_sampled_bytes(const struct view *v, const char *path);
 
 #endif /* CULPERT_CLI_EXACT_H */

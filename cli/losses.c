@@ -14,7 +14,7 @@ static uint64_t comment_u64(const struct pprof_profile *p, const char *key)
 	return v ? strtoull(v, NULL, 10) : 0;
 }
 
-void losses__read(const struct pprof_profile *p, struct losses *l)
+static void losses__read(const struct pprof_profile *p, struct losses *l)
 {
 	const char *live = pprof_profile__comment(p, "inuse_live");
 
@@ -36,18 +36,21 @@ void losses__read(const struct pprof_profile *p, struct losses *l)
 		l->frees_missed += comment_u64(p, "inuse_lost_frees");
 }
 
-bool losses__any(const struct losses *l)
+/* anything to state at all */
+static bool losses__any(const struct losses *l)
 {
 	return l->lost_samples || l->probe_misses || l->untracked || l->frees_missed || l->folded ||
 	       l->failed;
 }
 
-bool losses__frees_doubtful(const struct losses *l)
+/* live blocks may have been freed: a leak cannot be told from a missed free */
+static bool losses__frees_doubtful(const struct losses *l)
 {
 	return l->inuse && l->frees_missed;
 }
 
-double losses__lost_pct(const struct losses *l)
+/* lost_samples as a share of all sampled allocations, in % */
+static double losses__lost_pct(const struct losses *l)
 {
 	uint64_t all = l->samples + l->lost_samples;
 
@@ -63,7 +66,8 @@ static void say(FILE *f, bool md, const char *who, const char *what)
 		fprintf(f, "Lost:    %s%s%s\n", who ? who : "", who ? ": " : "", what);
 }
 
-void losses__print(FILE *f, const struct losses *l, const char *who, bool markdown)
+/* "Lost:    ..." lines for text output, or "> **Lost** ..." for markdown; `who` names the profile */
+static void losses__print(FILE *f, const struct losses *l, const char *who, bool markdown)
 {
 	char buf[512];
 
@@ -108,7 +112,8 @@ void losses__print(FILE *f, const struct losses *l, const char *who, bool markdo
 		fprintf(f, "\n");
 }
 
-void losses__json(struct json *j, const struct losses *l)
+/* "losses": {...} as the next key of an object, when there is anything to state */
+static void losses__json(struct json *j, const struct losses *l)
 {
 	if (!losses__any(l))
 		return;

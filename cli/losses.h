@@ -29,20 +29,11 @@ struct losses {
 	bool inuse;			/* the profile followed frees */
 };
 
-void losses__read(const struct pprof_profile *p, struct losses *l);
-/* anything to state at all */
-bool losses__any(const struct losses *l);
-/* live blocks may have been freed: a leak cannot be told from a missed free */
-bool losses__frees_doubtful(const struct losses *l);
-/* lost_samples as a share of all sampled allocations, in % */
-double losses__lost_pct(const struct losses *l);
-
-/* "Lost:    ..." lines for text output, or "> **Lost** ..." for markdown; `who` names the profile */
-void losses__print(FILE *f, const struct losses *l, const char *who, bool markdown);
-/* "losses": {...} as the next key of an object, when there is anything to state */
-void losses__json(struct json *j, const struct losses *l);
-
-/* the same, straight from a profile: what report and diff call */
+/*
+ * What a profile lost, as report and diff state it: "Lost:    ..." lines
+ * (or "> **Lost** ..." in markdown; `who` names the profile), or "losses":
+ * {...} as the next key of an object, when there is anything to state
+ */
 void losses__print_of(FILE *f, const struct pprof_profile *p, const char *who, bool markdown);
 void losses__json_of(struct json *j, const struct pprof_profile *p);
 /*

@@ -33,9 +33,16 @@ int opt_error(const char *fmt, ...)
 	return -EINVAL;
 }
 
-int opt_next(int argc, char **argv, const char *shortopts, const struct option *longopts)
+/*
+ * getopt_long(3) with our messages: the option, -1 at the end, or '?'
+ * after printing the error (unknown option, missing argument).  'v'
+ * (-v, --verbose, where the command has it) is handled here: it raises
+ * log_level and is not returned.
+ */
+static int opt_next(int argc, char **argv, const char *shortopts, const struct option *longopts)
 {
-	char opts[64];
+	/* ':' and opt_spec_next()'s short options, each with its ':' */
+	char opts[OPT_SPEC_MAX * 2 + 2];
 	int c, prev = optind;
 
 	/* a leading ':' tells a missing argument (':') from an unknown option ('?') */

@@ -25,13 +25,6 @@ void opt_set_command(const char *prog, const char *cmd);
 
 /* "error: <msg>; 'PROG CMD --help' shows the usage"; returns -EINVAL */
 int opt_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/*
- * getopt_long(3) with our messages: the option, -1 at the end, or '?'
- * after printing the error (unknown option, missing argument).  'v'
- * (-v, --verbose, where the command has it) is handled here: it raises
- * log_level and is not returned.
- */
-int opt_next(int argc, char **argv, const char *shortopts, const struct option *longopts);
 
 /*
  * One option of a command: what getopt_long needs, and its line in the

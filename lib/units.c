@@ -105,15 +105,6 @@ bool bytes_saturated(double v)
 	return fabs(v) >= 9223372036854775807.0;
 }
 
-double saturate_i64(double v)
-{
-	if (v >= 9223372036854775807.0)
-		return 9223372036854775807.0;
-	if (v <= -9223372036854775808.0)
-		return -9223372036854775808.0;
-	return v;
-}
-
 int64_t round_sat(double v)
 {
 	if (isnan(v))

@@ -22,8 +22,6 @@ char *format_bytes(char *buf, size_t len, double bytes);
  * sum is saturated, and every output says so (">=8.00 EiB", docs/cli.md)
  */
 bool bytes_saturated(double v);
-/* v clamped to the int64 range: what folded output and JSON print */
-double saturate_i64(double v);
 /* v rounded to an int64, saturated (llround past the range is undefined) */
 int64_t round_sat(double v);
 /* "12", or ">=9223372036854775807" when saturated; returns buf */

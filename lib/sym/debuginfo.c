@@ -395,7 +395,8 @@ bool debuginfo__urls_set(void)
 	return urls && *urls;
 }
 
-bool debuginfo__servers(struct debuginfo *d)
+/* true when debuginfod servers are configured and still answering */
+static bool debuginfo__servers(struct debuginfo *d)
 {
 	if (d->no_debuginfod || d->dfd_broken || !debuginfo__urls_set())
 		return false;

@@ -56,8 +56,6 @@ struct elfobj *debuginfo__find_binary(struct debuginfo *d, const char *build_id,
  */
 struct elfobj *debuginfo__find_debug(struct debuginfo *d, const char *build_id, struct elfobj *bin,
 				     const char *orig_path, struct search_notes *notes);
-/* true when debuginfod servers are configured and still answering */
-bool debuginfo__servers(struct debuginfo *d);
 /* DEBUGINFOD_URLS names servers (whether or not this run may use them) */
 bool debuginfo__urls_set(void);
 /* ask the debuginfod servers for the debug info (debug = true) or the executable */

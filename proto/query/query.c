@@ -61,7 +61,8 @@ const char *view__path(const struct view *v, uint32_t span)
 	return *buf;
 }
 
-int view__path_cmp(const struct view *v, uint32_t a, uint32_t b)
+/* strcmp() of two spans' paths */
+static int view__path_cmp(const struct view *v, uint32_t a, uint32_t b)
 {
 	struct treepath_tree t = view__span_tree(v);
 

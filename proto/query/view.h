@@ -163,8 +163,6 @@ void view__free(struct view *v);
 int view__orphans_from(struct view *v, const struct view *other);
 /* span i's path ("a;b;c"), in a buffer of the view's valid until the next call */
 const char *view__path(const struct view *v, uint32_t span);
-/* strcmp() of two spans' paths */
-int view__path_cmp(const struct view *v, uint32_t a, uint32_t b);
 /* the span tree for lib/treepath.h */
 struct treepath_tree view__span_tree(const struct view *v);
 

@@ -124,8 +124,6 @@ int bpfobj_proc__set_alloc(struct bpfobj_proc *pr, bool on, char *err, size_t er
 int bpfobj_proc__set_free(struct bpfobj_proc *pr, bool on, char *err, size_t errlen);
 /* CLOCK_MONOTONIC since when the live table is complete; 0: since the probes went in */
 uint64_t bpfobj_proc__heap_since(const struct bpfobj_proc *pr);
-/* its deallocator probes are attached (in-use tracking on, not switched off) */
-bool bpfobj_proc__free_on(const struct bpfobj_proc *pr);
 /*
  * An allocator object mapped after the start (dlopen): attach its plan
  * (kept by pointer) beside the first, frees first.  0 or -errno with the

@@ -684,11 +684,6 @@ uint64_t bpfobj_proc__heap_since(const struct bpfobj_proc *pr)
 	return pr->heap_since_ns;
 }
 
-bool bpfobj_proc__free_on(const struct bpfobj_proc *pr)
-{
-	return !pr->free_off && pr->s->inuse != BPFOBJ_INUSE_OFF;
-}
-
 int bpfobj_proc__extend(struct bpfobj_proc *pr, const struct alloc_plan *more, char *err,
 			 size_t errlen)
 {

@@ -164,11 +164,6 @@ bool features__has_cap(int cap)
 	return read_caps(data) && has_cap(data, cap);
 }
 
-bool features__privileged(void)
-{
-	return !features__missing_caps(NULL, 0);
-}
-
 /*
  * What loading and attaching need: CAP_BPF (the bpf() syscall while
  * unprivileged BPF is disabled) and CAP_PERFMON (tracing programs, uprobe
@@ -176,7 +171,7 @@ bool features__privileged(void)
  * another user's /proc/PID needs CAP_SYS_PTRACE too, but that is the
  * target's business: target__open() says so for the pid given.
  */
-int features__missing_caps(char *buf, size_t len)
+static int features__missing_caps(char *buf, size_t len)
 {
 	struct __user_cap_data_struct data[2];
 	bool bpf, perfmon;

@@ -40,12 +40,8 @@ struct kfeatures {
 };
 
 const struct kfeatures *features__get(void);
-/* CAP_BPF and CAP_PERFMON, or CAP_SYS_ADMIN (root has all) */
-bool features__privileged(void);
 /* is capability cap (CAP_*) in our effective set? */
 bool features__has_cap(int cap);
-/* 0, or 1 with the missing capabilities named in buf ("CAP_BPF and CAP_PERFMON") */
-int features__missing_caps(char *buf, size_t len);
 /* does this kernel allow perf-event uprobes only with CAP_SYS_ADMIN, which we lack? */
 bool features__perf_uprobes_need_admin(void);
 /* a user-facing reason why collection cannot work here, or NULL */

@@ -314,11 +314,3 @@ bool reaper__wait(struct reaper *r, pid_t pid, uint64_t timeout_ns)
 	pthread_mutex_unlock(&r->lock);
 	return ret;
 }
-
-void reaper__counts(struct reaper *r, uint64_t *procs, uint64_t *swept)
-{
-	pthread_mutex_lock(&r->lock);
-	*procs = r->procs;
-	*swept = r->swept;
-	pthread_mutex_unlock(&r->lock);
-}

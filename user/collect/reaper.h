@@ -39,7 +39,5 @@ bool reaper__sweep(struct reaper *r, pid_t tgid, uint64_t cut);
 bool reaper__pending(struct reaper *r, pid_t pid);
 /* wait up to timeout_ns for pid's links to be released; false on timeout */
 bool reaper__wait(struct reaper *r, pid_t pid, uint64_t timeout_ns);
-/* processes handed over since the start, and live entries swept */
-void reaper__counts(struct reaper *r, uint64_t *procs, uint64_t *swept);
 
 #endif /* CULPERT_REAPER_H */

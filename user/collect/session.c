@@ -36,7 +36,11 @@
 #define DEFAULT_STACK_RATE	10000
 #define MAX_STACK_RATE		1000000
 
-uint64_t session_default_stack_rate(uint64_t rate)
+/*
+ * The bound on stack captures unless told: scaled with the sampling rate
+ * (none at rate 1, which asks for every allocation with its stack)
+ */
+static uint64_t session_default_stack_rate(uint64_t rate)
 {
 	double r;
 

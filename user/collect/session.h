@@ -66,7 +66,7 @@ struct session_opts {
 	unsigned int stack_size;	/* --stack-size: bytes copied per sample for DWARF */
 	size_t max_live;		/* --max-live */
 	uint64_t stack_rate;		/* --max-stack-rate: stack captures per second (0: no limit) */
-	bool stack_rate_auto;		/* ... not given: session_default_stack_rate() of the rate used */
+	bool stack_rate_auto;		/* ... not given: scaled with the rate used */
 	int sampler;			/* --sampler: enum otel_mode (otel.h) */
 	/*
 	 * The object cache of another session of the same program in the same
@@ -77,12 +77,6 @@ struct session_opts {
 	/* new mappings through this shared watch (mmapwatch__new_shared()); NULL: rings of its own */
 	struct mmapwatch *maps_watch;
 };
-
-/*
- * The bound on stack captures unless told: scaled with the sampling rate
- * (none at rate 1, which asks for every allocation with its stack)
- */
-uint64_t session_default_stack_rate(uint64_t rate);
 
 enum session_end {
 	SESSION_END_DURATION,
@@ -124,12 +118,6 @@ const char *session__sampler(const struct session *s);
 bool session__calls_seen(const struct session *s, uint64_t *calls, uint64_t *bytes);
 /* allocator calls that could never succeed (docs/allocators.md): 0 when not counted */
 uint64_t session__failed_calls(const struct session *s);
-/*
- * The exact span totals (proto/totals.h), once detached; the names are
- * those read so far (session__write() reads them all first).  -ENODATA
- * when the calls seen could not be read; 0 or -errno.
- */
-int session__span_totals(struct session *s, struct span_totals *out);
 /*
  * The same while the probes stay in (the agent): the spans closed so far
  * (one still open is in them once it closes, or its thread exits), and

@@ -279,7 +279,12 @@ static int add_run_comments(struct session *s)
 	return err ? -ENOMEM : 0;
 }
 
-int session__span_totals(struct session *s, struct span_totals *out)
+/*
+ * The exact span totals (proto/totals.h), once detached; the names are
+ * those read so far (session__write() reads them all first).  -ENODATA
+ * when the calls seen could not be read; 0 or -errno.
+ */
+static int session__span_totals(struct session *s, struct span_totals *out)
 {
 	session__detach(s);
 	if (!s->have_seen || s->o.no_exact)

@@ -68,12 +68,8 @@ static const struct part_text part_text[MD__MAX] = {
 	[MD_OTHER] = { "other anonymous memory", 0 },
 };
 
-const char *mem_decomp_part_key(enum mem_decomp_part p)
-{
-	return p < MD__MAX ? part_keys[p] : "";
-}
-
-const char *mem_decomp_kind_name(enum mem_decomp_kind k)
+/* a kind's name, as the comments give it */
+static const char *mem_decomp_kind_name(enum mem_decomp_kind k)
 {
 	static const char *const names[] = { "measured", "estimated", "inferred" };
 

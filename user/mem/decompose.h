@@ -118,8 +118,5 @@ void mem_decomp__print(FILE *f, const struct mem_decomp *d);
 /* "PREFIX.PART.bytes=...", ".stderr_bytes", ".kind" as profile comments; 0 or add()'s error */
 int mem_decomp__comments(const struct mem_decomp *d, const char *prefix,
 			 int (*add)(void *ctx, const char *comment), void *ctx);
-/* the part's key in comments and metrics ("live_since_attach") and its kind's name */
-const char *mem_decomp_part_key(enum mem_decomp_part p);
-const char *mem_decomp_kind_name(enum mem_decomp_kind k);
 
 #endif /* CULPERT_DECOMPOSE_H */

@@ -140,7 +140,14 @@ static int cmp_path(const void *a, const void *b)
 	return strcmp(((const struct mem_item *)a)->path, ((const struct mem_item *)b)->path);
 }
 
-int mem_items__build(const struct memstats *m, struct mem_items *out)
+static void mem_items__free(struct mem_items *items)
+{
+	free(items->v);
+	memset(items, 0, sizeof(*items));
+}
+
+/* every value of m as items sorted by path; 0 or -ENOMEM */
+static int mem_items__build(const struct memstats *m, struct mem_items *out)
 {
 	uint64_t pid = (uint64_t)m->pid, schema = MEMFMT_SCHEMA_VERSION, t = (uint64_t)m->time_ns;
 	char dir[64];
@@ -169,12 +176,6 @@ int mem_items__build(const struct memstats *m, struct mem_items *out)
 	/* '.' sorts before every character of a name, so this is the order of the components */
 	qsort(out->v, out->n, sizeof(*out->v), cmp_path);
 	return 0;
-}
-
-void mem_items__free(struct mem_items *items)
-{
-	free(items->v);
-	memset(items, 0, sizeof(*items));
 }
 
 static void json_value(FILE *f, const struct mem_item *it)

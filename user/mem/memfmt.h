@@ -50,10 +50,6 @@ struct mem_item *mem_items__add(struct mem_items *items, const char *path, enum 
 int mem_items__add_plain(struct mem_items *items, const char *path, const char *s,
 			 const uint64_t *u);
 
-/* every value of m as items sorted by path; 0 or -ENOMEM */
-int mem_items__build(const struct memstats *m, struct mem_items *out);
-void mem_items__free(struct mem_items *items);
-
 /* one JSON object on one line (so --watch writes JSON Lines); 0 or -errno */
 int memfmt_json(FILE *f, const struct memstats *m);
 /* Prometheus text exposition format 0.0.4; 0 or -errno */

@@ -180,7 +180,13 @@ static void examine_caller(void *ctx, uint64_t vaddr)
 	examine(c->obj, vaddr, c->ev);
 }
 
-int fpcheck_allocating(struct elfobj *obj, struct fp_evidence *ev)
+/*
+ * The same evidence over the functions of obj that call the allocator
+ * (malloc & co., operator new, Rust's __rust_alloc, through the PLT, the
+ * GOT or directly): a frame-pointer walk from the allocator passes through
+ * them first.  0 or -errno.
+ */
+static int fpcheck_allocating(struct elfobj *obj, struct fp_evidence *ev)
 {
 	struct examine_ctx c = { obj, ev };
 	int n;
@@ -191,7 +197,8 @@ int fpcheck_allocating(struct elfobj *obj, struct fp_evidence *ev)
 	return n < 0 ? n : 0;
 }
 
-bool fp_evidence__all_fp(const struct fp_evidence *ev)
+/* three in four of those keep one: the walk through them holds (allocating code is never leaf) */
+static bool fp_evidence__all_fp(const struct fp_evidence *ev)
 {
 	/* three in four: the prologue test misses a few (a push scheduled late, hand-written code) */
 	return !ev->functions || ev->with_fp * 4 >= ev->functions * 3;

@@ -25,16 +25,6 @@ int fpcheck(struct elfobj *obj, struct fp_evidence *ev);
 /* the verdict: at least half of the examined functions keep a frame pointer */
 bool fp_evidence__has_fp(const struct fp_evidence *ev);
 
-/*
- * The same evidence over the functions of obj that call the allocator
- * (malloc & co., operator new, Rust's __rust_alloc, through the PLT, the
- * GOT or directly): a frame-pointer walk from the allocator passes through
- * them first.  0 or -errno.
- */
-int fpcheck_allocating(struct elfobj *obj, struct fp_evidence *ev);
-/* three in four of those keep one: the walk through them holds (allocating code is never leaf) */
-bool fp_evidence__all_fp(const struct fp_evidence *ev);
-
 struct procmaps;
 struct procmap;
 struct objcache;
