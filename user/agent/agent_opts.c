@@ -14,6 +14,7 @@
 #include "collect_opts.h"
 #include "http.h"
 #include "opt.h"
+#include "otel.h"
 
 #define NS_PER_SEC 1000000000ULL
 
@@ -273,6 +274,11 @@ static int check(struct agent_opts *o, bool interval_given)
 	struct stat st;
 	const char *why = NULL;
 
+	/* injection stops a thread of the target: never on a selector's word alone */
+	if (o->collect.sampler == OTEL_MODE_INJECT)
+		return opt_error("--sampler inject is for attach and capture, one process asked for "
+				 "by pid: the agent does not inject; use --sampler auto, usdt or "
+				 "uprobes");
 	if (!o->n_selects)
 		return opt_error("no --select given: say which processes to profile, e.g. "
 				 "--select comm=nginx or --select namespace=shop");
