@@ -261,7 +261,7 @@ test_probes_and_errors() {
 		"$BIN_BPF" probes --pid "$target_pid" --sampler usdt
 	expect_error 1 "sampler usdt cannot be had: no mapped object has otel_memory:alloc probes.*LD_PRELOAD=libculpert-sampler.so" \
 		"$BIN_BPF" attach --pid "$target_pid" --sampler usdt -o "$TMP/never.pb.gz"
-	expect_error 2 "invalid --sampler 'x': use auto, usdt or uprobes" \
+	expect_error 2 "invalid --sampler 'x': use auto, usdt, uprobes or inject" \
 		"$BIN_BPF" attach --pid "$target_pid" --sampler x
 	[ ! -e "$TMP/never.pb.gz" ] || fail "a failed attach wrote a profile"
 }
