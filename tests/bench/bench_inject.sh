@@ -22,12 +22,7 @@ CYCLES=${BENCH_CYCLES:-100}
 bench() {
 	: >"$TMP/w.out"
 	: >"$TMP/a.err"
-	python3 -c 'import os, sys
-pid = os.fork()
-if pid == 0:
-    os.execvp(sys.argv[1], sys.argv[1:])
-ru = os.wait4(pid, 0)[2]
-print("cpu_s %.6f" % (ru.ru_utime + ru.ru_stime))' "$BENCH/malloc_bench" 1 "$OPS" >"$TMP/w.out" 2>&1 &
+	with_cpu "$BENCH/malloc_bench" 1 "$OPS" >"$TMP/w.out" 2>&1 &
 	w=$!
 	wait_for "$TMP/w.out" ready 5 || return 1
 	pid=$(awk '/ready/ { print $2; exit }' "$TMP/w.out")

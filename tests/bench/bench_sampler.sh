@@ -49,13 +49,7 @@ attach_to() {
 # uprobe_count ...), $ATTACH attached; prints "CPU-NS WALL-NS" per malloc+free
 bench() {
 	: >"$TMP/w.out"
-	python3 -c 'import os, sys
-pid = os.fork()
-if pid == 0:
-    os.execvp(sys.argv[1], sys.argv[1:])
-ru = os.wait4(pid, 0)[2]
-print("cpu_s %.6f" % (ru.ru_utime + ru.ru_stime))' "$@" "$BENCH/malloc_bench" "$THREADS" "$OPS" \
-		>"$TMP/w.out" 2>&1 &
+	with_cpu "$@" "$BENCH/malloc_bench" "$THREADS" "$OPS" >"$TMP/w.out" 2>&1 &
 	track $!
 	wait_for "$TMP/w.out" ready 5 || return 1
 	_w=$!

@@ -37,6 +37,17 @@ workload() {
 	awk '/^ns_per_op/ { print $2 }' "$TMP/w.out"
 }
 
+# with_cpu CMD...: run CMD, then print "cpu_s S", the user + system seconds it
+# and its children used (wait4's rusage), for a workload timed in CPU, not wall
+with_cpu() {
+	python3 -c 'import os, sys
+pid = os.fork()
+if pid == 0:
+    os.execvp(sys.argv[1], sys.argv[1:])
+ru = os.wait4(pid, 0)[2]
+print("cpu_s %.6f" % (ru.ru_utime + ru.ru_stime))' "$@"
+}
+
 # interleave RUNS MODE...: run_once MODE for every mode, round after round;
 # the results of MODE, one a line, in $TMP/MODE
 interleave() {
