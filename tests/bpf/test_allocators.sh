@@ -118,7 +118,9 @@ sampled_abc() {
 	_n=$1
 	_a=$2
 	shift 2
-	profile "$_n" 4KiB "$_a" "$@" 1 || return
+	# 4 KiB makes ~12k samples of up to 16 KiB of stack each (DWARF): a ring with
+	# room for seconds of them, so a reader held up by a busy machine loses none
+	profile "$_n" 4KiB "--ringbuf-size 64MiB $_a" "$@" 1 || return
 	check_sampled "$_n" leaf
 }
 
