@@ -111,7 +111,7 @@ t_killed() {
 	start_target "$TMP/k.out" "$TARGETS/inject_blocked" 3600 2 || return
 	i=0
 	hits=0
-	while [ $hits -lt 20 ] && [ $i -lt 40 ]; do
+	while [ $hits -lt 20 ] && [ $i -lt 100 ]; do
 		: >"$TMP/k.err"
 		CULPERT_SAMPLER_LIB=$STAND_IN "$BIN_BPF" attach -p "$target_pid" --sampler inject \
 			-d 0.1 -v -o "$TMP/k.pb.gz" 2>"$TMP/k.err" &
