@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 # Shared helpers of the shell tests.  Each test is a function run by
-# run_test NAME FUNC; it passes unless it calls fail (or skip).
+# run_test NAME FUNC [ARG...]; it passes unless it calls fail (or skip).
 #
 # Output contract with tests/run.sh: "PASS name", "FAIL name: why",
 # "SKIP name: why", one line per test.
@@ -39,16 +39,18 @@ skip() {
 }
 
 run_test() {
+	_test_name=$1
+	shift
 	_failed=""
 	_skipped=""
-	"$2"
+	"$@"
 	cleanup_pids
 	if [ -n "$_skipped" ]; then
-		echo "SKIP ${TEST_PREFIX:-}$1: $_skipped"
+		echo "SKIP ${TEST_PREFIX:-}$_test_name: $_skipped"
 	elif [ -n "$_failed" ]; then
-		echo "FAIL ${TEST_PREFIX:-}$1: $_failed"
+		echo "FAIL ${TEST_PREFIX:-}$_test_name: $_failed"
 	else
-		echo "PASS ${TEST_PREFIX:-}$1"
+		echo "PASS ${TEST_PREFIX:-}$_test_name"
 	fi
 }
 

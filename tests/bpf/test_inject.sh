@@ -194,10 +194,12 @@ t_probes_says() {
 }
 
 # --rate 1 through the injected sampler: exactly the calls made after the injection, by
-# function, allocated and live; the blocks from before never show, freed after or not
+# function, allocated and live; the blocks from before never show, freed after or not.
+# t_exact_after UNWIND: DWARF steps first through the library's memfd mapping, which
+# /proc/PID/maps calls "/memfd:libculpert-sampler.so (deleted)"
 t_exact_after() {
 	need_root || return
-	profile_until_done exact 30 attach "--rate 1 --inuse --sampler inject -v" \
+	profile_until_done exact 30 attach "--rate 1 --inuse --sampler inject --unwind $1 -v" \
 		"$TARGETS/inject_before" || return
 	grep -q 'injection: released' "$TMP/exact.err" || fail "not released: $(tail -2 "$TMP/exact.err")"
 	by_leaf "$TMP/exact.pb.gz" 2 1 | sed 's/^/total /' | sort >"$TMP/exact.est"
@@ -210,7 +212,8 @@ t_exact_after() {
 		fail "live, inexact: $(tr '\n' ';' <"$TMP/exact.ldiff")"
 }
 
-run_test inject_exact_after t_exact_after
+run_test inject_exact_after t_exact_after fp
+run_test inject_exact_dwarf t_exact_after dwarf
 run_test inject_blocked_calls t_blocked_calls
 run_test inject_threads64 t_threads64
 run_test inject_cycles t_cycles

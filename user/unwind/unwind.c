@@ -417,8 +417,16 @@ static int walk(struct unwinder *u, struct unwind_req *q)
 		return 0;
 	}
 	if (!u->attached) {
-		/* NULL: libdwfl takes the architecture from the module just reported */
-		if (!dwfl_attach_state(u->dwfl, NULL, u->pid, &thread_callbacks, u)) {
+		/*
+		 * The architecture comes from the object just reported: left to
+		 * itself libdwfl skips every module named "... (deleted)" (a
+		 * library upgraded on disk, a memfd) and may find none.
+		 */
+		Dwfl_Module *mod = dwfl_addrmodule(u->dwfl, q->regs->ip);
+		Dwarf_Addr bias;
+		Elf *elf = mod ? dwfl_module_getelf(mod, &bias) : NULL;
+
+		if (!dwfl_attach_state(u->dwfl, elf, u->pid, &thread_callbacks, u)) {
 			pr_debug("unwind: dwfl_attach_state: %s\n", dwfl_errmsg(-1));
 			return -EIO;
 		}
