@@ -4,11 +4,13 @@
 # What attach costs Debian's redis-server (jemalloc, libjemalloc2) per
 # request.  redis-benchmark (SET, GET, LPUSH) against one redis on
 # loopback, round after round: unprofiled, under `attach`, under `attach
-# --inuse` (free and sdallocx probed too), interleaved so that a loaded
+# --inuse` (free and sdallocx probed too), and both again with the
+# sampler injected (`--sampler inject`: no trap on the allocator, the
+# library's own sampling; docs/inject.md), interleaved so that a loaded
 # machine weighs on every mode alike.  The cost is redis' own CPU time
 # (utime + stime of /proc/PID/stat: the probes' traps run in its
 # context), per request; each figure is the median of BENCH_RUNS rounds.
-# BENCH_BASE_BPF=PATH adds a fourth mode: `attach --inuse` of another
+# BENCH_BASE_BPF=PATH adds a sixth mode: `attach --inuse` of another
 # build (an earlier commit's culpert-bpf) in the same rounds.
 . tests/lib.sh
 . tests/bench/common.sh
@@ -47,6 +49,10 @@ run_once() {
 	case "$1" in
 	attach) attach_bg "$TMP/a.err" --pid "$redis" -o "$TMP/r.pb.gz" || return 1 ;;
 	inuse) attach_bg "$TMP/a.err" --pid "$redis" --inuse -o "$TMP/r.pb.gz" || return 1 ;;
+	inject) attach_bg "$TMP/a.err" --pid "$redis" --sampler inject \
+		-o "$TMP/r.pb.gz" || return 1 ;;
+	inject_inuse) attach_bg "$TMP/a.err" --pid "$redis" --sampler inject --inuse \
+		-o "$TMP/r.pb.gz" || return 1 ;;
 	base) BIN_BPF=$BENCH_BASE_BPF attach_bg "$TMP/a.err" --pid "$redis" --inuse \
 		-o "$TMP/r.pb.gz" || return 1 ;;
 	esac
@@ -69,7 +75,7 @@ echo "redis-benchmark -t set,get,lpush -n $REQS -c 10 against" \
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 "$BIN_BPF" probes --pid "$redis" --inuse | grep -E '^  (malloc|free|sdallocx|calloc|realloc) ' |
 	sed 's/ (symbol.*//'
-modes="none attach inuse"
+modes="none attach inuse inject inject_inuse"
 [ -n "${BENCH_BASE_BPF:-}" ] && modes="$modes base"
 # shellcheck disable=SC2086
 interleave "$RUNS" $modes
@@ -80,6 +86,8 @@ for m in $modes; do
 	none) what="unprofiled" ;;
 	attach) what="attach" ;;
 	inuse) what="attach --inuse" ;;
+	inject) what="attach, injected" ;;
+	inject_inuse) what="attach --inuse, injected" ;;
 	base) what="attach --inuse (base)" ;;
 	esac
 	awk -v n="$none" -v v="$(median <"$TMP/$m")" -v w="$what" \
