@@ -43,11 +43,6 @@ wait_field() {
 	done
 }
 
-# free_port: a loopback TCP port nobody listens on now
-free_port() {
-	$PY -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-
 # prom_start CONFIG: Debian's Prometheus with CONFIG (checked by promtool first) on a free
 # loopback port, its data in $TMP; sets $prom_port
 prom_start() {

@@ -65,6 +65,26 @@ run_test_once() {
 # need_root [WHY]: BPF tests need root (README: what culpert-bpf needs, and
 # what the suite needs besides: setpriv, chroot, mknod, mount namespaces);
 # without, they say so loudly
+# free_port: a loopback TCP port nobody listens on now
+free_port() {
+	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# redis_serve: Debian's redis-server (jemalloc) of its own on a free loopback port, no
+# persistence, ready; its pid in $target_pid, its port in $redis_port
+redis_serve() {
+	command -v redis-server >/dev/null && command -v redis-benchmark >/dev/null ||
+		{ skip "redis-server or redis-benchmark not installed (apt-get install redis-server redis-tools)"; return 1; }
+	redis_port=$(free_port)
+	: >"$TMP/redis.log"
+	redis-server --port "$redis_port" --bind 127.0.0.1 --save '' --appendonly no \
+		--daemonize no --logfile "$TMP/redis.log" &
+	target_pid=$!
+	track "$target_pid"
+	wait_for "$TMP/redis.log" "Ready to accept connections" 20 ||
+		{ fail "redis did not start: $(tail -3 "$TMP/redis.log")"; return 1; }
+}
+
 need_root() {
 	if [ "$(id -u)" != 0 ]; then
 		skip "needs root ${1:-to load BPF programs and attach uprobes} (run 'sudo make test')"

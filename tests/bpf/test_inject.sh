@@ -104,6 +104,55 @@ t_cycles() {
 	blocked_verdict "$TMP/c.out" "$target_pid"
 }
 
+# Debian's redis (jemalloc) under redis-benchmark, with the real library: 10 inject ->
+# profile -> release cycles, each with samples; the library loaded once and reused; RSS
+# within 1 MiB of before the first; the benchmark served throughout; a data set written
+# before read back intact after
+t_redis_cycles() {
+	need_root || return
+	redis_serve || return
+	rcli() { redis-cli -h 127.0.0.1 -p "$redis_port" "$@"; }
+	# the commands redis has processed so far
+	rops() { rcli info stats | sed -n 's/^total_commands_processed:\([0-9]*\).*/\1/p'; }
+	seq 1 2000 | awk '{ print "SET k" $1 " v" $1 * 7 }' | rcli -n 0 >/dev/null
+	keys=$(seq 1 2000 | sed 's/^/k/' | tr '\n' ' ')
+	want=$(seq 1 2000 | awk '{ print "v" $1 * 7 }' | md5sum)
+	# SET and GET over 10,000 keys: once they all exist, redis' heap stays put
+	redis-benchmark -h 127.0.0.1 -p "$redis_port" --dbnum 1 -l -q -c 4 -r 10000 \
+		-t set,get >/dev/null 2>&1 &
+	bench=$!
+	track "$bench"
+	n=0
+	while [ "$(rcli -n 1 dbsize)" -lt 10000 ]; do
+		n=$((n + 1))
+		[ $n -lt 200 ] || { fail "redis-benchmark did not get going"; return; }
+		sleep 0.1
+	done
+	rss0=$(awk '/^VmRSS/ { print $2 }' "/proc/$target_pid/status")
+	i=0
+	while [ $i -lt 10 ]; do
+		ops0=$(rops)
+		"$BIN_BPF" attach -p "$target_pid" --sampler inject --rate 4096 -d 0.3 -v \
+			-o "$TMP/r.pb.gz" 2>"$TMP/r.err" ||
+			{ fail "cycle $i: $(grep -v libbpf "$TMP/r.err" | tail -2)"; return; }
+		grep -q 'injection: released' "$TMP/r.err" || { fail "cycle $i not released"; return; }
+		[ $i -eq 0 ] || grep -q 'injection: reused' "$TMP/r.err" ||
+			{ fail "cycle $i loaded the library again"; return; }
+		grep -q 'wrote .* ([1-9][0-9]* samples' "$TMP/r.err" ||
+			{ fail "cycle $i: no samples: $(grep wrote "$TMP/r.err")"; return; }
+		ops1=$(rops)
+		[ "$ops1" -gt "$ops0" ] || { fail "cycle $i: redis served nothing"; return; }
+		i=$((i + 1))
+	done
+	rss1=$(awk '/^VmRSS/ { print $2 }' "/proc/$target_pid/status")
+	kill -0 "$bench" || { fail "redis-benchmark stopped"; return; }
+	[ $((rss1 - rss0)) -lt 1024 ] || fail "RSS grew from $rss0 to $rss1 KiB over 10 cycles"
+	echo "# redis, 10 cycles: RSS $rss0 -> $rss1 KiB" >&2
+	# shellcheck disable=SC2086
+	got=$(rcli -n 0 mget $keys | md5sum)
+	[ "$got" = "$want" ] || fail "the data set written before differs after the cycles"
+}
+
 # SIGKILL of culpert-bpf at 20 random moments of injection and release (within 4 ms of
 # the first thread stop of each): the target works on, and a later injection too
 t_killed() {
@@ -218,6 +267,7 @@ run_test inject_blocked_calls t_blocked_calls
 run_test inject_threads64 t_threads64
 run_test inject_cycles t_cycles
 run_test inject_killed t_killed
+run_test inject_redis_cycles t_redis_cycles
 run_test inject_refusals t_refusals
 run_test inject_go_refused t_go_refused
 run_test inject_probes_says t_probes_says

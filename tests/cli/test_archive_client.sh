@@ -58,12 +58,6 @@ requests() {
 	wc -l <"$TMP/$1.log" | tr -d ' '
 }
 
-# a loopback port nothing listens on: bound, then released
-free_port() {
-	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0))
-print(s.getsockname()[1]); s.close()'
-}
-
 # --- against the Worker -------------------------------------------------------------------
 
 test_roundtrip() {
