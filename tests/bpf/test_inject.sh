@@ -153,6 +153,39 @@ t_redis_cycles() {
 	[ "$got" = "$want" ] || fail "the data set written before differs after the cycles"
 }
 
+# A target in its own PID and mount namespaces (pid 1 there) that cannot reach the
+# library's directory (a tmpfs over it): the library goes in by memfd, samples come, the
+# target's work goes on
+t_namespaced() {
+	need_root || return
+	command -v unshare >/dev/null || { skip "no unshare (util-linux)"; return; }
+	libdir=$(dirname "$(realpath "$BIN_BPF")")
+	cp "$TARGETS/alloc_bound" "$TMP/ns_bound"
+	# shellcheck disable=SC2016
+	unshare -pmf --mount-proc sh -c 'mount -t tmpfs none "$1" && exec "$2" 200000 64 256' \
+		sh "$libdir" "$TMP/ns_bound" >"$TMP/ns.out" 2>&1 &
+	track $!
+	n=0
+	until pid=$(pgrep -f "^$TMP/ns_bound") && grep -q "^NSpid:.*[[:space:]]1$" "/proc/$pid/status"; do
+		n=$((n + 1))
+		[ $n -lt 100 ] || { fail "the namespaced target did not start: $(cat "$TMP/ns.out")"; return; }
+		sleep 0.05
+	done
+	track "$pid"
+	[ -e "/proc/$pid/root$libdir/libculpert-sampler.so" ] && { fail "the library is in reach"; return; }
+	"$BIN_BPF" attach -p "$pid" --sampler inject -d 1 -v -o "$TMP/ns.pb.gz" 2>"$TMP/ns.err" ||
+		{ fail "$(grep -v libbpf "$TMP/ns.err" | tail -2)"; return; }
+	grep -q 'injection: released' "$TMP/ns.err" || { fail "not released"; return; }
+	by_leaf "$TMP/ns.pb.gz" 1 | grep -q '^ring_block [1-9]' ||
+		fail "no sample in ring_block: $(by_leaf "$TMP/ns.pb.gz" 1 | tr '\n' ';')"
+	# its own count of its work, after
+	lines=$(wc -l <"$TMP/ns.out")
+	kill -USR1 "$pid"
+	wait_new_lines "$TMP/ns.out" "$lines" 1 10 ||
+		{ fail "the target does not answer: $(tail -2 "$TMP/ns.out")"; return; }
+	tail -1 "$TMP/ns.out" | grep -q '^ops [1-9]' || fail "no work: $(tail -1 "$TMP/ns.out")"
+}
+
 # SIGKILL of culpert-bpf at 20 random moments of injection and release (within 4 ms of
 # the first thread stop of each): the target works on, and a later injection too
 t_killed() {
@@ -268,6 +301,7 @@ run_test inject_threads64 t_threads64
 run_test inject_cycles t_cycles
 run_test inject_killed t_killed
 run_test inject_redis_cycles t_redis_cycles
+run_test inject_namespaced t_namespaced
 run_test inject_refusals t_refusals
 run_test inject_go_refused t_go_refused
 run_test inject_probes_says t_probes_says
