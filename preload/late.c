@@ -14,7 +14,9 @@
  * takeover and release take it from a thread that holds no loader lock;
  * a dlopen hook may run inside another dlopen (a constructor opening a
  * library), holding the loader's lock, so it only tries the lock and, when
- * busy, leaves a rescan to whoever holds it.
+ * busy, leaves a rescan to whoever holds it.  The functions that hold it
+ * (takeover, release, the hooks, unlock, got_patch) are named in the
+ * injector (user/target/inject.c), which borrows no thread inside them.
  */
 #include <dlfcn.h>
 #include <elf.h>

@@ -186,6 +186,89 @@ t_namespaced() {
 	tail -1 "$TMP/ns.out" | grep -q '^ops [1-9]' || fail "no work: $(tail -1 "$TMP/ns.out")"
 }
 
+# A program whose SIGALRM handler allocates every 50 us (tests/targets/sampler_signal.c,
+# over an allocator that blocks signals while it runs): 5 injections, each a safe point
+# found, the library reused after the first; the program's own checks all pass
+t_signal_cycles() {
+	need_root || return
+	LD_PRELOAD=$(realpath "$TARGETS/libsigmask_alloc.so") "$TARGETS/sampler_signal" 100000000 \
+		>"$TMP/sig.out" 2>&1 &
+	pid=$!
+	track "$pid"
+	wait_running "$pid" "$TARGETS/sampler_signal" 5 || { fail "sampler_signal did not start"; return; }
+	i=0
+	while [ $i -lt 5 ]; do
+		"$BIN_BPF" attach -p "$pid" --sampler inject --rate 4096 -d 0.2 -v \
+			-o "$TMP/sig.pb.gz" 2>"$TMP/sig.err" ||
+			{ fail "cycle $i: $(grep -v libbpf "$TMP/sig.err" | tail -2)"; return; }
+		[ $i -eq 0 ] || grep -q 'injection: reused' "$TMP/sig.err" ||
+			{ fail "cycle $i loaded the library again"; return; }
+		i=$((i + 1))
+	done
+	kill -0 "$pid" || { fail "the target died: $(tail -2 "$TMP/sig.out")"; return; }
+	# SIGUSR1 ends its loop: it prints its checks on the way out
+	kill -USR1 "$pid"
+	wait "$pid" || fail "exit $?"
+	grep -q '^checks [1-9][0-9]* failed 0$' "$TMP/sig.out" || fail "$(tr '\n' ';' <"$TMP/sig.out")"
+}
+
+# Debian's python3 running an allocation-heavy loop (dicts of strings) until told to stop:
+# 5 injections, each a safe point found (CPython's stack keeps a copy of __restore_rt
+# from sigaction that is no signal frame); its checksum of its own work right after
+t_python_cycles() {
+	need_root || return
+	cat >"$TMP/churn.py" <<-'PYEOF'
+	import os, sys
+	n = acc = 0
+	while not os.path.exists(sys.argv[1]):
+	    d = {i: str(i) * (i % 7 + 1) for i in range(2000)}
+	    acc = (acc + sum(len(v) for v in d.values())) % 1000000007
+	    n += 1
+	print(n, acc, flush=True)
+	PYEOF
+	start_program "$TMP/py.out" /usr/bin/python3 "$TMP/churn.py" "$TMP/churn.stop" || return
+	pid=$prog_pid
+	i=0
+	while [ $i -lt 5 ]; do
+		"$BIN_BPF" attach -p "$pid" --sampler inject -d 0.2 -v -o "$TMP/py.pb.gz" \
+			2>"$TMP/py.err" || { fail "cycle $i: $(grep -v libbpf "$TMP/py.err" | tail -2)"; return; }
+		i=$((i + 1))
+	done
+	touch "$TMP/churn.stop"
+	wait "$pid" || { fail "python3 exited $?: $(tail -2 "$TMP/py.out")"; return; }
+	# each round adds the same: the lengths of str(i) * (i % 7 + 1) for i < 2000
+	/usr/bin/python3 -c 'import sys
+n, acc = map(int, open(sys.argv[1]).read().split())
+one = sum(len(str(i) * (i % 7 + 1)) for i in range(2000))
+sys.exit(0 if n > 0 and acc == n * one % 1000000007 else 1)' "$TMP/py.out" ||
+		fail "python3's checksum is off: $(cat "$TMP/py.out")"
+}
+
+# A live frame that keeps a struct sigaction (its sa_restorer is libc's __restore_rt, as
+# in CPython's stack) is no signal handler's: injected at once, the work checked after;
+# a thread inside a handler is refused (2 s of looking for a safe point)
+t_stale_restorer() {
+	need_root || return
+	start_program "$TMP/stale.out" "$TARGETS/inject_stale" || return
+	pid=$prog_pid
+	"$BIN_BPF" attach -p "$pid" --sampler inject -d 0.2 -v -o "$TMP/stale.pb.gz" \
+		2>"$TMP/stale.err" || { fail "$(grep -v libbpf "$TMP/stale.err" | tail -2)"; return; }
+	kill -USR1 "$pid"
+	wait "$pid" || { fail "exit $?: $(cat "$TMP/stale.out")"; return; }
+	grep -q '^rounds [1-9][0-9]* checks [0-9]* failed 0$' "$TMP/stale.out" ||
+		fail "$(cat "$TMP/stale.out")"
+	# and a thread waiting inside a signal handler, on a real frame, is never borrowed
+	start_program "$TMP/stale.out" "$TARGETS/inject_stale" handler || return
+	pid=$prog_pid
+	wait_for "$TMP/stale.out" "in handler" 5 || { fail "not in its handler"; return; }
+	"$BIN_BPF" attach -p "$pid" --sampler inject -d 0.2 -o "$TMP/stale.pb.gz" \
+		2>"$TMP/stale.err" && { fail "injected into a signal handler"; return; }
+	grep -q 'no thread of pid [0-9]* reached a safe point' "$TMP/stale.err" ||
+		{ fail "$(grep -v libbpf "$TMP/stale.err" | tail -2)"; return; }
+	kill -USR1 "$pid"
+	wait "$pid" || fail "exit $?: $(cat "$TMP/stale.out")"
+}
+
 # SIGKILL of culpert-bpf at 20 random moments of injection and release (within 4 ms of
 # the first thread stop of each): the target works on, and a later injection too
 t_killed() {
@@ -302,6 +385,9 @@ run_test inject_cycles t_cycles
 run_test inject_killed t_killed
 run_test inject_redis_cycles t_redis_cycles
 run_test inject_namespaced t_namespaced
+run_test inject_signal_cycles t_signal_cycles
+run_test inject_python_cycles t_python_cycles
+run_test inject_stale_restorer t_stale_restorer
 run_test inject_refusals t_refusals
 run_test inject_go_refused t_go_refused
 run_test inject_probes_says t_probes_says

@@ -10,6 +10,7 @@
  *
  *   sampler_signal [ITERATIONS]
  *
+ * SIGUSR1 ends the loop early (a target profiled for as long as it takes).
  * Prints "signals S handler_allocs H" and "checks N failed M".  Every block
  * is freed by the end, so a sampler tracking sampled blocks ends empty.
  */
@@ -24,7 +25,7 @@
 
 #define HANDOFF 64
 
-static volatile sig_atomic_t signals;
+static volatile sig_atomic_t signals, stop;
 static unsigned long handler_allocs;
 static void *volatile handoff[HANDOFF];
 static unsigned long checks, failed;
@@ -42,6 +43,11 @@ static int filled(const unsigned char *p, size_t n, unsigned char v)
 		if (p[i] != v)
 			return 0;
 	return 1;
+}
+
+static void on_usr1(int sig)
+{
+	stop = 1;
 }
 
 static void on_alarm(int sig)
@@ -85,8 +91,10 @@ int main(int argc, char **argv)
 	sa.sa_handler = on_alarm;
 	sa.sa_flags = SA_RESTART;
 	sigaction(SIGALRM, &sa, NULL);
+	sa.sa_handler = on_usr1;
+	sigaction(SIGUSR1, &sa, NULL);
 	setitimer(ITIMER_REAL, &tv, NULL);
-	for (unsigned long i = 0; i < iterations; i++) {
+	for (unsigned long i = 0; i < iterations && !stop; i++) {
 		size_t size = 8 + (i * 131) % 5000;
 		unsigned char *p = malloc(size), *q;
 		void *h;

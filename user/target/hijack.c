@@ -543,7 +543,33 @@ uint64_t hijack__finish(struct hijack *h)
 	return hijack__let_go(h);
 }
 
+/* the flags a kernel's frame may carry: UC_FP_XSTATE, UC_SIGCONTEXT_SS, UC_STRICT_RESTORE_SS */
+#define UC_KERNEL_FLAGS		0x7
+
+bool hijack__sigframe(const uint64_t *w, size_t n, uint64_t *ip, uint64_t *sp)
+{
+	struct k_ucontext uc;
+
+	*ip = *sp = 0;
+	if (n * 8 < 8 + sizeof(uc))
+		return true;
+	memcpy(&uc, w + 1, sizeof(uc));
+	if (uc.uc_flags & ~(uint64_t)UC_KERNEL_FLAGS || uc.uc_link)
+		return false;
+	*ip = uc.mc.rip;
+	*sp = uc.mc.rsp;
+	return true;
+}
+
 #else /* !__x86_64__ */
+
+bool hijack__sigframe(const uint64_t *w, size_t n, uint64_t *ip, uint64_t *sp)
+{
+	(void)w;
+	(void)n;
+	*ip = *sp = 0;
+	return true;
+}
 
 int hijack__seize(struct hijack *h, pid_t pid, pid_t tid, const struct hijack_gadgets *g)
 {

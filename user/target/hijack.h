@@ -55,6 +55,14 @@ void hijack__where(const struct hijack *h, uint64_t *ip, uint64_t *sp, long *nr)
  */
 uint64_t hijack__let_go(struct hijack *h);
 /*
+ * Whether the n stack words at w, w[0] being libc's __restore_rt, hold the
+ * kernel's signal frame (uc_flags, uc_link 0, then the interrupted
+ * registers: their instruction and stack pointers in *ip, *sp), rather
+ * than a stale copy of the address (sigaction's sa_restorer).  true when
+ * it cannot tell (n too short): a frame is what must never be missed.
+ */
+bool hijack__sigframe(const uint64_t *w, size_t n, uint64_t *ip, uint64_t *sp);
+/*
  * Write the signal frame below the red zone of the stack it stopped on
  * and block every signal (they stay pending and are delivered when the
  * thread is handed back).  0, or -errno with the thread handed back.

@@ -48,6 +48,7 @@ struct inject_ctx {
 	struct hijack_gadgets g;
 	uint64_t dlopen, dlsym, dlerror;
 	struct range libc_text;
+	struct range sampler_text;	/* a library loaded before: no thread stopped inside */
 	struct range *avoid;	/* no thread whose stack returns into these runs our calls */
 	size_t n_avoid, cap_avoid;
 	struct inject_stats *st;
@@ -67,6 +68,17 @@ static const char *const lock_holders[] = {
 	"dladdr1", "dlinfo", "dl_iterate_phdr", "pthread_create", "pthread_join", "fork", "_Fork",
 	"exit", "__cxa_thread_atexit_impl", "_Znwm", "_Znam", "_ZdlPv", "_ZdaPv", "_ZdlPvm",
 	"_ZdaPvm",
+};
+
+/*
+ * In a library an earlier injection left dormant, only the functions that
+ * take its lock (preload/late.c) keep a thread from being borrowed: its
+ * allocation wrappers are lock-free, and the addresses they leave on a
+ * stack long after would otherwise pass over every thread for good.
+ */
+static const char *const sampler_lock_holders[] = {
+	"culpert_sampler_takeover", "culpert_sampler_release", "hook_dlopen", "hook_dlmopen",
+	"unlock", "got_patch",
 };
 
 static const char *base_name(const char *path)
@@ -327,11 +339,33 @@ static int add_avoid(struct inject_ctx *c, uint64_t lo, uint64_t hi)
 	return 0;
 }
 
-/* the loader and our library whole, and the lock holders of every object that defines them */
+/* the functions NAMES of the object mapped at m; -ENOENT if one is missing and ALL set */
+static int avoid_holders(struct inject_ctx *c, const struct procmap *m,
+			 const char *const *names, size_t n, bool all)
+{
+	uint64_t a, size;
+	size_t j;
+	int ret = 0;
+
+	for (j = 0; j < n && !ret; j++) {
+		size = 0;
+		a = sym_addr(c, m, names[j], &size);
+		if (a)
+			ret = add_avoid(c, a, a + (size ?: 1));
+		else if (all)
+			ret = -ENOENT;
+	}
+	return ret;
+}
+
+/*
+ * The loader whole, the lock holders of every object that defines them,
+ * and those of our library if it is there already (whole when its symbol
+ * table is stripped)
+ */
 static int collect_avoid(struct inject_ctx *c)
 {
-	size_t i, j;
-	uint64_t a, size;
+	size_t i, n_before;
 	int ret = 0;
 
 	for (i = 0; i < c->maps.n && !ret; i++) {
@@ -339,19 +373,29 @@ static int collect_avoid(struct inject_ctx *c)
 
 		if (!m->executable || !procmap__is_file(m))
 			continue;
-		if (is_loader(m->path) || is_sampler(m->path)) {
+		if (is_loader(m->path)) {
 			ret = add_avoid(c, m->start, m->end);
+			continue;
+		}
+		if (is_sampler(m->path)) {
+			n_before = c->n_avoid;
+			if (!c->sampler_text.hi) {
+				c->sampler_text = (struct range){ m->start, m->end };
+				ret = avoid_holders(c, m, sampler_lock_holders,
+						    sizeof(sampler_lock_holders) /
+						    sizeof(sampler_lock_holders[0]), true);
+			}
+			if (c->sampler_text.lo != m->start || ret == -ENOENT) {
+				c->n_avoid = n_before;
+				ret = add_avoid(c, m->start, m->end);
+			}
 			continue;
 		}
 		/* once per file: its first executable mapping */
 		if (i && c->maps.v[i - 1].inode == m->inode && !strcmp(c->maps.v[i - 1].path, m->path))
 			continue;
-		for (j = 0; j < sizeof(lock_holders) / sizeof(lock_holders[0]) && !ret; j++) {
-			size = 0;
-			a = sym_addr(c, m, lock_holders[j], &size);
-			if (a)
-				ret = add_avoid(c, a, a + (size ?: 1));
-		}
+		ret = avoid_holders(c, m, lock_holders,
+				    sizeof(lock_holders) / sizeof(lock_holders[0]), false);
 	}
 	if (!ret)
 		ret = add_avoid(c, c->g.restore_rt, c->g.restore_rt + 9);
@@ -366,6 +410,29 @@ static bool avoided(const struct inject_ctx *c, uint64_t addr)
 		if (addr >= c->avoid[i].lo && addr < c->avoid[i].hi)
 			return true;
 	return false;
+}
+
+/*
+ * __restore_rt on a stack that is not a signal frame's return: glibc's
+ * sigaction leaves it in its kernel_sigaction (sa_restorer), and a program
+ * that installed handlers carries the copy in a slot no frame overwrites
+ * (python3's interpreter did in every stop).  A frame names an instruction
+ * in code and a stack pointer in a writable mapping; when unsure, a frame.
+ */
+static bool stale_restorer(const struct inject_ctx *c, const uint64_t *w, size_t n)
+{
+	const struct procmap *code, *stack;
+	uint64_t ip, sp;
+
+	if (w[0] != c->g.restore_rt)
+		return false;
+	if (!hijack__sigframe(w, n, &ip, &sp))
+		return true;
+	if (!ip && !sp)
+		return false;
+	code = procmaps__find(&c->maps, ip);
+	stack = procmaps__find(&c->maps, sp);
+	return !code || !code->executable || !stack || !stack->writable;
 }
 
 /*
@@ -386,8 +453,12 @@ static bool safe_point(const struct inject_ctx *c, const struct hijack *h)
 	size_t i;
 
 	hijack__where(h, &ip, &sp, &nr);
-	if (avoided(c, ip) || (nr < 0 && ip >= c->libc_text.lo && ip < c->libc_text.hi))
+	if (avoided(c, ip) || (ip >= c->sampler_text.lo && ip < c->sampler_text.hi) ||
+	    (nr < 0 && ip >= c->libc_text.lo && ip < c->libc_text.hi)) {
+		pr_debug("inject: thread %d not at a safe point: stopped at %#llx\n", h->tid,
+			 (unsigned long long)ip);
 		return false;
+	}
 	sm = procmaps__find(&c->maps, sp);
 	if (!sm || !sm->writable || sp - 4096 < sm->start)
 		return false;
@@ -400,8 +471,11 @@ static bool safe_point(const struct inject_ctx *c, const struct hijack *h)
 	if (n < 8)
 		return false;
 	for (i = 0; i < (size_t)n / 8; i++)
-		if (avoided(c, words[i]))
+		if (avoided(c, words[i]) && !stale_restorer(c, words + i, (size_t)n / 8 - i)) {
+			pr_debug("inject: thread %d not at a safe point: %#llx at sp+%#zx\n",
+				 h->tid, (unsigned long long)words[i], i * 8);
 			return false;
+		}
 	return true;
 }
 
