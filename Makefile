@@ -4,6 +4,7 @@
 #   all           culpert-bpf, culpert and libculpert-sampler.so (the default)
 #   culpert       the CLI only (no BPF toolchain needed)
 #   deps          install the Debian packages that are missing (apt-get, as root)
+#   deps-list     print the Debian packages `make deps` needs (scripts/packages/)
 #   demo          deps, build, profile examples/demo_service for a few seconds
 #   test          deps, build, run every test; TESTS=pattern runs the matching files only
 #   bench         overhead and cost measurements, medians over repeated runs
@@ -67,46 +68,16 @@ PREFIX ?= /usr/local
 MULTIARCH := $(shell $(CC) -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)
 VERSION := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
 
-# Debian 12 packages, by what needs them (`make deps` installs them all); `make culpert`:
-CLI_PACKAGES := make gcc pkg-config libelf-dev libdw-dev libdebuginfod-dev zlib1g-dev \
-	protobuf-c-compiler libprotobuf-c-dev libiberty-dev libcurl4-openssl-dev
-# plain `make`, culpert-bpf too (the agent's HTTP server, its Kubernetes client's JSON reader)
-BUILD_PACKAGES := $(CLI_PACKAGES) clang llvm libbpf-dev bpftool libcapstone-dev \
-	libmicrohttpd-dev libjson-c-dev
-# make demo: the example service includes the span probes' <sys/sdt.h>
-DEMO_PACKAGES := systemtap-sdt-dev procps
-# make test and make bench: targets, independent readers (cmark-gfm: GitHub's markdown), the
-# fuzzers' runtime (libclang-rt-dev), the VM, measuring tools
-TEST_PACKAGES := $(DEMO_PACKAGES) g++ systemtap-sdt-dev debuginfod elfutils binutils golang-go \
-	musl-tools libjemalloc2 libjemalloc-dev libmimalloc2.0 libmimalloc-dev libtcmalloc-minimal4 \
-	hyperfine valgrind python3 python3-prometheus-client sqlite3 rustc dwz libc6-dbg time \
-	python3-jsonschema libxml2-utils cmark-gfm libclang-rt-dev qemu-system-x86 busybox cpio \
-	util-linux nodejs python3-yaml prometheus openssl curl heaptrack redis-server redis-tools
-# ARCH=arm64 on x86-64: cross compilers, arm64 -dev packages (install-deps.sh adds the arch)
-ARM64_CLI_PACKAGES := gcc-aarch64-linux-gnu libc6-dev:arm64 libelf-dev:arm64 libdw-dev:arm64 \
-	libdebuginfod-dev:arm64 zlib1g-dev:arm64 libprotobuf-c-dev:arm64 libiberty-dev:arm64
-ARM64_PACKAGES := $(ARM64_CLI_PACKAGES) g++-aarch64-linux-gnu libbpf-dev:arm64 \
-	libcapstone-dev:arm64 systemtap-sdt-dev:arm64 libmicrohttpd-dev:arm64 \
-	libcurl4-openssl-dev:arm64 libjson-c-dev:arm64
+# Debian packages by what needs them: one list a need in scripts/packages/, read by
+# scripts/install-deps.sh (`make deps` installs them all, `make deps-list` prints them)
+PKGS_CLI := cli
+PKGS_BUILD := cli build
 ifneq ($(ARCH),$(HOST_ARCH))
-CLI_PACKAGES += $(ARM64_CLI_PACKAGES)
-BUILD_PACKAGES += $(ARM64_PACKAGES)
+PKGS_CLI += arm64-cli
+PKGS_BUILD += arm64-cli arm64
 endif
-# the aarch64 smoke test (tests/bpf/test_arm64.sh) cross-builds and boots Debian's arm64 kernel
-# under qemu (busybox-static:arm64 and the kernel downloaded: installed, it would replace busybox)
-ARM64_TEST_PACKAGES := musl-dev:arm64 libstd-rust-dev:arm64
-ifeq ($(HOST_ARCH),x86)
-TEST_PACKAGES += $(ARM64_PACKAGES) $(ARM64_TEST_PACKAGES) qemu-system-arm
-endif
-# the Rust tracing layer and its example (rust/Makefile.inc); rust-src and lld: the aarch64 check
-TEST_PACKAGES += cargo librust-tracing-dev librust-tracing-subscriber-dev librust-tracing-core-dev \
-	librust-tokio-dev librust-hyper-dev rust-src lld
-# make image (deploy/image/Makefile.inc): the Debian archive to a root file system, podman to
-# import it (runc: Debian's podman would pick crun, which refuses hybrid cgroup hosts), setcap
-IMAGE_PACKAGES := mmdebstrap podman runc uidmap libcap2-bin
-# tests/deploy: the image tools, Kubernetes' API models for the manifests, promtool, YAML
-TEST_PACKAGES += $(IMAGE_PACKAGES) python3-kubernetes python3-yaml prometheus
-DEB_PACKAGES := $(sort $(BUILD_PACKAGES) $(TEST_PACKAGES))
+# on x86-64 the suite cross-builds for arm64 and boots it (tests/bpf/test_arm64.sh)
+PKGS_ALL := $(PKGS_BUILD) demo test image $(if $(filter x86,$(HOST_ARCH)),arm64-cli arm64 arm64-test)
 
 # The layers (README "Layout"): lib/ <- proto/ <- proto/query/ <- cli/ and user/.  Each part
 # sees only the headers of those below, so a forbidden include does not compile.
@@ -195,7 +166,7 @@ BIN_CLI := $(OUTPUT)/culpert
 .DELETE_ON_ERROR:
 # generated files are not intermediates to throw away
 .SECONDARY:
-.PHONY: all culpert culpert-bpf deps deps-demo demo test bench install vmlinux clean help \
+.PHONY: all culpert culpert-bpf deps deps-list deps-demo demo test bench install vmlinux clean help \
 	check-deps check-deps-cli check-layout _demo _test _bench test-targets FORCE
 # what `all` builds, `install` installs and the suite needs: each part adds to these
 # lists (ALL_TARGETS, INSTALL_TARGETS, TEST_TARGETS); the rules using them come last
@@ -212,13 +183,15 @@ help:
 DEPS_CMD := make deps$(if $(filter-out $(HOST_ARCH),$(ARCH)), ARCH=$(ARCH))
 export DEPS_CMD
 deps:
-	$(Q)DEB_PACKAGES="$(DEB_PACKAGES)" sh scripts/install-deps.sh
+	$(Q)sh scripts/install-deps.sh $(PKGS_ALL)
+deps-list:
+	@sh scripts/install-deps.sh --list $(PKGS_ALL)
 deps-demo:
-	$(Q)DEB_PACKAGES="$(BUILD_PACKAGES) $(DEMO_PACKAGES)" sh scripts/install-deps.sh
+	$(Q)sh scripts/install-deps.sh $(PKGS_BUILD) demo
 check-deps:
-	$(Q)DEB_PACKAGES="$(BUILD_PACKAGES)" sh scripts/install-deps.sh --check
+	$(Q)sh scripts/install-deps.sh --check $(PKGS_BUILD)
 check-deps-cli:
-	$(Q)DEB_PACKAGES="$(CLI_PACKAGES)" sh scripts/install-deps.sh --check
+	$(Q)sh scripts/install-deps.sh --check $(PKGS_CLI)
 check-layout:
 	$(Q)sh scripts/check_layout.sh
 
