@@ -134,19 +134,16 @@ LDLIBS_ALL = $(USER_LIBS) $(CLI_LIBS)
 BPF_CFLAGS := -g -O2 -target bpf -mcpu=v3 -Werror=implicit-function-declaration -D__TARGET_ARCH_$(ARCH) -I$(OUTPUT) -Ibpf \
 	-Ivmlinux/$(ARCH) -idirafter /usr/include/$(MULTIARCH) -Wall -Wno-unused-function
 
-# A recipe's start: its tagged line (V=1: the command instead), then its target's
-# directory, so that no rule makes directories of its own
-ifeq ($(V),1)
-Q =
-msg =
-else
+# One tagged line per step (V=1: the commands instead).  A recipe starts with
+# $(call step,TAG): its line, then its target's directory, so no rule makes its own.
+ifneq ($(V),1)
 Q = @
-msg = @printf '  %-9s %s\n' "$(1)" "$(2)";
 MAKEFLAGS += --no-print-directory
 endif
-step = $(Q)$(if $(Q),printf '  %-9s %s\n' "$(1)" "$@"; )mkdir -p $(@D) &&
+tag = $(if $(Q),printf '  %-9s %s\n' "$(1)" "$(2)"; )
+msg = $(Q)$(call tag,$(1),$(2))
+step = $(Q)$(call tag,$(1),$@)mkdir -p $(@D) &&
 BPF_SRCS := $(wildcard bpf/*.bpf.c)
-BPF_OBJS := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.bpf.o,$(BPF_SRCS))
 SKELS := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.skel.h,$(BPF_SRCS))
 PROTO_GEN := $(OUTPUT)/proto/profile.pb-c.c $(OUTPUT)/proto/profile.pb-c.h
 PROTO_H := $(OUTPUT)/proto/profile.pb-c.h
