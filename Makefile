@@ -28,7 +28,6 @@ ifneq ($(ARCH),arm64)
 $(error ARCH=$(ARCH): only arm64 can be cross-built (from $(HOST_ARCH)))
 endif
 CROSS_COMPILE ?= aarch64-linux-gnu-
-CROSS_MULTIARCH := aarch64-linux-gnu
 OUTPUT ?= .output/$(ARCH)
 ifeq ($(origin CC),default)
 CC := $(CROSS_COMPILE)gcc
@@ -37,7 +36,7 @@ CXX := $(CROSS_COMPILE)g++
 AR := $(CROSS_COMPILE)ar
 STRIP := $(CROSS_COMPILE)strip
 # only the target's .pc files: the host's would hand out x86-64 library paths
-PKG_CONFIG ?= PKG_CONFIG_LIBDIR=/usr/lib/$(CROSS_MULTIARCH)/pkgconfig:/usr/share/pkgconfig pkg-config
+PKG_CONFIG ?= PKG_CONFIG_LIBDIR=/usr/lib/aarch64-linux-gnu/pkgconfig:/usr/share/pkgconfig pkg-config
 # test targets: musl-dev:arm64's specs behind the cross gcc, rustc with libstd-rust-dev:arm64
 MUSL_GCC ?= $(CC) -specs /usr/lib/aarch64-linux-musl/musl-gcc.specs
 RUST_ARCH_FLAGS := --target aarch64-unknown-linux-gnu -C linker=$(CROSS_COMPILE)gcc
@@ -105,14 +104,12 @@ USER_SEES_agent := target probe unwind mem collect agent
 USER_SUBDIRS := target probe unwind mem collect cmd agent
 USER_SEES_main := $(USER_SUBDIRS)
 user_inc = $(QUERY_INC) -iquote user $(call iquote,$(addprefix user/,$(USER_SEES_$(1))) bpf $(OUTPUT))
-# tests and tools see every layer
-USER_INC := $(call user_inc,main)
 
-# libraries by layer; recursive (=) on purpose: evaluated after `make deps` may have installed them
+# pkg-config's libraries by layer, read when used (=): `make deps` may just have installed
+# them.  culpert-bpf adds the agent's HTTP server and Kubernetes API client, culpert the
+# archive client (culpert upload / pull).
 LIB_PC := libelf libdw libdebuginfod zlib libprotobuf-c
-# culpert-bpf: the agent's HTTP server (libmicrohttpd), its Kubernetes API client (libcurl, json-c)
 USER_PC := $(LIB_PC) libbpf capstone libmicrohttpd libcurl json-c
-# culpert alone: the archive client (culpert upload / pull)
 CLI_PC := libcurl
 LIB_PC_CFLAGS = $(shell $(PKG_CONFIG) --cflags $(LIB_PC) 2>/dev/null)
 PC_CFLAGS = $(shell $(PKG_CONFIG) --cflags $(USER_PC) 2>/dev/null)
@@ -128,7 +125,7 @@ CFLAGS ?= -O2 -g
 BASE_CFLAGS = $(CFLAGS) $(WARNINGS) -std=gnu11 -D_GNU_SOURCE -MMD -MP \
 	-DCULPERT_VERSION='"$(VERSION)"' -Iinclude $(EXTRA_CFLAGS)
 # tests and tools see every layer
-ALL_CFLAGS = $(BASE_CFLAGS) $(PC_CFLAGS) $(CLI_PC_CFLAGS) $(USER_INC) $(call iquote,$(CLI_DIRS))
+ALL_CFLAGS = $(BASE_CFLAGS) $(PC_CFLAGS) $(CLI_PC_CFLAGS) $(call user_inc,main) $(call iquote,$(CLI_DIRS))
 ALL_LDFLAGS = -Wl,--as-needed $(LDFLAGS) $(EXTRA_LDFLAGS)
 LDLIBS_ALL = $(USER_LIBS) $(CLI_LIBS)
 BPF_CFLAGS := -g -O2 -target bpf -mcpu=v3 -Werror=implicit-function-declaration -D__TARGET_ARCH_$(ARCH) -I$(OUTPUT) -Ibpf \
@@ -264,10 +261,8 @@ all: check-deps $(ALL_TARGETS)
 # deps first, then a fresh make: pkg-config answers only once the packages are in
 demo: deps-demo
 	$(Q)$(MAKE) _demo
-test: deps
-	$(Q)$(MAKE) _test
-bench: deps
-	$(Q)$(MAKE) _bench
+test bench: deps
+	$(Q)$(MAKE) _$@
 test-targets: $(TEST_TARGETS)
 _test: all test-targets $(if $(SANITIZE),sanitized $(FUZZ_BINS) fuzz-seeds)
 	$(Q)OUTPUT=$(OUTPUT) $(if $(SANITIZE),SAN_OUTPUT=$(SAN_OUTPUT) FUZZ_DIR=$(FUZZ_DIR) \
