@@ -76,7 +76,8 @@ PKGS_CLI += arm64-cli
 PKGS_BUILD += arm64-cli arm64
 endif
 # on x86-64 the suite cross-builds for arm64 and boots it (tests/bpf/test_arm64.sh)
-PKGS_ALL := $(PKGS_BUILD) demo test image $(if $(filter x86,$(HOST_ARCH)),arm64-cli arm64 arm64-test)
+PKGS_TEST_ARM64 := $(if $(filter x86,$(HOST_ARCH)),arm64-cli arm64 arm64-test)
+PKGS_ALL := $(PKGS_BUILD) demo test image $(PKGS_TEST_ARM64)
 
 # The layers (README "Layout"): lib/ <- proto/ <- proto/query/ <- cli/ and user/.  Each part
 # sees only the headers of those below, so a forbidden include does not compile.
@@ -125,7 +126,8 @@ CFLAGS ?= -O2 -g
 BASE_CFLAGS = $(CFLAGS) $(WARNINGS) -std=gnu11 -D_GNU_SOURCE -MMD -MP \
 	-DCULPERT_VERSION='"$(VERSION)"' -Iinclude $(EXTRA_CFLAGS)
 # tests and tools see every layer
-ALL_CFLAGS = $(BASE_CFLAGS) $(PC_CFLAGS) $(CLI_PC_CFLAGS) $(call user_inc,main) $(call iquote,$(CLI_DIRS))
+ALL_CFLAGS = $(BASE_CFLAGS) $(PC_CFLAGS) $(CLI_PC_CFLAGS) $(call user_inc,main) \
+	$(call iquote,$(CLI_DIRS))
 ALL_LDFLAGS = -Wl,--as-needed $(LDFLAGS) $(EXTRA_LDFLAGS)
 LDLIBS_ALL = $(USER_LIBS) $(CLI_LIBS)
 BPF_CFLAGS := -g -O2 -target bpf -mcpu=v3 -Werror=implicit-function-declaration -D__TARGET_ARCH_$(ARCH) -I$(OUTPUT) -Ibpf \
