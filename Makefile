@@ -4,6 +4,7 @@
 #   all           culpert-bpf, culpert and libculpert-sampler.so (the default)
 #   culpert       the CLI only (no BPF toolchain needed)
 #   deps          install the Debian packages that are missing (apt-get, as root)
+#   deps-list     print the Debian packages `make deps` needs (scripts/packages/)
 #   demo          deps, build, profile examples/demo_service for a few seconds
 #   test          deps, build, run every test; TESTS=pattern runs the matching files only
 #   bench         overhead and cost measurements, medians over repeated runs
@@ -27,7 +28,6 @@ ifneq ($(ARCH),arm64)
 $(error ARCH=$(ARCH): only arm64 can be cross-built (from $(HOST_ARCH)))
 endif
 CROSS_COMPILE ?= aarch64-linux-gnu-
-CROSS_MULTIARCH := aarch64-linux-gnu
 OUTPUT ?= .output/$(ARCH)
 ifeq ($(origin CC),default)
 CC := $(CROSS_COMPILE)gcc
@@ -36,7 +36,7 @@ CXX := $(CROSS_COMPILE)g++
 AR := $(CROSS_COMPILE)ar
 STRIP := $(CROSS_COMPILE)strip
 # only the target's .pc files: the host's would hand out x86-64 library paths
-PKG_CONFIG ?= PKG_CONFIG_LIBDIR=/usr/lib/$(CROSS_MULTIARCH)/pkgconfig:/usr/share/pkgconfig pkg-config
+PKG_CONFIG ?= PKG_CONFIG_LIBDIR=/usr/lib/aarch64-linux-gnu/pkgconfig:/usr/share/pkgconfig pkg-config
 # test targets: musl-dev:arm64's specs behind the cross gcc, rustc with libstd-rust-dev:arm64
 MUSL_GCC ?= $(CC) -specs /usr/lib/aarch64-linux-musl/musl-gcc.specs
 RUST_ARCH_FLAGS := --target aarch64-unknown-linux-gnu -C linker=$(CROSS_COMPILE)gcc
@@ -67,46 +67,17 @@ PREFIX ?= /usr/local
 MULTIARCH := $(shell $(CC) -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)
 VERSION := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
 
-# Debian 12 packages, by what needs them (`make deps` installs them all); `make culpert`:
-CLI_PACKAGES := make gcc pkg-config libelf-dev libdw-dev libdebuginfod-dev zlib1g-dev \
-	protobuf-c-compiler libprotobuf-c-dev libiberty-dev libcurl4-openssl-dev
-# plain `make`, culpert-bpf too (the agent's HTTP server, its Kubernetes client's JSON reader)
-BUILD_PACKAGES := $(CLI_PACKAGES) clang llvm libbpf-dev bpftool libcapstone-dev \
-	libmicrohttpd-dev libjson-c-dev
-# make demo: the example service includes the span probes' <sys/sdt.h>
-DEMO_PACKAGES := systemtap-sdt-dev procps
-# make test and make bench: targets, independent readers (cmark-gfm: GitHub's markdown), the
-# fuzzers' runtime (libclang-rt-dev), the VM, measuring tools
-TEST_PACKAGES := $(DEMO_PACKAGES) g++ systemtap-sdt-dev debuginfod elfutils binutils golang-go \
-	musl-tools libjemalloc2 libjemalloc-dev libmimalloc2.0 libmimalloc-dev libtcmalloc-minimal4 \
-	hyperfine valgrind python3 python3-prometheus-client sqlite3 rustc dwz libc6-dbg time \
-	python3-jsonschema libxml2-utils cmark-gfm libclang-rt-dev qemu-system-x86 busybox cpio \
-	util-linux nodejs python3-yaml prometheus openssl curl heaptrack redis-server redis-tools
-# ARCH=arm64 on x86-64: cross compilers, arm64 -dev packages (install-deps.sh adds the arch)
-ARM64_CLI_PACKAGES := gcc-aarch64-linux-gnu libc6-dev:arm64 libelf-dev:arm64 libdw-dev:arm64 \
-	libdebuginfod-dev:arm64 zlib1g-dev:arm64 libprotobuf-c-dev:arm64 libiberty-dev:arm64
-ARM64_PACKAGES := $(ARM64_CLI_PACKAGES) g++-aarch64-linux-gnu libbpf-dev:arm64 \
-	libcapstone-dev:arm64 systemtap-sdt-dev:arm64 libmicrohttpd-dev:arm64 \
-	libcurl4-openssl-dev:arm64 libjson-c-dev:arm64
+# Debian packages by what needs them: one list a need in scripts/packages/, read by
+# scripts/install-deps.sh (`make deps` installs them all, `make deps-list` prints them)
+PKGS_CLI := cli
+PKGS_BUILD := cli build
 ifneq ($(ARCH),$(HOST_ARCH))
-CLI_PACKAGES += $(ARM64_CLI_PACKAGES)
-BUILD_PACKAGES += $(ARM64_PACKAGES)
+PKGS_CLI += arm64-cli
+PKGS_BUILD += arm64-cli arm64
 endif
-# the aarch64 smoke test (tests/bpf/test_arm64.sh) cross-builds and boots Debian's arm64 kernel
-# under qemu (busybox-static:arm64 and the kernel downloaded: installed, it would replace busybox)
-ARM64_TEST_PACKAGES := musl-dev:arm64 libstd-rust-dev:arm64
-ifeq ($(HOST_ARCH),x86)
-TEST_PACKAGES += $(ARM64_PACKAGES) $(ARM64_TEST_PACKAGES) qemu-system-arm
-endif
-# the Rust tracing layer and its example (rust/Makefile.inc); rust-src and lld: the aarch64 check
-TEST_PACKAGES += cargo librust-tracing-dev librust-tracing-subscriber-dev librust-tracing-core-dev \
-	librust-tokio-dev librust-hyper-dev rust-src lld
-# make image (deploy/image/Makefile.inc): the Debian archive to a root file system, podman to
-# import it (runc: Debian's podman would pick crun, which refuses hybrid cgroup hosts), setcap
-IMAGE_PACKAGES := mmdebstrap podman runc uidmap libcap2-bin
-# tests/deploy: the image tools, Kubernetes' API models for the manifests, promtool, YAML
-TEST_PACKAGES += $(IMAGE_PACKAGES) python3-kubernetes python3-yaml prometheus
-DEB_PACKAGES := $(sort $(BUILD_PACKAGES) $(TEST_PACKAGES))
+# on x86-64 the suite cross-builds for arm64 and boots it (tests/bpf/test_arm64.sh)
+PKGS_TEST_ARM64 := $(if $(filter x86,$(HOST_ARCH)),arm64-cli arm64 arm64-test)
+PKGS_ALL := $(PKGS_BUILD) demo test image $(PKGS_TEST_ARM64)
 
 # The layers (README "Layout"): lib/ <- proto/ <- proto/query/ <- cli/ and user/.  Each part
 # sees only the headers of those below, so a forbidden include does not compile.
@@ -134,14 +105,12 @@ USER_SEES_agent := target probe unwind mem collect agent
 USER_SUBDIRS := target probe unwind mem collect cmd agent
 USER_SEES_main := $(USER_SUBDIRS)
 user_inc = $(QUERY_INC) -iquote user $(call iquote,$(addprefix user/,$(USER_SEES_$(1))) bpf $(OUTPUT))
-# tests and tools see every layer
-USER_INC := $(call user_inc,main)
 
-# libraries by layer; recursive (=) on purpose: evaluated after `make deps` may have installed them
+# pkg-config's libraries by layer, read when used (=): `make deps` may just have installed
+# them.  culpert-bpf adds the agent's HTTP server and Kubernetes API client, culpert the
+# archive client (culpert upload / pull).
 LIB_PC := libelf libdw libdebuginfod zlib libprotobuf-c
-# culpert-bpf: the agent's HTTP server (libmicrohttpd), its Kubernetes API client (libcurl, json-c)
 USER_PC := $(LIB_PC) libbpf capstone libmicrohttpd libcurl json-c
-# culpert alone: the archive client (culpert upload / pull)
 CLI_PC := libcurl
 LIB_PC_CFLAGS = $(shell $(PKG_CONFIG) --cflags $(LIB_PC) 2>/dev/null)
 PC_CFLAGS = $(shell $(PKG_CONFIG) --cflags $(USER_PC) 2>/dev/null)
@@ -157,25 +126,23 @@ CFLAGS ?= -O2 -g
 BASE_CFLAGS = $(CFLAGS) $(WARNINGS) -std=gnu11 -D_GNU_SOURCE -MMD -MP \
 	-DCULPERT_VERSION='"$(VERSION)"' -Iinclude $(EXTRA_CFLAGS)
 # tests and tools see every layer
-ALL_CFLAGS = $(BASE_CFLAGS) $(PC_CFLAGS) $(CLI_PC_CFLAGS) $(USER_INC) $(call iquote,$(CLI_DIRS))
+ALL_CFLAGS = $(BASE_CFLAGS) $(PC_CFLAGS) $(CLI_PC_CFLAGS) $(call user_inc,main) \
+	$(call iquote,$(CLI_DIRS))
 ALL_LDFLAGS = -Wl,--as-needed $(LDFLAGS) $(EXTRA_LDFLAGS)
 LDLIBS_ALL = $(USER_LIBS) $(CLI_LIBS)
 BPF_CFLAGS := -g -O2 -target bpf -mcpu=v3 -Werror=implicit-function-declaration -D__TARGET_ARCH_$(ARCH) -I$(OUTPUT) -Ibpf \
 	-Ivmlinux/$(ARCH) -idirafter /usr/include/$(MULTIARCH) -Wall -Wno-unused-function
 
-# A recipe's start: its tagged line (V=1: the command instead), then its target's
-# directory, so that no rule makes directories of its own
-ifeq ($(V),1)
-Q =
-msg =
-else
+# One tagged line per step (V=1: the commands instead).  A recipe starts with
+# $(call step,TAG): its line, then its target's directory, so no rule makes its own.
+ifneq ($(V),1)
 Q = @
-msg = @printf '  %-9s %s\n' "$(1)" "$(2)";
 MAKEFLAGS += --no-print-directory
 endif
-step = $(Q)$(if $(Q),printf '  %-9s %s\n' "$(1)" "$@"; )mkdir -p $(@D) &&
+tag = $(if $(Q),printf '  %-9s %s\n' "$(1)" "$(2)"; )
+msg = $(Q)$(call tag,$(1),$(2))
+step = $(Q)$(call tag,$(1),$@)mkdir -p $(@D) &&
 BPF_SRCS := $(wildcard bpf/*.bpf.c)
-BPF_OBJS := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.bpf.o,$(BPF_SRCS))
 SKELS := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.skel.h,$(BPF_SRCS))
 PROTO_GEN := $(OUTPUT)/proto/profile.pb-c.c $(OUTPUT)/proto/profile.pb-c.h
 PROTO_H := $(OUTPUT)/proto/profile.pb-c.h
@@ -195,7 +162,7 @@ BIN_CLI := $(OUTPUT)/culpert
 .DELETE_ON_ERROR:
 # generated files are not intermediates to throw away
 .SECONDARY:
-.PHONY: all culpert culpert-bpf deps deps-demo demo test bench install vmlinux clean help \
+.PHONY: all culpert culpert-bpf deps deps-list deps-demo demo test bench install vmlinux clean help \
 	check-deps check-deps-cli check-layout _demo _test _bench test-targets FORCE
 # what `all` builds, `install` installs and the suite needs: each part adds to these
 # lists (ALL_TARGETS, INSTALL_TARGETS, TEST_TARGETS); the rules using them come last
@@ -212,13 +179,15 @@ help:
 DEPS_CMD := make deps$(if $(filter-out $(HOST_ARCH),$(ARCH)), ARCH=$(ARCH))
 export DEPS_CMD
 deps:
-	$(Q)DEB_PACKAGES="$(DEB_PACKAGES)" sh scripts/install-deps.sh
+	$(Q)sh scripts/install-deps.sh $(PKGS_ALL)
+deps-list:
+	@sh scripts/install-deps.sh --list $(PKGS_ALL)
 deps-demo:
-	$(Q)DEB_PACKAGES="$(BUILD_PACKAGES) $(DEMO_PACKAGES)" sh scripts/install-deps.sh
+	$(Q)sh scripts/install-deps.sh $(PKGS_BUILD) demo
 check-deps:
-	$(Q)DEB_PACKAGES="$(BUILD_PACKAGES)" sh scripts/install-deps.sh --check
+	$(Q)sh scripts/install-deps.sh --check $(PKGS_BUILD)
 check-deps-cli:
-	$(Q)DEB_PACKAGES="$(CLI_PACKAGES)" sh scripts/install-deps.sh --check
+	$(Q)sh scripts/install-deps.sh --check $(PKGS_CLI)
 check-layout:
 	$(Q)sh scripts/check_layout.sh
 
@@ -294,10 +263,8 @@ all: check-deps $(ALL_TARGETS)
 # deps first, then a fresh make: pkg-config answers only once the packages are in
 demo: deps-demo
 	$(Q)$(MAKE) _demo
-test: deps
-	$(Q)$(MAKE) _test
-bench: deps
-	$(Q)$(MAKE) _bench
+test bench: deps
+	$(Q)$(MAKE) _$@
 test-targets: $(TEST_TARGETS)
 _test: all test-targets $(if $(SANITIZE),sanitized $(FUZZ_BINS) fuzz-seeds)
 	$(Q)OUTPUT=$(OUTPUT) $(if $(SANITIZE),SAN_OUTPUT=$(SAN_OUTPUT) FUZZ_DIR=$(FUZZ_DIR) \

@@ -18,7 +18,18 @@ fi
 "$out/examples/demo_service" $((secs + 30)) >/dev/null &
 svc=$!
 trap 'kill $svc 2>/dev/null || true' EXIT
-sleep 0.3
+# attach once the service's loader has mapped libc, whose allocator the probes go on
+# (before, the pid may still run the shell that forked it); 10 s at most
+i=0
+until grep -q '/libc\.so' "/proc/$svc/maps" 2>/dev/null &&
+	[ "$(readlink "/proc/$svc/exe")" = "$(readlink -f "$out/examples/demo_service")" ]; do
+	i=$((i + 1))
+	if [ $i -gt 200 ] || ! kill -0 $svc 2>/dev/null; then
+		echo "error: the demo service did not start; run it by hand: $out/examples/demo_service" >&2
+		exit 1
+	fi
+	sleep 0.05
+done
 
 echo "== culpert-bpf attach --pid $svc --duration ${secs}s --rate 64KiB --inuse -o $prof"
 "$out/culpert-bpf" attach --pid "$svc" --duration "${secs}s" --rate 64KiB --inuse -o "$prof"

@@ -1,16 +1,41 @@
 #!/bin/sh
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #
-# Install the Debian packages of $DEB_PACKAGES that are missing.  A name
-# with an architecture (libelf-dev:arm64, for the cross build) needs that
-# architecture added to dpkg first, which is done here too.
-#   install-deps.sh           install what is missing (needs root and apt-get)
-#   install-deps.sh --check   only report what is missing; exit 1 if anything is
+# Install the Debian packages of the named sets that are missing.  A set is
+# a list in scripts/packages/SET.txt: one package a line, '#' starts a
+# comment saying why.  A name with an architecture (libelf-dev:arm64, for
+# the cross build) needs that architecture added to dpkg first, which is
+# done here too.
+#   install-deps.sh SET...           install what is missing (needs root and apt-get)
+#   install-deps.sh --check SET...   only report what is missing; exit 1 if anything is
+#   install-deps.sh --list SET...    print the sets' packages, one a line, sorted
 set -eu
+
+mode=install
+case "${1:-}" in
+--check | --list) mode=${1#--}; shift ;;
+esac
+dir=$(dirname "$0")/packages
+sets() { echo $(cd "$dir" && ls -- *.txt | sed 's/\.txt$//'); }
+[ $# -gt 0 ] || { echo "error: no package set named: name one or more of: $(sets)" >&2; exit 2; }
+packages=""
+for set in "$@"; do
+	if [ ! -r "$dir/$set.txt" ]; then
+		echo "error: no package set '$set' in $dir/: name one of: $(sets)" >&2
+		exit 2
+	fi
+	packages="$packages $(sed 's/#.*//' "$dir/$set.txt")"
+done
+# shellcheck disable=SC2086
+packages=$(printf '%s\n' $packages | sort -u)
+if [ "$mode" = list ]; then
+	echo "$packages"
+	exit 0
+fi
 
 deps_cmd=${DEPS_CMD:-make deps}
 missing=""
-for p in $DEB_PACKAGES; do
+for p in $packages; do
 	status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
 	case "$status" in
 	*"ok installed"*) ;;
@@ -20,7 +45,7 @@ done
 
 [ -z "$missing" ] && exit 0
 
-if [ "${1:-}" = "--check" ]; then
+if [ "$mode" = check ]; then
 	echo "error: missing Debian packages:$missing; run 'sudo $deps_cmd' to install them" >&2
 	exit 1
 fi

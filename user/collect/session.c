@@ -51,21 +51,11 @@ static uint64_t session_default_stack_rate(uint64_t rate)
 									(uint64_t)r;
 }
 
-static const struct procmap *exe_mapping(const struct target *t, const struct procmaps *maps)
-{
-	size_t i;
-
-	for (i = 0; i < maps->n; i++)
-		if (maps->v[i].executable && !strcmp(maps->v[i].path, t->exe))
-			return &maps->v[i];
-	return NULL;
-}
-
 int session_unwind__choose(const struct target *t, const struct procmaps *maps,
 			   struct objcache *objs, enum session_unwind want, enum session_unwind *out,
 			   char *why, size_t len)
 {
-	const struct procmap *m = exe_mapping(t, maps);
+	const struct procmap *m = exe_kind__exe_mapping(t, maps);
 	struct elfobj *exe = m ? objcache__get(objs, m) : NULL;
 	struct fp_evidence ev;
 
