@@ -41,8 +41,11 @@ skip() {
 run_test() {
 	_failed=""
 	_skipped=""
+	_run_t0=$(date +%s)
 	"$2"
 	cleanup_pids
+	# where a file's time goes, test by test (tests/run.sh prints the files')
+	echo "# ${TEST_PREFIX:-}$1: $(($(date +%s) - _run_t0))s"
 	if [ -n "$_skipped" ]; then
 		echo "SKIP ${TEST_PREFIX:-}$1: $_skipped"
 	elif [ -n "$_failed" ]; then

@@ -53,25 +53,36 @@ fi
 # a test file that runs longer than this is stopped and fails (TEST_TIMEOUT=seconds)
 limit=${TEST_TIMEOUT:-600}
 
-# run_file OUT CMD...: one test file, its output in OUT, its exit status and
-# seconds in OUT.rc
-run_file() {
+# cpu_secs TIMES: the CPU seconds (user + system) of the children in the
+# output of `times` (second line, "0m1.50s 0m0.25s"); `times` itself must run
+# in the shell whose children count, not in a subshell of $(...) or a pipe
+cpu_secs() {
+	sed -n 2p "$1" | awk '{ split($1, u, "m"); split($2, s, "m");
+		printf "%.0f", u[1] * 60 + u[2] + s[1] * 60 + s[2] }'
+}
+
+# run_file OUT CMD...: one test file, its output in OUT, its exit status,
+# seconds and CPU seconds (those of the processes it waited for) in OUT.rc;
+# in a subshell of its own, so that the CPU time is this file's alone
+run_file() (
 	_o=$1
 	shift
 	_t0=$(date +%s)
 	timeout -k 10 "$limit" "$@" >"$_o" 2>&1
+	_rc=$?
+	times >"$_o.times"
 	# whole or not at all: the pool looks for it while this runs
-	echo "$? $(( $(date +%s) - _t0 ))" >"$_o.rc.tmp"
+	echo "$_rc $(( $(date +%s) - _t0 )) $(cpu_secs "$_o.times")" >"$_o.rc.tmp"
 	mv "$_o.rc.tmp" "$_o.rc"
-}
+)
 
 # report_file NAME OUT: what run_file left, printed and logged
 report_file() {
-	read -r rc secs <"$2.rc"
+	read -r rc secs cpu <"$2.rc"
 	echo "--- $1"
 	cat "$2"
-	# where the suite's time goes, file by file
-	echo "--- $1: ${secs}s"
+	# where the suite's time goes, file by file: waiting, or computing
+	echo "--- $1: ${secs}s (${cpu}s CPU)"
 	grep '^\(PASS\|FAIL\|SKIP\) ' "$2" >>"$log"
 	if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
 		echo "FAIL $1: stopped after the ${limit}s limit of a test file" | tee -a "$log"
