@@ -423,11 +423,11 @@ runtime_addr() {
 	return 1
 }
 
-# first byte of code at ADDR in PID's memory, as two hex digits
+# first byte of code at ADDR in PID's memory, as two hex digits; dd seeks
+# /proc/PID/mem to ADDR (a Python reader cost a second a byte on a loaded
+# machine, and probe_offsets reads two a probe)
 code_byte() {
-	python3 -c 'import sys
-with open("/proc/%s/mem" % sys.argv[1], "rb") as f:
-    f.seek(int(sys.argv[2])); print(f.read(1).hex())' "$1" "$2"
+	dd if="/proc/$1/mem" bs=1 skip="$(($2))" count=1 status=none | od -An -tx1 | tr -d ' \n'
 }
 
 # the byte at file offset OFFSET of FILE, as two hex digits
