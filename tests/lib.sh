@@ -12,6 +12,9 @@ BIN_CLI=$OUTPUT/culpert
 # a sanitizer run (tests/run.sh) uses the targets of the plain build
 TARGETS=${TARGETS:-$OUTPUT/tests/targets}
 PROFDUMP=$OUTPUT/tests/tools/profdump
+# Debian's python3, the one its python3-* packages serve: not the first python3 on PATH (a
+# pyenv shim took over a second to start one)
+PY=/usr/bin/python3
 TMP=$(mktemp -d /tmp/culpert-test.XXXXXX)
 # go tool pprof wants a writable cache even just to read a file
 export GOCACHE=${GOCACHE:-$TMP/gocache} HOME=${HOME:-$TMP}
