@@ -11,3 +11,17 @@ wait_for() {
 	done
 	return 0
 }
+
+# wait_until SECONDS CMD...: until CMD succeeds, tried every 50 ms; 1 if it
+# does not within SECONDS (CMD: a test's own predicate, a counter reaching a
+# mark, a file appearing)
+wait_until() {
+	_w=$(($1 * 20))
+	shift
+	until "$@"; do
+		_w=$((_w - 1))
+		[ "$_w" -lt 0 ] && return 1
+		sleep 0.05
+	done
+	return 0
+}
