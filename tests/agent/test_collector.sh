@@ -273,13 +273,16 @@ test_snapshots() {
 	agent_start snap --select "comm=${TAG}n" --rate $RATE --snapshot-dir "$TMP/snap" \
 		--interval 1s --keep 2 || return
 	wait_field "$n" probes attached 20 || fail "$n: probes $(field "$n" probes)"
-	wait_until 10 snapshot_taken 0 || { fail "no snapshot of $n in 10 s: $(ls "$TMP/snap")"; return; }
+	wait_until 10 snapshot_taken 0 ||
+		{ fail "no snapshot of $n in 10 s: $(ls "$TMP/snap")"; return; }
 	first=$(snapshots 0 | head -1)
 	kill -USR1 "$n"
 	wait_for "$TMP/n.out" "^done" 30 || fail "target did not finish"
 	done_at=$(date -u +%Y%m%dT%H%M%SZ)
-	wait_until 10 rotated "$done_at" "$first" ||
-		{ fail "want 2 snapshots, one after $done_at, not $first: $(ls "$TMP/snap")"; return; }
+	wait_until 10 rotated "$done_at" "$first" || {
+		fail "want 2 snapshots, one after $done_at, not $first: $(ls "$TMP/snap")"
+		return
+	}
 	# a copy: two snapshots later the rotation takes it
 	last=$TMP/last.pb.gz
 	cp "$TMP/snap/culpert-${TAG}n-$n-$(snapshots 0 | tail -1).pb.gz" "$last" ||
