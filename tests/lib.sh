@@ -12,6 +12,9 @@ BIN_CLI=$OUTPUT/culpert
 # a sanitizer run (tests/run.sh) uses the targets of the plain build
 TARGETS=${TARGETS:-$OUTPUT/tests/targets}
 PROFDUMP=$OUTPUT/tests/tools/profdump
+# Debian's python3, the one its python3-* packages serve: not the first python3 on PATH (a
+# pyenv shim took over a second to start one)
+PY=/usr/bin/python3
 TMP=$(mktemp -d /tmp/culpert-test.XXXXXX)
 # go tool pprof wants a writable cache even just to read a file
 export GOCACHE=${GOCACHE:-$TMP/gocache} HOME=${HOME:-$TMP}
@@ -43,8 +46,11 @@ run_test() {
 	shift
 	_failed=""
 	_skipped=""
+	_run_t0=$(date +%s)
 	"$@"
 	cleanup_pids
+	# where a file's time goes, test by test (tests/run.sh prints the files')
+	echo "# ${TEST_PREFIX:-}$_test_name: $(($(date +%s) - _run_t0))s"
 	if [ -n "$_skipped" ]; then
 		echo "SKIP ${TEST_PREFIX:-}$_test_name: $_skipped"
 	elif [ -n "$_failed" ]; then
@@ -67,7 +73,7 @@ run_test_once() {
 # without, they say so loudly
 # free_port: a loopback TCP port nobody listens on now
 free_port() {
-	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+	"$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
 # redis_serve: Debian's redis-server (jemalloc) of its own on a free loopback port, no
@@ -442,11 +448,11 @@ runtime_addr() {
 	return 1
 }
 
-# first byte of code at ADDR in PID's memory, as two hex digits
+# first byte of code at ADDR in PID's memory, as two hex digits; dd seeks
+# /proc/PID/mem to ADDR (a Python reader cost a second a byte on a loaded
+# machine, and probe_offsets reads two a probe)
 code_byte() {
-	python3 -c 'import sys
-with open("/proc/%s/mem" % sys.argv[1], "rb") as f:
-    f.seek(int(sys.argv[2])); print(f.read(1).hex())' "$1" "$2"
+	dd if="/proc/$1/mem" bs=1 skip="$(($2))" count=1 status=none | od -An -tx1 | tr -d ' \n'
 }
 
 # the byte at file offset OFFSET of FILE, as two hex digits

@@ -53,25 +53,36 @@ fi
 # a test file that runs longer than this is stopped and fails (TEST_TIMEOUT=seconds)
 limit=${TEST_TIMEOUT:-600}
 
-# run_file OUT CMD...: one test file, its output in OUT, its exit status and
-# seconds in OUT.rc
-run_file() {
+# cpu_secs TIMES: the CPU seconds (user + system) of the children in the
+# output of `times` (second line, "0m1.50s 0m0.25s"); `times` itself must run
+# in the shell whose children count, not in a subshell of $(...) or a pipe
+cpu_secs() {
+	sed -n 2p "$1" | awk '{ split($1, u, "m"); split($2, s, "m");
+		printf "%.0f", u[1] * 60 + u[2] + s[1] * 60 + s[2] }'
+}
+
+# run_file OUT CMD...: one test file, its output in OUT, its exit status,
+# seconds and CPU seconds (those of the processes it waited for) in OUT.rc;
+# in a subshell of its own, so that the CPU time is this file's alone
+run_file() (
 	_o=$1
 	shift
 	_t0=$(date +%s)
 	timeout -k 10 "$limit" "$@" >"$_o" 2>&1
+	_rc=$?
+	times >"$_o.times"
 	# whole or not at all: the pool looks for it while this runs
-	echo "$? $(( $(date +%s) - _t0 ))" >"$_o.rc.tmp"
+	echo "$_rc $(( $(date +%s) - _t0 )) $(cpu_secs "$_o.times")" >"$_o.rc.tmp"
 	mv "$_o.rc.tmp" "$_o.rc"
-}
+)
 
 # report_file NAME OUT: what run_file left, printed and logged
 report_file() {
-	read -r rc secs <"$2.rc"
+	read -r rc secs cpu <"$2.rc"
 	echo "--- $1"
 	cat "$2"
-	# where the suite's time goes, file by file
-	echo "--- $1: ${secs}s"
+	# where the suite's time goes, file by file: waiting, or computing
+	echo "--- $1: ${secs}s (${cpu}s CPU)"
 	grep '^\(PASS\|FAIL\|SKIP\) ' "$2" >>"$log"
 	if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
 		echo "FAIL $1: stopped after the ${limit}s limit of a test file" | tee -a "$log"
@@ -99,7 +110,6 @@ run_one() {
 POOLED_VM=tests/bpf/test_arm64.sh
 pool_names=""
 pool_n=0
-pool_done=""
 # how many started files have not finished
 pool_running() {
 	_r=0
@@ -142,11 +152,14 @@ pool_drain() {
 	wait
 }
 
-# Alone, one after another: the files that measure CPU or keeping up (overhead
-# budgets, a ring buffer that must not overflow, an attach's wall time).  The
-# agent's stop is judged in its own CPU time: it runs in the pool.
+# Alone, one after another: the files whose verdicts a neighbour's CPU could
+# change.  A storm that must not overflow the ring buffer; the budget's files,
+# whose duty cycles follow the costs the agent calibrates and measures (under
+# load the free probes alone pass a 1.8% budget and go off too, and the heap
+# the test judges is then incomplete by design).  The agent's stop and a
+# poll's bound are judged in the process's own CPU time, and test_losses
+# overflows its ring by stopping the reader: they run in the pool.
 SOLO="tests/agent/test_budget.sh tests/agent/test_agent_otel.sh tests/bpf/test_throttle.sh"
-SOLO="$SOLO tests/bpf/test_odd_targets.sh tests/bpf/test_losses.sh"
 start=$(date +%s)
 for t in "$OUTPUT"/tests/unit/test_*; do
 	[ -x "$t" ] && run_one "$t" "$t"
@@ -155,37 +168,55 @@ for t in $SOLO; do
 	[ -f "$t" ] && run_one "$t" sh "$t"
 done
 
-# Then the pool, two at a time: every other file checks counts, totals and
-# exact ground truth, which no load changes (tests/run.sh --stress shows it),
-# and waits on qemu, loopback servers and the targets' own pace as much as it
-# computes.  The longest first, so the pool ends sooner.
-for t in "$POOLED_VM" tests/bpf/test_oldkernel.sh tests/deploy/test_image.sh \
-	tests/bpf/test_agent_frame.sh tests/bpf/test_allocators.sh tests/bpf/*.sh tests/agent/*.sh \
-	tests/archive/*.sh tests/deploy/*.sh tests/cli/*.sh; do
-	case " $SOLO $pool_done " in *" $t "*) continue ;; esac
-	pool_done="$pool_done $t"
-	[ -f "$t" ] && pool_run "$t" sh "$t"
-done
-pool_done=""
-
 # The sanitizer pass (make test under CI): the unit tests and the CLI test
 # files again, against the ASan/UBSan build in SAN_OUTPUT (targets are the
 # plain build's, culpert-bpf too), named "asan:..."; then each fuzz harness a
 # short while.
+san="OUTPUT=${SAN_OUTPUT:-} TARGETS=$OUTPUT/tests/targets BIN_BPF=$OUTPUT/culpert-bpf"
+san="$san TEST_PREFIX=asan: CULPERT_SANITIZED=1"
+san="$san ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1"
+plain_done=""
+san_done=""
+# pool_plain FILE, pool_san FILE: a test file of the plain pass, of the
+# sanitizer pass (CLI files only), into the pool; each once
+pool_plain() {
+	case " $SOLO $plain_done " in *" $1 "*) return 0 ;; esac
+	plain_done="$plain_done $1"
+	[ -f "$1" ] && pool_run "$1" sh "$1"
+}
+pool_san() {
+	[ -n "${SAN_OUTPUT:-}" ] || return 0
+	# the layout check reads sources, no binary
+	case "$1" in */test_layout.sh) return 0 ;; esac
+	case " $san_done " in *" $1 "*) return 0 ;; esac
+	san_done="$san_done $1"
+	# shellcheck disable=SC2086
+	[ -f "$1" ] && pool_run "asan:$1" env $san sh "$1"
+}
+
+# Then the pool, two at a time: every other file checks counts, totals and
+# exact ground truth, which no load changes (tests/run.sh --stress shows it),
+# and waits on qemu, loopback servers and the targets' own pace as much as it
+# computes.  The longest first, of either pass (40 s and more in the last
+# runs), so that no long file starts last and the pool ends sooner.
+for t in "$POOLED_VM" tests/bpf/test_spans.sh tests/bpf/test_probe_offsets.sh \
+	tests/agent/test_collector.sh tests/deploy/test_image.sh tests/bpf/test_agent_frame.sh \
+	tests/agent/test_agent_stop.sh tests/agent/test_serve.sh asan:tests/cli/test_crafted.sh \
+	tests/bpf/test_exceptions.sh tests/bpf/test_allocator_state.sh tests/bpf/test_oldkernel.sh \
+	tests/bpf/test_otel.sh tests/bpf/test_attach_diff.sh tests/bpf/test_inject.sh \
+	tests/agent/test_agent_memory.sh; do
+	case "$t" in
+	asan:*) pool_san "${t#asan:}" ;;
+	*) pool_plain "$t" ;;
+	esac
+done
+for t in tests/bpf/*.sh tests/agent/*.sh tests/archive/*.sh tests/deploy/*.sh tests/cli/*.sh; do
+	pool_plain "$t"
+done
+for t in tests/cli/test_action.sh tests/cli/test_archive_client.sh tests/cli/*.sh; do
+	pool_san "$t"
+done
 if [ -n "${SAN_OUTPUT:-}" ]; then
-	san="OUTPUT=$SAN_OUTPUT TARGETS=$OUTPUT/tests/targets BIN_BPF=$OUTPUT/culpert-bpf"
-	san="$san TEST_PREFIX=asan: CULPERT_SANITIZED=1"
-	san="$san ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1"
-	# the longest first: the pool ends sooner
-	for t in tests/cli/test_action.sh tests/cli/test_crafted.sh tests/cli/test_archive_client.sh \
-		tests/cli/*.sh; do
-		# the layout check reads sources, no binary
-		case "$t" in */test_layout.sh) continue ;; esac
-		case " $pool_done " in *" $t "*) continue ;; esac
-		pool_done="$pool_done $t"
-		# shellcheck disable=SC2086
-		[ -f "$t" ] && pool_run "asan:$t" env $san sh "$t"
-	done
 	for t in "$SAN_OUTPUT"/tests/unit/test_*; do
 		# shellcheck disable=SC2086
 		[ -x "$t" ] && pool_run "asan:$t" env $san "$t"

@@ -11,3 +11,17 @@ wait_for() {
 	done
 	return 0
 }
+
+# wait_until SECONDS CMD...: until CMD succeeds, tried every 50 ms; 1 if it
+# does not within SECONDS of the clock (CMD: a test's own predicate, a
+# counter reaching a mark, a file appearing; one that asks a server can take
+# longer than the pause, so tries are not counted)
+wait_until() {
+	_end=$(($(date +%s) + $1))
+	shift
+	until "$@"; do
+		[ "$(date +%s)" -ge "$_end" ] && return 1
+		sleep 0.05
+	done
+	return 0
+}

@@ -100,6 +100,17 @@ test_cgroup_96m() {
 	done
 }
 
+# rescans: the agent's walks of /proc so far (culpert_agent_rescans_total)
+rescans() {
+	curl -s "$agent_url/metrics" | awk '$1 == "culpert_agent_rescans_total" { n = $2 }
+		END { printf "%d", n }'
+}
+
+# rescans_past N: the agent has walked /proc N times
+rescans_past() {
+	[ "$(rescans)" -ge "$1" ]
+}
+
 test_max_memory_drops() {
 	need_root || return
 	start_fans || return
@@ -110,8 +121,10 @@ test_max_memory_drops() {
 		{ fail "$f1 not dropped: $(grep -m2 memory "$TMP/drop.err")"; return; }
 	wait_for "$TMP/drop.err" "dropped pid $f2 .*not profiled any more" 30 ||
 		{ fail "$f2 not dropped: $(grep -m2 memory "$TMP/drop.err")"; return; }
-	# two rescans later: still dropped, not picked up again
-	sleep 2.5
+	# two rescans later (--rescan 1s): still dropped, not picked up again
+	r0=$(rescans)
+	wait_until 10 rescans_past $((r0 + 2)) ||
+		{ fail "not two rescans in 10 s: $r0, then $(rescans)"; return; }
 	for p in $f1 $f2; do
 		[ "$(field "$p" exit_reason)" = dropped ] || fail "$p: exit_reason $(field "$p" exit_reason)"
 		[ "$(field "$p" state)" = exited ] || fail "$p: state $(field "$p" state), picked up again?"

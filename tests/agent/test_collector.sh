@@ -63,6 +63,16 @@ test_heap_two_targets() {
 	return 0
 }
 
+# steady_total: the bytes alloc_steady in $TMP/s.out says it has allocated so far
+steady_total() {
+	awk '$1 == "at" { b = $3 } END { printf "%d", b }' "$TMP/s.out"
+}
+
+# steady_past BYTES: alloc_steady has allocated BYTES so far
+steady_past() {
+	[ "$(steady_total)" -ge "$1" ]
+}
+
 # allocs?seconds=S on a steady allocator: the bytes of the window, and
 # duration_nanos = S; then cumulative allocs scrapes, monotonic per stack.
 test_allocs_window() {
@@ -90,11 +100,16 @@ test_allocs_window() {
 	within_plus "${got:-0}" "$want" 4096 $((2 * 4194304 / 10)) ||
 		fail "steady allocated ${got:-0} bytes in the 5 s window, the target says $want (rate 4096)"
 	pprof_raw "/debug/pprof/allocs?pid=$s" "$TMP/c1" || return
-	sleep 1
+	# the second once the target has allocated 1 MiB more (256 samples at this rate)
+	wait_until 10 steady_past $(($(steady_total) + 1048576)) ||
+		{ fail "the target allocated not 1 MiB in 10 s"; return; }
 	pprof_raw "/debug/pprof/allocs?pid=$s" "$TMP/c2" || return
 	$RAW --stacks alloc_space <"$TMP/c1" >"$TMP/c1.st"
 	$RAW --stacks alloc_space <"$TMP/c2" >"$TMP/c2.st"
 	[ -s "$TMP/c1.st" ] || fail "first cumulative profile is empty"
+	[ "$(awk '{ s += $1 } END { print s + 0 }' "$TMP/c2.st")" -gt \
+		"$(awk '{ s += $1 } END { print s + 0 }' "$TMP/c1.st")" ] ||
+		fail "the cumulative profile did not grow while the target allocated 1 MiB"
 	while read -r v stack; do
 		w=$(awk -v k="$stack" '$2 == k { print $1 }' "$TMP/c2.st")
 		[ "${w:-0}" -ge "$v" ] || fail "stack $stack went from $v to ${w:-0} bytes"
@@ -227,8 +242,28 @@ sys.exit(0 if sorted((x["state"], x["probes"], x["comm"]) for x in t) ==
 	return 0
 }
 
+# snapshots SINCE: the snapshots of $n in $TMP/snap stamped after SINCE ("20240131T235959Z":
+# names sort by time), one a line, oldest first
+snapshots() {
+	ls "$TMP/snap" | sed -n "s/^culpert-${TAG}n-$n-\(.*\)\.pb\.gz\$/\1/p" |
+		awk -v t="$1" '$0 > t' | sort
+}
+
+# snapshot_taken SINCE: a snapshot of $n stamped after SINCE is there
+snapshot_taken() {
+	[ -n "$(snapshots "$1")" ]
+}
+
+# rotated SINCE FIRST: the two kept (--keep 2) are the newest, one of them after SINCE, and
+# FIRST is gone
+rotated() {
+	snapshot_taken "$1" && ! snapshots 0 | grep -qx "$2" && [ "$(snapshots 0 | wc -l)" = 2 ]
+}
+
 # --snapshot-dir: every --interval each live target's heap profile, the
-# newest --keep kept, read by culpert report as attach's files are.
+# newest --keep kept, read by culpert report as attach's files are.  Files
+# are named by the second they were taken: the first one gone proves the
+# rotation, one from a later second than the target's "done" holds its heap.
 test_snapshots() {
 	need_root || return
 	copy "${TAG}n" "$TARGETS/alloc_live"
@@ -238,12 +273,20 @@ test_snapshots() {
 	agent_start snap --select "comm=${TAG}n" --rate $RATE --snapshot-dir "$TMP/snap" \
 		--interval 1s --keep 2 || return
 	wait_field "$n" probes attached 20 || fail "$n: probes $(field "$n" probes)"
+	wait_until 10 snapshot_taken 0 ||
+		{ fail "no snapshot of $n in 10 s: $(ls "$TMP/snap")"; return; }
+	first=$(snapshots 0 | head -1)
 	kill -USR1 "$n"
 	wait_for "$TMP/n.out" "^done" 30 || fail "target did not finish"
-	sleep 3.5
-	set -- "$TMP/snap/culpert-${TAG}n-$n-"*.pb.gz
-	[ $# = 2 ] || fail "$# snapshots of $n, want --keep 2: $(ls "$TMP/snap")"
-	last=$(ls "$TMP/snap/culpert-${TAG}n-$n-"*.pb.gz | tail -1)
+	done_at=$(date -u +%Y%m%dT%H%M%SZ)
+	wait_until 10 rotated "$done_at" "$first" || {
+		fail "want 2 snapshots, one after $done_at, not $first: $(ls "$TMP/snap")"
+		return
+	}
+	# a copy: two snapshots later the rotation takes it
+	last=$TMP/last.pb.gz
+	cp "$TMP/snap/culpert-${TAG}n-$n-$(snapshots 0 | tail -1).pb.gz" "$last" ||
+		{ fail "the newest snapshot is gone: $(ls "$TMP/snap")"; return; }
 	"$BIN_CLI" report "$last" >"$TMP/snap.report" 2>&1 || fail "culpert report: $(head -3 "$TMP/snap.report")"
 	go tool pprof -raw "$last" 2>/dev/null | $RAW inuse_space >"$TMP/snap.live"
 	got=$(awk '$1 == "keep_all" { print $2 }' "$TMP/snap.live")

@@ -159,10 +159,8 @@ test_span_fn_recursion() {
 # Patterns that match too much, or nothing, are refused with what to do
 test_span_fn_refused() {
 	need_root || return
-	"$OUTPUT/examples/demo_service" 30 >/dev/null &
-	svc=$!
-	track "$svc"
-	sleep 0.1
+	start_program /dev/null "$OUTPUT/examples/demo_service" 30 || return
+	svc=$prog_pid
 	"$BIN_BPF" attach --pid "$svc" --span-fn '*' 2>"$TMP/many.err"
 	[ $? -eq 1 ] || fail "'*' not refused"
 	grep -q '^error: --span-fn matches [0-9]* functions, more than --max-span-fns 64 .*handle_request' \
@@ -184,7 +182,7 @@ test_span_fn_refused() {
 # request that was running as the probes went in, and counts as the path of
 # the demo's tree it finishes (json is only ever inside parse_payload).
 span_shares() {
-	"$BIN_CLI" report --flat --top 1000 --format json "$1" | python3 -c '
+	"$BIN_CLI" report --flat --top 1000 --format json "$1" | /usr/bin/python3 -c '
 import json, sys
 r = json.load(sys.stdin)
 marker = "(entered before attach)"
@@ -229,14 +227,9 @@ total_of() {
 # against 7.7% before).
 test_span_attach_midrun() {
 	need_root || return
-	"$OUTPUT/examples/demo_service" 300 >/dev/null &
-	svc=$!
-	track "$svc"
 	# the reference: the probes go in while the service is stopped, once it has its libc
-	for _ in $(seq 200); do
-		grep -q 'libc\.so' "/proc/$svc/maps" 2>/dev/null && break
-		sleep 0.005
-	done
+	start_program /dev/null "$OUTPUT/examples/demo_service" 300 || return
+	svc=$prog_pid
 	kill -STOP "$svc"
 	attach_bg "$TMP/ref.err" --pid "$svc" -o "$TMP/ref.pb.gz" --rate 16KiB -d 6s || return
 	kill -CONT "$svc"

@@ -62,7 +62,7 @@ workspace() {
 act() {
 	_n=$1 _ev=$2 _sha=$3 _ref=$4
 	shift 4
-	python3 "$RUNNER" run "$ACTION" --event "$_ev" --event-file "$TMP/$_ev.json" --sha "$_sha" \
+	"$PY" "$RUNNER" run "$ACTION" --event "$_ev" --event-file "$TMP/$_ev.json" --sha "$_sha" \
 		--ref "$_ref" --work "$WS" --result "$TMP/$_n.json" "$@" >"$TMP/$_n.log" 2>&1
 	act_rc=$?
 }
@@ -75,7 +75,7 @@ inputs() {
 
 # res NAME PYEXPR: a value of NAME's account (r), as it is (no newline added)
 res() {
-	python3 -c 'import json, sys; r = json.load(open(sys.argv[1]))
+	"$PY" -c 'import json, sys; r = json.load(open(sys.argv[1]))
 sys.stdout.write(str(eval(sys.argv[2])))' "$TMP/$1.json" "$2"
 }
 
@@ -114,7 +114,7 @@ run_test_once action/npm_deps test_npm_deps
 
 # the original culpert action's inputs, with its defaults, and ours
 test_inputs() {
-	python3 - "$ACTION" <<-'EOF' >"$TMP/inputs.out" 2>&1 || fail "$(tail -3 "$TMP/inputs.out")"
+	"$PY" - "$ACTION" <<-'EOF' >"$TMP/inputs.out" 2>&1 || fail "$(tail -3 "$TMP/inputs.out")"
 	import sys, yaml
 	a = yaml.safe_load(open(sys.argv[1]))
 	ins = a["inputs"]
@@ -152,19 +152,19 @@ run_test_once action/inputs test_inputs
 
 # every input used, every expression one the runner implements; and the lint can fail
 test_lint() {
-	python3 "$RUNNER" lint "$ACTION" >"$TMP/lint.out" 2>&1 || fail "lint: $(cat "$TMP/lint.out")"
+	"$PY" "$RUNNER" lint "$ACTION" >"$TMP/lint.out" 2>&1 || fail "lint: $(cat "$TMP/lint.out")"
 	sed 's/^  upload:$/  upload:\n    description: x\n    default: ""\n  unused-one:/' "$ACTION" \
 		>"$TMP/unused.yml"
-	python3 "$RUNNER" lint "$TMP/unused.yml" >"$TMP/lint.out" 2>&1 &&
+	"$PY" "$RUNNER" lint "$TMP/unused.yml" >"$TMP/lint.out" 2>&1 &&
 		fail "lint passed an input never used"
 	grep -q 'input unused-one is never used' "$TMP/lint.out" || fail "lint: $(cat "$TMP/lint.out")"
 	sed 's/inputs.sticky-header/inputs.sticky-headr/' "$ACTION" >"$TMP/typo.yml"
-	python3 "$RUNNER" lint "$TMP/typo.yml" >"$TMP/lint.out" 2>&1 && fail "lint passed a typo"
+	"$PY" "$RUNNER" lint "$TMP/typo.yml" >"$TMP/lint.out" 2>&1 && fail "lint passed a typo"
 	grep -q 'inputs.sticky-headr is not declared' "$TMP/lint.out" ||
 		fail "lint: $(cat "$TMP/lint.out")"
 	sed "s/github.event_name == 'pull_request'/startsWith(github.event_name, 'pull')/" \
 		"$ACTION" >"$TMP/func.yml"
-	python3 "$RUNNER" lint "$TMP/func.yml" >"$TMP/lint.out" 2>&1 &&
+	"$PY" "$RUNNER" lint "$TMP/func.yml" >"$TMP/lint.out" 2>&1 &&
 		fail "lint passed a function it does not implement"
 	grep -q 'function startsWith() is not implemented' "$TMP/lint.out" ||
 		fail "lint: $(cat "$TMP/lint.out")"
@@ -179,7 +179,7 @@ test_evaluator() {
 	while read -r line; do
 		expr=${line% => *}
 		want=${line##* => }
-		got=$(python3 "$RUNNER" eval "$expr" --contexts "$TMP/ctx.json" 2>&1)
+		got=$("$PY" "$RUNNER" eval "$expr" --contexts "$TMP/ctx.json" 2>&1)
 		[ "$got" = "$want" ] || fail "eval $expr: $got, want $want"
 	done <<-'EOF'
 	inputs.x || github.event.pull_request.head.sha || github.sha => "abc"
@@ -199,10 +199,10 @@ test_evaluator() {
 	(inputs.y == 'true') != false => true
 	success() && !failure() => true
 	EOF
-	[ "$(python3 "$RUNNER" eval 'failure() && !success()' --failed)" = true ] || fail "failure()"
+	[ "$("$PY" "$RUNNER" eval 'failure() && !success()' --failed)" = true ] || fail "failure()"
 	for bad in "contains(github.sha, 'a')" "github.event.commits[0]" "github.*" "1 < 2" \
 		"format('{0}', 'x')" "github.sha =="; do
-		python3 "$RUNNER" eval "$bad" --contexts "$TMP/ctx.json" >"$TMP/bad" 2>&1
+		"$PY" "$RUNNER" eval "$bad" --contexts "$TMP/ctx.json" >"$TMP/bad" 2>&1
 		[ $? -eq 2 ] && grep -q 'refused' "$TMP/bad" || fail "eval $bad: $(cat "$TMP/bad")"
 	done
 }
@@ -354,7 +354,7 @@ run_test action/options test_options
 test_access_inputs() {
 	workspace access "$TMP/regressed.pb.gz"
 	: >"$TMP/access.out"
-	python3 tests/tools/archive_standin.py --mode flaky --profile "$TMP/base.pb.gz" \
+	"$PY" tests/tools/archive_standin.py --mode flaky --profile "$TMP/base.pb.gz" \
 		--log "$TMP/access.reqs" --lifetime 60 >"$TMP/access.out" 2>&1 &
 	track $!
 	wait_for "$TMP/access.out" 'listening on' 10 || { fail "stand-in did not start"; return; }
@@ -363,7 +363,7 @@ test_access_inputs() {
 		--with "archive-token=$TOKEN" --with profile=prof.pb.gz \
 		--with access-client-id=cf-id-1 --with access-client-secret=cf-secret-1
 	[ "$act_rc" = 0 ] || fail "exit $act_rc: $(tail -3 "$TMP/access.log")"
-	python3 - "$TMP/access.reqs" <<-'EOF' >"$TMP/access.chk" 2>&1 ||
+	"$PY" - "$TMP/access.reqs" <<-'EOF' >"$TMP/access.chk" 2>&1 ||
 		fail "$(tail -2 "$TMP/access.chk")"
 	import json, sys
 	reqs = [json.loads(l) for l in open(sys.argv[1])]
@@ -399,7 +399,7 @@ test_uses_inputs_checked() {
 		>"$TMP/badwith.yml"
 	grep -q '^        file: x$' "$TMP/badwith.yml" || { fail "sed did not apply"; return; }
 	workspace badwith "$TMP/base.pb.gz"
-	python3 "$RUNNER" run "$TMP/badwith.yml" --event pull_request \
+	"$PY" "$RUNNER" run "$TMP/badwith.yml" --event pull_request \
 		--event-file "$TMP/pull_request.json" --sha "$MERGE_SHA" --ref refs/pull/7/merge \
 		--work "$WS" --result "$TMP/badwith.json" --with archive-url=http://127.0.0.1:9 \
 		--with archive-token=t --with profile=prof.pb.gz --with upload=false \
@@ -411,7 +411,7 @@ run_test_once action/uses_inputs_checked test_uses_inputs_checked
 
 # deploy/github's example, and a workflow as written for the original action, unchanged
 test_workflows() {
-	python3 - "$WORKFLOW" <<-'EOF' >"$TMP/wf.chk" 2>&1 || fail "$(tail -2 "$TMP/wf.chk")"
+	"$PY" - "$WORKFLOW" <<-'EOF' >"$TMP/wf.chk" 2>&1 || fail "$(tail -2 "$TMP/wf.chk")"
 	import sys, yaml
 	wf = yaml.safe_load(open(sys.argv[1]))
 	assert wf["permissions"]["pull-requests"] == "write", wf["permissions"]

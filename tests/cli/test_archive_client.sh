@@ -43,7 +43,7 @@ standin_start() {
 	shift
 	: >"$TMP/$_n.out"
 	: >"$TMP/$_n.log"
-	python3 "$STANDIN" --log "$TMP/$_n.log" --lifetime 60 --mode "$@" \
+	"$PY" "$STANDIN" --log "$TMP/$_n.log" --lifetime 60 --mode "$@" \
 		>"$TMP/$_n.out" 2>"$TMP/$_n.err" &
 	track $!
 	wait_for "$TMP/$_n.out" 'listening on' 10 || {
@@ -65,7 +65,7 @@ test_roundtrip() {
 	export CULPERT_ARCHIVE="$ARCHIVE_URL" CULPERT_TOKEN="$TOKEN"
 	"$C" upload "$TMP/a.pb.gz" --commit-sha "$SHA_A" --branch main >"$TMP/receipt" \
 		2>"$TMP/up.err" || { fail "upload a: $(cat "$TMP/up.err")"; return; }
-	python3 -c 'import json, sys; r = json.load(open(sys.argv[1]))
+	"$PY" -c 'import json, sys; r = json.load(open(sys.argv[1]))
 assert r["sha"] == sys.argv[2] and r["branch"] == "main" and r["size"] == int(sys.argv[3]), r' \
 		"$TMP/receipt" "$SHA_A" "$(wc -c <"$TMP/a.pb.gz")" 2>"$TMP/receipt.err" ||
 		fail "receipt on stdout: $(cat "$TMP/receipt") $(tail -1 "$TMP/receipt.err")"
@@ -270,7 +270,7 @@ test_access_headers() {
 		fail "upload with Access variables: $(cat "$TMP/h.err")"
 	CULPERT_TOKEN=$TOKEN "$C" pull --latest-of main --endpoint "$STANDIN_URL" -o "$TMP/h3" \
 		2>"$TMP/h.err" || fail "pull without Access: $(cat "$TMP/h.err")"
-	python3 - "$TMP/hdr.log" "$TOKEN" <<-'EOF' >"$TMP/h.check" 2>&1 || fail "$(tail -3 "$TMP/h.check")"
+	"$PY" - "$TMP/hdr.log" "$TOKEN" <<-'EOF' >"$TMP/h.check" 2>&1 || fail "$(tail -3 "$TMP/h.check")"
 	import json, sys
 	reqs = [json.loads(l) for l in open(sys.argv[1])]
 	assert len(reqs) == 3, reqs

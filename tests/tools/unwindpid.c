@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bsearch.h"
 #include "culpert.h"
 #include "frame_name.h"
 #include "target.h"
@@ -178,27 +179,36 @@ static void cold_pass(pid_t pid, const struct run *r, double *us)
 	}
 }
 
+struct copy_len {
+	struct unwinder *u;
+	const struct run *r;
+	int i;
+};
+
+/* a copy of len bytes of sample i's stack is too short to reach the outermost frame */
+static bool short_of_end(size_t len, void *ctx)
+{
+	const struct copy_len *c = ctx;
+	uint64_t frames[MAX_FRAMES];
+	enum unwind_stop stop;
+
+	return !(unwind_one(c->u, c->r, c->i, len, frames, &stop) > 0 && stop == UNWIND_STOP_END);
+}
+
 /* the shortest copy that still reaches the outermost frame, per sample that reached it */
 static void bytes_pass(struct unwinder *u, const struct run *r, double *bytes, int *n_out)
 {
+	struct copy_len c = { u, r, 0 };
 	uint64_t frames[MAX_FRAMES];
 	enum unwind_stop stop;
-	size_t lo, hi, mid;
-	int i;
 
 	*n_out = 0;
-	for (i = 0; i < r->n; i++) {
-		hi = r->snaps[i].len;
-		if (unwind_one(u, r, i, hi, frames, &stop) < 0 || stop != UNWIND_STOP_END)
+	for (c.i = 0; c.i < r->n; c.i++) {
+		size_t len = r->snaps[c.i].len;
+
+		if (unwind_one(u, r, c.i, len, frames, &stop) < 0 || stop != UNWIND_STOP_END)
 			continue;
-		for (lo = 0; lo < hi;) {
-			mid = lo + (hi - lo) / 2;
-			if (unwind_one(u, r, i, mid, frames, &stop) > 0 && stop == UNWIND_STOP_END)
-				hi = mid;
-			else
-				lo = mid + 1;
-		}
-		bytes[(*n_out)++] = (double)hi;
+		bytes[(*n_out)++] = (double)lower_bound_at(len, short_of_end, &c);
 	}
 }
 
