@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #
 # The agent's stop and its descriptors (docs/agent.md, "Running it"):
-# SIGTERM at random moments while targets holding thousands of sampled live
+# SIGTERM or SIGINT at random moments while targets holding thousands of sampled live
 # blocks are profiled ends it with status 0 within 1 s every time; started
 # under a soft open-files limit of 1024 it takes its hard limit and
 # attaches to 200 targets, and still stops within 1 s.  The 1 s is judged
@@ -14,18 +14,22 @@
 PY=/usr/bin/python3
 TAG=stp$$
 
-# stop_agent: SIGTERM to $agent_pid and wait for it; $rc its status, $took
-# the wall time in ms, $took_cpu the CPU time in ms it used from the signal
-# on (all its threads: what it had used before, from /proc, taken from its
-# whole-life CPU, which the shell's children's times gain when it is reaped)
+# stop_agent [SIG]: SIGTERM (or SIG) to $agent_pid and wait for it; $rc its
+# status (137 if it was still there 30 s later), $took the wall time in ms,
+# $took_cpu the CPU time in ms it used from the signal on (all its threads:
+# what it had used before, from /proc, taken from its whole-life CPU, which
+# the shell's children's times gain when it is reaped)
 stop_agent() {
 	_before=$(cpu_ticks "$agent_pid")
 	_t0=$(date +%s%N)
 	# no other child of this shell is reaped between the two
 	times >"$TMP/times0"
-	kill -TERM "$agent_pid"
+	kill "-${1:-TERM}" "$agent_pid"
+	(sleep 30 && kill -KILL "$agent_pid") 2>/dev/null &
+	_watch=$!
 	wait "$agent_pid"
 	rc=$?
+	kill "$_watch" 2>/dev/null
 	times >"$TMP/times1"
 	took=$((($(date +%s%N) - _t0) / 1000000))
 	# the second line of `times`: the children's user and system time, as 0m1.230000s
@@ -48,20 +52,51 @@ test_stop_random() {
 	worst=0
 	worst_cpu=0
 	for i in $(seq 20); do
+		# SIGINT every other time, to an agent started with SIGINT ignored (as a
+		# shell starts a background job, nohup too): kill -INT must stop it
+		sig=TERM
+		[ $((i % 2)) -eq 0 ] && sig=INT && trap '' INT
 		agent_start "s$i" --select "comm=${TAG}b" --rate 8KiB || return
+		trap - INT
 		# the moment: 0 to 2.5 s, from a seeded source the log shows
 		ms=$($PY -c 'import random, sys; random.seed(int(sys.argv[1])); print(random.randint(0, 2500))' "$$$i")
 		$PY -c 'import sys, time; time.sleep(int(sys.argv[1]) / 1000)' "$ms"
-		stop_agent
+		stop_agent "$sig"
 		[ "$took" -gt "$worst" ] && worst=$took
 		[ "$took_cpu" -gt "$worst_cpu" ] && worst_cpu=$took_cpu
-		[ "$rc" -eq 0 ] || { fail "stop $i (${ms} ms after start): exit $rc: $(tail -2 "$TMP/s$i.err")"; return; }
+		[ "$rc" -eq 0 ] ||
+			{ fail "SIG$sig $i (${ms} ms after start): exit $rc: $(tail -2 "$TMP/s$i.err")"; return; }
 		[ "$took_cpu" -lt 1000 ] ||
 			{ fail "stop $i (${ms} ms after start) took $took_cpu ms of CPU ($took ms)"; return; }
 		grep -q "agent stopping" "$TMP/s$i.err" || { fail "stop $i: no 'stopping' line"; return; }
 	done
 	echo "# 20 stops at random moments: the slowest took $worst_cpu ms of CPU; $worst ms of wall time"
 	return 0
+}
+
+# SIGINT or SIGTERM while the agent still loads its BPF objects, to an agent started with
+# SIGINT ignored (a shell's background job): a clean stop, exit 0, once it can stop
+# has_bpf_fd PID: PID holds a BPF object (a map or a program)
+has_bpf_fd() {
+	ls -l "/proc/$1/fd" 2>/dev/null | grep -q 'anon_inode:bpf'
+}
+
+test_stop_early() {
+	need_root || return
+	for sig in INT TERM; do
+		trap '' INT
+		"$BIN_BPF" agent --listen 127.0.0.1:0 --select "comm=${TAG}none" 2>"$TMP/early.err" &
+		agent_pid=$!
+		trap - INT
+		track "$agent_pid"
+		# once it loads BPF objects (a second or more) and before it serves
+		wait_until 20 has_bpf_fd "$agent_pid" ||
+			{ fail "the agent loaded no BPF object: $(tail -2 "$TMP/early.err")"; return; }
+		grep -q "agent listening" "$TMP/early.err" && echo "# SIG$sig came after the start-up"
+		stop_agent "$sig"
+		[ "$rc" -eq 0 ] || { fail "SIG$sig during start-up: exit $rc: $(tail -2 "$TMP/early.err")"; return; }
+		grep -q "agent stopping" "$TMP/early.err" || { fail "SIG$sig: no 'stopping' line"; return; }
+	done
 }
 
 # A soft open-files limit of 1024 (the hard one higher): the agent raises
@@ -150,4 +185,5 @@ test_exit_sweep() {
 
 run_test agent/stop/random_moments test_stop_random
 run_test agent/stop/exit_sweep test_exit_sweep
+run_test agent/stop/early test_stop_early
 run_test agent/stop/nofile_200 test_nofile_200

@@ -747,16 +747,34 @@ static int start_kube(struct agent *a)
 	return 0;
 }
 
-/* SIGINT and SIGTERM blocked in every thread (the ones started later inherit it), read here */
+static void stop_signals(sigset_t *set)
+{
+	sigemptyset(set);
+	sigaddset(set, SIGINT);
+	sigaddset(set, SIGTERM);
+}
+
+/*
+ * SIGINT and SIGTERM blocked from the start, in every thread (the ones
+ * started later inherit it): one that arrives while the BPF objects load
+ * waits for the loop and a clean stop.  Unblocked with an inherited
+ * SIG_IGN (a shell's background job), it would be dropped.
+ */
+static void block_stop_signals(void)
+{
+	sigset_t set;
+
+	stop_signals(&set);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+}
+
+/* the loop's events: the stop signals, discovery, the attach thread */
 static int setup_loop(struct agent *a, char *err, size_t errlen)
 {
 	struct epoll_event ev = { .events = EPOLLIN };
 	sigset_t set;
 
-	sigemptyset(&set);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGTERM);
-	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	stop_signals(&set);
 	signal(SIGPIPE, SIG_IGN);
 	a->sigfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
 	a->epfd = epoll_create1(EPOLL_CLOEXEC);
@@ -907,6 +925,7 @@ static int start(struct agent *a)
 	char err[1024];
 	int ret;
 
+	block_stop_signals();
 	if (blocker) {
 		pr_error("%s\n", blocker);
 		return -EPERM;
