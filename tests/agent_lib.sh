@@ -193,7 +193,7 @@ exact_allocs() {
 # under an agent started as NAME with -v and a budget below its cost: a duty decision,
 # /targets' sampler SAMPLER, duty cycled (0 < duty < 0.9 since pick-up after 8 s), and
 # ring_block's inuse_space at most the 4 MiB that are live, exactly (no sampling error at
-# rate 1), with tens of MiB sampled; the heap in $TMP/b.heap
+# rate 1), with tens of MiB sampled, its probes still cycled; the heap in $TMP/b.heap
 duty_cycled_heap() {
 	wait_for "$TMP/$1.err" "pid $target_pid: .* duty" 20 ||
 		{ fail "no duty decision: $(tail -3 "$TMP/$1.err")"; return 1; }
@@ -214,6 +214,11 @@ $(grep "pid $target_pid:" "$TMP/$1.err" | tail -2)"; return 1; }
 		fail "ring_block live ${live} bytes, at most 4 MiB are: frees in off windows missed"
 	grep -qx "Comment: sampler=otel_memory" "$TMP/b.heap" || fail "heap not through otel_memory"
 	grep -qx "Comment: lost_samples=0" "$TMP/b.heap" || fail "$(grep lost_samples "$TMP/b.heap")"
+	# the sampler's free probes stay on: the cycle goes on with the allocation probes alone
+	case "$(field "$target_pid" probes)" in
+	attached | off) ;;
+	*) fail "probes $(field "$target_pid" probes): $(grep 'duty cycle stops' "$TMP/$1.err")" ;;
+	esac
 }
 
 # agent_map_keys MAP TGID: keys of TGID (their first 4 bytes) in the agent's BPF map MAP

@@ -1118,7 +1118,8 @@ int collector__set_free_probes(struct collector *c, pid_t pid, uint64_t start_ti
 			session__heap_since(t->s, bpfobj_proc__heap_since(pr));
 			t->heap_since_unix_ns = (int64_t)time(NULL) * (int64_t)NS_PER_SEC;
 		}
-		if (ret)
+		/* an in-process sampler's free probes stay: not a failure */
+		if (ret && ret != -EOPNOTSUPP)
 			snprintf(t->st.probes, sizeof(t->st.probes), "failed");
 		pthread_mutex_unlock(&t->st_lock);
 	}
