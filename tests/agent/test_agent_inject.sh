@@ -173,6 +173,12 @@ t_sigterm() {
 	[ -n "$ms" ] && [ "$ms" -lt 1000 ] || fail "release: $(grep 'released the' "$TMP/t1.err")"
 	grep -q "$MEMFD" "/proc/$t/maps" || fail "the library is not mapped any more"
 	grows "$t" 2 && fail "still taken over after the agent's stop: $(page "$t")"
+	# a later agent that does not inject leaves the dormant library alone (its probes see
+	# nothing): uprobes
+	agent_start t2 --select "pid=$t" --rate 4096 || return
+	wait_field "$t" probes attached 20 || { fail "again: probes $(field "$t" probes)"; return; }
+	[ "$(field "$t" sampler)" = uprobes ] || fail "dormant: sampler $(field "$t" sampler): $(field "$t" sampler_why)"
+	agent_stop
 	blocked_verdict "$TMP/t.out" "$t"
 	echo "# stop: $(grep -o 'released the samplers.*' "$TMP/t1.err") ($(uptime))" >&2
 }
