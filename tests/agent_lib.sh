@@ -2,6 +2,15 @@
 # Helpers of the agent's shell tests (tests/bpf/test_agent_frame.sh,
 # tests/agent/*.sh), after tests/lib.sh.  $PY is Debian's python3.
 
+# libculpert-sampler.so of this build, for targets to preload and the agent to inject
+LIB=$(realpath "$OUTPUT/libculpert-sampler.so" 2>/dev/null)
+
+need_sampler() {
+	[ -f "$LIB" ] && return 0
+	fail "$OUTPUT/libculpert-sampler.so missing: run 'make'"
+	return 1
+}
+
 # agent_start NAME ARGS...: the agent on a free loopback port, with $AGENT_ARGS before ARGS;
 # sets $agent_pid and $agent_url
 agent_start() {
@@ -157,6 +166,57 @@ check_live() {
 	$(grep '^total ' "$TMP/$1.out")
 	EOF
 	return 0
+}
+
+# exact_allocs NAME PID: /debug/pprof/allocs of PID, each function's alloc_space and
+# alloc_objects are the "total FN BYTES CALLS" lines of $TMP/NAME.out exactly, and no
+# other function has any (alloc_exact allocates nowhere else once it runs)
+exact_allocs() {
+	pprof_raw "/debug/pprof/allocs?pid=$2" "$TMP/$1.raw" || return 1
+	$RAW alloc_space <"$TMP/$1.raw" | sort >"$TMP/$1.bytes"
+	$RAW alloc_objects <"$TMP/$1.raw" | sort >"$TMP/$1.calls"
+	join "$TMP/$1.bytes" "$TMP/$1.calls" | sed 's/^/total /' | sort >"$TMP/$1.est"
+	grep '^total ' "$TMP/$1.out" | sort >"$TMP/$1.truth"
+	diff "$TMP/$1.truth" "$TMP/$1.est" | sed -n 's/^</target:/p; s/^>/profile:/p' >"$TMP/$1.diff"
+	[ -s "$TMP/$1.diff" ] && { fail "$1: inexact (bytes, calls): $(tr '\n' ';' <"$TMP/$1.diff")"; return 1; }
+	[ -s "$TMP/$1.truth" ] || { fail "$1: the target reported nothing"; return 1; }
+	return 0
+}
+
+# duty_cycled_heap NAME SAMPLER: tests/targets/alloc_bound 20000 4096 1024 ($target_pid: 20k
+# ops/s at rate 1, each freeing the block 4096 ops older, so 4 MiB of 1 KiB blocks are live)
+# under an agent started as NAME with -v and a budget below its cost: a duty decision,
+# /targets' sampler SAMPLER, duty cycled (0 < duty < 0.9 since pick-up, after two off
+# windows), and ring_block's inuse_space at most the 4 MiB that are live, exactly (no
+# sampling error at rate 1), with 20 MiB sampled, its probes still cycled; the heap in
+# $TMP/b.heap.  Needs tests/agent/budget.inc (metric, wait_cycled, heap_sampled).
+duty_cycled_heap() {
+	wait_for "$TMP/$1.err" "pid $target_pid: .* duty" 20 ||
+		{ fail "no duty decision: $(tail -3 "$TMP/$1.err")"; return 1; }
+	[ "$(field "$target_pid" sampler)" = "$2" ] ||
+		fail "sampler $(field "$target_pid" sampler)"
+	# two off windows, then the samples to judge them by: the checks below say what fell short
+	wait_cycled "$target_pid" 2 30
+	heap_sampled "$target_pid" "$TMP/b.heap" $((20 << 20)) 30 || [ -s "$TMP/b.heap" ] ||
+		{ fail "go tool pprof: $(tail -2 "$TMP/b.heap.err")"; return 1; }
+	duty=$(metric culpert_target_duty "$target_pid")
+	$PY -c 'import sys; sys.exit(0 if 0 < float(sys.argv[1]) < 0.9 else 1)' "${duty:-1}" ||
+		{ fail "not duty cycled: duty ${duty:-none} since pick-up
+$(grep "pid $target_pid:" "$TMP/$1.err" | tail -2)"; return 1; }
+	live=$($RAW inuse_space <"$TMP/b.heap" | awk '$1 == "ring_block" { print $2 }')
+	alloc=$($RAW alloc_space <"$TMP/b.heap" | awk '$1 == "ring_block" { print $2 }')
+	echo "  duty ${duty} since pick-up: ring_block allocated ${alloc:-0} B, live ${live:-0} B"
+	[ "${alloc:-0}" -ge $((20 << 20)) ] ||
+		fail "only ${alloc:-0} bytes sampled: too few to tell frees in off windows"
+	[ "${live:-0}" -le $((4096 * 1024)) ] ||
+		fail "ring_block live ${live} bytes, at most 4 MiB are: frees in off windows missed"
+	grep -qx "Comment: sampler=otel_memory" "$TMP/b.heap" || fail "heap not through otel_memory"
+	grep -qx "Comment: lost_samples=0" "$TMP/b.heap" || fail "$(grep lost_samples "$TMP/b.heap")"
+	# the sampler's free probes stay on: the cycle goes on with the allocation probes alone
+	case "$(field "$target_pid" probes)" in
+	attached | off) ;;
+	*) fail "probes $(field "$target_pid" probes): $(grep 'duty cycle stops' "$TMP/$1.err")" ;;
+	esac
 }
 
 # agent_map_keys MAP TGID: keys of TGID (their first 4 bytes) in the agent's BPF map MAP

@@ -112,6 +112,16 @@ start_target() {
 	wait_for "$_out" "ready" 5 || fail "target $1 did not start"
 }
 
+# blocked_verdict OUT PID: tests/targets/inject_blocked's own verdict, once told to end:
+# every blocked call ok, and exit 0
+blocked_verdict() {
+	kill -USR1 "$2"
+	wait "$2"
+	_rc=$?
+	[ "$_rc" -eq 0 ] || fail "target exited $_rc: $(grep -v '^ok' "$1" | head -5)"
+	[ "$(grep -c '^ok ' "$1")" -eq 6 ] || fail "not 6 blocked calls ok: $(cat "$1")"
+}
+
 # wait_for FILE PATTERN SECONDS
 . tests/wait_for.sh
 

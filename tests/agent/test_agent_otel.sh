@@ -18,29 +18,7 @@ TAG=aot$$
 # the agent's --rate, for the targets on uprobes: not the sampler's (1), so each profile's
 # period tells which rate it was taken at
 RATE=65536
-LIB=$(realpath "$OUTPUT/libculpert-sampler.so")
 SAMPLED="env LD_PRELOAD=$LIB CULPERT_SAMPLER_RATE=1"
-
-need_sampler() {
-	[ -f "$LIB" ] && return 0
-	fail "$OUTPUT/libculpert-sampler.so missing: run 'make'"
-	return 1
-}
-
-# exact_allocs NAME PID: /debug/pprof/allocs of PID, each function's alloc_space and
-# alloc_objects are the "total FN BYTES CALLS" lines of $TMP/NAME.out exactly, and no
-# other function has any (alloc_exact allocates nowhere else once it runs)
-exact_allocs() {
-	pprof_raw "/debug/pprof/allocs?pid=$2" "$TMP/$1.raw" || return 1
-	$RAW alloc_space <"$TMP/$1.raw" | sort >"$TMP/$1.bytes"
-	$RAW alloc_objects <"$TMP/$1.raw" | sort >"$TMP/$1.calls"
-	join "$TMP/$1.bytes" "$TMP/$1.calls" | sed 's/^/total /' | sort >"$TMP/$1.est"
-	grep '^total ' "$TMP/$1.out" | sort >"$TMP/$1.truth"
-	diff "$TMP/$1.truth" "$TMP/$1.est" | sed -n 's/^</target:/p; s/^>/profile:/p' >"$TMP/$1.diff"
-	[ -s "$TMP/$1.diff" ] && { fail "$1: inexact (bytes, calls): $(tr '\n' ';' <"$TMP/$1.diff")"; return 1; }
-	[ -s "$TMP/$1.truth" ] || { fail "$1: the target reported nothing"; return 1; }
-	return 0
-}
 
 # exact_heap NAME PID: /debug/pprof/heap of PID, each function's alloc_space and
 # inuse_space are the "total FN ALLOCATED LIVE" lines of $TMP/NAME.out exactly
@@ -148,12 +126,6 @@ test_bad_sampler() {
 	[ "$(wc -l <"$TMP/bad.err")" = 1 ] &&
 		grep -q "^error: invalid --sampler 'otel': use auto, usdt, uprobes or inject" "$TMP/bad.err" ||
 		fail "--sampler otel: $(head -3 "$TMP/bad.err")"
-	# the agent takes the collection options' table, but never injects
-	"$BIN_BPF" agent --select comm=x --sampler inject >"$TMP/bad.out" 2>"$TMP/bad.err"
-	rc=$?
-	[ $rc = 2 ] && [ "$(wc -l <"$TMP/bad.err")" = 1 ] &&
-		grep -q "^error: --sampler inject is for attach and capture.*the agent does not inject" \
-			"$TMP/bad.err" || fail "--sampler inject: exit $rc, $(head -3 "$TMP/bad.err")"
 	"$BIN_BPF" agent --help | grep -q -- "--sampler MODE" || fail "--help lacks --sampler"
 	return 0
 }
@@ -186,27 +158,7 @@ test_budget_heap() {
 	# after $AGENT_ARGS' --max-overhead 0: the last one given holds
 	agent_start bud -v --select "pid=$target_pid" --max-overhead 1.8 --duty-period 1s \
 		--ringbuf-size 16MiB || return
-	wait_for "$TMP/bud.err" "pid $target_pid: .* duty" 20 ||
-		{ fail "no duty decision: $(tail -3 "$TMP/bud.err")"; return 1; }
-	[ "$(field "$target_pid" sampler)" = otel_memory ] ||
-		fail "sampler $(field "$target_pid" sampler)"
-	# two off windows, then the samples to judge them by: the checks below say what fell short
-	wait_cycled "$target_pid" 2 30
-	heap_sampled "$target_pid" "$TMP/b.heap" $((20 << 20)) 30 || [ -s "$TMP/b.heap" ] ||
-		{ fail "go tool pprof: $(tail -2 "$TMP/b.heap.err")"; return 1; }
-	duty=$(metric culpert_target_duty "$target_pid")
-	$PY -c 'import sys; sys.exit(0 if 0 < float(sys.argv[1]) < 0.9 else 1)' "${duty:-1}" ||
-		{ fail "not duty cycled: duty ${duty:-none} since pick-up
-$(grep "pid $target_pid:" "$TMP/bud.err" | tail -2)"; return 1; }
-	live=$($RAW inuse_space <"$TMP/b.heap" | awk '$1 == "ring_block" { print $2 }')
-	alloc=$($RAW alloc_space <"$TMP/b.heap" | awk '$1 == "ring_block" { print $2 }')
-	echo "  duty ${duty} since pick-up: ring_block allocated ${alloc:-0} B, live ${live:-0} B"
-	[ "${alloc:-0}" -ge $((20 << 20)) ] ||
-		fail "only ${alloc:-0} bytes sampled: too few to tell frees in off windows"
-	[ "${live:-0}" -le $((4096 * 1024)) ] ||
-		fail "ring_block live ${live} bytes, at most 4 MiB are: frees in off windows missed"
-	grep -qx "Comment: sampler=otel_memory" "$TMP/b.heap" || fail "heap not through otel_memory"
-	grep -qx "Comment: lost_samples=0" "$TMP/b.heap" || fail "$(grep lost_samples "$TMP/b.heap")"
+	duty_cycled_heap bud otel_memory || return 1
 	agent_stop
 	return 0
 }

@@ -79,7 +79,7 @@ idle() {
 }
 
 test_bad_usage() {
-	expect_error 2 "no --select given" "$BIN_BPF" agent
+	expect_error 2 "no --select or --inject given" "$BIN_BPF" agent
 	expect_error 2 "--listen 0.0.0.0:7790 is not a loopback address: .*needs --token-file" \
 		"$BIN_BPF" agent --select comm=x --listen 0.0.0.0:7790
 	expect_error 2 "--listen \[::\]:7790 is not a loopback address" \

@@ -30,15 +30,6 @@ inj_field() {
 		head -1 | awk -v w="$2" '{ print (w == "in") ? $1 : $2 }'
 }
 
-# the target's own verdict, once told to end: every blocked call ok, and exit 0
-blocked_verdict() {
-	kill -USR1 "$2"
-	wait "$2"
-	_rc=$?
-	[ "$_rc" -eq 0 ] || fail "target exited $_rc: $(grep -v '^ok' "$1" | head -5)"
-	[ "$(grep -c '^ok ' "$1")" -eq 6 ] || fail "not 6 blocked calls ok: $(cat "$1")"
-}
-
 # queued SIGRTMIN to PID until FILE exists; the count sent in FILE.n
 send_rt_until() {
 	_n=0

@@ -77,7 +77,7 @@ int main(int argc, char **argv)
 	cycles = argc == 3 ? strtoul(argv[2], NULL, 10) : 0;
 	t.pid = atoi(argv[1]);
 	snprintf(t.comm, sizeof(t.comm), "target");
-	c = collector__new(&o, 4, 1024, false, err, sizeof(err));
+	c = collector__new(&o, 4, 1024, false, false, err, sizeof(err));
 	if (!c) {
 		fprintf(stderr, "dutycheck: %s\n", err);
 		return 1;

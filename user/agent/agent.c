@@ -50,6 +50,7 @@
 struct agent {
 	struct agent_opts o;
 	struct selectors *sel;
+	struct selectors *inj;		/* --inject: NULL without */
 	struct targets *targets;
 	struct discover *disc;
 	struct kubeapi *kube;
@@ -128,8 +129,8 @@ static void log_pick_up(const struct agent_target *t, const char *sel)
 	char where[512];
 
 	describe_container(&t->ci, where, sizeof(where));
-	pr_info("culpert-bpf: picked up pid %d (%s) %s, %s: --select %s\n", (int)t->pid, t->comm,
-		t->exe[0] ? t->exe : "(exe unreadable)", where, sel);
+	pr_info("culpert-bpf: picked up pid %d (%s) %s, %s: --%s %s\n", (int)t->pid, t->comm,
+		t->exe[0] ? t->exe : "(exe unreadable)", where, t->inject ? "inject" : "select", sel);
 }
 
 static void queue_child(void *ctx, pid_t pid)
@@ -141,10 +142,10 @@ static void queue_child(void *ctx, pid_t pid)
 }
 
 static void add_target(struct agent *a, const struct proc_info *pi, uint64_t seen_ns,
-		       const struct container_info *ci, const char *sel)
+		       const struct container_info *ci, const char *sel, bool inject)
 {
 	struct agent_target t = { .pid = pi->pid, .start_ticks = pi->start_ticks,
-				  .seen_ns = seen_ns };
+				  .seen_ns = seen_ns, .inject = inject };
 	struct agent_target evicted;
 	int ret;
 
@@ -278,9 +279,12 @@ static void consider(struct agent *a, pid_t pid, uint64_t start, uint64_t when,
 	}
 	in = (struct select_input){ .pid = pid, .comm = pi.comm, .exe = pi.exe,
 				    .cgroup_text = pi.cgroup_text, .ci = &ci };
-	sel = selectors__match(a->sel, &in);
+	/* --inject first: a process both select is injected */
+	sel = a->inj ? selectors__match(a->inj, &in) : NULL;
 	if (sel)
-		add_target(a, &pi, seen, &ci, sel);
+		add_target(a, &pi, seen, &ci, sel, true);
+	else if ((sel = selectors__match(a->sel, &in)))
+		add_target(a, &pi, seen, &ci, sel, false);
 out:
 	proc_info__free(&pi);
 }
@@ -823,7 +827,7 @@ static void announce(struct agent *a)
 
 	http__address(a->http, addr, sizeof(addr));
 	fprintf(stderr, "culpert-bpf: agent listening on http://%s (%zu selectors, pid %d)\n",
-		addr, a->o.n_selects, (int)a->self);
+		addr, a->o.n_selects + a->o.n_injects, (int)a->self);
 	pr_info("culpert-bpf: collection options: --rate %s, %s, "
 		"--unwind %s, --max-depth %u, %zu --span-fn, --max-overhead %g%%, --labels %s, "
 		"--max-stacks %llu, --sampler %s\n",
@@ -949,7 +953,8 @@ static int start(struct agent *a)
 	a->disc = discover__open(a->o.max_targets, a->o.hold_start, on_discovered, a, err, sizeof(err));
 	if (a->disc)
 		a->coll = collector__new(&a->o.collect, a->o.max_targets, a->o.max_stacks,
-					 a->o.labels == AGENT_LABELS_ALL, err, sizeof(err));
+					 a->o.labels == AGENT_LABELS_ALL, a->inj != NULL, err,
+					 sizeof(err));
 	if (a->coll && a->mem.limit)
 		collector__set_memlimit(a->coll, &a->mem);
 	ret = a->disc && a->coll ? setup_loop(a, err, sizeof(err)) : -EINVAL;
@@ -966,6 +971,8 @@ static int start(struct agent *a)
 		return -ENOMEM;
 	if (a->o.hold_start)
 		selectors__names(a->sel, hold_name, a);
+	if (a->o.hold_start && a->inj)
+		selectors__names(a->inj, hold_name, a);
 	if (a->o.hold_start && !discover__holds_forks(a->disc))
 		pr_info("culpert-bpf: this kernel cannot stop a new child (bpf_send_signal_task, "
 			"6.13+): a target's children are probed once they are seen, not from their "
@@ -1052,6 +1059,7 @@ static void stop(struct agent *a)
 	discover__free(a->disc);
 	targets__free(a->targets);
 	selectors__free(a->sel);
+	selectors__free(a->inj);
 	if (a->sigfd > 0)
 		close(a->sigfd);
 	if (a->epfd > 0)
@@ -1082,7 +1090,8 @@ int cmd_agent(int argc, char **argv)
 	 */
 	mallopt(M_MMAP_THRESHOLD, 256 << 10);
 	ret = agent_opts__parse(argc, argv, &a.o);
-	if (ret || selectors__parse(a.o.selects, a.o.n_selects, &a.sel)) {
+	if (ret || selectors__parse(a.o.selects, a.o.n_selects, &a.sel) ||
+	    (a.o.n_injects && selectors__parse(a.o.injects, a.o.n_injects, &a.inj))) {
 		agent_opts__free(&a.o);
 		return ret == CMD_HELP ? CMD_OK : CMD_ERROR;
 	}

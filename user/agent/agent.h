@@ -18,6 +18,8 @@ enum agent_labels { AGENT_LABELS_SPAN, AGENT_LABELS_ALL };
 struct agent_opts {
 	char **selects;
 	size_t n_selects;
+	char **injects;			/* --inject: selected, and the sampler injected */
+	size_t n_injects;
 	const char *listen;		/* ADDR:PORT, [ADDR6]:PORT */
 	const char *token_file;
 	double max_overhead_pct;	/* of one CPU per target; 0 = no limit */

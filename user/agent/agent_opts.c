@@ -21,7 +21,7 @@
 enum {
 	O_SELECT = 256, O_LISTEN, O_TOKEN, O_OVERHEAD, O_DUTY_PERIOD, O_KEEP_EXITED, O_RESCAN, O_SNAPDIR,
 	O_INTERVAL, O_KEEP, O_LABELS, O_MAX_TARGETS, O_MAX_STACKS, O_PODS, O_KUBE, O_KUBE_SA,
-	O_NO_INUSE, O_HOLD, O_MAX_MEMORY,
+	O_NO_INUSE, O_HOLD, O_MAX_MEMORY, O_INJECT,
 };
 
 static const struct opt_spec select_specs[] = {
@@ -40,6 +40,10 @@ static const struct opt_spec select_specs[] = {
 	/* past the help column: the help follows after three spaces, not one */
 	OPT_MORE("select", "pod=NS/NAME | namespace=NS | container-name=NAME",
 		 "  Kubernetes names"),
+	OPT_ARG("inject", O_INJECT, "SEL",
+		 "as --select, and profiled through libculpert-sampler.so\n"
+		 "loaded into the process (ptrace), released at the end;\n"
+		 "one that refuses it is on uprobes (docs/agent.md)"),
 	/* the table is allocated whole at start, about 6 KiB a target */
 	OPT_NUM("max-targets", O_MAX_TARGETS, "N", 1, 4096,
 		 "processes kept at once, live and exited (default 64)"),
@@ -134,7 +138,7 @@ static void usage(FILE *f)
 						   collect_more_specs, NULL };
 
 	fprintf(f,
-		"Usage: culpert-bpf agent --select SEL [--select SEL]... [OPTIONS]\n"
+		"Usage: culpert-bpf agent --select SEL [--select SEL]... [--inject SEL]... [OPTIONS]\n"
 		"\n"
 		"Profile the selected processes continuously: pick them up as they start or exec\n"
 		"(kernel events, plus a /proc rescan), drop them after they exit, and serve\n"
@@ -152,6 +156,7 @@ static void usage(FILE *f)
 		"  sudo culpert-bpf agent --select comm=nginx --select 'exe=/opt/app/*'\n"
 		"  sudo culpert-bpf agent --select namespace=shop --listen 0.0.0.0:7790 \\\n"
 		"        --token-file /etc/culpert/token\n"
+		"  sudo culpert-bpf agent --inject comm=redis-server --rate 256KiB\n"
 		"  curl -s http://127.0.0.1:7790/targets\n");
 }
 
@@ -227,6 +232,8 @@ static int parse_other(int c, const char *arg, struct agent_opts *o)
 	switch (c) {
 	case O_SELECT:
 		return opt_append(&o->selects, &o->n_selects, arg);
+	case O_INJECT:
+		return opt_append(&o->injects, &o->n_injects, arg);
 	case O_LISTEN:
 		o->listen = arg;
 		return 0;
@@ -274,13 +281,13 @@ static int check(struct agent_opts *o, bool interval_given)
 	struct stat st;
 	const char *why = NULL;
 
-	/* injection stops a thread of the target: never on a selector's word alone */
+	/* injection stops a thread of the target: only for the processes --inject names */
 	if (o->collect.sampler == OTEL_MODE_INJECT)
-		return opt_error("--sampler inject is for attach and capture, one process asked for "
-				 "by pid: the agent does not inject; use --sampler auto, usdt or "
-				 "uprobes");
-	if (!o->n_selects)
-		return opt_error("no --select given: say which processes to profile, e.g. "
+		return opt_error("--sampler inject is not for every selected process: the agent "
+				 "injects only into those --inject SEL selects; use --inject SEL, "
+				 "and --sampler auto, usdt or uprobes for the others");
+	if (!o->n_selects && !o->n_injects)
+		return opt_error("no --select or --inject given: say which processes to profile, e.g. "
 				 "--select comm=nginx or --select namespace=shop");
 	if (http_parse_listen(o->listen, &l))
 		return opt_error("invalid --listen '%s': use ADDR:PORT with a numeric address, "
@@ -334,7 +341,9 @@ int agent_opts__parse(int argc, char **argv, struct agent_opts *o)
 void agent_opts__free(struct agent_opts *o)
 {
 	free(o->selects);
+	free(o->injects);
 	free(o->collect.span_fns);
 	o->selects = NULL;
+	o->injects = NULL;
 	o->collect.span_fns = NULL;
 }

@@ -56,13 +56,14 @@
 /* scrapes of one profile answered by one encoding (the ones that came while it ran) */
 #define MAX_FLIGHTS	8
 
-/* a target to plan and attach, for the attach thread */
+/* a target to plan and attach, for the attach thread; or a session to release and close */
 struct attach_job {
 	struct ctarget *t;
 	uint64_t gen;
 	pid_t pid;
 	uint64_t start;
 	bool first;			/* its pick-up, not a retry */
+	struct session *close;		/* set: only this, its injected sampler released first */
 };
 
 struct flight {
@@ -86,6 +87,7 @@ struct backlog {
 
 struct ctarget {
 	bool used, exited;
+	bool inject;			/* --inject selected it: the sampler is injected */
 	bool attaching;			/* queued for the attach thread, or being attached */
 	bool awaiting_entry;		/* planned again when it reaches its entry point */
 	pid_t pid;
@@ -333,7 +335,8 @@ static int on_record(void *ctx, void *data, size_t size)
 static void *attacher(void *arg);
 
 struct collector *collector__new(const struct session_opts *o, size_t max_targets,
-				 size_t max_stacks, bool labels_all, char *err, size_t errlen)
+				 size_t max_stacks, bool labels_all, bool injects, char *err,
+				 size_t errlen)
 {
 	struct bpfobj_opts so = { 0 };
 	struct collector *c = calloc(1, sizeof(*c));
@@ -369,7 +372,7 @@ struct collector *collector__new(const struct session_opts *o, size_t max_target
 	so.max_procs = max_targets;
 	so.count_calls = true;
 	/* both paths in the one object unless every target takes uprobes (a load less) */
-	so.otel_progs = o->sampler != OTEL_MODE_UPROBES;
+	so.otel_progs = o->sampler != OTEL_MODE_UPROBES || injects;
 	/* no grace period of a leaving target's links waited for on the profiling thread */
 	so.async_teardown = true;
 	so.on_event = on_record;
@@ -414,6 +417,59 @@ void collector__stop(struct collector *c)
 	pthread_mutex_unlock(&c->enc_lock);
 }
 
+/*
+ * Injected samplers released at the agent's stop, all within this long, on
+ * up to RELEASE_THREADS threads: each release stops one thread of its
+ * target at a safe point, which may take a few tries
+ */
+#define STOP_RELEASE_NS	(500 * 1000000ULL)
+#define RELEASE_THREADS	8
+
+struct releases {
+	struct session **v;
+	size_t n, next;
+	uint64_t deadline_ns;
+};
+
+static void *release_some(void *arg)
+{
+	struct releases *r = arg;
+	size_t i;
+
+	while ((i = __atomic_fetch_add(&r->next, 1, __ATOMIC_RELAXED)) < r->n)
+		session__release(r->v[i], r->deadline_ns);
+	return NULL;
+}
+
+/* the injected samplers of every session left, released side by side, by the deadline */
+static void release_all(struct collector *c)
+{
+	struct releases r = { .deadline_ns = mono_ns() + STOP_RELEASE_NS };
+	pthread_t th[RELEASE_THREADS];
+	size_t i, n = 0, cap = 0;
+	sigset_t all, old;
+
+	for (i = 0; i < c->n; i++)
+		if (c->v[i].s && session__injected(c->v[i].s) &&
+		    !vec_reserve(&r.v, &cap, r.n + 1, sizeof(*r.v)))
+			r.v[r.n++] = c->v[i].s;
+	for (i = 0; i < c->n_jobs; i++)
+		if (c->jobs[i].close && !vec_reserve(&r.v, &cap, r.n + 1, sizeof(*r.v)))
+			r.v[r.n++] = c->jobs[i].close;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	while (n < RELEASE_THREADS && n + 1 < r.n && !pthread_create(&th[n], NULL, release_some, &r))
+		n++;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	release_some(&r);
+	for (i = 0; i < n; i++)
+		pthread_join(th[i], NULL);
+	if (r.n)
+		pr_info("released the samplers injected into %zu targets in %.0f ms\n", r.n,
+			(double)(mono_ns() + STOP_RELEASE_NS - r.deadline_ns) / 1e6);
+	free(r.v);
+}
+
 void collector__free(struct collector *c)
 {
 	size_t i;
@@ -428,6 +484,10 @@ void collector__free(struct collector *c)
 		pthread_mutex_unlock(&c->jobs_lock);
 		pthread_join(c->attacher, NULL);
 	}
+	/* the targets go on as they were: no sampler of ours left switched on */
+	release_all(c);
+	for (i = 0; i < c->n_jobs; i++)
+		session__close(c->jobs[i].close);
 	free(c->jobs);
 	if (c->done_fd > 0)
 		close(c->done_fd);
@@ -468,9 +528,9 @@ static void set_allocator(struct ctarget *t)
 						len ? "," : "", p[i]->objects[j].family);
 }
 
-/* a session for pid; 0 or -errno with the reason in err */
-static int open_session(struct collector *c, pid_t pid, struct session **s, char *err,
-			size_t errlen)
+/* a session for pid, injected or not; 0 or -errno with the reason in err */
+static int open_session(struct collector *c, pid_t pid, bool inject, struct session **s,
+			char *err, size_t errlen)
 {
 	/* --span-fn is not applied (the object is shared), nor is --ringbuf-size per target */
 	struct session_opts so = {
@@ -482,6 +542,12 @@ static int open_session(struct collector *c, pid_t pid, struct session **s, char
 		.sampler = c->o.sampler, .maps_watch = c->maps_watch,
 	};
 
+	/* the agent sets the injected sampler's rate; a process that refuses it goes on uprobes */
+	if (inject) {
+		so.sampler = OTEL_MODE_INJECT;
+		so.rate_set = true;
+		so.inject_fallback = true;
+	}
 	err[0] = 0;
 	return session__open_shared(&so, c->sampler, s, err, errlen);
 }
@@ -535,7 +601,8 @@ static void attempted(struct ctarget *t, int ret, struct session *s, const char 
 	t->samples = 0;
 	if (ret) {
 		snprintf(t->st.probes, sizeof(t->st.probes), "%s",
-			 t->awaiting_entry || not_mapped_yet(err) ? "pending" : "failed");
+			 t->awaiting_entry || not_mapped_yet(err) || ret == -EAGAIN ? "pending" :
+			 "failed");
 		snprintf(t->st.error, sizeof(t->st.error), "%s", err);
 		/*
 		 * Picked up at its exec, a process has not mapped its libraries
@@ -556,7 +623,9 @@ static void attempted(struct ctarget *t, int ret, struct session *s, const char 
 	t->awaiting_entry = false;
 	t->st.error[0] = 0;
 	snprintf(t->st.probes, sizeof(t->st.probes), "attached");
-	snprintf(t->st.sampler, sizeof(t->st.sampler), "%s", session__sampler(s));
+	snprintf(t->st.sampler, sizeof(t->st.sampler), "%s",
+		 session__injected(s) ? "inject" : session__sampler(s));
+	snprintf(t->st.sampler_why, sizeof(t->st.sampler_why), "%s", session__sampler_why(s));
 	set_allocator(t);
 	pthread_mutex_unlock(&t->st_lock);
 }
@@ -588,6 +657,7 @@ static struct ctarget *claim_slot(struct collector *c, const struct agent_target
 		t->s = NULL;
 		t->pid = at->pid;
 		t->start_ticks = at->start_ticks;
+		t->inject = at->inject;
 		t->retry_wait_ns = 0;
 		t->gen++;
 		t->st.duty = 1;
@@ -612,6 +682,21 @@ static int queue_attach(struct collector *c, struct ctarget *t, bool first)
 	ret = vec_reserve(&c->jobs, &c->cap_jobs, c->n_jobs + 1, sizeof(*c->jobs));
 	if (!ret) {
 		c->jobs[c->n_jobs++] = j;
+		pthread_cond_signal(&c->jobs_cond);
+	}
+	pthread_mutex_unlock(&c->jobs_lock);
+	return ret;
+}
+
+/* s to the attach thread, to release its injected sampler and close it; 0 or -ENOMEM */
+static int queue_close(struct collector *c, struct session *s)
+{
+	int ret;
+
+	pthread_mutex_lock(&c->jobs_lock);
+	ret = vec_reserve(&c->jobs, &c->cap_jobs, c->n_jobs + 1, sizeof(*c->jobs));
+	if (!ret) {
+		c->jobs[c->n_jobs++] = (struct attach_job){ .close = s };
 		pthread_cond_signal(&c->jobs_cond);
 	}
 	pthread_mutex_unlock(&c->jobs_lock);
@@ -652,6 +737,10 @@ static void attach_done(struct collector *c, const struct attach_job *j, int ret
 	pthread_mutex_unlock(&c->table);
 	if (exited)
 		return;
+	/* the one warning of a refused injection: the target is profiled on uprobes all the same */
+	if (!ret && session__inject_refused(s))
+		pr_warn("pid %d (%s) is profiled through uprobes, not --inject: %s\n", (int)j->pid,
+			t->comm, session__inject_refused(s));
 	if (ret && j->first)
 		pr_info("culpert-bpf: cannot profile pid %d (%s) yet: %s; trying again in %llu ms\n",
 			(int)j->pid, t->comm, err, (unsigned long long)(t->retry_wait_ns / 1000000));
@@ -673,6 +762,11 @@ static void run_job(struct collector *c, const struct attach_job *j, struct batc
 	bool gone;
 	int ret;
 
+	if (j->close) {
+		session__release(j->close, t0 + STOP_RELEASE_NS);
+		session__close(j->close);
+		return;
+	}
 	/* exited (or forgotten) while queued: no attach to a process that is not there */
 	pthread_mutex_lock(&j->t->st_lock);
 	gone = !j->t->used || j->t->gen != j->gen || j->t->exited;
@@ -690,7 +784,7 @@ static void run_job(struct collector *c, const struct attach_job *j, struct batc
 	    !bpfobj__wait_released(c->sampler, j->pid, RELEASE_WAIT_NS))
 		pr_warn("pid %d: the probes of its previous program are still going\n",
 			(int)j->pid);
-	ret = open_session(c, j->pid, &s, err, sizeof(err));
+	ret = open_session(c, j->pid, j->t->inject, &s, err, sizeof(err));
 	bt->attach_ns += ret ? 0 : bpfobj_proc__add_ns(session__proc(s));
 	bt->all_ns += mono_ns() - t0;
 	bt->n++;
@@ -734,6 +828,10 @@ static void *attacher(void *arg)
 				pr_debug("attach thread: cannot signal an attach: %s\n",
 					 strerror(errno));
 		}
+		/* releases not done when the agent stops: back to the queue, for collector__free() */
+		for (; i < n; i++)
+			if (v[i].close && queue_close(c, v[i].close))
+				session__close(v[i].close);
 		pr_debug("attach thread: %zu targets in %.0f ms, of which the probes' attach %.0f ms\n",
 			 bt.n, (double)bt.all_ns / 1e6, (double)bt.attach_ns / 1e6);
 	}
@@ -918,6 +1016,9 @@ void collector__forget(struct collector *c, pid_t pid, uint64_t start_ticks)
 		pthread_mutex_unlock(&t->lock);
 	}
 	pthread_mutex_unlock(&c->table);
+	/* a process still running keeps no sampler of ours switched on: released off this thread */
+	if (s && session__injected(s) && !queue_close(c, s))
+		return;
 	session__close(s);
 }
 
@@ -1017,7 +1118,8 @@ int collector__set_free_probes(struct collector *c, pid_t pid, uint64_t start_ti
 			session__heap_since(t->s, bpfobj_proc__heap_since(pr));
 			t->heap_since_unix_ns = (int64_t)time(NULL) * (int64_t)NS_PER_SEC;
 		}
-		if (ret)
+		/* an in-process sampler's free probes stay: not a failure */
+		if (ret && ret != -EOPNOTSUPP)
 			snprintf(t->st.probes, sizeof(t->st.probes), "failed");
 		pthread_mutex_unlock(&t->st_lock);
 	}

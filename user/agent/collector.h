@@ -60,7 +60,12 @@ struct collector_state {
 	 * cycle), "failed" (error says why), "detached" (exited)
 	 */
 	char probes[16];
-	char sampler[16];	/* "otel_memory" (its USDT probes) or "uprobes"; "" before attach */
+	/*
+	 * "otel_memory" (its USDT probes), "inject" (those of the sampler the
+	 * agent injected, --inject) or "uprobes"; "" before attach
+	 */
+	char sampler[16];
+	char sampler_why[384];	/* the choice in a sentence, or why --inject was refused */
 	char error[256];	/* why probes failed, "" */
 	double duty;		/* share of time the allocation probes were on since pick-up, 0..1 */
 	double overhead_pct;	/* estimated CPU the target pays, % of one CPU */
@@ -92,9 +97,13 @@ typedef int (*agent_state_fn)(void *ctx, const struct agent_target *t,
 
 struct collector;
 
-/* loads the shared BPF object; NULL with the reason in err.  labels_all: --labels all */
+/*
+ * Loads the shared BPF object; NULL with the reason in err.  labels_all:
+ * --labels all; injects: some targets may be injected (agent_target.inject)
+ */
 struct collector *collector__new(const struct session_opts *o, size_t max_targets,
-				 size_t max_stacks, bool labels_all, char *err, size_t errlen);
+				 size_t max_stacks, bool labels_all, bool injects, char *err,
+				 size_t errlen);
 /* cut short the ?seconds= waits of HTTP threads (before http__stop) */
 void collector__stop(struct collector *c);
 void collector__free(struct collector *c);
@@ -126,6 +135,10 @@ void collector__await_entry(struct collector *c, pid_t pid, uint64_t start_ticks
 int collector__retry(struct collector *c, pid_t pid, uint64_t start_ticks);
 /* the target exited: detach, keep its aggregate until collector__forget() */
 void collector__remove(struct collector *c, pid_t pid, uint64_t start_ticks);
+/*
+ * Its data freed.  A sampler injected into a process still running (a
+ * target dropped) is released first, on the attach thread.
+ */
 void collector__forget(struct collector *c, pid_t pid, uint64_t start_ticks);
 /* memory pressure: no target's aggregate takes a new stack from now on (profiling thread) */
 void collector__freeze_stacks(struct collector *c);

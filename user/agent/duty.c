@@ -43,6 +43,8 @@ struct duty_entry {
 	pid_t pid;
 	uint64_t start;
 	bool used, seen, on, free_on, failed;
+	/* its free probes cannot be switched (an in-process sampler's): only allocation ones */
+	bool free_fixed;
 	bool costs_set;			/* bt.costs from the calibration and its mode */
 	struct budget_counts last;	/* the counters at its last step */
 	/* its own CPU (schedstat, every thread) at the last switch, for checking the costs */
@@ -251,6 +253,26 @@ static void watch_sys(struct duty *d, struct duty_entry *e, uint64_t now);
  * switch cost, a moving average over the agent's switches that replaces
  * the calibration's.
  */
+/*
+ * The free probes on or off.  An in-process sampler's (otel_memory:free,
+ * docs/agent.md) stay: said once, and the target's budget counts them
+ * paid in full from then on (step()).
+ */
+static int set_free(struct duty *d, struct duty_entry *e, bool on)
+{
+	int ret = d->ops.set_free(d->ctx, e->pid, e->start, on);
+
+	if (ret == -EOPNOTSUPP) {
+		e->free_fixed = true;
+		pr_info("culpert-bpf: pid %d: its free probes are an in-process sampler's and stay "
+			"on: only its allocation probes are cycled\n", (int)e->pid);
+		return 0;
+	}
+	if (!ret)
+		e->free_on = on;
+	return ret;
+}
+
 static void switch_alloc(struct duty *d, struct duty_entry *e, bool on, bool with_free)
 {
 	struct budget_counts c;
@@ -259,19 +281,14 @@ static void switch_alloc(struct duty *d, struct duty_entry *e, bool on, bool wit
 
 	check_costs(d, e);
 	cpu = thread_cpu_ns();
-	with_free = with_free && d->ops.set_free && e->bt.rates.inuse && e->free_on != on;
-	if (with_free && on) {
-		ret = d->ops.set_free(d->ctx, e->pid, e->start, true);
-		if (!ret)
-			e->free_on = true;
-	}
+	with_free = with_free && d->ops.set_free && !e->free_fixed && e->bt.rates.inuse &&
+		    e->free_on != on;
+	if (with_free && on)
+		ret = set_free(d, e, true);
 	if (!ret)
 		ret = d->ops.set_alloc(d->ctx, e->pid, e->start, on);
-	if (!ret && with_free && !on) {
-		ret = d->ops.set_free(d->ctx, e->pid, e->start, false);
-		if (!ret)
-			e->free_on = false;
-	}
+	if (!ret && with_free && !on)
+		ret = set_free(d, e, false);
 	cpu = thread_cpu_ns() - cpu;
 	d->model.switch_ns = 0.8 * d->model.switch_ns + 0.2 * 2 * (double)cpu;
 	if (ret) {
@@ -588,6 +605,7 @@ static void set_costs(struct duty *d, struct duty_entry *e)
 
 static void step(struct duty *d, struct duty_entry *e, uint64_t now_ns)
 {
+	struct budget_model model;
 	struct budget_action act;
 	struct budget_counts c;
 
@@ -601,7 +619,11 @@ static void step(struct duty *d, struct duty_entry *e, uint64_t now_ns)
 	/* an on window about to end in a decision */
 	if (e->bt.phase == BUDGET_ON && now_ns >= e->bt.phase_end_ns)
 		watch_sys(d, e, now_ns);
-	budget_target_step(&e->bt, &d->model, now_ns, &c, &act);
+	model = d->model;
+	/* free probes that cannot be switched are paid in full, as when they are kept */
+	if (e->free_fixed)
+		model.can_cycle_free = model.can_drop_inuse = false;
+	budget_target_step(&e->bt, &model, now_ns, &c, &act);
 	if (act.drop_inuse)
 		drop_inuse(d, e);
 	if (act.decided)

@@ -277,6 +277,8 @@ static void target_json(struct json *j, const struct agent_target *t, const stru
 	str_or_null(j, "probes_error", have ? st.error : NULL);
 	str_or_null(j, "runtime", ci->runtime);
 	str_or_null(j, "sampler", have && st.sampler[0] ? st.sampler : NULL);
+	/* why that sampler: the choice, or why --inject was refused */
+	str_or_null(j, "sampler_why", have && st.sampler[0] ? st.sampler_why : NULL);
 	str_or_null(j, "service_name", ci->service_name);
 	str_or_null(j, "since", since);
 	str_or_null(j, "state", t->exited_ns ? "exited" : "live");

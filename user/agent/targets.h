@@ -30,6 +30,7 @@ struct agent_target {
 	int64_t since_ns;		/* picked up, Unix ns */
 	int64_t exited_ns;		/* 0 while live */
 	char exit_reason[16];		/* "exited", "exec'd" (another program), "gone" */
+	bool inject;			/* selected by --inject: profiled through an injected sampler */
 };
 
 struct targets_counters {

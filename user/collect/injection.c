@@ -84,14 +84,17 @@ int injection__start(const struct target *t, const struct procmaps *maps, struct
 	return 0;
 }
 
-int injection__stop(const struct target *t, struct objcache *objs)
+int injection__stop(const struct target *t, struct objcache *objs, uint64_t deadline_ns)
 {
 	struct inject_stats st;
 	char why[512];
-	int ret = inject__release(t, objs, &st, why, sizeof(why));
+	int ret = inject__release(t, objs, deadline_ns, &st, why, sizeof(why));
 
 	if (ret) {
-		if (target__alive(t))
+		/* not mapped any more: the process exec'd another program, which has no sampler */
+		if (ret == -ENOENT)
+			pr_info("pid %d: no sampler to release: %s\n", (int)t->pid, why);
+		else if (target__alive(t))
 			pr_warn("pid %d keeps libculpert-sampler.so sampling: releasing it failed: "
 				"%s\n", (int)t->pid, why);
 		return ret;

@@ -28,7 +28,11 @@ int injection__check(const struct target *t, const struct procmaps *maps, struct
  */
 int injection__start(const struct target *t, const struct procmaps *maps, struct objcache *objs,
 		     uint64_t rate, char *err, size_t len);
-/* release the sampler (it stays mapped, dormant); 0 or -errno, said at warning level */
-int injection__stop(const struct target *t, struct objcache *objs);
+/*
+ * Release the sampler (it stays mapped, dormant); 0 or -errno, said at
+ * warning level.  By deadline_ns (CLOCK_MONOTONIC) when not 0: past it no
+ * thread is stopped, and a release under way finishes in the target alone.
+ */
+int injection__stop(const struct target *t, struct objcache *objs, uint64_t deadline_ns);
 
 #endif /* CULPERT_INJECTION_H */

@@ -20,6 +20,7 @@
 #include "log.h"
 #include "mapview.h"
 #include "objcache.h"
+#include "inject.h"
 #include "injection.h"
 #include "procmaps.h"
 #include "session_internal.h"
@@ -84,12 +85,36 @@ int session_unwind__choose(const struct target *t, const struct procmaps *maps,
 	return 0;
 }
 
-/* load the sampler into the process and see its mappings again, with it */
+/*
+ * Load the sampler into the process and see its mappings again, with it.
+ * With inject_fallback a refusal is not the session's end: it goes on
+ * on uprobes, the refusal kept for session__sampler_why().
+ */
 static int session_inject(struct session *s, char *err, size_t errlen)
 {
-	int ret = injection__start(&s->t, mapview__maps(s->view), s->objs,
-				   s->o.rate_set ? s->o.rate : 0, err, errlen);
+	const char *lib = inject__mapped(mapview__maps(s->view));
+	int ret;
 
+	/* preloaded, interposing from its start: its probes serve as they are, nothing to load */
+	if (s->o.inject_fallback && lib && strncmp(lib, "/memfd:", 7)) {
+		s->o.sampler = OTEL_MODE_USDT;
+		return 0;
+	}
+	/* caught at its exec: libc comes with the loader's next mappings (a retry) */
+	if (s->o.inject_fallback && inject__loader_busy(mapview__maps(s->view))) {
+		snprintf(err, errlen, "its loader has not mapped libc yet: the sampler is injected "
+			 "once it has");
+		return -EAGAIN;
+	}
+	ret = injection__start(&s->t, mapview__maps(s->view), s->objs,
+			       s->o.rate_set ? s->o.rate : 0, err, errlen);
+	if (ret && s->o.inject_fallback && !target__exiting(&s->t)) {
+		s->inject_refused = strdup(err);
+		if (!s->inject_refused)
+			return -ENOMEM;
+		s->o.sampler = OTEL_MODE_UPROBES;
+		return 0;
+	}
 	if (ret)
 		return ret;
 	s->injected = true;
@@ -97,12 +122,39 @@ static int session_inject(struct session *s, char *err, size_t errlen)
 	return 0;
 }
 
-static void session_release(struct session *s)
+static void session_release(struct session *s, uint64_t deadline_ns)
 {
 	if (!s->injected)
 		return;
 	s->injected = false;
-	injection__stop(&s->t, s->objs);
+	/* gone, or another program: nothing of ours left in it */
+	if (!target__alive(&s->t) || target__execed(&s->t))
+		return;
+	if (deadline_ns && clock_ns(CLOCK_MONOTONIC) >= deadline_ns)
+		pr_warn("pid %d keeps libculpert-sampler.so sampling: no time was left to release "
+			"it (docs/inject.md)\n", (int)s->t.pid);
+	else
+		injection__stop(&s->t, s->objs, deadline_ns);
+}
+
+void session__release(struct session *s, uint64_t deadline_ns)
+{
+	session_release(s, deadline_ns);
+}
+
+bool session__injected(const struct session *s)
+{
+	return s->injected;
+}
+
+const char *session__inject_refused(const struct session *s)
+{
+	return s->inject_refused;
+}
+
+const char *session__sampler_why(const struct session *s)
+{
+	return s->inject_refused ?: s->otel.why;
 }
 
 /* a Go program allocates without malloc: an empty profile is explained by it */
@@ -524,7 +576,7 @@ void session__detach(struct session *s)
 		return;
 	/* detach first: the target stops paying for probes while we finish */
 	bpfobj_proc__detach(s->proc);
-	session_release(s);
+	session_release(s, 0);
 	bpfobj_proc__window(s->proc, &s->start_ns, &s->end_ns);
 	bpfobj__drain(s->sampler);
 	bpfobj__misses(s->sampler, &s->misses, &s->free_misses);
@@ -548,7 +600,8 @@ void session__close(struct session *s)
 	if (!s)
 		return;
 	/* a session that failed after injecting, or was never detached */
-	session_release(s);
+	session_release(s, 0);
+	free(s->inject_refused);
 	for (i = 0; i < s->n_comments; i++)
 		free(s->comments[i]);
 	free(s->comments);

@@ -69,6 +69,11 @@ struct session_opts {
 	bool stack_rate_auto;		/* ... not given: scaled with the rate used */
 	int sampler;			/* --sampler: enum otel_mode (otel.h) */
 	/*
+	 * With sampler inject: a process that cannot take the sampler is
+	 * profiled on uprobes (session__sampler_why() says why), not failed
+	 */
+	bool inject_fallback;
+	/*
 	 * The object cache of another session of the same program in the same
 	 * mount namespace (a process tree's forks), which outlives this one;
 	 * NULL: its own
@@ -114,6 +119,18 @@ void session__freeze_stacks(struct session *s);
 uint64_t session__rate(const struct session *s);
 /* "otel_memory" or "uprobes": how allocations are seen */
 const char *session__sampler(const struct session *s);
+/* why: the choice's sentence, or the refusal of an injection that fell back */
+const char *session__sampler_why(const struct session *s);
+/* with inject_fallback: why the process is on uprobes, not injected; NULL if it is not */
+const char *session__inject_refused(const struct session *s);
+/* the sampler was injected and is not released yet */
+bool session__injected(const struct session *s);
+/*
+ * Release an injected sampler now, by deadline_ns (CLOCK_MONOTONIC; 0: the
+ * usual bounds), and not at close; nothing when not injected or the
+ * process is gone or exec'd.  Its own thread may call it for each session.
+ */
+void session__release(struct session *s, uint64_t deadline_ns);
 /* once detached: the allocator calls the probes saw and their bytes; false if unknown */
 bool session__calls_seen(const struct session *s, uint64_t *calls, uint64_t *bytes);
 /* allocator calls that could never succeed (docs/allocators.md): 0 when not counted */

@@ -37,6 +37,7 @@ struct session {
 	struct bpfobj_proc *proc;	/* this process's part of it */
 	bool shared;			/* the sampler is the caller's */
 	bool injected;			/* --sampler inject took over: release at detach */
+	char *inject_refused;		/* inject_fallback: why it is on uprobes instead */
 	struct aggregate *agg;
 	struct spans *spans;
 	enum session_unwind unwind;	/* fp or dwarf, after auto */

@@ -23,7 +23,18 @@ struct plan_ctx {
 	const struct procmaps *maps;
 	struct otel_plan *plan;
 	size_t cap;
+	enum otel_mode mode;
 };
+
+/*
+ * libculpert-sampler.so as the injector maps it (docs/inject.md): dormant
+ * once released, its probes then see nothing, and its state cannot be
+ * read from outside.  Only an injection (which switches it on) takes it.
+ */
+static bool injected_copy(const char *path)
+{
+	return !strncmp(path, "/memfd:libculpert-sampler", 25);
+}
 
 /* libculpert-sampler's page: its symbol, moved by the load bias m shows */
 static uint64_t page_address(const struct procmap *m, struct elfobj *obj)
@@ -60,7 +71,8 @@ static int add_object(void *ctx, const struct procmap *m, struct elfobj *obj,
 	struct otel_object *o;
 	char path[PATH_MAX];
 
-	if (target__object_path(c->t, m, path, sizeof(path)))
+	if (target__object_path(c->t, m, path, sizeof(path)) ||
+	    (c->mode != OTEL_MODE_INJECT && injected_copy(m->path)))
 		return 0;
 	if (vec_reserve(&p->objects, &c->cap, p->n + 1, sizeof(*p->objects)))
 		return -ENOMEM;
@@ -123,7 +135,7 @@ static int choose(struct otel_plan *p, enum otel_mode mode, bool need_free)
 int otel__plan(const struct target *t, const struct procmaps *maps, struct objcache *objs,
 	       enum otel_mode mode, bool need_free, struct otel_plan *plan)
 {
-	struct plan_ctx c = { .t = t, .maps = maps, .plan = plan };
+	struct plan_ctx c = { .t = t, .maps = maps, .plan = plan, .mode = mode };
 	int ret;
 
 	memset(plan, 0, sizeof(*plan));

@@ -52,6 +52,8 @@ struct inject_ctx {
 	struct range *avoid;	/* no thread whose stack returns into these runs our calls */
 	size_t n_avoid, cap_avoid;
 	struct inject_stats *st;
+	/* CLOCK_MONOTONIC, 0: none: no thread stopped nor a call waited for after it */
+	uint64_t deadline_ns;
 	char *err;
 	size_t errlen;
 };
@@ -524,11 +526,13 @@ static void note_stop(struct inject_ctx *c, uint64_t ns)
  */
 static int borrow(struct inject_ctx *c, struct hijack *h)
 {
-	uint64_t deadline = clock_ns(CLOCK_MONOTONIC) + INJECT_SAFE_POINT_NS;
+	uint64_t t0 = clock_ns(CLOCK_MONOTONIC), deadline = t0 + INJECT_SAFE_POINT_NS;
 	pid_t *tids = NULL;
 	size_t n = 0, i;
 	int ret = 0, pass;
 
+	if (c->deadline_ns && c->deadline_ns < deadline)
+		deadline = c->deadline_ns;
 	for (pass = 0; clock_ns(CLOCK_MONOTONIC) < deadline; pass++) {
 		free(tids);
 		tids = NULL;
@@ -564,9 +568,9 @@ static int borrow(struct inject_ctx *c, struct hijack *h)
 		usleep(1000 + (useconds_t)pass * 100);
 	}
 	free(tids);
-	snprintf(c->err, c->errlen, "no thread of pid %d reached a safe point in %llu ms (each "
-		 "stopped inside the allocator, the loader or a signal handler)", (int)c->t->pid,
-		 INJECT_SAFE_POINT_NS / 1000000);
+	snprintf(c->err, c->errlen, "no thread of pid %d reached a safe point in the %llu ms given "
+		 "(each stopped inside the allocator, the loader or a signal handler)",
+		 (int)c->t->pid, (unsigned long long)(deadline > t0 ? (deadline - t0) / 1000000 : 0));
 	return -EBUSY;
 }
 
@@ -662,7 +666,13 @@ static int fill_memfd(pid_t pid, int64_t fd, const char *lib)
 static int call(struct inject_ctx *c, struct hijack *h, uint64_t fn, uint64_t a0, uint64_t a1,
 		uint64_t *ret)
 {
-	int err = hijack__call(h, fn, a0, a1, INJECT_CALL_NS, ret);
+	uint64_t now = clock_ns(CLOCK_MONOTONIC), left = INJECT_CALL_NS;
+	int err;
+
+	/* a call not waited for finishes on its own and returns through the frame */
+	if (c->deadline_ns)
+		left = c->deadline_ns > now ? c->deadline_ns - now : 1;
+	err = hijack__call(h, fn, a0, a1, left, ret);
 
 	if (err)
 		return fail(c, err, "a call in the target failed: %s", strerror(-err));
@@ -738,9 +748,13 @@ close_fd:
 	return ret;
 }
 
-/* borrow a thread, load the library if asked and not there, call `name`(arg) */
+/*
+ * Borrow a thread, load the library if asked and not there, call
+ * `name`(arg); by deadline_ns (CLOCK_MONOTONIC) when not 0
+ */
 static int run(const struct target *t, struct objcache *objs, const char *lib,
-	       const char *name, uint64_t arg, struct inject_stats *st, char *err, size_t len)
+	       const char *name, uint64_t arg, uint64_t deadline_ns, struct inject_stats *st,
+	       char *err, size_t len)
 {
 	struct inject_ctx c;
 	struct hijack h;
@@ -748,6 +762,7 @@ static int run(const struct target *t, struct objcache *objs, const char *lib,
 	int ret;
 
 	ret = ctx_open(&c, t, objs, st, err, len);
+	c.deadline_ns = deadline_ns;
 	if (ret)
 		goto out;
 	fn = mapped_fn(&c, name);
@@ -785,11 +800,16 @@ out:
 int inject__takeover(const struct target *t, struct objcache *objs, const char *lib,
 		     uint64_t rate, struct inject_stats *st, char *err, size_t len)
 {
-	return run(t, objs, lib, INJECT_TAKEOVER, rate, st, err, len);
+	return run(t, objs, lib, INJECT_TAKEOVER, rate, 0, st, err, len);
 }
 
-int inject__release(const struct target *t, struct objcache *objs, struct inject_stats *st,
-		    char *err, size_t len)
+int inject__release(const struct target *t, struct objcache *objs, uint64_t deadline_ns,
+		    struct inject_stats *st, char *err, size_t len)
 {
-	return run(t, objs, NULL, INJECT_RELEASE, 0, st, err, len);
+	return run(t, objs, NULL, INJECT_RELEASE, 0, deadline_ns, st, err, len);
+}
+
+bool inject__loader_busy(const struct procmaps *maps)
+{
+	return find_exec(maps, is_loader) && !find_exec(maps, is_glibc) && !find_exec(maps, is_musl);
 }

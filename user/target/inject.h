@@ -50,9 +50,18 @@ int inject__check(const struct target *t, const struct procmaps *maps, struct ob
  */
 int inject__takeover(const struct target *t, struct objcache *objs, const char *lib,
 		     uint64_t rate, struct inject_stats *st, char *err, size_t len);
-/* culpert_sampler_release() in the mapped library; 0 or -errno with err */
-int inject__release(const struct target *t, struct objcache *objs, struct inject_stats *st,
-		    char *err, size_t len);
+/*
+ * culpert_sampler_release() in the mapped library; 0 or -errno with err.
+ * deadline_ns (CLOCK_MONOTONIC, 0: none but the usual bounds): no thread
+ * is stopped after it, nor the call waited for (it finishes on its own).
+ */
+int inject__release(const struct target *t, struct objcache *objs, uint64_t deadline_ns,
+		    struct inject_stats *st, char *err, size_t len);
+/*
+ * A glibc program still in its dynamic loader: the loader is mapped, libc
+ * not yet (a process caught at its exec).  Injection can come once it is.
+ */
+bool inject__loader_busy(const struct procmaps *maps);
 /* the mapped sampler library's path as maps shows it, or NULL */
 const char *inject__mapped(const struct procmaps *maps);
 
