@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -217,6 +218,7 @@ struct pictures *pictures__new(struct targets *t)
 {
 	struct pictures *p = calloc(1, sizeof(*p));
 	pthread_condattr_t ca;
+	sigset_t all, old;
 	int err;
 
 	if (!p)
@@ -233,7 +235,11 @@ struct pictures *pictures__new(struct targets *t)
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&p->cond, &ca);
 	pthread_condattr_destroy(&ca);
+	/* signals are the profiling thread's (its signalfd): this thread takes none */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
 	err = pthread_create(&p->thread, NULL, run, p);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (err) {
 		pthread_cond_destroy(&p->cond);
 		free(p->m);
