@@ -6,12 +6,15 @@
 # loopback addresses and under 10 concurrent heap scrapes of a target of
 # 131072 stacks; a scrape loop loses no sample (the BPF side's count of
 # records lost for a full ring buffer stays 0 while heaps are scraped flat
-# out, on a ring buffer small enough to overflow if intake waited for them).
+# out, on a ring buffer small enough to overflow if intake waited for them),
+# and at --rate 1 the profile holds every call a program made while /metrics
+# and its heap were scraped in loops.
 . tests/lib.sh
 . tests/agent_lib.sh
 AGENT_ARGS="--max-overhead 0"
 
 PY=/usr/bin/python3
+RAW="$PY tests/tools/pprof_raw.py"
 FAN=$OUTPUT/tests/bench/stack_fan
 
 # probes SECONDS OUT: GET /healthz from 127.0.0.1 every 0.2 s for SECONDS, a fresh
@@ -206,6 +209,46 @@ test_scrape_storm() {
 	kill "$target_pid"
 }
 
+# A scrape loop loses no sample, counted exactly: at --rate 1 (no stack rate then)
+# every call is a sample, so the allocs profile of tests/targets/alloc_phases
+# (20000 back-to-back malloc(1 MiB)/free pairs in fast(), then 10000 paced ones in
+# slow()) holds each function's calls and bytes as the program counted them, while
+# 4 loops of /metrics and 4 of its heap ran all along; the BPF side lost none.
+test_scrape_loop_exact() {
+	need_root || return
+	copy "phases$$" "$TARGETS/alloc_phases"
+	start_target "$TMP/ph.out" "$TMP/phases$$" 20000 10000 100000 || return
+	agent_start exact --select "pid=$target_pid" --rate 1 \
+		--ringbuf-size 64MiB || return
+	wait_field "$target_pid" probes attached 20 || { fail "probes $(field "$target_pid" probes)"; return; }
+	: >"$TMP/loop.scrapes"
+	scrapers 4 "$agent_url/metrics" 600 "$TMP/loop.scrapes"
+	sp=$_sp
+	scrapers 4 "$agent_url/debug/pprof/heap?pid=$target_pid" 600 "$TMP/loop.scrapes"
+	sp="$sp $_sp"
+	kill -USR1 "$target_pid"
+	wait_for "$TMP/ph.out" "^total slow" 300 || fail "alloc_phases did not finish"
+	# shellcheck disable=SC2086 # a list of pids
+	kill $sp
+	# shellcheck disable=SC2086
+	wait $sp 2>/dev/null
+	answered=$(awk '$1 == 200' "$TMP/loop.scrapes" | wc -l)
+	[ "$answered" -ge 8 ] || fail "only $answered scrapes answered during the run"
+	wait_field "$target_pid" state exited 20 || fail "state $(field "$target_pid" state)"
+	pprof_raw "/debug/pprof/allocs?pid=$target_pid" "$TMP/loop.raw" || return
+	for fn in fast slow; do
+		want=$(awk -v f=$fn '$1 == "total" && $2 == f { print $3, $4 }' "$TMP/ph.out")
+		got="$($RAW alloc_space <"$TMP/loop.raw" | awk -v f=$fn '$1 == f { print $2 }') $($RAW alloc_objects <"$TMP/loop.raw" | awk -v f=$fn '$1 == f { print $2 }')"
+		[ "$got" = "$want" ] || fail "$fn: the profile has $got (bytes calls), the program made $want"
+	done
+	grep -q '^Comment: .*lost_samples=[1-9]' "$TMP/loop.raw" &&
+		fail "the profile says samples were lost: $(grep -o 'lost_samples=[0-9]*' "$TMP/loop.raw")"
+	echo "# scrape loop: $answered scrapes answered ($(grep -c . "$TMP/loop.scrapes") in all) while $(awk '$1 == "total" { n += $4 } END { print n }' "$TMP/ph.out") calls were sampled"
+	kill "$agent_pid"
+	wait "$agent_pid" 2>/dev/null
+}
+
 run_test agent/serve/keep_alive test_keep_alive
 run_test agent/serve/slow_clients test_slow_clients
 run_test agent/serve/scrape_storm test_scrape_storm
+run_test agent/serve/scrape_loop_exact test_scrape_loop_exact

@@ -14,8 +14,9 @@
 #     of 10 concurrent ones, the agent's RSS per stack (its RSS with them
 #     over its RSS before), and one encoding's peak per stack beside the
 #     agent's estimate of it (-vv);
-#  4. the latency of /metrics with 64 and 256 targets (goals < 100 ms and
-#     < 250 ms), median of BENCH_RUNS scrapes after a first one;
+#  4. the latency of /metrics with 64, 256 and 1000 targets (goals < 100 ms,
+#     < 250 ms and < 1 s), median of BENCH_RUNS scrapes after a first one, and
+#     the agent's RSS per idle target;
 #  5. BENCH_ATTACH_TARGETS (default 1000) idle targets started at once: the
 #     time until all are attached (goal 10 s), the agent's RSS and fds per
 #     target beyond its RSS before them (goal <= 256 KiB), the stop's time;
@@ -165,26 +166,33 @@ scrape() {
 	kill "$target_pid"
 }
 
-# 4. /metrics of N idle targets (a copy of agent_idle each: a few stacks, spans none)
+# 4. /metrics of N idle targets (a copy of agent_idle each: a few stacks, spans none),
+# started after the agent's calibration: its RSS per idle target; the first scrape
+# (it reads every target's memory picture itself), then the median of BENCH_RUNS
+# (pictures kept by the agent's picture thread), in wall time and in the scrape's own
+# CPU (-vv), whatever else the machine runs
 metrics_one() {
 	n=$1
+	cp "$TARGETS/agent_idle" "$TMP/idle$$"
+	agent_start metrics$n -vv --select "exe=$TMP/idle$$" --max-targets "$n" || return
+	sleep 3
+	rss0=$(awk '/^VmRSS/ { print $2 }' "/proc/$agent_pid/status")
 	pids=""
 	i=0
-	cp "$TARGETS/agent_idle" "$TMP/idle$$"
 	while [ $i -lt "$n" ]; do
 		"$TMP/idle$$" >/dev/null 2>&1 &
 		track $!
 		pids="$pids $!"
 		i=$((i + 1))
 	done
-	agent_start metrics$n --select "exe=$TMP/idle$$" --max-targets "$n" || return
 	i=0
 	while [ "$(curl -s "$agent_url/targets" | grep -c '"probes": "attached"')" -lt "$n" ]; do
 		i=$((i + 1))
-		[ $i -gt 300 ] && { echo "  $n targets: not all attached in 60 s"; break; }
+		[ $i -gt 1500 ] && { echo "  $n targets: not all attached in 300 s"; break; }
 		sleep 0.2
 	done
-	curl -s -o /dev/null "$agent_url/metrics"
+	rss1=$(awk '/^VmRSS/ { print $2 }' "/proc/$agent_pid/status")
+	first=$(curl -s -o /dev/null -w '%{time_total}' "$agent_url/metrics")
 	: >"$TMP/mlat"
 	i=0
 	while [ $i -lt "$RUNS" ]; do
@@ -192,8 +200,14 @@ metrics_one() {
 		i=$((i + 1))
 	done
 	med=$(sort -g "$TMP/mlat" | awk '{ v[NR] = $1 } END { printf "%.1f", 1000 * v[int((NR + 1) / 2)] }')
-	echo "  /metrics with $n targets: median $med ms over $RUNS (goal < $2 ms), $(wc -c <"$TMP/m.txt") bytes;" \
-		"each: $(awk '{ printf "%.1f ", 1000 * $1 }' "$TMP/mlat")ms"
+	cpu=$(sed -n 's/.*\/metrics: .* (\([0-9.]*\) ms of CPU).*/\1/p' "$TMP/metrics$n.err" |
+		tail -n "$RUNS" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')
+	echo "  /metrics with $n targets: median $med ms over $RUNS (goal < $2 ms), $cpu ms of CPU," \
+		"$(wc -c <"$TMP/m.txt") bytes; each: $(awk '{ printf "%.1f ", 1000 * $1 }' "$TMP/mlat")ms;" \
+		"the first $(awk -v t="$first" 'BEGIN { printf "%.0f", 1000 * t }') ms," \
+		"$(sed -n 's/.*\/metrics: .* (\([0-9.]*\) ms of CPU).*/\1/p' "$TMP/metrics$n.err" | head -1) ms of CPU"
+	echo "    agent RSS $((rss0 / 1024)) MiB before them, $((rss1 / 1024)) MiB after:" \
+		"$(((rss1 - rss0) / n)) KiB per idle target; load $(cut -d' ' -f1 /proc/loadavg)"
 	agent_stop
 	# shellcheck disable=SC2086 # a list of pids
 	kill $pids
@@ -205,6 +219,7 @@ metrics() {
 	echo "/metrics latency:"
 	metrics_one 64 100
 	metrics_one 256 250
+	metrics_one 1000 1000
 }
 
 # 5. idle targets started at once after the agent serves

@@ -20,6 +20,17 @@ import sys
 start_ns = 0
 
 
+GO_UNITS = {"h": 3600, "m": 60, "s": 1, "ms": 1e-3, "us": 1e-6, "\u00b5s": 1e-6, "ns": 1e-9}
+
+
+def go_seconds(text):
+    """A Go duration ("1h2m3.5s", "500ms") or plain seconds ("8.74"), in seconds."""
+    parts = re.findall(r"([0-9.]+)(h|ms|m|us|\u00b5s|ns|s)", text)
+    if not parts:
+        return float(text)
+    return sum(float(n) * GO_UNITS[u] for n, u in parts)
+
+
 def parse(text):
     types, default, duration, samples, locs = [], None, None, [], {}
     section = None
@@ -34,8 +45,9 @@ def parse(text):
             start_ns = int(t.timestamp()) * 10**9 + int((frac + "000000000")[:9])
             continue
         if line.startswith("Duration:"):
-            # "5s", "8.74" (google/pprof's formatting): the seconds
-            duration = float(line.split()[1].rstrip("s"))
+            # "5s", "8.74", "2m51s" (google/pprof's formatting, Go's for a minute
+            # or more): the seconds
+            duration = go_seconds(line.split()[1])
             duration = int(duration) if duration == int(duration) else duration
             continue
         if line.startswith("Samples:"):

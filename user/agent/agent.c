@@ -33,6 +33,7 @@
 #include "log.h"
 #include "memlimit.h"
 #include "otel.h"
+#include "pictures.h"
 #include "readfile.h"
 #include "select.h"
 #include "snapshot.h"
@@ -52,6 +53,7 @@ struct agent {
 	struct selectors *sel;
 	struct selectors *inj;		/* --inject: NULL without */
 	struct targets *targets;
+	struct pictures *pictures;
 	struct discover *disc;
 	struct kubeapi *kube;
 	struct duty *duty;
@@ -942,11 +944,13 @@ static int start(struct agent *a)
 		pr_info("culpert-bpf: memory limit %llu bytes (%s)\n",
 			(unsigned long long)a->mem.limit, a->mem.source);
 	a->targets = targets__new(a->o.max_targets);
-	if (!a->targets) {
-		pr_error("cannot start the agent: %s\n", strerror(ENOMEM));
+	a->pictures = a->targets ? pictures__new(a->targets) : NULL;
+	if (!a->pictures) {
+		pr_error("cannot start the agent: %s\n", strerror(a->targets ? errno : ENOMEM));
 		return -ENOMEM;
 	}
 	a->ep.targets = a->targets;
+	a->ep.pictures = a->pictures;
 	a->ep.opts = &a->o;
 	a->ep.start_unix_ns = unix_ns();
 	pthread_mutex_init(&a->ep.stats.lock, NULL);
@@ -1052,6 +1056,7 @@ static void stop(struct agent *a)
 	/* HTTP first: no handler may look at what is freed below */
 	collector__stop(a->coll);
 	http__stop(a->http);
+	pictures__free(a->pictures);
 	hold_links(a);
 	collector__free(a->coll);
 	kubeapi__stop(a->kube);

@@ -20,6 +20,7 @@
 struct agent_opts;
 struct duty;
 struct kubeapi;
+struct pictures;
 
 /* what the profiling thread publishes for /metrics and /healthz */
 struct agent_stats {
@@ -38,6 +39,7 @@ struct endpoints {
 	agent_profile_fn profile;	/* NULL: no collector, profiles answer 503 */
 	void *profile_ctx;
 	agent_state_fn state;		/* NULL: no collector; ctx profile_ctx */
+	struct pictures *pictures;	/* the targets' memory pictures for /metrics */
 	agent_span_totals_fn span_totals;	/* NULL: no collector, no span metrics */
 	void *span_totals_ctx;
 	struct agent_stats stats;

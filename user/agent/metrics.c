@@ -5,16 +5,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/resource.h>
 
 #include "agent.h"
-#include "allocstate.h"
 #include "duty.h"
 #include "endpoints.h"
 #include "kubeapi.h"
+#include "log.h"
 #include "memfmt.h"
-#include "memstats.h"
 #include "metrics.h"
+#include "pictures.h"
 #include "readfile.h"
 #include "span_metrics.h"
 #include "totals.h"
@@ -449,68 +450,6 @@ static int target_spans(FILE *f, struct endpoints *e, const struct agent_target 
 	return ret;
 }
 
-/*
- * The allocator's own state (glibc's arenas read from outside with
- * libc6-dbg; jemalloc's and mimalloc's through an in-process sampler's
- * page), as `stats` reads it, by one reader kept from scrape to scrape
- * (its objects' symbols and the glibc layout are read once, not once per
- * target and scrape; concurrent scrapes take turns): local debug files
- * only (no debuginfod fetch while Prometheus waits) and without raising
- * the sampler's listener semaphore (docs/agent.md).
- */
-static pthread_mutex_t reader_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct alloc_reader *reader;
-
-static struct alloc_reader *scrape_reader(void)
-{
-	struct alloc_reader_opts o = { .sz = sizeof(o), .no_debuginfod = true, .no_listen = true };
-
-	pthread_mutex_lock(&reader_lock);
-	if (!reader)
-		reader = alloc_reader__new(&o);
-	return reader;
-}
-
-/* the memory picture (docs/memory-picture.md) of each live target, read now; a target gone meanwhile has none */
-static int target_memory(FILE *f, const struct agent_target *v, size_t n)
-{
-	struct memstats *m = calloc(n ? n : 1, sizeof(*m));
-	const struct memstats **mp = calloc(n ? n : 1, sizeof(*mp));
-	struct mem_prom_labels *labels = calloc(n ? n : 1, sizeof(*labels));
-	struct alloc_reader *ar = n ? scrape_reader() : NULL;
-	char err[256];
-	size_t i, k = 0;
-	int ret = -ENOMEM;
-
-	if (m && mp && labels) {
-		for (i = 0; i < n; i++) {
-			if (v[i].exited_ns || memstats__read(v[i].pid, &m[k], err, sizeof(err)))
-				continue;
-			/* what cannot be read is said in the state, and left out of the metrics */
-			if (ar)
-				alloc_reader__read(ar, v[i].pid, &m[k].alloc);
-			/* the target's attribution, which also reads cgroup v1 paths */
-			snprintf(m[k].cg.container_id, sizeof(m[k].cg.container_id), "%s",
-				 v[i].ci.id);
-			labels[k] = (struct mem_prom_labels){
-				.key = { "container", "namespace", "pod" },
-				.val = { v[i].ci.container_name, v[i].ci.pod_namespace,
-					 v[i].ci.pod_name },
-				.n = 3,
-			};
-			mp[k] = &m[k];
-			k++;
-		}
-		ret = memfmt_prometheus_many(f, mp, labels, k);
-	}
-	if (n)
-		pthread_mutex_unlock(&reader_lock);
-	free(m);
-	free(mp);
-	free(labels);
-	return ret;
-}
-
 int metrics_write(FILE *f, struct endpoints *e)
 {
 	struct agent_target *v;
@@ -526,14 +465,23 @@ int metrics_write(FILE *f, struct endpoints *e)
 		return -ENOMEM;
 	target_info(f, v, n);
 	ret = target_collector(f, e, v, n) ?: target_budget(f, e, v, n) ?: target_spans(f, e, v, n) ?:
-	      target_memory(f, v, n);
+	      pictures__write(e->pictures, f, v, n);
 	free(v);
 	return ret ?: ferror(f) ? -EIO : 0;
+}
+
+static uint64_t clock_ns(clockid_t id)
+{
+	struct timespec ts;
+
+	clock_gettime(id, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
 void metrics_route(void *ctx, const struct http_request *r, struct http_reply *out)
 {
 	FILE *f = open_memstream(&out->body, &out->len);
+	uint64_t t0 = clock_ns(CLOCK_MONOTONIC), cpu0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
 	int ret;
 
 	if (!f) {
@@ -542,6 +490,10 @@ void metrics_route(void *ctx, const struct http_request *r, struct http_reply *o
 	}
 	ret = metrics_write(f, ctx);
 	fclose(f);
+	/* the bench reads it: the scrape's own CPU, whatever else the machine runs */
+	pr_debug("/metrics: %zu bytes in %.1f ms (%.1f ms of CPU)\n", ret ? 0 : out->len,
+		 (double)(clock_ns(CLOCK_MONOTONIC) - t0) / 1e6,
+		 (double)(clock_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0) / 1e6);
 	if (ret) {
 		free(out->body);
 		out->body = NULL;

@@ -254,41 +254,103 @@ int memfmt_json(FILE *f, const struct memstats *m)
 /* label values escape backslash, double quote and newline; HELP text only backslash and newline */
 static void prom_escape(FILE *f, const char *s, bool quote)
 {
-	for (; *s; s++) {
-		if (*s == '\\')
-			fputs("\\\\", f);
-		else if (*s == '\n')
-			fputs("\\n", f);
-		else if (*s == '"' && quote)
-			fputs("\\\"", f);
-		else
-			fputc(*s, f);
+	size_t n;
+
+	/* runs of plain characters at once: a large /metrics is mostly label values */
+	for (;;) {
+		n = strcspn(s, quote ? "\\\n\"" : "\\\n");
+		fwrite_unlocked(s, 1, n, f);
+		s += n;
+		if (!*s)
+			return;
+		fputs_unlocked(*s == '\\' ? "\\\\" : *s == '\n' ? "\\n" : "\\\"", f);
+		s++;
 	}
 }
 
 void memfmt_prom_label(FILE *f, const char *key, const char *val, bool comma)
 {
-	fprintf(f, "%s%s=\"", comma ? "," : "", key);
+	if (comma)
+		fputc_unlocked(',', f);
+	fputs_unlocked(key, f);
+	fputs_unlocked("=\"", f);
 	prom_escape(f, val, true);
-	fputc('"', f);
+	fputc_unlocked('"', f);
 }
 
-/* one sample of one process: families sort by name, then the processes in the caller's order */
-struct prom_ref {
-	const struct mem_item *it;
-	size_t proc;
+/*
+ * One process's samples of one family.  A process's picture is rendered
+ * once into its families (memfmt_prom__add()), and an exposition of many
+ * processes is a merge of those by family name: n processes need one
+ * picture at a time, and a writer kept from scrape to scrape is written
+ * again at the cost of its bytes (docs/agent.md).
+ */
+struct prom_family {
+	char name[128];
+	const char *help;	/* the sections' static text */
+	bool counter;
+	char *buf;
+	size_t len;
+	FILE *f;		/* open_memstream() on buf while the process is added */
 };
 
+struct memfmt_prom {
+	/* sorted by name; each family stays where it is: its stream writes to its buf and len */
+	struct prom_family **v;
+	size_t n, cap;
+};
+
+struct memfmt_prom *memfmt_prom__new(void)
+{
+	return calloc(1, sizeof(struct memfmt_prom));
+}
+
+void memfmt_prom__free(struct memfmt_prom *w)
+{
+	size_t i;
+
+	if (!w)
+		return;
+	for (i = 0; i < w->n; i++) {
+		if (w->v[i]->f)
+			fclose(w->v[i]->f);
+		free(w->v[i]->buf);
+		free(w->v[i]);
+	}
+	free(w->v);
+	free(w);
+}
+
+/* within one process, a family's samples by their extra label */
 static int cmp_prom(const void *a, const void *b)
 {
-	const struct prom_ref *x = a, *y = b;
-	int c = strcmp(x->it->prom, y->it->prom);
+	const struct mem_item *x = *(const struct mem_item *const *)a;
+	const struct mem_item *y = *(const struct mem_item *const *)b;
+	int c = strcmp(x->prom, y->prom);
 
-	if (c)
-		return c;
-	if (x->proc != y->proc)
-		return x->proc < y->proc ? -1 : 1;
-	return strcmp(x->it->label_val ?: "", y->it->label_val ?: "");
+	return c ?: strcmp(x->label_val ?: "", y->label_val ?: "");
+}
+
+/* a new family of it at the end of w (the items come sorted); NULL when out of memory */
+static struct prom_family *prom_family_add(struct memfmt_prom *w, const struct mem_item *it)
+{
+	struct prom_family *fam;
+
+	if (vec_reserve(&w->v, &w->cap, w->n + 1, sizeof(*w->v)))
+		return NULL;
+	fam = calloc(1, sizeof(*fam));
+	if (!fam)
+		return NULL;
+	snprintf(fam->name, sizeof(fam->name), "%s", it->prom);
+	fam->help = it->help;
+	fam->counter = it->counter;
+	fam->f = open_memstream(&fam->buf, &fam->len);
+	if (!fam->f) {
+		free(fam);
+		return NULL;
+	}
+	w->v[w->n++] = fam;
+	return fam;
 }
 
 static void prom_value(FILE *f, const struct mem_item *it)
@@ -321,59 +383,126 @@ static void prom_sample(FILE *f, const struct mem_item *it, const struct memstat
 	fputc('\n', f);
 }
 
-/* the items of every process, and one reference per exported sample */
-static int prom_refs(const struct memstats *const *m, size_t n, struct mem_items *items,
-		     struct prom_ref **refs, size_t *n_refs)
+/* the families' streams closed: their text final in buf and len */
+static int prom_seal(struct memfmt_prom *w)
 {
-	size_t p, i, cap = 0;
 	int err = 0;
+	size_t i;
 
-	*refs = NULL;
-	*n_refs = 0;
-	for (p = 0; p < n && !err; p++) {
-		err = mem_items__build(m[p], &items[p]);
-		for (i = 0; !err && i < items[p].n; i++) {
-			if (!items[p].v[i].prom[0])
-				continue;
-			err = vec_reserve(refs, &cap, *n_refs + 1, sizeof(**refs));
-			if (!err)
-				(*refs)[(*n_refs)++] = (struct prom_ref){ &items[p].v[i], p };
-		}
+	for (i = 0; i < w->n; i++) {
+		if (w->v[i]->f && fclose(w->v[i]->f))
+			err = -ENOMEM;
+		w->v[i]->f = NULL;
 	}
 	return err;
+}
+
+int memfmt_prom__add(struct memfmt_prom *w, const struct memstats *m,
+		     const struct mem_prom_labels *extra)
+{
+	const struct mem_item **refs = NULL;
+	struct prom_family *fam = NULL;
+	struct mem_items items;
+	size_t i, n = 0;
+	int err;
+
+	if (w->n)
+		return -EEXIST;
+	err = mem_items__build(m, &items);
+	if (err)
+		return err;
+	refs = calloc(items.n ?: 1, sizeof(*refs));
+	if (!refs)
+		err = -ENOMEM;
+	for (i = 0; !err && i < items.n; i++)
+		if (items.v[i].prom[0])
+			refs[n++] = &items.v[i];
+	if (!err)
+		qsort(refs, n, sizeof(*refs), cmp_prom);
+	for (i = 0; !err && i < n; i++) {
+		if (!fam || strcmp(fam->name, refs[i]->prom))
+			fam = prom_family_add(w, refs[i]);
+		if (!fam)
+			err = -ENOMEM;
+		else
+			prom_sample(fam->f, refs[i], m, extra);
+	}
+	free(refs);
+	mem_items__free(&items);
+	return prom_seal(w) ?: err;
+}
+
+/* the families of every writer by name, each name once; NULL when out of memory */
+static const struct prom_family **prom_union(struct memfmt_prom *const *w, size_t n, size_t *out_n)
+{
+	const struct prom_family **u = NULL, **merged;
+	size_t nu = 0, p, i, j, k;
+	int c;
+
+	for (p = 0; p < n; p++) {
+		/* one merge of two sorted lists; the processes mostly have the same families */
+		merged = malloc((nu + w[p]->n ?: 1) * sizeof(*merged));
+		if (!merged) {
+			free(u);
+			return NULL;
+		}
+		for (i = 0, j = 0, k = 0; i < nu || j < w[p]->n;) {
+			c = i == nu ? 1 : j == w[p]->n ? -1 : strcmp(u[i]->name, w[p]->v[j]->name);
+			merged[k++] = c <= 0 ? u[i] : w[p]->v[j];
+			i += c <= 0;
+			j += c >= 0;
+		}
+		free(u);
+		u = merged;
+		nu = k;
+	}
+	*out_n = nu;
+	return u;
+}
+
+int memfmt_prom__write(FILE *f, struct memfmt_prom *const *w, size_t n)
+{
+	const struct prom_family **u, *fam;
+	size_t nu, i, p, *at = calloc(n ?: 1, sizeof(*at));
+
+	u = at ? prom_union(w, n, &nu) : NULL;
+	if (!u) {
+		free(at);
+		return -ENOMEM;
+	}
+	for (i = 0; i < nu; i++) {
+		fprintf(f, "# HELP %s ", u[i]->name);
+		prom_escape(f, u[i]->help ?: "", false);
+		fprintf(f, "\n# TYPE %s %s\n", u[i]->name, u[i]->counter ? "counter" : "gauge");
+		/* each writer's families are in the same order: a cursor each */
+		for (p = 0; p < n; p++) {
+			if (at[p] == w[p]->n || strcmp((fam = w[p]->v[at[p]])->name, u[i]->name))
+				continue;
+			fwrite_unlocked(fam->buf, 1, fam->len, f);
+			at[p]++;
+		}
+	}
+	free(u);
+	free(at);
+	return ferror(f) ? -EIO : 0;
 }
 
 int memfmt_prometheus_many(FILE *f, const struct memstats *const *m,
 			   const struct mem_prom_labels *extra, size_t n)
 {
-	struct mem_items *items = calloc(n ? n : 1, sizeof(*items));
-	struct prom_ref *refs;
-	const char *prev = "";
-	size_t i, n_refs;
-	int err;
+	struct memfmt_prom **w = calloc(n ?: 1, sizeof(*w));
+	size_t i;
+	int err = w ? 0 : -ENOMEM;
 
-	if (!items)
-		return -ENOMEM;
-	err = prom_refs(m, n, items, &refs, &n_refs);
-	/* one family's samples must be together, under one HELP and TYPE */
-	if (!err)
-		qsort(refs, n_refs, sizeof(*refs), cmp_prom);
-	for (i = 0; !err && i < n_refs; i++) {
-		const struct mem_item *it = refs[i].it;
-
-		if (strcmp(prev, it->prom)) {
-			fprintf(f, "# HELP %s ", it->prom);
-			prom_escape(f, it->help ?: "", false);
-			fprintf(f, "\n# TYPE %s %s\n", it->prom, it->counter ? "counter" : "gauge");
-			prev = it->prom;
-		}
-		prom_sample(f, it, m[refs[i].proc], extra ? &extra[refs[i].proc] : NULL);
+	for (i = 0; !err && i < n; i++) {
+		w[i] = memfmt_prom__new();
+		err = w[i] ? memfmt_prom__add(w[i], m[i], extra ? &extra[i] : NULL) : -ENOMEM;
 	}
-	for (i = 0; i < n; i++)
-		mem_items__free(&items[i]);
-	free(items);
-	free(refs);
-	return err ?: ferror(f) ? -EIO : 0;
+	err = err ?: memfmt_prom__write(f, w, n);
+	for (i = 0; w && i < n; i++)
+		memfmt_prom__free(w[i]);
+	free(w);
+	return err;
 }
 
 int memfmt_prometheus(FILE *f, const struct memstats *m)

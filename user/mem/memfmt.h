@@ -67,6 +67,20 @@ struct mem_prom_labels {
 };
 
 /*
+ * One process's picture rendered for an exposition of many (the agent's
+ * /metrics keeps one per target): new, add the picture once, write any
+ * number of them together, free.  A writer holds the text, not the
+ * picture.  add and write return 0 or -errno.
+ */
+struct memfmt_prom;
+struct memfmt_prom *memfmt_prom__new(void);
+int memfmt_prom__add(struct memfmt_prom *w, const struct memstats *m,
+		     const struct mem_prom_labels *extra);
+/* the n processes' samples, each family once under its HELP and TYPE, processes in w's order */
+int memfmt_prom__write(FILE *f, struct memfmt_prom *const *w, size_t n);
+void memfmt_prom__free(struct memfmt_prom *w);
+
+/*
  * The pictures of n processes in one exposition: each family once, with
  * the samples of every process under it; extra (may be NULL) has n entries.
  */
