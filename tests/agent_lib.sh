@@ -183,31 +183,38 @@ exact_allocs() {
 	return 0
 }
 
-# duty_cycled_heap NAME SAMPLER: tests/targets/alloc_bound 20000 4096 1024 ($target_pid: 20k
-# ops/s at rate 1, each freeing the block 4096 ops older, so 4 MiB of 1 KiB blocks are live)
-# under an agent started as NAME with -v and a budget below its cost: a duty decision,
-# /targets' sampler SAMPLER, duty cycled (0 < duty < 0.9 since pick-up, after two off
-# windows), and ring_block's inuse_space at most the 4 MiB that are live, exactly (no
-# sampling error at rate 1), with 20 MiB sampled, its probes still cycled; the heap in
-# $TMP/b.heap.  Needs tests/agent/budget.inc (metric, wait_cycled, heap_sampled).
-duty_cycled_heap() {
+# cycled_heap NAME OUT: once the agent started as NAME (-v) has decided a duty for
+# $target_pid (tests/targets/alloc_bound), two off windows and 20 MiB of ring_block
+# sampled: the heap in OUT (go tool pprof -raw); $duty since pick-up (0 < duty < 0.9, else
+# fail), ring_block's $alloc and $live bytes.  Needs tests/agent/budget.inc (metric,
+# wait_cycled, heap_sampled).
+cycled_heap() {
 	wait_for "$TMP/$1.err" "pid $target_pid: .* duty" 20 ||
 		{ fail "no duty decision: $(tail -3 "$TMP/$1.err")"; return 1; }
-	[ "$(field "$target_pid" sampler)" = "$2" ] ||
-		fail "sampler $(field "$target_pid" sampler)"
 	# two off windows, then the samples to judge them by: the checks below say what fell short
 	wait_cycled "$target_pid" 2 30
-	heap_sampled "$target_pid" "$TMP/b.heap" $((20 << 20)) 30 || [ -s "$TMP/b.heap" ] ||
-		{ fail "go tool pprof: $(tail -2 "$TMP/b.heap.err")"; return 1; }
+	heap_sampled "$target_pid" "$2" $((20 << 20)) 30 || [ -s "$2" ] ||
+		{ fail "go tool pprof: $(tail -2 "$2.err")"; return 1; }
 	duty=$(metric culpert_target_duty "$target_pid")
 	$PY -c 'import sys; sys.exit(0 if 0 < float(sys.argv[1]) < 0.9 else 1)' "${duty:-1}" ||
 		{ fail "not duty cycled: duty ${duty:-none} since pick-up
 $(grep "pid $target_pid:" "$TMP/$1.err" | tail -2)"; return 1; }
-	live=$($RAW inuse_space <"$TMP/b.heap" | awk '$1 == "ring_block" { print $2 }')
-	alloc=$($RAW alloc_space <"$TMP/b.heap" | awk '$1 == "ring_block" { print $2 }')
+	live=$($RAW inuse_space <"$2" | awk '$1 == "ring_block" { print $2 }')
+	alloc=$($RAW alloc_space <"$2" | awk '$1 == "ring_block" { print $2 }')
 	echo "  duty ${duty} since pick-up: ring_block allocated ${alloc:-0} B, live ${live:-0} B"
 	[ "${alloc:-0}" -ge $((20 << 20)) ] ||
 		fail "only ${alloc:-0} bytes sampled: too few to tell frees in off windows"
+}
+
+# duty_cycled_heap NAME SAMPLER: tests/targets/alloc_bound 20000 4096 1024 ($target_pid: 20k
+# ops/s at rate 1, each freeing the block 4096 ops older, so 4 MiB of 1 KiB blocks are live)
+# under an agent started as NAME with -v and a budget below its cost: cycled_heap, /targets'
+# sampler SAMPLER, and ring_block's inuse_space at most the 4 MiB that are live, exactly
+# (no sampling error at rate 1), its probes still cycled; the heap in $TMP/b.heap
+duty_cycled_heap() {
+	cycled_heap "$1" "$TMP/b.heap" || return 1
+	[ "$(field "$target_pid" sampler)" = "$2" ] ||
+		fail "sampler $(field "$target_pid" sampler)"
 	[ "${live:-0}" -le $((4096 * 1024)) ] ||
 		fail "ring_block live ${live} bytes, at most 4 MiB are: frees in off windows missed"
 	grep -qx "Comment: sampler=otel_memory" "$TMP/b.heap" || fail "heap not through otel_memory"

@@ -178,21 +178,7 @@ test_heap_off_windows() {
 	start_target "$TMP/t.out" "$TMP/${TAG}h" 20000 4096 1024 || return
 	agent_start heap -v --select "pid=$target_pid" --max-overhead 1.8 --duty-period 1s \
 		--rate 65536 || return
-	wait_for "$TMP/heap.err" "pid $target_pid: .* duty" 20 ||
-		{ fail "no duty decision: $(tail -3 "$TMP/heap.err")"; return 1; }
-	# two off windows, then the samples to judge them by: the checks below say what fell short
-	wait_cycled "$target_pid" 2 30
-	heap_sampled "$target_pid" "$TMP/h.raw" $((20 << 20)) 30 || [ -s "$TMP/h.raw" ] ||
-		{ fail "go tool pprof: $(tail -2 "$TMP/h.raw.err")"; return 1; }
-	duty=$(metric culpert_target_duty "$target_pid")
-	$PY -c 'import sys; sys.exit(0 if 0 < float(sys.argv[1]) < 0.9 else 1)' "${duty:-1}" ||
-		{ fail "not duty cycled: duty ${duty:-none} since pick-up
-$(grep "pid $target_pid:" "$TMP/heap.err" | tail -2)"; return 1; }
-	live=$($RAW inuse_space <"$TMP/h.raw" | awk '$1 == "ring_block" { print $2 }')
-	alloc=$($RAW alloc_space <"$TMP/h.raw" | awk '$1 == "ring_block" { print $2 }')
-	echo "  duty ${duty} since pick-up: ring_block allocated ${alloc:-0} B, live ${live:-0} B"
-	[ "${alloc:-0}" -ge $((20 << 20)) ] ||
-		fail "only ${alloc:-0} bytes sampled: too few to tell frees in off windows"
+	cycled_heap heap "$TMP/h.raw" || return 1
 	[ "${live:-0}" -le $((4 * 1048576 + 4 * 524288)) ] ||
 		fail "ring_block live ${live} bytes, at most 4 MiB are: frees in off windows missed"
 	grep -q "^Comment: duty=0\.[0-8]" "$TMP/h.raw" ||
