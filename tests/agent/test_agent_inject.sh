@@ -319,8 +319,12 @@ t_options() {
 	"$BIN_BPF" agent --help | grep -q -- "--inject SEL" || fail "--help lacks --inject"
 	"$BIN_BPF" agent --inject 'bogus' >"$TMP/o.out" 2>"$TMP/o.err"
 	rc=$?
-	[ $rc = 2 ] && grep -q "^error: invalid --select 'bogus'" "$TMP/o.err" ||
+	[ $rc = 2 ] && grep -q "^error: invalid --inject 'bogus'" "$TMP/o.err" ||
 		fail "--inject bogus: exit $rc, $(head -2 "$TMP/o.err")"
+	"$BIN_BPF" agent --inject 'pid=x' >"$TMP/o.out" 2>"$TMP/o.err"
+	rc=$?
+	[ $rc = 2 ] && grep -q "^error: invalid --inject pid 'x'" "$TMP/o.err" ||
+		fail "--inject pid=x: exit $rc, $(head -2 "$TMP/o.err")"
 }
 
 run_test agent/inject/options t_options

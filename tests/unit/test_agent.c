@@ -159,7 +159,7 @@ static struct selectors *sel(const char *spec)
 	struct selectors *s = NULL;
 	char *v[] = { (char *)spec };
 
-	return selectors__parse(v, 1, &s) ? NULL : s;
+	return selectors__parse("--select", v, 1, &s) ? NULL : s;
 }
 
 static bool matches(const char *spec, const struct select_input *in)
@@ -203,7 +203,7 @@ static void test_selectors(void)
 	{
 		char *v[] = { "comm=apache", "pid=42" };
 
-		ASSERT_EQ(selectors__parse(v, 2, &s), 0, "two selectors");
+		ASSERT_EQ(selectors__parse("--select", v, 2, &s), 0, "two selectors");
 		ASSERT_STREQ(selectors__match(s, &in), "pid=42", "OR'ed: the one that matched");
 		selectors__free(s);
 	}
@@ -234,7 +234,7 @@ static void test_selector_names(void)
 	char names[256] = "";
 	struct selectors *s;
 
-	if (!ASSERT_EQ(selectors__parse(v, sizeof(v) / sizeof(v[0]), &s), 0, "parse"))
+	if (!ASSERT_EQ(selectors__parse("--select", v, sizeof(v) / sizeof(v[0]), &s), 0, "parse"))
 		return;
 	ASSERT_EQ(selectors__names(s, add_name, names), 0, "names");
 	ASSERT_STREQ(names, "redis-server nginx php-fpm8.2 memcached postgres",

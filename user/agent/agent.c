@@ -1095,8 +1095,8 @@ int cmd_agent(int argc, char **argv)
 	 */
 	mallopt(M_MMAP_THRESHOLD, 256 << 10);
 	ret = agent_opts__parse(argc, argv, &a.o);
-	if (ret || selectors__parse(a.o.selects, a.o.n_selects, &a.sel) ||
-	    (a.o.n_injects && selectors__parse(a.o.injects, a.o.n_injects, &a.inj))) {
+	if (ret || selectors__parse("--select", a.o.selects, a.o.n_selects, &a.sel) ||
+	    (a.o.n_injects && selectors__parse("--inject", a.o.injects, a.o.n_injects, &a.inj))) {
 		agent_opts__free(&a.o);
 		return ret == CMD_HELP ? CMD_OK : CMD_ERROR;
 	}

@@ -55,43 +55,45 @@ static const struct {
 	{ "namespace", SEL_NAMESPACE }, { "container-name", SEL_CONTAINER_NAME },
 };
 
-static int bad(const char *spec, const char *why)
+/* OPT: the option the selector came with (--select, --inject) */
+static int bad(const char *opt, const char *spec, const char *why)
 {
-	return opt_error("invalid --select '%s': %s", spec, why);
+	return opt_error("invalid %s '%s': %s", opt, spec, why);
 }
 
-static int parse_arg(struct selector *s)
+static int parse_arg(const char *opt, struct selector *s)
 {
-	char re[1024], msg[128];
+	char re[1024], msg[128], what[32];
 	const char *slash;
 	int err;
 
 	if (!s->arg[0])
-		return bad(s->spec, "the value after '=' is empty");
+		return bad(opt, s->spec, "the value after '=' is empty");
 	switch (s->kind) {
 	case SEL_COMM:
 		/* anchored, as Prometheus' relabel regexes: comm=nginx is not nginx-exporter */
 		if (snprintf(re, sizeof(re), "^(%s)$", s->arg) >= (int)sizeof(re))
-			return bad(s->spec, "the regex is too long");
+			return bad(opt, s->spec, "the regex is too long");
 		err = regcomp(&s->re, re, REG_EXTENDED | REG_NOSUB);
 		if (err) {
 			regerror(err, &s->re, msg, sizeof(msg));
-			return bad(s->spec, msg);
+			return bad(opt, s->spec, msg);
 		}
 		return 0;
 	case SEL_PID:
-		if (opt_pid("--select pid", s->arg, &s->pid))
+		snprintf(what, sizeof(what), "%s pid", opt);
+		if (opt_pid(what, s->arg, &s->pid))
 			return -EINVAL;
 		return 0;
 	case SEL_POD:
 		slash = strchr(s->arg, '/');
 		if (!slash || slash == s->arg || !slash[1] || strchr(slash + 1, '/'))
-			return bad(s->spec, "use pod=NAMESPACE/NAME");
+			return bad(opt, s->spec, "use pod=NAMESPACE/NAME");
 		s->ns_len = (size_t)(slash - s->arg);
 		return 0;
 	case SEL_CGROUP:
 		if (s->arg[0] != '/')
-			return bad(s->spec, "a cgroup path starts with '/', as /proc/PID/cgroup "
+			return bad(opt, s->spec, "a cgroup path starts with '/', as /proc/PID/cgroup "
 				   "shows it");
 		return 0;
 	default:
@@ -99,7 +101,7 @@ static int parse_arg(struct selector *s)
 	}
 }
 
-static int parse_one(const char *spec, struct selector *s)
+static int parse_one(const char *opt, const char *spec, struct selector *s)
 {
 	const char *eq = strchr(spec, '=');
 	size_t i, kl = eq ? (size_t)(eq - spec) : strlen(spec);
@@ -115,13 +117,13 @@ static int parse_one(const char *spec, struct selector *s)
 			continue;
 		s->kind = keys[i].kind;
 		s->arg = eq + 1;
-		return parse_arg(s);
+		return parse_arg(opt, s);
 	}
-	return bad(spec, "use comm=REGEX, exe=GLOB, cgroup=PREFIX, container=ID, pid=N, usdt, "
+	return bad(opt, spec, "use comm=REGEX, exe=GLOB, cgroup=PREFIX, container=ID, pid=N, usdt, "
 		   "pod=NAMESPACE/NAME, namespace=NS or container-name=NAME");
 }
 
-int selectors__parse(char *const *specs, size_t n, struct selectors **out)
+int selectors__parse(const char *opt, char *const *specs, size_t n, struct selectors **out)
 {
 	struct selectors *s = calloc(1, sizeof(*s));
 	int ret = 0;
@@ -132,7 +134,7 @@ int selectors__parse(char *const *specs, size_t n, struct selectors **out)
 		return -ENOMEM;
 	}
 	for (i = 0; i < n && !ret; i++) {
-		ret = parse_one(specs[i], &s->v[i]);
+		ret = parse_one(opt, specs[i], &s->v[i]);
 		if (!ret)
 			s->n++;
 	}

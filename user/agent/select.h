@@ -30,8 +30,11 @@ struct select_input {
 
 struct selectors;
 
-/* parse every --select; the opt_error() line and -EINVAL on a bad one, -ENOMEM */
-int selectors__parse(char *const *specs, size_t n, struct selectors **out);
+/*
+ * parse the selectors option OPT (--select, --inject) gave; the opt_error()
+ * line naming OPT and -EINVAL on a bad one, -ENOMEM
+ */
+int selectors__parse(const char *opt, char *const *specs, size_t n, struct selectors **out);
 void selectors__free(struct selectors *s);
 /* the first selector that matches in (its text in *which), or NULL */
 const char *selectors__match(struct selectors *s, const struct select_input *in);
