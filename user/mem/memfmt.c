@@ -463,8 +463,12 @@ static const struct prom_family **prom_union(struct memfmt_prom *const *w, size_
 int memfmt_prom__write(FILE *f, struct memfmt_prom *const *w, size_t n)
 {
 	const struct prom_family **u, *fam;
-	size_t nu, i, p, *at = calloc(n ?: 1, sizeof(*at));
+	size_t nu, i, p, *at;
 
+	/* no process (none live, or none yet): no family, and no error */
+	if (!n)
+		return 0;
+	at = calloc(n, sizeof(*at));
 	u = at ? prom_union(w, n, &nu) : NULL;
 	if (!u) {
 		free(at);
