@@ -23,7 +23,7 @@ fi
 # this one may have them from an earlier tool.  As root, run the suite in a
 # private mount namespace without them, so nothing can come to rely on them.
 if [ "$(id -u)" = 0 ] && [ -z "${CULPERT_TEST_MNTNS:-}" ] && command -v unshare >/dev/null; then
-	CULPERT_TEST_MNTNS=1 exec unshare --mount --propagation private sh "$0" "$@"
+	CULPERT_TEST_MNTNS=1 exec unshare --mount --propagation private sh "$0" ${stress:+--stress} "$@"
 fi
 if [ -n "${CULPERT_TEST_MNTNS:-}" ]; then
 	for m in /sys/kernel/debug/tracing /sys/kernel/tracing /sys/kernel/debug; do
