@@ -82,7 +82,10 @@ static pid_t spawn(int i, int go[2], int done[2], int life[2])
 		exit(1);
 	}
 	if (pid == 0) {
+		/* the master's ends only: a master gone before its go byte is an EOF, not a hang */
 		close(life[1]);
+		close(go[1]);
+		close(done[0]);
 		worker(i, go[0], done[1], life[0]);
 	}
 	return pid;
