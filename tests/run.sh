@@ -149,6 +149,9 @@ pool_drain() {
 		pool_report
 		[ -n "$pool_names" ] && sleep 0.2
 	done
+	# every file is in: the hogs (--stress) end here, or the wait below never would
+	for h in $hogs; do kill "$h" 2>/dev/null; done
+	hogs=""
 	wait
 }
 
