@@ -14,7 +14,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +35,7 @@
 #include "readfile.h"
 #include "session.h"
 #include "targets.h"
+#include "thread.h"
 #include "units.h"
 #include "vec.h"
 
@@ -341,7 +341,6 @@ struct collector *collector__new(const struct session_opts *o, size_t max_target
 	struct bpfobj_opts so = { 0 };
 	struct collector *c = calloc(1, sizeof(*c));
 	pthread_condattr_t ca;
-	sigset_t all, old;
 	size_t i;
 
 	if (!c || !(c->v = calloc(max_targets ?: 1, sizeof(*c->v)))) {
@@ -394,11 +393,7 @@ struct collector *collector__new(const struct session_opts *o, size_t max_target
 	if (!c->maps_watch)
 		pr_info("cannot follow new mappings as they are made (%s): libraries unloaded "
 			"between two reads of a target's maps stay unknown\n", strerror(errno));
-	/* every signal blocked in it: SIGTERM is the event loop's (a signalfd) */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	c->attacher_started = !pthread_create(&c->attacher, NULL, attacher, c);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	c->attacher_started = !thread_start_unsignalled(&c->attacher, attacher, c);
 	if (!c->attacher_started) {
 		snprintf(err, errlen, "cannot start the attach thread: %s", strerror(EAGAIN));
 		collector__free(c);
@@ -447,7 +442,6 @@ static void release_all(struct collector *c)
 	struct releases r = { .deadline_ns = mono_ns() + STOP_RELEASE_NS };
 	pthread_t th[RELEASE_THREADS];
 	size_t i, n = 0, cap = 0;
-	sigset_t all, old;
 
 	for (i = 0; i < c->n; i++)
 		if (c->v[i].s && session__injected(c->v[i].s) &&
@@ -456,11 +450,9 @@ static void release_all(struct collector *c)
 	for (i = 0; i < c->n_jobs; i++)
 		if (c->jobs[i].close && !vec_reserve(&r.v, &cap, r.n + 1, sizeof(*r.v)))
 			r.v[r.n++] = c->jobs[i].close;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	while (n < RELEASE_THREADS && n + 1 < r.n && !pthread_create(&th[n], NULL, release_some, &r))
+	while (n < RELEASE_THREADS && n + 1 < r.n &&
+	       !thread_start_unsignalled(&th[n], release_some, &r))
 		n++;
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	release_some(&r);
 	for (i = 0; i < n; i++)
 		pthread_join(th[i], NULL);

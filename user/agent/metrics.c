@@ -9,6 +9,7 @@
 #include <sys/resource.h>
 
 #include "agent.h"
+#include "clock.h"
 #include "duty.h"
 #include "endpoints.h"
 #include "kubeapi.h"
@@ -468,14 +469,6 @@ int metrics_write(FILE *f, struct endpoints *e)
 	      pictures__write(e->pictures, f, v, n);
 	free(v);
 	return ret ?: ferror(f) ? -EIO : 0;
-}
-
-static uint64_t clock_ns(clockid_t id)
-{
-	struct timespec ts;
-
-	clock_gettime(id, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
 void metrics_route(void *ctx, const struct http_request *r, struct http_reply *out)

@@ -1,17 +1,18 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <errno.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "allocstate.h"
+#include "clock.h"
 #include "log.h"
 #include "memfmt.h"
 #include "memstats.h"
 #include "pictures.h"
+#include "thread.h"
 #include "vec.h"
 
 struct picture {
@@ -40,14 +41,6 @@ struct pictures {
 	struct alloc_reader *reader;
 	struct memstats *m;		/* a quarter of a MiB (glibc's arena table): one */
 };
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
 
 /* t's picture read now and rendered; NULL when it cannot be read (gone meanwhile) */
 static struct memfmt_prom *read_one(struct pictures *p, const struct agent_target *t)
@@ -118,7 +111,7 @@ static void store(struct pictures *p, const struct agent_target *t, struct memfm
 
 static void read_and_store(struct pictures *p, const struct agent_target *t)
 {
-	uint64_t now = mono_ns();
+	uint64_t now = clock_ns(CLOCK_MONOTONIC);
 	struct memfmt_prom *w = read_one(p, t);
 
 	pthread_mutex_lock(&p->lock);
@@ -167,7 +160,7 @@ static void refresh(struct pictures *p)
 		pthread_mutex_lock(&p->lock);
 		pic = find(p, v[i].pid, v[i].start_ticks);
 		/* read by a scrape within half a period */
-		fresh = pic && mono_ns() - pic->read_ns < PICTURES_REFRESH_NS / 2;
+		fresh = pic && clock_ns(CLOCK_MONOTONIC) - pic->read_ns < PICTURES_REFRESH_NS / 2;
 		pthread_mutex_unlock(&p->lock);
 		if (!fresh)
 			read_and_store(p, &v[i]);
@@ -189,7 +182,7 @@ static void *run(void *arg)
 
 	pthread_mutex_lock(&p->lock);
 	while (!p->stop) {
-		now = mono_ns();
+		now = clock_ns(CLOCK_MONOTONIC);
 		/* only while someone scrapes: no reads for nobody */
 		if (!p->scraped_ns || now - p->scraped_ns >= PICTURES_IDLE_NS) {
 			at = 0;
@@ -218,7 +211,6 @@ struct pictures *pictures__new(struct targets *t)
 {
 	struct pictures *p = calloc(1, sizeof(*p));
 	pthread_condattr_t ca;
-	sigset_t all, old;
 	int err;
 
 	if (!p)
@@ -235,11 +227,7 @@ struct pictures *pictures__new(struct targets *t)
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&p->cond, &ca);
 	pthread_condattr_destroy(&ca);
-	/* signals are the profiling thread's (its signalfd): this thread takes none */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	err = pthread_create(&p->thread, NULL, run, p);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	err = thread_start_unsignalled(&p->thread, run, p);
 	if (err) {
 		pthread_cond_destroy(&p->cond);
 		free(p->m);
@@ -274,7 +262,7 @@ void pictures__free(struct pictures *p)
 static int stale(struct pictures *p, const struct agent_target *v, size_t n, size_t **out,
 		 size_t *n_out)
 {
-	uint64_t now = mono_ns();
+	uint64_t now = clock_ns(CLOCK_MONOTONIC);
 	struct picture *pic;
 	size_t i, k = 0;
 	size_t *idx = malloc((n ?: 1) * sizeof(*idx));

@@ -3,7 +3,6 @@
 #include <bpf/libbpf.h>
 #include <errno.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -11,6 +10,7 @@
 #include "culpert.h"
 #include "log.h"
 #include "reaper.h"
+#include "thread.h"
 #include "uprobe.h"
 #include "vec.h"
 
@@ -184,7 +184,6 @@ static void *reaper_main(void *arg)
 struct reaper *reaper__new(int live_fd, size_t value_size)
 {
 	struct reaper *r = calloc(1, sizeof(*r));
-	sigset_t all, old;
 	int ret;
 
 	if (!r)
@@ -194,14 +193,7 @@ struct reaper *reaper__new(int live_fd, size_t value_size)
 	pthread_mutex_init(&r->lock, NULL);
 	pthread_cond_init(&r->wake, NULL);
 	pthread_cond_init(&r->done, NULL);
-	/*
-	 * Started with every signal blocked: the process's are for the thread
-	 * that reads them (the agent's signalfd), which may block them later.
-	 */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	ret = pthread_create(&r->thread, NULL, reaper_main, r);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	ret = thread_start_unsignalled(&r->thread, reaper_main, r);
 	if (ret) {
 		pthread_mutex_destroy(&r->lock);
 		pthread_cond_destroy(&r->wake);
