@@ -663,36 +663,36 @@ static struct ctarget *claim_slot(struct collector *c, const struct agent_target
 	return t;
 }
 
-/* t to the attach thread; t's lock held, t->attaching set (profiling thread) */
-static int queue_attach(struct collector *c, struct ctarget *t, bool first)
+/* j to the attach thread's queue; 0 or -ENOMEM */
+static int push_job(struct collector *c, const struct attach_job *j)
 {
-	struct attach_job j = { .t = t, .gen = t->gen, .pid = t->pid, .start = t->start_ticks,
-				.first = first };
 	int ret;
 
 	pthread_mutex_lock(&c->jobs_lock);
 	ret = vec_reserve(&c->jobs, &c->cap_jobs, c->n_jobs + 1, sizeof(*c->jobs));
 	if (!ret) {
-		c->jobs[c->n_jobs++] = j;
+		c->jobs[c->n_jobs++] = *j;
 		pthread_cond_signal(&c->jobs_cond);
 	}
 	pthread_mutex_unlock(&c->jobs_lock);
 	return ret;
 }
 
+/* t to the attach thread; t's lock held, t->attaching set (profiling thread) */
+static int queue_attach(struct collector *c, struct ctarget *t, bool first)
+{
+	struct attach_job j = { .t = t, .gen = t->gen, .pid = t->pid, .start = t->start_ticks,
+				.first = first };
+
+	return push_job(c, &j);
+}
+
 /* s to the attach thread, to release its injected sampler and close it; 0 or -ENOMEM */
 static int queue_close(struct collector *c, struct session *s)
 {
-	int ret;
+	struct attach_job j = { .close = s };
 
-	pthread_mutex_lock(&c->jobs_lock);
-	ret = vec_reserve(&c->jobs, &c->cap_jobs, c->n_jobs + 1, sizeof(*c->jobs));
-	if (!ret) {
-		c->jobs[c->n_jobs++] = (struct attach_job){ .close = s };
-		pthread_cond_signal(&c->jobs_cond);
-	}
-	pthread_mutex_unlock(&c->jobs_lock);
-	return ret;
+	return push_job(c, &j);
 }
 
 /* the outcome of an attempt, t's claim checked: the target may have exited or gone meanwhile */

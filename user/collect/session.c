@@ -122,7 +122,7 @@ static int session_inject(struct session *s, char *err, size_t errlen)
 	return 0;
 }
 
-static void session_release(struct session *s, uint64_t deadline_ns)
+void session__release(struct session *s, uint64_t deadline_ns)
 {
 	if (!s->injected)
 		return;
@@ -135,11 +135,6 @@ static void session_release(struct session *s, uint64_t deadline_ns)
 			"it (docs/inject.md)\n", (int)s->t.pid);
 	else
 		injection__stop(&s->t, s->objs, deadline_ns);
-}
-
-void session__release(struct session *s, uint64_t deadline_ns)
-{
-	session_release(s, deadline_ns);
 }
 
 bool session__injected(const struct session *s)
@@ -576,7 +571,7 @@ void session__detach(struct session *s)
 		return;
 	/* detach first: the target stops paying for probes while we finish */
 	bpfobj_proc__detach(s->proc);
-	session_release(s, 0);
+	session__release(s, 0);
 	bpfobj_proc__window(s->proc, &s->start_ns, &s->end_ns);
 	bpfobj__drain(s->sampler);
 	bpfobj__misses(s->sampler, &s->misses, &s->free_misses);
@@ -600,7 +595,7 @@ void session__close(struct session *s)
 	if (!s)
 		return;
 	/* a session that failed after injecting, or was never detached */
-	session_release(s, 0);
+	session__release(s, 0);
 	free(s->inject_refused);
 	for (i = 0; i < s->n_comments; i++)
 		free(s->comments[i]);
