@@ -2,6 +2,9 @@
 # Helpers of the agent's shell tests (tests/bpf/test_agent_frame.sh,
 # tests/agent/*.sh), after tests/lib.sh.  $PY is Debian's python3.
 
+# a profile's totals by function (tests/tools/pprof_raw.py reads go tool pprof -raw)
+RAW="$PY tests/tools/pprof_raw.py"
+
 # libculpert-sampler.so of this build, for targets to preload and the agent to inject
 LIB=$(realpath "$OUTPUT/libculpert-sampler.so" 2>/dev/null)
 

@@ -15,7 +15,6 @@
 # that holds seconds of them, so that a loaded machine's slow reader loses none
 AGENT_ARGS="--max-overhead 0 --ringbuf-size 64MiB"
 
-RAW="$PY tests/tools/pprof_raw.py"
 TAG=ain$$
 MEMFD="/memfd:libculpert-sampler.so (deleted)"
 

@@ -10,7 +10,6 @@
 # back at the rescan.
 . tests/lib.sh
 . tests/agent_lib.sh
-PY=/usr/bin/python3
 FAN=$OUTPUT/tests/bench/stack_fan
 
 # two stack_fan targets, every call sampled (64 KiB blocks at --rate 4096); sets $f1 $f2

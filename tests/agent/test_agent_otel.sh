@@ -13,7 +13,6 @@
 # no budget but in the duty-cycling test: the exact totals are of whole runs
 AGENT_ARGS="--max-overhead 0"
 
-RAW="$PY tests/tools/pprof_raw.py"
 TAG=aot$$
 # the agent's --rate, for the targets on uprobes: not the sampler's (1), so each profile's
 # period tells which rate it was taken at

@@ -11,7 +11,6 @@
 # printed beside it.
 . tests/lib.sh
 . tests/agent_lib.sh
-PY=/usr/bin/python3
 TAG=stp$$
 
 # stop_agent [SIG]: SIGTERM (or SIG) to $agent_pid and wait for it; $rc its

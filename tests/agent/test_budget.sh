@@ -12,7 +12,6 @@
 . tests/lib.sh
 . tests/agent/budget.inc
 
-RAW="$PY tests/tools/pprof_raw.py"
 TAG=bud$$
 
 # A flat-out malloc loop (no in-use) under --max-overhead 10, functional

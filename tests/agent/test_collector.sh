@@ -12,8 +12,6 @@
 # seconds), which the default --max-overhead 1 duty-cycles; test_budget.sh tests the budget
 AGENT_ARGS="--max-overhead 0"
 
-PY=/usr/bin/python3
-RAW="$PY tests/tools/pprof_raw.py"
 TAG=col$$
 # sampling rate of these tests: small enough for tight tolerances, blocks (<= 8704 bytes) still small
 RATE=65536

@@ -11,8 +11,6 @@
 # no budget: every byte of the run is the ground truth
 AGENT_ARGS="--max-overhead 0"
 
-PY=/usr/bin/python3
-RAW="$PY tests/tools/pprof_raw.py"
 TAG=pk$$
 # tests/targets/alloc_start: 512 blocks of 4096 bytes in at_start()
 START_BYTES=2097152

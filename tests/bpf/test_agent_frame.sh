@@ -13,8 +13,6 @@
 . tests/lib.sh
 . tests/agent_lib.sh
 
-# Debian's python3: python3-prometheus-client is installed for it
-PY=/usr/bin/python3
 IDLE=$TARGETS/agent_idle
 TAG=agt$$
 # the hierarchies as mounted: cgroup v2 (at /sys/fs/cgroup/unified on this hybrid

@@ -9,7 +9,6 @@
 . tests/lib.sh
 . tests/symlib.sh
 
-PY=/usr/bin/python3
 PROMCHECK=tests/tools/promcheck.py
 MULTIARCH=$(gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)
 SAMPLER=$OUTPUT/libculpert-sampler.so

@@ -5,9 +5,6 @@
 # through a return probe on every call; leaks and their age; the bound.
 . tests/lib.sh
 
-# Debian's python3, for bpftool's JSON
-PY=/usr/bin/python3
-
 # profile alloc_live with --inuse (+ args) until it says "done"; profile in $TMP/live.pb.gz
 # The target is asked its ages (SIGUSR2) once attach has ended: bounds of the
 # ages the profile counts to that end (tests/targets/alloc_live.c).

@@ -7,8 +7,6 @@
 # ways a read can fail.
 . tests/lib.sh
 
-# Debian's python3: python3-prometheus-client is installed for it
-PY=/usr/bin/python3
 PROMCHECK=tests/tools/promcheck.py
 DRIVE=tests/tools/cgroup_limit_drive.sh
 

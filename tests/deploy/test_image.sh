@@ -18,7 +18,6 @@
 # podman's own default, which is CRI-O's, is tested to fail with the seccomp message.
 . tests/lib.sh
 
-PY=/usr/bin/python3
 DS=deploy/kubernetes/daemonset.yaml
 # the image the suite builds: its own name, so that a user's culpert-bpf images stay
 NAME=culpert-bpf-test

@@ -9,7 +9,6 @@
 # the agent's URL for that container.  No privileges needed.
 . tests/lib.sh
 
-PY=/usr/bin/python3
 K8S=deploy/kubernetes
 SCRAPE=deploy/scrape
 VALIDATE="$PY tests/tools/k8s_validate.py"
