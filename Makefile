@@ -263,8 +263,9 @@ all: check-deps $(ALL_TARGETS)
 # deps first, then a fresh make: pkg-config answers only once the packages are in
 demo: deps-demo
 	$(Q)$(MAKE) _demo
+# the build on every core, unless make was given its own -j
 test bench: deps
-	$(Q)$(MAKE) _$@
+	$(Q)$(MAKE) $(if $(filter -j%,$(MAKEFLAGS)),,-j$(shell nproc)) _$@
 test-targets: $(TEST_TARGETS)
 _test: all test-targets $(if $(SANITIZE),sanitized $(FUZZ_BINS) fuzz-seeds)
 	$(Q)OUTPUT=$(OUTPUT) $(if $(SANITIZE),SAN_OUTPUT=$(SAN_OUTPUT) FUZZ_DIR=$(FUZZ_DIR) \
