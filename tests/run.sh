@@ -104,8 +104,10 @@ run_one() {
 	report_file "$_n" "$jobdir/one"
 }
 
-# The pool runs JOBS test files at once (SAN_JOBS, default 2); they share
-# nothing (each its own temporary directory and ports).  Reported in order;
+# The pool runs JOBS test files at once (SAN_JOBS, default 3: most files wait
+# on servers, qemu and their targets' pace as much as they compute, and
+# --stress shows the verdicts hold beside more load); they share nothing
+# (each its own temporary directory and ports).  Reported in order;
 # pool_run NAME CMD... starts one once a slot is free.
 POOLED_VM=tests/bpf/test_arm64.sh
 pool_names=""
@@ -135,7 +137,7 @@ pool_run() {
 	selected "$1" || return 0
 	_n=$1
 	shift
-	while [ "$(pool_running)" -ge "${SAN_JOBS:-2}" ]; do
+	while [ "$(pool_running)" -ge "${SAN_JOBS:-3}" ]; do
 		pool_report
 		sleep 0.2
 	done
@@ -155,14 +157,11 @@ pool_drain() {
 	wait
 }
 
-# Alone, one after another: the files whose verdicts a neighbour's CPU could
-# change.  A storm that must not overflow the ring buffer; the budget's files,
-# whose duty cycles follow the costs the agent calibrates and measures (under
-# load the free probes alone pass a 1.8% budget and go off too, and the heap
-# the test judges is then incomplete by design).  The agent's stop and a
-# poll's bound are judged in the process's own CPU time, and test_losses
-# overflows its ring by stopping the reader: they run in the pool.
-SOLO="tests/agent/test_budget.sh tests/agent/test_agent_otel.sh tests/bpf/test_throttle.sh"
+# Alone: a storm that must not overflow the ring buffer.  Every other file
+# judges counters, states and exact ground truth, or its target's own CPU
+# time, and runs in the pool (tests/run.sh --stress runs them all beside two
+# busy loops, more load than a neighbour makes).
+SOLO="tests/bpf/test_throttle.sh"
 start=$(date +%s)
 for t in "$OUTPUT"/tests/unit/test_*; do
 	[ -x "$t" ] && run_one "$t" "$t"
@@ -197,17 +196,17 @@ pool_san() {
 	[ -f "$1" ] && pool_run "asan:$1" env $san sh "$1"
 }
 
-# Then the pool, two at a time: every other file checks counts, totals and
+# Then the pool: every other file checks counts, totals and
 # exact ground truth, which no load changes (tests/run.sh --stress shows it),
 # and waits on qemu, loopback servers and the targets' own pace as much as it
 # computes.  The longest first, of either pass (40 s and more in the last
 # runs), so that no long file starts last and the pool ends sooner.
-for t in "$POOLED_VM" tests/bpf/test_spans.sh tests/bpf/test_probe_offsets.sh \
-	tests/agent/test_collector.sh tests/deploy/test_image.sh tests/bpf/test_agent_frame.sh \
-	tests/agent/test_agent_stop.sh tests/agent/test_serve.sh asan:tests/cli/test_crafted.sh \
-	tests/bpf/test_exceptions.sh tests/bpf/test_allocator_state.sh tests/bpf/test_oldkernel.sh \
-	tests/bpf/test_otel.sh tests/bpf/test_attach_diff.sh tests/bpf/test_inject.sh \
-	tests/agent/test_agent_memory.sh; do
+for t in tests/bpf/test_inject.sh "$POOLED_VM" tests/bpf/test_spans.sh \
+	tests/agent/test_collector.sh tests/agent/test_serve.sh tests/agent/test_agent_stop.sh \
+	tests/bpf/test_agent_frame.sh tests/agent/test_budget.sh tests/agent/test_agent_inject.sh \
+	asan:tests/cli/test_crafted.sh tests/bpf/test_otel.sh tests/agent/test_agent_otel.sh \
+	tests/deploy/test_image.sh tests/agent/test_agent_memory.sh tests/bpf/test_allocator_state.sh \
+	tests/bpf/test_exceptions.sh tests/bpf/test_attach_diff.sh tests/bpf/test_rust_tracing.sh; do
 	case "$t" in
 	asan:*) pool_san "${t#asan:}" ;;
 	*) pool_plain "$t" ;;
