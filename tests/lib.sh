@@ -47,10 +47,14 @@ run_test() {
 	_failed=""
 	_skipped=""
 	_run_t0=$(date +%s)
+	times >"$TMP/.times0"
 	"$@"
 	cleanup_pids
-	# where a file's time goes, test by test (tests/run.sh prints the files')
-	echo "# ${TEST_PREFIX:-}$_test_name: $(($(date +%s) - _run_t0))s"
+	times >"$TMP/.times1"
+	# where a file's time goes, test by test (tests/run.sh prints the files'):
+	# wall seconds, and the CPU seconds of the processes the test waited for
+	echo "# ${TEST_PREFIX:-}$_test_name: $(($(date +%s) - _run_t0))s" \
+		"($(($(cpu_secs "$TMP/.times1") - $(cpu_secs "$TMP/.times0")))s CPU)"
 	if [ -n "$_skipped" ]; then
 		echo "SKIP ${TEST_PREFIX:-}$_test_name: $_skipped"
 	elif [ -n "$_failed" ]; then
@@ -124,6 +128,7 @@ blocked_verdict() {
 
 # wait_for FILE PATTERN SECONDS
 . tests/wait_for.sh
+. tests/times.sh
 
 # cross_locked CMD...: CMD holding the lock of the arm64 cross build in
 # $OUTPUT/arm64, which the arm64 VM test and the multi-arch image share: the

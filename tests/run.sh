@@ -53,13 +53,7 @@ fi
 # a test file that runs longer than this is stopped and fails (TEST_TIMEOUT=seconds)
 limit=${TEST_TIMEOUT:-600}
 
-# cpu_secs TIMES: the CPU seconds (user + system) of the children in the
-# output of `times` (second line, "0m1.50s 0m0.25s"); `times` itself must run
-# in the shell whose children count, not in a subshell of $(...) or a pipe
-cpu_secs() {
-	sed -n 2p "$1" | awk '{ split($1, u, "m"); split($2, s, "m");
-		printf "%.0f", u[1] * 60 + u[2] + s[1] * 60 + s[2] }'
-}
+. tests/times.sh
 
 # run_file OUT CMD...: one test file, its output in OUT, its exit status,
 # seconds and CPU seconds (those of the processes it waited for) in OUT.rc;
