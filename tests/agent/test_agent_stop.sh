@@ -13,30 +13,6 @@
 . tests/agent_lib.sh
 TAG=stp$$
 
-# stop_agent [SIG]: SIGTERM (or SIG) to $agent_pid and wait for it; $rc its
-# status (137 if it was still there 30 s later), $took the wall time in ms,
-# $took_cpu the CPU time in ms it used from the signal on (all its threads:
-# what it had used before, from /proc, taken from its whole-life CPU, which
-# the shell's children's times gain when it is reaped)
-stop_agent() {
-	_before=$(cpu_ticks "$agent_pid")
-	_t0=$(date +%s%N)
-	# no other child of this shell is reaped between the two
-	times >"$TMP/times0"
-	kill "-${1:-TERM}" "$agent_pid"
-	(sleep 30 && kill -KILL "$agent_pid") 2>/dev/null &
-	_watch=$!
-	wait "$agent_pid"
-	rc=$?
-	kill "$_watch" 2>/dev/null
-	times >"$TMP/times1"
-	took=$((($(date +%s%N) - _t0) / 1000000))
-	# the second line of `times`: the children's user and system time, as 0m1.230000s
-	took_cpu=$(cat "$TMP/times0" "$TMP/times1" | awk -v b="$_before" '
-		NR == 2 || NR == 4 { split($1, u, "m"); split($2, s, "m"); t[NR] = u[1] * 60 + u[2] + s[1] * 60 + s[2] }
-		END { printf "%d\n", (t[4] - t[2]) * 1000 - b * 10 }')
-}
-
 # 20 agents, each stopped 0-2.5 s after it serves (during its calibration,
 # its attaches, its first duty window, or later), over two targets that
 # keep 40000 blocks of 1 KiB live and replace 20000 a second: at --rate 8KiB

@@ -48,8 +48,8 @@ test_cross_build() {
 test_vm() {
 	[ -x "$XOUT/culpert-bpf" ] || { fail "no arm64 build to boot (cross_build failed)"; return; }
 	rel=${XOUT#/}
-	VMRUN_ARCH=aarch64 VMRUN_TIMEOUT=280 sh tests/tools/vmrun.sh "$TMP/vm" \
-		-f tests/lib.sh -f tests/wait_for.sh -f "$XOUT/culpert-bpf" \
+	VMRUN_ARCH=aarch64 VMRUN_TIMEOUT=450 sh tests/tools/vmrun.sh "$TMP/vm" \
+		-f tests/lib.sh -f tests/wait_for.sh -f tests/times.sh -f "$XOUT/culpert-bpf" \
 		-f "$XOUT/tests/tools/profdump" -f "$XOUT/tests/targets/alloc_exact" \
 		-f "$XOUT/tests/targets/alloc_live" -f "$XOUT/tests/targets/alloc_nofp" \
 		-f "$XOUT/tests/targets/span_abc_plain" -f "$XOUT/tests/targets/span_cxx" \
