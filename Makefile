@@ -20,10 +20,10 @@
 
 HOST_ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
 ARCH ?= $(HOST_ARCH)
-
 # ARCH=arm64 on an x86-64 host: Debian's cross toolchain against the arm64 multiarch
 # libraries, in an OUTPUT of its own so host and cross objects never mix
-ifneq ($(ARCH),$(HOST_ARCH))
+CROSS := $(filter-out $(HOST_ARCH),$(ARCH))
+ifneq ($(CROSS),)
 ifneq ($(ARCH),arm64)
 $(error ARCH=$(ARCH): only arm64 can be cross-built (from $(HOST_ARCH)))
 endif
@@ -44,14 +44,12 @@ RUST_ARCH_FLAGS := --target aarch64-unknown-linux-gnu -C linker=$(CROSS_COMPILE)
 RUSTC ?= /usr/bin/rustc
 endif
 
-# the tools, every default in this one place
+# the tools, every default in this one place (CC, CXX and AR: make's own)
 OUTPUT ?= .output
 CLANG ?= clang
 BPFTOOL ?= bpftool
 PKG_CONFIG ?= pkg-config
 PROTOC_C ?= protoc-c
-CC ?= cc
-CXX ?= g++
 STRIP ?= strip
 HOSTCC ?= cc
 GO ?= go
@@ -61,20 +59,16 @@ MUSL_GCC ?= musl-gcc
 CARGO ?= /usr/bin/cargo
 RUST_RUSTC ?= /usr/bin/rustc
 RUST_RUSTDOC ?= /usr/bin/rustdoc
+RUST_CORE_SRC ?= /usr/lib/rustlib/src/rust/library/core/src/lib.rs
 LLD ?= ld.lld
 PREFIX ?= /usr/local
 
 MULTIARCH := $(shell $(CC) -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)
 VERSION := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
 
-# Debian packages by what needs them: one list a need in scripts/packages/, read by
-# scripts/install-deps.sh (`make deps` installs them all, `make deps-list` prints them)
-PKGS_CLI := cli
-PKGS_BUILD := cli build
-ifneq ($(ARCH),$(HOST_ARCH))
-PKGS_CLI += arm64-cli
-PKGS_BUILD += arm64-cli arm64
-endif
+# Debian packages by what needs them: one list a need in scripts/packages/
+PKGS_CLI := cli $(if $(CROSS),arm64-cli)
+PKGS_BUILD := cli build $(if $(CROSS),arm64-cli arm64)
 # on x86-64 the suite cross-builds for arm64 and boots it (tests/bpf/test_arm64.sh)
 PKGS_TEST_ARM64 := $(if $(filter x86,$(HOST_ARCH)),arm64-cli arm64 arm64-test)
 PKGS_ALL := $(PKGS_BUILD) demo test image $(PKGS_TEST_ARM64)
@@ -102,13 +96,12 @@ USER_SEES_mem := target probe mem
 USER_SEES_collect := target probe unwind mem collect
 USER_SEES_cmd := target probe unwind mem collect cmd
 USER_SEES_agent := target probe unwind mem collect agent
-USER_SUBDIRS := target probe unwind mem collect cmd agent
-USER_SEES_main := $(USER_SUBDIRS)
-user_inc = $(QUERY_INC) -iquote user $(call iquote,$(addprefix user/,$(USER_SEES_$(1))) bpf $(OUTPUT))
+USER_SEES_main := target probe unwind mem collect cmd agent
+user_inc = $(QUERY_INC) -iquote user \
+	$(call iquote,$(addprefix user/,$(USER_SEES_$(1))) bpf $(OUTPUT))
 
 # pkg-config's libraries by layer, read when used (=): `make deps` may just have installed
-# them.  culpert-bpf adds the agent's HTTP server and Kubernetes API client, culpert the
-# archive client (culpert upload / pull).
+# them.  culpert-bpf adds the agent's HTTP server and Kubernetes client, culpert its uploads.
 LIB_PC := libelf libdw libdebuginfod zlib libprotobuf-c
 USER_PC := $(LIB_PC) libbpf capstone libmicrohttpd libcurl json-c
 CLI_PC := libcurl
@@ -118,10 +111,7 @@ LIB_LIBS = $(shell $(PKG_CONFIG) --libs $(LIB_PC) 2>/dev/null) -liberty -lm -lpt
 USER_LIBS = $(shell $(PKG_CONFIG) --libs $(USER_PC) 2>/dev/null) -liberty -lm -lpthread
 CLI_PC_CFLAGS = $(shell $(PKG_CONFIG) --cflags $(CLI_PC) 2>/dev/null)
 CLI_LIBS = $(shell $(PKG_CONFIG) --libs $(CLI_PC) 2>/dev/null)
-WARNINGS := -Wall -Wextra -Wshadow -Wmissing-prototypes -Wno-unused-parameter
-ifneq ($(CI),)
-WARNINGS += -Werror
-endif
+WARNINGS := -Wall -Wextra -Wshadow -Wmissing-prototypes -Wno-unused-parameter $(if $(CI),-Werror)
 CFLAGS ?= -O2 -g
 BASE_CFLAGS = $(CFLAGS) $(WARNINGS) -std=gnu11 -D_GNU_SOURCE -MMD -MP \
 	-DCULPERT_VERSION='"$(VERSION)"' -Iinclude $(EXTRA_CFLAGS)
@@ -130,8 +120,10 @@ ALL_CFLAGS = $(BASE_CFLAGS) $(PC_CFLAGS) $(CLI_PC_CFLAGS) $(call user_inc,main) 
 	$(call iquote,$(CLI_DIRS))
 ALL_LDFLAGS = -Wl,--as-needed $(LDFLAGS) $(EXTRA_LDFLAGS)
 LDLIBS_ALL = $(USER_LIBS) $(CLI_LIBS)
-BPF_CFLAGS := -g -O2 -target bpf -mcpu=v3 -Werror=implicit-function-declaration -D__TARGET_ARCH_$(ARCH) -I$(OUTPUT) -Ibpf \
-	-Ivmlinux/$(ARCH) -idirafter /usr/include/$(MULTIARCH) -Wall -Wno-unused-function
+VMLINUX_H := vmlinux/$(ARCH)/vmlinux.h
+BPF_CFLAGS := -g -O2 -target bpf -mcpu=v3 -Werror=implicit-function-declaration \
+	-D__TARGET_ARCH_$(ARCH) -I$(OUTPUT) -Ibpf -Ivmlinux/$(ARCH) \
+	-idirafter /usr/include/$(MULTIARCH) -Wall -Wno-unused-function
 
 # One tagged line per step (V=1: the commands instead).  A recipe starts with
 # $(call step,TAG): its line, then its target's directory, so no rule makes its own.
@@ -142,9 +134,7 @@ endif
 tag = $(if $(Q),printf '  %-9s %s\n' "$(1)" "$(2)"; )
 msg = $(Q)$(call tag,$(1),$(2))
 step = $(Q)$(call tag,$(1),$@)mkdir -p $(@D) &&
-BPF_SRCS := $(wildcard bpf/*.bpf.c)
-SKELS := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.skel.h,$(BPF_SRCS))
-PROTO_GEN := $(OUTPUT)/proto/profile.pb-c.c $(OUTPUT)/proto/profile.pb-c.h
+SKELS := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.skel.h,$(wildcard bpf/*.bpf.c))
 PROTO_H := $(OUTPUT)/proto/profile.pb-c.h
 objs_of = $(patsubst %.c,$(OUTPUT)/%.o,$(1))
 LIB_OBJS := $(call objs_of,$(wildcard $(addsuffix /*.c,$(LIB_DIRS))))
@@ -153,17 +143,16 @@ USER_MAIN := $(OUTPUT)/user/main.o
 USER_OBJS := $(filter-out $(USER_MAIN),$(call objs_of,$(wildcard user/*.c user/*/*.c)))
 CLI_MAIN := $(OUTPUT)/cli/main.o
 CLI_OBJS := $(filter-out $(CLI_MAIN),$(call objs_of,$(wildcard cli/*.c)))
-# lib/ and proto/: what both binaries share, and what `culpert` links besides cli/
+# lib/ and proto/, which both binaries link; user/ without main(), for the tests and tools
 LIBCULPERT := $(OUTPUT)/libculpert.a
-# user/ without main(): the collector's modules, for the tests and tools that use them
 LIBCOLLECT := $(OUTPUT)/libcollect.a
 BIN_BPF := $(OUTPUT)/culpert-bpf
 BIN_CLI := $(OUTPUT)/culpert
 .DELETE_ON_ERROR:
 # generated files are not intermediates to throw away
 .SECONDARY:
-.PHONY: all culpert culpert-bpf deps deps-list deps-demo demo test bench install vmlinux clean help \
-	check-deps check-deps-cli check-layout _demo _test _bench test-targets FORCE
+.PHONY: all culpert culpert-bpf deps deps-list deps-demo demo test bench install vmlinux clean \
+	help check-deps check-deps-cli check-layout examples _demo _test _bench test-targets FORCE
 # what `all` builds, `install` installs and the suite needs: each part adds to these
 # lists (ALL_TARGETS, INSTALL_TARGETS, TEST_TARGETS); the rules using them come last
 .DEFAULT_GOAL := all
@@ -174,25 +163,22 @@ culpert-bpf: check-deps $(BIN_BPF)
 help:
 	@sed -n '3,/^$$/s/^# \{0,1\}//p' $(firstword $(MAKEFILE_LIST))
 
-# --- dependencies ------------------------------------------------------------
-# what `make deps` needs to be told to install the same
-DEPS_CMD := make deps$(if $(filter-out $(HOST_ARCH),$(ARCH)), ARCH=$(ARCH))
-export DEPS_CMD
-deps:
-	$(Q)sh scripts/install-deps.sh $(PKGS_ALL)
+# --- dependencies: the package sets each target hands scripts/install-deps.sh ---
+# the command it tells to run when packages are missing
+export DEPS_CMD := make deps$(if $(CROSS), ARCH=$(ARCH))
+deps: DEPS_ARGS = $(PKGS_ALL)
+deps-demo: DEPS_ARGS = $(PKGS_BUILD) demo
+check-deps: DEPS_ARGS = --check $(PKGS_BUILD)
+check-deps-cli: DEPS_ARGS = --check $(PKGS_CLI)
+deps deps-demo check-deps check-deps-cli image-deps:
+	$(Q)sh scripts/install-deps.sh $(DEPS_ARGS)
 deps-list:
 	@sh scripts/install-deps.sh --list $(PKGS_ALL)
-deps-demo:
-	$(Q)sh scripts/install-deps.sh $(PKGS_BUILD) demo
-check-deps:
-	$(Q)sh scripts/install-deps.sh --check $(PKGS_BUILD)
-check-deps-cli:
-	$(Q)sh scripts/install-deps.sh --check $(PKGS_CLI)
 check-layout:
 	$(Q)sh scripts/check_layout.sh
 
 # --- BPF, protobuf -----------------------------------------------------------
-$(OUTPUT)/%.tmp.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h) vmlinux/$(ARCH)/vmlinux.h
+$(OUTPUT)/%.tmp.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h) $(VMLINUX_H)
 	$(call step,BPF) $(CLANG) $(BPF_CFLAGS) -c $< -o $@
 $(OUTPUT)/%.bpf.o: $(OUTPUT)/%.tmp.bpf.o
 	$(call step,GEN-OBJ) $(BPFTOOL) gen object $@ $<
@@ -200,20 +186,20 @@ $(OUTPUT)/%.skel.h: $(OUTPUT)/%.bpf.o
 	$(call step,GEN-SKEL) $(BPFTOOL) gen skeleton $< > $@
 # The host's from its running kernel; arm64's from the BTF inside the Image of Debian's
 # current arm64 kernel package (vmlinux/gen_deb.sh: the package version goes in the header)
-ifeq ($(ARCH),$(HOST_ARCH))
+ifeq ($(CROSS),)
 vmlinux:
-	$(call msg,GEN,vmlinux/$(ARCH)/vmlinux.h)
+	$(call msg,GEN,$(VMLINUX_H))
 	$(Q)mkdir -p vmlinux/$(ARCH)
-	$(Q)$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > vmlinux/$(ARCH)/vmlinux.h.tmp
-	$(Q)mv vmlinux/$(ARCH)/vmlinux.h.tmp vmlinux/$(ARCH)/vmlinux.h
+	$(Q)$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $(VMLINUX_H).tmp
+	$(Q)mv $(VMLINUX_H).tmp $(VMLINUX_H)
 else
 vmlinux: $(OUTPUT)/btf_extract
-	$(call msg,GEN,vmlinux/$(ARCH)/vmlinux.h)
+	$(call msg,GEN,$(VMLINUX_H))
 	$(Q)BPFTOOL="$(BPFTOOL)" sh vmlinux/gen_deb.sh $(ARCH) $(OUTPUT) $(OUTPUT)/btf_extract
 $(OUTPUT)/btf_extract: vmlinux/btf_extract.c
 	$(call step,HOSTCC) $(HOSTCC) -O2 $(WARNINGS) -o $@ $<
 endif
-$(PROTO_GEN) &: proto/profile.proto
+$(OUTPUT)/proto/profile.pb-c.c $(PROTO_H) &: proto/profile.proto
 	$(call step,PROTOC) $(PROTOC_C) --proto_path=proto --c_out=$(OUTPUT)/proto $<
 
 # --- C -----------------------------------------------------------------------
@@ -225,10 +211,9 @@ $(OUTPUT)/.version: FORCE
 	$(Q)mkdir -p $(@D) && [ "$$(cat $@ 2>/dev/null)" = "$(VERSION)" ] || echo "$(VERSION)" >$@
 $(VERSION_OBJS): $(OUTPUT)/.version
 FORCE:
-# One rule for every object of lib/, proto/, cli/ and user/; each part's flags (its
-# layer's include path) by pattern.  Generated headers are order-only: they must exist
-# before the first compile, -MMD then records who includes them.  Only user/ includes
-# the BPF skeleton, so culpert builds without clang or bpftool.
+# One rule for every object of lib/, proto/, cli/ and user/, each layer's include path by
+# pattern.  Generated headers are order-only (-MMD then records who includes them); only
+# user/ waits for the BPF skeletons, so culpert builds without clang or bpftool.
 $(OUTPUT)/%.o: %.c | $(PROTO_H)
 	$(call step,CC) $(CC) $(BASE_CFLAGS) $(OBJ_CFLAGS) -c $< -o $@
 $(OUTPUT)/lib/%.o: OBJ_CFLAGS = $(LIB_PC_CFLAGS) $(LIB_INC)
@@ -248,10 +233,17 @@ $(BIN_BPF): $(USER_MAIN) $(LIBCOLLECT) $(LIBCULPERT)
 $(BIN_CLI): $(CLI_MAIN) $(CLI_OBJS) $(LIBCULPERT)
 	$(call step,LINK) $(CC) $(ALL_LDFLAGS) $^ $(LIB_LIBS) $(CLI_LIBS) -o $@
 # not the cross build's dependency files under .output/arm64
--include $(shell find $(OUTPUT) -path '$(OUTPUT)/arm64' -prune -o -type f -name '*.d' -print 2>/dev/null)
+-include $(shell find $(OUTPUT) -path '$(OUTPUT)/arm64' -prune -o -type f -name '*.d' -print \
+	2>/dev/null)
+
+# --- the example service: frame pointers, as a service meant to be profiled should have
+EXAMPLE_CFLAGS := -O2 -g -fno-omit-frame-pointer -Wall -Wextra -Wno-unused-parameter -MMD -MP
+DEMO_SECONDS ?= 5
+examples: $(OUTPUT)/examples/demo_service
+$(OUTPUT)/examples/%: examples/%.c
+	$(call step,CC) $(CC) $(EXAMPLE_CFLAGS) -Iinclude $< -o $@
 
 # --- the other parts: each adds its targets to the lists above ----------------
-include examples/Makefile.inc
 include tests/Makefile.inc
 include deploy/archive/Makefile.inc
 include preload/Makefile.inc
@@ -263,6 +255,9 @@ all: check-deps $(ALL_TARGETS)
 # deps first, then a fresh make: pkg-config answers only once the packages are in
 demo: deps-demo
 	$(Q)$(MAKE) _demo
+# run the example service, profile it for a few seconds, print where it allocates
+_demo: all examples
+	$(Q)sh examples/demo.sh $(OUTPUT) $(DEMO_SECONDS)
 # the build on every core, unless make was given its own -j
 test bench: deps
 	$(Q)$(MAKE) $(if $(filter -j%,$(MAKEFLAGS)),,-j$(shell nproc)) _$@

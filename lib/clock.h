@@ -15,4 +15,12 @@ static inline uint64_t clock_ns(clockid_t clk)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
+/* ns from now on clk, as pthread_cond_timedwait() takes it (clk: the condition's clock) */
+static inline struct timespec clock_deadline(clockid_t clk, uint64_t ns)
+{
+	uint64_t t = clock_ns(clk) + ns;
+
+	return (struct timespec){ (time_t)(t / 1000000000ULL), (long)(t % 1000000000ULL) };
+}
+
 #endif /* CULPERT_CLOCK_H */

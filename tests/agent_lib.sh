@@ -45,6 +45,14 @@ t = sorted((x for x in d["targets"] if x["pid"] == int(sys.argv[1])), key=lambda
 print("-" if not t else "null" if t[0][sys.argv[2]] is None else t[0][sys.argv[2]])' "$1" "$2"
 }
 
+# metric NAME PID: the value of a per-target series in /metrics ("" if none); from the
+# scrape in $METRICS_FILE when set
+metric() {
+	if [ -n "${METRICS_FILE:-}" ]; then cat "$METRICS_FILE"; else curl -s "$agent_url/metrics"; fi |
+		awk -v n="$1" -v p="pid=\"$2\"" \
+		'index($0, n "{") == 1 && index($0, p) { print $NF; exit }'
+}
+
 # wait_field PID NAME VALUE SECONDS
 wait_field() {
 	_i=0

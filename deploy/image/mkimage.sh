@@ -24,12 +24,8 @@
 # label holds the key), so an unchanged build of the same version is not rebuilt.
 set -eu
 
-: "${STAGE:?}" "${WORK:?}" "${IMAGE:?}" "${DEB_ARCH:?}" "${MULTIARCH:?}"
-SUITE=${SUITE:-bookworm}
-MIRROR=${MIRROR:-http://deb.debian.org/debian}
-SECURITY_MIRROR=${SECURITY_MIRROR:-http://deb.debian.org/debian-security}
-VERSION=${VERSION:-unknown}
-REVISION=${REVISION:-unknown}
+: "${STAGE:?}" "${WORK:?}" "${IMAGE:?}" "${DEB_ARCH:?}" "${MULTIARCH:?}" "${SUITE:?}" \
+	"${MIRROR:?}" "${SECURITY_MIRROR:?}" "${VERSION:?}" "${REVISION:?}"
 # the unprivileged user the image runs as (a numeric uid: runAsNonRoot can check it)
 UID_GID=65532
 # what culpert-bpf may use, granted by the container's bounding set (docs/kubernetes.md)

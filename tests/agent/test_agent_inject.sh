@@ -48,13 +48,21 @@ page_field() {
 	page "$1" | awk -v n="$2" '{ print $n }'
 }
 
-# grows PID N: page field N grows over 0.5 s (the busy threads allocate all the time)
+# grows PID N: page field N grows over 0.5 s (the busy threads allocate all the time): the
+# window of the checks that it no longer does
 grows() {
 	_a=$(page_field "$1" "$2")
 	sleep 0.5
 	_b=$(page_field "$1" "$2")
 	[ "$_a" != - ] && [ "$_b" -gt "$_a" ]
 }
+
+# fires PID N: page field N grows within 10 s, polled
+fires() {
+	_a=$(page_field "$1" "$2")
+	[ "$_a" != - ] && wait_until 10 field_past "$1" "$2" "$_a"
+}
+field_past() { [ "$(page_field "$1" "$2")" -gt "$3" ] 2>/dev/null; }
 
 # injected NAME: inject_blocked (2 busy threads) as $TMP/NAME.out, $pid, under an agent
 # started as NAME1 with --inject pid= at --rate 1, and taken over: its probes fire
@@ -66,7 +74,7 @@ injected() {
 	wait_field "$pid" probes attached 20 ||
 		{ fail "probes $(field "$pid" probes): $(field "$pid" probes_error)"; return 1; }
 	[ "$(field "$pid" sampler)" = inject ] || { fail "sampler $(field "$pid" sampler)"; return 1; }
-	grows "$pid" 3 || { fail "taken over, nothing fired: $(page "$pid")"; return 1; }
+	fires "$pid" 3 || { fail "taken over, nothing fired: $(page "$pid")"; return 1; }
 }
 
 # --inject at --rate 1: inject_before's calls after the injection exactly, allocated and
@@ -133,7 +141,7 @@ t_exec() {
 	track $e
 	wait_field "$e" probes attached 20 || { fail "probes $(field "$e" probes): $(field "$e" probes_error)"; return; }
 	[ "$(field "$e" sampler)" = inject ] || fail "sampler $(field "$e" sampler): $(field "$e" sampler_why)"
-	grows "$e" 3 || fail "taken over, nothing fired: $(page "$e")"
+	fires "$e" 3 || fail "taken over, nothing fired: $(page "$e")"
 	agent_stop
 	grows "$e" 2 && fail "still taken over after the stop: $(page "$e")"
 	return 0
@@ -244,11 +252,11 @@ t_sigkill() {
 	_i=0
 	while grows "$k" 3 && [ $_i -lt 20 ]; do _i=$((_i + 1)); done
 	grows "$k" 3 && fail "still fired 10 s after the agent's SIGKILL: $(page "$k")"
-	grows "$k" 2 || fail "not sampling after the agent's SIGKILL: $(page "$k")"
+	fires "$k" 2 || fail "not sampling after the agent's SIGKILL: $(page "$k")"
 	agent_start k2 -v --inject "pid=$k" --rate 1 || return
 	wait_field "$k" probes attached 20 || { fail "again: probes $(field "$k" probes)"; return; }
 	grep -q 'injection: reused' "$TMP/k2.err" || fail "not reused: $(grep injection "$TMP/k2.err")"
-	grows "$k" 3 || fail "the second agent sees nothing: $(page "$k")"
+	fires "$k" 3 || fail "the second agent sees nothing: $(page "$k")"
 	agent_stop
 	grows "$k" 2 && fail "still taken over after the second agent's stop: $(page "$k")"
 	blocked_verdict "$TMP/k.out" "$k"

@@ -157,6 +157,15 @@ scrapers() {
 	done
 }
 
+# heap_over BYTES: the heap profile of $target_pid, decompressed, is over BYTES
+heap_over() {
+	[ "$(curl -s "$agent_url/debug/pprof/heap?pid=$target_pid" | gzip -dc | wc -c)" -gt "$1" ]
+}
+
+# samples: the samples $target_pid has had; samples_past N: at least N of them
+samples() { metric culpert_target_samples_total "$target_pid"; }
+samples_past() { [ "$(samples)" -ge "$1" ] 2>/dev/null; }
+
 # A target of 131072 stacks (64 KiB blocks at --rate 65536: 63% of the calls sampled,
 # a sweep every 2 s, ~40k samples a second) on a 4 MiB ring buffer: lost samples
 # without scraping (there must be none, else this says nothing), then with 10
@@ -173,29 +182,22 @@ test_scrape_storm() {
 	wait_field "$target_pid" probes attached 20 || { fail "probes $(field "$target_pid" probes)"; return; }
 	wait_for "$TMP/fan.out" swept 60 || { fail "stack_fan did not sweep"; return; }
 	# the stacks in: the aggregate's entries reach 100k within a few sweeps
-	i=0
-	until [ "$(curl -s "$agent_url/debug/pprof/heap?pid=$target_pid" | gzip -dc | wc -c)" -gt 4000000 ]; do
-		i=$((i + 1))
-		[ $i -gt 60 ] && { fail "the heap profile stays small"; return; }
-		sleep 1
-	done
-	metric() {
-		curl -s "$agent_url/metrics" | awk -v n="$1" -v p="pid=\"$target_pid\"" \
-			'index($0, n "{") == 1 && index($0, p) { print $NF; exit }'
-	}
-	l0=$(metric culpert_target_lost_samples_total)
-	s0=$(metric culpert_target_samples_total)
-	sleep 5
-	l1=$(metric culpert_target_lost_samples_total)
-	s1=$(metric culpert_target_samples_total)
+	wait_until 60 heap_over 4000000 || { fail "the heap profile stays small"; return; }
+	l0=$(metric culpert_target_lost_samples_total "$target_pid")
+	s0=$(metric culpert_target_samples_total "$target_pid")
+	# a window of 200000 samples, about 5 s of the target's
+	wait_until 120 samples_past $((s0 + 200000)) ||
+		{ fail "fewer than 200000 samples in 120 s: $s0 -> $(samples)"; return; }
+	l1=$(metric culpert_target_lost_samples_total "$target_pid")
+	s1=$(metric culpert_target_samples_total "$target_pid")
 	[ "$l1" = "$l0" ] || { skip "samples lost without scraping ($l0 -> $l1): the machine is too busy for this test"; return; }
 	: >"$TMP/scrapes"
 	scrapers 10 "$agent_url/debug/pprof/heap?pid=$target_pid" 15 "$TMP/scrapes"
 	probes 15 "$TMP/storm.probes"
 	# shellcheck disable=SC2086 # a list of pids
 	wait $_sp
-	l2=$(metric culpert_target_lost_samples_total)
-	s2=$(metric culpert_target_samples_total)
+	l2=$(metric culpert_target_lost_samples_total "$target_pid")
+	s2=$(metric culpert_target_samples_total "$target_pid")
 	all_answered "$TMP/storm.probes" "10 scrapers of a 131072-stack heap"
 	ok=$(awk '$1 == 200' "$TMP/scrapes" | wc -l)
 	[ "$ok" -gt 0 ] || fail "no scrape answered: $(sort "$TMP/scrapes" | uniq -c | head -3)"

@@ -22,6 +22,7 @@
 #include <sys/stat.h>
 
 #include "agent.h"
+#include "clock.h"
 #include "cmd.h"
 #include "collector.h"
 #include "container.h"
@@ -84,22 +85,6 @@ struct agent {
 	size_t n_held, cap_held;
 };
 
-static int64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * NS_PER_SEC + ts.tv_nsec;
-}
-
-static int64_t unix_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * NS_PER_SEC + ts.tv_nsec;
-}
-
 /* names of the container and pod: the API when it knows the pod, else the kubelet's logs */
 static void attribute(struct agent *a, const char *cgroup_text, struct container_info *ci)
 {
@@ -154,7 +139,7 @@ static void add_target(struct agent *a, const struct proc_info *pi, uint64_t see
 	memcpy(t.comm, pi->comm, sizeof(t.comm));
 	snprintf(t.exe, sizeof(t.exe), "%s", pi->exe);
 	t.ci = *ci;
-	t.since_ns = unix_ns();
+	t.since_ns = (int64_t)clock_ns(CLOCK_REALTIME);
 	ret = targets__add(a->targets, &t, &evicted);
 	if (ret == -ENOSPC) {
 		if (!a->warned_full)
@@ -196,7 +181,7 @@ static void exited(struct agent *a, pid_t pid, uint64_t start, const char *why)
 	struct agent_target t;
 	char keep[32];
 
-	if (targets__mark_exited(a->targets, pid, start, why, unix_ns(), &t))
+	if (targets__mark_exited(a->targets, pid, start, why, clock_ns(CLOCK_REALTIME), &t))
 		return;
 	discover__untrack(a->disc, pid);
 	discover__unhold_entry(a->disc, pid);
@@ -246,7 +231,7 @@ static void refresh(struct agent *a, struct agent_target *t, const struct proc_i
 static void consider(struct agent *a, pid_t pid, uint64_t start, uint64_t when,
 		     enum seen_by by)
 {
-	uint64_t seen = boot_ns();
+	uint64_t seen = clock_ns(CLOCK_BOOTTIME);
 	struct agent_target live;
 	struct container_info ci;
 	struct select_input in;
@@ -427,7 +412,7 @@ static void expire(struct agent *a)
 {
 	struct agent_target t;
 	char ago[32];
-	int64_t now = unix_ns();
+	int64_t now = (int64_t)clock_ns(CLOCK_REALTIME);
 
 	while (targets__expire_one(a->targets, now, a->o.keep_exited_ns, &t)) {
 		collector__forget(a->coll, t.pid, t.start_ticks);
@@ -442,7 +427,7 @@ static void publish(struct agent *a)
 	pthread_mutex_lock(&a->ep.stats.lock);
 	discover__counts(a->disc, &a->ep.stats.discover);
 	a->ep.stats.rescans = a->rescans;
-	a->ep.stats.loop_mono_ns = mono_ns();
+	a->ep.stats.loop_mono_ns = (int64_t)clock_ns(CLOCK_MONOTONIC);
 	pthread_mutex_unlock(&a->ep.stats.lock);
 }
 
@@ -507,7 +492,8 @@ static bool drop_coldest(struct agent *a, uint64_t used)
 	if (!best)
 		return false;
 	a->dropped[a->n_dropped++ % MEM_DROPPED_KEPT] = (typeof(a->dropped[0])){ best, best_start };
-	if (targets__mark_exited(a->targets, best, best_start, "dropped", unix_ns(), &t))
+	if (targets__mark_exited(a->targets, best, best_start, "dropped", clock_ns(CLOCK_REALTIME),
+				 &t))
 		return false;
 	discover__untrack(a->disc, best);
 	/* its data too: the exited record says "dropped" */
@@ -620,7 +606,7 @@ static void snapshots(struct agent *a)
 		return;
 	for (i = 0; i < n; i++) {
 		struct snap_ctx sc = { a, &v[i] };
-		struct snapshot_target st = { v[i].comm, v[i].pid, unix_ns() };
+		struct snapshot_target st = { v[i].comm, v[i].pid, clock_ns(CLOCK_REALTIME) };
 
 		if (v[i].exited_ns)
 			continue;
@@ -677,8 +663,8 @@ static int loop(struct agent *a)
 		}
 		settle(a);
 		/* every turn: the BPF side wakes the reader only once the ring is a quarter full */
-		collector__poll(a->coll, (uint64_t)mono_ns());
-		now = mono_ns();
+		collector__poll(a->coll, clock_ns(CLOCK_MONOTONIC));
+		now = (int64_t)clock_ns(CLOCK_MONOTONIC);
 		kube_changed(a, now);
 		if (now >= a->next_rescan) {
 			rescan(a);
@@ -952,7 +938,7 @@ static int start(struct agent *a)
 	a->ep.targets = a->targets;
 	a->ep.pictures = a->pictures;
 	a->ep.opts = &a->o;
-	a->ep.start_unix_ns = unix_ns();
+	a->ep.start_unix_ns = (int64_t)clock_ns(CLOCK_REALTIME);
 	pthread_mutex_init(&a->ep.stats.lock, NULL);
 	a->disc = discover__open(a->o.max_targets, a->o.hold_start, on_discovered, a, err, sizeof(err));
 	if (a->disc)
@@ -987,8 +973,8 @@ static int start(struct agent *a)
 		snapshot__clean(a->o.snapshot_dir);
 	/* the processes already there, before anyone can ask: events cover what starts meanwhile */
 	rescan(a);
-	a->next_rescan = mono_ns() + (int64_t)a->o.rescan_ns;
-	a->next_snapshot = mono_ns() + (int64_t)a->o.interval_ns;
+	a->next_rescan = (int64_t)clock_ns(CLOCK_MONOTONIC) + (int64_t)a->o.rescan_ns;
+	a->next_snapshot = (int64_t)clock_ns(CLOCK_MONOTONIC) + (int64_t)a->o.interval_ns;
 	publish(a);
 	if (start_http(a, err, sizeof(err))) {
 		pr_error("--listen %s: %s\n", a->o.listen, err);

@@ -31,6 +31,7 @@
 #include "bpfobj.h"
 #include "budget.h"
 #include "calib.skel.h"
+#include "clock.h"
 #include "procmaps.h"
 #include "uprobe.h"
 
@@ -324,14 +325,6 @@ void budget_calib_step(uint64_t i);
 /* a run's count with this bit set calls budget_calib_step */
 #define CALIB_STEP (1ULL << 63)
 
-static uint64_t thread_cpu_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
 /*
  * The child: for every count read, that many calls, and their CPU ns per
  * call back (0 ends it).  CPU time, not wall time: the trap and the
@@ -348,10 +341,10 @@ static void __attribute__((noreturn)) calib_child(int in, int out)
 	while (read(in, &n, sizeof(n)) == sizeof(n) && n) {
 		fn = n & CALIB_STEP ? budget_calib_step : budget_calib_fn;
 		n &= ~CALIB_STEP;
-		t0 = thread_cpu_ns();
+		t0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
 		for (i = 0; i < n; i++)
 			fn(i);
-		ns = (double)(thread_cpu_ns() - t0) / (double)(n ? n : 1);
+		ns = (double)(clock_ns(CLOCK_THREAD_CPUTIME_ID) - t0) / (double)(n ? n : 1);
 		if (write(out, &ns, sizeof(ns)) != sizeof(ns))
 			break;
 	}
@@ -543,7 +536,8 @@ static int calib_attach(const struct calib *c, enum calib_class cls, struct upro
 static int calib_probed(struct calib *c, enum calib_class cls, uint64_t n, double *ns,
 			double *switch_ns, char *err, size_t errlen)
 {
-	uint64_t cpu = thread_cpu_ns(), before, hits, run0, want = cls == CALIB_RETURN ? 2 * n : n;
+	uint64_t cpu = clock_ns(CLOCK_THREAD_CPUTIME_ID), before, hits, run0;
+	uint64_t want = cls == CALIB_RETURN ? 2 * n : n;
 	struct uprobe_set *set = uprobe_set__new();
 	int ret = set ? calib_attach(c, cls, set) : -ENOMEM;
 
@@ -553,16 +547,16 @@ static int calib_probed(struct calib *c, enum calib_class cls, uint64_t n, doubl
 			 calib_class_names[cls], c->path, strerror(-ret));
 		return ret;
 	}
-	cpu = thread_cpu_ns() - cpu;
+	cpu = clock_ns(CLOCK_THREAD_CPUTIME_ID) - cpu;
 	before = calib_hits(c);
 	run0 = calib_prog_ns(c);
 	*ns = calib_run(c, n | (cls == CALIB_STEPPED ? CALIB_STEP : 0));
 	hits = calib_hits(c) - before;
 	c->prog_ns += calib_prog_ns(c) - run0;
 	c->prog_hits += hits;
-	cpu -= thread_cpu_ns();
+	cpu -= clock_ns(CLOCK_THREAD_CPUTIME_ID);
 	uprobe_set__free(set);
-	*switch_ns = (double)(cpu + thread_cpu_ns());
+	*switch_ns = (double)(cpu + clock_ns(CLOCK_THREAD_CPUTIME_ID));
 	if (hits != want) {
 		snprintf(err, errlen, "the calibration uprobe (%s) was hit %llu times for %llu "
 			 "calls", calib_class_names[cls], (unsigned long long)hits,

@@ -23,6 +23,7 @@
 
 #include "agent.h"
 #include "allocator.h"
+#include "clock.h"
 #include "collector.h"
 #include "culpert.h"
 #include "endpoints.h"
@@ -153,22 +154,6 @@ struct collector {
 	bool jobs_quit;
 	int done_fd;
 };
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * NS_PER_SEC + (uint64_t)ts.tv_nsec;
-}
-
-static uint64_t thread_cpu_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (uint64_t)ts.tv_sec * NS_PER_SEC + (uint64_t)ts.tv_nsec;
-}
 
 /* the live target of a tgid; table lock held */
 static struct ctarget *find_live(struct collector *c, pid_t pid)
@@ -439,7 +424,8 @@ static void *release_some(void *arg)
 /* the injected samplers of every session left, released side by side, by the deadline */
 static void release_all(struct collector *c)
 {
-	struct releases r = { .deadline_ns = mono_ns() + STOP_RELEASE_NS };
+	uint64_t t0 = clock_ns(CLOCK_MONOTONIC);
+	struct releases r = { .deadline_ns = t0 + STOP_RELEASE_NS };
 	pthread_t th[RELEASE_THREADS];
 	size_t i, n = 0, cap = 0;
 
@@ -458,7 +444,7 @@ static void release_all(struct collector *c)
 		pthread_join(th[i], NULL);
 	if (r.n)
 		pr_info("released the samplers injected into %zu targets in %.0f ms\n", r.n,
-			(double)(mono_ns() + STOP_RELEASE_NS - r.deadline_ns) / 1e6);
+			(double)(clock_ns(CLOCK_MONOTONIC) - t0) / 1e6);
 	free(r.v);
 }
 
@@ -564,14 +550,6 @@ static uint64_t anon_rss(pid_t pid)
 	return kb * 1024;
 }
 
-static int64_t unix_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * (int64_t)NS_PER_SEC + ts.tv_nsec;
-}
-
 /*
  * Nothing mapped defines an allocator yet: a process picked up at its exec
  * before the loader mapped its libraries, or one that loads its allocator
@@ -585,7 +563,7 @@ static bool not_mapped_yet(const char *err)
 /* the outcome of an attempt, target lock held; takes the state's */
 static void attempted(struct ctarget *t, int ret, struct session *s, const char *err)
 {
-	uint64_t now = mono_ns();
+	uint64_t now = clock_ns(CLOCK_MONOTONIC);
 
 	pthread_mutex_lock(&t->st_lock);
 	t->attaching = false;
@@ -610,7 +588,7 @@ static void attempted(struct ctarget *t, int ret, struct session *s, const char 
 	}
 	t->picked_ns = now;
 	/* what the heap covers: blocks allocated from now on, beside what the process had */
-	t->live_unix_ns = unix_ns();
+	t->live_unix_ns = (int64_t)clock_ns(CLOCK_REALTIME);
 	t->anon_rss_at = anon_rss(t->pid);
 	t->awaiting_entry = false;
 	t->st.error[0] = 0;
@@ -712,7 +690,7 @@ static void attach_done(struct collector *c, const struct attach_job *j, int ret
 		return;
 	}
 	if (j->first)
-		t->picked_ns = mono_ns();
+		t->picked_ns = clock_ns(CLOCK_MONOTONIC);
 	else
 		t->awaiting_entry = false;
 	attempted(t, ret, s, err);
@@ -750,7 +728,7 @@ static void run_job(struct collector *c, const struct attach_job *j, struct batc
 {
 	char err[sizeof(j->t->st.error)];
 	struct session *s = NULL;
-	uint64_t t0 = mono_ns();
+	uint64_t t0 = clock_ns(CLOCK_MONOTONIC);
 	bool gone;
 	int ret;
 
@@ -778,7 +756,7 @@ static void run_job(struct collector *c, const struct attach_job *j, struct batc
 			(int)j->pid);
 	ret = open_session(c, j->pid, j->t->inject, &s, err, sizeof(err));
 	bt->attach_ns += ret ? 0 : bpfobj_proc__add_ns(session__proc(s));
-	bt->all_ns += mono_ns() - t0;
+	bt->all_ns += clock_ns(CLOCK_MONOTONIC) - t0;
 	bt->n++;
 	attach_done(c, j, ret, s, err);
 }
@@ -840,7 +818,7 @@ int collector__add(struct collector *c, const struct agent_target *at)
 		return -ENOSPC;
 	/* pending (claim_slot()) until the attach thread has its probes live */
 	pthread_mutex_lock(&t->lock);
-	t->picked_ns = mono_ns();
+	t->picked_ns = clock_ns(CLOCK_MONOTONIC);
 	ret = queue_attach(c, t, true);
 	if (ret) {
 		pthread_mutex_lock(&t->st_lock);
@@ -880,7 +858,7 @@ int collector__add_later(struct collector *c, const struct agent_target *at)
 	pthread_mutex_lock(&t->lock);
 	pthread_mutex_lock(&t->st_lock);
 	t->attaching = false;
-	t->picked_ns = mono_ns();
+	t->picked_ns = clock_ns(CLOCK_MONOTONIC);
 	t->retry_wait_ns = RETRY_FIRST_NS;
 	t->retry_ns = t->picked_ns + RETRY_FIRST_NS;
 	snprintf(t->st.error, sizeof(t->st.error), "its loader has not mapped its libraries yet");
@@ -910,7 +888,7 @@ void collector__await_entry(struct collector *c, pid_t pid, uint64_t start_ticks
 	/* planned at the entry point; the retries only if that never comes */
 	pthread_mutex_lock(&t->st_lock);
 	t->awaiting_entry = true;
-	t->retry_ns = mono_ns() + RETRY_MAX_NS;
+	t->retry_ns = clock_ns(CLOCK_MONOTONIC) + RETRY_MAX_NS;
 	snprintf(t->st.probes, sizeof(t->st.probes), "pending");
 	pthread_mutex_unlock(&t->st_lock);
 	pthread_mutex_unlock(&t->lock);
@@ -1123,7 +1101,7 @@ int collector__set_free_probes(struct collector *c, pid_t pid, uint64_t start_ti
 static void fill_state(struct ctarget *t, struct collector_state *out)
 {
 	struct culpert_proc p = { 0 };
-	uint64_t elapsed, now = mono_ns();
+	uint64_t elapsed, now = clock_ns(CLOCK_MONOTONIC);
 	struct bpfobj_proc *pr;
 
 	*out = t->st;
@@ -1180,14 +1158,14 @@ static struct ctarget *lock_target(struct collector *c, const struct agent_targe
 				   size_t errlen, int *ret)
 {
 	struct timespec step = { 0, 50 * 1000000L };
-	uint64_t until = mono_ns() + ATTACH_WAIT_NS;
+	uint64_t until = clock_ns(CLOCK_MONOTONIC) + ATTACH_WAIT_NS;
 	struct ctarget *t;
 
 	for (;;) {
 		t = lock_slot(c, at->pid, at->start_ticks, at->exited_ns != 0);
 		/* a live target the collector does not know yet is being picked up */
 		if ((t && !t->attaching) || (!t && at->exited_ns) || c->stopping ||
-		    mono_ns() >= until)
+		    clock_ns(CLOCK_MONOTONIC) >= until)
 			break;
 		if (t)
 			pthread_mutex_unlock(&t->lock);
@@ -1218,10 +1196,10 @@ static struct ctarget *lock_target(struct collector *c, const struct agent_targe
 /* sleep up to ns, cut short by collector__stop(); false when cut */
 static bool nap(struct collector *c, uint64_t ns)
 {
-	uint64_t end = mono_ns() + ns;
+	uint64_t end = clock_ns(CLOCK_MONOTONIC) + ns;
 	struct timespec step = { 0, 100 * 1000000L };
 
-	while (!c->stopping && mono_ns() < end)
+	while (!c->stopping && clock_ns(CLOCK_MONOTONIC) < end)
 		nanosleep(&step, NULL);
 	return !c->stopping;
 }
@@ -1274,8 +1252,7 @@ static bool encode_begin(struct collector *c)
 	struct timespec until;
 	bool ok;
 
-	clock_gettime(CLOCK_MONOTONIC, &until);
-	until.tv_sec += ENCODE_WAIT_NS / NS_PER_SEC;
+	until = clock_deadline(CLOCK_MONOTONIC, ENCODE_WAIT_NS);
 	pthread_mutex_lock(&c->enc_lock);
 	while (c->encoding >= MAX_ENCODING && !c->stopping)
 		if (pthread_cond_timedwait(&c->enc_cond, &c->enc_lock, &until) == ETIMEDOUT)
@@ -1343,8 +1320,7 @@ static int mem_admit(struct collector *c, const struct agent_target *at, uint64_
 	if (!c->mem)
 		return 0;
 	budget = c->mem->limit / 8 * 7;
-	clock_gettime(CLOCK_MONOTONIC, &until);
-	until.tv_sec += ENCODE_WAIT_NS / NS_PER_SEC;
+	until = clock_deadline(CLOCK_MONOTONIC, ENCODE_WAIT_NS);
 	pthread_mutex_lock(&c->enc_lock);
 	while (!c->stopping) {
 		used = memlimit__usage(c->mem);
@@ -1441,8 +1417,8 @@ static int encode(struct collector *c, const struct agent_target *at, enum agent
 		return ret;
 	}
 	obs1 = observed_of(t);
-	t0 = mono_ns();
-	cpu0 = thread_cpu_ns();
+	t0 = clock_ns(CLOCK_MONOTONIC);
+	cpu0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
 	if (!base)
 		ret = serialize(c, t, kind, NULL, 0, obs1, (int64_t)obs1, buf, len);
 	else
@@ -1456,7 +1432,8 @@ static int encode(struct collector *c, const struct agent_target *at, enum agent
 	encode_end(c);
 	pr_debug("profile of pid %d (%s): %zu bytes in %.1f ms (%.1f ms of CPU, %.1f MiB "
 		 "estimated)\n", (int)at->pid, at->comm, ret ? 0 : *len,
-		 (double)(mono_ns() - t0) / 1e6, (double)(thread_cpu_ns() - cpu0) / 1e6,
+		 (double)(clock_ns(CLOCK_MONOTONIC) - t0) / 1e6,
+		 (double)(clock_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0) / 1e6,
 		 (double)need / (1 << 20));
 	if (ret)
 		snprintf(err, errlen, "cannot serialize the profile of pid %d (%s): %s",

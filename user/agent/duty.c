@@ -18,6 +18,7 @@
 #include <unistd.h>
 #include <bpf/bpf.h>
 
+#include "clock.h"
 #include "duty.h"
 #include "log.h"
 
@@ -226,22 +227,6 @@ static struct duty_entry *entry(struct duty *d, pid_t pid, uint64_t start)
 	return free_slot;
 }
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
-static uint64_t thread_cpu_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
 static void check_costs(struct duty *d, struct duty_entry *e);
 static void watch_sys(struct duty *d, struct duty_entry *e, uint64_t now);
 
@@ -280,7 +265,7 @@ static void switch_alloc(struct duty *d, struct duty_entry *e, bool on, bool wit
 	int ret = 0;
 
 	check_costs(d, e);
-	cpu = thread_cpu_ns();
+	cpu = clock_ns(CLOCK_THREAD_CPUTIME_ID);
 	with_free = with_free && d->ops.set_free && !e->free_fixed && e->bt.rates.inuse &&
 		    e->free_on != on;
 	if (with_free && on)
@@ -289,7 +274,7 @@ static void switch_alloc(struct duty *d, struct duty_entry *e, bool on, bool wit
 		ret = d->ops.set_alloc(d->ctx, e->pid, e->start, on);
 	if (!ret && with_free && !on)
 		ret = set_free(d, e, false);
-	cpu = thread_cpu_ns() - cpu;
+	cpu = clock_ns(CLOCK_THREAD_CPUTIME_ID) - cpu;
 	d->model.switch_ns = 0.8 * d->model.switch_ns + 0.2 * 2 * (double)cpu;
 	if (ret) {
 		/* the collector keeps the reason in the target's state ("failed") */
@@ -302,7 +287,7 @@ static void switch_alloc(struct duty *d, struct duty_entry *e, bool on, bool wit
 	e->on = on;
 	/* the window starts once the probes are in: attaching takes time */
 	if (on) {
-		e->bt.on_start_ns = d->ops.now ? d->ops.now(d->ctx) : mono_ns();
+		e->bt.on_start_ns = d->ops.now ? d->ops.now(d->ctx) : clock_ns(CLOCK_MONOTONIC);
 		/*
 		 * and its counts from here: the hits made while a slow attach
 		 * went on (the free probes first, then site by site) are not
@@ -431,7 +416,8 @@ static int proc_calls(pid_t pid, uint64_t *out)
  */
 static void check_costs(struct duty *d, struct duty_entry *e)
 {
-	uint64_t now = d->ops.now ? d->ops.now(d->ctx) : mono_ns(), run = 0, wait = 0, sys = 0;
+	uint64_t now = d->ops.now ? d->ops.now(d->ctx) : clock_ns(CLOCK_MONOTONIC);
+	uint64_t run = 0, wait = 0, sys = 0;
 	const struct budget_rates *r = &e->bt.rates;
 	double dt, cpu, sysr, pred, k, calls = 0, extra;
 	uint64_t nc = 0;

@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "agent.h"
+#include "clock.h"
 #include "endpoints.h"
 #include "json.h"
 #include "metrics.h"
@@ -316,14 +317,6 @@ static void targets_route(void *ctx, const struct http_request *r, struct http_r
 	out->content_type = "application/json";
 }
 
-static int64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
 /* healthy while the profiling thread turns: it owns the BPF side and every target */
 static void healthz_route(void *ctx, const struct http_request *r, struct http_reply *out)
 {
@@ -333,7 +326,7 @@ static void healthz_route(void *ctx, const struct http_request *r, struct http_r
 	pthread_mutex_lock(&e->stats.lock);
 	last = e->stats.loop_mono_ns;
 	pthread_mutex_unlock(&e->stats.lock);
-	if (mono_ns() - last > AGENT_HEALTHY_NS) {
+	if ((int64_t)clock_ns(CLOCK_MONOTONIC) - last > AGENT_HEALTHY_NS) {
 		http_json_error(out, 503, "the profiling thread has not run for 5 s");
 		return;
 	}

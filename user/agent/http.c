@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include <microhttpd.h>
 
+#include "clock.h"
 #include "http.h"
 #include "json.h"
 #include "log.h"
@@ -61,14 +62,6 @@ struct http_server {
 	pthread_cond_t reap_cond;
 	bool reaper_started, stopping;
 };
-
-static int64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
 
 unsigned int http_status_of_slot(int i)
 {
@@ -249,7 +242,7 @@ static void set_phase(struct http_server *s, struct conn_slot *c, enum conn_phas
 		return;
 	pthread_mutex_lock(&s->conn_lock);
 	c->phase = p;
-	c->since_ns = mono_ns();
+	c->since_ns = (int64_t)clock_ns(CLOCK_MONOTONIC);
 	c->deadline_ns = deadline_ns;
 	pthread_mutex_unlock(&s->conn_lock);
 }
@@ -333,8 +326,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	}
 	count(&s->counts.requests[idx < 15 ? idx : 15][slot_of(r.status)]);
 	/* the response goes out at MIN_SEND_BYTES_PER_S at least */
-	set_phase(s, slot, PHASE_SEND, mono_ns() + (int64_t)s->o.timeout_s * 1000000000LL +
-		  (int64_t)(r.len / MIN_SEND_BYTES_PER_S) * 1000000000LL);
+	set_phase(s, slot, PHASE_SEND,
+		  (int64_t)clock_ns(CLOCK_MONOTONIC) + (int64_t)s->o.timeout_s * 1000000000LL +
+			  (int64_t)(r.len / MIN_SEND_BYTES_PER_S) * 1000000000LL);
 	ret = send_reply(conn, &r, challenge);
 	return ret;
 }
@@ -346,7 +340,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	struct http_server *s = cls;
 
 	set_phase(s, slot_of_conn(conn), PHASE_HEAD,
-		  mono_ns() + (int64_t)s->o.timeout_s * 1000000000LL);
+		  (int64_t)clock_ns(CLOCK_MONOTONIC) + (int64_t)s->o.timeout_s * 1000000000LL);
 	*con_cls = NULL;
 }
 
@@ -434,7 +428,7 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
 		memcpy(&c->addr, ad->client_addr, ad->client_addr->sa_family == AF_INET6 ?
 		       sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in));
 		c->phase = PHASE_HEAD;
-		c->since_ns = mono_ns();
+		c->since_ns = (int64_t)clock_ns(CLOCK_MONOTONIC);
 		c->deadline_ns = c->since_ns + (int64_t)s->o.timeout_s * 1000000000LL;
 		*socket_context = c;
 	}
@@ -455,19 +449,14 @@ static void *reap(void *arg)
 
 	pthread_mutex_lock(&s->conn_lock);
 	while (!s->stopping) {
-		now = mono_ns();
+		now = (int64_t)clock_ns(CLOCK_MONOTONIC);
 		for (i = 0; i < s->cap_conns; i++) {
 			struct conn_slot *c = &s->conns[i];
 
 			if (c->used && !c->evicted && c->deadline_ns && now > c->deadline_ns)
 				evict(c);
 		}
-		clock_gettime(CLOCK_MONOTONIC, &until);
-		until.tv_nsec += REAP_NS;
-		if (until.tv_nsec >= 1000000000L) {
-			until.tv_sec++;
-			until.tv_nsec -= 1000000000L;
-		}
+		until = clock_deadline(CLOCK_MONOTONIC, REAP_NS);
 		pthread_cond_timedwait(&s->reap_cond, &s->conn_lock, &until);
 	}
 	pthread_mutex_unlock(&s->conn_lock);

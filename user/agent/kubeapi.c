@@ -10,6 +10,7 @@
 #include <curl/curl.h>
 #include <json-c/json.h>
 
+#include "clock.h"
 #include "hashtab.h"
 #include "kubeapi.h"
 #include "log.h"
@@ -59,14 +60,6 @@ struct kubeapi {
 	size_t n_asked;
 	long last_status;
 };
-
-static int64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
 
 static void pods_free(struct pod_list *l)
 {
@@ -394,18 +387,15 @@ static void *kube_thread(void *arg)
 
 	for (;;) {
 		fetch(k);
-		last = now_ns();
+		last = (int64_t)clock_ns(CLOCK_MONOTONIC);
 		pthread_mutex_lock(&k->lock);
 		k->want = false;
 		while (!k->stop) {
-			t = now_ns();
+			t = (int64_t)clock_ns(CLOCK_MONOTONIC);
 			if (t - last >= (int64_t)k->o.refresh_ns ||
 			    (k->want && t - last >= MIN_EARLY_NS))
 				break;
-			clock_gettime(CLOCK_REALTIME, &ts);
-			ts.tv_nsec += 200000000;
-			ts.tv_sec += ts.tv_nsec / 1000000000;
-			ts.tv_nsec %= 1000000000;
+			ts = clock_deadline(CLOCK_REALTIME, 200000000);
 			pthread_cond_timedwait(&k->wake, &k->lock, &ts);
 		}
 		if (k->stop) {

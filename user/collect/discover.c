@@ -15,6 +15,7 @@
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
+#include "clock.h"
 #include "discover.h"
 #include "discover.skel.h"
 #include "discover_event.h"
@@ -88,14 +89,6 @@ static int read_stat(pid_t pid, struct proc_info *pi)
 	ret = parse_stat(text, pi);
 	free(text);
 	return ret;
-}
-
-uint64_t boot_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_BOOTTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
 int proc_start_ticks(pid_t pid, bool live_only, uint64_t *out)

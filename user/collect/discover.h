@@ -27,8 +27,6 @@ struct proc_info {
 	char *cgroup_text;	/* /proc/PID/cgroup, malloc'd; "" when it cannot be read */
 };
 
-/* now, CLOCK_BOOTTIME: the clock of the events' times */
-uint64_t boot_ns(void);
 /* 0, -ESRCH (gone, or a kernel thread), or -errno */
 int proc_info__read(pid_t pid, struct proc_info *pi);
 void proc_info__free(struct proc_info *pi);
@@ -52,7 +50,7 @@ bool proc_has_loader(pid_t pid);
 enum discover_what { DISCOVERED_EXEC, DISCOVERED_FORK, DISCOVERED_EXIT, DISCOVERED_ENTRY };
 
 /*
- * time_ns: when it happened, CLOCK_BOOTTIME (boot_ns() is the same clock).
+ * time_ns: when it happened, CLOCK_BOOTTIME (clock_ns(CLOCK_BOOTTIME) reads it).
  * held: the kernel stopped the process for the agent (docs/agent.md,
  * "Pick-up at exec"); fn must see that proc_release() is called for it.
  */

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "bpfobj.h"
+#include "clock.h"
 #include "discover.h"
 #include "family.h"
 #include "log.h"
@@ -59,14 +60,6 @@ struct family {
 	struct culpert_calls_seen seen;
 	bool have_seen;
 };
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
 
 /* /proc/PID/exe, "" when it cannot be read */
 static void exe_of(pid_t pid, char *buf, size_t len)
@@ -193,7 +186,7 @@ static int add_member(struct family *f, pid_t pid, uint64_t fork_ns, char *err, 
 	f->v[f->n] = (struct member){ .s = s, .pid = session__pid(s) };
 	snprintf(f->v[f->n].comm, sizeof(f->v[f->n].comm), "%s", session__comm(s));
 	if (fork_ns) {
-		uint64_t lag = boot_ns() - fork_ns;
+		uint64_t lag = clock_ns(CLOCK_BOOTTIME) - fork_ns;
 
 		f->lag_sum_ns += lag;
 		f->lag_n++;
@@ -396,7 +389,7 @@ int family__open(const struct session_opts *o, struct family **out, char *err, s
 int family__run(struct family *f, uint64_t duration_ns, volatile sig_atomic_t *stop,
 		enum session_end *why)
 {
-	uint64_t start = mono_ns(), last_scan = start, now;
+	uint64_t start = clock_ns(CLOCK_MONOTONIC), last_scan = start, now;
 	struct epoll_event ev[2];
 	size_t i;
 	int n;
@@ -436,7 +429,7 @@ int family__run(struct family *f, uint64_t duration_ns, volatile sig_atomic_t *s
 		}
 		if (session__ended(f->v[0].s, why))
 			break;
-		now = mono_ns();
+		now = clock_ns(CLOCK_MONOTONIC);
 		if (*stop) {
 			*why = SESSION_END_SIGNAL;
 			break;

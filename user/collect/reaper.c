@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "culpert.h"
 #include "log.h"
 #include "reaper.h"
@@ -293,13 +294,7 @@ bool reaper__wait(struct reaper *r, pid_t pid, uint64_t timeout_ns)
 
 	if (!r)
 		return true;
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_sec += (time_t)(timeout_ns / 1000000000ULL);
-	until.tv_nsec += (long)(timeout_ns % 1000000000ULL);
-	if (until.tv_nsec >= 1000000000L) {
-		until.tv_sec++;
-		until.tv_nsec -= 1000000000L;
-	}
+	until = clock_deadline(CLOCK_REALTIME, timeout_ns);
 	pthread_mutex_lock(&r->lock);
 	while (ret && (has_pid(&r->queued, pid) || has_pid(&r->running, pid)))
 		ret = pthread_cond_timedwait(&r->done, &r->lock, &until) == 0;

@@ -10,6 +10,7 @@
 
 #include "allocator.h"
 #include "allocstate.h"
+#include "clock.h"
 #include "debuginfo.h"
 #include "elfobj.h"
 #include "glibctcache.h"
@@ -86,14 +87,6 @@ void alloc_reader__free(struct alloc_reader *ar)
 	debuginfo__free(ar->di);
 	objcache__free(ar->objs);
 	free(ar);
-}
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
 /* link-time address 0 of the object mapped at m: ET_EXEC is where it says */
@@ -345,19 +338,19 @@ static void listen_sampler(struct alloc_reader *ar, const struct target *t,
 	}
 	ar->listen_fd = fd;
 	ar->listen_pid = t->pid;
-	ar->listen_since_ns = now_ns();
+	ar->listen_since_ns = clock_ns(CLOCK_MONOTONIC);
 }
 
 /* read the page until it was refreshed since we started to listen, at most wait_ns */
 static void wait_fresh(struct alloc_reader *ar, struct remotemem *rm, uint64_t addr,
 		       struct sampler_stats *ss)
 {
-	uint64_t deadline = now_ns() + ar->o.wait_ns;
+	uint64_t deadline = clock_ns(CLOCK_MONOTONIC) + ar->o.wait_ns;
 	struct timespec ts = { 0, (long)SAMPLER_POLL_NS };
 
 	for (;;) {
 		ss->fresh = ss->has_figures && ss->s.refreshed_ns >= ar->listen_since_ns;
-		if (ss->fresh || now_ns() >= deadline)
+		if (ss->fresh || clock_ns(CLOCK_MONOTONIC) >= deadline)
 			return;
 		nanosleep(&ts, NULL);
 		if (sampler_page__read(rm, addr, ss))

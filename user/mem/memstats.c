@@ -8,6 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "memcg.h"
 #include "memstats.h"
 #include "procmaps.h"
@@ -171,14 +172,6 @@ int mem_parse_smaps(const char *text, struct mem_values kinds[MEM_KIND__MAX])
 	return 0;
 }
 
-static int64_t wall_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
 /* "State:\tZ (zombie)": the process is gone, only its entry is left */
 static bool status_dead(const char *status)
 {
@@ -247,7 +240,7 @@ int memstats__read(pid_t pid, struct memstats *m, char *err, size_t errlen)
 
 	memset(m, 0, sizeof(*m));
 	m->pid = pid;
-	m->time_ns = wall_ns();
+	m->time_ns = (int64_t)clock_ns(CLOCK_REALTIME);
 	snprintf(path, sizeof(path), "/proc/%d", (int)pid);
 	/* openat() through this fd fails with ESRCH once the process is gone, even if the pid is reused */
 	dirfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);

@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "perfuprobe.h"
 #include "remotemem.h"
 #include "samplerpage.h"
@@ -29,14 +30,6 @@ const char *sampler_allocator_name(uint32_t allocator)
 	return allocator < sizeof(names) / sizeof(names[0]) ? names[allocator] : "unknown";
 }
 
-static uint64_t monotonic_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
 int sampler_page__read(struct remotemem *r, uint64_t addr, struct sampler_stats *out)
 {
 	struct culpert_sampler_page pg;
@@ -50,7 +43,7 @@ int sampler_page__read(struct remotemem *r, uint64_t addr, struct sampler_stats 
 	if (pg.magic != CULPERT_SAMPLER_MAGIC || pg.version != CULPERT_SAMPLER_PAGE_VERSION ||
 	    pg.size < sizeof(pg))
 		return -EINVAL;
-	now = monotonic_ns();
+	now = clock_ns(CLOCK_MONOTONIC);
 	out->present = true;
 	out->allocator = pg.allocator;
 	out->rate = pg.rate;
