@@ -533,7 +533,7 @@ static int write_symbolized(struct exporter *x, const char *path, void **buf, si
 	struct profsym *ps = NULL;
 	int err = -ENOMEM;
 
-	po.sym = symbolizer__new(&so);
+	po.sym = x->o->sym ?: symbolizer__new(&so);
 	if (po.sym)
 		ps = profsym__new(&po);
 	if (raw && ps)
@@ -548,7 +548,8 @@ static int write_symbolized(struct exporter *x, const char *path, void **buf, si
 	}
 	pprof_writer__free(out);
 	profsym__free(ps);
-	symbolizer__free(po.sym);
+	if (po.sym != x->o->sym)
+		symbolizer__free(po.sym);
 	return err;
 }
 
