@@ -61,9 +61,9 @@ struct export_opts {
  */
 size_t export_profile_need(const struct aggregate *a, const struct live *live, bool symbolize);
 /* 0 or -errno */
-int export_profile(const struct aggregate *a, const struct export_opts *o, const char *path);
+int export_profile(struct aggregate *a, const struct export_opts *o, const char *path);
 /* the same into a malloc'd buffer (gzip'd) */
-int export_profile_buf(const struct aggregate *a, const struct export_opts *o, void **buf,
+int export_profile_buf(struct aggregate *a, const struct export_opts *o, void **buf,
 		       size_t *len);
 
 #endif /* CULPERT_EXPORT_H */
