@@ -12,6 +12,7 @@
  * it waits for no serialization either.
  */
 #include <errno.h>
+#include <malloc.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -109,6 +110,8 @@ struct ctarget {
 	int64_t heap_since_unix_ns;	/* the free probes were last re-attached; 0: never off */
 	uint64_t retry_ns, retry_wait_ns;	/* failed: when to plan again, and the wait after */
 	int64_t live_unix_ns;		/* when its probes went live (CLOCK_REALTIME); 0 before */
+	/* its session keeps a symbolizer, last used then (CLOCK_MONOTONIC; atomic); 0: none */
+	uint64_t sym_used_ns;
 	uint64_t anon_rss_at;		/* its anonymous RSS then, bytes (what came before) */
 	char comm[16];
 };
@@ -138,6 +141,7 @@ struct collector {
 	size_t backlog_max;		/* a target's backlog, bytes */
 	uint64_t mem_refused;		/* scrapes refused for memory (under enc_lock) */
 	uint64_t backlogged, stalls;	/* records kept back; waits for a full backlog */
+	bool sym_off;			/* memory: no symbolizer kept any more (atomic) */
 	/*
 	 * Planning and attaching: on a thread of its own, fed by the
 	 * profiling thread, which reads records and events meanwhile
@@ -646,6 +650,7 @@ static struct ctarget *claim_slot(struct collector *c, const struct agent_target
 		t->awaiting_entry = false;
 		t->live_unix_ns = 0;
 		t->anon_rss_at = 0;
+		__atomic_store_n(&t->sym_used_ns, 0, __ATOMIC_RELAXED);
 		t->s = NULL;
 		t->pid = at->pid;
 		t->start_ticks = at->start_ticks;
@@ -1037,6 +1042,68 @@ static void replan(struct ctarget *t)
 	}
 }
 
+/*
+ * A target's symbolizer is kept from one profile to the next (an object's
+ * DWARF read once, not at every scrape), for KEEP_SYMBOLIZERS targets at
+ * most, the least recently served let go first, and SYMBOLIZER_IDLE_NS
+ * after its last profile; under memory pressure none (docs/agent.md,
+ * "Serving").  Another target's lock is only tried: a serializer holds
+ * its own.
+ */
+#define KEEP_SYMBOLIZERS	4
+#define SYMBOLIZER_IDLE_NS	(60 * NS_PER_SEC)
+
+static bool drop_symbolizer(struct ctarget *t)
+{
+	if (pthread_mutex_trylock(&t->lock))
+		return false;
+	if (t->s)
+		session__drop_symbolizer(t->s);
+	__atomic_store_n(&t->sym_used_ns, 0, __ATOMIC_RELAXED);
+	pr_debug("pid %d (%s): its symbolizer let go\n", (int)t->pid, t->comm);
+	pthread_mutex_unlock(&t->lock);
+	/* its DWARF's many small blocks stay in the arenas, else */
+	malloc_trim(0);
+	return true;
+}
+
+/* t keeps one now (its lock held): the others past the bound let go */
+static void bound_symbolizers(struct collector *c, struct ctarget *t)
+{
+	struct ctarget *oldest;
+	uint64_t used, min;
+	size_t i, kept;
+
+	do {
+		oldest = NULL;
+		min = UINT64_MAX;
+		for (i = 0, kept = 1; i < c->n; i++) {
+			used = __atomic_load_n(&c->v[i].sym_used_ns, __ATOMIC_RELAXED);
+			if (&c->v[i] == t || !used)
+				continue;
+			kept++;
+			if (used < min) {
+				min = used;
+				oldest = &c->v[i];
+			}
+		}
+	} while (kept > KEEP_SYMBOLIZERS && drop_symbolizer(oldest));
+}
+
+/* the profiling thread's turn: symbolizers idle too long, or all under memory pressure */
+static void expire_symbolizers(struct collector *c, uint64_t now_ns)
+{
+	bool off = __atomic_load_n(&c->sym_off, __ATOMIC_RELAXED);
+	uint64_t used;
+	size_t i;
+
+	for (i = 0; i < c->n; i++) {
+		used = __atomic_load_n(&c->v[i].sym_used_ns, __ATOMIC_RELAXED);
+		if (used && (off || now_ns - used > SYMBOLIZER_IDLE_NS))
+			drop_symbolizer(&c->v[i]);
+	}
+}
+
 int collector__poll(struct collector *c, uint64_t now_ns)
 {
 	size_t i;
@@ -1044,6 +1111,7 @@ int collector__poll(struct collector *c, uint64_t now_ns)
 
 	n = bpfobj__poll(c->sampler, 0);
 	retry_failed(c, now_ns);
+	expire_symbolizers(c, now_ns);
 	/*
 	 * Also while no samples come: the kernel's buffers of new mappings
 	 * must not fill.  Only this thread changes slots: no table lock.  A
@@ -1240,7 +1308,9 @@ static int serialize(struct collector *c, struct ctarget *t, enum agent_profile 
 		.n_base = n_base,
 		.extra = extra,
 		.n_extra = 3,
+		.keep_symbolizer = c->o.symbolize && !__atomic_load_n(&c->sym_off, __ATOMIC_RELAXED),
 	};
+	int ret;
 
 	pthread_mutex_lock(&t->st_lock);
 	fill_state(t, &st);
@@ -1261,7 +1331,11 @@ static int serialize(struct collector *c, struct ctarget *t, enum agent_profile 
 	po.duration_nanos = duration_ns;
 	if (base)
 		po.time_nanos = (int64_t)time(NULL) * (int64_t)NS_PER_SEC - duration_ns;
-	return session__profile(t->s, &po, buf, len);
+	ret = session__profile(t->s, &po, buf, len);
+	__atomic_store_n(&t->sym_used_ns, po.keep_symbolizer ? mono_ns() : 0, __ATOMIC_RELAXED);
+	if (po.keep_symbolizer)
+		bound_symbolizers(c, t);
+	return ret;
 }
 
 /*
@@ -1611,6 +1685,8 @@ void collector__freeze_stacks(struct collector *c)
 {
 	size_t i;
 
+	/* what a kept symbolizer holds goes first (expire_symbolizers()), for good */
+	__atomic_store_n(&c->sym_off, true, __ATOMIC_RELAXED);
 	/* only this thread changes slots: no table lock to read them */
 	for (i = 0; i < c->n; i++) {
 		struct ctarget *t = &c->v[i];
