@@ -564,11 +564,13 @@ static int export_to(struct aggregate *a, const struct export_opts *o, const cha
 
 /*
  * Measured on a target of 65536 stacks of 20 frames (make bench, part
- * scrape): the peak of an encoding, symbolized, is 600-900 bytes a sample:
- * each sample is held twice (the raw profile and its symbolized copy, 8
- * bytes a frame in each, and its values and labels), then once more as
- * protobuf-c's messages.  A live block adds a sample at most (its age
- * bucket) and its sorted copy; buckets are counted up to 4 per entry.
+ * scrape): the peak of an encoding, symbolized, was 600-900 bytes a
+ * sample, 480 since the protobuf is written without protobuf-c's messages
+ * (the estimate below was left as it was: on the safe side): each sample
+ * is held twice (the raw profile and its symbolized copy, 8 bytes a frame
+ * in each, and its values and labels).  A live block adds a sample at
+ * most (its age bucket) and its sorted copy; buckets are counted up to 4
+ * per entry.
  */
 #define NEED_PER_SAMPLE		384
 #define NEED_PER_FRAME		16
