@@ -142,6 +142,9 @@ struct collector {
 	uint64_t mem_refused;		/* scrapes refused for memory (under enc_lock) */
 	uint64_t backlogged, stalls;	/* records kept back; waits for a full backlog */
 	bool sym_off;			/* memory: no symbolizer kept any more (atomic) */
+	/* the duty cycle's read of every target's counters at once (profiling thread) */
+	struct bpfobj_procs procs;
+	bool procs_read, procs_said;
 	/*
 	 * Planning and attaching: on a thread of its own, fed by the
 	 * profiling thread, which reads records and events meanwhile
@@ -498,6 +501,7 @@ void collector__free(struct collector *c)
 		pthread_mutex_destroy(&c->v[i].lock);
 		pthread_mutex_destroy(&c->v[i].st_lock);
 	}
+	bpfobj_procs__free(&c->procs);
 	bpfobj__free(c->sampler);
 	/* after the sessions: each one's watch is joined to it */
 	mmapwatch__free(c->maps_watch);
@@ -1187,8 +1191,9 @@ int collector__set_free_probes(struct collector *c, pid_t pid, uint64_t start_ti
 	return ret;
 }
 
-/* the state, state lock held */
-static void fill_state(struct ctarget *t, struct collector_state *out)
+/* the state, state lock held; its counters from snap when given, else from the map */
+static void fill_state_from(struct ctarget *t, const struct bpfobj_procs *snap,
+			    struct collector_state *out)
 {
 	struct culpert_proc p = { 0 };
 	uint64_t elapsed, now = mono_ns();
@@ -1198,7 +1203,10 @@ static void fill_state(struct ctarget *t, struct collector_state *out)
 	if (!t->s)
 		return;
 	pr = session__proc(t->s);
-	bpfobj_proc__state(pr, &p);
+	if (snap)
+		bpfobj_proc__state_in(pr, snap, &p);
+	else
+		bpfobj_proc__state(pr, &p);
 	out->samples = __atomic_load_n(&t->samples, __ATOMIC_RELAXED);
 	out->lost = p.counters[CULPERT_CNT_LOST_RINGBUF];
 	out->calls_alloc = p.calls_alloc;
@@ -1215,6 +1223,35 @@ static void fill_state(struct ctarget *t, struct collector_state *out)
 	if (!t->exited && elapsed)
 		out->duty = (double)out->observed_ns / (double)elapsed > 1 ? 1 :
 			    (double)out->observed_ns / (double)elapsed;
+}
+
+static void fill_state(struct ctarget *t, struct collector_state *out)
+{
+	fill_state_from(t, NULL, out);
+}
+
+void collector__read_counts(struct collector *c)
+{
+	int ret = c->sampler ? bpfobj__procs_read(c->sampler, &c->procs) : -ENOENT;
+
+	c->procs_read = !ret;
+	if (ret && !c->procs_said) {
+		pr_debug("batch read of the procs map: %s; one lookup per target\n",
+			 strerror(-ret));
+		c->procs_said = true;
+	}
+}
+
+int collector__state_read(struct collector *c, pid_t pid, uint64_t start_ticks,
+			  struct collector_state *out)
+{
+	struct ctarget *t = lock_state(c, pid, start_ticks, false);
+
+	if (!t)
+		return -ENOENT;
+	fill_state_from(t, c->procs_read ? &c->procs : NULL, out);
+	pthread_mutex_unlock(&t->st_lock);
+	return 0;
 }
 
 static int state_of(struct collector *c, pid_t pid, uint64_t start_ticks, bool exited,
