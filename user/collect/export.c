@@ -497,14 +497,14 @@ static int write_symbolized(struct exporter *x, const char *path, void **buf, si
 		ps = profsym__new(&po);
 	if (raw && ps)
 		err = profsym__run(ps, raw, &out);
+	/* the report names mappings by the raw profile's strings: said before they go */
+	if (!err && log_level >= LOG_INFO)
+		profsym__print(ps, stderr, log_level >= LOG_DEBUG);
 	/* the raw profile is copied: gone before the copy is encoded, not beside it */
 	pprof_writer__free(x->w);
 	x->w = NULL;
-	if (!err) {
-		if (log_level >= LOG_INFO)
-			profsym__print(ps, stderr, log_level >= LOG_DEBUG);
+	if (!err)
 		err = write_out(out, path, buf, len);
-	}
 	pprof_writer__free(out);
 	profsym__free(ps);
 	if (po.sym != x->o->sym)
