@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * pprof_profile -> gzip'd protobuf, through the protoc-c generated code for
- * profile.proto.  Decoding is decode.c's: it reads the wire format directly.
+ * pprof_profile -> gzip'd protobuf, the wire format of profile.proto written
+ * directly.  Decoding is decode.c's: it reads the wire format directly too.
  */
 #include <errno.h>
 #include <limits.h>
@@ -12,197 +12,24 @@
 
 #include "log.h"
 #include "outfile.h"
-#include "profile.pb-c.h"
 #include "pprof.h"
-
-typedef Perftools__Profiles__Profile PbProfile;
-typedef Perftools__Profiles__Sample PbSample;
-typedef Perftools__Profiles__Label PbLabel;
-typedef Perftools__Profiles__Mapping PbMapping;
-typedef Perftools__Profiles__Location PbLocation;
-typedef Perftools__Profiles__Line PbLine;
-typedef Perftools__Profiles__Function PbFunction;
-typedef Perftools__Profiles__ValueType PbValueType;
 
 /* --- encoding ----------------------------------------------------------------------- */
 
-/* protoc-c wants arrays of pointers to messages; build them over the flat model */
-struct pb_build {
-	PbProfile prof;
-	PbValueType *vts, period_type, **vt_ptrs;
-	PbSample *samples, **sample_ptrs;
-	PbLabel *labels, **label_ptrs;
-	PbMapping *maps, **map_ptrs;
-	PbLocation *locs, **loc_ptrs;
-	PbLine *lines, **line_ptrs;
-	PbFunction *funcs, **func_ptrs;
-};
-
-static void pb_build_free(struct pb_build *b)
-{
-	free(b->vts);
-	free(b->vt_ptrs);
-	free(b->samples);
-	free(b->sample_ptrs);
-	free(b->labels);
-	free(b->label_ptrs);
-	free(b->maps);
-	free(b->map_ptrs);
-	free(b->locs);
-	free(b->loc_ptrs);
-	free(b->lines);
-	free(b->line_ptrs);
-	free(b->funcs);
-	free(b->func_ptrs);
-}
-
-#define ALLOC_N(ptr, n) ((ptr) = calloc((n) ?: 1, sizeof(*(ptr))))
-
-static int pb_build_samples(struct pb_build *b, const struct pprof_profile *p)
-{
-	size_t i;
-
-	if (!ALLOC_N(b->samples, p->n_samples) || !ALLOC_N(b->sample_ptrs, p->n_samples) ||
-	    !ALLOC_N(b->labels, p->n_labels) || !ALLOC_N(b->label_ptrs, p->n_labels))
-		return -ENOMEM;
-	for (i = 0; i < p->n_labels; i++) {
-		PbLabel *l = &b->labels[i];
-
-		perftools__profiles__label__init(l);
-		l->key = p->labels[i].key;
-		l->str = p->labels[i].str;
-		l->num = p->labels[i].num;
-		l->num_unit = p->labels[i].num_unit;
-		b->label_ptrs[i] = l;
-	}
-	for (i = 0; i < p->n_samples; i++) {
-		const struct pprof_sample *s = &p->samples[i];
-		PbSample *d = &b->samples[i];
-
-		perftools__profiles__sample__init(d);
-		d->n_location_id = s->n_locs;
-		d->location_id = &p->loc_ids[s->loc_off];
-		d->n_value = p->n_sample_types;
-		d->value = &p->values[i * p->n_sample_types];
-		d->n_label = s->n_labels;
-		d->label = &b->label_ptrs[s->label_off];
-		b->sample_ptrs[i] = d;
-	}
-	b->prof.n_sample = p->n_samples;
-	b->prof.sample = b->sample_ptrs;
-	return 0;
-}
-
-static int pb_build_tables(struct pb_build *b, const struct pprof_profile *p)
-{
-	size_t i;
-
-	if (!ALLOC_N(b->maps, p->n_mappings) || !ALLOC_N(b->map_ptrs, p->n_mappings) ||
-	    !ALLOC_N(b->locs, p->n_locations) || !ALLOC_N(b->loc_ptrs, p->n_locations) ||
-	    !ALLOC_N(b->lines, p->n_lines) || !ALLOC_N(b->line_ptrs, p->n_lines) ||
-	    !ALLOC_N(b->funcs, p->n_functions) || !ALLOC_N(b->func_ptrs, p->n_functions))
-		return -ENOMEM;
-	for (i = 0; i < p->n_mappings; i++) {
-		const struct pprof_mapping *s = &p->mappings[i];
-		PbMapping *d = &b->maps[i];
-
-		perftools__profiles__mapping__init(d);
-		d->id = s->id;
-		d->memory_start = s->memory_start;
-		d->memory_limit = s->memory_limit;
-		d->file_offset = s->file_offset;
-		d->filename = s->filename;
-		d->build_id = s->build_id;
-		d->has_functions = s->has_functions;
-		d->has_filenames = s->has_filenames;
-		d->has_line_numbers = s->has_line_numbers;
-		d->has_inline_frames = s->has_inline_frames;
-		b->map_ptrs[i] = d;
-	}
-	for (i = 0; i < p->n_lines; i++) {
-		perftools__profiles__line__init(&b->lines[i]);
-		b->lines[i].function_id = p->lines[i].function_id;
-		b->lines[i].line = p->lines[i].line;
-		b->lines[i].column = p->lines[i].column;
-		b->line_ptrs[i] = &b->lines[i];
-	}
-	for (i = 0; i < p->n_locations; i++) {
-		const struct pprof_location *s = &p->locations[i];
-		PbLocation *d = &b->locs[i];
-
-		perftools__profiles__location__init(d);
-		d->id = s->id;
-		d->mapping_id = s->mapping_id;
-		d->address = s->address;
-		d->is_folded = s->is_folded;
-		d->n_line = s->n_lines;
-		d->line = &b->line_ptrs[s->line_off];
-		b->loc_ptrs[i] = d;
-	}
-	for (i = 0; i < p->n_functions; i++) {
-		const struct pprof_function *s = &p->functions[i];
-		PbFunction *d = &b->funcs[i];
-
-		perftools__profiles__function__init(d);
-		d->id = s->id;
-		d->name = s->name;
-		d->system_name = s->system_name;
-		d->filename = s->filename;
-		d->start_line = s->start_line;
-		b->func_ptrs[i] = d;
-	}
-	b->prof.n_mapping = p->n_mappings;
-	b->prof.mapping = b->map_ptrs;
-	b->prof.n_location = p->n_locations;
-	b->prof.location = b->loc_ptrs;
-	b->prof.n_function = p->n_functions;
-	b->prof.function = b->func_ptrs;
-	return 0;
-}
-
-static int pb_build_header(struct pb_build *b, const struct pprof_profile *p)
-{
-	size_t i;
-
-	if (!ALLOC_N(b->vts, p->n_sample_types) || !ALLOC_N(b->vt_ptrs, p->n_sample_types))
-		return -ENOMEM;
-	for (i = 0; i < p->n_sample_types; i++) {
-		perftools__profiles__value_type__init(&b->vts[i]);
-		b->vts[i].type = p->sample_types[i].type;
-		b->vts[i].unit = p->sample_types[i].unit;
-		b->vt_ptrs[i] = &b->vts[i];
-	}
-	b->prof.n_sample_type = p->n_sample_types;
-	b->prof.sample_type = b->vt_ptrs;
-	perftools__profiles__value_type__init(&b->period_type);
-	b->period_type.type = p->period_type.type;
-	b->period_type.unit = p->period_type.unit;
-	if (p->period_type.type || p->period_type.unit)
-		b->prof.period_type = &b->period_type;
-	b->prof.n_string_table = p->n_strings;
-	b->prof.string_table = p->strings;
-	b->prof.drop_frames = p->drop_frames;
-	b->prof.keep_frames = p->keep_frames;
-	b->prof.time_nanos = p->time_nanos;
-	b->prof.duration_nanos = p->duration_nanos;
-	b->prof.period = p->period;
-	b->prof.n_comment = p->n_comments;
-	b->prof.comment = p->comments;
-	b->prof.default_sample_type = p->default_sample_type;
-	b->prof.doc_url = p->doc_url;
-	return 0;
-}
-
 /*
- * The protobuf goes into deflate as it is packed, through a staging
+ * The protobuf goes into deflate as it is written, through a staging
  * buffer: the packed profile (about as large as the profile's tables) is
  * never whole in memory, only the gzip'd output is (docs/agent.md,
- * "Memory").
+ * "Memory").  The wire format is written here from the flat model, field
+ * by field in field-number order, zero scalars left out (proto3): the
+ * bytes protobuf-c's packing of profile.proto gives, without its message
+ * structures, one per sample, label, location, line and function.
  */
 #define STAGE_SIZE (64 << 10)
+/* the longest varint */
+#define VARINT_MAX 10
 
 struct gz_sink {
-	ProtobufCBuffer base;
 	z_stream zs;
 	unsigned char stage[STAGE_SIZE];
 	size_t staged;
@@ -242,37 +69,251 @@ static void gz_push(struct gz_sink *g, int flush)
 	g->staged = 0;
 }
 
-static void gz_append(ProtobufCBuffer *b, size_t len, const uint8_t *data)
+static void put_bytes(struct gz_sink *g, const void *data, size_t len)
 {
-	struct gz_sink *g = (struct gz_sink *)b;
+	const unsigned char *d = data;
 	size_t n;
 
 	while (len && !g->err) {
 		n = STAGE_SIZE - g->staged < len ? STAGE_SIZE - g->staged : len;
-		memcpy(g->stage + g->staged, data, n);
+		memcpy(g->stage + g->staged, d, n);
 		g->staged += n;
-		data += n;
+		d += n;
 		len -= n;
 		if (g->staged == STAGE_SIZE)
 			gz_push(g, Z_NO_FLUSH);
 	}
 }
 
+static size_t varint_len(uint64_t v)
+{
+	size_t n = 1;
+
+	while (v >= 0x80) {
+		v >>= 7;
+		n++;
+	}
+	return n;
+}
+
+static void put_varint(struct gz_sink *g, uint64_t v)
+{
+	unsigned char *p;
+
+	if (STAGE_SIZE - g->staged < VARINT_MAX)
+		gz_push(g, Z_NO_FLUSH);
+	if (g->err)
+		return;
+	p = g->stage + g->staged;
+	while (v >= 0x80) {
+		*p++ = (unsigned char)(v | 0x80);
+		v >>= 7;
+	}
+	*p++ = (unsigned char)v;
+	g->staged = (size_t)(p - g->stage);
+}
+
+enum { WIRE_VARINT = 0, WIRE_LEN = 2 };
+
+/* field numbers of profile.proto are below 16: a tag is one byte */
+static void put_tag(struct gz_sink *g, unsigned int field, unsigned int wire)
+{
+	put_varint(g, field << 3 | wire);
+}
+
+/* a varint field (int64 as its two's complement, bool as 0 or 1): left out when 0 */
+static size_t field_len(uint64_t v)
+{
+	return v ? 1 + varint_len(v) : 0;
+}
+
+static void put_field(struct gz_sink *g, unsigned int field, uint64_t v)
+{
+	if (!v)
+		return;
+	put_tag(g, field, WIRE_VARINT);
+	put_varint(g, v);
+}
+
+/* a length-delimited field of len bytes: its tag and length */
+static size_t len_field_len(size_t len)
+{
+	return 1 + varint_len(len) + len;
+}
+
+static void put_len(struct gz_sink *g, unsigned int field, size_t len)
+{
+	put_tag(g, field, WIRE_LEN);
+	put_varint(g, len);
+}
+
+/* packed repeated varints (int64 and uint64 alike), left out when empty */
+static size_t packed_body(const uint64_t *v, size_t n)
+{
+	size_t i, len = 0;
+
+	for (i = 0; i < n; i++)
+		len += varint_len(v[i]);
+	return len;
+}
+
+static size_t packed_len(const uint64_t *v, size_t n)
+{
+	return n ? len_field_len(packed_body(v, n)) : 0;
+}
+
+static void put_packed(struct gz_sink *g, unsigned int field, const uint64_t *v, size_t n)
+{
+	size_t i;
+
+	if (!n)
+		return;
+	put_len(g, field, packed_body(v, n));
+	for (i = 0; i < n; i++)
+		put_varint(g, v[i]);
+}
+
+static size_t label_len(const struct pprof_label *l)
+{
+	return field_len((uint64_t)l->key) + field_len((uint64_t)l->str) +
+	       field_len((uint64_t)l->num) + field_len((uint64_t)l->num_unit);
+}
+
+static void put_sample(struct gz_sink *g, const struct pprof_profile *p, size_t i)
+{
+	const struct pprof_sample *s = &p->samples[i];
+	const uint64_t *locs = &p->loc_ids[s->loc_off];
+	const uint64_t *vals = (const uint64_t *)&p->values[i * p->n_sample_types];
+	const struct pprof_label *l = &p->labels[s->label_off];
+	size_t len, k;
+
+	len = packed_len(locs, s->n_locs) + packed_len(vals, p->n_sample_types);
+	for (k = 0; k < s->n_labels; k++)
+		len += len_field_len(label_len(&l[k]));
+	put_len(g, 2, len);
+	put_packed(g, 1, locs, s->n_locs);
+	put_packed(g, 2, vals, p->n_sample_types);
+	for (k = 0; k < s->n_labels; k++) {
+		put_len(g, 3, label_len(&l[k]));
+		put_field(g, 1, (uint64_t)l[k].key);
+		put_field(g, 2, (uint64_t)l[k].str);
+		put_field(g, 3, (uint64_t)l[k].num);
+		put_field(g, 4, (uint64_t)l[k].num_unit);
+	}
+}
+
+static void put_mapping(struct gz_sink *g, const struct pprof_mapping *m)
+{
+	put_len(g, 3, field_len(m->id) + field_len(m->memory_start) +
+		      field_len(m->memory_limit) + field_len(m->file_offset) +
+		      field_len((uint64_t)m->filename) + field_len((uint64_t)m->build_id) +
+		      field_len(m->has_functions) + field_len(m->has_filenames) +
+		      field_len(m->has_line_numbers) + field_len(m->has_inline_frames));
+	put_field(g, 1, m->id);
+	put_field(g, 2, m->memory_start);
+	put_field(g, 3, m->memory_limit);
+	put_field(g, 4, m->file_offset);
+	put_field(g, 5, (uint64_t)m->filename);
+	put_field(g, 6, (uint64_t)m->build_id);
+	put_field(g, 7, m->has_functions);
+	put_field(g, 8, m->has_filenames);
+	put_field(g, 9, m->has_line_numbers);
+	put_field(g, 10, m->has_inline_frames);
+}
+
+static size_t line_len(const struct pprof_line *l)
+{
+	return field_len(l->function_id) + field_len((uint64_t)l->line) +
+	       field_len((uint64_t)l->column);
+}
+
+static void put_location(struct gz_sink *g, const struct pprof_profile *p,
+			 const struct pprof_location *l)
+{
+	const struct pprof_line *lines = &p->lines[l->line_off];
+	size_t len = field_len(l->id) + field_len(l->mapping_id) + field_len(l->address) +
+		     field_len(l->is_folded);
+	uint32_t k;
+
+	for (k = 0; k < l->n_lines; k++)
+		len += len_field_len(line_len(&lines[k]));
+	put_len(g, 4, len);
+	put_field(g, 1, l->id);
+	put_field(g, 2, l->mapping_id);
+	put_field(g, 3, l->address);
+	for (k = 0; k < l->n_lines; k++) {
+		put_len(g, 4, line_len(&lines[k]));
+		put_field(g, 1, lines[k].function_id);
+		put_field(g, 2, (uint64_t)lines[k].line);
+		put_field(g, 3, (uint64_t)lines[k].column);
+	}
+	put_field(g, 5, l->is_folded);
+}
+
+static void put_function(struct gz_sink *g, const struct pprof_function *f)
+{
+	put_len(g, 5, field_len(f->id) + field_len((uint64_t)f->name) +
+		      field_len((uint64_t)f->system_name) + field_len((uint64_t)f->filename) +
+		      field_len((uint64_t)f->start_line));
+	put_field(g, 1, f->id);
+	put_field(g, 2, (uint64_t)f->name);
+	put_field(g, 3, (uint64_t)f->system_name);
+	put_field(g, 4, (uint64_t)f->filename);
+	put_field(g, 5, (uint64_t)f->start_line);
+}
+
+static void put_value_type(struct gz_sink *g, unsigned int field, const struct pprof_value_type *v)
+{
+	put_len(g, field, field_len((uint64_t)v->type) + field_len((uint64_t)v->unit));
+	put_field(g, 1, (uint64_t)v->type);
+	put_field(g, 2, (uint64_t)v->unit);
+}
+
+static void put_profile(struct gz_sink *g, const struct pprof_profile *p)
+{
+	size_t i, len;
+
+	for (i = 0; i < p->n_sample_types; i++)
+		put_value_type(g, 1, &p->sample_types[i]);
+	for (i = 0; i < p->n_samples && !g->err; i++)
+		put_sample(g, p, i);
+	for (i = 0; i < p->n_mappings; i++)
+		put_mapping(g, &p->mappings[i]);
+	for (i = 0; i < p->n_locations && !g->err; i++)
+		put_location(g, p, &p->locations[i]);
+	for (i = 0; i < p->n_functions && !g->err; i++)
+		put_function(g, &p->functions[i]);
+	for (i = 0; i < p->n_strings && !g->err; i++) {
+		len = p->strings[i] ? strlen(p->strings[i]) : 0;
+		put_len(g, 6, len);
+		put_bytes(g, p->strings[i], len);
+	}
+	put_field(g, 7, (uint64_t)p->drop_frames);
+	put_field(g, 8, (uint64_t)p->keep_frames);
+	put_field(g, 9, (uint64_t)p->time_nanos);
+	put_field(g, 10, (uint64_t)p->duration_nanos);
+	if (p->period_type.type || p->period_type.unit)
+		put_value_type(g, 11, &p->period_type);
+	put_field(g, 12, (uint64_t)p->period);
+	put_packed(g, 13, (const uint64_t *)p->comments, p->n_comments);
+	put_field(g, 14, (uint64_t)p->default_sample_type);
+	put_field(g, 15, (uint64_t)p->doc_url);
+}
+
 /* windowBits 15 + 16: gzip wrapper; zlib writes mtime 0, so output is reproducible */
-static int gzip_pack(const PbProfile *prof, void **out, size_t *out_len)
+int pprof_encode_gzip(const struct pprof_profile *p, void **out, size_t *out_len)
 {
 	struct gz_sink *g = calloc(1, sizeof(*g));
 	int ret;
 
 	if (!g)
 		return -ENOMEM;
-	g->base.append = gz_append;
 	if (deflateInit2(&g->zs, Z_BEST_SPEED, Z_DEFLATED, 15 + 16, 8,
 			 Z_DEFAULT_STRATEGY) != Z_OK) {
 		free(g);
 		return -ENOMEM;
 	}
-	perftools__profiles__profile__pack_to_buffer(prof, &g->base);
+	put_profile(g, p);
 	if (!g->err)
 		gz_push(g, Z_FINISH);
 	deflateEnd(&g->zs);
@@ -284,23 +325,6 @@ static int gzip_pack(const PbProfile *prof, void **out, size_t *out_len)
 		free(g->out);
 	}
 	free(g);
-	return ret;
-}
-
-int pprof_encode_gzip(const struct pprof_profile *p, void **out, size_t *out_len)
-{
-	struct pb_build b = { 0 };
-	int ret;
-
-	perftools__profiles__profile__init(&b.prof);
-	ret = pb_build_header(&b, p);
-	if (!ret)
-		ret = pb_build_samples(&b, p);
-	if (!ret)
-		ret = pb_build_tables(&b, p);
-	if (!ret)
-		ret = gzip_pack(&b.prof, out, out_len);
-	pb_build_free(&b);
 	return ret;
 }
 

@@ -270,6 +270,7 @@ struct rebuild {
 	struct pprof_writer *w;
 	uint64_t *map_ids;
 	uint64_t *loc_ids;
+	int64_t *str_ids;		/* the output's index + 1 of each input string, 0: not yet */
 	uint64_t *ids;			/* one sample's location ids */
 	size_t cap_ids;
 	struct pprof_label *labels;
@@ -281,6 +282,25 @@ struct rebuild {
 static const char *str(const struct rebuild *rb, int64_t i)
 {
 	return pprof_profile__str(rb->in, i);
+}
+
+/*
+ * The output's index of input string i, interned at its first use as
+ * before: a label's key and unit come once per sample, looked up by index
+ * rather than hashed again.  Negative on ENOMEM.
+ */
+static int64_t out_str(struct rebuild *rb, int64_t i)
+{
+	int64_t o;
+
+	if (i <= 0 || (uint64_t)i >= rb->in->n_strings)
+		return pprof_writer__str(rb->w, str(rb, i));
+	if (rb->str_ids[i])
+		return rb->str_ids[i] - 1;
+	o = pprof_writer__str(rb->w, str(rb, i));
+	if (o >= 0)
+		rb->str_ids[i] = o + 1;
+	return o;
 }
 
 static struct pprof_writer *new_writer(const struct pprof_profile *in)
@@ -420,10 +440,10 @@ static int add_sample(struct profsym *ps, struct rebuild *rb, size_t si)
 		const struct pprof_label *l = &rb->in->labels[s->label_off + i];
 
 		rb->labels[i] = (struct pprof_label){
-			.key = pprof_writer__str(rb->w, str(rb, l->key)),
-			.str = l->str ? pprof_writer__str(rb->w, str(rb, l->str)) : 0,
+			.key = out_str(rb, l->key),
+			.str = l->str ? out_str(rb, l->str) : 0,
 			.num = l->num,
-			.num_unit = l->num_unit ? pprof_writer__str(rb->w, str(rb, l->num_unit)) : 0,
+			.num_unit = l->num_unit ? out_str(rb, l->num_unit) : 0,
 		};
 		if (rb->labels[i].key < 0 || rb->labels[i].str < 0 || rb->labels[i].num_unit < 0)
 			return -ENOMEM;
@@ -442,7 +462,8 @@ static int rebuild(struct profsym *ps, const struct pprof_profile *in, struct pp
 	rb.w = new_writer(in);
 	rb.map_ids = calloc(in->n_mappings ?: 1, sizeof(*rb.map_ids));
 	rb.loc_ids = calloc(in->n_locations ?: 1, sizeof(*rb.loc_ids));
-	if (!rb.w || !rb.map_ids || !rb.loc_ids ||
+	rb.str_ids = calloc(in->n_strings ?: 1, sizeof(*rb.str_ids));
+	if (!rb.w || !rb.map_ids || !rb.loc_ids || !rb.str_ids ||
 	    pprof_writer__reserve(rb.w, in->n_samples, in->n_loc_ids, in->n_labels))
 		goto out;
 	err = add_mappings(ps, &rb);
@@ -458,6 +479,7 @@ out:
 	pprof_writer__free(rb.w);
 	free(rb.map_ids);
 	free(rb.loc_ids);
+	free(rb.str_ids);
 	free(rb.ids);
 	free(rb.labels);
 	free(rb.lines);

@@ -249,7 +249,71 @@ test_scrape_loop_exact() {
 	wait "$agent_pid" 2>/dev/null
 }
 
+# A heap of 65536 stacks served whole and exact: stack_fan's one sweep (after
+# SIGUSR1, its probes attached) calls leaf() through 65536 paths, fan_a() and fan_b()
+# choosing the bits of i, and leaf() allocates 512 bytes each time.  At --rate 1
+# every call is a sample: the heap's samples through leaf() are those 65536 paths,
+# each i once, each 1 allocation of 512 bytes (alloc_objects and alloc_space), as
+# go tool pprof reads them.  The encoding's time is the bench's (make bench,
+# BENCH=agent), not asserted here.
+test_heap_fan_exact() {
+	need_root || return
+	copy "fanx$$" "$FAN"
+	start_target "$TMP/fx.out" "$TMP/fanx$$" 512 100000 16 usr1 || return
+	agent_start fanx -vv --select "pid=$target_pid" --rate 1 --max-stacks 65536 \
+		--ringbuf-size 64MiB || return
+	wait_field "$target_pid" probes attached 20 || { fail "probes $(field "$target_pid" probes)"; return; }
+	kill -USR1 "$target_pid"
+	wait_for "$TMP/fx.out" swept 120 || { fail "stack_fan did not sweep"; return; }
+	# the sweep's 65536 samples taken in
+	fan_samples() {
+		[ "$(get /metrics | awk -v p="pid=\"$target_pid\"" \
+			'index($0, "culpert_target_samples_total{") == 1 && index($0, p) { print $NF }')" \
+			-ge 65536 ] 2>/dev/null
+	}
+	wait_until 120 fan_samples || { fail "the samples of the sweep did not all come"; return; }
+	pprof_raw "/debug/pprof/heap?pid=$target_pid" "$TMP/fx.raw" || return
+	for t in alloc_objects alloc_space; do
+		$RAW --stacks $t <"$TMP/fx.raw" >"$TMP/fx.$t" || { fail "pprof_raw.py --stacks $t"; return; }
+	done
+	verdict=$($PY - "$TMP/fx.alloc_objects" "$TMP/fx.alloc_space" <<'EOF'
+import sys
+def paths(name):
+    got = {}
+    for line in open(name):
+        value, stack = line.split(' ', 1)
+        frames = stack.strip().split(';')
+        if 'leaf' not in frames:
+            continue
+        fans = frames[frames.index('leaf') + 1:][:17]
+        # leaf's caller is the deepest level (bit 15 of i); the root is fan_a(i, 16)
+        if len(fans) != 17 or fans[16] != 'fan_a' or set(fans) - {'fan_a', 'fan_b'}:
+            return 'a stack through leaf without its 17 fan frames: %s' % stack.strip()[:300]
+        i = sum((f == 'fan_b') << (15 - k) for k, f in enumerate(fans[:16]))
+        got[i] = got.get(i, 0) + int(value)
+    return got
+objs, space = paths(sys.argv[1]), paths(sys.argv[2])
+for got in (objs, space):
+    if isinstance(got, str):
+        print(got)
+        sys.exit(0)
+missing = [i for i in range(65536) if i not in objs]
+wrong = [i for i in objs if objs[i] != 1 or space.get(i) != 512]
+print('ok' if not missing and not wrong and len(objs) == 65536 else
+      '%d paths, %d missing (e.g. %s), %d not 1 x 512 bytes (e.g. %s)' %
+      (len(objs), len(missing), missing[:3], len(wrong),
+       [(i, objs[i], space.get(i)) for i in wrong[:3]]))
+EOF
+)
+	[ "$verdict" = ok ] || fail "the heap of 65536 stacks: $verdict"
+	echo "# $(grep 'profile of pid' "$TMP/fanx.err" | tail -1 | sed 's/.*: //')"
+	kill "$agent_pid"
+	wait "$agent_pid" 2>/dev/null
+	kill "$target_pid"
+}
+
 run_test agent/serve/keep_alive test_keep_alive
 run_test agent/serve/slow_clients test_slow_clients
 run_test agent/serve/scrape_storm test_scrape_storm
 run_test agent/serve/scrape_loop_exact test_scrape_loop_exact
+run_test agent/serve/heap_fan_exact test_heap_fan_exact

@@ -22,7 +22,8 @@
 #     target beyond its RSS before them (goal <= 256 KiB), the stop's time;
 #     the attach thread's time, and the kernel's attaches in it (-vv); the
 #     agent's CPU time over the attach (its wall time follows the load).
-#   BENCH_AGENT_PARTS="budget scale scrape metrics attach" chooses the parts.
+#   BENCH_AGENT_PARTS="budget scale scrape metrics attach" chooses the parts;
+#   BENCH_BASE_BPF=PATH runs part 3 with that culpert-bpf too, interleaved.
 . tests/lib.sh
 . tests/bench/common.sh
 . tests/agent/budget.inc
@@ -146,8 +147,14 @@ scrape() {
 		"$(((hwm - rss2) * 1024 / (stacks > 0 ? stacks : 1))) bytes per stack" \
 		"(the agent's estimate: $(sed -n 's/.*profile of pid.*CPU, \([0-9.]*\) MiB estimated.*/\1/p' "$TMP/fan.err" | tail -1) MiB)"
 	med=$(sort -g "$TMP/lat" | awk '{ v[NR] = $1 } END { printf "%.1f", 1000 * v[int((NR + 1) / 2)] }')
-	echo "heap scrape of a target with $stacks stacks: median $med ms over $RUNS (goal < 100 ms);" \
-		"each: $(awk '{ printf "%.1f ", 1000 * $1 }' "$TMP/lat")ms, $(wc -c <"$TMP/heap.pb.gz") bytes"
+	# the encodings' own CPU (-vv), whatever else the machine runs: the RUNS scrapes, not
+	# the one of the peak after them
+	grep 'profile of pid' "$TMP/fan.err" | sed -n 's/.*(\([0-9.]*\) ms of CPU.*/\1/p' >"$TMP/cpu"
+	cpu=$(head -n $(($(wc -l <"$TMP/cpu") - 1)) "$TMP/cpu" | tail -n "$RUNS" | sort -g |
+		awk '{ v[NR] = $1 } END { printf "%.1f", v[int((NR + 1) / 2)] }')
+	echo "heap scrape of a target with $stacks stacks: median $med ms over $RUNS (goal < 100 ms)," \
+		"$cpu ms of CPU; each: $(awk '{ printf "%.1f ", 1000 * $1 }' "$TMP/lat")ms," \
+		"$(wc -c <"$TMP/heap.pb.gz") bytes; load $(cut -d' ' -f1 /proc/loadavg)"
 	# ten at once: those that come during an encoding share it
 	: >"$TMP/lat10"
 	i=0
@@ -164,6 +171,20 @@ scrape() {
 		"max $(sort -g "$TMP/lat10" | tail -1 | awk '{ printf "%.1f", 1000 * $1 }') ms (before: queued, p50 5.7 s)"
 	agent_stop
 	kill "$target_pid"
+}
+
+# 3, with BENCH_BASE_BPF (another build's culpert-bpf, e.g. main's) beside this one's:
+# base, this, base, this
+scrape_side_by_side() {
+	[ -n "${BENCH_BASE_BPF:-}" ] || { scrape; return; }
+	this=$BIN_BPF
+	for round in 1 2; do
+		for BIN_BPF in "$BENCH_BASE_BPF" "$this"; do
+			echo "  round $round, $BIN_BPF:"
+			scrape
+		done
+	done
+	BIN_BPF=$this
 }
 
 # 4. /metrics of N idle targets (a copy of agent_idle each: a few stacks, spans none),
@@ -276,7 +297,7 @@ for part in $PARTS; do
 	case $part in
 	budget) budget_table ;;
 	scale) scale ;;
-	scrape) scrape ;;
+	scrape) scrape_side_by_side ;;
 	metrics) metrics ;;
 	attach) attach_scale ;;
 	esac

@@ -5,11 +5,16 @@
  * which at each level, and the leaf allocates and frees SIZE bytes: every
  * i is another call path.  One sweep of the paths at once, then one every
  * PERIOD seconds, so that profiling goes on while the profile is scraped.
- * Prints "pid N ready" first and "swept" after the first sweep.
- *   stack_fan [SIZE [PERIOD [DEPTH]]]    (default 8192 bytes, 10 s, 16)
+ * Prints "pid N ready" first and "swept" after the first sweep.  With
+ * "usr1" the first sweep waits for SIGUSR1 (not a second): a profiler that
+ * must see every call is attached first.
+ *   stack_fan [SIZE [PERIOD [DEPTH [usr1]]]]    (default 8192 bytes, 10 s, 16)
  */
+#include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #define NOINLINE __attribute__((noipa))
@@ -55,6 +60,9 @@ static void sweep(void)
 int main(int argc, char **argv)
 {
 	unsigned int period = argc > 2 ? (unsigned int)strtoul(argv[2], NULL, 0) : 10;
+	bool usr1 = argc > 4 && !strcmp(argv[4], "usr1");
+	sigset_t set;
+	int sig;
 
 	if (argc > 1)
 		size = strtoul(argv[1], NULL, 0);
@@ -62,9 +70,15 @@ int main(int argc, char **argv)
 		depth = (int)strtoul(argv[3], NULL, 0);
 	if (depth < 1 || depth > 24)
 		depth = 16;
+	sigemptyset(&set);
+	sigaddset(&set, SIGUSR1);
+	sigprocmask(SIG_BLOCK, &set, NULL);
 	printf("pid %d ready\n", (int)getpid());
 	fflush(stdout);
-	sleep(1);
+	if (usr1)
+		sigwait(&set, &sig);
+	else
+		sleep(1);
 	sweep();
 	printf("swept\n");
 	fflush(stdout);

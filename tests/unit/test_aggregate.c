@@ -183,6 +183,142 @@ static void test_rescale(void)
 	aggregate__free(a);
 }
 
+/* the samples of test_order: stacks over few addresses, so that many share callers */
+#define ORDER_SAMPLES	3000
+
+struct order_sample {
+	uint64_t frames[6];	/* leaf first */
+	size_t n;
+	uint32_t tid, chain;
+};
+
+static void order_samples(struct order_sample *v, size_t n, unsigned int seed)
+{
+	size_t i, j;
+
+	srand(seed);
+	for (i = 0; i < n; i++) {
+		v[i].n = (size_t)(rand() % 7);	/* 0: the empty stack */
+		for (j = 0; j < v[i].n; j++)
+			v[i].frames[j] = 0x1000 + 0x10 * (uint64_t)(rand() % 3);
+		v[i].tid = (uint32_t)(rand() % 3);
+		v[i].chain = (uint32_t)(rand() % 2);
+	}
+}
+
+/* what the order is, written out: root first, a prefix before, then chain, thread */
+static int key_cmp(const struct aggregate *a, const struct agg_key *x, const struct agg_key *y)
+{
+	size_t nx, ny, i;
+	const uint64_t *fx = aggregate__stack_frames(a, x->stack, &nx);
+	const uint64_t *fy = aggregate__stack_frames(a, y->stack, &ny);
+
+	for (i = 0; i < nx && i < ny; i++)
+		if (fx[nx - 1 - i] != fy[ny - 1 - i])
+			return fx[nx - 1 - i] < fy[ny - 1 - i] ? -1 : 1;
+	if (nx != ny)
+		return nx < ny ? -1 : 1;
+	if (x->span != y->span)
+		return x->span < y->span ? -1 : 1;
+	return x->tid < y->tid ? -1 : x->tid > y->tid;
+}
+
+/* every entry once, each before the next */
+static bool check_order(struct aggregate *a, const char *what)
+{
+	const uint32_t *order = aggregate__order(a);
+	const struct agg_entry *e;
+	size_t n, i;
+	char *seen;
+	bool ok = true;
+
+	e = aggregate__entries(a, &n);
+	seen = calloc(n ?: 1, 1);
+	if (!ASSERT_OK_PTR(order, what) || !ASSERT_OK_PTR(seen, "calloc")) {
+		free(seen);
+		return false;
+	}
+	for (i = 0; i < n && ok; i++) {
+		ok = ASSERT_TRUE(order[i] < n && !seen[order[i]], what);
+		if (ok)
+			seen[order[i]] = 1;
+		if (ok && i)
+			ok = ASSERT_TRUE(key_cmp(a, &e[order[i - 1]].key, &e[order[i]].key) < 0, what);
+	}
+	free(seen);
+	return ok;
+}
+
+/* the same stack, span chain and thread in two aggregates */
+static bool same_key(const struct aggregate *a, const struct agg_key *x,
+		     const struct aggregate *b, const struct agg_key *y)
+{
+	size_t nx, ny;
+	const uint64_t *fx = aggregate__stack_frames(a, x->stack, &nx);
+	const uint64_t *fy = aggregate__stack_frames(b, y->stack, &ny);
+
+	return nx == ny && (!nx || !memcmp(fx, fy, nx * sizeof(*fx))) && x->span == y->span &&
+	       x->tid == y->tid;
+}
+
+/*
+ * The order of the entries is kept between calls and only the new ones
+ * sorted: after every batch of samples it is the whole sort's, and two
+ * aggregates of the same samples in other orders give the same keys in
+ * the same order
+ */
+static void test_order(void)
+{
+	struct order_sample *v = calloc(ORDER_SAMPLES, sizeof(*v));
+	struct aggregate *a = aggregate__new(ORDER_SAMPLES), *b = aggregate__new(ORDER_SAMPLES);
+	const struct agg_entry *ea, *eb;
+	const uint32_t *oa, *ob;
+	size_t i, na, nb, batch = 1;
+
+	if (!ASSERT_OK_PTR(v, "calloc") || !ASSERT_OK_PTR(a, "aggregate__new") ||
+	    !ASSERT_OK_PTR(b, "aggregate__new"))
+		goto out;
+	ASSERT_OK_PTR(aggregate__order(a), "an empty aggregate's order");
+	order_samples(v, ORDER_SAMPLES, 1);
+	/* batches of 1, 2, 4 ... samples: orders of a few entries among many and the reverse */
+	for (i = 0; i < ORDER_SAMPLES; i++) {
+		struct agg_sample s = { .frames = v[i].frames, .n_frames = v[i].n, .tid = v[i].tid,
+					.chain = v[i].chain, .size = 8 };
+
+		if (!ASSERT_TRUE(aggregate__add_sample(a, &s, RATE) >= 0, "add"))
+			goto out;
+		if (i + 1 == batch) {
+			if (!check_order(a, "ordered after a batch"))
+				goto out;
+			batch *= 2;
+		}
+	}
+	if (!check_order(a, "ordered at the end"))
+		goto out;
+	for (i = ORDER_SAMPLES; i-- > 0;) {
+		struct agg_sample s = { .frames = v[i].frames, .n_frames = v[i].n, .tid = v[i].tid,
+					.chain = v[i].chain, .size = 8 };
+
+		if (!ASSERT_TRUE(aggregate__add_sample(b, &s, RATE) >= 0, "add"))
+			goto out;
+	}
+	oa = aggregate__order(a);
+	ob = aggregate__order(b);
+	ea = aggregate__entries(a, &na);
+	eb = aggregate__entries(b, &nb);
+	if (!ASSERT_OK_PTR(ob, "order") || !ASSERT_EQ(na, nb, "the same keys"))
+		goto out;
+	ASSERT_TRUE(na > 100, "many entries");
+	for (i = 0; i < na; i++)
+		if (!ASSERT_TRUE(same_key(a, &ea[oa[i]].key, b, &eb[ob[i]].key),
+				 "the same key at each place"))
+			break;
+out:
+	aggregate__free(a);
+	aggregate__free(b);
+	free(v);
+}
+
 int main(void)
 {
 	test_group = "unit/aggregate";
@@ -191,5 +327,6 @@ int main(void)
 	RUN_TEST(test_empty_stack);
 	RUN_TEST(test_freeze);
 	RUN_TEST(test_rescale);
+	RUN_TEST(test_order);
 	return TEST_EXIT();
 }

@@ -125,6 +125,125 @@ out:
 	pprof_writer__free(w);
 }
 
+/*
+ * Every field of profile.proto set (negative numbers, string labels with
+ * units, inline lines, folded locations, flags), samples and a string
+ * longer than the encoder's staging buffer: decoded, the same model.
+ */
+static struct pprof_writer *build_every_field(char *big, size_t big_len)
+{
+	struct pprof_writer_opts o = {
+		.sz = sizeof(o), .n_sample_types = 2,
+		.sample_type_names = (const char *[]){ "alloc_objects", "delta_space" },
+		.sample_type_units = (const char *[]){ "count", "bytes" },
+		.default_sample_type = "delta_space", .period_type = "space", .period_unit = "bytes",
+		.period = -7, .time_nanos = -1, .duration_nanos = 1LL << 62,
+		.drop_frames = "drop.*", .keep_frames = "keep", .doc_url = "https://example.com/d",
+	};
+	struct pprof_writer *w = pprof_writer__new(&o);
+	struct pprof_mapping_desc md = {
+		.memory_start = 0x7f0000000000, .memory_limit = UINT64_MAX, .file_offset = 0,
+		.filename = "/lib/x.so", .build_id = "", .has_functions = true,
+		.has_filenames = false, .has_line_numbers = true, .has_inline_frames = true,
+	};
+	struct pprof_line lines[3] = { { 0 } };
+	struct pprof_label labs[3] = { { 0 } };
+	uint64_t map, locs[130];
+	int64_t v[2];
+	size_t i;
+
+	memset(big, 'x', big_len - 1);
+	big[big_len - 1] = 0;
+	map = pprof_writer__add_mapping(w, &md);
+	lines[0] = (struct pprof_line){ pprof_writer__add_function(w, "inl", "_Z3inlv", "i.h", -3),
+					-1, 7 };
+	lines[1] = (struct pprof_line){ pprof_writer__add_function(w, big, NULL, "", 0), 0, 0 };
+	lines[2] = (struct pprof_line){ pprof_writer__add_function(w, "outer", NULL, "o.c", 1),
+					1 << 20, -2 };
+	for (i = 0; i < 130; i++)
+		locs[i] = pprof_writer__add_location(w, i % 2 ? map : 0, 0x7f0000001000 + 16 * i,
+						     lines, 1 + i % 3);
+	labs[0] = (struct pprof_label){ .key = pprof_writer__str(w, "span_name"),
+					.str = pprof_writer__str(w, "GET /") };
+	labs[1] = (struct pprof_label){ .key = pprof_writer__str(w, "age_ns"), .num = -5,
+					.num_unit = pprof_writer__str(w, "nanoseconds") };
+	labs[2] = (struct pprof_label){ .key = pprof_writer__str(w, "zero"), .num = 0 };
+	/* a few thousand samples: more than one staging buffer of packed ids */
+	for (i = 0; i < 3000; i++) {
+		v[0] = (int64_t)i - 1500;
+		v[1] = i % 2 ? INT64_MIN : INT64_MAX;
+		pprof_writer__add_sample(w, &locs[i % 7], 1 + i % 123, v, labs, i % 4);
+	}
+	pprof_writer__add_sample(w, NULL, 0, (int64_t[]){ 0, 0 }, NULL, 0);
+	pprof_writer__add_comment(w, "a=1");
+	return w;
+}
+
+#define SAME_ARRAY(field, n, what) \
+	ASSERT_TRUE((a->n) == (b->n) && (!(a->n) || !memcmp(a->field, b->field, \
+		    (a->n) * sizeof(*a->field))), what)
+
+static void test_roundtrip_every_field(void)
+{
+	size_t big_len = 100000, len, i;
+	char *big = malloc(big_len), err[256];
+	struct pprof_writer *w = big ? build_every_field(big, big_len) : NULL;
+	const struct pprof_profile *a = w ? pprof_writer__profile(w) : NULL;
+	struct pprof_profile *b = NULL;
+	void *buf = NULL;
+	bool strings_same = true;
+
+	if (!ASSERT_OK_PTR(a, "build") || !ASSERT_EQ(pprof_encode_gzip(a, &buf, &len), 0, "encode"))
+		goto out;
+	b = pprof_decode_gzip(buf, len, err, sizeof(err));
+	if (!ASSERT_OK_PTR(b, err))
+		goto out;
+	ASSERT_EQ(b->n_samples, 3001, "samples");
+	SAME_ARRAY(sample_types, n_sample_types, "sample types");
+	SAME_ARRAY(samples, n_samples, "samples' places");
+	ASSERT_TRUE(!memcmp(a->values, b->values, a->n_samples * a->n_sample_types * 8), "values");
+	SAME_ARRAY(loc_ids, n_loc_ids, "location ids");
+	SAME_ARRAY(labels, n_labels, "labels");
+	SAME_ARRAY(lines, n_lines, "lines");
+	SAME_ARRAY(functions, n_functions, "functions");
+	SAME_ARRAY(comments, n_comments, "comments");
+	ASSERT_EQ(a->n_mappings, b->n_mappings, "mappings");
+	/* field by field: a struct's padding is nobody's */
+	for (i = 0; i < a->n_mappings && i < b->n_mappings; i++) {
+		const struct pprof_mapping *x = &a->mappings[i], *y = &b->mappings[i];
+
+		ASSERT_TRUE(x->id == y->id && x->memory_start == y->memory_start &&
+			    x->memory_limit == y->memory_limit && x->file_offset == y->file_offset &&
+			    x->filename == y->filename && x->build_id == y->build_id &&
+			    x->has_functions == y->has_functions &&
+			    x->has_filenames == y->has_filenames &&
+			    x->has_line_numbers == y->has_line_numbers &&
+			    x->has_inline_frames == y->has_inline_frames, "mapping fields");
+	}
+	ASSERT_EQ(a->n_locations, b->n_locations, "locations");
+	for (i = 0; i < a->n_locations && i < b->n_locations; i++)
+		ASSERT_TRUE(a->locations[i].id == b->locations[i].id &&
+			    a->locations[i].mapping_id == b->locations[i].mapping_id &&
+			    a->locations[i].address == b->locations[i].address &&
+			    a->locations[i].n_lines == b->locations[i].n_lines &&
+			    a->locations[i].is_folded == b->locations[i].is_folded,
+			    "location fields");
+	ASSERT_EQ(a->n_strings, b->n_strings, "strings");
+	for (i = 0; i < a->n_strings && i < b->n_strings; i++)
+		strings_same &= !strcmp(a->strings[i], b->strings[i]);
+	ASSERT_TRUE(strings_same, "the string table");
+	ASSERT_TRUE(a->drop_frames == b->drop_frames && a->keep_frames == b->keep_frames &&
+		    a->time_nanos == b->time_nanos && a->duration_nanos == b->duration_nanos &&
+		    a->period == b->period && a->default_sample_type == b->default_sample_type &&
+		    a->doc_url == b->doc_url && a->period_type.type == b->period_type.type &&
+		    a->period_type.unit == b->period_type.unit, "the profile's scalars");
+out:
+	pprof_profile__free(b);
+	free(buf);
+	pprof_writer__free(w);
+	free(big);
+}
+
 static void test_deterministic(void)
 {
 	struct pprof_writer *w1 = build_small(), *w2 = build_small();
@@ -201,6 +320,7 @@ int main(void)
 	test_group = "unit/pprof";
 	RUN_TEST(test_dedup);
 	RUN_TEST(test_roundtrip);
+	RUN_TEST(test_roundtrip_every_field);
 	RUN_TEST(test_deterministic);
 	RUN_TEST(test_bad_input);
 	return TEST_EXIT();

@@ -12,6 +12,7 @@
  * it waits for no serialization either.
  */
 #include <errno.h>
+#include <malloc.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -110,6 +111,8 @@ struct ctarget {
 	int64_t heap_since_unix_ns;	/* the free probes were last re-attached; 0: never off */
 	uint64_t retry_ns, retry_wait_ns;	/* failed: when to plan again, and the wait after */
 	int64_t live_unix_ns;		/* when its probes went live (CLOCK_REALTIME); 0 before */
+	/* its session keeps a symbolizer, last used then (CLOCK_MONOTONIC; atomic); 0: none */
+	uint64_t sym_used_ns;
 	uint64_t anon_rss_at;		/* its anonymous RSS then, bytes (what came before) */
 	char comm[16];
 };
@@ -139,6 +142,10 @@ struct collector {
 	size_t backlog_max;		/* a target's backlog, bytes */
 	uint64_t mem_refused;		/* scrapes refused for memory (under enc_lock) */
 	uint64_t backlogged, stalls;	/* records kept back; waits for a full backlog */
+	bool sym_off;			/* memory: no symbolizer kept any more (atomic) */
+	/* the duty cycle's read of every target's counters at once (profiling thread) */
+	struct bpfobj_procs procs;
+	bool procs_read, procs_said;
 	/*
 	 * Planning and attaching: on a thread of its own, fed by the
 	 * profiling thread, which reads records and events meanwhile
@@ -480,6 +487,7 @@ void collector__free(struct collector *c)
 		pthread_mutex_destroy(&c->v[i].lock);
 		pthread_mutex_destroy(&c->v[i].st_lock);
 	}
+	bpfobj_procs__free(&c->procs);
 	bpfobj__free(c->sampler);
 	/* after the sessions: each one's watch is joined to it */
 	mmapwatch__free(c->maps_watch);
@@ -624,6 +632,7 @@ static struct ctarget *claim_slot(struct collector *c, const struct agent_target
 		t->awaiting_entry = false;
 		t->live_unix_ns = 0;
 		t->anon_rss_at = 0;
+		__atomic_store_n(&t->sym_used_ns, 0, __ATOMIC_RELAXED);
 		t->s = NULL;
 		t->pid = at->pid;
 		t->start_ticks = at->start_ticks;
@@ -1015,6 +1024,68 @@ static void replan(struct ctarget *t)
 	}
 }
 
+/*
+ * A target's symbolizer is kept from one profile to the next (an object's
+ * DWARF read once, not at every scrape), for KEEP_SYMBOLIZERS targets at
+ * most, the least recently served let go first, and SYMBOLIZER_IDLE_NS
+ * after its last profile; under memory pressure none (docs/agent.md,
+ * "Serving").  Another target's lock is only tried: a serializer holds
+ * its own.
+ */
+#define KEEP_SYMBOLIZERS	4
+#define SYMBOLIZER_IDLE_NS	(60 * NS_PER_SEC)
+
+static bool drop_symbolizer(struct ctarget *t)
+{
+	if (pthread_mutex_trylock(&t->lock))
+		return false;
+	if (t->s)
+		session__drop_symbolizer(t->s);
+	__atomic_store_n(&t->sym_used_ns, 0, __ATOMIC_RELAXED);
+	pr_debug("pid %d (%s): its symbolizer let go\n", (int)t->pid, t->comm);
+	pthread_mutex_unlock(&t->lock);
+	/* its DWARF's many small blocks stay in the arenas, else */
+	malloc_trim(0);
+	return true;
+}
+
+/* t keeps one now (its lock held): the others past the bound let go */
+static void bound_symbolizers(struct collector *c, struct ctarget *t)
+{
+	struct ctarget *oldest;
+	uint64_t used, min;
+	size_t i, kept;
+
+	do {
+		oldest = NULL;
+		min = UINT64_MAX;
+		for (i = 0, kept = 1; i < c->n; i++) {
+			used = __atomic_load_n(&c->v[i].sym_used_ns, __ATOMIC_RELAXED);
+			if (&c->v[i] == t || !used)
+				continue;
+			kept++;
+			if (used < min) {
+				min = used;
+				oldest = &c->v[i];
+			}
+		}
+	} while (kept > KEEP_SYMBOLIZERS && drop_symbolizer(oldest));
+}
+
+/* the profiling thread's turn: symbolizers idle too long, or all under memory pressure */
+static void expire_symbolizers(struct collector *c, uint64_t now_ns)
+{
+	bool off = __atomic_load_n(&c->sym_off, __ATOMIC_RELAXED);
+	uint64_t used;
+	size_t i;
+
+	for (i = 0; i < c->n; i++) {
+		used = __atomic_load_n(&c->v[i].sym_used_ns, __ATOMIC_RELAXED);
+		if (used && (off || now_ns - used > SYMBOLIZER_IDLE_NS))
+			drop_symbolizer(&c->v[i]);
+	}
+}
+
 int collector__poll(struct collector *c, uint64_t now_ns)
 {
 	size_t i;
@@ -1022,6 +1093,7 @@ int collector__poll(struct collector *c, uint64_t now_ns)
 
 	n = bpfobj__poll(c->sampler, 0);
 	retry_failed(c, now_ns);
+	expire_symbolizers(c, now_ns);
 	/*
 	 * Also while no samples come: the kernel's buffers of new mappings
 	 * must not fill.  Only this thread changes slots: no table lock.  A
@@ -1097,8 +1169,9 @@ int collector__set_free_probes(struct collector *c, pid_t pid, uint64_t start_ti
 	return ret;
 }
 
-/* the state, state lock held */
-static void fill_state(struct ctarget *t, struct collector_state *out)
+/* the state, state lock held; its counters from snap when given, else from the map */
+static void fill_state_from(struct ctarget *t, const struct bpfobj_procs *snap,
+			    struct collector_state *out)
 {
 	struct culpert_proc p = { 0 };
 	uint64_t elapsed, now = clock_ns(CLOCK_MONOTONIC);
@@ -1108,7 +1181,10 @@ static void fill_state(struct ctarget *t, struct collector_state *out)
 	if (!t->s)
 		return;
 	pr = session__proc(t->s);
-	bpfobj_proc__state(pr, &p);
+	if (snap)
+		bpfobj_proc__state_in(pr, snap, &p);
+	else
+		bpfobj_proc__state(pr, &p);
 	out->samples = __atomic_load_n(&t->samples, __ATOMIC_RELAXED);
 	out->lost = p.counters[CULPERT_CNT_LOST_RINGBUF];
 	out->calls_alloc = p.calls_alloc;
@@ -1125,6 +1201,35 @@ static void fill_state(struct ctarget *t, struct collector_state *out)
 	if (!t->exited && elapsed)
 		out->duty = (double)out->observed_ns / (double)elapsed > 1 ? 1 :
 			    (double)out->observed_ns / (double)elapsed;
+}
+
+static void fill_state(struct ctarget *t, struct collector_state *out)
+{
+	fill_state_from(t, NULL, out);
+}
+
+void collector__read_counts(struct collector *c)
+{
+	int ret = c->sampler ? bpfobj__procs_read(c->sampler, &c->procs) : -ENOENT;
+
+	c->procs_read = !ret;
+	if (ret && !c->procs_said) {
+		pr_debug("batch read of the procs map: %s; one lookup per target\n",
+			 strerror(-ret));
+		c->procs_said = true;
+	}
+}
+
+int collector__state_read(struct collector *c, pid_t pid, uint64_t start_ticks,
+			  struct collector_state *out)
+{
+	struct ctarget *t = lock_state(c, pid, start_ticks, false);
+
+	if (!t)
+		return -ENOENT;
+	fill_state_from(t, c->procs_read ? &c->procs : NULL, out);
+	pthread_mutex_unlock(&t->st_lock);
+	return 0;
 }
 
 static int state_of(struct collector *c, pid_t pid, uint64_t start_ticks, bool exited,
@@ -1218,7 +1323,9 @@ static int serialize(struct collector *c, struct ctarget *t, enum agent_profile 
 		.n_base = n_base,
 		.extra = extra,
 		.n_extra = 3,
+		.keep_symbolizer = c->o.symbolize && !__atomic_load_n(&c->sym_off, __ATOMIC_RELAXED),
 	};
+	int ret;
 
 	pthread_mutex_lock(&t->st_lock);
 	fill_state(t, &st);
@@ -1239,7 +1346,11 @@ static int serialize(struct collector *c, struct ctarget *t, enum agent_profile 
 	po.duration_nanos = duration_ns;
 	if (base)
 		po.time_nanos = (int64_t)time(NULL) * (int64_t)NS_PER_SEC - duration_ns;
-	return session__profile(t->s, &po, buf, len);
+	ret = session__profile(t->s, &po, buf, len);
+	__atomic_store_n(&t->sym_used_ns, po.keep_symbolizer ? mono_ns() : 0, __ATOMIC_RELAXED);
+	if (po.keep_symbolizer)
+		bound_symbolizers(c, t);
+	return ret;
 }
 
 /*
@@ -1588,6 +1699,8 @@ void collector__freeze_stacks(struct collector *c)
 {
 	size_t i;
 
+	/* what a kept symbolizer holds goes first (expire_symbolizers()), for good */
+	__atomic_store_n(&c->sym_off, true, __ATOMIC_RELAXED);
 	/* only this thread changes slots: no table lock to read them */
 	for (i = 0; i < c->n; i++) {
 		struct ctarget *t = &c->v[i];

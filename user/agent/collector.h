@@ -161,6 +161,15 @@ int collector__profile(void *ctx, const struct agent_target *t, enum agent_profi
 /* 0, or -ENOENT when the collector does not know the target (the live one of pid and start) */
 int collector__state(struct collector *c, pid_t pid, uint64_t start_ticks,
 		     struct collector_state *out);
+/*
+ * The profiling thread's pass over every target (the duty cycle): their
+ * counters read at once (bpfobj__procs_read()), then collector__state_read()
+ * for each, as collector__state() with the counters of that read.  Where
+ * the kernel has no batch read, each reads the map as collector__state().
+ */
+void collector__read_counts(struct collector *c);
+int collector__state_read(struct collector *c, pid_t pid, uint64_t start_ticks,
+			  struct collector_state *out);
 /* an agent_state_fn, ctx the collector: t's own state, exited or live */
 int collector__state_cb(void *ctx, const struct agent_target *t, struct collector_state *out);
 

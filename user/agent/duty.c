@@ -725,6 +725,8 @@ void duty__tick(struct duty *d, const pid_t *pids, const uint64_t *starts, size_
 		n = 0;
 	for (i = 0; i < d->o.max_targets; i++)
 		d->e[i].seen = false;
+	if (n && d->ops.read_all)
+		d->ops.read_all(d->ctx);
 	for (i = 0; i < n; i++) {
 		e = entry(d, pids[i], starts[i]);
 		if (!e)

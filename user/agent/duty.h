@@ -18,6 +18,8 @@
 #include "budget.h"
 
 struct duty_ops {
+	/* a tick begins: every target's counters may be read at once now; NULL: nothing to do */
+	void (*read_all)(void *ctx);
 	/* cumulative allocation and free probe hits since pick-up, by class; 0 or -errno */
 	int (*counters)(void *ctx, pid_t pid, uint64_t start, struct budget_counts *out);
 	/* detach (false) or re-attach (true) the allocation probes; 0 or -errno */

@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "allocstate.h"
+#include "bsearch.h"
 #include "clock.h"
 #include "log.h"
 #include "memfmt.h"
@@ -20,13 +21,14 @@ struct picture {
 	uint64_t start_ticks;
 	uint64_t read_ns;		/* CLOCK_MONOTONIC */
 	struct memfmt_prom *w;
+	bool live;			/* prune()'s mark */
 };
 
 struct pictures {
 	struct targets *targets;
 	pthread_mutex_t lock;		/* v, n, scraped_ns, stop */
 	pthread_cond_t cond;
-	struct picture *v;
+	struct picture *v;		/* by pid, then start: a scrape of 1000 targets finds each */
 	size_t n, cap;
 	uint64_t scraped_ns;		/* the last scrape; 0: none yet */
 	bool stop;
@@ -77,15 +79,33 @@ out:
 	return w;
 }
 
+struct picture_key {
+	pid_t pid;
+	uint64_t start;
+};
+
+static bool picture_before(const void *elem, const void *key)
+{
+	const struct picture *pic = elem;
+	const struct picture_key *k = key;
+
+	return pic->pid < k->pid || (pic->pid == k->pid && pic->start_ticks < k->start);
+}
+
+/* where the picture of pid and start is or goes; lock held */
+static size_t place(struct pictures *p, pid_t pid, uint64_t start)
+{
+	struct picture_key k = { pid, start };
+
+	return lower_bound(&k, p->v, p->n, sizeof(*p->v), picture_before);
+}
+
 /* the picture of pid and start; lock held */
 static struct picture *find(struct pictures *p, pid_t pid, uint64_t start)
 {
-	size_t i;
+	size_t i = place(p, pid, start);
 
-	for (i = 0; i < p->n; i++)
-		if (p->v[i].pid == pid && p->v[i].start_ticks == start)
-			return &p->v[i];
-	return NULL;
+	return i < p->n && p->v[i].pid == pid && p->v[i].start_ticks == start ? &p->v[i] : NULL;
 }
 
 /* w as t's picture, read at read_ns; lock held */
@@ -93,13 +113,16 @@ static void store(struct pictures *p, const struct agent_target *t, struct memfm
 		  uint64_t read_ns)
 {
 	struct picture *pic = find(p, t->pid, t->start_ticks);
+	size_t i;
 
 	if (!pic) {
 		if (vec_reserve(&p->v, &p->cap, p->n + 1, sizeof(*p->v))) {
 			memfmt_prom__free(w);
 			return;
 		}
-		pic = &p->v[p->n++];
+		i = place(p, t->pid, t->start_ticks);
+		memmove(&p->v[i + 1], &p->v[i], (p->n++ - i) * sizeof(*p->v));
+		pic = &p->v[i];
 		pic->pid = t->pid;
 		pic->start_ticks = t->start_ticks;
 		pic->w = NULL;
@@ -120,23 +143,19 @@ static void read_and_store(struct pictures *p, const struct agent_target *t)
 	pthread_mutex_unlock(&p->lock);
 }
 
-static bool live_in(const struct agent_target *v, size_t n, const struct picture *pic)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		if (!v[i].exited_ns && v[i].pid == pic->pid && v[i].start_ticks == pic->start_ticks)
-			return true;
-	return false;
-}
-
 /* the pictures of targets no longer live go; lock held */
 static void prune(struct pictures *p, const struct agent_target *v, size_t n)
 {
+	struct picture *pic;
 	size_t i, k = 0;
 
+	for (i = 0; i < p->n; i++)
+		p->v[i].live = false;
+	for (i = 0; i < n; i++)
+		if (!v[i].exited_ns && (pic = find(p, v[i].pid, v[i].start_ticks)))
+			pic->live = true;
 	for (i = 0; i < p->n; i++) {
-		if (live_in(v, n, &p->v[i]))
+		if (p->v[i].live)
 			p->v[k++] = p->v[i];
 		else
 			memfmt_prom__free(p->v[i].w);

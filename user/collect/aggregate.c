@@ -7,6 +7,7 @@
 #include <linux/types.h>
 
 #include "aggregate.h"
+#include "bsearch.h"
 #include "culpert.h"
 #include "hashtab.h"
 #include "vec.h"
@@ -37,6 +38,9 @@ struct aggregate {
 	struct hashtab stack_ht;
 	size_t n_whole, n_leaves;	/* stacks interned whole, and [leaf, [folded]] ones */
 	uint64_t coarsened, folded;
+	size_t n_entry_frames;		/* the frames of every entry's stack, 1 for the empty one */
+	uint32_t *order;		/* the first n_ordered entries by key (aggregate__order()) */
+	size_t n_ordered, cap_order;
 };
 
 double sample_weight(uint64_t size, uint64_t rate)
@@ -70,6 +74,7 @@ void aggregate__free(struct aggregate *a)
 	if (!a)
 		return;
 	free(a->entries);
+	free(a->order);
 	free(a->frames);
 	free(a->stacks);
 	hashtab__free(&a->entry_ht);
@@ -169,6 +174,7 @@ static struct agg_entry *lookup(struct aggregate *a, const struct agg_key *k, bo
 	e = &a->entries[a->n_entries++];
 	memset(e, 0, sizeof(*e));
 	e->key = *k;
+	a->n_entry_frames += a->stacks[k->stack].n ?: 1;
 	return e;
 }
 
@@ -270,6 +276,108 @@ const struct agg_entry *aggregate__entries(const struct aggregate *a, size_t *n)
 {
 	*n = a->n_entries;
 	return a->entries;
+}
+
+/*
+ * Root first: callers group together, and the order is the frames' own,
+ * whatever order the samples came in; then shorter stacks, span chain,
+ * thread.  Keys are distinct: no two entries compare equal.
+ */
+static int entry_cmp(const void *pa, const void *pb, void *ctx)
+{
+	const struct aggregate *a = ctx;
+	const struct agg_key *x = &a->entries[*(const uint32_t *)pa].key;
+	const struct agg_key *y = &a->entries[*(const uint32_t *)pb].key;
+	const struct stack_ref *sx = &a->stacks[x->stack], *sy = &a->stacks[y->stack];
+	const uint64_t *fx = a->frames + sx->off + sx->n, *fy = a->frames + sy->off + sy->n;
+	uint32_t i, n = sx->n < sy->n ? sx->n : sy->n;
+
+	for (i = 1; i <= n && x->stack != y->stack; i++)
+		if (fx[-(int64_t)i] != fy[-(int64_t)i])
+			return fx[-(int64_t)i] < fy[-(int64_t)i] ? -1 : 1;
+	if (sx->n != sy->n)
+		return sx->n < sy->n ? -1 : 1;
+	if (x->span != y->span)
+		return x->span < y->span ? -1 : 1;
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	return 0;
+}
+
+struct order_key {
+	struct aggregate *a;
+	uint32_t idx;
+};
+
+static bool ordered_before(size_t i, void *ctx)
+{
+	struct order_key *k = ctx;
+
+	return entry_cmp(&k->a->order[i], &k->idx, k->a) < 0;
+}
+
+/*
+ * The entries added since the last call, sorted, then put in place from
+ * the last one down: a binary search each among those already ordered,
+ * whose runs move up once.  A profile of a steady program costs no sort.
+ */
+const uint32_t *aggregate__order(struct aggregate *a)
+{
+	size_t old = a->n_ordered, n = a->n_entries, i, j, at;
+	struct order_key k = { .a = a };
+	uint32_t *add;
+
+	/* one slot at least: NULL says ENOMEM, an empty aggregate has an order too */
+	if (old == n && a->order)
+		return a->order;
+	if (vec_reserve(&a->order, &a->cap_order, 2 * n - old ?: 1, sizeof(*a->order)))
+		return NULL;
+	/* the new ones sorted past the end: n .. 2n - old */
+	add = a->order + n;
+	for (i = 0; i < n - old; i++)
+		add[i] = (uint32_t)(old + i);
+	qsort_r(add, n - old, sizeof(*add), entry_cmp, a);
+	for (j = n - old, at = n; j > 0; j--) {
+		k.idx = add[j - 1];
+		i = lower_bound_at(old, ordered_before, &k);
+		at -= old - i;
+		memmove(&a->order[at], &a->order[i], (old - i) * sizeof(*a->order));
+		a->order[--at] = k.idx;
+		old = i;
+	}
+	a->n_ordered = n;
+	return a->order;
+}
+
+/* entries ahead a step brings in: one step's misses are over before the next reads them */
+#define AHEAD 8
+
+void aggregate__prefetch(const struct aggregate *a, const uint32_t *order, size_t n, size_t i)
+{
+	const struct stack_ref *s;
+	const uint64_t *f;
+	uint32_t k;
+
+	if (i + 3 * AHEAD < n) {
+		__builtin_prefetch(&a->entries[order[i + 3 * AHEAD]]);
+		__builtin_prefetch((const char *)&a->entries[order[i + 3 * AHEAD]] + 64);
+	}
+	if (i + 2 * AHEAD < n)
+		__builtin_prefetch(&a->stacks[a->entries[order[i + 2 * AHEAD]].key.stack]);
+	if (i + AHEAD >= n)
+		return;
+	s = &a->stacks[a->entries[order[i + AHEAD]].key.stack];
+	f = a->frames + s->off;
+	/* a cache line holds 8 frames */
+	for (k = 0; k < s->n; k += 8)
+		__builtin_prefetch(&f[k]);
+	if (s->n)
+		__builtin_prefetch(&f[s->n - 1]);
+}
+
+size_t aggregate__entry_frames(const struct aggregate *a)
+{
+	return a->n_entry_frames;
 }
 
 size_t aggregate__n_frames(const struct aggregate *a, size_t *n_stacks)

@@ -82,6 +82,21 @@ struct agg_sample {
 int aggregate__add_sample(struct aggregate *a, const struct agg_sample *s, uint64_t rate);
 const struct agg_entry *aggregate__entries(const struct aggregate *a, size_t *n);
 const uint64_t *aggregate__stack_frames(const struct aggregate *a, uint32_t stack, size_t *n);
+/*
+ * The indices of the n entries in the order of their keys: the stacks' frames
+ * root first, then span chain and thread; the same entries give the same
+ * order whatever order they came in.  Kept from one call to the next (only
+ * the new entries are sorted); valid until the next sample.  NULL on ENOMEM.
+ */
+const uint32_t *aggregate__order(struct aggregate *a);
+/*
+ * In a walk of order[0..n) at i: what the entries a few places ahead will
+ * read (entry, stack, frames) asked of the memory now.  The entries in key
+ * order are scattered; read one after the other, each waits for memory.
+ */
+void aggregate__prefetch(const struct aggregate *a, const uint32_t *order, size_t n, size_t i);
+/* the frames of every entry's stack, the empty stack counted as one */
+size_t aggregate__entry_frames(const struct aggregate *a);
 /* the frames of all distinct stacks, and how many stacks */
 size_t aggregate__n_frames(const struct aggregate *a, size_t *n_stacks);
 /* samples whose key lost its thread and span ids (the table of such keys was full) */

@@ -139,6 +139,25 @@ uint64_t bpfobj_proc__add_ns(const struct bpfobj_proc *pr);
 /* its procs map entry (counters, calls); zeroes when gone */
 void bpfobj_proc__state(const struct bpfobj_proc *pr, struct culpert_proc *out);
 /*
+ * Every entry of the procs map read at once (BPF_MAP_LOOKUP_BATCH, 5.6+),
+ * for a pass over hundreds of processes (the agent's duty cycle) that would
+ * make a lookup each.  Reused from one read to the next; the caller frees
+ * it with bpfobj_procs__free().
+ */
+struct bpfobj_procs {
+	const struct bpfobj *s;		/* whose map */
+	__u32 *pids;
+	struct culpert_proc *v;		/* pids[i]'s entry */
+	__u32 *order;			/* indices of pids in increasing order */
+	size_t n, max;
+};
+/* 0, or -errno (-EINVAL, -ENOTSUPP: no batch operations): then look up one by one */
+int bpfobj__procs_read(const struct bpfobj *s, struct bpfobj_procs *snap);
+void bpfobj_procs__free(struct bpfobj_procs *snap);
+/* bpfobj_proc__state() from a read of its object's map; that of the map itself otherwise */
+void bpfobj_proc__state_in(const struct bpfobj_proc *pr, const struct bpfobj_procs *snap,
+			   struct culpert_proc *out);
+/*
  * The object is being freed: processes freed from now on skip deleting
  * their map entries (the maps go with the object).
  */

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "bpfobj_internal.h"
+#include "bsearch.h"
 #include "culpert.skel.h"
 #include "log.h"
 
@@ -163,6 +164,91 @@ void bpfobj_proc__state(const struct bpfobj_proc *pr, struct culpert_proc *out)
 	if (!pr->registered)
 		*out = pr->final;
 	else if (bpf_map_lookup_elem(bpf_map__fd(pr->s->skel->maps.procs), &key, out))
+		memset(out, 0, sizeof(*out));
+}
+
+static int by_pid(const void *a, const void *b, void *ctx)
+{
+	const __u32 *pids = ctx, x = pids[*(const __u32 *)a], y = pids[*(const __u32 *)b];
+
+	return x < y ? -1 : x > y;
+}
+
+struct pid_key {
+	const struct bpfobj_procs *snap;
+	__u32 pid;
+};
+
+static bool pid_before(size_t i, void *ctx)
+{
+	const struct pid_key *k = ctx;
+
+	return k->snap->pids[k->snap->order[i]] < k->pid;
+}
+
+int bpfobj__procs_read(const struct bpfobj *s, struct bpfobj_procs *snap)
+{
+	const struct bpf_map *m = s->skel->maps.procs;
+	int fd = bpf_map__fd(m), ret;
+	__u32 count, in_batch, out_batch;
+	void *in = NULL;
+
+	snap->s = s;
+	snap->n = 0;
+	if (!snap->pids) {
+		snap->max = bpf_map__max_entries(m);
+		snap->pids = calloc(snap->max, sizeof(*snap->pids));
+		snap->v = calloc(snap->max, sizeof(*snap->v));
+		snap->order = calloc(snap->max, sizeof(*snap->order));
+		if (!snap->pids || !snap->v || !snap->order) {
+			bpfobj_procs__free(snap);
+			return -ENOMEM;
+		}
+	}
+	/* bounded: each batch returns one entry at least, or ends */
+	while (snap->n < snap->max) {
+		count = (__u32)(snap->max - snap->n);
+		ret = bpf_map_lookup_batch(fd, in, &out_batch, snap->pids + snap->n,
+					   snap->v + snap->n, &count, NULL);
+		if (ret && errno != ENOENT) {
+			ret = -errno;
+			snap->n = 0;
+			return ret;
+		}
+		snap->n += count;
+		if (ret || !count)
+			break;
+		in_batch = out_batch;
+		in = &in_batch;
+	}
+	for (count = 0; count < snap->n; count++)
+		snap->order[count] = count;
+	qsort_r(snap->order, snap->n, sizeof(*snap->order), by_pid, snap->pids);
+	return 0;
+}
+
+void bpfobj_procs__free(struct bpfobj_procs *snap)
+{
+	free(snap->pids);
+	free(snap->v);
+	free(snap->order);
+	memset(snap, 0, sizeof(*snap));
+}
+
+void bpfobj_proc__state_in(const struct bpfobj_proc *pr, const struct bpfobj_procs *snap,
+			   struct culpert_proc *out)
+{
+	struct pid_key k = { snap, (__u32)pr->pid };
+	size_t i;
+
+	if (!pr->registered || snap->s != pr->s) {
+		bpfobj_proc__state(pr, out);
+		return;
+	}
+	i = lower_bound_at(snap->n, pid_before, &k);
+	if (i < snap->n && snap->pids[snap->order[i]] == k.pid)
+		*out = snap->v[snap->order[i]];
+	else
 		memset(out, 0, sizeof(*out));
 }
 

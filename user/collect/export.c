@@ -203,12 +203,6 @@ static uint64_t pseudo_location(struct exporter *x, const char *what)
 	return x->pseudo[k];
 }
 
-/* what the order of the samples compares, gathered once (not per comparison) */
-struct sort_rec {
-	const uint64_t *f;
-	uint32_t n, span, tid, idx;
-};
-
 /* index of the first block of entry `idx` in blocks sorted by entry (n if none) */
 static bool block_below(const void *elem, const void *key)
 {
@@ -218,25 +212,6 @@ static bool block_below(const void *elem, const void *key)
 static size_t first_block(const struct live_block *blocks, size_t n, uint32_t idx)
 {
 	return lower_bound(&idx, blocks, n, sizeof(*blocks), block_below);
-}
-
-static int entry_cmp(const void *pa, const void *pb)
-{
-	const struct sort_rec *a = pa, *b = pb;
-	const uint64_t *fa = a->f + a->n, *fb = b->f + b->n;
-	uint32_t i, n = a->n < b->n ? a->n : b->n;
-
-	/* root first: callers group together, and the order is the frames' own */
-	for (i = 1; i <= n; i++)
-		if (fa[-(int64_t)i] != fb[-(int64_t)i])
-			return fa[-(int64_t)i] < fb[-(int64_t)i] ? -1 : 1;
-	if (a->n != b->n)
-		return a->n < b->n ? -1 : 1;
-	if (a->span != b->span)
-		return a->span < b->span ? -1 : 1;
-	if (a->tid != b->tid)
-		return a->tid < b->tid ? -1 : 1;
-	return 0;
 }
 
 /* label keys, interned once */
@@ -400,42 +375,26 @@ static int block_cmp(const void *pa, const void *pb, void *arg)
 	return x->id < y->id ? -1 : x->id > y->id;
 }
 
-static int add_samples(struct exporter *x, const struct aggregate *a)
+static int add_samples(struct exporter *x, struct aggregate *a)
 {
 	struct inuse_cursor cur = { .end_ns = x->o->end_mono_ns };
 	struct live_block *blocks = NULL;
-	const struct agg_entry *e;
+	const uint32_t *order;
 	struct label_keys keys;
-	struct sort_rec *order;
-	size_t n, i, nf, n_ids = 0;
+	size_t n, i;
 	int err = 0;
 
-	e = aggregate__entries(a, &n);
-	order = malloc((n ?: 1) * sizeof(*order));
-	if (!order)
-		return -ENOMEM;
-	for (i = 0; i < n; i++) {
-		order[i].f = aggregate__stack_frames(a, e[i].key.stack, &nf);
-		order[i].n = (uint32_t)nf;
-		order[i].span = e[i].key.span;
-		order[i].tid = e[i].key.tid;
-		order[i].idx = (uint32_t)i;
-		n_ids += nf < CULPERT_EXPORT_MAX_FRAMES ? (nf ?: 1) : CULPERT_EXPORT_MAX_FRAMES;
-	}
+	aggregate__entries(a, &n);
+	order = aggregate__order(a);
 	/* one sample per entry at least, with its sampled_allocs label */
-	if (pprof_writer__reserve(x->w, n, n_ids, n)) {
-		free(order);
+	if (!order || pprof_writer__reserve(x->w, n, aggregate__entry_frames(a), n))
 		return -ENOMEM;
-	}
-	qsort(order, n, sizeof(*order), entry_cmp);
 	if (x->o->live) {
 		const struct live_block *v = live__blocks(x->o->live, &cur.n);
 
 		blocks = malloc((cur.n ?: 1) * sizeof(*blocks));
-		if (!blocks) {
-			free(order);
+		if (!blocks)
 			return -ENOMEM;
-		}
 		memcpy(blocks, v, cur.n * sizeof(*blocks));
 		qsort_r(blocks, cur.n, sizeof(*blocks), block_cmp, &cur.end_ns);
 		cur.v = blocks;
@@ -452,13 +411,13 @@ static int add_samples(struct exporter *x, const struct aggregate *a)
 	keys.thinning_stddev = pprof_writer__str(x->w, "thinning_stddev");
 	keys.bytes = pprof_writer__str(x->w, "bytes");
 	for (i = 0; i < n && !err; i++) {
+		aggregate__prefetch(a, order, n, i);
 		/* blocks are sorted by entry: skip to this one's */
 		if (blocks)
-			cur.next = first_block(blocks, cur.n, order[i].idx);
-		err = add_entry(x, a, order[i].idx, &keys, blocks ? &cur : NULL);
+			cur.next = first_block(blocks, cur.n, order[i]);
+		err = add_entry(x, a, order[i], &keys, blocks ? &cur : NULL);
 	}
 	free(blocks);
-	free(order);
 	return err;
 }
 
@@ -533,22 +492,23 @@ static int write_symbolized(struct exporter *x, const char *path, void **buf, si
 	struct profsym *ps = NULL;
 	int err = -ENOMEM;
 
-	po.sym = symbolizer__new(&so);
+	po.sym = x->o->sym ?: symbolizer__new(&so);
 	if (po.sym)
 		ps = profsym__new(&po);
 	if (raw && ps)
 		err = profsym__run(ps, raw, &out);
+	/* the report names mappings by the raw profile's strings: said before they go */
+	if (!err && log_level >= LOG_INFO)
+		profsym__print(ps, stderr, log_level >= LOG_DEBUG);
 	/* the raw profile is copied: gone before the copy is encoded, not beside it */
 	pprof_writer__free(x->w);
 	x->w = NULL;
-	if (!err) {
-		if (log_level >= LOG_INFO)
-			profsym__print(ps, stderr, log_level >= LOG_DEBUG);
+	if (!err)
 		err = write_out(out, path, buf, len);
-	}
 	pprof_writer__free(out);
 	profsym__free(ps);
-	symbolizer__free(po.sym);
+	if (po.sym != x->o->sym)
+		symbolizer__free(po.sym);
 	return err;
 }
 
@@ -561,7 +521,7 @@ static void exporter_free(struct exporter *x)
 	free(x->hist_ids);
 }
 
-static int export_to(const struct aggregate *a, const struct export_opts *o, const char *path,
+static int export_to(struct aggregate *a, const struct export_opts *o, const char *path,
 		     void **buf, size_t *len)
 {
 	/* Go's heap profile order: a reader finds inuse_space where it expects it */
@@ -604,11 +564,13 @@ static int export_to(const struct aggregate *a, const struct export_opts *o, con
 
 /*
  * Measured on a target of 65536 stacks of 20 frames (make bench, part
- * scrape): the peak of an encoding, symbolized, is 600-900 bytes a sample:
- * each sample is held twice (the raw profile and its symbolized copy, 8
- * bytes a frame in each, and its values and labels), then once more as
- * protobuf-c's messages.  A live block adds a sample at most (its age
- * bucket) and its sorted copy; buckets are counted up to 4 per entry.
+ * scrape): the peak of an encoding, symbolized, was 600-900 bytes a
+ * sample, 480 since the protobuf is written without protobuf-c's messages
+ * (the estimate below was left as it was: on the safe side): each sample
+ * is held twice (the raw profile and its symbolized copy, 8 bytes a frame
+ * in each, and its values and labels).  A live block adds a sample at
+ * most (its age bucket) and its sorted copy; buckets are counted up to 4
+ * per entry.
  */
 #define NEED_PER_SAMPLE		384
 #define NEED_PER_FRAME		16
@@ -631,12 +593,12 @@ size_t export_profile_need(const struct aggregate *a, const struct live *live, b
 	return NEED_FIXED + samples * per + blocks * NEED_PER_BLOCK;
 }
 
-int export_profile(const struct aggregate *a, const struct export_opts *o, const char *path)
+int export_profile(struct aggregate *a, const struct export_opts *o, const char *path)
 {
 	return export_to(a, o, path, NULL, NULL);
 }
 
-int export_profile_buf(const struct aggregate *a, const struct export_opts *o, void **buf,
+int export_profile_buf(struct aggregate *a, const struct export_opts *o, void **buf,
 		       size_t *len)
 {
 	return export_to(a, o, NULL, buf, len);

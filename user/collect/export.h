@@ -17,6 +17,7 @@ struct maphist;
 struct objcache;
 struct procmaps;
 struct spans;
+struct symbolizer;
 struct target;
 
 /* an entry's cumulative allocation values at an earlier moment: the base of a delta profile */
@@ -40,6 +41,7 @@ struct export_opts {
 	const struct live *live;	/* --inuse: blocks still live at the end, or NULL */
 	uint64_t end_mono_ns;		/* CLOCK_MONOTONIC at the end, for blocks' ages */
 	bool symbolize;
+	struct symbolizer *sym;		/* kept by the caller; NULL: one for this export */
 	const char *unwind;		/* "fp", "dwarf" */
 	const char *kernel;		/* uname -r */
 	uint64_t lost;			/* samples lost in the kernel */
@@ -59,9 +61,9 @@ struct export_opts {
  */
 size_t export_profile_need(const struct aggregate *a, const struct live *live, bool symbolize);
 /* 0 or -errno */
-int export_profile(const struct aggregate *a, const struct export_opts *o, const char *path);
+int export_profile(struct aggregate *a, const struct export_opts *o, const char *path);
 /* the same into a malloc'd buffer (gzip'd) */
-int export_profile_buf(const struct aggregate *a, const struct export_opts *o, void **buf,
+int export_profile_buf(struct aggregate *a, const struct export_opts *o, void **buf,
 		       size_t *len);
 
 #endif /* CULPERT_EXPORT_H */

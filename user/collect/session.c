@@ -25,6 +25,7 @@
 #include "procmaps.h"
 #include "session_internal.h"
 #include "spans.h"
+#include "symbolize.h"
 #include "units.h"
 #include "usdt.h"
 #include "vec.h"
@@ -621,6 +622,8 @@ void session__close(struct session *s)
 	otel_plan__free(&s->otel);
 	span_fn_plan__free(&s->fns);
 	mapview__free(s->view);
+	/* before the objects: it borrows those the target maps */
+	symbolizer__free(s->sym);
 	if (!s->o.objs)
 		objcache__free(s->objs);
 	if (s->mem_fd >= 0)

@@ -216,6 +216,8 @@ struct session_profile_opts {
 	int64_t duration_nanos;
 	const char *const *extra;		/* more "key=value" comments, this profile only */
 	size_t n_extra;
+	/* the symbolizer kept for the next profile, until session__drop_symbolizer() */
+	bool keep_symbolizer;
 };
 
 /* what session__profile() will take at its peak, bytes (an estimate: export_profile_need()) */
@@ -223,6 +225,8 @@ size_t session__profile_need(const struct session *s);
 /* the profile so far, gzip'd into a malloc'd *buf, probes left in; 0 or -errno */
 int session__profile(struct session *s, const struct session_profile_opts *po, void **buf,
 		     size_t *len);
+/* the symbolizer kept by session__profile() let go (its objects' DWARF and names) */
+void session__drop_symbolizer(struct session *s);
 /* the aggregate's cumulative alloc values now, per entry, malloc'd; 0 or -errno */
 int session__alloc_base(const struct session *s, struct export_base **out, size_t *n);
 

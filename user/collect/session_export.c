@@ -23,6 +23,7 @@
 #include "session_internal.h"
 #include "span_totals.h"
 #include "spans.h"
+#include "symbolize.h"
 #include "totals.h"
 #include "vec.h"
 
@@ -391,6 +392,34 @@ size_t session__profile_need(const struct session *s)
 	return export_profile_need(s->agg, s->live, s->o.symbolize);
 }
 
+void session__drop_symbolizer(struct session *s)
+{
+	symbolizer__free(s->sym);
+	s->sym = NULL;
+}
+
+/*
+ * The symbolizer of the profiles while the capture goes on: an object's
+ * DWARF is read at the first profile that needs it, not at every one.  A
+ * new executable mapping makes a new one, so that what a library brings
+ * (or a lookup that failed, debuginfod) is looked for again.  NULL on
+ * ENOMEM, or when not kept: the export makes its own.
+ */
+static struct symbolizer *session_symbolizer(struct session *s, bool keep)
+{
+	struct symbolizer_opts so = { .sz = sizeof(so) };
+	uint64_t gen = mapview__generation(s->view);
+
+	if (!keep || !s->o.symbolize)
+		session__drop_symbolizer(s);
+	if (!keep || !s->o.symbolize || (s->sym && s->sym_gen == gen))
+		return s->sym;
+	symbolizer__free(s->sym);
+	s->sym = symbolizer__new(&so);
+	s->sym_gen = gen;
+	return s->sym;
+}
+
 int session__profile(struct session *s, const struct session_profile_opts *po, void **buf,
 		     size_t *len)
 {
@@ -406,6 +435,7 @@ int session__profile(struct session *s, const struct session_profile_opts *po, v
 	eo.span_labels_only = po->span_labels_only;
 	eo.base = po->base;
 	eo.n_base = po->n_base;
+	eo.sym = session_symbolizer(s, po->keep_symbolizer);
 
 	if (!s->detached)
 		bpfobj_proc__counters(s->proc, s->counters);

@@ -26,6 +26,9 @@ struct session {
 	struct target t;
 	struct mapview *view;		/* its mappings, kept current */
 	struct objcache *objs;
+	/* kept from one profile to the next (the agent): each object's DWARF is read once */
+	struct symbolizer *sym;
+	uint64_t sym_gen;		/* the mappings' generation it was made for */
 	struct alloc_plan plan;
 	struct alloc_plan *more[ALLOC_MAX_OBJECTS];	/* objects mapped after the start (dlopen) */
 	size_t n_more;
