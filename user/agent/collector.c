@@ -1347,7 +1347,8 @@ static int serialize(struct collector *c, struct ctarget *t, enum agent_profile 
 	if (base)
 		po.time_nanos = (int64_t)time(NULL) * (int64_t)NS_PER_SEC - duration_ns;
 	ret = session__profile(t->s, &po, buf, len);
-	__atomic_store_n(&t->sym_used_ns, po.keep_symbolizer ? mono_ns() : 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&t->sym_used_ns, po.keep_symbolizer ? clock_ns(CLOCK_MONOTONIC) : 0,
+			 __ATOMIC_RELAXED);
 	if (po.keep_symbolizer)
 		bound_symbolizers(c, t);
 	return ret;

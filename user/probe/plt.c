@@ -199,7 +199,8 @@ static int index_slots(Elf *elf, struct plt_index *x, const char *const *names, 
 	struct slots_ctx c = { x, names, n, 0 };
 
 	for_each_rela(elf, add_slot, &c);
-	qsort(x->slots, x->n_slots, sizeof(*x->slots), cmp_u64);
+	if (x->n_slots)	/* qsort() takes no NULL base, even for 0 */
+		qsort(x->slots, x->n_slots, sizeof(*x->slots), cmp_u64);
 	return c.err;
 }
 
@@ -232,7 +233,8 @@ static int index_targets(struct elfobj *obj, struct plt_index *x, const char *co
 		if (sym && push(&x->targets, &x->n_targets, sym->value))
 			return -ENOMEM;
 	}
-	qsort(x->targets, x->n_targets, sizeof(*x->targets), cmp_u64);
+	if (x->n_targets)
+		qsort(x->targets, x->n_targets, sizeof(*x->targets), cmp_u64);
 	return 0;
 }
 
