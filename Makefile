@@ -49,7 +49,6 @@ OUTPUT ?= .output
 CLANG ?= clang
 BPFTOOL ?= bpftool
 PKG_CONFIG ?= pkg-config
-PROTOC_C ?= protoc-c
 STRIP ?= strip
 HOSTCC ?= cc
 GO ?= go
@@ -76,7 +75,7 @@ PKGS_ALL := $(PKGS_BUILD) demo test image $(PKGS_TEST_ARM64)
 # The layers (README "Layout"): lib/ <- proto/ <- proto/query/ <- cli/ and user/.  Each part
 # sees only the headers of those below, so a forbidden include does not compile.
 LIB_DIRS := lib lib/sym
-PROTO_DIRS := proto $(OUTPUT)/proto
+PROTO_DIRS := proto
 QUERY_DIRS := $(PROTO_DIRS) proto/query
 CLI_DIRS := cli
 iquote = $(addprefix -iquote ,$(1))
@@ -102,7 +101,7 @@ user_inc = $(QUERY_INC) -iquote user \
 
 # pkg-config's libraries by layer, read when used (=): `make deps` may just have installed
 # them.  culpert-bpf adds the agent's HTTP server and Kubernetes client, culpert its uploads.
-LIB_PC := libelf libdw libdebuginfod zlib libprotobuf-c
+LIB_PC := libelf libdw libdebuginfod zlib
 USER_PC := $(LIB_PC) libbpf capstone libmicrohttpd libcurl json-c
 CLI_PC := libcurl
 LIB_PC_CFLAGS = $(shell $(PKG_CONFIG) --cflags $(LIB_PC) 2>/dev/null)
@@ -135,10 +134,9 @@ tag = $(if $(Q),printf '  %-9s %s\n' "$(1)" "$(2)"; )
 msg = $(Q)$(call tag,$(1),$(2))
 step = $(Q)$(call tag,$(1),$@)mkdir -p $(@D) &&
 SKELS := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.skel.h,$(wildcard bpf/*.bpf.c))
-PROTO_H := $(OUTPUT)/proto/profile.pb-c.h
 objs_of = $(patsubst %.c,$(OUTPUT)/%.o,$(1))
 LIB_OBJS := $(call objs_of,$(wildcard $(addsuffix /*.c,$(LIB_DIRS))))
-PROTO_OBJS := $(OUTPUT)/proto/profile.pb-c.o $(call objs_of,$(wildcard proto/*.c proto/query/*.c))
+PROTO_OBJS := $(call objs_of,$(wildcard proto/*.c proto/query/*.c))
 USER_MAIN := $(OUTPUT)/user/main.o
 USER_OBJS := $(filter-out $(USER_MAIN),$(call objs_of,$(wildcard user/*.c user/*/*.c)))
 CLI_MAIN := $(OUTPUT)/cli/main.o
@@ -177,7 +175,7 @@ deps-list:
 check-layout:
 	$(Q)sh scripts/check_layout.sh
 
-# --- BPF, protobuf -----------------------------------------------------------
+# --- BPF ---------------------------------------------------------------------
 $(OUTPUT)/%.tmp.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h) $(VMLINUX_H)
 	$(call step,BPF) $(CLANG) $(BPF_CFLAGS) -c $< -o $@
 $(OUTPUT)/%.bpf.o: $(OUTPUT)/%.tmp.bpf.o
@@ -199,8 +197,6 @@ vmlinux: $(OUTPUT)/btf_extract
 $(OUTPUT)/btf_extract: vmlinux/btf_extract.c
 	$(call step,HOSTCC) $(HOSTCC) -O2 $(WARNINGS) -o $@ $<
 endif
-$(OUTPUT)/proto/profile.pb-c.c $(PROTO_H) &: proto/profile.proto
-	$(call step,PROTOC) $(PROTOC_C) --proto_path=proto --c_out=$(OUTPUT)/proto $<
 
 # --- C -----------------------------------------------------------------------
 # The version is in the objects that print it: they are built again when it changes
@@ -212,9 +208,9 @@ $(OUTPUT)/.version: FORCE
 $(VERSION_OBJS): $(OUTPUT)/.version
 FORCE:
 # One rule for every object of lib/, proto/, cli/ and user/, each layer's include path by
-# pattern.  Generated headers are order-only (-MMD then records who includes them); only
-# user/ waits for the BPF skeletons, so culpert builds without clang or bpftool.
-$(OUTPUT)/%.o: %.c | $(PROTO_H)
+# pattern.  Only user/ waits for the BPF skeletons, order-only (-MMD then records who
+# includes them), so culpert builds without clang or bpftool.
+$(OUTPUT)/%.o: %.c
 	$(call step,CC) $(CC) $(BASE_CFLAGS) $(OBJ_CFLAGS) -c $< -o $@
 $(OUTPUT)/lib/%.o: OBJ_CFLAGS = $(LIB_PC_CFLAGS) $(LIB_INC)
 $(OUTPUT)/proto/%.o: OBJ_CFLAGS = $(LIB_PC_CFLAGS) $(PROTO_INC)
@@ -222,8 +218,6 @@ $(OUTPUT)/proto/query/%.o: OBJ_CFLAGS = $(LIB_PC_CFLAGS) $(QUERY_INC)
 $(OUTPUT)/cli/%.o: OBJ_CFLAGS = $(LIB_PC_CFLAGS) $(CLI_PC_CFLAGS) $(CLI_INC)
 $(OUTPUT)/user/%.o: OBJ_CFLAGS = $(PC_CFLAGS) $(call user_inc,$(word 2,$(subst /, ,$(basename $<))))
 $(USER_MAIN) $(USER_OBJS): | $(SKELS)
-$(OUTPUT)/proto/profile.pb-c.o: $(OUTPUT)/proto/profile.pb-c.c
-	$(call step,CC) $(CC) $(CFLAGS) -I$(OUTPUT)/proto $(LIB_PC_CFLAGS) -c $< -o $@
 $(LIBCULPERT): $(LIB_OBJS) $(PROTO_OBJS)
 	$(call step,AR) rm -f $@ && $(AR) rcs $@ $^
 $(LIBCOLLECT): $(USER_OBJS)

@@ -55,10 +55,8 @@ sees() {
 header_layer() {
 	[ -f "$(dirname "$2")/$1" ] && { echo -; return; }
 	case "$3:$1" in
-	lib:*.pb-c.h | preload:*.pb-c.h) echo proto; return ;;
 	user/*:*.skel.h) echo -; return ;;
 	*:*.skel.h) echo bpf; return ;;
-	*:*.pb-c.h) echo -; return ;;
 	esac
 	for d in $(sees "$3"); do
 		[ -f "$d/$1" ] && { echo -; return; }
