@@ -10,6 +10,7 @@
 # injection's latency and the longest thread stop over BENCH_CYCLES
 # inject/detach cycles on one process (p50, p99), as -v prints them.
 . tests/lib.sh
+. tests/inject_lib.sh
 . tests/bench/common.sh
 
 RUNS=${BENCH_RUNS:-7}
@@ -68,11 +69,9 @@ i=0
 while [ $i -lt "$CYCLES" ]; do
 	"$BIN_BPF" attach --pid "$tp" --sampler inject -d 0.01 -v -o "$TMP/c.pb.gz" 2>"$TMP/c.err" ||
 		{ echo "cycle $i failed: $(tail -1 "$TMP/c.err")"; break; }
-	sed -n 's/.*injection: \(loaded\|reused\).* in \([0-9.]*\) ms (after.*the longest \([0-9.]*\) us.*/\2 \3/p' \
-		"$TMP/c.err" >>"$TMP/lat"
+	inj_times "$TMP/c.err" >>"$TMP/lat"
 	i=$((i + 1))
 done
 kill -USR1 $tp
 wait $tp && echo "  the target's own check after $i cycles: ok" || echo "  the target's check FAILED"
-pct() { cut -d' ' -f"$1" "$TMP/lat" | sort -n | awk -v p="$2" '{ v[NR] = $1 } END { i = int(NR * p / 100 + 0.999); if (i < 1) i = 1; print v[i] }'; }
-echo "  injection over $(wc -l <"$TMP/lat") cycles: p50 $(pct 1 50) ms, p99 $(pct 1 99) ms; longest thread stop p50 $(pct 2 50) us, p99 $(pct 2 99) us ($(uptime))"
+echo "  injection over $(wc -l <"$TMP/lat") cycles: p50 $(pct "$TMP/lat" 1 50) ms, p99 $(pct "$TMP/lat" 1 99) ms; longest thread stop p50 $(pct "$TMP/lat" 3 50) us, p99 $(pct "$TMP/lat" 3 99) us; the borrowed thread held p50 $(pct "$TMP/lat" 2 50) ms, p99 $(pct "$TMP/lat" 2 99) ms ($(uptime))"
