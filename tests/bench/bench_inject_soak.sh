@@ -1,0 +1,54 @@
+#!/bin/sh
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#
+# --sampler inject (docs/inject.md), as root: BENCH_SOAK_CYCLES (100) inject -> profile ->
+# release cycles on each program the never-harm goal names, at work throughout: Debian's
+# redis under redis-benchmark, Debian's nginx serving curl (its worker), Debian's python3
+# building dicts, 64 threads throwing through operator new, a program whose signal handler
+# allocates, and one that is pid 1 of its own PID and mount namespaces.  The cycles and the
+# programs' own checks after are tests/inject_lib.sh's, as in tests/bpf/test_inject.sh:
+# each cycle released, with samples, the program working; after, its own check of its
+# work, its own memory within 1 MiB of before.  Printed per program: seconds per cycle, the
+# memory, and p50/p99 of the injection's time, of how long the borrowed thread ran our
+# calls, and of the longest stop of a thread looked at, for the takeover and the release.
+#   BENCH_SOAK_CYCLES=N  BENCH_SOAK_PROGRAMS="redis nginx python throw signal ns"
+. tests/lib.sh
+. tests/inject_lib.sh
+. tests/bench/common.sh
+
+CYCLES=${BENCH_SOAK_CYCLES:-100}
+PROGRAMS=${BENCH_SOAK_PROGRAMS:-redis nginx python throw signal ns}
+
+[ "$(id -u)" = 0 ] || { echo "bench_inject_soak: needs root"; exit 0; }
+
+# what each program's cycles count as its work, and their attach options
+work_of() { case "$1" in redis | nginx) echo "${1}_work" ;; *) echo cpu_ticks ;; esac; }
+rate_of() { case "$1" in throw) echo 256KiB ;; *) echo 4096 ;; esac; }
+
+# soak PROG: PROG_start, the cycles, PROG_check; one line of results
+soak() {
+	_failed=""
+	_t0=$(date +%s)
+	"${1}_start" && inject_cycles "$1" "$cyc_pid" "$CYCLES" "$(work_of "$1")" \
+		--rate "$(rate_of "$1")" -d 0.2 && "${1}_check"
+	_dt=$(($(date +%s) - _t0))
+	_n=$(grep -c . "$TMP/$1.lat" 2>/dev/null)
+	cleanup_pids
+	printf '  %-7s %3d cycles, %5.2f s each: %s\n' "$1" "${_n:-0}" \
+		"$(awk -v t="$_dt" -v n="${_n:-0}" 'BEGIN { print n ? t / n : 0 }')" \
+		"${_failed:-ok, ${cyc_mem:-}}"
+	[ "${_n:-0}" -gt 0 ] || return 0
+	for _f in 1 4; do
+		[ $_f = 1 ] && _what=takeover || _what=release
+		printf '          %-8s ms p50 %s p99 %s; held ms p50 %s p99 %s; longest stop us p50 %s p99 %s\n' \
+			"$_what" "$(pct "$TMP/$1.lat" $_f 50)" "$(pct "$TMP/$1.lat" $_f 99)" \
+			"$(pct "$TMP/$1.lat" $((_f + 1)) 50)" "$(pct "$TMP/$1.lat" $((_f + 1)) 99)" \
+			"$(pct "$TMP/$1.lat" $((_f + 2)) 50)" "$(pct "$TMP/$1.lat" $((_f + 2)) 99)"
+	done
+}
+
+echo "$CYCLES cycles of attach --sampler inject -d 0.2 on each program ($(uptime))"
+for p in $PROGRAMS; do
+	soak "$p"
+done
+echo "  done ($(uptime))"
