@@ -9,7 +9,7 @@
 # programs' own checks after are tests/inject_lib.sh's, as in tests/bpf/test_inject.sh:
 # each cycle released, with samples, the program working; after, its own check of its
 # work, its own memory within 1 MiB of before.  Printed per program: seconds per cycle, the
-# memory, and p50/p99 of the injection's time, of how long the borrowed thread ran our
+# memory, and p50/p99/max of the injection's time, of how long the borrowed thread ran our
 # calls, and of the longest stop of a thread looked at, for the takeover and the release.
 #   BENCH_SOAK_CYCLES=N  BENCH_SOAK_PROGRAMS="redis nginx python throw signal ns"
 . tests/lib.sh
@@ -40,11 +40,15 @@ soak() {
 	[ "${_n:-0}" -gt 0 ] || return 0
 	for _f in 1 4; do
 		[ $_f = 1 ] && _what=takeover || _what=release
-		printf '          %-8s ms p50 %s p99 %s; held ms p50 %s p99 %s; longest stop us p50 %s p99 %s\n' \
-			"$_what" "$(pct "$TMP/$1.lat" $_f 50)" "$(pct "$TMP/$1.lat" $_f 99)" \
-			"$(pct "$TMP/$1.lat" $((_f + 1)) 50)" "$(pct "$TMP/$1.lat" $((_f + 1)) 99)" \
-			"$(pct "$TMP/$1.lat" $((_f + 2)) 50)" "$(pct "$TMP/$1.lat" $((_f + 2)) 99)"
+		printf '          %-8s ms %s; held ms %s; longest stop us %s\n' "$_what" \
+			"$(spread "$1" $_f)" "$(spread "$1" $((_f + 1)))" "$(spread "$1" $((_f + 2)))"
 	done
+	echo "          the first cycle (the library loaded): $(head -1 "$TMP/$1.lat")"
+}
+
+# spread PROG FIELD: "p50 X p99 Y max Z" of FIELD of PROG's cycles
+spread() {
+	echo "p50 $(pct "$TMP/$1.lat" "$2" 50) p99 $(pct "$TMP/$1.lat" "$2" 99) max $(pct "$TMP/$1.lat" "$2" 100)"
 }
 
 echo "$CYCLES cycles of attach --sampler inject -d 0.2 on each program ($(uptime))"
