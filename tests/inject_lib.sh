@@ -73,6 +73,14 @@ inject_cycles() {
 		{ fail "$_cn: RSS grew from $_rss1 to $_rssn KiB after the first of $_cc cycles"; return 1; }
 }
 
+# program_cycles PROG CYCLES WORK [ATTACH OPTION...]: PROG_start, CYCLES inject_cycles on it,
+# PROG_check
+program_cycles() {
+	_prog=$1
+	shift
+	"${_prog}_start" && inject_cycles "$_prog" "$cyc_pid" "$@" && "${_prog}_check"
+}
+
 # --- Debian's redis (jemalloc) under redis-benchmark: SET and GET over 10,000 keys in db 1
 # (once they all exist, redis' heap stays put), 2,000 keys written before in db 0
 
@@ -158,11 +166,13 @@ nginx_work() {
 	wc -l <"$TMP/nginx/access.log"
 }
 
-# the same worker (a crashed one is replaced by the master), every response curl got whole
+# the master untouched, the same worker (a crashed one is replaced by the master), every
+# response curl got whole
 # and right, and each one nginx logged sent whole (at most one more: curl is stopped here,
 # perhaps between nginx's last write and its own line)
 nginx_check() {
 	_ng=$TMP/nginx
+	grep -q libculpert-sampler "/proc/$nginx_master/maps" && { fail "nginx's master was injected"; return 1; }
 	_was=$cyc_pid
 	nginx_worker
 	[ "$cyc_pid" = "$_was" ] ||
@@ -222,13 +232,19 @@ sys.exit(0 if n > 0 and acc == n * one % 1000000007 else 1)' "$TMP/py.out" ||
 throw_start() {
 	start_target "$TMP/throw.out" "$TARGETS/throw_threads" 63 1000 || return 1
 	cyc_pid=$target_pid
+	[ "$(ls "/proc/$cyc_pid/task" | wc -l)" -eq 64 ] || { fail "throw_threads: not 64 threads"; return 1; }
+}
+
+# told_to_end NAME OUT PATTERN: SIGUSR1 to $cyc_pid, which ends its work and says on its way
+# out how it went: exit status 0, and a line of OUT matching PATTERN
+told_to_end() {
+	kill -USR1 "$cyc_pid"
+	wait "$cyc_pid" || { fail "$1 exited $?: $(tail -2 "$2")"; return 1; }
+	grep -q "$3" "$2" || { fail "$1: $(tail -2 "$2" | tr '\n' ';')"; return 1; }
 }
 
 throw_check() {
-	kill -USR1 "$cyc_pid"
-	wait "$cyc_pid" || { fail "throw_threads exited $?: $(tail -2 "$TMP/throw.out")"; return 1; }
-	grep -q '^workers 63 rounds [1-9][0-9]* caught [0-9]* failed 0$' "$TMP/throw.out" ||
-		{ fail "throw_threads: $(tail -1 "$TMP/throw.out")"; return 1; }
+	told_to_end throw_threads "$TMP/throw.out" '^workers 63 rounds [1-9][0-9]* caught [0-9]* failed 0$'
 }
 
 # --- a SIGALRM handler that allocates every 50 us (tests/targets/sampler_signal.c), over an
@@ -242,12 +258,8 @@ signal_start() {
 	wait_running "$cyc_pid" "$TARGETS/sampler_signal" 5 || { fail "sampler_signal did not start"; return 1; }
 }
 
-# SIGUSR1 ends its loop: it prints its checks on the way out
 signal_check() {
-	kill -USR1 "$cyc_pid"
-	wait "$cyc_pid" || { fail "sampler_signal exited $?: $(tail -2 "$TMP/sig.out")"; return 1; }
-	grep -q '^checks [1-9][0-9]* failed 0$' "$TMP/sig.out" ||
-		{ fail "sampler_signal: $(tr '\n' ';' <"$TMP/sig.out")"; return 1; }
+	told_to_end sampler_signal "$TMP/sig.out" '^checks [1-9][0-9]* failed 0$'
 }
 
 # --- pid 1 of its own PID and mount namespaces (tests/targets/alloc_bound.c), the library's
@@ -272,8 +284,11 @@ ns_start() {
 	return 0
 }
 
-# its own count of its work, asked for with SIGUSR1
+# samples from its ring_block (the last cycle's), and its own count of its work, asked for
+# with SIGUSR1
 ns_check() {
+	by_leaf "$TMP/ns.pb.gz" 1 | grep -q '^ring_block [1-9]' ||
+		{ fail "no sample in ring_block: $(by_leaf "$TMP/ns.pb.gz" 1 | tr '\n' ';')"; return 1; }
 	_lines=$(wc -l <"$TMP/ns.out")
 	kill -USR1 "$cyc_pid"
 	wait_new_lines "$TMP/ns.out" "$_lines" 1 10 ||

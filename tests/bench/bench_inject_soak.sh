@@ -29,8 +29,7 @@ rate_of() { case "$1" in throw) echo 256KiB ;; *) echo 4096 ;; esac; }
 soak() {
 	_failed=""
 	_t0=$(date +%s)
-	"${1}_start" && inject_cycles "$1" "$cyc_pid" "$CYCLES" "$(work_of "$1")" \
-		--rate "$(rate_of "$1")" -d 0.2 && "${1}_check"
+	program_cycles "$1" "$CYCLES" "$(work_of "$1")" --rate "$(rate_of "$1")" -d 0.2
 	_dt=$(($(date +%s) - _t0))
 	_n=$(grep -c . "$TMP/$1.lat" 2>/dev/null)
 	cleanup_pids

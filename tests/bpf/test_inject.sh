@@ -95,68 +95,26 @@ t_cycles() {
 	blocked_verdict "$TMP/c.out" "$target_pid"
 }
 
-# Debian's redis (jemalloc) under redis-benchmark, with the real library: 10 cycles
-# (tests/inject_lib.sh: each released, with samples, redis serving; the library loaded once;
-# RSS within 1 MiB), then the data set written before reads back intact
-t_redis_cycles() {
+# Each program of tests/inject_lib.sh at its work, inject -> profile -> release cycles
+# (each released, with samples, the program working; the library loaded once; its own
+# memory within 1 MiB), then its own check of its work:
+# - Debian's redis under redis-benchmark, 10 cycles: a data set written before reads back
+#   intact;
+# - Debian's nginx serving a file to curl on one keep-alive connection, 5 cycles on its
+#   worker: the master untouched, the same worker, every response curl got whole and logged
+#   by nginx as sent whole;
+# - 64 threads throwing through operator new (std::bad_alloc from inside it) and out of
+#   qsort's comparator, 5 cycles: every thread's checksum of its own work, every exception
+#   caught;
+# - pid 1 of its own PID and mount namespaces, the library's directory out of its reach (a
+#   tmpfs over it), 1 cycle: the library goes in by memfd, samples from its ring_block;
+# - a SIGALRM handler allocating every 50 us (tests/targets/sampler_signal.c), 5 cycles:
+#   each a safe point found, the program's own checks;
+# - Debian's python3 building dicts of strings, 5 cycles (CPython's stack keeps a copy of
+#   __restore_rt from sigaction that is no signal frame): its checksum of its own work
+t_program_cycles() {
 	need_root || return
-	redis_start || return
-	inject_cycles redis "$cyc_pid" 10 redis_work --rate 4096 -d 0.3 || return
-	redis_check
-}
-
-# Debian's nginx serving a file to curl on one keep-alive connection: 5 cycles on its
-# worker, each with samples and requests served; after, the same worker, and every response
-# curl got whole and logged by nginx as sent whole
-t_nginx_cycles() {
-	need_root || return
-	nginx_start || return
-	inject_cycles nginx "$cyc_pid" 5 nginx_work --rate 4096 -d 0.3 || return
-	grep -q libculpert-sampler "/proc/$nginx_master/maps" && { fail "the master was injected"; return; }
-	nginx_check
-}
-
-# 64 threads throwing through operator new (std::bad_alloc from inside it) and out of
-# qsort's comparator: 5 cycles, each with samples while it computes; after, every thread's
-# checksum of its own work and its exceptions all caught
-t_throw_cycles() {
-	need_root || return
-	throw_start || return
-	[ "$(ls "/proc/$cyc_pid/task" | wc -l)" -eq 64 ] || { fail "not 64 threads"; return; }
-	inject_cycles throw "$cyc_pid" 5 cpu_ticks --rate 256KiB -d 0.3 || return
-	throw_check
-}
-
-# A target in its own PID and mount namespaces (pid 1 there) that cannot reach the
-# library's directory (a tmpfs over it): the library goes in by memfd, samples come from
-# its ring_block, its work goes on
-t_namespaced() {
-	need_root || return
-	ns_start || return
-	inject_cycles ns "$cyc_pid" 1 cpu_ticks --rate 4096 -d 0.5 || return
-	by_leaf "$TMP/ns.pb.gz" 1 | grep -q '^ring_block [1-9]' ||
-		{ fail "no sample in ring_block: $(by_leaf "$TMP/ns.pb.gz" 1 | tr '\n' ';')"; return; }
-	ns_check
-}
-
-# A program whose SIGALRM handler allocates every 50 us (tests/targets/sampler_signal.c,
-# over an allocator that blocks signals while it runs): 5 cycles, each a safe point found,
-# the library reused after the first; the program's own checks all pass
-t_signal_cycles() {
-	need_root || return
-	signal_start || return
-	inject_cycles signal "$cyc_pid" 5 cpu_ticks --rate 4096 -d 0.2 || return
-	signal_check
-}
-
-# Debian's python3 running an allocation-heavy loop (dicts of strings) until told to stop:
-# 5 cycles, each a safe point found (CPython's stack keeps a copy of __restore_rt from
-# sigaction that is no signal frame); its checksum of its own work after
-t_python_cycles() {
-	need_root || return
-	python_start || return
-	inject_cycles python "$cyc_pid" 5 cpu_ticks --rate 4096 -d 0.2 || return
-	python_check
+	program_cycles "$@"
 }
 
 # A live frame that keeps a struct sigaction (its sa_restorer is libc's __restore_rt, as
@@ -298,12 +256,12 @@ run_test inject_blocked_calls t_blocked_calls
 run_test inject_threads64 t_threads64
 run_test inject_cycles t_cycles
 run_test inject_killed t_killed
-run_test inject_redis_cycles t_redis_cycles
-run_test inject_nginx_cycles t_nginx_cycles
-run_test inject_throw_cycles t_throw_cycles
-run_test inject_namespaced t_namespaced
-run_test inject_signal_cycles t_signal_cycles
-run_test inject_python_cycles t_python_cycles
+run_test inject_redis_cycles t_program_cycles redis 10 redis_work --rate 4096 -d 0.3
+run_test inject_nginx_cycles t_program_cycles nginx 5 nginx_work --rate 4096 -d 0.3
+run_test inject_throw_cycles t_program_cycles throw 5 cpu_ticks --rate 256KiB -d 0.3
+run_test inject_namespaced t_program_cycles ns 1 cpu_ticks --rate 4096 -d 0.5
+run_test inject_signal_cycles t_program_cycles signal 5 cpu_ticks --rate 4096 -d 0.2
+run_test inject_python_cycles t_program_cycles python 5 cpu_ticks --rate 4096 -d 0.2
 run_test inject_stale_restorer t_stale_restorer
 run_test inject_refusals t_refusals
 run_test inject_go_refused t_go_refused
