@@ -300,10 +300,8 @@ static void patch_slot(const struct walk *w, struct object *o, const struct got_
 	} else {
 		if (v == (uintptr_t)t->wrapper)
 			return;
-		if (!bound_to_real(o, t, v, type, sym)) {
-			w->stats->left++;
+		if (!bound_to_real(o, t, v, type, sym))
 			return;
-		}
 		if (saved_put(slot, v)) {
 			w->stats->failed++;
 			return;
@@ -326,6 +324,24 @@ static uintptr_t dyn_addr(uintptr_t base, ElfW(Addr) v)
 	return v < base ? base + v : v;
 }
 
+/*
+ * A slot patch_slot could write: it holds a target's function or wrapper, or is a lazy
+ * JUMP_SLOT.  Any other is passed over before its symbol is read: the symbol and string
+ * tables of a large library are most of the pages a walk would fault into the target's RSS
+ * (libcrypto's 240 KiB, bound at start-up to functions of its own).
+ */
+static int may_be_ours(const struct walk *w, const struct object *o, uintptr_t slot,
+		       unsigned long type)
+{
+	uintptr_t v = __atomic_load_n((uintptr_t *)slot, __ATOMIC_RELAXED);
+	size_t i;
+
+	for (i = 0; i < w->n; i++)
+		if (v == (uintptr_t)w->t[i].real || v == (uintptr_t)w->t[i].wrapper)
+			return 1;
+	return type == R_JUMP_SLOT && in_object(o, v);
+}
+
 static void visit_relocs(const struct walk *w, struct object *o, const ElfW(Rela) *rel,
 			 size_t bytes, const ElfW(Sym) *symtab, const char *strtab)
 {
@@ -335,14 +351,14 @@ static void visit_relocs(const struct walk *w, struct object *o, const ElfW(Rela
 		unsigned long type = ELF64_R_TYPE(rel[i].r_info);
 		const ElfW(Sym) *sym;
 		const struct got_target *t;
-		uintptr_t slot;
+		uintptr_t slot = o->base + rel[i].r_offset;
 
-		if (type != R_JUMP_SLOT && type != R_GLOB_DAT)
+		if ((type != R_JUMP_SLOT && type != R_GLOB_DAT) || (slot & 7) ||
+		    !may_be_ours(w, o, slot, type))
 			continue;
 		sym = &symtab[ELF64_R_SYM(rel[i].r_info)];
 		t = target_of(w, strtab + sym->st_name);
-		slot = o->base + rel[i].r_offset;
-		if (t && !(slot & 7))
+		if (t)
 			patch_slot(w, o, t, slot, type, sym);
 	}
 }
@@ -364,6 +380,7 @@ struct dynamic {
 	const char *strtab;
 	const ElfW(Rela) *jmprel, *rela;
 	size_t jmprel_sz, rela_sz;
+	size_t relacount;		/* DT_RELACOUNT: the leading R_*_RELATIVE entries of rela */
 	long pltrel;
 	const uint32_t *gnu_hash, *hash;
 	const char *soname;		/* DT_SONAME, or NULL */
@@ -417,6 +434,9 @@ static int parse_object(struct dl_phdr_info *info, struct object *o, struct dyna
 		case DT_RELASZ:
 			dy->rela_sz = d->d_un.d_val;
 			break;
+		case DT_RELACOUNT:
+			dy->relacount = d->d_un.d_val;
+			break;
 		case DT_GNU_HASH:
 			dy->gnu_hash = (const uint32_t *)a;
 			break;
@@ -455,8 +475,17 @@ static int visit(struct dl_phdr_info *info, size_t size, void *data)
 	/* x86-64 and arm64 use RELA throughout */
 	if (dy.jmprel && dy.pltrel == DT_RELA)
 		visit_relocs(w, &o, dy.jmprel, dy.jmprel_sz, dy.symtab, dy.strtab);
-	if (dy.rela)
-		visit_relocs(w, &o, dy.rela, dy.rela_sz, dy.symtab, dy.strtab);
+	/*
+	 * The relative relocations come first and name no symbol: not read, their pages (most
+	 * of .rela.dyn in a large library: 400 KiB of libcrypto's) are not faulted into the
+	 * target's RSS (docs/inject.md, "What it costs")
+	 */
+	if (dy.rela) {
+		size_t skip = dy.relacount <= dy.rela_sz / sizeof(*dy.rela) ? dy.relacount : 0;
+
+		visit_relocs(w, &o, dy.rela + skip, dy.rela_sz - skip * sizeof(*dy.rela),
+			     dy.symtab, dy.strtab);
+	}
 	close_page(&o);
 	return 0;
 }

@@ -17,7 +17,6 @@ struct got_target {
 struct got_stats {
 	unsigned long objects;		/* objects visited */
 	unsigned long written;		/* slots rewritten */
-	unsigned long left;		/* slots of our symbols bound elsewhere: left alone */
 	unsigned long failed;		/* slots that could not be written (mprotect, memory) */
 };
 

@@ -64,3 +64,9 @@ interleave() {
 		i=$((i + 1))
 	done
 }
+
+# pct FILE FIELD P: the P-th percentile (nearest rank) of the numbers in FIELD of FILE's lines
+pct() {
+	cut -d' ' -f"$2" "$1" | sort -n |
+		awk -v p="$3" '{ v[NR] = $1 } END { i = int(NR * p / 100 + 0.999); if (i < 1) i = 1; print v[i] }'
+}

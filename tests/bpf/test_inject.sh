@@ -10,6 +10,7 @@
 # sampler's interface (tests/targets/lib/inject_stand_in.c); the
 # sampler's own counts are checked where it takes over.
 . tests/lib.sh
+. tests/inject_lib.sh
 
 STAND_IN=$(realpath "$TARGETS/libinject_stand_in.so")
 STILL="--sampler uprobes still works"
@@ -24,10 +25,9 @@ rand() {
 	echo $(($(od -An -N2 -tu2 /dev/urandom) % $1))
 }
 
-# the number after WORD in the injection line of FILE: inj_field FILE WORD ("in", "longest")
+# what -v said of the injection in FILE: inj_field FILE WORD ("in": ms, "longest": us)
 inj_field() {
-	sed -n 's/.*injection: loaded.* in \([0-9.]*\) ms (after.*the longest \([0-9.]*\) us.*/\1 \2/p' "$1" |
-		head -1 | awk -v w="$2" '{ print (w == "in") ? $1 : $2 }'
+	inj_times "$1" | awk -v w="$2" '{ print (w == "in") ? $1 : $3 }'
 }
 
 # queued SIGRTMIN to PID until FILE exists; the count sent in FILE.n
@@ -76,7 +76,7 @@ t_threads64() {
 t_cycles() {
 	need_root || return
 	start_target "$TMP/c.out" "$TARGETS/inject_blocked" 3600 2 || return
-	rss0=$(awk '/^VmRSS/ { print $2 }' "/proc/$target_pid/status")
+	rss0=$(rss_kib "$target_pid")
 	i=0
 	while [ $i -lt 20 ]; do
 		with_stand_in attach -p "$target_pid" --sampler inject -d 0.05 -v \
@@ -87,7 +87,7 @@ t_cycles() {
 			{ fail "cycle $i loaded the library again"; return; }
 		i=$((i + 1))
 	done
-	rss1=$(awk '/^VmRSS/ { print $2 }' "/proc/$target_pid/status")
+	rss1=$(rss_kib "$target_pid")
 	[ "$(grep -c 'libculpert-sampler' "/proc/$target_pid/maps")" -le 5 ] ||
 		fail "the library is mapped more than once"
 	[ $((rss1 - rss0)) -lt 1024 ] || fail "RSS grew from $rss0 to $rss1 KiB over 20 cycles"
@@ -95,144 +95,26 @@ t_cycles() {
 	blocked_verdict "$TMP/c.out" "$target_pid"
 }
 
-# Debian's redis (jemalloc) under redis-benchmark, with the real library: 10 inject ->
-# profile -> release cycles, each with samples; the library loaded once and reused; RSS
-# within 1 MiB of before the first; the benchmark served throughout; a data set written
-# before read back intact after
-t_redis_cycles() {
+# Each program of tests/inject_lib.sh at its work, inject -> profile -> release cycles
+# (each released, with samples, the program working; the library loaded once; its own
+# memory within 1 MiB), then its own check of its work:
+# - Debian's redis under redis-benchmark, 10 cycles: a data set written before reads back
+#   intact;
+# - Debian's nginx serving a file to curl on one keep-alive connection, 5 cycles on its
+#   worker: the master untouched, the same worker, every response curl got whole and logged
+#   by nginx as sent whole;
+# - 64 threads throwing through operator new (std::bad_alloc from inside it) and out of
+#   qsort's comparator, 5 cycles: every thread's checksum of its own work, every exception
+#   caught;
+# - pid 1 of its own PID and mount namespaces, the library's directory out of its reach (a
+#   tmpfs over it), 1 cycle: the library goes in by memfd, samples from its ring_block;
+# - a SIGALRM handler allocating every 50 us (tests/targets/sampler_signal.c), 5 cycles:
+#   each a safe point found, the program's own checks;
+# - Debian's python3 building dicts of strings, 5 cycles (CPython's stack keeps a copy of
+#   __restore_rt from sigaction that is no signal frame): its checksum of its own work
+t_program_cycles() {
 	need_root || return
-	redis_serve || return
-	rcli() { redis-cli -h 127.0.0.1 -p "$redis_port" "$@"; }
-	# the commands redis has processed so far
-	rops() { rcli info stats | sed -n 's/^total_commands_processed:\([0-9]*\).*/\1/p'; }
-	seq 1 2000 | awk '{ print "SET k" $1 " v" $1 * 7 }' | rcli -n 0 >/dev/null
-	keys=$(seq 1 2000 | sed 's/^/k/' | tr '\n' ' ')
-	want=$(seq 1 2000 | awk '{ print "v" $1 * 7 }' | md5sum)
-	# SET and GET over 10,000 keys: once they all exist, redis' heap stays put
-	redis-benchmark -h 127.0.0.1 -p "$redis_port" --dbnum 1 -l -q -c 4 -r 10000 \
-		-t set,get >/dev/null 2>&1 &
-	bench=$!
-	track "$bench"
-	n=0
-	while [ "$(rcli -n 1 dbsize)" -lt 10000 ]; do
-		n=$((n + 1))
-		[ $n -lt 200 ] || { fail "redis-benchmark did not get going"; return; }
-		sleep 0.1
-	done
-	rss0=$(awk '/^VmRSS/ { print $2 }' "/proc/$target_pid/status")
-	i=0
-	while [ $i -lt 10 ]; do
-		ops0=$(rops)
-		"$BIN_BPF" attach -p "$target_pid" --sampler inject --rate 4096 -d 0.3 -v \
-			-o "$TMP/r.pb.gz" 2>"$TMP/r.err" ||
-			{ fail "cycle $i: $(grep -v libbpf "$TMP/r.err" | tail -2)"; return; }
-		grep -q 'injection: released' "$TMP/r.err" || { fail "cycle $i not released"; return; }
-		[ $i -eq 0 ] || grep -q 'injection: reused' "$TMP/r.err" ||
-			{ fail "cycle $i loaded the library again"; return; }
-		grep -q 'wrote .* ([1-9][0-9]* samples' "$TMP/r.err" ||
-			{ fail "cycle $i: no samples: $(grep wrote "$TMP/r.err")"; return; }
-		ops1=$(rops)
-		[ "$ops1" -gt "$ops0" ] || { fail "cycle $i: redis served nothing"; return; }
-		i=$((i + 1))
-	done
-	rss1=$(awk '/^VmRSS/ { print $2 }' "/proc/$target_pid/status")
-	kill -0 "$bench" || { fail "redis-benchmark stopped"; return; }
-	[ $((rss1 - rss0)) -lt 1024 ] || fail "RSS grew from $rss0 to $rss1 KiB over 10 cycles"
-	echo "# redis, 10 cycles: RSS $rss0 -> $rss1 KiB" >&2
-	# shellcheck disable=SC2086
-	got=$(rcli -n 0 mget $keys | md5sum)
-	[ "$got" = "$want" ] || fail "the data set written before differs after the cycles"
-}
-
-# A target in its own PID and mount namespaces (pid 1 there) that cannot reach the
-# library's directory (a tmpfs over it): the library goes in by memfd, samples come, the
-# target's work goes on
-t_namespaced() {
-	need_root || return
-	command -v unshare >/dev/null || { skip "no unshare (util-linux)"; return; }
-	libdir=$(dirname "$(realpath "$BIN_BPF")")
-	cp "$TARGETS/alloc_bound" "$TMP/ns_bound"
-	# shellcheck disable=SC2016
-	unshare -pmf --mount-proc sh -c 'mount -t tmpfs none "$1" && exec "$2" 200000 64 256' \
-		sh "$libdir" "$TMP/ns_bound" >"$TMP/ns.out" 2>&1 &
-	track $!
-	n=0
-	until pid=$(pgrep -f "^$TMP/ns_bound") && grep -q "^NSpid:.*[[:space:]]1$" "/proc/$pid/status"; do
-		n=$((n + 1))
-		[ $n -lt 100 ] || { fail "the namespaced target did not start: $(cat "$TMP/ns.out")"; return; }
-		sleep 0.05
-	done
-	track "$pid"
-	[ -e "/proc/$pid/root$libdir/libculpert-sampler.so" ] && { fail "the library is in reach"; return; }
-	"$BIN_BPF" attach -p "$pid" --sampler inject -d 1 -v -o "$TMP/ns.pb.gz" 2>"$TMP/ns.err" ||
-		{ fail "$(grep -v libbpf "$TMP/ns.err" | tail -2)"; return; }
-	grep -q 'injection: released' "$TMP/ns.err" || { fail "not released"; return; }
-	by_leaf "$TMP/ns.pb.gz" 1 | grep -q '^ring_block [1-9]' ||
-		fail "no sample in ring_block: $(by_leaf "$TMP/ns.pb.gz" 1 | tr '\n' ';')"
-	# its own count of its work, after
-	lines=$(wc -l <"$TMP/ns.out")
-	kill -USR1 "$pid"
-	wait_new_lines "$TMP/ns.out" "$lines" 1 10 ||
-		{ fail "the target does not answer: $(tail -2 "$TMP/ns.out")"; return; }
-	tail -1 "$TMP/ns.out" | grep -q '^ops [1-9]' || fail "no work: $(tail -1 "$TMP/ns.out")"
-}
-
-# A program whose SIGALRM handler allocates every 50 us (tests/targets/sampler_signal.c,
-# over an allocator that blocks signals while it runs): 5 injections, each a safe point
-# found, the library reused after the first; the program's own checks all pass
-t_signal_cycles() {
-	need_root || return
-	LD_PRELOAD=$(realpath "$TARGETS/libsigmask_alloc.so") "$TARGETS/sampler_signal" 100000000 \
-		>"$TMP/sig.out" 2>&1 &
-	pid=$!
-	track "$pid"
-	wait_running "$pid" "$TARGETS/sampler_signal" 5 || { fail "sampler_signal did not start"; return; }
-	i=0
-	while [ $i -lt 5 ]; do
-		"$BIN_BPF" attach -p "$pid" --sampler inject --rate 4096 -d 0.2 -v \
-			-o "$TMP/sig.pb.gz" 2>"$TMP/sig.err" ||
-			{ fail "cycle $i: $(grep -v libbpf "$TMP/sig.err" | tail -2)"; return; }
-		[ $i -eq 0 ] || grep -q 'injection: reused' "$TMP/sig.err" ||
-			{ fail "cycle $i loaded the library again"; return; }
-		i=$((i + 1))
-	done
-	kill -0 "$pid" || { fail "the target died: $(tail -2 "$TMP/sig.out")"; return; }
-	# SIGUSR1 ends its loop: it prints its checks on the way out
-	kill -USR1 "$pid"
-	wait "$pid" || fail "exit $?"
-	grep -q '^checks [1-9][0-9]* failed 0$' "$TMP/sig.out" || fail "$(tr '\n' ';' <"$TMP/sig.out")"
-}
-
-# Debian's python3 running an allocation-heavy loop (dicts of strings) until told to stop:
-# 5 injections, each a safe point found (CPython's stack keeps a copy of __restore_rt
-# from sigaction that is no signal frame); its checksum of its own work right after
-t_python_cycles() {
-	need_root || return
-	cat >"$TMP/churn.py" <<-'PYEOF'
-	import os, sys
-	n = acc = 0
-	while not os.path.exists(sys.argv[1]):
-	    d = {i: str(i) * (i % 7 + 1) for i in range(2000)}
-	    acc = (acc + sum(len(v) for v in d.values())) % 1000000007
-	    n += 1
-	print(n, acc, flush=True)
-	PYEOF
-	start_program "$TMP/py.out" /usr/bin/python3 "$TMP/churn.py" "$TMP/churn.stop" || return
-	pid=$prog_pid
-	i=0
-	while [ $i -lt 5 ]; do
-		"$BIN_BPF" attach -p "$pid" --sampler inject -d 0.2 -v -o "$TMP/py.pb.gz" \
-			2>"$TMP/py.err" || { fail "cycle $i: $(grep -v libbpf "$TMP/py.err" | tail -2)"; return; }
-		i=$((i + 1))
-	done
-	touch "$TMP/churn.stop"
-	wait "$pid" || { fail "python3 exited $?: $(tail -2 "$TMP/py.out")"; return; }
-	# each round adds the same: the lengths of str(i) * (i % 7 + 1) for i < 2000
-	/usr/bin/python3 -c 'import sys
-n, acc = map(int, open(sys.argv[1]).read().split())
-one = sum(len(str(i) * (i % 7 + 1)) for i in range(2000))
-sys.exit(0 if n > 0 and acc == n * one % 1000000007 else 1)' "$TMP/py.out" ||
-		fail "python3's checksum is off: $(cat "$TMP/py.out")"
+	program_cycles "$@"
 }
 
 # A live frame that keeps a struct sigaction (its sa_restorer is libc's __restore_rt, as
@@ -374,10 +256,12 @@ run_test inject_blocked_calls t_blocked_calls
 run_test inject_threads64 t_threads64
 run_test inject_cycles t_cycles
 run_test inject_killed t_killed
-run_test inject_redis_cycles t_redis_cycles
-run_test inject_namespaced t_namespaced
-run_test inject_signal_cycles t_signal_cycles
-run_test inject_python_cycles t_python_cycles
+run_test inject_redis_cycles t_program_cycles redis 10 redis_work --rate 4096 -d 0.3
+run_test inject_nginx_cycles t_program_cycles nginx 5 nginx_work --rate 4096 -d 0.3
+run_test inject_throw_cycles t_program_cycles throw 5 cpu_ticks --rate 256KiB -d 0.3
+run_test inject_namespaced t_program_cycles ns 1 cpu_ticks --rate 4096 -d 0.5
+run_test inject_signal_cycles t_program_cycles signal 5 cpu_ticks --rate 4096 -d 0.2
+run_test inject_python_cycles t_program_cycles python 5 cpu_ticks --rate 4096 -d 0.2
 run_test inject_stale_restorer t_stale_restorer
 run_test inject_refusals t_refusals
 run_test inject_go_refused t_go_refused
