@@ -140,7 +140,8 @@ copy() {
 # pprof_raw PATH?QUERY OUT: google/pprof fetches the URL itself, -raw to OUT
 pprof_raw() {
 	go tool pprof -raw "$agent_url$1" >"$2" 2>"$2.err" ||
-		{ fail "go tool pprof $1: $(tail -2 "$2.err")"; return 1; }
+		{ fail "go tool pprof $1: $(tail -2 "$2.err"); the agent says:" \
+			"$(curl -s "$agent_url$1" | head -c 600 | tr '\n' ' ')"; return 1; }
 }
 
 # within_plus GOT WANT RATE SLACK: within, with SLACK bytes more either way
