@@ -8,6 +8,13 @@ symdump() {
 	"$PROFDUMP" --raw "$1"
 }
 
+# symdump_same PROFILE: symdump without what one capture counts of its own reading and
+# another need not (mapping records the perf ring dropped under load, mappings_lost_records):
+# for comparing two captures of one run symbolized two ways
+symdump_same() {
+	symdump "$1" | grep -v '^comment mappings_lost_records='
+}
+
 # line_of FILE MARKER: the number of the line that ends in the comment /* MARKER */ or // MARKER
 line_of() {
 	grep -n -e "/\* $2 \*/\$" -e "// $2\$" "$1" | head -n 1 | cut -d: -f1

@@ -140,9 +140,9 @@ test_offline_equals_capture() {
 		d=$TMP/$t
 		"$BIN_CLI" symbolize "$d/raw.pb.gz" -o "$d/off.pb.gz" 2>"$d/off.err" ||
 			{ fail "$t: symbolize failed: $(cat "$d/off.err")"; return; }
-		symdump "$d/off.pb.gz" >"$d/off.dump"
+		symdump_same "$d/off.pb.gz" >"$d/off.dump"
 		diff "$d/sym.pb.gz.dump" "$d/off.dump" >"$d/off.diff" ||
-			fail "$t: offline differs from capture time: $(head -c 600 "$d/off.diff")"
+			fail "$t: offline differs from capture time: $(head -c 600 "$d/off.diff" | tr '\n' ';')"
 		go_totals_agree "$d/off.pb.gz"
 		"$BIN_CLI" symbolize "$d/off.pb.gz" -o "$d/off2.pb.gz" 2>/dev/null &&
 			cmp -s "$d/off.pb.gz" "$d/off2.pb.gz" || fail "$t: symbolizing twice changed the file"
@@ -181,13 +181,15 @@ test_offline_stripped_debug_dir() {
 		# only the split debug info, found by build ID
 		"$BIN_CLI" symbolize "$d/raw.pb.gz" --debug-dir "$d/dbg" -o "$d/dbg.pb.gz" \
 			2>"$d/dbg.err" || fail "$t: symbolize --debug-dir failed: $(cat "$d/dbg.err")"
-		symdump "$d/dbg.pb.gz" | diff "$d/sym.pb.gz.dump" - >"$d/dbg.diff" ||
-			fail "$t: --debug-dir result differs from capture time: $(head -c 600 "$d/dbg.diff")"
+		symdump_same "$d/dbg.pb.gz" | diff "$d/sym.pb.gz.dump" - >"$d/dbg.diff" ||
+			fail "$t: --debug-dir result differs from capture time:" \
+				"$(head -c 600 "$d/dbg.diff" | tr '\n' ';')"
 		# the stripped binary, found by build ID in --binary-dir, with the debug info
 		"$BIN_CLI" symbolize "$d/raw.pb.gz" --binary-dir "$d/moved" --debug-dir "$d/dbg" \
 			-o "$d/bin.pb.gz" 2>"$d/bin.err" || fail "$t: --binary-dir failed: $(cat "$d/bin.err")"
-		symdump "$d/bin.pb.gz" | diff "$d/sym.pb.gz.dump" - >"$d/bin.diff" ||
-			fail "$t: --binary-dir result differs from capture time: $(head -c 600 "$d/bin.diff")"
+		symdump_same "$d/bin.pb.gz" | diff "$d/sym.pb.gz.dump" - >"$d/bin.diff" ||
+			fail "$t: --binary-dir result differs from capture time:" \
+				"$(head -c 600 "$d/bin.diff" | tr '\n' ';')"
 	done
 }
 
@@ -221,8 +223,8 @@ test_debuginfod() {
 	DEBUGINFOD_URLS=$dfd_url DEBUGINFOD_CACHE_PATH=$TMP/dfd-cache \
 		"$BIN_CLI" symbolize "$d/raw.pb.gz" -o "$d/dfd.pb.gz" 2>"$d/dfd.err" ||
 		fail "symbolize with debuginfod failed: $(cat "$d/dfd.err")"
-	symdump "$d/dfd.pb.gz" | diff "$d/sym.pb.gz.dump" - >"$d/dfd.diff" ||
-		fail "debuginfod result differs from capture time: $(head -c 600 "$d/dfd.diff")"
+	symdump_same "$d/dfd.pb.gz" | diff "$d/sym.pb.gz.dump" - >"$d/dfd.diff" ||
+		fail "debuginfod result differs from capture time: $(head -c 600 "$d/dfd.diff" | tr '\n' ';')"
 	# the server gone: one clear warning, the profile still written
 	kill "$dfd_pid"
 	wait "$dfd_pid" 2>/dev/null
@@ -293,7 +295,7 @@ if [ "$(id -u)" = 0 ]; then
 		capture_pair "$TARGETS/sym_rust_legacy" "$TMP/legacy"
 	capture_failed=$_failed
 	for t in cpp v0 legacy; do
-		symdump "$TMP/$t/sym.pb.gz" >"$TMP/$t/sym.pb.gz.dump" 2>/dev/null
+		symdump_same "$TMP/$t/sym.pb.gz" >"$TMP/$t/sym.pb.gz.dump" 2>/dev/null
 		symdump "$TMP/$t/raw.pb.gz" >"$TMP/$t/raw.pb.gz.dump" 2>/dev/null
 	done
 	cleanup_pids
