@@ -272,8 +272,6 @@ stop_agent() {
 	kill "$_watch" 2>/dev/null
 	times >"$TMP/times1"
 	took=$((($(date +%s%N) - _t0) / 1000000))
-	# the second line of `times`: the children's user and system time, as 0m1.230000s
-	took_cpu=$(cat "$TMP/times0" "$TMP/times1" | awk -v b="$_before" '
-		NR == 2 || NR == 4 { split($1, u, "m"); split($2, s, "m"); t[NR] = u[1] * 60 + u[2] + s[1] * 60 + s[2] }
-		END { printf "%d\n", (t[4] - t[2]) * 1000 - b * 10 }')
+	# _before is in clock ticks of 10 ms
+	took_cpu=$(($(cpu_ms "$TMP/times1") - $(cpu_ms "$TMP/times0") - _before * 10))
 }
