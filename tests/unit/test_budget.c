@@ -382,6 +382,34 @@ static void test_want_check(void)
 	ASSERT_EQ(bt.phase_end_ns, 14 * S, "a window's length");
 }
 
+/*
+ * 1000 allocs/s and 1000 frees/s at 500 ns: 0.1%, on all the time, the
+ * next measurement at 5 s.  At 2 s the target's CPU says a hit costs 100
+ * times that: 5% + 5%, the free probes alone over 1% (in-use dropped
+ * here), the window (1% * 4 s - 2 ms) / 5% = 0.76 s ends at 2.76 s, not
+ * 5 s.  Twice the costs (0.2%) would not have shortened it.
+ */
+static void test_rescale(void)
+{
+	struct budget_model m = model;
+	struct budget_target bt;
+	struct budget_action a;
+
+	m.window_ns = 4 * S;
+	budget_target_init(&bt, 0, true, &(struct budget_counts){ 0 });
+	bt.costs = (struct budget_site_costs){ .alloc = 500, .free = 500 };
+	budget_target_step(&bt, &m, S, &(struct budget_counts){ .alloc = 1000, .free = 1000 }, &a);
+	ASSERT_TRUE(!a.switch_alloc && bt.choice.duty >= 1, "on all the time");
+	ASSERT_EQ(bt.phase_end_ns, 5 * S, "measured again at 5 s");
+	budget_target_rescale(&bt, &m, 2, 2 * S);
+	ASSERT_NEAR(bt.rates.alloc_ns, 1000, 1e-9, "twice the cost");
+	ASSERT_EQ(bt.phase_end_ns, 5 * S, "still within the budget");
+	budget_target_rescale(&bt, &m, 100, 2 * S);
+	ASSERT_NEAR(bt.rates.alloc_ns, 50000, 1e-9, "100 times the cost");
+	ASSERT_NEAR(bt.rates.free_ns, 50000, 1e-9, "of a free too");
+	ASSERT_NEAR((double)bt.phase_end_ns, 2.76e9, 1, "the window ends sooner");
+}
+
 static void test_median(void)
 {
 	double odd[] = { 5, 1, 9, 3, 7 }, even[] = { 4, 1, 3, 2 };
@@ -498,6 +526,7 @@ int main(void)
 	RUN_TEST(test_site_classes);
 	RUN_TEST(test_window);
 	RUN_TEST(test_want_check);
+	RUN_TEST(test_rescale);
 	RUN_TEST(test_median);
 	RUN_TEST(test_runner);
 	return TEST_EXIT();

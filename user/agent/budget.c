@@ -311,6 +311,25 @@ void budget_target_step(struct budget_target *bt, const struct budget_model *m, 
 	bt->check_free = false;
 }
 
+void budget_target_rescale(struct budget_target *bt, const struct budget_model *m, double scale,
+			   uint64_t now_ns)
+{
+	double k = scale / (bt->cost_scale > 0 ? bt->cost_scale : 1);
+	struct budget_choice c;
+
+	bt->cost_scale = scale;
+	bt->rates.alloc_ns *= k;
+	bt->rates.free_ns *= k;
+	if (bt->phase != BUDGET_ON || !bt->decisions)
+		return;
+	/* the last rates at the new costs: an on window they say is too long ends sooner */
+	budget_choose(m, &bt->rates, &c);
+	if (c.duty < 1 && now_ns + c.on_ns < bt->phase_end_ns) {
+		bt->phase_end_ns = now_ns + c.on_ns;
+		bt->cycled_on = true;
+	}
+}
+
 uint64_t budget_target_observed(const struct budget_target *bt, uint64_t now_ns)
 {
 	uint64_t on = bt->phase == BUDGET_ON && now_ns > bt->on_start_ns ?

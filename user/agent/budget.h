@@ -170,6 +170,14 @@ void budget_target_init(struct budget_target *bt, uint64_t now_ns, bool inuse,
  */
 void budget_target_step(struct budget_target *bt, const struct budget_model *m, uint64_t now_ns,
 			const struct budget_counts *c, struct budget_action *act);
+/*
+ * The target's own CPU time says a hit costs `scale` times its site costs:
+ * its rates' costs follow now, and an on window that the last rates at
+ * these costs say is too long for the budget ends sooner (a cost found 100
+ * times the calibration's is not paid for a whole window more)
+ */
+void budget_target_rescale(struct budget_target *bt, const struct budget_model *m, double scale,
+			   uint64_t now_ns);
 /* the time the allocation probes have been on, up to now_ns */
 uint64_t budget_target_observed(const struct budget_target *bt, uint64_t now_ns);
 

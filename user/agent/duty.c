@@ -492,8 +492,8 @@ static void check_costs(struct duty *d, struct duty_entry *e)
 			/* 10 ms of predicted cost at least: a few clock ticks of stime */
 			if (e->pred_ns >= 1e7) {
 				k = e->extra_ns / e->pred_ns;
-				e->bt.cost_scale = k < SCALE_MIN ? SCALE_MIN : k > SCALE_MAX ?
-						   SCALE_MAX : k;
+				budget_target_rescale(&e->bt, &d->model, k < SCALE_MIN ? SCALE_MIN :
+						      k > SCALE_MAX ? SCALE_MAX : k, now);
 				e->bt.scale_checked = true;
 				pr_info("culpert-bpf: pid %d: by its %s, the probes cost it %.3g%% "
 					"of a CPU while on (its CPU %.3g%% on, %.3g%% off, system "
