@@ -229,6 +229,14 @@ static void test_free_cycled(void)
 	ASSERT_NEAR(c.duty, 5.96 / 60, 1e-9, "duty as without cycling");
 }
 
+/* the model with 4 s windows, and a target just picked up with nothing counted */
+static void windowed(struct budget_model *m, struct budget_target *bt)
+{
+	*m = model;
+	m->window_ns = 4 * S;
+	budget_target_init(bt, 0, true, &(struct budget_counts){ 0 });
+}
+
 /*
  * The free probes alone at 1.5 times their rate with both on (a process
  * that frees as fast as their traps let it): 10k frees/s = 0.5% while on,
@@ -267,14 +275,13 @@ static void test_free_off_rate(void)
  */
 static void test_free_off_measured(void)
 {
-	struct budget_model m = model;
-	struct budget_counts c = { 0 };
+	struct budget_model m;
+	struct budget_counts c;
 	struct budget_target bt;
 	struct budget_action a;
 
-	m.window_ns = 4 * S;
+	windowed(&m, &bt);
 	m.can_cycle_free = true;
-	budget_target_init(&bt, 0, true, &c);
 	c = (struct budget_counts){ .alloc = 100000, .free = 10000 };
 	budget_target_step(&bt, &m, S, &c, &a);
 	ASSERT_TRUE(a.switch_alloc && !a.alloc_on && !a.switch_free, "allocation probes off");
@@ -325,12 +332,11 @@ static void test_site_classes(void)
  */
 static void test_window(void)
 {
-	struct budget_model m = model;
+	struct budget_model m;
 	struct budget_target bt;
 	struct budget_action a;
 
-	m.window_ns = 4 * S;
-	budget_target_init(&bt, 0, true, &(struct budget_counts){ 0 });
+	windowed(&m, &bt);
 	budget_target_step(&bt, &m, S, &(struct budget_counts){ .alloc = 100000, .free = 10000 },
 			   &a);
 	ASSERT_EQ(bt.choice.period_ns, 4 * S, "period");
@@ -358,13 +364,12 @@ static void test_window(void)
  */
 static void test_want_check(void)
 {
-	struct budget_model m = model;
+	struct budget_model m;
 	struct budget_target bt;
 	struct budget_action a;
 
-	m.window_ns = 4 * S;
 	/* 100 allocs/s: 0.005% of a CPU, under a tenth of the budget: never checked by itself */
-	budget_target_init(&bt, 0, true, &(struct budget_counts){ 0 });
+	windowed(&m, &bt);
 	budget_target_step(&bt, &m, S, &(struct budget_counts){ .alloc = 100, .free = 100 }, &a);
 	ASSERT_TRUE(!a.switch_alloc, "stays on");
 	budget_target_step(&bt, &m, 5 * S, &(struct budget_counts){ .alloc = 500, .free = 500 },
@@ -391,12 +396,11 @@ static void test_want_check(void)
  */
 static void test_rescale(void)
 {
-	struct budget_model m = model;
+	struct budget_model m;
 	struct budget_target bt;
 	struct budget_action a;
 
-	m.window_ns = 4 * S;
-	budget_target_init(&bt, 0, true, &(struct budget_counts){ 0 });
+	windowed(&m, &bt);
 	bt.costs = (struct budget_site_costs){ .alloc = 500, .free = 500 };
 	budget_target_step(&bt, &m, S, &(struct budget_counts){ .alloc = 1000, .free = 1000 }, &a);
 	ASSERT_TRUE(!a.switch_alloc && bt.choice.duty >= 1, "on all the time");
