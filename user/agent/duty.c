@@ -57,6 +57,8 @@ struct duty_entry {
 	/* its own CPU (schedstat, every thread) at the last switch, for checking the costs */
 	uint64_t mark_ns, mark_run, mark_wait, mark_sys, mark_calls, mark_free;
 	bool marked, have_on, on_busy;
+	/* a check with the free probes kept could not tell: the next one has them off too */
+	bool check_both;
 	/* the last on window: CPU and system CPU shares, length, the costs' prediction */
 	double on_cpu, on_sys, on_dt, on_pred_alloc, on_pred_free;
 	double on_calls;		/* its read and write system calls per second then */
@@ -485,8 +487,10 @@ static void check_costs(struct duty *d, struct duty_entry *e)
 				pr_debug("culpert-bpf: pid %d: the allocation probes switched "
 					 "alone predict %.3g%% of a CPU: no check of the costs\n",
 					 (int)e->pid, pred * 100);
+				e->check_both = true;
 				goto mark;
 			}
+			e->check_both = false;
 			e->extra_ns = SCALE_KEEP * e->extra_ns + extra * e->on_dt;
 			e->pred_ns = SCALE_KEEP * e->pred_ns + pred * e->on_dt;
 			/* 10 ms of predicted cost at least: a few clock ticks of stime */
@@ -547,7 +551,7 @@ static void watch_sys(struct duty *d, struct duty_entry *e, uint64_t now)
 		       (r->inuse && both ? r->free_per_s * r->free_ns / 1e9 : 0);
 		extra = sysr - (both ? (e->base_both_off > 0 ? e->base_both_off : 0) :
 				(e->base_alloc_off > 0 ? e->base_alloc_off : 0));
-		e->bt.want_check_free = !both && sysr - pred > b;
+		e->bt.want_check_free = e->check_both || (!both && sysr - pred > b);
 		if (e->bt.want_check_free || (extra > 2 * pred && extra - pred > b / 4)) {
 			e->bt.want_check = true;
 			pr_info("culpert-bpf: pid %d: its system CPU %.3g%% of a CPU, %.3g%% over "
