@@ -194,7 +194,7 @@ scrape_side_by_side() {
 # CPU (-vv), whatever else the machine runs
 metrics_one() {
 	n=$1
-	cp "$TARGETS/agent_idle" "$TMP/idle$$"
+	cp "$TARGETS/agent_idle" "$TMP/idle$$" || return
 	agent_start metrics$n -vv --select "exe=$TMP/idle$$" --max-targets "$n" || return
 	sleep 3
 	rss0=$(awk '/^VmRSS/ { print $2 }' "/proc/$agent_pid/status")
@@ -246,7 +246,7 @@ metrics() {
 # 5. idle targets started at once after the agent serves
 attach_scale() {
 	n=$ATTACH_N
-	cp "$TARGETS/agent_idle" "$TMP/idle$$"
+	cp "$TARGETS/agent_idle" "$TMP/idle$$" || return
 	# -vv: the attach thread's batches, for where the time went
 	agent_start many -vv --select "exe=$TMP/idle$$" --max-targets $((n + 16)) || return
 	# its calibration (1.5 s) done, before the targets come
@@ -254,6 +254,12 @@ attach_scale() {
 	rss0=$(awk '/^VmRSS/ { print $2 }' "/proc/$agent_pid/status")
 	fd0=$(ls "/proc/$agent_pid/fd" | wc -l)
 	cpu0=$(cpu_of "$agent_pid")
+	perf_pid=""
+	if [ -n "${BENCH_ATTACH_PERF:-}" ]; then
+		perf record -q -g -p "$agent_pid" -o "$BENCH_ATTACH_PERF" 2>/dev/null &
+		perf_pid=$!
+		sleep 1
+	fi
 	t0=$(date +%s%N)
 	pids=""
 	i=0
@@ -270,6 +276,7 @@ attach_scale() {
 		[ "$got" -ge "$n" ] || [ "$ms" -gt 600000 ] && break
 		sleep 0.2
 	done
+	[ -z "$perf_pid" ] || { kill -INT "$perf_pid"; wait "$perf_pid"; }
 	rss1=$(awk '/^VmRSS/ { print $2 }' "/proc/$agent_pid/status")
 	fd1=$(ls "/proc/$agent_pid/fd" | wc -l)
 	cpu1=$(cpu_of "$agent_pid")
@@ -286,6 +293,7 @@ attach_scale() {
 		"$TMP/many.err"
 	echo "  agent RSS $((rss0 / 1024)) MiB before them, $((rss1 / 1024)) MiB after:" \
 		"$(((rss1 - rss0) / n)) KiB per idle target (goal <= 256); $(((fd1 - fd0) / n)) fds each"
+	[ -z "${BENCH_ATTACH_LOG:-}" ] || cp "$TMP/many.err" "$BENCH_ATTACH_LOG"
 	t0=$(date +%s%N)
 	agent_stop
 	echo "  SIGTERM with $got targets: stopped in $((($(date +%s%N) - t0) / 1000000)) ms (goal < 1 s)"
