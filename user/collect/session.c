@@ -27,6 +27,7 @@
 #include "spans.h"
 #include "symbolize.h"
 #include "units.h"
+#include "unwind_choice.h"
 #include "usdt.h"
 #include "vec.h"
 
@@ -329,8 +330,8 @@ static int session_unwind(struct session *s, char *err, size_t errlen)
 	char why[PATH_MAX + 128];
 	int ret;
 
-	ret = session_unwind__choose(&s->t, mapview__maps(s->view), s->objs, s->o.unwind,
-				     &s->unwind, why, sizeof(why));
+	ret = unwind_choices__choose(s->o.unwind_choices, &s->t, mapview__maps(s->view), s->objs,
+				     s->o.unwind, &s->unwind, why, sizeof(why));
 	if (!ret && s->unwind == SESSION_UNWIND_DWARF) {
 		s->unwinder = unwinder__new(s->t.pid, s->objs);
 		if (!s->unwinder) {
