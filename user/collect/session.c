@@ -485,6 +485,13 @@ static int session_open(const struct session_opts *o, struct bpfobj *shared, str
 	if (!shared)
 		log_attach_time(s, t0, lap);
 	session_start(s);
+	/*
+	 * One of the agent's many targets, idle until it allocates: nothing
+	 * planning read from its files is needed before then (docs/agent.md,
+	 * "Many targets").  A cache shared with another session stays whole.
+	 */
+	if (shared && !o->objs)
+		objcache__trim(s->objs);
 	*out = s;
 	return 0;
 }
