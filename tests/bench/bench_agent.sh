@@ -23,7 +23,9 @@
 #     the attach thread's time, and the kernel's attaches in it (-vv); the
 #     agent's CPU time over the attach (its wall time follows the load).
 #   BENCH_AGENT_PARTS="budget scale scrape metrics attach" chooses the parts;
-#   BENCH_BASE_BPF=PATH runs part 3 with that culpert-bpf too, interleaved.
+#   BENCH_BASE_BPF=PATH runs parts 3 and 5 with that culpert-bpf too, interleaved;
+#   BENCH_ATTACH_PERF=FILE records the agent with perf during part 5's attach,
+#   BENCH_ATTACH_LOG=FILE keeps its -vv log.
 . tests/lib.sh
 . tests/bench/common.sh
 . tests/agent/budget.inc
@@ -173,15 +175,15 @@ scrape() {
 	kill "$target_pid"
 }
 
-# 3, with BENCH_BASE_BPF (another build's culpert-bpf, e.g. main's) beside this one's:
-# base, this, base, this
-scrape_side_by_side() {
-	[ -n "${BENCH_BASE_BPF:-}" ] || { scrape; return; }
+# side_by_side PART: with BENCH_BASE_BPF (another build's culpert-bpf, e.g. main's)
+# beside this one's: base, this, base, this
+side_by_side() {
+	[ -n "${BENCH_BASE_BPF:-}" ] || { "$1"; return; }
 	this=$BIN_BPF
 	for round in 1 2; do
 		for BIN_BPF in "$BENCH_BASE_BPF" "$this"; do
 			echo "  round $round, $BIN_BPF:"
-			scrape
+			"$1"
 		done
 	done
 	BIN_BPF=$this
@@ -305,9 +307,9 @@ for part in $PARTS; do
 	case $part in
 	budget) budget_table ;;
 	scale) scale ;;
-	scrape) scrape_side_by_side ;;
+	scrape) side_by_side scrape ;;
 	metrics) metrics ;;
-	attach) attach_scale ;;
+	attach) side_by_side attach_scale ;;
 	esac
 	echo
 done
