@@ -320,7 +320,9 @@ static int load_symbols(struct elfobj *obj)
 		if (err)
 			return err;
 	}
-	qsort(obj->syms, obj->n_syms, sizeof(*obj->syms), sym_cmp);
+	/* an object without function symbols has no array: qsort() takes no NULL */
+	if (obj->n_syms)
+		qsort(obj->syms, obj->n_syms, sizeof(*obj->syms), sym_cmp);
 	return 0;
 }
 
