@@ -295,27 +295,38 @@ int inject__check(const struct target *t, const struct procmaps *maps, struct ob
 	return 0;
 }
 
-/* read the target's libc code and find the two gadgets in it */
+/*
+ * Find the two gadgets in libc's code, read from its file (the one the
+ * mapping holds, objcache.c), not from the target's memory: a read of the
+ * whole text through process_vm_readv faults every page of it into the
+ * target's page tables, and 400-700 KiB more of libc counted in its RSS
+ * (docs/inject.md, "What it costs").
+ */
 static int find_gadgets(struct inject_ctx *c, const struct procmap *m)
 {
 	static const unsigned char sys_ret[] = { 0x0f, 0x05, 0xc3 };
 	static const unsigned char restore[] = { 0x48, 0xc7, 0xc0, 0x0f, 0, 0, 0, 0x0f, 0x05 };
+	struct elfobj *obj = objcache__get(c->objs, m);
 	size_t len = m->end - m->start;
-	unsigned char *buf = malloc(len);
-	struct iovec local = { buf, len }, remote = { (void *)m->start, len };
+	unsigned char *buf;
 	unsigned char *p;
+	ssize_t n;
 	int ret = 0;
 
+	if (!obj)
+		return -errno ?: -ENOENT;
+	buf = malloc(len);
 	if (!buf)
 		return -ENOMEM;
-	if (process_vm_readv(c->t->pid, &local, 1, &remote, 1, 0) != (ssize_t)len) {
-		ret = -errno ?: -EIO;
+	n = pread(elfobj__fd(obj), buf, len, (off_t)m->offset);
+	if (n <= 0) {
+		ret = n < 0 ? -errno : -EIO;
 		goto out;
 	}
-	p = memmem(buf, len, sys_ret, sizeof(sys_ret));
+	p = memmem(buf, (size_t)n, sys_ret, sizeof(sys_ret));
 	if (p)
 		c->g.syscall_ret = m->start + (uint64_t)(p - buf);
-	p = memmem(buf, len, restore, sizeof(restore));
+	p = memmem(buf, (size_t)n, restore, sizeof(restore));
 	if (p)
 		c->g.restore_rt = m->start + (uint64_t)(p - buf);
 	if (!c->g.syscall_ret || !c->g.restore_rt)
