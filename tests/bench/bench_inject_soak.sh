@@ -8,7 +8,7 @@
 # allocates, and one that is pid 1 of its own PID and mount namespaces.  The cycles and the
 # programs' own checks after are tests/inject_lib.sh's, as in tests/bpf/test_inject.sh:
 # each cycle released, with samples, the program working; after, its own check of its
-# work, its own memory within 1 MiB of before.  Printed per program: seconds per cycle, the
+# work, its RSS within 1 MiB of before.  Printed per program: seconds per cycle, the
 # memory, and p50/p99/max of the injection's time, of how long the borrowed thread ran our
 # calls, and of the longest stop of a thread looked at, for the takeover and the release.
 #   BENCH_SOAK_CYCLES=N  BENCH_SOAK_PROGRAMS="redis nginx python throw signal ns"
