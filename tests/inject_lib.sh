@@ -11,11 +11,12 @@ rss_kib() {
 }
 
 # inj_times FILE: what culpert-bpf -v said of the injection and of the release in FILE:
-# "MS HELD_MS LONGEST_US" each (the whole of it, the borrowed thread's time running our calls,
-# the longest stop of a thread looked at), the six on one line
+# "MS HELD_MS LONGEST_US TRIPS" each (the whole of it, the borrowed thread's time running our
+# calls, the longest stop of a thread looked at, the times the borrowed thread was resumed
+# and waited for), the eight on one line
 inj_times() {
-	sed -n -e 's/.*injection: \(loaded\|reused\) libculpert-sampler.so in \([0-9.]*\) ms (.* held \([0-9.]*\) ms, .* the longest \([0-9.]*\) us.*/\2 \3 \4/p' \
-		-e 's/.*injection: released in \([0-9.]*\) ms, thread [0-9]* held \([0-9.]*\) ms, the longest stop \([0-9.]*\) us.*/\1 \2 \3/p' \
+	sed -n -e 's/.*injection: \(loaded\|reused\) libculpert-sampler.so in \([0-9.]*\) ms (.* held \([0-9.]*\) ms (\([0-9]*\) round trips), .* the longest \([0-9.]*\) us.*/\2 \3 \5 \4/p' \
+		-e 's/.*injection: released in \([0-9.]*\) ms, thread [0-9]* held \([0-9.]*\) ms (\([0-9]*\) round trips), the longest stop \([0-9.]*\) us.*/\1 \2 \4 \3/p' \
 		"$1" | paste -sd ' ' -
 }
 

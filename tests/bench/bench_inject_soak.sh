@@ -37,10 +37,11 @@ soak() {
 		"$(awk -v t="$_dt" -v n="${_n:-0}" 'BEGIN { print n ? t / n : 0 }')" \
 		"${_failed:-ok, ${cyc_mem:-}}"
 	[ "${_n:-0}" -gt 0 ] || return 0
-	for _f in 1 4; do
+	for _f in 1 5; do
 		[ $_f = 1 ] && _what=takeover || _what=release
-		printf '          %-8s ms %s; held ms %s; longest stop us %s\n' "$_what" \
-			"$(spread "$1" $_f)" "$(spread "$1" $((_f + 1)))" "$(spread "$1" $((_f + 2)))"
+		printf '          %-8s ms %s; held ms %s; longest stop us %s; round trips %s\n' \
+			"$_what" "$(spread "$1" $_f)" "$(spread "$1" $((_f + 1)))" \
+			"$(spread "$1" $((_f + 2)))" "$(spread "$1" $((_f + 3)))"
 	done
 	echo "          the first cycle (the library loaded): $(head -1 "$TMP/$1.lat")"
 }

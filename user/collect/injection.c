@@ -77,10 +77,10 @@ int injection__start(const struct target *t, const struct procmaps *maps, struct
 		return ret;
 	}
 	pr_info("injection: %s libculpert-sampler.so in %.2f ms (after %.2f ms reading its "
-		"objects), thread %d held %.2f ms, %u thread stops, the longest %.1f us\n",
-		st.reused ? "reused" : "loaded", (double)st.total_ns / 1e6,
-		(double)st.prep_ns / 1e6, (int)st.tid, (double)st.held_ns / 1e6, st.stops,
-		(double)st.max_stop_ns / 1e3);
+		"objects), thread %d held %.2f ms (%u round trips), %u thread stops, the longest "
+		"%.1f us\n", st.reused ? "reused" : "loaded", (double)st.total_ns / 1e6,
+		(double)st.prep_ns / 1e6, (int)st.tid, (double)st.held_ns / 1e6, st.trips,
+		st.stops, (double)st.max_stop_ns / 1e3);
 	return 0;
 }
 
@@ -99,8 +99,8 @@ int injection__stop(const struct target *t, struct objcache *objs, uint64_t dead
 				"%s\n", (int)t->pid, why);
 		return ret;
 	}
-	pr_info("injection: released in %.2f ms, thread %d held %.2f ms, the longest stop %.1f "
-		"us\n", (double)st.total_ns / 1e6, (int)st.tid, (double)st.held_ns / 1e6,
-		(double)st.max_stop_ns / 1e3);
+	pr_info("injection: released in %.2f ms, thread %d held %.2f ms (%u round trips), the "
+		"longest stop %.1f us\n", (double)st.total_ns / 1e6, (int)st.tid,
+		(double)st.held_ns / 1e6, st.trips, (double)st.max_stop_ns / 1e3);
 	return 0;
 }

@@ -802,6 +802,7 @@ static int run(const struct target *t, struct objcache *objs, const char *lib,
 				   strerror(-st->result));
 	}
 	st->held_ns = hijack__finish(&h);
+	st->trips = h.trips;
 	st->total_ns = clock_ns(CLOCK_MONOTONIC) - t1;
 out:
 	ctx_close(&c);

@@ -29,6 +29,7 @@ struct inject_stats {
 	uint64_t total_ns;	/* from the first stop to the last hand-back */
 	uint64_t max_stop_ns;	/* the longest a thread was stopped (examined, not borrowed) */
 	uint64_t held_ns;	/* how long the borrowed thread ran our calls */
+	unsigned int trips;	/* the times it was resumed and waited for, stops and calls */
 	unsigned int stops;	/* threads stopped and examined */
 	pid_t tid;		/* the thread borrowed */
 	bool reused;		/* the library was mapped already */
