@@ -62,6 +62,18 @@ int injection__check(const struct target *t, const struct procmaps *maps, struct
 	return inject__check(t, maps, objs, why, len);
 }
 
+/* what the borrowed thread's held time was made of (docs/inject.md, "Measured") */
+static void print_steps(const struct inject_stats *st)
+{
+	const uint64_t *s = st->step_ns;
+
+	pr_info("injection: thread %d held: safe point and frame %.2f ms, scratch %.2f ms, "
+		"load %.2f ms, call %.2f ms, hand-back %.2f ms\n", (int)st->tid,
+		(double)s[INJECT_STEP_ARM] / 1e6, (double)s[INJECT_STEP_SCRATCH] / 1e6,
+		(double)s[INJECT_STEP_LOAD] / 1e6, (double)s[INJECT_STEP_CALL] / 1e6,
+		(double)s[INJECT_STEP_FINISH] / 1e6);
+}
+
 int injection__start(const struct target *t, const struct procmaps *maps, struct objcache *objs,
 		     uint64_t rate, char *err, size_t len)
 {
@@ -81,6 +93,7 @@ int injection__start(const struct target *t, const struct procmaps *maps, struct
 		"%.1f us\n", st.reused ? "reused" : "loaded", (double)st.total_ns / 1e6,
 		(double)st.prep_ns / 1e6, (int)st.tid, (double)st.held_ns / 1e6, st.trips,
 		st.stops, (double)st.max_stop_ns / 1e3);
+	print_steps(&st);
 	return 0;
 }
 
@@ -102,5 +115,6 @@ int injection__stop(const struct target *t, struct objcache *objs, uint64_t dead
 	pr_info("injection: released in %.2f ms, thread %d held %.2f ms (%u round trips), the "
 		"longest stop %.1f us\n", (double)st.total_ns / 1e6, (int)st.tid,
 		(double)st.held_ns / 1e6, st.trips, (double)st.max_stop_ns / 1e3);
+	print_steps(&st);
 	return 0;
 }

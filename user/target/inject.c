@@ -759,6 +759,15 @@ close_fd:
 	return ret;
 }
 
+/* the time since *mark into step i, and *mark now */
+static void step(struct inject_stats *st, enum inject_step i, uint64_t *mark)
+{
+	uint64_t now = clock_ns(CLOCK_MONOTONIC);
+
+	st->step_ns[i] = now - *mark;
+	*mark = now;
+}
+
 /*
  * Borrow a thread, load the library if asked and not there, call
  * `name`(arg); by deadline_ns (CLOCK_MONOTONIC) when not 0
@@ -769,7 +778,7 @@ static int run(const struct target *t, struct objcache *objs, const char *lib,
 {
 	struct inject_ctx c;
 	struct hijack h;
-	uint64_t t0 = clock_ns(CLOCK_MONOTONIC), t1, fn, res = 0;
+	uint64_t t0 = clock_ns(CLOCK_MONOTONIC), t1, fn, res = 0, mark;
 	int ret;
 
 	ret = ctx_open(&c, t, objs, st, err, len);
@@ -788,13 +797,18 @@ static int run(const struct target *t, struct objcache *objs, const char *lib,
 	ret = borrow(&c, &h);
 	if (ret)
 		goto out;
+	mark = h.stopped_ns;
+	step(st, INJECT_STEP_ARM, &mark);
 	ret = hijack__map_scratch(&h);
 	if (ret)
 		fail(&c, ret, "cannot map scratch memory in the target: %s", strerror(-ret));
+	step(st, INJECT_STEP_SCRATCH, &mark);
 	if (!ret && !fn)
 		ret = load(&c, &h, lib, name, &fn);
+	step(st, INJECT_STEP_LOAD, &mark);
 	if (!ret)
 		ret = call(&c, &h, fn, arg, 0, &res);
+	step(st, INJECT_STEP_CALL, &mark);
 	if (!ret) {
 		st->result = (int)(int64_t)res;
 		if (st->result < 0)
@@ -802,6 +816,7 @@ static int run(const struct target *t, struct objcache *objs, const char *lib,
 				   strerror(-st->result));
 	}
 	st->held_ns = hijack__finish(&h);
+	step(st, INJECT_STEP_FINISH, &mark);
 	st->trips = h.trips;
 	st->total_ns = clock_ns(CLOCK_MONOTONIC) - t1;
 out:
