@@ -120,10 +120,32 @@ static int delivered_signal(int st)
 	return sig;
 }
 
+/*
+ * Stop the running thread (PTRACE_INTERRUPT).  A signal on its way stops
+ * it first: let through (it runs on the registers the thread has) while
+ * we keep waiting for ours.
+ */
+static int interrupt(struct hijack *h)
+{
+	int st, err;
+
+	if (ptrace(PTRACE_INTERRUPT, h->tid, NULL, NULL))
+		return -errno;
+	for (;;) {
+		err = wait_stop(h, &st);
+		if (err)
+			return err;
+		if (st >> 16 == PTRACE_EVENT_STOP)
+			return 0;
+		if (ptrace(PTRACE_CONT, h->tid, NULL, (void *)(long)delivered_signal(st)))
+			return -errno;
+	}
+}
+
 int hijack__seize(struct hijack *h, pid_t pid, pid_t tid, const struct hijack_gadgets *g)
 {
 	struct iovec iov;
-	int st, ret;
+	int ret;
 
 	memset(h, 0, sizeof(*h));
 	h->pid = pid;
@@ -132,22 +154,10 @@ int hijack__seize(struct hijack *h, pid_t pid, pid_t tid, const struct hijack_ga
 	h->g = *g;
 	if (ptrace(PTRACE_SEIZE, tid, NULL, (void *)(long)PTRACE_O_TRACESYSGOOD))
 		return errno == EPERM && tid != pid ? -EBUSY : -errno;
-	if (ptrace(PTRACE_INTERRUPT, tid, NULL, NULL)) {
-		ret = -errno;
+	ret = interrupt(h);
+	if (ret) {
 		ptrace(PTRACE_DETACH, tid, NULL, NULL);
 		return ret;
-	}
-	/*
-	 * A signal that was on its way stops it first: let it through (it
-	 * runs on the thread's own registers) and keep waiting for ours.
-	 */
-	for (;;) {
-		ret = wait_stop(h, &st);
-		if (ret)
-			return ret;
-		if (st >> 16 == PTRACE_EVENT_STOP)
-			break;
-		ptrace(PTRACE_CONT, tid, NULL, (void *)(long)delivered_signal(st));
 	}
 	h->stopped_ns = clock_ns(CLOCK_MONOTONIC);
 	ret = get_regs(h, regs_of(h));
@@ -498,24 +508,6 @@ static bool at_marker(struct hijack *h)
 	       strtoull(pc + 1, NULL, 16) == h->scratch + CODE_MARKER_END;
 }
 
-/* stop the running thread (PTRACE_INTERRUPT), passing on what signals stop it first */
-static int interrupt(struct hijack *h)
-{
-	int st, err;
-
-	if (ptrace(PTRACE_INTERRUPT, h->tid, NULL, NULL))
-		return -errno;
-	for (;;) {
-		err = wait_stop(h, &st);
-		if (err)
-			return err;
-		if (st >> 16 == PTRACE_EVENT_STOP)
-			return 0;
-		if (ptrace(PTRACE_CONT, h->tid, NULL, (void *)(long)delivered_signal(st)))
-			return -errno;
-	}
-}
-
 /*
  * The call runs on without a stop (PTRACE_CONT): a stop at each of its
  * syscalls (dlopen's, the takeover's mprotects) cost two context switches
@@ -552,11 +544,13 @@ int hijack__call(struct hijack *h, uint64_t fn, uint64_t a0, uint64_t a1, uint64
 	while (!at_marker(h)) {
 		/* a signal its call raised (its own are blocked): delivered, as without us */
 		w = waitpid(h->tid, &st, __WALL | WNOHANG);
-		if (w == h->tid && !WIFSTOPPED(st))
-			return -ESRCH;
-		if (w == h->tid &&
-		    ptrace(PTRACE_CONT, h->tid, NULL, (void *)(long)delivered_signal(st)))
-			return -errno;
+		if (w == h->tid) {
+			if (!WIFSTOPPED(st))
+				return -ESRCH;
+			h->trips++;
+			if (ptrace(PTRACE_CONT, h->tid, NULL, (void *)(long)delivered_signal(st)))
+				return -errno;
+		}
 		if (clock_ns(CLOCK_MONOTONIC) > deadline) {
 			/* it finishes the call, sleeps in the marker and goes home on its own */
 			ptrace(PTRACE_DETACH, h->tid, NULL, NULL);
