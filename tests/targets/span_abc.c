@@ -11,6 +11,8 @@
  * Built with include/culpert/span.h by default; with -DNO_SPANS the same
  * program has no probes at all, and the spans must come from --span-fn.
  * Prints "pid N ready", waits for SIGUSR1, runs, prints "total PATH BYTES".
+ * "span_abc N" divides every total by N (1-64): an emulated guest checks
+ * the same paths with N times fewer allocator calls at a rate N times finer.
  */
 #include <pthread.h>
 #include <signal.h>
@@ -31,12 +33,14 @@
 #define MiB (1024UL * 1024)
 
 static volatile unsigned long sink;
+static unsigned long scale = 1;
 
 /* 64..1024-byte blocks, far below the test's rate, until `total` bytes */
 static NOINLINE void alloc_bytes(unsigned long total)
 {
 	unsigned long done = 0, i = 0;
 
+	total /= scale;
 	while (done < total) {
 		size_t sz = 64 * (1 + i++ % 16);
 		char *p = malloc(sz);
@@ -81,11 +85,17 @@ static NOINLINE void *worker(void *arg)
 	return NULL;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	pthread_t th[3];
 	int i;
 
+	if (argc > 1)
+		scale = strtoul(argv[1], NULL, 10);
+	if (scale < 1 || scale > 64) {
+		fprintf(stderr, "usage: span_abc [DIVISOR 1-64]\n");
+		return 2;
+	}
 	ready_then_wait(stdout);
 
 	for (i = 0; i < 3; i++)
@@ -94,10 +104,10 @@ int main(void)
 	alloc_bytes(32 * MiB);
 	for (i = 0; i < 3; i++)
 		pthread_join(th[i], NULL);
-	printf("total request;parse %lu\n", 32 * MiB);
-	printf("total request;parse;json %lu\n", 48 * MiB);
-	printf("total request;validate %lu\n", 32 * MiB);
-	printf("total worker %lu\n", 48 * MiB);
-	printf("total (no-span) %lu\n", 32 * MiB);
+	printf("total request;parse %lu\n", 32 * MiB / scale);
+	printf("total request;parse;json %lu\n", 48 * MiB / scale);
+	printf("total request;validate %lu\n", 32 * MiB / scale);
+	printf("total worker %lu\n", 48 * MiB / scale);
+	printf("total (no-span) %lu\n", 32 * MiB / scale);
 	return 0;
 }

@@ -80,15 +80,18 @@ test_dwarf_nofp() {
 }
 
 # --span-fn on C code: entry and return probes (6.1), each span closed at its return
-# (sp as at entry on arm64); the paths' totals as test_spans.sh's span_fn (rate
-# 4 KiB, +-5% is 4.5 sigma).  DWARF stacks run through the span functions, whose
-# frame records hold the return probes' trampoline until the copy is repaired:
-# every sample reaches main or its thread's start, without an unwind error.
+# (sp as at entry on arm64); the paths' totals as test_spans.sh's span_fn, a
+# quarter of them at 1 KiB (a quarter of the emulated traps; the smallest path,
+# 8 MiB of 64-1024-byte blocks, has sigma 0.92%: +-5% is 5.4 sigma).  DWARF
+# stacks run through the span functions, whose frame records hold the return
+# probes' trampoline until the copy is repaired: every sample reaches main or
+# its thread's start, without an unwind error.
 test_span_fn_dwarf() {
 	fns="--span-fn request --span-fn parse --span-fn js?n --span-fn validate --span-fn worker"
-	# shallow stacks: 4 KiB copies; a ring for the slow reader of a one-CPU emulated guest
-	profile span_plain 4KiB "-v --unwind dwarf --stack-size 4KiB --ringbuf-size 64MiB $fns" \
-		"$TARGETS/span_abc_plain" || return
+	# shallow stacks: 4 KiB copies; a ring that holds every sample (about 30,000 of
+	# 4.2 KiB), as the slow reader of a one-CPU emulated guest may fall that far behind
+	profile span_plain 1KiB "-v --unwind dwarf --stack-size 4KiB --ringbuf-size 256MiB $fns" \
+		"$TARGETS/span_abc_plain" 4 || return
 	keep span_plain.pb.gz span_plain.err
 	# each function's end seen at its return instructions, as on x86 (test_spans.sh)
 	n=$(grep -c "^--span-fn [a-z]* in .*span_abc_plain: entry + [1-9][0-9]* return instructions$" \

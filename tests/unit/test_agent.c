@@ -8,12 +8,15 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 #include "container.h"
+#include "discover.h"
 #include "endpoints.h"
 #include "http.h"
 #include "kubeapi.h"
@@ -104,6 +107,59 @@ static void test_proc_cgroup(void)
 	ASSERT_TRUE(container_cgroup_has_prefix("0::/a/b\n", "/a/b/"), "trailing slash");
 	ASSERT_TRUE(!container_cgroup_has_prefix("0::/ab\n", "/a"), "component boundary");
 	ASSERT_TRUE(container_cgroup_has_prefix("0::/ab\n", "/"), "/ is every cgroup");
+}
+
+/* the start of the stack, in the [stack] mapping, is another after an exec */
+static void test_proc_info_exec(void)
+{
+	unsigned long lo = 0, hi = 0;
+	struct proc_info self, before, after;
+	char line[512], go;
+	int fds[2], i;
+	pid_t child;
+	FILE *f;
+
+	if (!ASSERT_EQ(proc_info__read(getpid(), &self), 0, "proc_info__read(self)"))
+		return;
+	f = fopen("/proc/self/maps", "r");
+	while (f && fgets(line, sizeof(line), f))
+		if (strstr(line, "[stack]"))
+			sscanf(line, "%lx-%lx", &lo, &hi);
+	if (f)
+		fclose(f);
+	ASSERT_TRUE(lo <= self.start_stack && self.start_stack < hi, "start_stack in [stack]");
+	if (!ASSERT_EQ(pipe(fds), 0, "pipe"))
+		goto out_self;
+	child = fork();
+	if (!child) {
+		close(fds[1]);
+		if (read(fds[0], &go, 1) == 1)
+			execl("/bin/sleep", "sleep", "10", (char *)NULL);
+		_exit(1);
+	}
+	close(fds[0]);
+	ASSERT_EQ(proc_info__read(child, &before), 0, "the child before its exec");
+	ASSERT_EQ(before.start_stack, self.start_stack, "a fork's stack is its parent's");
+	ASSERT_EQ(write(fds[1], "g", 1), 1, "let it exec");
+	close(fds[1]);
+	/* bounded: 5 s for the exec to show in /proc */
+	for (i = 0; i < 500; i++) {
+		if (!proc_info__read(child, &after) && !strcmp(after.comm, "sleep"))
+			break;
+		proc_info__free(&after);
+		memset(&after, 0, sizeof(after));
+		usleep(10000);
+	}
+	ASSERT_STREQ(after.comm, "sleep", "the child exec'd");
+	ASSERT_EQ(after.start_ticks, before.start_ticks, "the same process");
+	ASSERT_TRUE(after.start_stack && after.start_stack != before.start_stack,
+		    "another stack after the exec");
+	kill(child, SIGKILL);
+	waitpid(child, NULL, 0);
+	proc_info__free(&before);
+	proc_info__free(&after);
+out_self:
+	proc_info__free(&self);
 }
 
 static char tmpdir[] = "/tmp/culpert-agent-unit.XXXXXX";
@@ -487,6 +543,7 @@ int main(void)
 	RUN_TEST(test_layouts);
 	RUN_TEST(test_container_id_of_path);
 	RUN_TEST(test_proc_cgroup);
+	RUN_TEST(test_proc_info_exec);
 	RUN_TEST(test_log_dirs);
 	RUN_TEST(test_selectors);
 	RUN_TEST(test_selector_names);

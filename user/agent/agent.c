@@ -132,7 +132,8 @@ static void add_target(struct agent *a, const struct proc_info *pi, uint64_t see
 		       const struct container_info *ci, const char *sel, bool inject)
 {
 	struct agent_target t = { .pid = pi->pid, .start_ticks = pi->start_ticks,
-				  .seen_ns = seen_ns, .inject = inject };
+				  .seen_ns = seen_ns, .start_stack = pi->start_stack,
+				  .inject = inject };
 	struct agent_target evicted;
 	int ret;
 
@@ -224,6 +225,24 @@ static void refresh(struct agent *a, struct agent_target *t, const struct proc_i
 }
 
 /*
+ * Another program in the same process since /proc was read for the target:
+ * what was collected belongs to the old one.  An exec event read late (the
+ * shell's exec before the program's) is old news: only one that happened
+ * after that read counts.  One during the read may be before or after what
+ * it saw: the start of the stack, placed anew at each exec, tells; so does
+ * another executable (an exec whose event is not read yet, or was lost).
+ */
+static bool new_image(const struct agent_target *live, const struct proc_info *pi,
+		      enum seen_by by, uint64_t when)
+{
+	if (by == SEEN_EXEC && when > live->seen_ns)
+		return true;
+	if (live->start_stack && pi->start_stack && live->start_stack != pi->start_stack)
+		return true;
+	return live->exe[0] && pi->exe[0] && strcmp(live->exe, pi->exe);
+}
+
+/*
  * A process the kernel or /proc showed: pick it up if it matches.  start is
  * the one the event saw (0 from the rescan): a pid reused since is not it;
  * when is the event's time (0 from the rescan).
@@ -231,16 +250,17 @@ static void refresh(struct agent *a, struct agent_target *t, const struct proc_i
 static void consider(struct agent *a, pid_t pid, uint64_t start, uint64_t when,
 		     enum seen_by by)
 {
-	uint64_t seen = clock_ns(CLOCK_BOOTTIME);
 	struct agent_target live;
 	struct container_info ci;
 	struct select_input in;
 	struct proc_info pi;
 	const char *sel;
+	uint64_t seen;
 	bool have;
 
 	if (pid == a->self || mem_dropped(a, pid, start) || proc_info__read(pid, &pi))
 		return;
+	seen = clock_ns(CLOCK_BOOTTIME);
 	if (start && pi.start_ticks != start)
 		goto out;
 	have = targets__get_live(a->targets, pid, &live);
@@ -248,14 +268,7 @@ static void consider(struct agent *a, pid_t pid, uint64_t start, uint64_t when,
 		exited(a, pid, live.start_ticks, "gone");
 		have = false;
 	}
-	/*
-	 * Another program in the same process: what was collected belongs to the
-	 * old one.  Unless /proc was read for the target after this exec: an
-	 * event read late (the shell's exec before the program's) is old news.
-	 * Another executable than the target's is an exec whose event is not
-	 * read yet (or was lost).
-	 */
-	if (have && ((by == SEEN_EXEC && when > live.seen_ns) || strcmp(live.exe, pi.exe))) {
+	if (have && new_image(&live, &pi, by, when)) {
 		exited(a, pid, live.start_ticks, "exec'd");
 		have = false;
 	}

@@ -23,7 +23,8 @@
 struct agent_target {
 	pid_t pid;
 	uint64_t start_ticks;		/* /proc/PID/stat starttime: with pid, the identity */
-	uint64_t seen_ns;		/* CLOCK_BOOTTIME before /proc was last read for it */
+	uint64_t seen_ns;		/* CLOCK_BOOTTIME after /proc was last read for it */
+	uint64_t start_stack;		/* /proc/PID/stat startstack then: another after an exec */
 	char comm[16];
 	char exe[PATH_MAX];		/* /proc/PID/exe as the kernel reports it */
 	struct container_info ci;	/* container, pod, cgroup path */

@@ -55,7 +55,7 @@ struct discover {
 static int parse_stat(const char *text, struct proc_info *pi)
 {
 	const char *open = strchr(text, '('), *close = strrchr(text, ')'), *p;
-	unsigned long long v;
+	unsigned long long start = 0;
 	unsigned long flags = 0;
 	int field;
 
@@ -63,16 +63,19 @@ static int parse_stat(const char *text, struct proc_info *pi)
 		return -EINVAL;
 	snprintf(pi->comm, sizeof(pi->comm), "%.*s", (int)(close - open - 1), open + 1);
 	pi->state = close[2];
-	/* field 3 is the state; flags is field 9, starttime field 22 */
-	for (p = close + 2, field = 3; *p && field < 22; field++) {
+	/* field 3 is the state; flags is field 9, starttime 22, startstack 28 */
+	for (p = close + 2, field = 3; *p && field < 28; field++) {
 		p += strcspn(p, " ");
 		p += strspn(p, " ");
 		if (field + 1 == 9)
 			flags = strtoul(p, NULL, 10);
+		else if (field + 1 == 22 && sscanf(p, "%llu", &start) != 1)
+			return -EINVAL;
 	}
-	if (field != 22 || sscanf(p, "%llu", &v) != 1)
+	if (field < 22)
 		return -EINVAL;
-	pi->start_ticks = v;
+	pi->start_ticks = start;
+	pi->start_stack = field == 28 ? strtoull(p, NULL, 10) : 0;
 	pi->kernel_thread = flags & PF_KTHREAD_FLAG;
 	return 0;
 }

@@ -20,6 +20,7 @@
 struct proc_info {
 	pid_t pid;
 	uint64_t start_ticks;
+	uint64_t start_stack;	/* its stack's start, another at each exec (ASLR); 0: unknown */
 	char state;		/* /proc/PID/stat: 'R', 'S', 'Z' (zombie), ... */
 	bool kernel_thread;
 	char comm[16];
