@@ -509,22 +509,86 @@ static bool at_marker(struct hijack *h)
 }
 
 /*
- * The call runs on without a stop (PTRACE_CONT): a stop at each of its
- * syscalls (dlopen's, the takeover's mprotects) cost two context switches
- * each, and the scheduler's delay to run both sides again, which under
- * load made most of the time the thread was held.  culpert-bpf looks every
- * 50 us whether it sleeps in the marker, then stops it there.
+ * Its first syscalls stop it, so a short call is seen ending at once (at
+ * the marker's entry); from the MARKER_STOPS-th on it runs on without a
+ * stop (PTRACE_CONT): a stop at each syscall of a long call (dlopen's, the
+ * takeover's mprotects) cost two context switches each and the
+ * scheduler's delay to run both sides again, which under load made most
+ * of the time the thread was held.  culpert-bpf then looks every 50 us
+ * whether it sleeps in the marker, and stops it there.  Either way the
+ * thread ends at the marker's syscall-exit stop (a stop in the sleep: its
+ * restart is dropped when the next registers are set).
  */
+#define MARKER_STOPS		4
+
+/* at a syscall stop: 1 at the marker's entry, 0 elsewhere, or -errno */
+static int stopped_at_marker(struct hijack *h, struct user_regs_struct *r)
+{
+	int err = get_regs(h, r);
+
+	if (err)
+		return err;
+	return r->rip == h->scratch + CODE_MARKER_END && (long)r->orig_rax == SYS_nanosleep &&
+	       syscall_op(h) == PTRACE_SYSCALL_INFO_ENTRY;
+}
+
+/* skip the marker's sleep: on to its exit stop, at once */
+static int skip_sleep(struct hijack *h, struct user_regs_struct *r)
+{
+	int st, err;
+
+	r->orig_rax = (uint64_t)-1;
+	err = set_regs(h, r);
+	for (; !err;) {
+		if (ptrace(PTRACE_SYSCALL, h->tid, NULL, NULL))
+			return -errno;
+		err = wait_stop(h, &st);
+		if (!err && is_syscall_stop(st))
+			return 0;
+	}
+	return err;
+}
+
+/* PTRACE_CONT, then wait for the sleep in the marker and stop the thread there */
+static int poll_marker(struct hijack *h, uint64_t deadline, struct user_regs_struct *r)
+{
+	struct timespec poll = { 0, MARKER_POLL_NS };
+	int st, err;
+	pid_t w;
+
+	if (ptrace(PTRACE_CONT, h->tid, NULL, NULL))
+		return -errno;
+	while (!at_marker(h)) {
+		/* a signal its call raised (its own are blocked): delivered, as without us */
+		w = waitpid(h->tid, &st, __WALL | WNOHANG);
+		if (w == h->tid) {
+			if (!WIFSTOPPED(st))
+				return -ESRCH;
+			h->trips++;
+			if (ptrace(PTRACE_CONT, h->tid, NULL, (void *)(long)delivered_signal(st)))
+				return -errno;
+		}
+		if (clock_ns(CLOCK_MONOTONIC) > deadline)
+			return -ETIMEDOUT;
+		nanosleep(&poll, NULL);
+	}
+	err = interrupt(h);
+	if (!err)
+		err = get_regs(h, r);
+	if (err)
+		return err;
+	/* its sleep ended first: it went home through the frame, result unread */
+	return r->rip == h->scratch + CODE_MARKER_END ? 0 : -ETIMEDOUT;
+}
+
 int hijack__call(struct hijack *h, uint64_t fn, uint64_t a0, uint64_t a1, uint64_t timeout_ns,
 		 uint64_t *ret)
 {
 	uint64_t ret_addr = h->scratch + CODE_RET_OFF;
 	uint64_t sp = h->scratch + HIJACK_CODE_SIZE + HIJACK_STACK_SIZE - 8;
 	uint64_t deadline = clock_ns(CLOCK_MONOTONIC) + timeout_ns;
-	struct timespec poll = { 0, MARKER_POLL_NS };
 	struct user_regs_struct r;
-	int st, err;
-	pid_t w;
+	int st, err, sig = 0, stops = 0;
 
 	err = write_mem(h, sp, &ret_addr, 8);
 	if (err)
@@ -536,42 +600,36 @@ int hijack__call(struct hijack *h, uint64_t fn, uint64_t a0, uint64_t a1, uint64
 	r.rsi = a1;
 	r.rax = 0;
 	err = set_regs(h, &r);
-	if (err)
-		return err;
-	if (ptrace(PTRACE_CONT, h->tid, NULL, NULL))
-		return -errno;
-	h->trips++;
-	while (!at_marker(h)) {
-		/* a signal its call raised (its own are blocked): delivered, as without us */
-		w = waitpid(h->tid, &st, __WALL | WNOHANG);
-		if (w == h->tid) {
-			if (!WIFSTOPPED(st))
-				return -ESRCH;
-			h->trips++;
-			if (ptrace(PTRACE_CONT, h->tid, NULL, (void *)(long)delivered_signal(st)))
-				return -errno;
+	while (!err) {
+		if (stops == MARKER_STOPS) {
+			err = poll_marker(h, deadline, &r);
+			if (!err)
+				*ret = r.r12;
+			break;
 		}
-		if (clock_ns(CLOCK_MONOTONIC) > deadline) {
-			/* it finishes the call, sleeps in the marker and goes home on its own */
-			ptrace(PTRACE_DETACH, h->tid, NULL, NULL);
-			h->resumed = true;
-			return -ETIMEDOUT;
+		if (ptrace(PTRACE_SYSCALL, h->tid, NULL, (void *)(long)sig))
+			return -errno;
+		err = wait_stop(h, &st);
+		if (err)
+			return err;
+		sig = delivered_signal(st);
+		if (!is_syscall_stop(st))
+			continue;
+		err = stopped_at_marker(h, &r);
+		if (err > 0) {
+			*ret = r.r12;
+			return skip_sleep(h, &r);
 		}
-		nanosleep(&poll, NULL);
+		if (!err && clock_ns(CLOCK_MONOTONIC) > deadline)
+			err = -ETIMEDOUT;
+		stops++;
 	}
-	err = interrupt(h);
-	if (!err)
-		err = get_regs(h, &r);
-	if (err)
-		return err;
-	if (r.rip != h->scratch + CODE_MARKER_END) {
-		/* its sleep ended first: it went home through the frame, result unread */
+	if (err == -ETIMEDOUT) {
+		/* it finishes the call, sleeps in the marker and goes home on its own */
 		ptrace(PTRACE_DETACH, h->tid, NULL, NULL);
 		h->resumed = true;
-		return -ETIMEDOUT;
 	}
-	*ret = r.r12;
-	return 0;
+	return err;
 }
 
 uint64_t hijack__finish(struct hijack *h)

@@ -81,11 +81,11 @@ int hijack__put(struct hijack *h, size_t off, const void *data, size_t len);
 uint64_t hijack__scratch_addr(const struct hijack *h, size_t off);
 /*
  * Call fn(a0, a1) on the armed thread's scratch stack and wait for it, at
- * most timeout_ns; *ret is its return value.  The call runs with no stop
- * at its syscalls; it returns into the code page, which sleeps 500 ms (the
- * marker) and then returns through the frame: culpert-bpf stops it in that
- * sleep.  -ETIMEDOUT leaves the thread to finish and return through its
- * frame on its own.
+ * most timeout_ns; *ret is its return value.  Its first 4 syscalls stop
+ * it, the rest do not; it returns into the code page, which sleeps 500 ms
+ * (the marker) and then returns through the frame: culpert-bpf stops it at
+ * or in that sleep.  -ETIMEDOUT leaves the thread to finish and return
+ * through its frame on its own.
  */
 int hijack__call(struct hijack *h, uint64_t fn, uint64_t a0, uint64_t a1, uint64_t timeout_ns,
 		 uint64_t *ret);
