@@ -21,7 +21,6 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +29,7 @@
 #include <unistd.h>
 
 #include <culpert/sampler.h>
+#include "geometric.h"
 #include "got.h"
 #include "sampler_internal.h"
 #include "usdt.h"
@@ -212,7 +212,7 @@ static uint64_t parse_bytes(const char *s)
 void sampler_set_rate(uint64_t rate)
 {
 	cfg.rate = rate;
-	cfg.inv_log1m_p = rate > 1 ? 1.0 / log1p(-1.0 / (double)rate) : 0;
+	cfg.inv_log1m_p = geometric_scale(rate);
 	culpert_sampler_page.rate = rate;
 	sampler_next.every = rate == 1;
 	__atomic_add_fetch(&cfg.gen, 1, __ATOMIC_RELEASE);
@@ -422,18 +422,10 @@ static double uniform(struct sampler_thread *t)
 	return (double)(rng_next(t) >> 11) * 0x1.0p-53;
 }
 
-/*
- * Bytes to the next sampling point, counting it: geometric with p =
- * 1/rate, P(K > k) = (1 - p)^k, mean exactly `rate`.  The discrete
- * counterpart of the exponential draws of the BPF side.
- */
+/* bytes to the next sampling point, counting it */
 static int64_t draw(struct sampler_thread *t)
 {
-	double k = log1p(-uniform(t)) * cfg.inv_log1m_p;
-
-	if (k >= 0x1.0p62)
-		return (int64_t)1 << 62;
-	return (int64_t)k + 1;
+	return geometric_draw(uniform(t), cfg.inv_log1m_p);
 }
 
 static uint64_t splitmix64(uint64_t x)

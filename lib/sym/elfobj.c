@@ -33,6 +33,7 @@ struct elfobj {
 	uint32_t *by_name;		/* syms' indices by name, then index; built on first use */
 	bool syms_loaded;
 	bool has_symtab;		/* an SHT_SYMTAB section, from the headers alone */
+	Elf_Cmd how;			/* ELF_C_READ_MMAP, or ELF_C_READ (elfobj__open_unmapped) */
 };
 
 static bool libelf_ready(void)
@@ -152,6 +153,7 @@ static struct elfobj *open_as(const char *path, Elf_Cmd how)
 		goto err;
 	}
 	obj->path = strdup(path);
+	obj->how = how;
 	obj->elf = elf_begin(obj->fd, how, NULL);
 	if (!obj->path || !obj->elf || elf_kind(obj->elf) != ELF_K_ELF ||
 	    !gelf_getehdr(obj->elf, &ehdr)) {
@@ -179,6 +181,29 @@ struct elfobj *elfobj__open(const char *path)
 struct elfobj *elfobj__open_unmapped(const char *path)
 {
 	return open_as(path, ELF_C_READ);
+}
+
+void elfobj__trim(struct elfobj *obj)
+{
+	Elf *fresh;
+
+	if (!obj || (!obj->syms_loaded && obj->how != ELF_C_READ))
+		return;
+	/* the symbols' names point into the sections read: both go */
+	free(obj->syms);
+	free(obj->by_name);
+	obj->syms = NULL;
+	obj->by_name = NULL;
+	obj->n_syms = 0;
+	obj->syms_loaded = false;
+	if (obj->how != ELF_C_READ)
+		return;
+	/* a handle of its own is the only way to make libelf forget the sections it read */
+	fresh = elf_begin(obj->fd, obj->how, NULL);
+	if (!fresh)
+		return;
+	elf_end(obj->elf);
+	obj->elf = fresh;
 }
 
 void elfobj__free(struct elfobj *obj)
@@ -295,7 +320,9 @@ static int load_symbols(struct elfobj *obj)
 		if (err)
 			return err;
 	}
-	qsort(obj->syms, obj->n_syms, sizeof(*obj->syms), sym_cmp);
+	/* an object without function symbols has no array: qsort() takes no NULL */
+	if (obj->n_syms)
+		qsort(obj->syms, obj->n_syms, sizeof(*obj->syms), sym_cmp);
 	return 0;
 }
 

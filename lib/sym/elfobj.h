@@ -34,6 +34,13 @@ struct elfobj *elfobj__open(const char *path);
  */
 struct elfobj *elfobj__open_unmapped(const char *path);
 void elfobj__free(struct elfobj *obj);
+/*
+ * Forget the symbols and, opened unmapped, every section read so far: they
+ * are read again when next asked for.  For an object kept open but seldom
+ * used (an idle process's libraries).  Whatever was had from it through
+ * elfobj__elf() or a symbol lookup is no longer valid.
+ */
+void elfobj__trim(struct elfobj *obj);
 
 const char *elfobj__path(const struct elfobj *obj);
 /* lower-case hex GNU build ID, "" when the object has none */

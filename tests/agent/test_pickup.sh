@@ -173,6 +173,49 @@ test_pending_then_live() {
 	covers p "$p"
 }
 
+# idle_at NAME: start $TMP/${TAG}r, wait until its probes are live; its heap's
+# "unwind=" comment (as google/pprof reads it) in $unwind
+idle_at() {
+	"$TMP/${TAG}r" >"$TMP/$1.out" 2>&1 &
+	track $!
+	wait_for "$TMP/$1.out" "ready" 20 || { fail "$1: did not start"; return 1; }
+	_p=$(sed -n 's/^pid \([0-9]*\) ready$/\1/p' "$TMP/$1.out")
+	eval "$1=$_p"
+	wait_field "$_p" probes attached 60 || { fail "$1: probes $(field "$_p" probes)"; return 1; }
+	pprof_raw "/debug/pprof/heap?pid=$_p" "$TMP/$1.heap" || return 1
+	unwind=$(sed -n 's/^Comment: unwind=//p' "$TMP/$1.heap")
+}
+
+# The unwinding judged once per set of files (docs/agent.md, "Many targets"):
+# a second process of the same file has it remembered; the file replaced at
+# the same path by a build without frame pointers (a new inode), then
+# rewritten in place with the first build (the same inode, another
+# modification time), is judged again each time.
+test_rebuilt_exe() {
+	need_root || return
+	cp "$TARGETS/agent_idle" "$TMP/${TAG}r"
+	agent_start rb -vv --select "exe=$TMP/${TAG}r" || return
+	idle_at a || return
+	[ "$unwind" = fp ] || { fail "first build: unwind=$unwind, want fp"; return; }
+	idle_at b || return
+	[ "$unwind" = fp ] || { fail "second process: unwind=$unwind, want fp"; return; }
+	cp "$TARGETS/agent_idle_nofp" "$TMP/${TAG}r.new"
+	mv -f "$TMP/${TAG}r.new" "$TMP/${TAG}r"
+	idle_at c || return
+	[ "$unwind" = dwarf ] || { fail "replaced by a build without frame pointers: unwind=$unwind"; return; }
+	# nothing runs it now: the file can be written over
+	kill "$a" "$b" "$c"
+	wait "$a" "$b" "$c" 2>/dev/null
+	cat "$TARGETS/agent_idle" >"$TMP/${TAG}r"
+	idle_at d || return
+	[ "$unwind" = fp ] || { fail "rewritten in place: unwind=$unwind, want fp"; return; }
+	kill "$d"
+	# the second process was not judged again: the choice was remembered (-vv's batch
+	# lines; a process picked up at its exec is also judged before its libraries are in)
+	grep 'attach thread:' "$TMP/rb.err" | tail -1 | grep -q 'reused [1-9][0-9]*$' ||
+		fail "judged/reused: $(grep 'attach thread:' "$TMP/rb.err" | tail -1)"
+}
+
 # Churn: waves of short-lived processes, each living until the test has seen
 # it in /targets (bounded: 30 s a wave), then killed while the next wave
 # starts; every one of them is picked up, and /healthz answers 200 within
@@ -245,4 +288,5 @@ run_test agent/pickup/no_hold_no_stop test_no_hold_no_stop
 run_test agent/pickup/killed_agent_lets_go test_killed_agent_lets_go
 run_test agent/pickup/fork_child test_fork_child
 run_test agent/pickup/pending_then_live test_pending_then_live
+run_test agent/pickup/rebuilt_exe test_rebuilt_exe
 run_test agent/pickup/churn test_churn

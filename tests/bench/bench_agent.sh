@@ -23,7 +23,9 @@
 #     the attach thread's time, and the kernel's attaches in it (-vv); the
 #     agent's CPU time over the attach (its wall time follows the load).
 #   BENCH_AGENT_PARTS="budget scale scrape metrics attach" chooses the parts;
-#   BENCH_BASE_BPF=PATH runs part 3 with that culpert-bpf too, interleaved.
+#   BENCH_BASE_BPF=PATH runs parts 3 and 5 with that culpert-bpf too, interleaved;
+#   BENCH_ATTACH_PERF=FILE records the agent with perf during part 5's attach,
+#   BENCH_ATTACH_LOG=FILE keeps its -vv log.
 . tests/lib.sh
 . tests/bench/common.sh
 . tests/agent/budget.inc
@@ -173,15 +175,15 @@ scrape() {
 	kill "$target_pid"
 }
 
-# 3, with BENCH_BASE_BPF (another build's culpert-bpf, e.g. main's) beside this one's:
-# base, this, base, this
-scrape_side_by_side() {
-	[ -n "${BENCH_BASE_BPF:-}" ] || { scrape; return; }
+# side_by_side PART: with BENCH_BASE_BPF (another build's culpert-bpf, e.g. main's)
+# beside this one's: base, this, base, this
+side_by_side() {
+	[ -n "${BENCH_BASE_BPF:-}" ] || { "$1"; return; }
 	this=$BIN_BPF
 	for round in 1 2; do
 		for BIN_BPF in "$BENCH_BASE_BPF" "$this"; do
 			echo "  round $round, $BIN_BPF:"
-			scrape
+			"$1"
 		done
 	done
 	BIN_BPF=$this
@@ -194,7 +196,7 @@ scrape_side_by_side() {
 # CPU (-vv), whatever else the machine runs
 metrics_one() {
 	n=$1
-	cp "$TARGETS/agent_idle" "$TMP/idle$$"
+	cp "$TARGETS/agent_idle" "$TMP/idle$$" || return
 	agent_start metrics$n -vv --select "exe=$TMP/idle$$" --max-targets "$n" || return
 	sleep 3
 	rss0=$(awk '/^VmRSS/ { print $2 }' "/proc/$agent_pid/status")
@@ -246,7 +248,7 @@ metrics() {
 # 5. idle targets started at once after the agent serves
 attach_scale() {
 	n=$ATTACH_N
-	cp "$TARGETS/agent_idle" "$TMP/idle$$"
+	cp "$TARGETS/agent_idle" "$TMP/idle$$" || return
 	# -vv: the attach thread's batches, for where the time went
 	agent_start many -vv --select "exe=$TMP/idle$$" --max-targets $((n + 16)) || return
 	# its calibration (1.5 s) done, before the targets come
@@ -254,6 +256,12 @@ attach_scale() {
 	rss0=$(awk '/^VmRSS/ { print $2 }' "/proc/$agent_pid/status")
 	fd0=$(ls "/proc/$agent_pid/fd" | wc -l)
 	cpu0=$(cpu_of "$agent_pid")
+	perf_pid=""
+	if [ -n "${BENCH_ATTACH_PERF:-}" ]; then
+		perf record -q -g -p "$agent_pid" -o "$BENCH_ATTACH_PERF" 2>/dev/null &
+		perf_pid=$!
+		sleep 1
+	fi
 	t0=$(date +%s%N)
 	pids=""
 	i=0
@@ -270,6 +278,7 @@ attach_scale() {
 		[ "$got" -ge "$n" ] || [ "$ms" -gt 600000 ] && break
 		sleep 0.2
 	done
+	[ -z "$perf_pid" ] || { kill -INT "$perf_pid"; wait "$perf_pid"; }
 	rss1=$(awk '/^VmRSS/ { print $2 }' "/proc/$agent_pid/status")
 	fd1=$(ls "/proc/$agent_pid/fd" | wc -l)
 	cpu1=$(cpu_of "$agent_pid")
@@ -286,6 +295,7 @@ attach_scale() {
 		"$TMP/many.err"
 	echo "  agent RSS $((rss0 / 1024)) MiB before them, $((rss1 / 1024)) MiB after:" \
 		"$(((rss1 - rss0) / n)) KiB per idle target (goal <= 256); $(((fd1 - fd0) / n)) fds each"
+	[ -z "${BENCH_ATTACH_LOG:-}" ] || cp "$TMP/many.err" "$BENCH_ATTACH_LOG"
 	t0=$(date +%s%N)
 	agent_stop
 	echo "  SIGTERM with $got targets: stopped in $((($(date +%s%N) - t0) / 1000000)) ms (goal < 1 s)"
@@ -297,9 +307,9 @@ for part in $PARTS; do
 	case $part in
 	budget) budget_table ;;
 	scale) scale ;;
-	scrape) scrape_side_by_side ;;
+	scrape) side_by_side scrape ;;
 	metrics) metrics ;;
-	attach) attach_scale ;;
+	attach) side_by_side attach_scale ;;
 	esac
 	echo
 done

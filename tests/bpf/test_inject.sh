@@ -96,8 +96,8 @@ t_cycles() {
 }
 
 # Each program of tests/inject_lib.sh at its work, inject -> profile -> release cycles
-# (each released, with samples, the program working; the library loaded once; its own
-# memory within 1 MiB), then its own check of its work:
+# (each released, with samples, the program working; the library loaded once; its RSS
+# within 1 MiB of before), then its own check of its work:
 # - Debian's redis under redis-benchmark, 10 cycles: a data set written before reads back
 #   intact;
 # - Debian's nginx serving a file to curl on one keep-alive connection, 5 cycles on its

@@ -67,6 +67,50 @@ out:
 	elfobj__free(o);
 }
 
+/*
+ * Trimmed, an object read rather than mapped answers as before: its
+ * symbols and sections are read again (under ASan: nothing of the old
+ * handle is used after it went).
+ */
+static void test_trim(void)
+{
+	struct elfobj *o = elfobj__open_unmapped(fixture("elf_stripped"));
+	const struct elf_symbol *a;
+	uint64_t value, size;
+	size_t n, n_again;
+	int round;
+
+	if (!ASSERT_OK_PTR(o, "open unmapped"))
+		return;
+	a = elfobj__sym_by_name(o, "fixture_alpha");
+	if (!ASSERT_OK_PTR(a, "fixture_alpha in .dynsym"))
+		goto out;
+	value = a->value;
+	size = a->size;
+	elfobj__symbols(o, &n);
+	for (round = 0; round < 2; round++) {
+		elfobj__trim(o);
+		a = elfobj__sym_by_name(o, "fixture_alpha");
+		if (!ASSERT_OK_PTR(a, "fixture_alpha after a trim"))
+			goto out;
+		ASSERT_EQ(a->value, value, "same address");
+		ASSERT_EQ(a->size, size, "same size");
+		ASSERT_TRUE(elfobj__sym_by_addr(o, value + size - 1) == a, "by address");
+		elfobj__symbols(o, &n_again);
+		ASSERT_EQ(n_again, n, "every symbol again");
+		ASSERT_STREQ(elfobj__build_id(o), FIXTURE_BUILD_ID, "build ID kept");
+		ASSERT_TRUE(elfobj__mentions_any(o, (const char *const[]){ "fixture_alpha" }, 1),
+			    "sections read again through the new handle");
+	}
+	/* trimming before any use, and a NULL object, are no-ops */
+	elfobj__trim(o);
+	elfobj__trim(o);
+	elfobj__trim(NULL);
+	ASSERT_TRUE(elfobj__sym_by_name(o, "fixture_alpha") != NULL, "after trims in a row");
+out:
+	elfobj__free(o);
+}
+
 static void test_not_elf(void)
 {
 	struct elfobj *o = elfobj__open("/proc/self/status");
@@ -110,6 +154,7 @@ int main(void)
 	test_group = "unit/elf";
 	RUN_TEST(test_build_ids);
 	RUN_TEST(test_symbols);
+	RUN_TEST(test_trim);
 	RUN_TEST(test_not_elf);
 	RUN_TEST(test_procmaps);
 	return TEST_EXIT();

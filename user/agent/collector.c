@@ -39,6 +39,7 @@
 #include "targets.h"
 #include "thread.h"
 #include "units.h"
+#include "unwind_choice.h"
 #include "vec.h"
 
 #define NS_PER_SEC 1000000000ULL
@@ -57,6 +58,8 @@
 
 /* scrapes of one profile answered by one encoding (the ones that came while it ran) */
 #define MAX_FLIGHTS	8
+/* sets of files whose unwinding is remembered: programs on a node, not processes */
+#define UNWIND_CHOICES_MAX	256
 
 /* a target to plan and attach, for the attach thread; or a session to release and close */
 struct attach_job {
@@ -129,6 +132,8 @@ struct collector {
 	 * per target, and cost every target a descriptor and ring per CPU
 	 */
 	struct mmapwatch *maps_watch;
+	/* the unwinding of each set of files, judged once (docs/agent.md, "Many targets") */
+	struct unwind_choices *unwind_choices;
 	pthread_mutex_t table;		/* which slot is which target */
 	struct ctarget *v;
 	size_t n;
@@ -385,6 +390,10 @@ struct collector *collector__new(const struct session_opts *o, size_t max_target
 	if (!c->maps_watch)
 		pr_info("cannot follow new mappings as they are made (%s): libraries unloaded "
 			"between two reads of a target's maps stay unknown\n", strerror(errno));
+	/* optional too: without it each target's files are judged again */
+	c->unwind_choices = unwind_choices__new(UNWIND_CHOICES_MAX);
+	if (!c->unwind_choices)
+		pr_info("cannot remember the unwinding chosen: %s\n", strerror(errno));
 	c->attacher_started = !thread_start_unsignalled(&c->attacher, attacher, c);
 	if (!c->attacher_started) {
 		snprintf(err, errlen, "cannot start the attach thread: %s", strerror(EAGAIN));
@@ -491,6 +500,7 @@ void collector__free(struct collector *c)
 	bpfobj__free(c->sampler);
 	/* after the sessions: each one's watch is joined to it */
 	mmapwatch__free(c->maps_watch);
+	unwind_choices__free(c->unwind_choices);
 	pthread_mutex_destroy(&c->table);
 	pthread_mutex_destroy(&c->jobs_lock);
 	pthread_cond_destroy(&c->jobs_cond);
@@ -526,6 +536,7 @@ static int open_session(struct collector *c, pid_t pid, bool inject, struct sess
 		.max_entries = c->max_stacks, .inuse = c->o.inuse, .unwind = c->unwind,
 		.stack_size = c->o.stack_size, .max_live = c->o.max_live,
 		.sampler = c->o.sampler, .maps_watch = c->maps_watch,
+		.unwind_choices = c->unwind_choices,
 	};
 
 	/* the agent sets the injected sampler's rate; a process that refuses it goes on uprobes */
@@ -770,6 +781,17 @@ static void run_job(struct collector *c, const struct attach_job *j, struct batc
 	attach_done(c, j, ret, s, err);
 }
 
+static void log_batch(struct collector *c, const struct batch_time *bt)
+{
+	size_t judged = 0, reused = 0;
+
+	if (c->unwind_choices)
+		unwind_choices__counts(c->unwind_choices, &judged, &reused);
+	pr_debug("attach thread: %zu targets in %.0f ms, of which the probes' attach %.0f ms; "
+		 "unwinding judged %zu times, reused %zu\n", bt->n, (double)bt->all_ns / 1e6,
+		 (double)bt->attach_ns / 1e6, judged, reused);
+}
+
 /*
  * The attach thread: every job queued since its last turn, in order (one
  * pid's attaches never overlap).  Each attach takes milliseconds, more
@@ -811,8 +833,7 @@ static void *attacher(void *arg)
 		for (; i < n; i++)
 			if (v[i].close && queue_close(c, v[i].close))
 				session__close(v[i].close);
-		pr_debug("attach thread: %zu targets in %.0f ms, of which the probes' attach %.0f ms\n",
-			 bt.n, (double)bt.all_ns / 1e6, (double)bt.attach_ns / 1e6);
+		log_batch(c, &bt);
 	}
 	free(v);
 	return NULL;

@@ -62,6 +62,18 @@ int injection__check(const struct target *t, const struct procmaps *maps, struct
 	return inject__check(t, maps, objs, why, len);
 }
 
+/* what the borrowed thread's held time was made of (docs/inject.md, "Measured") */
+static void print_steps(const struct inject_stats *st)
+{
+	const uint64_t *s = st->step_ns;
+
+	pr_info("injection: thread %d held: safe point and frame %.2f ms, scratch %.2f ms, "
+		"load %.2f ms, call %.2f ms, hand-back %.2f ms\n", (int)st->tid,
+		(double)s[INJECT_STEP_ARM] / 1e6, (double)s[INJECT_STEP_SCRATCH] / 1e6,
+		(double)s[INJECT_STEP_LOAD] / 1e6, (double)s[INJECT_STEP_CALL] / 1e6,
+		(double)s[INJECT_STEP_FINISH] / 1e6);
+}
+
 int injection__start(const struct target *t, const struct procmaps *maps, struct objcache *objs,
 		     uint64_t rate, char *err, size_t len)
 {
@@ -77,10 +89,11 @@ int injection__start(const struct target *t, const struct procmaps *maps, struct
 		return ret;
 	}
 	pr_info("injection: %s libculpert-sampler.so in %.2f ms (after %.2f ms reading its "
-		"objects), thread %d held %.2f ms, %u thread stops, the longest %.1f us\n",
-		st.reused ? "reused" : "loaded", (double)st.total_ns / 1e6,
-		(double)st.prep_ns / 1e6, (int)st.tid, (double)st.held_ns / 1e6, st.stops,
-		(double)st.max_stop_ns / 1e3);
+		"objects), thread %d held %.2f ms (%u round trips), %u thread stops, the longest "
+		"%.1f us\n", st.reused ? "reused" : "loaded", (double)st.total_ns / 1e6,
+		(double)st.prep_ns / 1e6, (int)st.tid, (double)st.held_ns / 1e6, st.trips,
+		st.stops, (double)st.max_stop_ns / 1e3);
+	print_steps(&st);
 	return 0;
 }
 
@@ -99,8 +112,9 @@ int injection__stop(const struct target *t, struct objcache *objs, uint64_t dead
 				"%s\n", (int)t->pid, why);
 		return ret;
 	}
-	pr_info("injection: released in %.2f ms, thread %d held %.2f ms, the longest stop %.1f "
-		"us\n", (double)st.total_ns / 1e6, (int)st.tid, (double)st.held_ns / 1e6,
-		(double)st.max_stop_ns / 1e3);
+	pr_info("injection: released in %.2f ms, thread %d held %.2f ms (%u round trips), the "
+		"longest stop %.1f us\n", (double)st.total_ns / 1e6, (int)st.tid,
+		(double)st.held_ns / 1e6, st.trips, (double)st.max_stop_ns / 1e3);
+	print_steps(&st);
 	return 0;
 }

@@ -341,8 +341,11 @@ static void requeue(struct mmapwatch *w, struct queued *rest, size_t n_rest)
 		__atomic_fetch_add(&w->lost, n_rest, __ATOMIC_RELAXED);
 		return;
 	}
-	memcpy(v, rest, n_rest * sizeof(*v));
-	memcpy(v + n_rest, w->q, w->n_q * sizeof(*v));
+	/* either may be empty, and then NULL: memcpy() takes no NULL */
+	if (n_rest)
+		memcpy(v, rest, n_rest * sizeof(*v));
+	if (w->n_q)
+		memcpy(v + n_rest, w->q, w->n_q * sizeof(*v));
 	free(w->q);
 	w->q = v;
 	w->n_q = n;

@@ -27,6 +27,7 @@
 #include "spans.h"
 #include "symbolize.h"
 #include "units.h"
+#include "unwind_choice.h"
 #include "usdt.h"
 #include "vec.h"
 
@@ -329,8 +330,8 @@ static int session_unwind(struct session *s, char *err, size_t errlen)
 	char why[PATH_MAX + 128];
 	int ret;
 
-	ret = session_unwind__choose(&s->t, mapview__maps(s->view), s->objs, s->o.unwind,
-				     &s->unwind, why, sizeof(why));
+	ret = unwind_choices__choose(s->o.unwind_choices, &s->t, mapview__maps(s->view), s->objs,
+				     s->o.unwind, &s->unwind, why, sizeof(why));
 	if (!ret && s->unwind == SESSION_UNWIND_DWARF) {
 		s->unwinder = unwinder__new(s->t.pid, s->objs);
 		if (!s->unwinder) {
@@ -484,6 +485,13 @@ static int session_open(const struct session_opts *o, struct bpfobj *shared, str
 	if (!shared)
 		log_attach_time(s, t0, lap);
 	session_start(s);
+	/*
+	 * One of the agent's many targets, idle until it allocates: nothing
+	 * planning read from its files is needed before then (docs/agent.md,
+	 * "Many targets").  A cache shared with another session stays whole.
+	 */
+	if (shared && !o->objs)
+		objcache__trim(s->objs);
 	*out = s;
 	return 0;
 }

@@ -42,6 +42,7 @@ struct target;
 struct procmaps;
 struct objcache;
 struct mmapwatch;
+struct unwind_choices;
 int session_unwind__choose(const struct target *t, const struct procmaps *maps,
 			   struct objcache *objs, enum session_unwind want, enum session_unwind *out,
 			   char *why, size_t len);
@@ -81,6 +82,8 @@ struct session_opts {
 	struct objcache *objs;
 	/* new mappings through this shared watch (mmapwatch__new_shared()); NULL: rings of its own */
 	struct mmapwatch *maps_watch;
+	/* the unwinding chosen for other processes of the same files (unwind_choice.h); or NULL */
+	struct unwind_choices *unwind_choices;
 };
 
 enum session_end {

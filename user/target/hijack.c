@@ -14,6 +14,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <elf.h>
 #include <sys/mman.h>
@@ -62,9 +63,18 @@ _Static_assert(sizeof(struct k_ucontext) == 304, "the kernel's struct ucontext")
 #define ERESTARTNOINTR		513
 #define ERESTARTNOHAND		514
 #define ERESTART_RESTARTBLOCK	516
-/* the code page: what a call returns into, and where its marker syscall sits */
+/*
+ * The code page: what a call returns into, the end of its marker syscall
+ * (a nanosleep the call's result waits in, in %r12, to be read), and the
+ * nanosleep's time: how long a thread whose tracer died after its call
+ * waits before going home, and how late culpert-bpf may come to read it.
+ */
 #define CODE_RET_OFF		0
-#define CODE_MARKER_END		20
+#define CODE_MARKER_END		29
+#define CODE_SLEEP_OFF		32
+#define MARKER_WAIT_NS		500000000
+/* how often culpert-bpf looks whether a call has reached the marker */
+#define MARKER_POLL_NS		50000
 
 static struct user_regs_struct *regs_of(struct hijack *h)
 {
@@ -84,6 +94,7 @@ static int get_regs(struct hijack *h, struct user_regs_struct *r)
 /* wait for the next stop of the thread; its wait status in *st */
 static int wait_stop(struct hijack *h, int *st)
 {
+	h->trips++;
 	for (;;) {
 		pid_t r = waitpid(h->tid, st, __WALL);
 
@@ -109,10 +120,32 @@ static int delivered_signal(int st)
 	return sig;
 }
 
+/*
+ * Stop the running thread (PTRACE_INTERRUPT).  A signal on its way stops
+ * it first: let through (it runs on the registers the thread has) while
+ * we keep waiting for ours.
+ */
+static int interrupt(struct hijack *h)
+{
+	int st, err;
+
+	if (ptrace(PTRACE_INTERRUPT, h->tid, NULL, NULL))
+		return -errno;
+	for (;;) {
+		err = wait_stop(h, &st);
+		if (err)
+			return err;
+		if (st >> 16 == PTRACE_EVENT_STOP)
+			return 0;
+		if (ptrace(PTRACE_CONT, h->tid, NULL, (void *)(long)delivered_signal(st)))
+			return -errno;
+	}
+}
+
 int hijack__seize(struct hijack *h, pid_t pid, pid_t tid, const struct hijack_gadgets *g)
 {
 	struct iovec iov;
-	int st, ret;
+	int ret;
 
 	memset(h, 0, sizeof(*h));
 	h->pid = pid;
@@ -121,22 +154,10 @@ int hijack__seize(struct hijack *h, pid_t pid, pid_t tid, const struct hijack_ga
 	h->g = *g;
 	if (ptrace(PTRACE_SEIZE, tid, NULL, (void *)(long)PTRACE_O_TRACESYSGOOD))
 		return errno == EPERM && tid != pid ? -EBUSY : -errno;
-	if (ptrace(PTRACE_INTERRUPT, tid, NULL, NULL)) {
-		ret = -errno;
+	ret = interrupt(h);
+	if (ret) {
 		ptrace(PTRACE_DETACH, tid, NULL, NULL);
 		return ret;
-	}
-	/*
-	 * A signal that was on its way stops it first: let it through (it
-	 * runs on the thread's own registers) and keep waiting for ours.
-	 */
-	for (;;) {
-		ret = wait_stop(h, &st);
-		if (ret)
-			return ret;
-		if (st >> 16 == PTRACE_EVENT_STOP)
-			break;
-		ptrace(PTRACE_CONT, tid, NULL, (void *)(long)delivered_signal(st));
 	}
 	h->stopped_ns = clock_ns(CLOCK_MONOTONIC);
 	ret = get_regs(h, regs_of(h));
@@ -418,9 +439,15 @@ int hijack__map_scratch(struct hijack *h)
 {
 	uint64_t args[6] = { 0, HIJACK_CODE_SIZE + HIJACK_STACK_SIZE, PROT_READ | PROT_WRITE,
 			     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, (uint64_t)-1, 0 };
-	/* mov %rax,%rdi; movabs $frame,%rsp; mov $SYS_getpid,%eax; syscall; ret */
-	unsigned char code[21] = { 0x48, 0x89, 0xc7, 0x48, 0xbc, 0, 0, 0, 0, 0, 0, 0, 0,
-				   0xb8, SYS_getpid, 0, 0, 0, 0x0f, 0x05, 0xc3 };
+	/*
+	 * mov %rax,%r12; movabs $frame,%rsp; lea sleep(%rip),%rdi; xor %esi,%esi;
+	 * mov $SYS_nanosleep,%eax; syscall; ret (into __restore_rt, through the frame)
+	 */
+	unsigned char code[CODE_SLEEP_OFF + 16] = {
+		0x49, 0x89, 0xc4, 0x48, 0xbc, 0, 0, 0, 0, 0, 0, 0, 0,
+		0x48, 0x8d, 0x3d, CODE_SLEEP_OFF - 20, 0, 0, 0, 0x31, 0xf6,
+		0xb8, SYS_nanosleep, 0, 0, 0, 0x0f, 0x05, 0xc3 };
+	struct timespec sleep = { MARKER_WAIT_NS / 1000000000, MARKER_WAIT_NS % 1000000000 };
 	int64_t res;
 	int ret;
 
@@ -431,6 +458,7 @@ int hijack__map_scratch(struct hijack *h)
 		return (int)res;
 	h->scratch = (uint64_t)res;
 	memcpy(code + 5, &h->frame, 8);
+	memcpy(code + CODE_SLEEP_OFF, &sleep, sizeof(sleep));
 	ret = hijack__put(h, CODE_RET_OFF, code, sizeof(code));
 	if (ret)
 		return ret;
@@ -453,10 +481,104 @@ uint64_t hijack__scratch_addr(const struct hijack *h, size_t off)
 	return h->scratch + off;
 }
 
-/* the entry stop of the marker syscall: the call has returned, its value in rdi */
-static bool at_marker(struct hijack *h, const struct user_regs_struct *r)
+/*
+ * The thread sleeps in the marker: its call has returned.  Read from
+ * /proc/PID/task/TID/syscall ("NR ARGS... SP PC" while blocked in a call),
+ * which needs no stop.
+ */
+static bool at_marker(struct hijack *h)
 {
-	return r->rip == h->scratch + CODE_MARKER_END && syscall_op(h) == PTRACE_SYSCALL_INFO_ENTRY;
+	char path[64], buf[256], *pc;
+	long nr;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/syscall", (int)h->pid, (int)h->tid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	nr = strtol(buf, NULL, 10);
+	pc = strrchr(buf, ' ');
+	return nr == SYS_nanosleep && pc &&
+	       strtoull(pc + 1, NULL, 16) == h->scratch + CODE_MARKER_END;
+}
+
+/*
+ * Its first syscalls stop it, so a short call is seen ending at once (at
+ * the marker's entry); from the MARKER_STOPS-th on it runs on without a
+ * stop (PTRACE_CONT): a stop at each syscall of a long call (dlopen's, the
+ * takeover's mprotects) cost two context switches each and the
+ * scheduler's delay to run both sides again, which under load made most
+ * of the time the thread was held.  culpert-bpf then looks every 50 us
+ * whether it sleeps in the marker, and stops it there.  Either way the
+ * thread ends at the marker's syscall-exit stop (a stop in the sleep: its
+ * restart is dropped when the next registers are set).
+ */
+#define MARKER_STOPS		4
+
+/* at a syscall stop: 1 at the marker's entry, 0 elsewhere, or -errno */
+static int stopped_at_marker(struct hijack *h, struct user_regs_struct *r)
+{
+	int err = get_regs(h, r);
+
+	if (err)
+		return err;
+	return r->rip == h->scratch + CODE_MARKER_END && (long)r->orig_rax == SYS_nanosleep &&
+	       syscall_op(h) == PTRACE_SYSCALL_INFO_ENTRY;
+}
+
+/* skip the marker's sleep: on to its exit stop, at once */
+static int skip_sleep(struct hijack *h, struct user_regs_struct *r)
+{
+	int st, err;
+
+	r->orig_rax = (uint64_t)-1;
+	err = set_regs(h, r);
+	for (; !err;) {
+		if (ptrace(PTRACE_SYSCALL, h->tid, NULL, NULL))
+			return -errno;
+		err = wait_stop(h, &st);
+		if (!err && is_syscall_stop(st))
+			return 0;
+	}
+	return err;
+}
+
+/* PTRACE_CONT, then wait for the sleep in the marker and stop the thread there */
+static int poll_marker(struct hijack *h, uint64_t deadline, struct user_regs_struct *r)
+{
+	struct timespec poll = { 0, MARKER_POLL_NS };
+	int st, err;
+	pid_t w;
+
+	if (ptrace(PTRACE_CONT, h->tid, NULL, NULL))
+		return -errno;
+	while (!at_marker(h)) {
+		/* a signal its call raised (its own are blocked): delivered, as without us */
+		w = waitpid(h->tid, &st, __WALL | WNOHANG);
+		if (w == h->tid) {
+			if (!WIFSTOPPED(st))
+				return -ESRCH;
+			h->trips++;
+			if (ptrace(PTRACE_CONT, h->tid, NULL, (void *)(long)delivered_signal(st)))
+				return -errno;
+		}
+		if (clock_ns(CLOCK_MONOTONIC) > deadline)
+			return -ETIMEDOUT;
+		nanosleep(&poll, NULL);
+	}
+	err = interrupt(h);
+	if (!err)
+		err = get_regs(h, r);
+	if (err)
+		return err;
+	/* its sleep ended first: it went home through the frame, result unread */
+	return r->rip == h->scratch + CODE_MARKER_END ? 0 : -ETIMEDOUT;
 }
 
 int hijack__call(struct hijack *h, uint64_t fn, uint64_t a0, uint64_t a1, uint64_t timeout_ns,
@@ -466,8 +588,7 @@ int hijack__call(struct hijack *h, uint64_t fn, uint64_t a0, uint64_t a1, uint64
 	uint64_t sp = h->scratch + HIJACK_CODE_SIZE + HIJACK_STACK_SIZE - 8;
 	uint64_t deadline = clock_ns(CLOCK_MONOTONIC) + timeout_ns;
 	struct user_regs_struct r;
-	bool done = false;
-	int st, err, sig = 0;
+	int st, err, sig = 0, stops = 0;
 
 	err = write_mem(h, sp, &ret_addr, 8);
 	if (err)
@@ -479,10 +600,13 @@ int hijack__call(struct hijack *h, uint64_t fn, uint64_t a0, uint64_t a1, uint64
 	r.rsi = a1;
 	r.rax = 0;
 	err = set_regs(h, &r);
-	if (err)
-		return err;
-	/* every syscall of the call stops here; the marker's exit leaves it back at the frame */
-	for (;;) {
+	while (!err) {
+		if (stops == MARKER_STOPS) {
+			err = poll_marker(h, deadline, &r);
+			if (!err)
+				*ret = r.r12;
+			break;
+		}
 		if (ptrace(PTRACE_SYSCALL, h->tid, NULL, (void *)(long)sig))
 			return -errno;
 		err = wait_stop(h, &st);
@@ -491,21 +615,21 @@ int hijack__call(struct hijack *h, uint64_t fn, uint64_t a0, uint64_t a1, uint64
 		sig = delivered_signal(st);
 		if (!is_syscall_stop(st))
 			continue;
-		if (done)
-			return 0;
-		err = get_regs(h, &r);
-		if (err)
-			return err;
-		if (at_marker(h, &r)) {
-			*ret = r.rdi;
-			done = true;
-		} else if (clock_ns(CLOCK_MONOTONIC) > deadline) {
-			/* it finishes the call and returns through the frame on its own */
-			ptrace(PTRACE_DETACH, h->tid, NULL, NULL);
-			h->resumed = true;
-			return -ETIMEDOUT;
+		err = stopped_at_marker(h, &r);
+		if (err > 0) {
+			*ret = r.r12;
+			return skip_sleep(h, &r);
 		}
+		if (!err && clock_ns(CLOCK_MONOTONIC) > deadline)
+			err = -ETIMEDOUT;
+		stops++;
 	}
+	if (err == -ETIMEDOUT) {
+		/* it finishes the call, sleeps in the marker and goes home on its own */
+		ptrace(PTRACE_DETACH, h->tid, NULL, NULL);
+		h->resumed = true;
+	}
+	return err;
 }
 
 uint64_t hijack__finish(struct hijack *h)

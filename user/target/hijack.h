@@ -37,6 +37,7 @@ struct hijack {
 	uint64_t stopped_ns;		/* CLOCK_MONOTONIC at the stop */
 	bool in_syscall;		/* stopped inside a syscall */
 	bool resumed;			/* the thread has been handed back */
+	unsigned int trips;		/* stops it was resumed from and waited on again */
 	struct hijack_gadgets g;
 };
 
@@ -80,8 +81,11 @@ int hijack__put(struct hijack *h, size_t off, const void *data, size_t len);
 uint64_t hijack__scratch_addr(const struct hijack *h, size_t off);
 /*
  * Call fn(a0, a1) on the armed thread's scratch stack and wait for it, at
- * most timeout_ns; *ret is its return value.  -ETIMEDOUT leaves the
- * thread to finish and return through its frame on its own.
+ * most timeout_ns; *ret is its return value.  Its first 4 syscalls stop
+ * it, the rest do not; it returns into the code page, which sleeps 500 ms
+ * (the marker) and then returns through the frame: culpert-bpf stops it at
+ * or in that sleep.  -ETIMEDOUT leaves the thread to finish and return
+ * through its frame on its own.
  */
 int hijack__call(struct hijack *h, uint64_t fn, uint64_t a0, uint64_t a1, uint64_t timeout_ns,
 		 uint64_t *ret);

@@ -295,27 +295,38 @@ int inject__check(const struct target *t, const struct procmaps *maps, struct ob
 	return 0;
 }
 
-/* read the target's libc code and find the two gadgets in it */
+/*
+ * Find the two gadgets in libc's code, read from its file (the one the
+ * mapping holds, objcache.c), not from the target's memory: a read of the
+ * whole text through process_vm_readv faults every page of it into the
+ * target's page tables, and 400-700 KiB more of libc counted in its RSS
+ * (docs/inject.md, "What it costs").
+ */
 static int find_gadgets(struct inject_ctx *c, const struct procmap *m)
 {
 	static const unsigned char sys_ret[] = { 0x0f, 0x05, 0xc3 };
 	static const unsigned char restore[] = { 0x48, 0xc7, 0xc0, 0x0f, 0, 0, 0, 0x0f, 0x05 };
+	struct elfobj *obj = objcache__get(c->objs, m);
 	size_t len = m->end - m->start;
-	unsigned char *buf = malloc(len);
-	struct iovec local = { buf, len }, remote = { (void *)m->start, len };
+	unsigned char *buf;
 	unsigned char *p;
+	ssize_t n;
 	int ret = 0;
 
+	if (!obj)
+		return -errno ?: -ENOENT;
+	buf = malloc(len);
 	if (!buf)
 		return -ENOMEM;
-	if (process_vm_readv(c->t->pid, &local, 1, &remote, 1, 0) != (ssize_t)len) {
-		ret = -errno ?: -EIO;
+	n = pread(elfobj__fd(obj), buf, len, (off_t)m->offset);
+	if (n <= 0) {
+		ret = n < 0 ? -errno : -EIO;
 		goto out;
 	}
-	p = memmem(buf, len, sys_ret, sizeof(sys_ret));
+	p = memmem(buf, (size_t)n, sys_ret, sizeof(sys_ret));
 	if (p)
 		c->g.syscall_ret = m->start + (uint64_t)(p - buf);
-	p = memmem(buf, len, restore, sizeof(restore));
+	p = memmem(buf, (size_t)n, restore, sizeof(restore));
 	if (p)
 		c->g.restore_rt = m->start + (uint64_t)(p - buf);
 	if (!c->g.syscall_ret || !c->g.restore_rt)
@@ -748,6 +759,15 @@ close_fd:
 	return ret;
 }
 
+/* the time since *mark into step i, and *mark now */
+static void step(struct inject_stats *st, enum inject_step i, uint64_t *mark)
+{
+	uint64_t now = clock_ns(CLOCK_MONOTONIC);
+
+	st->step_ns[i] = now - *mark;
+	*mark = now;
+}
+
 /*
  * Borrow a thread, load the library if asked and not there, call
  * `name`(arg); by deadline_ns (CLOCK_MONOTONIC) when not 0
@@ -758,7 +778,7 @@ static int run(const struct target *t, struct objcache *objs, const char *lib,
 {
 	struct inject_ctx c;
 	struct hijack h;
-	uint64_t t0 = clock_ns(CLOCK_MONOTONIC), t1, fn, res = 0;
+	uint64_t t0 = clock_ns(CLOCK_MONOTONIC), t1, fn, res = 0, mark;
 	int ret;
 
 	ret = ctx_open(&c, t, objs, st, err, len);
@@ -777,13 +797,18 @@ static int run(const struct target *t, struct objcache *objs, const char *lib,
 	ret = borrow(&c, &h);
 	if (ret)
 		goto out;
+	mark = h.stopped_ns;
+	step(st, INJECT_STEP_ARM, &mark);
 	ret = hijack__map_scratch(&h);
 	if (ret)
 		fail(&c, ret, "cannot map scratch memory in the target: %s", strerror(-ret));
+	step(st, INJECT_STEP_SCRATCH, &mark);
 	if (!ret && !fn)
 		ret = load(&c, &h, lib, name, &fn);
+	step(st, INJECT_STEP_LOAD, &mark);
 	if (!ret)
 		ret = call(&c, &h, fn, arg, 0, &res);
+	step(st, INJECT_STEP_CALL, &mark);
 	if (!ret) {
 		st->result = (int)(int64_t)res;
 		if (st->result < 0)
@@ -791,6 +816,8 @@ static int run(const struct target *t, struct objcache *objs, const char *lib,
 				   strerror(-st->result));
 	}
 	st->held_ns = hijack__finish(&h);
+	step(st, INJECT_STEP_FINISH, &mark);
+	st->trips = h.trips;
 	st->total_ns = clock_ns(CLOCK_MONOTONIC) - t1;
 out:
 	ctx_close(&c);

@@ -24,11 +24,23 @@ struct target;
 /* the memfd's name, which /proc/PID/maps shows as "/memfd:NAME (deleted)" */
 #define INJECT_MEMFD_NAME	"libculpert-sampler.so"
 
+/* what the borrowed thread's held time is made of */
+enum inject_step {
+	INJECT_STEP_ARM,	/* the safe point looked at, the frame, the signals blocked */
+	INJECT_STEP_SCRATCH,	/* the code page and stack mapped */
+	INJECT_STEP_LOAD,	/* memfd, dlopen, dlsym (the first injection only) */
+	INJECT_STEP_CALL,	/* the library's takeover or release */
+	INJECT_STEP_FINISH,	/* unmapped, the signal mask and registers given back */
+	INJECT_STEPS,
+};
+
 struct inject_stats {
 	uint64_t prep_ns;	/* reading /proc and the objects, before any stop */
 	uint64_t total_ns;	/* from the first stop to the last hand-back */
 	uint64_t max_stop_ns;	/* the longest a thread was stopped (examined, not borrowed) */
 	uint64_t held_ns;	/* how long the borrowed thread ran our calls */
+	unsigned int trips;	/* the times it was resumed and waited for, stops and calls */
+	uint64_t step_ns[INJECT_STEPS];
 	unsigned int stops;	/* threads stopped and examined */
 	pid_t tid;		/* the thread borrowed */
 	bool reused;		/* the library was mapped already */

@@ -112,6 +112,14 @@ size_t objcache__size(const struct objcache *c)
 	return c->n;
 }
 
+void objcache__trim(struct objcache *c)
+{
+	size_t i;
+
+	for (i = 0; i < c->n; i++)
+		elfobj__trim(c->v[i].obj);
+}
+
 void objcache__free(struct objcache *c)
 {
 	size_t i;

@@ -17,6 +17,8 @@ struct objcache *objcache__new(const struct target *t);
 /* the object behind a file-backed mapping; NULL with errno when it cannot be opened */
 struct elfobj *objcache__get(struct objcache *c, const struct procmap *m);
 void objcache__free(struct objcache *c);
+/* elfobj__trim() every object: the cache stays, what was read from the files goes */
+void objcache__trim(struct objcache *c);
 /*
  * Open what is not cached yet through t from now on: the objects are
  * files (device, inode, path), the same whichever process maps them, so
