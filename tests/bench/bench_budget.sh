@@ -26,8 +26,10 @@ TAG=bb$$
 # each 8 s window holds whole ones.
 budget_inuse() {
 	rounds "$2" 8 --inuse --duty-period 4s || return 1
+	# the measure's own resolution beside it: its unprofiled windows against each other
 	echo "  $1 at --max-overhead $2 with --inuse: lost $losses% of a CPU, estimated" \
-		"$(awk '{ printf "%.2f%% ", $1 * 100 }' "$TMP/est")"
+		"$(awk '{ printf "%.2f%% ", $1 * 100 }' "$TMP/est")(A/A spread" \
+		"$(aa_spread "$TMP/u")%)"
 	bad=$(check_rounds "$2")
 	if [ -z "$bad" ]; then
 		echo "  $1: every round within the budget +- 50%, every estimate within +- 30%"

@@ -229,6 +229,78 @@ static void test_free_cycled(void)
 	ASSERT_NEAR(c.duty, 5.96 / 60, 1e-9, "duty as without cycling");
 }
 
+/* the model with 4 s windows, and a target just picked up with nothing counted */
+static void windowed(struct budget_model *m, struct budget_target *bt)
+{
+	*m = model;
+	m->window_ns = 4 * S;
+	budget_target_init(bt, 0, true, &(struct budget_counts){ 0 });
+}
+
+/*
+ * The free probes alone at 1.5 times their rate with both on (a process
+ * that frees as fast as their traps let it): 10k frees/s = 0.5% while on,
+ * 0.75% while the allocation probes are off.  The window pays what
+ * switching adds, 5% + 0.5% - 0.75%: ((1% - 0.75%) * 60 s - 2 ms) /
+ * 4.75%; the estimate is the budget.  At 2.5 times (1.25%, over 1%) they
+ * are cycled: (1% * 60 s - 2 ms) / 5.5%.
+ */
+static void test_free_off_rate(void)
+{
+	struct budget_model m = model;
+	struct budget_rates r = { .alloc_per_s = 100000, .free_per_s = 10000,
+				  .free_off_ratio = 1.5, .inuse = true };
+	struct budget_choice c;
+	double on = ((0.01 - 0.0075) * 60 - 0.002) / 0.0475;
+
+	m.can_cycle_free = true;
+	budget_choose(&m, &r, &c);
+	ASSERT_TRUE(!c.free_cycled && !c.over, "free probes stay on");
+	ASSERT_NEAR((double)c.on_ns, on * 1e9, 1, "window");
+	ASSERT_NEAR(c.est_pct, 1, 1e-9, "estimate at the budget");
+	ASSERT_NEAR(c.free_pct, on / 60 * 0.5 + (1 - on / 60) * 0.75, 1e-9, "free part");
+	ASSERT_NEAR(c.free_off_pct, 0.75, 1e-9, "free probes alone");
+	r.free_off_ratio = 2.5;
+	budget_choose(&m, &r, &c);
+	ASSERT_TRUE(c.free_cycled && !c.over, "free probes cycled");
+	ASSERT_NEAR((double)c.on_ns, (0.6 - 0.002) / 0.055 * 1e9, 1, "window");
+	ASSERT_NEAR(c.est_pct, 1, 1e-9, "estimate at the budget");
+}
+
+/*
+ * The ratio measured: 10k frees/s with both on in the first second, then
+ * 25k/s in the 3.64 s off window that keeps the free probes: 2.5.  The
+ * next decision cycles them (1.25% alone), and an off window without
+ * them leaves the ratio as it was.
+ */
+static void test_free_off_measured(void)
+{
+	struct budget_model m;
+	struct budget_counts c;
+	struct budget_target bt;
+	struct budget_action a;
+
+	windowed(&m, &bt);
+	m.can_cycle_free = true;
+	c = (struct budget_counts){ .alloc = 100000, .free = 10000 };
+	budget_target_step(&bt, &m, S, &c, &a);
+	ASSERT_TRUE(a.switch_alloc && !a.alloc_on && !a.switch_free, "allocation probes off");
+	c.free += 91000;
+	budget_target_step(&bt, &m, 4640000000ULL, &c, &a);
+	ASSERT_TRUE(a.switch_alloc && a.alloc_on, "on");
+	ASSERT_NEAR(bt.off_free_per_s, 25000, 1e-6, "free rate off");
+	ASSERT_NEAR(bt.rates.free_off_ratio, 2.5, 1e-9, "ratio");
+	c.alloc += 36000;
+	c.free += 3600;
+	budget_target_step(&bt, &m, 5 * S, &c, &a);
+	ASSERT_TRUE(a.switch_alloc && !a.alloc_on && a.switch_free, "both off");
+	ASSERT_TRUE(bt.choice.free_cycled, "free probes cycled");
+	ASSERT_NEAR((double)bt.choice.on_ns, (0.04 - 0.002) / 0.055 * 1e9, 1, "window");
+	budget_target_step(&bt, &m, bt.phase_end_ns, &c, &a);
+	ASSERT_TRUE(a.switch_alloc && a.alloc_on && a.switch_free, "both on");
+	ASSERT_NEAR(bt.rates.free_off_ratio, 2.5, 1e-9, "ratio kept");
+}
+
 /*
  * Hits by class: 90k allocator hits on emulated sites (500 ns) and 10k on
  * single-stepped ones (5 us) in the first second: 950 ns a hit, 9.5% of a
@@ -260,12 +332,11 @@ static void test_site_classes(void)
  */
 static void test_window(void)
 {
-	struct budget_model m = model;
+	struct budget_model m;
 	struct budget_target bt;
 	struct budget_action a;
 
-	m.window_ns = 4 * S;
-	budget_target_init(&bt, 0, true, &(struct budget_counts){ 0 });
+	windowed(&m, &bt);
 	budget_target_step(&bt, &m, S, &(struct budget_counts){ .alloc = 100000, .free = 10000 },
 			   &a);
 	ASSERT_EQ(bt.choice.period_ns, 4 * S, "period");
@@ -293,13 +364,12 @@ static void test_window(void)
  */
 static void test_want_check(void)
 {
-	struct budget_model m = model;
+	struct budget_model m;
 	struct budget_target bt;
 	struct budget_action a;
 
-	m.window_ns = 4 * S;
 	/* 100 allocs/s: 0.005% of a CPU, under a tenth of the budget: never checked by itself */
-	budget_target_init(&bt, 0, true, &(struct budget_counts){ 0 });
+	windowed(&m, &bt);
 	budget_target_step(&bt, &m, S, &(struct budget_counts){ .alloc = 100, .free = 100 }, &a);
 	ASSERT_TRUE(!a.switch_alloc, "stays on");
 	budget_target_step(&bt, &m, 5 * S, &(struct budget_counts){ .alloc = 500, .free = 500 },
@@ -315,6 +385,33 @@ static void test_want_check(void)
 			   &a);
 	ASSERT_TRUE(a.switch_alloc && a.alloc_on && !a.switch_free, "on again");
 	ASSERT_EQ(bt.phase_end_ns, 14 * S, "a window's length");
+}
+
+/*
+ * 1000 allocs/s and 1000 frees/s at 500 ns: 0.1%, on all the time, the
+ * next measurement at 5 s.  At 2 s the target's CPU says a hit costs 100
+ * times that: 5% + 5%, the free probes alone over 1% (in-use dropped
+ * here), the window (1% * 4 s - 2 ms) / 5% = 0.76 s ends at 2.76 s, not
+ * 5 s.  Twice the costs (0.2%) would not have shortened it.
+ */
+static void test_rescale(void)
+{
+	struct budget_model m;
+	struct budget_target bt;
+	struct budget_action a;
+
+	windowed(&m, &bt);
+	bt.costs = (struct budget_site_costs){ .alloc = 500, .free = 500 };
+	budget_target_step(&bt, &m, S, &(struct budget_counts){ .alloc = 1000, .free = 1000 }, &a);
+	ASSERT_TRUE(!a.switch_alloc && bt.choice.duty >= 1, "on all the time");
+	ASSERT_EQ(bt.phase_end_ns, 5 * S, "measured again at 5 s");
+	budget_target_rescale(&bt, &m, 2, 2 * S);
+	ASSERT_NEAR(bt.rates.alloc_ns, 1000, 1e-9, "twice the cost");
+	ASSERT_EQ(bt.phase_end_ns, 5 * S, "still within the budget");
+	budget_target_rescale(&bt, &m, 100, 2 * S);
+	ASSERT_NEAR(bt.rates.alloc_ns, 50000, 1e-9, "100 times the cost");
+	ASSERT_NEAR(bt.rates.free_ns, 50000, 1e-9, "of a free too");
+	ASSERT_NEAR((double)bt.phase_end_ns, 2.76e9, 1, "the window ends sooner");
 }
 
 static void test_median(void)
@@ -428,9 +525,12 @@ int main(void)
 	RUN_TEST(test_cycle);
 	RUN_TEST(test_cycle_on_and_drop);
 	RUN_TEST(test_free_cycled);
+	RUN_TEST(test_free_off_rate);
+	RUN_TEST(test_free_off_measured);
 	RUN_TEST(test_site_classes);
 	RUN_TEST(test_window);
 	RUN_TEST(test_want_check);
+	RUN_TEST(test_rescale);
 	RUN_TEST(test_median);
 	RUN_TEST(test_runner);
 	return TEST_EXIT();

@@ -4,16 +4,20 @@
  * one target's duty cycle (budget.h).  The cost model, in shares of one
  * CPU:
  *
- *	estimate = duty * alloc_per_s * ns_per_hit / 1e9	(allocation probes, while on)
- *		 + free_per_s * ns_per_hit / 1e9		(free probes: always on with in-use)
+ *	estimate = duty * (alloc_per_s + free_per_s) * ns_per_hit / 1e9	(while on)
+ *		 + (1 - duty) * free_off_per_s * ns_per_hit / 1e9	(free probes kept, off)
  *		 + switch_ns / period_ns			(one detach + attach a period)
  *
  * A uprobe's cost is its trap and its program, paid by the calling thread
  * on every call whatever is sampled, so calls times the calibrated cost of
  * one hit is what the target loses.  The free probes stay attached as
  * long as in-use tracking is on (a block freed while they were off would
- * stay live for ever); when they alone exceed the budget, in-use is
- * dropped for that target for good, and its heap profile says so.
+ * stay live for ever); when they alone exceed the budget, they are cycled
+ * with the allocation probes (or in-use is dropped for that target for
+ * good, and its heap profile says so).  Rates are those of the windows
+ * they are paid in: a process that runs flat out makes as many calls as
+ * its probes let it, so its free probes alone see more hits/s than with
+ * the allocation probes on too (free_off_ratio, measured in off windows).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -47,11 +51,18 @@ static double free_cost(const struct budget_model *m, const struct budget_rates 
 	return r->inuse ? r->free_per_s * (r->free_ns > 0 ? r->free_ns : m->ns_per_hit) / NS : 0;
 }
 
+/* what the free probes cost while the allocation probes are off (they are on alone) */
+static double free_off_cost(const struct budget_model *m, const struct budget_rates *r)
+{
+	return free_cost(m, r) * (r->free_off_ratio > 0 ? r->free_off_ratio : 1);
+}
+
 /* the free probes cycled with the allocation probes: both are paid only while on */
 static double estimate(const struct budget_model *m, const struct budget_rates *r, double duty,
 		       uint64_t period_ns, bool free_cycled)
 {
-	double share = duty * alloc_cost(m, r) + (free_cycled ? duty : 1) * free_cost(m, r);
+	double share = duty * (alloc_cost(m, r) + free_cost(m, r)) +
+		       (free_cycled ? 0 : (1 - duty) * free_off_cost(m, r));
 
 	if (duty < 1 && period_ns)
 		share += m->switch_ns / (double)period_ns;
@@ -70,8 +81,8 @@ double budget_estimate_pct(const struct budget_model *m, const struct budget_rat
  * window is shorter than min_on_ns, the period stretches so that the
  * window is min_on_ns and the estimate still the budget:
  *	((b - f) * P - s) / a = min_on  =>  P = (min_on * a + s) / (b - f)
- * a: the probes the cycle switches (the free probes too when f alone is
- * over the budget and they can be switched), f: those that stay.
+ * a: what switching costs on top of what stays on (the free probes too
+ * when f alone is over the budget and they can be switched), f: what stays.
  */
 static void choose_duty(const struct budget_model *m, double a, double f,
 			struct budget_choice *out)
@@ -83,6 +94,11 @@ static void choose_duty(const struct budget_model *m, double a, double f,
 	out->period_ns = m->period_ns;
 	if (m->max_pct <= 0 || a + f <= b)
 		return;
+	/* what stays costs as much as all on (and over the budget): no duty helps */
+	if (!(a > 0)) {
+		out->over = true;
+		return;
+	}
 	/* a short period: the next measurement is never far off */
 	if (m->window_ns && p > (double)m->window_ns)
 		p = (double)m->window_ns;
@@ -103,26 +119,29 @@ void budget_choose(const struct budget_model *m, const struct budget_rates *r,
 		   struct budget_choice *out)
 {
 	struct budget_rates kept = *r;
-	double a, f, b = m->max_pct / 100;
+	double a, f, f_off, b = m->max_pct / 100;
 
 	memset(out, 0, sizeof(*out));
-	f = free_cost(m, &kept);
-	if (m->max_pct > 0 && f > b && m->can_cycle_free)
+	/* the free probes alone: with the allocation probes off */
+	f_off = free_off_cost(m, &kept);
+	out->free_off_pct = f_off * 100;
+	if (m->max_pct > 0 && f_off > b && m->can_cycle_free)
 		out->free_cycled = true;
-	else if (m->max_pct > 0 && f > b && m->can_drop_inuse)
+	else if (m->max_pct > 0 && f_off > b && m->can_drop_inuse)
 		kept.inuse = false;
 	out->inuse = kept.inuse;
 	a = alloc_cost(m, &kept);
 	f = free_cost(m, &kept);
+	f_off = free_off_cost(m, &kept);
 	if (out->free_cycled)
 		choose_duty(m, a + f, 0, out);
 	else
-		choose_duty(m, a, f, out);
+		choose_duty(m, a + f - f_off, f_off, out);
 	if (out->duty >= 1)
 		out->free_cycled = false;
 	out->on_ns = (uint64_t)(out->duty * (double)out->period_ns);
 	out->est_pct = estimate(m, &kept, out->duty, out->period_ns, out->free_cycled);
-	out->free_pct = f * (out->free_cycled ? out->duty : 1) * 100;
+	out->free_pct = (out->duty * f + (out->free_cycled ? 0 : (1 - out->duty) * f_off)) * 100;
 	if (m->max_pct > 0 && out->est_pct > m->max_pct * (1 + 1e-9))
 		out->over = true;
 }
@@ -246,6 +265,26 @@ static void decide(struct budget_target *bt, const struct budget_model *m, uint6
 	act->switch_free = bt->choice.free_cycled;
 }
 
+/*
+ * The end of an off window that kept the free probes on: their hits/s in
+ * it against the last on window's, for what they cost alone.  Over one
+ * period of a process that runs flat out it read 2.1-2.4 here (its
+ * frees as fast as their traps let them, no allocator trap between).
+ */
+static void measure_free_off(struct budget_target *bt, uint64_t now_ns,
+			     const struct budget_counts *c)
+{
+	uint64_t df = c->free - bt->at_off.free;
+
+	bt->off_free_per_s = 0;
+	if (!bt->rates.inuse || bt->choice.free_cycled || bt->check_free ||
+	    now_ns <= bt->off_start_ns || df < BUDGET_RATIO_MIN_HITS)
+		return;
+	bt->off_free_per_s = per_s(df, now_ns - bt->off_start_ns);
+	if (bt->rates.free_per_s > 0)
+		bt->rates.free_off_ratio = bt->off_free_per_s / bt->rates.free_per_s;
+}
+
 void budget_target_step(struct budget_target *bt, const struct budget_model *m, uint64_t now_ns,
 			const struct budget_counts *c, struct budget_action *act)
 {
@@ -254,8 +293,13 @@ void budget_target_step(struct budget_target *bt, const struct budget_model *m, 
 		return;
 	if (bt->phase == BUDGET_ON) {
 		decide(bt, m, now_ns, c, act);
+		if (act->switch_alloc && !act->alloc_on) {
+			bt->off_start_ns = now_ns;
+			bt->at_off = *c;
+		}
 		return;
 	}
+	measure_free_off(bt, now_ns, c);
 	bt->phase = BUDGET_ON;
 	bt->cycled_on = true;
 	bt->on_start_ns = now_ns;
@@ -265,6 +309,25 @@ void budget_target_step(struct budget_target *bt, const struct budget_model *m, 
 	act->alloc_on = true;
 	act->switch_free = bt->choice.free_cycled || bt->check_free;
 	bt->check_free = false;
+}
+
+void budget_target_rescale(struct budget_target *bt, const struct budget_model *m, double scale,
+			   uint64_t now_ns)
+{
+	double k = scale / (bt->cost_scale > 0 ? bt->cost_scale : 1);
+	struct budget_choice c;
+
+	bt->cost_scale = scale;
+	bt->rates.alloc_ns *= k;
+	bt->rates.free_ns *= k;
+	if (bt->phase != BUDGET_ON || !bt->decisions)
+		return;
+	/* the last rates at the new costs: an on window they say is too long ends sooner */
+	budget_choose(m, &bt->rates, &c);
+	if (c.duty < 1 && now_ns + c.on_ns < bt->phase_end_ns) {
+		bt->phase_end_ns = now_ns + c.on_ns;
+		bt->cycled_on = true;
+	}
 }
 
 uint64_t budget_target_observed(const struct budget_target *bt, uint64_t now_ns)

@@ -33,6 +33,8 @@
  */
 #define BUDGET_CHECK_OFF_NS (1000ULL * 1000000ULL)
 #define BUDGET_CHECK_TRIES 3
+/* an off window's free hits at least, for their rate to say what they cost alone */
+#define BUDGET_RATIO_MIN_HITS 100
 
 /* what the choice is made from, the same for every target */
 struct budget_model {
@@ -64,6 +66,13 @@ struct budget_rates {
 	double free_per_s;
 	/* this target's mean cost of an allocator / a deallocator hit; 0: the model's ns_per_hit */
 	double alloc_ns, free_ns;
+	/*
+	 * the free probes' hits/s in an off window that kept them (the
+	 * allocation probes off) over free_per_s, as last measured; 0: not
+	 * yet (1).  A process that runs flat out frees faster once the
+	 * allocation probes stop slowing it (docs/agent.md, "Overhead budget")
+	 */
+	double free_off_ratio;
 	bool inuse;		/* in-use tracking still on: the free probes stay attached */
 };
 
@@ -80,6 +89,7 @@ struct budget_choice {
 	bool over;		/* even the shortest window at the longest period exceeds it */
 	double est_pct;		/* estimated CPU the target pays, % of one CPU */
 	double free_pct;	/* the free probes' part of it */
+	double free_off_pct;	/* what they alone cost, with the allocation probes off */
 };
 
 /* the estimate, % of one CPU, of allocation probes on `duty` of a period_ns period */
@@ -110,6 +120,10 @@ struct budget_target {
 	uint64_t phase_end_ns;		/* when the current window ends */
 	uint64_t on_start_ns;		/* the current (or last) on window's start */
 	struct budget_counts at_on;	/* the counters then */
+	uint64_t off_start_ns;		/* the current (or last) off window's start */
+	struct budget_counts at_off;	/* the counters then */
+	/* the last off window's free hits/s, the free probes on in it; 0: none such yet */
+	double off_free_per_s;
 	uint64_t decided_ns;		/* the last decision (or pick-up) */
 	struct budget_site_costs costs;	/* all 0: the model's ns_per_hit for every hit */
 	uint64_t observed_ns;		/* total time the allocation probes were on */
@@ -156,6 +170,14 @@ void budget_target_init(struct budget_target *bt, uint64_t now_ns, bool inuse,
  */
 void budget_target_step(struct budget_target *bt, const struct budget_model *m, uint64_t now_ns,
 			const struct budget_counts *c, struct budget_action *act);
+/*
+ * The target's own CPU time says a hit costs `scale` times its site costs:
+ * its rates' costs follow now, and an on window that the last rates at
+ * these costs say is too long for the budget ends sooner (a cost found 100
+ * times the calibration's is not paid for a whole window more)
+ */
+void budget_target_rescale(struct budget_target *bt, const struct budget_model *m, double scale,
+			   uint64_t now_ns);
 /* the time the allocation probes have been on, up to now_ns */
 uint64_t budget_target_observed(const struct budget_target *bt, uint64_t now_ns);
 

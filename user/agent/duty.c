@@ -39,6 +39,12 @@
 #define SCALE_MAX 1000
 /* each pair's weight in the scale: the latest counts half, so it follows within a period */
 #define SCALE_KEEP 0.5
+/*
+ * what switching the allocation probes alone is predicted to change, at
+ * least, as a share of what all the probes cost while on, for the change
+ * measured to say what a hit costs
+ */
+#define SCALE_MIN_SWITCHED 0.25
 
 struct duty_entry {
 	pid_t pid;
@@ -49,8 +55,10 @@ struct duty_entry {
 	bool costs_set;			/* bt.costs from the calibration and its mode */
 	struct budget_counts last;	/* the counters at its last step */
 	/* its own CPU (schedstat, every thread) at the last switch, for checking the costs */
-	uint64_t mark_ns, mark_run, mark_wait, mark_sys, mark_calls;
+	uint64_t mark_ns, mark_run, mark_wait, mark_sys, mark_calls, mark_free;
 	bool marked, have_on, on_busy;
+	/* a check with the free probes kept could not tell: the next one has them off too */
+	bool check_both;
 	/* the last on window: CPU and system CPU shares, length, the costs' prediction */
 	double on_cpu, on_sys, on_dt, on_pred_alloc, on_pred_free;
 	double on_calls;		/* its read and write system calls per second then */
@@ -316,10 +324,10 @@ static void log_decision(const struct duty *d, const struct duty_entry *e)
 		d->o.max_pct > 0 ? "" : ": no limit", c->over ? "; over the budget even so" : "");
 	if (c->free_cycled)
 		pr_info("culpert-bpf: pid %d: its free probes alone would cost %.3g%% of a "
-			"CPU: they go off with the allocation probes, its heap holds only the "
-			"blocks allocated since they were last re-attached\n", (int)e->pid,
-			e->bt.rates.free_per_s * (e->bt.rates.free_ns > 0 ? e->bt.rates.free_ns :
-						  d->model.ns_per_hit) / 1e7);
+			"CPU (%.3g times their rate with both on): they go off with the "
+			"allocation probes, its heap holds only the blocks allocated since they "
+			"were last re-attached\n", (int)e->pid, c->free_off_pct,
+			e->bt.rates.free_off_ratio > 0 ? e->bt.rates.free_off_ratio : 1);
 }
 
 /*
@@ -447,8 +455,14 @@ static void check_costs(struct duty *d, struct duty_entry *e)
 			e->on_dt = dt;
 			e->have_on = true;
 		} else if (e->have_on) {
-			/* the off window ending now had the free probes off too, or not */
-			pred = e->on_pred_alloc + (e->free_on ? 0 : e->on_pred_free);
+			/*
+			 * the off window ending now had the free probes off too, or
+			 * not: then they cost it what its own free rate says
+			 */
+			k = e->bt.cost_scale > 0 ? e->bt.cost_scale : 1;
+			pred = e->on_pred_alloc + e->on_pred_free;
+			if (e->free_on && e->last.free >= e->mark_free)
+				pred -= (double)(e->last.free - e->mark_free) / dt * r->free_ns / k;
 			busy = busy || e->on_busy;
 			work = e->on_calls * e->on_dt >= WORK_MIN_CALLS && calls * dt >= WORK_MIN_CALLS;
 			if (work) {
@@ -461,15 +475,29 @@ static void check_costs(struct duty *d, struct duty_entry *e)
 				extra = e->on_cpu - cpu;
 				by = "CPU";
 			}
-			e->extra_ns = SCALE_KEEP * e->extra_ns + extra * e->on_dt;
-			e->pred_ns = SCALE_KEEP * e->pred_ns + pred * e->on_dt;
 			e->have_on = false;
 			*(e->free_on ? &e->base_alloc_off : &e->base_both_off) = sysr;
+			/*
+			 * A process that runs flat out pays the free probes alone
+			 * nearly all it pays with both on (the frees run as fast as
+			 * their traps let them): the difference of the two windows
+			 * is then noise, no measure of a hit's cost
+			 */
+			if (!(pred > SCALE_MIN_SWITCHED * (e->on_pred_alloc + e->on_pred_free))) {
+				pr_debug("culpert-bpf: pid %d: the allocation probes switched "
+					 "alone predict %.3g%% of a CPU: no check of the costs\n",
+					 (int)e->pid, pred * 100);
+				e->check_both = true;
+				goto mark;
+			}
+			e->check_both = false;
+			e->extra_ns = SCALE_KEEP * e->extra_ns + extra * e->on_dt;
+			e->pred_ns = SCALE_KEEP * e->pred_ns + pred * e->on_dt;
 			/* 10 ms of predicted cost at least: a few clock ticks of stime */
 			if (e->pred_ns >= 1e7) {
 				k = e->extra_ns / e->pred_ns;
-				e->bt.cost_scale = k < SCALE_MIN ? SCALE_MIN : k > SCALE_MAX ?
-						   SCALE_MAX : k;
+				budget_target_rescale(&e->bt, &d->model, k < SCALE_MIN ? SCALE_MIN :
+						      k > SCALE_MAX ? SCALE_MAX : k, now);
 				e->bt.scale_checked = true;
 				pr_info("culpert-bpf: pid %d: by its %s, the probes cost it %.3g%% "
 					"of a CPU while on (its CPU %.3g%% on, %.3g%% off, system "
@@ -480,11 +508,13 @@ static void check_costs(struct duty *d, struct duty_entry *e)
 			}
 		}
 	}
+mark:
 	e->mark_ns = now;
 	e->mark_run = run;
 	e->mark_wait = wait;
 	e->mark_sys = sys;
 	e->mark_calls = nc;
+	e->mark_free = e->last.free;
 	e->marked = true;
 }
 
@@ -521,7 +551,7 @@ static void watch_sys(struct duty *d, struct duty_entry *e, uint64_t now)
 		       (r->inuse && both ? r->free_per_s * r->free_ns / 1e9 : 0);
 		extra = sysr - (both ? (e->base_both_off > 0 ? e->base_both_off : 0) :
 				(e->base_alloc_off > 0 ? e->base_alloc_off : 0));
-		e->bt.want_check_free = !both && sysr - pred > b;
+		e->bt.want_check_free = e->check_both || (!both && sysr - pred > b);
 		if (e->bt.want_check_free || (extra > 2 * pred && extra - pred > b / 4)) {
 			e->bt.want_check = true;
 			pr_info("culpert-bpf: pid %d: its system CPU %.3g%% of a CPU, %.3g%% over "
@@ -540,12 +570,11 @@ static void watch_sys(struct duty *d, struct duty_entry *e, uint64_t now)
 static void drop_inuse(struct duty *d, struct duty_entry *e)
 {
 	double free_per_s = e->bt.rates.free_per_s;
-	double ns = e->bt.rates.free_ns > 0 ? e->bt.rates.free_ns : d->model.ns_per_hit;
 	int ret = d->ops.drop_inuse(d->ctx, e->pid, e->start);
 
 	pr_warn("pid %d: its free probes alone would cost %.3g%% of a CPU (%.0f frees/s), over "
 		"--max-overhead %g%%: in-use (heap) tracking %s\n", (int)e->pid,
-		free_per_s * ns / 1e7, free_per_s, d->o.max_pct,
+		e->bt.choice.free_off_pct, free_per_s, d->o.max_pct,
 		ret ? "could not be dropped: the free probes stay and the target is over budget" :
 		"is dropped for this target, its heap profile says so");
 	if (ret) {
