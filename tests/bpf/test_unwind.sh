@@ -160,6 +160,25 @@ test_beside_nofp_library() {
 		"$TMP/beside_alloc.err" || fail "allocating: $(grep unwinding "$TMP/beside_alloc.err")"
 }
 
+# A caller of the allocator whose frame is set up after an early return
+# (shrink-wrapped, 17 bytes in): auto judges it as keeping a frame pointer,
+# and the walk through it gives every byte to sw_alloc <- main.
+test_shrink_wrapped() {
+	need_root || return
+	profile sw 1 "-v" "$TARGETS/alloc_shrinkwrap" || return
+	grep -q 'unwinding: fp (auto: .*alloc_shrinkwrap and 0 libraries keep frame pointers where they call the allocator (1 of 1 such functions' \
+		"$TMP/sw.err" || { fail "auto: $(grep unwinding "$TMP/sw.err")"; return; }
+	# shellcheck disable=SC2046 # "total sw_alloc BYTES CALLS"
+	set -- $(grep '^total ' "$TMP/sw.out")
+	bytes=$3
+	calls=$4
+	got=$("$PROFDUMP" "$TMP/sw.pb.gz" | grep -v '^#' | awk -F'\t' '
+		{ split($1, v, " "); split($2, f, ";") }
+		f[1] == "sw_alloc" && f[2] == "main" { c += v[1]; b += v[2] }
+		END { printf "%d %d", b, c }')
+	[ "$got" = "$bytes $calls" ] || fail "sw_alloc <- main: $got (bytes calls), allocated $bytes $calls"
+}
+
 run_test bpf/unwind/dwarf_vs_fp test_dwarf_vs_fp
 run_test bpf/unwind/truncated_marked test_truncated_marked
 run_test bpf/unwind/debian_sqlite3 test_debian_sqlite3
@@ -167,3 +186,4 @@ run_test bpf/unwind/debian_sqlite3 test_debian_sqlite3
 run_test bpf/unwind/cxx_through_libstdcxx test_cxx_through_libstdcxx
 run_test bpf/unwind/rust_without_fp test_rust_without_fp
 run_test bpf/unwind/beside_nofp_library test_beside_nofp_library
+run_test bpf/unwind/shrink_wrapped test_shrink_wrapped

@@ -70,15 +70,32 @@ static bool a64_sets_up_fp(const unsigned char *c, long n)
 	return false;
 }
 
-static void examine(struct elfobj *obj, uint64_t vaddr, struct fp_evidence *ev)
+/* a prologue's first bytes: the window examine() reads at a function's start */
+#define PROLOGUE_BYTES_X86	16
+#define PROLOGUE_BYTES_A64	24
+/*
+ * A function that calls the allocator may be shrink-wrapped (GCC's default
+ * at -O2): an early return first, its frame set up after that test and
+ * before its calls.  Its window is wider; a function built without frame
+ * pointers never sets %rbp from %rsp (or x29 from sp) anywhere.
+ */
+#define SHRINK_WRAP_BYTES	64
+
+static void examine_window(struct elfobj *obj, uint64_t vaddr, struct fp_evidence *ev,
+			   size_t window)
 {
-	unsigned char code[24];
-	long got = elfobj__read(obj, vaddr, code, ev->a64 ? 24 : 16);
+	unsigned char code[SHRINK_WRAP_BYTES];
+	long got = elfobj__read(obj, vaddr, code, window);
 
 	if (got < 4)
 		return;
 	ev->functions++;
 	ev->with_fp += ev->a64 ? a64_sets_up_fp(code, got) : sets_up_fp(code, got);
+}
+
+static void examine(struct elfobj *obj, uint64_t vaddr, struct fp_evidence *ev)
+{
+	examine_window(obj, vaddr, ev, ev->a64 ? PROLOGUE_BYTES_A64 : PROLOGUE_BYTES_X86);
 }
 
 static int32_t le32(const unsigned char *p)
@@ -177,7 +194,7 @@ static void examine_caller(void *ctx, uint64_t vaddr)
 {
 	struct examine_ctx *c = ctx;
 
-	examine(c->obj, vaddr, c->ev);
+	examine_window(c->obj, vaddr, c->ev, SHRINK_WRAP_BYTES);
 }
 
 /*
